@@ -1,0 +1,244 @@
+package conductor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// Config configures a Conductor. Zero values take Ironic's defaults.
+type Config struct {
+	Store   store.Store
+	Drivers *driver.Registry
+	Host    string // this conductor's name (reservation holder)
+	Group   string // conductor_group
+	Log     *slog.Logger
+	Now     func() time.Time
+
+	Workers           int           // worker pool size (Ironic workers_pool_size: 100)
+	LockRetries       int           // extra attempts to take a held lock (Ironic: 3 attempts)
+	LockRetryInterval time.Duration // between attempts (Ironic: 1 s)
+	HistoryLimit      int           // history entries kept per node (300)
+	HeartbeatInterval time.Duration // conductor heartbeat (10 s)
+	AutomatedClean    bool          // Ironic's [conductor]automated_clean (true)
+}
+
+// Conductor applies every provision, power and maintenance change to nodes:
+// it takes the node lock, checks the state machine, saves the new state before
+// answering and runs the work on a bounded worker pool.
+type Conductor struct {
+	cfg   Config
+	store store.Store
+	reg   *driver.Registry
+	log   *slog.Logger
+	now   func() time.Time
+
+	slots chan struct{} // worker pool: one token per running worker
+	wg    sync.WaitGroup
+
+	mu       sync.Mutex
+	stopping bool
+	// workCtx is the context workers run under; cancelled when a shutdown's
+	// grace period ends so that in-flight work records itself as interrupted.
+	workCtx    context.Context
+	cancelWork context.CancelFunc
+}
+
+// New returns a conductor; call Start before use.
+func New(cfg Config) (*Conductor, error) {
+	if cfg.Store == nil || cfg.Drivers == nil || cfg.Host == "" {
+		return nil, errors.New("conductor: Store, Drivers and Host are required")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 100
+	}
+	if cfg.LockRetries < 0 {
+		cfg.LockRetries = 0
+	}
+	if cfg.HistoryLimit == 0 {
+		cfg.HistoryLimit = 300
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = 10 * time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Conductor{
+		cfg: cfg, store: cfg.Store, reg: cfg.Drivers, log: cfg.Log.With("conductor", cfg.Host), now: cfg.Now,
+		slots: make(chan struct{}, cfg.Workers), workCtx: ctx, cancelWork: cancel,
+	}, nil
+}
+
+// Host is the conductor's name.
+func (c *Conductor) Host() string { return c.cfg.Host }
+
+// Start registers the conductor, recovers nodes a previous run of this host
+// left mid-operation, and heartbeats until ctx ends.
+func (c *Conductor) Start(ctx context.Context) error {
+	names := make([]string, 0)
+	for _, ht := range c.reg.HardwareTypes() {
+		names = append(names, ht.Name)
+	}
+	if err := c.store.RegisterConductor(ctx, &model.Conductor{
+		Hostname: c.cfg.Host, ConductorGroup: c.cfg.Group, Drivers: names,
+	}); err != nil {
+		return fmt.Errorf("register conductor: %w", err)
+	}
+	if err := c.recover(ctx); err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	go c.heartbeat(ctx)
+	return nil
+}
+
+func (c *Conductor) heartbeat(ctx context.Context) {
+	t := time.NewTicker(c.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := c.store.HeartbeatConductor(ctx, c.cfg.Host, c.now()); err != nil && ctx.Err() == nil {
+				c.log.Error("conductor heartbeat failed", "err", err)
+			}
+		}
+	}
+}
+
+// recover fails the nodes this host was working on when it last stopped and
+// releases its locks. Wait states are left to their callbacks and timeouts.
+func (c *Conductor) recover(ctx context.Context) error {
+	held, err := c.store.ListNodes(ctx, store.NodeQuery{ReservedBy: c.cfg.Host})
+	if err != nil {
+		return err
+	}
+	for _, n := range held {
+		if fsm.IsStable(n.ProvisionState) || fsm.IsWait(n.ProvisionState) || fsm.IsHold(n.ProvisionState) || fsm.IsFailure(n.ProvisionState) {
+			if n.TargetPowerState != "" {
+				n.TargetPowerState = ""
+				n.LastError = "Power operation was interrupted: conductor " + c.cfg.Host + " restarted"
+				c.saveQuiet(ctx, n, nil)
+			}
+			continue
+		}
+		t := &task{c: c, node: n}
+		msg := fmt.Sprintf("Operation was interrupted: conductor %s restarted while the node was in state %q", c.cfg.Host, n.ProvisionState)
+		t.failWith(msg, "")
+		t.node.TargetPowerState = ""
+		c.saveQuiet(ctx, t.node, t.history)
+	}
+	freed, err := c.store.ReleaseHost(ctx, c.cfg.Host)
+	if len(freed) > 0 {
+		c.log.Warn("released locks left by a previous run", "count", len(freed))
+	}
+	return err
+}
+
+func (c *Conductor) saveQuiet(ctx context.Context, n *model.Node, hist []*model.HistoryEvent) {
+	if err := c.store.UpdateNode(ctx, n); err != nil {
+		c.log.Error("saving node failed", "node", n.UUID, "err", err)
+		return
+	}
+	c.addHistory(ctx, hist)
+}
+
+// Shutdown stops taking work, lets running work finish until ctx ends, then
+// interrupts it (it records itself as failed and releases its locks), and
+// marks the conductor offline.
+func (c *Conductor) Shutdown(ctx context.Context) error {
+	c.mu.Lock()
+	c.stopping = true
+	c.mu.Unlock()
+	done := make(chan struct{})
+	go func() { c.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		c.log.Warn("shutdown deadline reached: interrupting running work")
+		c.cancelWork()
+		<-done
+	}
+	c.cancelWork()
+	uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.store.ReleaseHost(uctx, c.cfg.Host); err != nil {
+		return err
+	}
+	return c.store.UnregisterConductor(uctx, c.cfg.Host)
+}
+
+// reserveWorker takes a worker slot or answers 503.
+func (c *Conductor) reserveWorker() error {
+	c.mu.Lock()
+	stopping := c.stopping
+	c.mu.Unlock()
+	if stopping {
+		return fault.New(fault.Unavailable, "Conductor %s is shutting down and takes no new work.", c.cfg.Host)
+	}
+	select {
+	case c.slots <- struct{}{}:
+		c.wg.Add(1)
+		return nil
+	default:
+		return fault.New(fault.Unavailable, "No free conductor workers available")
+	}
+}
+
+// spawn runs fn on the slot taken by reserveWorker.
+func (c *Conductor) spawn(fn func(ctx context.Context)) {
+	go func() {
+		defer func() { <-c.slots; c.wg.Done() }()
+		fn(c.workCtx)
+	}()
+}
+
+// freeWorker gives back a slot taken by reserveWorker that was not used.
+func (c *Conductor) freeWorker() { <-c.slots; c.wg.Done() }
+
+// Drivers lists enabled hardware types.
+func (c *Conductor) Drivers() []DriverInfo {
+	out := []DriverInfo{}
+	for _, ht := range c.reg.HardwareTypes() {
+		out = append(out, c.driverInfo(ht))
+	}
+	return out
+}
+
+// Driver returns one enabled hardware type.
+func (c *Conductor) Driver(name string) (DriverInfo, error) {
+	ht, ok := c.reg.HardwareType(name)
+	if !ok {
+		return DriverInfo{}, fault.New(fault.NotFound, "Could not find the following driver(s) or hardware type(s): %s.", name)
+	}
+	return c.driverInfo(ht), nil
+}
+
+func (c *Conductor) driverInfo(ht driver.HardwareType) DriverInfo {
+	d := DriverInfo{Name: ht.Name, Hosts: []string{c.cfg.Host}, Interfaces: map[string][]string{},
+		Defaults: map[string]string{}, Properties: map[string]string{}}
+	for k, v := range ht.Supported {
+		d.Interfaces[k] = append([]string(nil), v...)
+		if len(v) > 0 {
+			d.Defaults[k] = v[0]
+		}
+	}
+	for k, v := range ht.Properties {
+		d.Properties[k] = v
+	}
+	return d
+}

@@ -1,0 +1,170 @@
+package conductor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/model"
+)
+
+// flow is the work a worker does after a transition is saved. It ends by
+// firing done/fail/wait on the task; the worker then saves and releases.
+type flow func(ctx context.Context, t *task)
+
+// start fires the verb's event on a locked node, saves it and hands the rest
+// of the work to a worker. On error the caller releases the lock.
+func (c *Conductor) start(ctx context.Context, t *task, event string, req ProvisionRequest) error {
+	n := t.node
+	switch event {
+	case fsm.EvManage:
+		if n.ProvisionState == fsm.Enroll {
+			return c.startWork(ctx, t, event, "", c.verifyFlow)
+		}
+		return c.noWork(ctx, t, event, "")
+	case fsm.EvProvide:
+		return c.startWork(ctx, t, event, "", c.cleanFlow(false, nil))
+	case fsm.EvClean:
+		if n.Maintenance {
+			return fault.New(fault.Invalid, "The cleaning operation can't be performed on node %s because it's in maintenance mode.", n.UUID)
+		}
+		return c.startWork(ctx, t, event, fsm.Manageable, c.cleanFlow(true, req.CleanSteps))
+	case fsm.EvInspect:
+		return c.startWork(ctx, t, event, "", c.inspectFlow)
+	case fsm.EvDeploy, fsm.EvRebuild:
+		prepareDeploy(n, req)
+		return c.startWork(ctx, t, event, "", c.deployFlow(req.DeploySteps))
+	case fsm.EvDelete:
+		return c.startWork(ctx, t, event, "", c.tearDownFlow)
+	case fsm.EvRescue:
+		setInfo(&n.InstanceInfo, "rescue_password", *req.RescuePassword)
+		return c.startWork(ctx, t, event, "", c.rescueFlow)
+	case fsm.EvUnrescue:
+		return c.startWork(ctx, t, event, "", c.unrescueFlow)
+	case fsm.EvAdopt:
+		return c.startWork(ctx, t, event, "", c.adoptFlow)
+	case fsm.EvService:
+		if n.Maintenance {
+			return inMaintenance(n.UUID)
+		}
+		return c.startWork(ctx, t, event, "", c.serviceFlow(req.ServiceSteps))
+	case fsm.EvAbort:
+		return c.abort(ctx, t)
+	case fsm.EvUnhold:
+		return c.noWork(ctx, t, event, "")
+	}
+	return fault.InvalidState(event, n.UUID, n.ProvisionState)
+}
+
+// noWork applies a transition that needs no worker (e.g. available → manageable).
+func (c *Conductor) noWork(ctx context.Context, t *task, event, target string) error {
+	if err := t.fire(event, target, false); err != nil {
+		return err
+	}
+	t.node.LastError = ""
+	if err := t.save(ctx); err != nil {
+		return err
+	}
+	t.release()
+	return nil
+}
+
+// startWork takes a worker slot (503 if none), fires event, saves the new
+// state and target before returning, and runs fl on the worker, which saves
+// the outcome and releases the lock.
+func (c *Conductor) startWork(ctx context.Context, t *task, event, target string, fl flow) error {
+	if err := c.reserveWorker(); err != nil {
+		return err
+	}
+	if err := t.fire(event, target, true); err != nil {
+		c.freeWorker()
+		return err
+	}
+	t.node.LastError = "" // Ironic clears last_error when new work starts
+	if err := t.save(ctx); err != nil {
+		c.freeWorker()
+		return err
+	}
+	c.spawn(func(wctx context.Context) {
+		defer t.finish()
+		fl(wctx, t)
+		if wctx.Err() != nil && !fsm.IsStable(t.node.ProvisionState) && !fsm.IsFailure(t.node.ProvisionState) &&
+			!fsm.IsWait(t.node.ProvisionState) {
+			t.failWith(fmt.Sprintf("Operation was interrupted: conductor %s shut down", c.cfg.Host), t.node.TargetProvisionState)
+		}
+	})
+	return nil
+}
+
+func prepareDeploy(n *model.Node, req ProvisionRequest) {
+	if req.ConfigDrive != nil {
+		setInfo(&n.InstanceInfo, "configdrive", req.ConfigDrive)
+	}
+	if len(req.DeploySteps) > 0 {
+		steps := make([]any, len(req.DeploySteps))
+		for i, s := range req.DeploySteps {
+			steps[i] = s
+		}
+		setInfo(&n.DriverInternalInfo, "user_deploy_steps", steps)
+	} else if n.DriverInternalInfo != nil {
+		delete(n.DriverInternalInfo, "user_deploy_steps")
+	}
+}
+
+func setInfo(m *model.JSON, k string, v any) {
+	if *m == nil {
+		*m = model.JSON{}
+	}
+	(*m)[k] = v
+}
+
+// abort stops an operation parked in a wait or hold state (no worker needed).
+func (c *Conductor) abort(ctx context.Context, t *task) error {
+	n := t.node
+	from := n.ProvisionState
+	msg := map[string]string{
+		fsm.CleanWait:     "Clean operation aborted for node %s on step %s.",
+		fsm.CleanHold:     "Clean operation aborted for node %s on step %s.",
+		fsm.InspectWait:   "Inspection was aborted by request.",
+		fsm.RescueWait:    "Rescue operation aborted for node %s.",
+		fsm.DeployWait:    "Deploy operation aborted for node %s.",
+		fsm.DeployHold:    "Deploy operation aborted for node %s.",
+		fsm.ServiceWait:   "Service operation aborted for node %s.",
+		fsm.ServiceHold:   "Service operation aborted for node %s.",
+		fsm.ServiceFailed: "",
+	}[from]
+	target := ""
+	if (from == fsm.CleanWait || from == fsm.CleanHold) && n.TargetProvisionState == fsm.Manageable {
+		target = fsm.Manageable
+	}
+	if err := t.fire(fsm.EvAbort, target, false); err != nil {
+		return err
+	}
+	switch {
+	case msg == "":
+		n.LastError = ""
+	case from == fsm.CleanWait || from == fsm.CleanHold:
+		n.LastError = fmt.Sprintf(msg, n.UUID, stepName(n.CleanStep))
+		n.CleanStep = nil
+	case from == fsm.InspectWait:
+		n.LastError = msg
+	default:
+		n.LastError = fmt.Sprintf(msg, n.UUID)
+	}
+	if n.LastError != "" {
+		t.record(&model.HistoryEvent{Severity: model.SeverityError, EventType: "abort", Event: n.LastError})
+	}
+	if err := t.save(ctx); err != nil {
+		return err
+	}
+	t.release()
+	return nil
+}
+
+func stepName(s model.JSON) string {
+	if len(s) == 0 {
+		return "None"
+	}
+	return fmt.Sprintf("%v.%v", s["interface"], s["step"])
+}

@@ -1,0 +1,191 @@
+package conductor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/fsm"
+)
+
+// Verifier is an optional Power capability: check the BMC answers with the
+// node's credentials (what "manage" runs in verifying).
+type Verifier interface {
+	Verify(ctx context.Context, t *driver.Task) error
+}
+
+// verifyFlow: verifying → manageable, or back to enroll with last_error.
+func (c *Conductor) verifyFlow(ctx context.Context, t *task) {
+	n := t.node
+	p := t.drv.Power
+	if p == nil {
+		t.failWith(fmt.Sprintf("Failed to validate power driver interface for node %s. Error: no power interface", n.UUID), "")
+		return
+	}
+	if err := p.Validate(n); err != nil {
+		t.failWith(fmt.Sprintf("Failed to validate power driver interface for node %s. Error: %v", n.UUID, err), "")
+		return
+	}
+	dt := t.driverTask(ctx)
+	if v, ok := p.(Verifier); ok {
+		if err := v.Verify(ctx, dt); err != nil {
+			t.failWith(fmt.Sprintf("Failed to get power state for node %s. Error: %v", n.UUID, err), "")
+			return
+		}
+	}
+	state, err := p.PowerState(ctx, dt)
+	if err != nil {
+		t.failWith(fmt.Sprintf("Failed to get power state for node %s. Error: %v", n.UUID, err), "")
+		return
+	}
+	if state == fsm.PowerOn || state == fsm.PowerOff {
+		n.PowerState = state
+	}
+	_ = t.fire(fsm.EvDone, "", false)
+}
+
+// inspectFlow: inspecting → manageable (or inspect wait), inspect failed on error.
+func (c *Conductor) inspectFlow(ctx context.Context, t *task) {
+	n := t.node
+	n.InspectionStartedAt, n.InspectionFinishedAt = c.now().UTC(), timeZero
+	if t.drv.Inspect == nil {
+		t.failWith(fmt.Sprintf("Failed to inspect hardware. Reason: node %s has no inspect interface", n.UUID), "")
+		return
+	}
+	if err := t.drv.Inspect.Validate(n); err != nil {
+		t.failWith(fmt.Sprintf("Failed to validate inspect interface for node %s: %v", n.UUID, err), "")
+		return
+	}
+	res, err := t.drv.Inspect.Inspect(ctx, t.driverTask(ctx))
+	if err != nil {
+		t.failWith(fmt.Sprintf("Failed to inspect hardware. Reason: %v", err), "")
+		return
+	}
+	if res == driver.Wait {
+		_ = t.fire(fsm.EvWait, "", false)
+		return
+	}
+	n.InspectionFinishedAt = c.now().UTC()
+	_ = t.fire(fsm.EvDone, "", false)
+}
+
+// deployFlow: deploying → active (or wait call-back), deploy failed on error.
+func (c *Conductor) deployFlow(userSteps []map[string]any) flow {
+	return func(ctx context.Context, t *task) {
+		n := t.node
+		d := t.drv.Deploy
+		if d == nil {
+			t.failWith(fmt.Sprintf("Node %s has no deploy interface", n.UUID), "")
+			return
+		}
+		if err := d.Validate(n); err != nil {
+			t.failWith(fmt.Sprintf("Failed to validate deploy interface for node %s: %v", n.UUID, err), "")
+			return
+		}
+		dt := t.driverTask(ctx)
+		res, err := d.Deploy(ctx, dt)
+		if err != nil {
+			t.failWith(fmt.Sprintf("Deploy step deploy.deploy failed on node %s. %v", n.UUID, err), "")
+			return
+		}
+		if res == driver.Wait {
+			_ = t.fire(fsm.EvWait, "", false)
+			return
+		}
+		if !c.runUserSteps(ctx, t, driver.DeploySteps, userSteps) {
+			return
+		}
+		n.DeployStep = nil
+		_ = t.fire(fsm.EvDone, "", false)
+	}
+}
+
+// tearDownFlow: deleting → cleaning → available; error on a failed tear down.
+func (c *Conductor) tearDownFlow(ctx context.Context, t *task) {
+	n := t.node
+	if d := t.drv.Deploy; d != nil {
+		if err := d.TearDown(ctx, t.driverTask(ctx)); err != nil {
+			t.failWith(fmt.Sprintf("Failed to tear down. Error: %v", err), "")
+			return
+		}
+	}
+	n.InstanceInfo, n.InstanceUUID = nil, ""
+	for _, k := range []string{"user_deploy_steps", "deploy_steps", "agent_url", "agent_secret_token"} {
+		delete(n.DriverInternalInfo, k)
+	}
+	if err := t.fire(fsm.EvClean, "", true); err != nil {
+		t.failWith(err.Error(), "")
+		return
+	}
+	c.cleanFlow(false, nil)(ctx, t)
+}
+
+// rescueFlow: rescuing → rescue (or rescue wait), rescue failed on error.
+func (c *Conductor) rescueFlow(ctx context.Context, t *task) {
+	r := t.drv.Rescue
+	if r == nil {
+		t.failWith(fmt.Sprintf("Node %s has no rescue interface", t.node.UUID), "")
+		return
+	}
+	if err := r.Validate(t.node); err != nil {
+		t.failWith(fmt.Sprintf("Failed to validate rescue interface for node %s: %v", t.node.UUID, err), "")
+		return
+	}
+	res, err := r.Rescue(ctx, t.driverTask(ctx))
+	if err != nil {
+		t.failWith(fmt.Sprintf("Failed to rescue node %s: %v", t.node.UUID, err), "")
+		return
+	}
+	if res == driver.Wait {
+		_ = t.fire(fsm.EvWait, "", false)
+		return
+	}
+	_ = t.fire(fsm.EvDone, "", false)
+}
+
+// unrescueFlow: unrescuing → active, unrescue failed on error.
+func (c *Conductor) unrescueFlow(ctx context.Context, t *task) {
+	r := t.drv.Rescue
+	if r == nil {
+		t.failWith(fmt.Sprintf("Node %s has no rescue interface", t.node.UUID), "")
+		return
+	}
+	if err := r.Unrescue(ctx, t.driverTask(ctx)); err != nil {
+		t.failWith(fmt.Sprintf("Failed to unrescue node %s: %v", t.node.UUID, err), "")
+		return
+	}
+	delete(t.node.InstanceInfo, "rescue_password")
+	_ = t.fire(fsm.EvDone, "", false)
+}
+
+// adoptFlow: adopting → active, adopt failed on error.
+func (c *Conductor) adoptFlow(ctx context.Context, t *task) {
+	n := t.node
+	var err error
+	switch a, ok := t.drv.Deploy.(driver.Adopter); {
+	case t.drv.Deploy == nil:
+		err = fmt.Errorf("no deploy interface")
+	case ok:
+		if err = t.drv.Deploy.Validate(n); err == nil {
+			err = a.Adopt(ctx, t.driverTask(ctx))
+		}
+	default:
+		err = t.drv.Deploy.Validate(n)
+	}
+	if err != nil {
+		t.failWith(fmt.Sprintf("Error while attempting to adopt node %s: %v.", n.UUID, err), "")
+		return
+	}
+	_ = t.fire(fsm.EvDone, "", false)
+}
+
+// serviceFlow: servicing → active, service failed on error.
+func (c *Conductor) serviceFlow(steps []map[string]any) flow {
+	return func(ctx context.Context, t *task) {
+		if !c.runUserSteps(ctx, t, driver.ServiceSteps, steps) {
+			return
+		}
+		t.node.ServiceStep = nil
+		_ = t.fire(fsm.EvDone, "", false)
+	}
+}

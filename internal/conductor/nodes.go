@@ -1,0 +1,265 @@
+package conductor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// noDriver is Ironic's answer for a driver no conductor runs.
+func noDriver(name, group string) error {
+	return fault.New(fault.Invalid, "No valid host was found. Reason: No conductor service registered which supports driver %s for conductor group \"%s\".", name, group)
+}
+
+// CreateNode fills defaults (interfaces, initial state) and stores n.
+func (c *Conductor) CreateNode(ctx context.Context, n *model.Node, initialAvailable bool) error {
+	if _, ok := c.reg.HardwareType(n.Driver); !ok {
+		return noDriver(n.Driver, n.ConductorGroup)
+	}
+	if err := c.reg.Compose(n); err != nil {
+		return fault.Wrap(fault.Invalid, err, err.Error())
+	}
+	if n.UUID == "" {
+		n.UUID = uuid.NewString()
+	}
+	n.ProvisionState = fsm.Enroll
+	if initialAvailable {
+		n.ProvisionState = fsm.Available
+	}
+	n.TargetProvisionState, n.Reservation = "", ""
+	now := c.now().UTC()
+	n.CreatedAt, n.ProvisionUpdatedAt = now, now
+	if err := c.store.CreateNode(ctx, n); err != nil {
+		return duplicate(err)
+	}
+	c.addHistory(ctx, []*model.HistoryEvent{{NodeUUID: n.UUID, Severity: model.SeverityInfo, EventType: "provisioning",
+		ToState: n.ProvisionState, Conductor: c.cfg.Host, CreatedAt: now,
+		Event: fmt.Sprintf("Node created in provision state %q", n.ProvisionState)}})
+	return nil
+}
+
+// duplicate turns a store duplicate into Ironic's 409 texts.
+func duplicate(err error) error {
+	var d *store.DuplicateError
+	if !errors.As(err, &d) {
+		return err
+	}
+	switch d.Field {
+	case "name":
+		return fault.New(fault.Conflict, "A node with name %s already exists.", d.Value)
+	case "uuid":
+		return fault.New(fault.Conflict, "A node with UUID %s already exists.", d.Value)
+	case "instance_uuid":
+		return fault.New(fault.Conflict, "Instance %s is already associated with a node.", d.Value)
+	case "address":
+		return fault.New(fault.Conflict, "A port with MAC address %s already exists.", d.Value)
+	}
+	return fault.New(fault.Conflict, "A resource with %s %s already exists.", d.Field, d.Value)
+}
+
+// updateAllowedStates are where interfaces and resource_class may change
+// outside maintenance (Ironic's conductor update_node).
+var updateAllowedStates = []string{fsm.Enroll, fsm.Inspecting, fsm.InspectWait, fsm.Manageable, fsm.Available}
+
+// UpdateNode applies a change under the node lock with Ironic's rules.
+func (c *Conductor) UpdateNode(ctx context.Context, ident string, apply func(n *model.Node) error) (*model.Node, error) {
+	t, err := c.acquire(ctx, ident, "")
+	if err != nil {
+		return nil, err
+	}
+	defer t.release()
+	old := t.node
+	if old.TargetProvisionState != "" && !fsm.UpdateAllowed(old.ProvisionState) {
+		return nil, fault.New(fault.Conflict, "Node %s can not be updated while a state transition is in progress.", ident)
+	}
+	n, err := clone(old)
+	if err != nil {
+		return nil, err
+	}
+	if err := apply(n); err != nil {
+		return nil, err
+	}
+	if err := c.checkUpdate(old, n); err != nil {
+		return nil, err
+	}
+	if err := c.store.UpdateNode(ctx, n); err != nil {
+		return nil, duplicate(err)
+	}
+	if old.Maintenance != n.Maintenance {
+		c.addHistory(ctx, []*model.HistoryEvent{maintenanceEvent(c, n, "")})
+	}
+	return n, nil
+}
+
+func (c *Conductor) checkUpdate(old, n *model.Node) error {
+	allowed := n.Maintenance || contains(updateAllowedStates, old.ProvisionState)
+	notAllowed := func(field string) error {
+		return fault.New(fault.Conflict, "Node %s can not have %s updated unless it is in one of allowed (%s) states or in maintenance mode.",
+			old.UUID, field, strings.Join(updateAllowedStates, ", "))
+	}
+	if n.Driver != old.Driver {
+		if _, ok := c.reg.HardwareType(n.Driver); !ok {
+			return noDriver(n.Driver, n.ConductorGroup)
+		}
+		if !allowed {
+			return notAllowed("driver")
+		}
+		// Interfaces the new hardware type lacks fall back to its defaults.
+		ht, _ := c.reg.HardwareType(n.Driver)
+		for _, k := range model.InterfaceNames {
+			if v := n.Interfaces.Get(k); v != "" && !contains(ht.Supported[k], v) && v == old.Interfaces.Get(k) {
+				n.Interfaces.Set(k, "")
+			}
+		}
+	}
+	for _, k := range model.InterfaceNames {
+		if n.Interfaces.Get(k) != old.Interfaces.Get(k) && !allowed {
+			return notAllowed(k + "_interface")
+		}
+	}
+	if err := c.reg.Compose(n); err != nil {
+		return fault.Wrap(fault.Invalid, err, err.Error())
+	}
+	if n.ResourceClass != old.ResourceClass && old.ResourceClass != "" && !allowed {
+		return notAllowed("resource_class")
+	}
+	if old.InstanceUUID != "" && n.InstanceUUID != "" && n.InstanceUUID != old.InstanceUUID {
+		return fault.New(fault.Conflict, "Node %s is associated with instance %s.", old.UUID, old.InstanceUUID)
+	}
+	if !n.Maintenance {
+		n.MaintenanceReason, n.Fault = "", ""
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// clone deep-copies a node (maps included) so a failed update changes nothing.
+func clone(n *model.Node) (*model.Node, error) {
+	b, err := json.Marshal(n)
+	if err != nil {
+		return nil, err
+	}
+	out := &model.Node{}
+	if err := json.Unmarshal(b, out); err != nil {
+		return nil, err
+	}
+	out.ID, out.Version, out.Reservation, out.Conductor = n.ID, n.Version, n.Reservation, n.Conductor
+	return out, nil
+}
+
+// DeleteNode deletes a node in a delete-allowed state or in maintenance.
+func (c *Conductor) DeleteNode(ctx context.Context, ident string) error {
+	t, err := c.acquire(ctx, ident, "")
+	if err != nil {
+		return err
+	}
+	n := t.node
+	var ferr error
+	switch {
+	case n.Protected:
+		ferr = fault.New(fault.Conflict, "Node %s is protected and cannot be undeployed, rebuilt or deleted", n.UUID)
+	case !fsm.DeleteAllowed(n.ProvisionState) && !n.Maintenance:
+		ferr = fault.New(fault.Conflict, "Can not delete node \"%s\" while it is in provision state \"%s\". Valid provision states to perform deletion are: \"%s\", or set the node into maintenance mode",
+			n.UUID, n.ProvisionState, pyTuple(fsm.DeleteAllowedStates()))
+	case n.InstanceUUID != "":
+		ferr = fault.New(fault.Conflict, "Node %s is associated with instance %s.", n.UUID, n.InstanceUUID)
+	}
+	if ferr != nil {
+		t.release()
+		return ferr
+	}
+	if err := c.store.DeleteNode(ctx, n.UUID); err != nil {
+		t.release()
+		return err
+	}
+	c.log.Info("node deleted", "node", n.UUID)
+	return nil
+}
+
+func pyTuple(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = "'" + s + "'"
+	}
+	return "(" + strings.Join(q, ", ") + ")"
+}
+
+// SetMaintenance sets or clears maintenance under the node lock.
+func (c *Conductor) SetMaintenance(ctx context.Context, ident string, on bool, reason string) error {
+	t, err := c.acquire(ctx, ident, "")
+	if err != nil {
+		return err
+	}
+	defer t.release()
+	n := t.node
+	n.Maintenance = on
+	if on {
+		n.MaintenanceReason = reason
+	} else {
+		n.MaintenanceReason, n.Fault = "", ""
+	}
+	t.history = append(t.history, maintenanceEvent(c, n, ""))
+	return t.save(ctx)
+}
+
+func maintenanceEvent(c *Conductor, n *model.Node, user string) *model.HistoryEvent {
+	msg := "Maintenance mode unset"
+	if n.Maintenance {
+		msg = "Maintenance mode set"
+		if n.MaintenanceReason != "" {
+			msg += ": " + n.MaintenanceReason
+		}
+	}
+	return &model.HistoryEvent{NodeUUID: n.UUID, Severity: model.SeverityInfo, EventType: "maintenance",
+		Event: msg, Conductor: c.cfg.Host, User: user, CreatedAt: c.now().UTC()}
+}
+
+// validateKinds are the interfaces GET /validate reports, in Ironic's order.
+var validateKinds = []string{"bios", "boot", "console", "deploy", "firmware", "inspect", "management",
+	"network", "power", "raid", "rescue", "storage"}
+
+// Validate runs each interface's validation without touching hardware.
+func (c *Conductor) Validate(ctx context.Context, ident string) (map[string]ValidateResult, error) {
+	n, err := c.getNode(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	drv, err := c.reg.For(n)
+	if err != nil {
+		return nil, fault.Wrap(fault.Invalid, err, err.Error())
+	}
+	yes, no := true, false
+	out := map[string]ValidateResult{}
+	for _, k := range validateKinds {
+		v, ok := drv.Interface(k).(driver.Validator)
+		if !ok || v == nil || reflect.ValueOf(v).IsNil() {
+			out[k] = ValidateResult{Reason: fmt.Sprintf("%s interface is not supported by driver %s", k, n.Driver)}
+			continue
+		}
+		if err := v.Validate(n); err != nil {
+			out[k] = ValidateResult{Result: &no, Reason: err.Error()}
+			continue
+		}
+		out[k] = ValidateResult{Result: &yes}
+	}
+	return out, nil
+}

@@ -1,0 +1,237 @@
+package conductor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// SetPower starts a power action: target_power_state is saved before the call
+// returns; a worker performs it and records power_state or last_error.
+func (c *Conductor) SetPower(ctx context.Context, ident string, req PowerRequest) error {
+	n, err := c.getNode(ctx, ident)
+	if err != nil {
+		return err
+	}
+	if !fsm.IsPowerTarget(req.Target) {
+		return fault.InvalidState(req.Target, n.UUID, powerName(n.PowerState))
+	}
+	t, err := c.acquire(ctx, n.UUID, req.User)
+	if err != nil {
+		return err
+	}
+	p := t.drv.Power
+	if p == nil {
+		t.release()
+		return fault.New(fault.Invalid, "Node %s has no power interface", n.UUID)
+	}
+	if err := p.Validate(t.node); err != nil {
+		t.release()
+		return fault.New(fault.Invalid, "Failed to validate power driver interface for node %s. Error: %v", n.UUID, err)
+	}
+	if err := c.reserveWorker(); err != nil {
+		t.release()
+		return err
+	}
+	result := fsm.PowerResult(req.Target)
+	t.node.TargetPowerState = result
+	t.node.LastError = ""
+	if err := t.save(ctx); err != nil {
+		c.freeWorker()
+		t.release()
+		return err
+	}
+	c.spawn(func(wctx context.Context) {
+		defer t.finish()
+		c.powerAction(wctx, t, req.Target)
+	})
+	return nil
+}
+
+func powerName(s string) string {
+	if s == "" {
+		return "None"
+	}
+	return s
+}
+
+// powerAction performs target through the driver and records the outcome.
+func (c *Conductor) powerAction(ctx context.Context, t *task, target string) {
+	n := t.node
+	before := n.PowerState
+	err := t.drv.Power.SetPowerState(ctx, t.driverTask(ctx), target)
+	n.TargetPowerState = ""
+	if err != nil {
+		n.LastError = fmt.Sprintf("Failed to change power state to '%s' by '%s'. Error: %v", fsm.PowerResult(target), target, err)
+		t.record(&model.HistoryEvent{Severity: model.SeverityError, EventType: "power", Event: n.LastError})
+		c.log.Error("power action failed", "node", n.UUID, "target", target, "err", err)
+		return
+	}
+	n.PowerState = fsm.PowerResult(target)
+	setInfo(&n.DriverInternalInfo, "last_power_state_change", c.now().UTC().Format("2006-01-02T15:04:05.000000"))
+	t.record(&model.HistoryEvent{Severity: model.SeverityInfo, EventType: "power",
+		Event: fmt.Sprintf("Power state changed from %s to %s by %q", powerName(before), n.PowerState, target)})
+}
+
+// GetBootDevice reads the boot device through the management interface.
+func (c *Conductor) GetBootDevice(ctx context.Context, ident string) (BootDevice, error) {
+	n, err := c.getNode(ctx, ident)
+	if err != nil {
+		return BootDevice{}, err
+	}
+	m, err := c.management(n)
+	if err != nil {
+		return BootDevice{}, err
+	}
+	bd, err := m.BootDevice(ctx, &driver.Task{Node: n})
+	if err != nil {
+		return BootDevice{}, fault.Wrap(fault.Invalid, err, fmt.Sprintf("Failed to get boot device of node %s: %v", n.UUID, err))
+	}
+	p := bd.Persistent
+	return BootDevice{Device: bd.Device, Persistent: &p}, nil
+}
+
+// SetBootDevice sets the boot device under the node lock.
+func (c *Conductor) SetBootDevice(ctx context.Context, ident string, dev BootDevice) error {
+	t, err := c.acquire(ctx, ident, "")
+	if err != nil {
+		return err
+	}
+	defer t.release()
+	m, err := c.management(t.node)
+	if err != nil {
+		return err
+	}
+	supported, err := m.SupportedBootDevices(ctx, &driver.Task{Node: t.node})
+	if err != nil {
+		return fault.Wrap(fault.Invalid, err, err.Error())
+	}
+	if !contains(supported, dev.Device) {
+		return fault.New(fault.Invalid, "Invalid boot device %s specified.", dev.Device)
+	}
+	persistent := dev.Persistent != nil && *dev.Persistent
+	if err := m.SetBootDevice(ctx, t.driverTask(ctx), driver.BootDevice{Device: dev.Device, Persistent: persistent}); err != nil {
+		return fault.Wrap(fault.Invalid, err, fmt.Sprintf("Failed to set boot device of node %s: %v", t.node.UUID, err))
+	}
+	return nil
+}
+
+// SupportedBootDevices lists the devices the management interface can set.
+func (c *Conductor) SupportedBootDevices(ctx context.Context, ident string) ([]string, error) {
+	n, err := c.getNode(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	m, err := c.management(n)
+	if err != nil {
+		return nil, err
+	}
+	return m.SupportedBootDevices(ctx, &driver.Task{Node: n})
+}
+
+func (c *Conductor) management(n *model.Node) (driver.Management, error) {
+	drv, err := c.reg.For(n)
+	if err != nil {
+		return nil, fault.Wrap(fault.Invalid, err, err.Error())
+	}
+	if drv.Management == nil {
+		return nil, fault.New(fault.Invalid, "Node %s has no management interface", n.UUID)
+	}
+	if err := drv.Management.Validate(n); err != nil {
+		return nil, fault.New(fault.Invalid, "Failed to validate management interface for node %s: %v", n.UUID, err)
+	}
+	return drv.Management, nil
+}
+
+// CreatePort adds a port to an existing node (no lock needed, as in Ironic).
+func (c *Conductor) CreatePort(ctx context.Context, p *model.Port) error {
+	if _, err := c.getNode(ctx, p.NodeUUID); err != nil {
+		return err
+	}
+	if p.CreatedAt.IsZero() {
+		p.CreatedAt = c.now().UTC()
+	}
+	if err := c.store.CreatePort(ctx, p); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return fault.NodeNotFound(p.NodeUUID)
+		}
+		return portDuplicate(err)
+	}
+	return nil
+}
+
+func portDuplicate(err error) error {
+	var d *store.DuplicateError
+	if !errors.As(err, &d) {
+		return err
+	}
+	switch d.Field {
+	case "address":
+		return fault.New(fault.Conflict, "A port with MAC address %s already exists.", d.Value)
+	case "name":
+		return fault.New(fault.Conflict, "A port with name %s already exists.", d.Value)
+	}
+	return fault.New(fault.Conflict, "A port with UUID %s already exists.", d.Value)
+}
+
+func portNotFound(ident string) error {
+	return fault.New(fault.NotFound, "Port %s could not be found.", ident)
+}
+
+// UpdatePort changes a port under its node's lock.
+func (c *Conductor) UpdatePort(ctx context.Context, ident string, apply func(p *model.Port) error) (*model.Port, error) {
+	p, err := c.store.GetPort(ctx, ident)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, portNotFound(ident)
+	} else if err != nil {
+		return nil, err
+	}
+	t, err := c.acquire(ctx, p.NodeUUID, "")
+	if err != nil {
+		return nil, err
+	}
+	defer t.release()
+	if p, err = c.store.GetPort(ctx, p.UUID); err != nil {
+		return nil, portNotFound(ident)
+	}
+	cp := *p
+	if err := apply(&cp); err != nil {
+		return nil, err
+	}
+	if cp.NodeUUID != p.NodeUUID {
+		if _, err := c.getNode(ctx, cp.NodeUUID); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.store.UpdatePort(ctx, &cp); err != nil {
+		return nil, portDuplicate(err)
+	}
+	return &cp, nil
+}
+
+// DeletePort removes a port under its node's lock.
+func (c *Conductor) DeletePort(ctx context.Context, ident string) error {
+	p, err := c.store.GetPort(ctx, ident)
+	if errors.Is(err, store.ErrNotFound) {
+		return portNotFound(ident)
+	} else if err != nil {
+		return err
+	}
+	t, err := c.acquire(ctx, p.NodeUUID, "")
+	if err != nil {
+		return err
+	}
+	defer t.release()
+	if err := c.store.DeletePort(ctx, p.UUID); errors.Is(err, store.ErrNotFound) {
+		return portNotFound(ident)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,202 @@
+package conductor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// task is a node held under its lock: Ironic's TaskManager. The conductor is
+// the only code that moves a node through the state machine, and it does so
+// through task.fire, then task.save.
+type task struct {
+	c       *Conductor
+	node    *model.Node
+	drv     *driver.Driver
+	user    string
+	history []*model.HistoryEvent // written after the node is saved
+}
+
+// getNode loads a node by UUID or name, answering Ironic's 404.
+func (c *Conductor) getNode(ctx context.Context, ident string) (*model.Node, error) {
+	n, err := c.store.GetNode(ctx, ident)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fault.NodeNotFound(ident)
+	}
+	return n, err
+}
+
+// acquire takes the node's lock (retrying a held lock like Ironic's task
+// manager) and composes its driver.
+func (c *Conductor) acquire(ctx context.Context, ident, user string) (*task, error) {
+	n, err := c.getNode(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		locked, err := c.store.ReserveNode(ctx, n.UUID, c.cfg.Host)
+		if err == nil {
+			n = locked
+			break
+		}
+		var le *store.LockedError
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return nil, fault.NodeNotFound(ident)
+		case errors.As(err, &le) && attempt < c.cfg.LockRetries:
+			if serr := sleepCtx(ctx, c.cfg.LockRetryInterval); serr != nil {
+				return nil, fault.NodeLocked(n.UUID, le.Holder)
+			}
+		case errors.As(err, &le):
+			return nil, fault.NodeLocked(n.UUID, le.Holder)
+		default:
+			return nil, err
+		}
+	}
+	t := &task{c: c, node: n, user: user}
+	drv, err := c.reg.For(n)
+	if err != nil {
+		t.release()
+		return nil, fault.Wrap(fault.Invalid, err, fmt.Sprintf("Cannot load the driver of node %s: %v", n.UUID, err))
+	}
+	t.drv = drv
+	return t, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// release frees the lock. It uses its own context so that a cancelled request
+// or a shutdown can never leave a lock behind.
+func (t *task) release() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := t.c.store.ReleaseNode(ctx, t.node.UUID, t.c.cfg.Host); err != nil && !errors.Is(err, store.ErrNotFound) {
+		t.c.log.Error("releasing node lock failed", "node", t.node.UUID, "err", err)
+	}
+}
+
+// fire moves the node through the state machine on event. targetOverride
+// replaces the state machine's default target (a manual clean heads for
+// manageable); working says whether a worker continues after this transition
+// (if not and the new state is stable, the target is cleared, as in Ironic).
+func (t *task) fire(event, targetOverride string, working bool) error {
+	n := t.node
+	from := n.ProvisionState
+	to, ok := fsm.Next(from, event)
+	if !ok {
+		return fault.InvalidState(event, n.UUID, from)
+	}
+	target := n.TargetProvisionState
+	if target == to {
+		target = ""
+	}
+	if info, _ := fsm.Info(to); info.Target != "" {
+		target = info.Target
+	}
+	if targetOverride != "" && !fsm.IsStable(to) {
+		target = targetOverride
+	}
+	if !working && fsm.IsStable(to) {
+		target = ""
+	}
+	now := t.c.now().UTC()
+	var inState time.Duration
+	if !n.ProvisionUpdatedAt.IsZero() {
+		inState = now.Sub(n.ProvisionUpdatedAt)
+	} else if !n.CreatedAt.IsZero() {
+		inState = now.Sub(n.CreatedAt)
+	}
+	n.ProvisionState, n.TargetProvisionState, n.ProvisionUpdatedAt = to, target, now
+	sev := model.SeverityInfo
+	if fsm.IsFailure(to) {
+		sev = model.SeverityError
+	}
+	t.record(&model.HistoryEvent{
+		Severity: sev, EventType: "provisioning", FromState: from, ToState: to, Trigger: event,
+		Duration: inState, CreatedAt: now,
+		Event: fmt.Sprintf("Node moved to provision state %q from state %q; target provision state is %q", to, from, target),
+	})
+	logf := t.c.log.Info
+	if fsm.IsFailure(to) {
+		logf = t.c.log.Error
+	}
+	logf("provision state changed", "node", n.UUID, "from", from, "to", to, "target", target, "event", event)
+	return nil
+}
+
+// failWith fires "fail" (if the state machine allows it from here) and records
+// msg as last_error and as an error history entry.
+func (t *task) failWith(msg, targetOverride string) {
+	if _, ok := fsm.Next(t.node.ProvisionState, fsm.EvFail); ok {
+		_ = t.fire(fsm.EvFail, targetOverride, false)
+	}
+	t.node.LastError = msg
+	t.record(&model.HistoryEvent{Severity: model.SeverityError, EventType: "error", Event: msg})
+}
+
+// record queues a history entry, written on the next save.
+func (t *task) record(e *model.HistoryEvent) {
+	e.NodeUUID = t.node.UUID
+	e.Conductor = t.c.cfg.Host
+	e.User = t.user
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = t.c.now().UTC()
+	}
+	t.history = append(t.history, e)
+}
+
+// save writes the node and its queued history.
+func (t *task) save(ctx context.Context) error {
+	if err := t.c.store.UpdateNode(ctx, t.node); err != nil {
+		return fmt.Errorf("save node %s: %w", t.node.UUID, err)
+	}
+	t.c.addHistory(ctx, t.history)
+	t.history = nil
+	return nil
+}
+
+// finish saves (with a context that outlives cancellation) and releases.
+func (t *task) finish() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := t.save(ctx); err != nil {
+		t.c.log.Error("saving node failed", "node", t.node.UUID, "err", err)
+	}
+	t.release()
+}
+
+func (c *Conductor) addHistory(ctx context.Context, events []*model.HistoryEvent) {
+	for _, e := range events {
+		if err := c.store.AddHistory(ctx, e, c.cfg.HistoryLimit); err != nil {
+			c.log.Error("writing node history failed", "node", e.NodeUUID, "err", err)
+		}
+	}
+}
+
+// driverTask is the view of the task a driver gets.
+func (t *task) driverTask(ctx context.Context) *driver.Task {
+	ports, err := t.c.store.ListPorts(ctx, store.PortQuery{NodeUUID: t.node.UUID})
+	if err != nil {
+		t.c.log.Warn("listing ports failed", "node", t.node.UUID, "err", err)
+	}
+	return &driver.Task{Node: t.node, Ports: ports}
+}

@@ -1,0 +1,156 @@
+// Package driver is the contract between the conductor and hardware: one small
+// interface per capability (power, management, deploy, ...), composed per node
+// from the node's *_interface fields, as Ironic's hardware types are.
+//
+// Implementations live in sub-packages (fake, and later ipmi, redfish, agent);
+// only internal/server imports them, to build a Registry.
+package driver
+
+import (
+	"context"
+	"errors"
+
+	"github.com/anvil-metal/anvil/internal/model"
+)
+
+// ErrUnsupported is answered by optional capabilities a driver lacks.
+var ErrUnsupported = errors.New("operation not supported by the driver")
+
+// Result says whether an operation finished or parks the node in a wait state
+// until something (an agent heartbeat) calls back.
+type Result int
+
+// Results of a long operation.
+const (
+	Done Result = iota // finished: fire "done"
+	Wait               // started: fire "wait" and resume on callback
+)
+
+// Task is what an interface works on: the node (held under its lock by the
+// conductor) and its ports. Drivers may change Node fields (power_state,
+// driver_internal_info, properties, ...); the conductor saves them.
+type Task struct {
+	Node  *model.Node
+	Ports []*model.Port
+}
+
+// Validator checks a node's configuration for one interface without touching
+// hardware. It returns an error whose text says what is missing or malformed.
+type Validator interface {
+	Validate(n *model.Node) error
+}
+
+// Power controls and reads a node's power.
+type Power interface {
+	Validator
+	// PowerState reads the current state: fsm.PowerOn, fsm.PowerOff or "" (unknown).
+	PowerState(ctx context.Context, t *Task) (string, error)
+	// SetPowerState moves to fsm.PowerOn, PowerOff, Rebooting, SoftPowerOff or
+	// SoftRebooting, returning when done or on ctx's end.
+	SetPowerState(ctx context.Context, t *Task, target string) error
+}
+
+// BootDevice is a boot device setting.
+type BootDevice struct {
+	Device     string // pxe, disk, cdrom, bios, safe, wanboot
+	Persistent bool
+}
+
+// Management sets and reads the boot device.
+type Management interface {
+	Validator
+	BootDevice(ctx context.Context, t *Task) (BootDevice, error)
+	SetBootDevice(ctx context.Context, t *Task, dev BootDevice) error
+	SupportedBootDevices(ctx context.Context, t *Task) ([]string, error)
+}
+
+// Deploy writes an instance to a node and tears it down.
+type Deploy interface {
+	Validator
+	Deploy(ctx context.Context, t *Task) (Result, error)
+	TearDown(ctx context.Context, t *Task) error
+}
+
+// Inspect discovers a node's hardware.
+type Inspect interface {
+	Validator
+	Inspect(ctx context.Context, t *Task) (Result, error)
+}
+
+// Rescue boots a node into a rescue environment and back.
+type Rescue interface {
+	Validator
+	Rescue(ctx context.Context, t *Task) (Result, error)
+	Unrescue(ctx context.Context, t *Task) error
+}
+
+// Adopter takes over a node that is already deployed (optional on Deploy).
+type Adopter interface {
+	Adopt(ctx context.Context, t *Task) error
+}
+
+// Step is a clean, deploy or service step an interface offers or a user asks for.
+type Step struct {
+	Interface string     `json:"interface"`
+	Step      string     `json:"step"`
+	Priority  int        `json:"priority"`
+	Args      model.JSON `json:"args,omitempty"`
+	Abortable bool       `json:"abortable,omitempty"`
+}
+
+// StepKind names the three step families.
+type StepKind string
+
+// Step kinds.
+const (
+	CleanSteps   StepKind = "clean"
+	DeploySteps  StepKind = "deploy"
+	ServiceSteps StepKind = "service"
+)
+
+// Stepper offers steps and executes them. Any interface may implement it.
+type Stepper interface {
+	// Steps lists the steps of kind the implementation offers for the node
+	// when it fills interface slot iface ("deploy", "bios", ...), with their
+	// default priorities (0 = manual only).
+	Steps(n *model.Node, iface string, kind StepKind) []Step
+	// ExecuteStep runs one step; Wait parks the node until a callback.
+	ExecuteStep(ctx context.Context, t *Task, kind StepKind, s Step) (Result, error)
+}
+
+// Driver is a node's composed set of interfaces. Slots the hardware type
+// lacks are nil; Names records which implementation fills each slot.
+type Driver struct {
+	Power      Power
+	Management Management
+	Deploy     Deploy
+	Inspect    Inspect
+	Rescue     Rescue
+	// Others holds the interfaces that only validate and offer steps
+	// (boot, bios, raid, console, vendor, network, storage, firmware), by kind.
+	Others map[string]Validator
+	Names  map[string]string
+}
+
+// Interface returns the implementation in slot kind, or nil.
+func (d *Driver) Interface(kind string) any {
+	var v any
+	switch kind {
+	case "power":
+		v = d.Power
+	case "management":
+		v = d.Management
+	case "deploy":
+		v = d.Deploy
+	case "inspect":
+		v = d.Inspect
+	case "rescue":
+		v = d.Rescue
+	default:
+		v = d.Others[kind]
+	}
+	if v == nil {
+		return nil
+	}
+	return v
+}

@@ -1,0 +1,249 @@
+// Package fake is the fake-hardware driver: every interface succeeds at once,
+// like Ironic's fake interfaces, and remembers power state and boot device.
+// Per-node knobs in driver_info slow operations down or make them fail, so
+// tests and demos can reach every state:
+//
+//	fake_<op>_delay   seconds (number or string) before <op> completes
+//	fake_fail         comma list of operations that fail: verify, power,
+//	                  power_state (reads), deploy, undeploy, clean, inspect,
+//	                  rescue, unrescue, adopt, service, boot_device
+//
+// <op> is one of verify, power, deploy, undeploy, clean, inspect, rescue,
+// unrescue, adopt, service, boot.
+package fake
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/model"
+)
+
+// Hardware implements every driver interface for fake-hardware nodes. It is
+// safe for concurrent use; its memory of power and boot device is per node UUID.
+type Hardware struct {
+	// Sleep waits d or until ctx ends; tests replace it. Nil means real time.
+	Sleep func(ctx context.Context, d time.Duration) error
+
+	mu    sync.Mutex
+	power map[string]string
+	boot  map[string]driver.BootDevice
+}
+
+// New returns a fake with empty memory.
+func New() *Hardware {
+	return &Hardware{power: map[string]string{}, boot: map[string]driver.BootDevice{}}
+}
+
+// Name is the hardware type and interface name Anvil registers this under.
+const Name = "fake-hardware"
+
+// Interface is the implementation name of each fake interface ("fake").
+const Interface = "fake"
+
+// Kinds lists the interface kinds fake-hardware fills, with its implementation
+// names (the first is the default) — network and storage are "noop" as in Ironic.
+func Kinds() map[string][]string {
+	m := map[string][]string{}
+	for _, k := range model.InterfaceNames {
+		m[k] = []string{Interface}
+	}
+	m["network"] = []string{"noop", "flat"}
+	m["storage"] = []string{"noop"}
+	return m
+}
+
+// Register adds fake-hardware and its interfaces to r.
+func (h *Hardware) Register(r *driver.Registry) {
+	r.AddHardwareType(driver.HardwareType{Name: Name, Supported: Kinds(), Properties: map[string]string{
+		"fake_fail":        "Comma-separated operations that fail: verify, power, power_state, deploy, undeploy, clean, inspect, rescue, unrescue, adopt, service, boot_device. Optional.",
+		"fake_power_delay": "Seconds each power action takes. Also fake_deploy_delay, fake_clean_delay, fake_inspect_delay, fake_rescue_delay, fake_unrescue_delay, fake_adopt_delay, fake_service_delay, fake_verify_delay, fake_undeploy_delay, fake_boot_delay. Optional.",
+	}})
+	for _, k := range model.InterfaceNames {
+		r.AddInterface(k, Interface, h)
+	}
+	r.AddInterface("network", "noop", h)
+	r.AddInterface("network", "flat", h)
+	r.AddInterface("storage", "noop", h)
+}
+
+// SetPower changes the remembered power state behind the conductor's back (tests).
+func (h *Hardware) SetPower(nodeUUID, state string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.power[nodeUUID] = state
+}
+
+// Validate checks the knobs parse.
+func (h *Hardware) Validate(n *model.Node) error {
+	for k, v := range n.DriverInfo {
+		if strings.HasPrefix(k, "fake_") && strings.HasSuffix(k, "_delay") {
+			if _, err := seconds(v); err != nil {
+				return fmt.Errorf("driver_info %s: %w", k, err)
+			}
+		}
+	}
+	return nil
+}
+
+// op waits the node's delay for name and fails if name is in fake_fail.
+func (h *Hardware) op(ctx context.Context, n *model.Node, delayName, failName string) error {
+	d, err := seconds(n.DriverInfo["fake_"+delayName+"_delay"])
+	if err != nil {
+		return err
+	}
+	if d > 0 {
+		sleep := h.Sleep
+		if sleep == nil {
+			sleep = realSleep
+		}
+		if err := sleep(ctx, d); err != nil {
+			return err
+		}
+	}
+	if Fails(n, failName) {
+		return fmt.Errorf("fake %s failure requested by driver_info fake_fail", failName)
+	}
+	return nil
+}
+
+// Fails reports whether op is listed in the node's fake_fail knob.
+func Fails(n *model.Node, op string) bool {
+	s, _ := n.DriverInfo["fake_fail"].(string)
+	for _, f := range strings.Split(s, ",") {
+		if strings.TrimSpace(f) == op {
+			return true
+		}
+	}
+	return false
+}
+
+func seconds(v any) (time.Duration, error) {
+	var f float64
+	switch x := v.(type) {
+	case nil:
+		return 0, nil
+	case float64:
+		f = x
+	case int:
+		f = float64(x)
+	case string:
+		p, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a number of seconds", x)
+		}
+		f = p
+	default:
+		return 0, fmt.Errorf("%v is not a number of seconds", v)
+	}
+	if f < 0 || f > 86400 {
+		return 0, fmt.Errorf("%v seconds is out of range [0, 86400]", f)
+	}
+	return time.Duration(f * float64(time.Second)), nil
+}
+
+func realSleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Verify checks the (fake) BMC answers: it is what "manage" runs in verifying.
+func (h *Hardware) Verify(ctx context.Context, t *driver.Task) error {
+	if err := h.op(ctx, t.Node, "verify", "verify"); err != nil {
+		return err
+	}
+	if Fails(t.Node, "power") {
+		return fmt.Errorf("fake power failure requested by driver_info fake_fail")
+	}
+	return nil
+}
+
+// PowerState returns the remembered state, else the node's recorded one.
+func (h *Hardware) PowerState(ctx context.Context, t *driver.Task) (string, error) {
+	if Fails(t.Node, "power_state") {
+		return "", fmt.Errorf("fake power_state failure requested by driver_info fake_fail")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s, ok := h.power[t.Node.UUID]; ok {
+		return s, nil
+	}
+	return t.Node.PowerState, nil
+}
+
+// SetPowerState remembers the state a power action leaves.
+func (h *Hardware) SetPowerState(ctx context.Context, t *driver.Task, target string) error {
+	if err := h.op(ctx, t.Node, "power", "power"); err != nil {
+		return err
+	}
+	h.SetPower(t.Node.UUID, fsm.PowerResult(target))
+	return nil
+}
+
+// BootDevice returns the remembered boot device (disk, persistent by default).
+func (h *Hardware) BootDevice(ctx context.Context, t *driver.Task) (driver.BootDevice, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if b, ok := h.boot[t.Node.UUID]; ok {
+		return b, nil
+	}
+	return driver.BootDevice{Device: "disk", Persistent: true}, nil
+}
+
+// SetBootDevice remembers dev.
+func (h *Hardware) SetBootDevice(ctx context.Context, t *driver.Task, dev driver.BootDevice) error {
+	if err := h.op(ctx, t.Node, "boot", "boot_device"); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.boot[t.Node.UUID] = dev
+	return nil
+}
+
+// SupportedBootDevices lists Ironic's fake devices.
+func (h *Hardware) SupportedBootDevices(ctx context.Context, t *driver.Task) ([]string, error) {
+	return []string{"pxe", "disk"}, nil
+}
+
+// Deploy "writes the instance".
+func (h *Hardware) Deploy(ctx context.Context, t *driver.Task) (driver.Result, error) {
+	return driver.Done, h.op(ctx, t.Node, "deploy", "deploy")
+}
+
+// TearDown "removes the instance".
+func (h *Hardware) TearDown(ctx context.Context, t *driver.Task) error {
+	return h.op(ctx, t.Node, "undeploy", "undeploy")
+}
+
+// Adopt takes over a deployed node.
+func (h *Hardware) Adopt(ctx context.Context, t *driver.Task) error {
+	return h.op(ctx, t.Node, "adopt", "adopt")
+}
+
+// Inspect fills nothing, like Ironic's fake inspect.
+func (h *Hardware) Inspect(ctx context.Context, t *driver.Task) (driver.Result, error) {
+	return driver.Done, h.op(ctx, t.Node, "inspect", "inspect")
+}
+
+// Rescue boots the "rescue environment".
+func (h *Hardware) Rescue(ctx context.Context, t *driver.Task) (driver.Result, error) {
+	return driver.Done, h.op(ctx, t.Node, "rescue", "rescue")
+}
+
+// Unrescue returns to the instance.
+func (h *Hardware) Unrescue(ctx context.Context, t *driver.Task) error {
+	return h.op(ctx, t.Node, "unrescue", "unrescue")
+}

@@ -1,0 +1,204 @@
+package model
+
+import "time"
+
+// JSON is a free-form JSON object, as Ironic stores driver_info, properties, extra...
+type JSON = map[string]any
+
+// Node is a bare-metal server. Field names follow Ironic's node object; the JSON
+// tags are the storage encoding (the API renders nodes itself, per microversion).
+// Empty strings stand for Ironic's null, except ConductorGroup which is "" in Ironic.
+type Node struct {
+	ID      int64  `json:"-"` // database row id; Ironic's default sort key
+	Version int64  `json:"-"` // optimistic-concurrency counter, bumped by every update
+	UUID    string `json:"uuid"`
+	Name    string `json:"name,omitempty"`
+
+	Driver             string `json:"driver"`
+	DriverInfo         JSON   `json:"driver_info,omitempty"`
+	DriverInternalInfo JSON   `json:"driver_internal_info,omitempty"`
+	Properties         JSON   `json:"properties,omitempty"`
+	InstanceInfo       JSON   `json:"instance_info,omitempty"`
+	Extra              JSON   `json:"extra,omitempty"`
+	InstanceUUID       string `json:"instance_uuid,omitempty"`
+	ChassisUUID        string `json:"chassis_uuid,omitempty"`
+	ResourceClass      string `json:"resource_class,omitempty"`
+	Owner              string `json:"owner,omitempty"`
+	Lessee             string `json:"lessee,omitempty"`
+	Description        string `json:"description,omitempty"`
+	ConductorGroup     string `json:"conductor_group,omitempty"`
+	Shard              string `json:"shard,omitempty"`
+	ParentNode         string `json:"parent_node,omitempty"`
+	Traits             []string `json:"traits,omitempty"`
+
+	Interfaces Interfaces `json:"interfaces"`
+
+	ProvisionState       string    `json:"provision_state"`
+	TargetProvisionState string    `json:"target_provision_state,omitempty"`
+	ProvisionUpdatedAt   time.Time `json:"provision_updated_at,omitzero"`
+	PowerState           string    `json:"power_state,omitempty"`
+	TargetPowerState     string    `json:"target_power_state,omitempty"`
+	LastError            string    `json:"last_error,omitempty"`
+
+	Maintenance       bool   `json:"maintenance,omitempty"`
+	MaintenanceReason string `json:"maintenance_reason,omitempty"`
+	Fault             string `json:"fault,omitempty"`
+
+	// Reservation is the name of the conductor holding the node's lock; it is a
+	// column managed only by Store.Reserve/Release, never written by UpdateNode.
+	Reservation string `json:"-"`
+
+	ConsoleEnabled       bool   `json:"console_enabled,omitempty"`
+	AutomatedClean       *bool  `json:"automated_clean,omitempty"`
+	Protected            bool   `json:"protected,omitempty"`
+	ProtectedReason      string `json:"protected_reason,omitempty"`
+	Retired              bool   `json:"retired,omitempty"`
+	RetiredReason        string `json:"retired_reason,omitempty"`
+	BootMode             string `json:"boot_mode,omitempty"`
+	SecureBoot           *bool  `json:"secure_boot,omitempty"`
+	DisablePowerOff      bool   `json:"disable_power_off,omitempty"`
+
+	CleanStep            JSON `json:"clean_step,omitempty"`
+	DeployStep           JSON `json:"deploy_step,omitempty"`
+	ServiceStep          JSON `json:"service_step,omitempty"`
+	RaidConfig           JSON `json:"raid_config,omitempty"`
+	TargetRaidConfig     JSON `json:"target_raid_config,omitempty"`
+	NetworkData          JSON `json:"network_data,omitempty"`
+	InspectionStartedAt  time.Time `json:"inspection_started_at,omitzero"`
+	InspectionFinishedAt time.Time `json:"inspection_finished_at,omitzero"`
+
+	// Conductor is the conductor that manages the node (hash ring owner); set
+	// by the API when rendering, not stored.
+	Conductor string `json:"-"`
+
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}
+
+// Interfaces are the per-node driver interface choices (Ironic's *_interface fields).
+type Interfaces struct {
+	Bios       string `json:"bios,omitempty"`
+	Boot       string `json:"boot,omitempty"`
+	Console    string `json:"console,omitempty"`
+	Deploy     string `json:"deploy,omitempty"`
+	Firmware   string `json:"firmware,omitempty"`
+	Inspect    string `json:"inspect,omitempty"`
+	Management string `json:"management,omitempty"`
+	Network    string `json:"network,omitempty"`
+	Power      string `json:"power,omitempty"`
+	Raid       string `json:"raid,omitempty"`
+	Rescue     string `json:"rescue,omitempty"`
+	Storage    string `json:"storage,omitempty"`
+	Vendor     string `json:"vendor,omitempty"`
+}
+
+// InterfaceNames lists the interface kinds in Ironic's order.
+var InterfaceNames = []string{"bios", "boot", "console", "deploy", "firmware", "inspect",
+	"management", "network", "power", "raid", "rescue", "storage", "vendor"}
+
+// Get returns the interface chosen for kind ("deploy", "power", ...).
+func (i *Interfaces) Get(kind string) string {
+	if p := i.ptr(kind); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Set sets the interface for kind; it reports false for an unknown kind.
+func (i *Interfaces) Set(kind, value string) bool {
+	p := i.ptr(kind)
+	if p == nil {
+		return false
+	}
+	*p = value
+	return true
+}
+
+func (i *Interfaces) ptr(kind string) *string {
+	switch kind {
+	case "bios":
+		return &i.Bios
+	case "boot":
+		return &i.Boot
+	case "console":
+		return &i.Console
+	case "deploy":
+		return &i.Deploy
+	case "firmware":
+		return &i.Firmware
+	case "inspect":
+		return &i.Inspect
+	case "management":
+		return &i.Management
+	case "network":
+		return &i.Network
+	case "power":
+		return &i.Power
+	case "raid":
+		return &i.Raid
+	case "rescue":
+		return &i.Rescue
+	case "storage":
+		return &i.Storage
+	case "vendor":
+		return &i.Vendor
+	}
+	return nil
+}
+
+// Port is a NIC of a node, identified by its MAC address.
+type Port struct {
+	ID                  int64  `json:"-"`
+	Version             int64  `json:"-"`
+	UUID                string `json:"uuid"`
+	Address             string `json:"address"` // lower-case MAC, unique
+	NodeUUID            string `json:"node_uuid"`
+	Name                string `json:"name,omitempty"`
+	PortgroupUUID       string `json:"portgroup_uuid,omitempty"`
+	PXEEnabled          bool   `json:"pxe_enabled"`
+	LocalLinkConnection JSON   `json:"local_link_connection,omitempty"`
+	PhysicalNetwork     string `json:"physical_network,omitempty"`
+	Extra               JSON   `json:"extra,omitempty"`
+	InternalInfo        JSON   `json:"internal_info,omitempty"`
+	IsSmartNIC          bool   `json:"is_smartnic,omitempty"`
+	Description         string `json:"description,omitempty"`
+	Vendor              string `json:"vendor,omitempty"`
+	Category            string `json:"category,omitempty"`
+
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}
+
+// Conductor is a registered conductor process.
+type Conductor struct {
+	Hostname       string
+	ConductorGroup string
+	Drivers        []string
+	Online         bool
+	CreatedAt      time.Time
+	UpdatedAt      time.Time // last heartbeat
+}
+
+// Severity values of history events (Ironic's).
+const (
+	SeverityInfo  = "INFO"
+	SeverityError = "ERROR"
+)
+
+// HistoryEvent is one entry of a node's history (Ironic's node_history).
+type HistoryEvent struct {
+	ID        int64
+	UUID      string
+	NodeUUID  string
+	CreatedAt time.Time
+	Severity  string // INFO, WARNING, ERROR
+	EventType string // provisioning, power, maintenance, lock, ...
+	Event     string // human-readable text
+	Conductor string
+	User      string
+	// Transition details (Ironic 1.115): empty when not a provision transition.
+	FromState string
+	ToState   string
+	Trigger   string        // the FSM event that caused it
+	Duration  time.Duration // time spent in FromState
+}

@@ -1,0 +1,155 @@
+// Package store is the storage contract of Anvil: nodes, ports, conductors and node
+// history, with the node lock kept in the nodes.reservation column and taken by
+// compare-and-set. Implementations: sqlite (embedded default) and postgres.
+//
+// Invariants every implementation keeps (checked by storetest):
+//   - UpdateNode never writes reservation; only ReserveNode/ReleaseNode do.
+//   - UpdateNode succeeds only if the node's Version equals the stored one, and
+//     bumps it; a stale write answers ErrStale and changes nothing.
+//   - a write either happens whole or not at all.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/anvil-metal/anvil/internal/model"
+)
+
+// Sentinel errors. Implementations wrap them with detail.
+var (
+	ErrNotFound  = errors.New("not found")
+	ErrDuplicate = errors.New("duplicate")
+	ErrStale     = errors.New("stale write")
+	ErrLocked    = errors.New("locked")
+)
+
+// LockedError says who holds a node's reservation. errors.Is(err, ErrLocked) holds.
+type LockedError struct {
+	Node   string // UUID
+	Holder string
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("node %s is locked by %s", e.Node, e.Holder)
+}
+
+// Unwrap makes errors.Is(err, ErrLocked) true.
+func (e *LockedError) Unwrap() error { return ErrLocked }
+
+// DuplicateError names the field whose unique constraint a write violated.
+type DuplicateError struct {
+	Field string // "uuid", "name", "address", "instance_uuid", "hostname"
+	Value string
+}
+
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("duplicate %s %q", e.Field, e.Value)
+}
+
+// Unwrap makes errors.Is(err, ErrDuplicate) true.
+func (e *DuplicateError) Unwrap() error { return ErrDuplicate }
+
+// NodeQuery selects nodes. Zero values mean "no filter".
+type NodeQuery struct {
+	ProvisionState string
+	Maintenance    *bool
+	Driver         string
+	ResourceClass  string
+	Associated     *bool // instance_uuid set or not
+	Fault          string
+	Owner          string
+	Lessee         string
+	ConductorGroup *string
+	InstanceUUID   string
+	Reserved       *bool  // reservation set or not
+	ReservedBy     string // reservation equals this host
+	ProvisionStates []string // provision_state IN (...)
+
+	// Pagination: rows after the node with UUID Marker in (SortKey, id) order.
+	Limit   int
+	Marker  string
+	SortKey string // one of NodeSortKeys; "" means "id"
+	SortDir string // "asc" (default) or "desc"
+}
+
+// NodeSortKeys are the sort keys a NodeQuery accepts.
+var NodeSortKeys = []string{"id", "uuid", "name", "created_at", "updated_at",
+	"provision_state", "provision_updated_at", "power_state", "driver", "maintenance",
+	"instance_uuid", "resource_class", "owner", "lessee", "conductor_group", "fault",
+	"reservation", "target_provision_state"}
+
+// PortQuery selects ports.
+type PortQuery struct {
+	NodeUUID string
+	Address  string
+	PortgroupUUID string
+	Limit    int
+	Marker   string
+	SortKey  string // one of PortSortKeys; "" means "id"
+	SortDir  string
+}
+
+// PortSortKeys are the sort keys a PortQuery accepts.
+var PortSortKeys = []string{"id", "uuid", "address", "node_uuid", "created_at", "updated_at", "pxe_enabled", "name"}
+
+// Store is the storage contract.
+type Store interface {
+	// CreateNode inserts n, setting n.ID, n.Version=1 and CreatedAt if zero.
+	// Errors: *DuplicateError (uuid, name, instance_uuid).
+	CreateNode(ctx context.Context, n *model.Node) error
+	// GetNode finds a node by UUID, or by name when ident is not a UUID-shaped
+	// string. Errors: ErrNotFound.
+	GetNode(ctx context.Context, ident string) (*model.Node, error)
+	// ListNodes returns nodes matching q in q's order.
+	ListNodes(ctx context.Context, q NodeQuery) ([]*model.Node, error)
+	// CountNodes returns the number of nodes matching q's filters.
+	CountNodes(ctx context.Context, q NodeQuery) (int, error)
+	// UpdateNode writes every field of n but reservation, if n.Version is current;
+	// on success n.Version is bumped and n.UpdatedAt set.
+	// Errors: ErrNotFound, ErrStale, *DuplicateError.
+	UpdateNode(ctx context.Context, n *model.Node) error
+	// DeleteNode removes the node and its ports and history. Errors: ErrNotFound.
+	DeleteNode(ctx context.Context, uuid string) error
+
+	// ReserveNode sets reservation=host if it is empty (compare-and-set) and
+	// returns the node as stored. Errors: ErrNotFound, *LockedError.
+	ReserveNode(ctx context.Context, uuid, host string) (*model.Node, error)
+	// ReleaseNode clears the reservation if host holds it. Errors: ErrNotFound,
+	// *LockedError (held by another host), nil if already free.
+	ReleaseNode(ctx context.Context, uuid, host string) error
+	// ReleaseHost clears every reservation held by host and returns the UUIDs freed.
+	ReleaseHost(ctx context.Context, host string) ([]string, error)
+
+	// CreatePort inserts p. Errors: *DuplicateError (uuid, address, name),
+	// ErrNotFound if the node does not exist.
+	CreatePort(ctx context.Context, p *model.Port) error
+	// GetPort finds a port by UUID, or by name. Errors: ErrNotFound.
+	GetPort(ctx context.Context, ident string) (*model.Port, error)
+	// GetPortByAddress finds a port by MAC. Errors: ErrNotFound.
+	GetPortByAddress(ctx context.Context, mac string) (*model.Port, error)
+	ListPorts(ctx context.Context, q PortQuery) ([]*model.Port, error)
+	// UpdatePort is version-checked like UpdateNode.
+	UpdatePort(ctx context.Context, p *model.Port) error
+	DeletePort(ctx context.Context, uuid string) error
+
+	// RegisterConductor creates or refreshes the conductor row (online, heartbeat now).
+	RegisterConductor(ctx context.Context, c *model.Conductor) error
+	// HeartbeatConductor sets updated_at=now for hostname. Errors: ErrNotFound.
+	HeartbeatConductor(ctx context.Context, hostname string, now time.Time) error
+	// UnregisterConductor marks the conductor offline.
+	UnregisterConductor(ctx context.Context, hostname string) error
+	GetConductor(ctx context.Context, hostname string) (*model.Conductor, error)
+	ListConductors(ctx context.Context) ([]*model.Conductor, error)
+
+	// AddHistory appends e (setting ID, UUID if empty, CreatedAt if zero) and
+	// prunes the node's history to its newest keep entries (keep <= 0: no pruning).
+	AddHistory(ctx context.Context, e *model.HistoryEvent, keep int) error
+	// ListHistory returns a node's events, oldest first.
+	ListHistory(ctx context.Context, nodeUUID string) ([]*model.HistoryEvent, error)
+	GetHistory(ctx context.Context, nodeUUID, eventUUID string) (*model.HistoryEvent, error)
+
+	Close() error
+}
