@@ -207,6 +207,10 @@ func (c *Conductor) spawn(fn func(ctx context.Context)) {
 	}()
 }
 
+// WaitIdle blocks until no worker is running. Work started before the call
+// is waited for; tests use it instead of sleeping.
+func (c *Conductor) WaitIdle() { c.wg.Wait() }
+
 // freeWorker gives back a slot taken by reserveWorker that was not used.
 func (c *Conductor) freeWorker() { <-c.slots; c.wg.Done() }
 

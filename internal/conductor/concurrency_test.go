@@ -1,0 +1,88 @@
+package conductor_test
+
+import (
+	"fmt"
+	"math/rand"
+	"sync"
+	"testing"
+
+	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/model"
+)
+
+// 50 goroutines send conflicting verbs to one node: no forbidden transition,
+// no lost write (history is one unbroken chain), no reservation left behind.
+func TestConflictingVerbs(t *testing.T) {
+	e := newEnv(t, func(c *conductor.Config) { c.HistoryLimit = 1 << 20 })
+	id := e.create(model.JSON{}).UUID
+	verbs := []string{"manage", "provide", "active", "deleted", "inspect", "rescue", "unrescue",
+		"abort", "rebuild", "clean", "adopt", "undeploy", "deploy"}
+	var wg sync.WaitGroup
+	errs := make(chan error, 50*20)
+	for g := 0; g < 50; g++ {
+		wg.Add(1)
+		go func(seed int64) {
+			defer wg.Done()
+			r := rand.New(rand.NewSource(seed))
+			for i := 0; i < 20; i++ {
+				v := verbs[r.Intn(len(verbs))]
+				req := conductor.ProvisionRequest{Target: v, Minor: 89}
+				switch v {
+				case "rescue":
+					pw := "pw"
+					req.RescuePassword = &pw
+				case "clean":
+					req.CleanSteps = []model.JSON{{"interface": "deploy", "step": "erase_devices"}}
+				}
+				err := e.c.Provision(e.ctx, id, req)
+				switch fault.KindOf(err) {
+				case 0:
+					if err != nil {
+						errs <- fmt.Errorf("%s: unexpected error %v", v, err)
+					}
+				case fault.Invalid, fault.Conflict, fault.Unavailable:
+				default:
+					errs <- fmt.Errorf("%s: unexpected fault %v", v, err)
+				}
+			}
+		}(int64(g))
+	}
+	wg.Wait()
+	e.c.WaitIdle()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	n := e.get(id)
+	if n.Reservation != "" {
+		t.Fatalf("reservation %q left behind", n.Reservation)
+	}
+	hist, err := e.st.ListHistory(e.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := fsm.Enroll
+	moves := 0
+	for _, h := range hist {
+		if h.FromState == "" {
+			continue
+		}
+		moves++
+		if to, ok := fsm.Next(h.FromState, h.Trigger); !ok || to != h.ToState {
+			t.Fatalf("forbidden transition recorded: %s --%s--> %s", h.FromState, h.Trigger, h.ToState)
+		}
+		if h.FromState != prev {
+			t.Fatalf("history chain broken (a lost write): previous state %q, next entry starts at %q", prev, h.FromState)
+		}
+		prev = h.ToState
+	}
+	if prev != n.ProvisionState {
+		t.Fatalf("history ends in %q, node is in %q", prev, n.ProvisionState)
+	}
+	if moves < 5 {
+		t.Fatalf("only %d transitions happened; the test did not exercise the node", moves)
+	}
+	t.Logf("%d transitions, final state %s", moves, n.ProvisionState)
+}

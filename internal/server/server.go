@@ -1,0 +1,99 @@
+// Package server wires Anvil together for `anvil serve`: the store, the driver
+// registry (the only place that imports driver implementations), the
+// conductor and the API, and runs them until the context ends.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/anvil-metal/anvil/internal/api"
+	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/driver/fake"
+	"github.com/anvil-metal/anvil/internal/store/storeopen"
+)
+
+// Config is what `anvil serve` takes.
+type Config struct {
+	Listen   string // host:port, default 127.0.0.1:6385
+	Database string // SQLite path or postgres:// URL
+	HostID   string // conductor name
+	Log      *slog.Logger
+
+	Workers           int
+	ShutdownTimeout   time.Duration // grace for running work on SIGTERM
+	LockRetries       int
+	LockRetryInterval time.Duration
+	// Ready, if set, is called with the bound address once serving.
+	Ready func(addr string)
+}
+
+// Registry builds the driver registry with every enabled hardware type.
+func Registry(fk *fake.Hardware) *driver.Registry {
+	r := driver.NewRegistry()
+	fk.Register(r)
+	return r
+}
+
+// Serve runs the API and a conductor until ctx ends, then shuts down cleanly:
+// no new requests, running work finishes or is recorded, locks released.
+func Serve(ctx context.Context, cfg Config) error {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	st, err := storeopen.Open(ctx, cfg.Database)
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	defer st.Close()
+	cond, err := conductor.New(conductor.Config{
+		Store: st, Drivers: Registry(fake.New()), Host: cfg.HostID, Log: cfg.Log,
+		Workers: cfg.Workers, LockRetries: cfg.LockRetries, LockRetryInterval: cfg.LockRetryInterval,
+		AutomatedClean: true,
+	})
+	if err != nil {
+		return err
+	}
+	cctx, stopConductor := context.WithCancel(context.Background())
+	defer stopConductor()
+	if err := cond.Start(cctx); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	cfg.Log.Info("anvil serving", "listen", ln.Addr().String(), "host", cfg.HostID)
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr().String())
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	cfg.Log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		cfg.Log.Warn("http shutdown", "err", err)
+	}
+	err = cond.Shutdown(sctx)
+	stopConductor()
+	return err
+}

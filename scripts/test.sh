@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Anvil's one test command (README: `make test`; CI: .ci/run).
+# Installs what the tests need when it is missing (idempotent), then runs
+# formatting and vet checks and every Go test with the race detector.
+# Environment: ANVIL_TEST_POSTGRES_DSN to use an existing PostgreSQL instead of
+# a throwaway one; GO_TEST_FLAGS for extra `go test` flags.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_pkgs=()
+command -v baremetal >/dev/null 2>&1 || need_pkgs+=(python3-ironicclient)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_pkgs+=(postgresql)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  echo "== installing test dependencies: ${need_pkgs[*]}"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+fi
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change: $unformatted" >&2
+  exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test -race"
+# shellcheck disable=SC2086
+go test -race -count=1 -timeout 20m ${GO_TEST_FLAGS:-} ./...
