@@ -30,6 +30,54 @@ type Config struct {
 	HistoryLimit      int           // history entries kept per node (300)
 	HeartbeatInterval time.Duration // conductor heartbeat (10 s)
 	AutomatedClean    bool          // Ironic's [conductor]automated_clean (true)
+
+	// Wait-state timeouts (0 = never); Ironic's defaults are 30 minutes.
+	DeployCallbackTimeout  time.Duration
+	CleanCallbackTimeout   time.Duration
+	InspectWaitTimeout     time.Duration
+	RescueCallbackTimeout  time.Duration
+	ServiceCallbackTimeout time.Duration
+	// CheckProvisionStateInterval is how often timeouts are checked (60 s).
+	CheckProvisionStateInterval time.Duration
+
+	// Power sync (Ironic's [conductor] options).
+	SyncPowerStateInterval    time.Duration // 60 s; negative disables
+	ForcePowerStateDuringSync bool          // true: put hardware back to the recorded state
+	PowerStateSyncMaxRetries  int           // failed reads before maintenance (3)
+	SyncPowerStateWorkers     int           // parallel reads (8)
+
+	// ConductorDeadAfter: a conductor that has not heartbeated for this long is
+	// dead and its locks are broken by the survivors (Ironic's heartbeat_timeout, 60 s).
+	ConductorDeadAfter time.Duration
+
+	// Concurrency caps (Ironic's max_concurrent_deploy 250, max_concurrent_clean 50).
+	MaxConcurrentDeploy int
+	MaxConcurrentClean  int
+}
+
+// withDefaults returns cfg with Ironic's defaults in every zero field.
+func (cfg Config) withDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&cfg.CheckProvisionStateInterval, time.Minute)
+	def(&cfg.SyncPowerStateInterval, time.Minute)
+	def(&cfg.ConductorDeadAfter, time.Minute)
+	if cfg.PowerStateSyncMaxRetries <= 0 {
+		cfg.PowerStateSyncMaxRetries = 3
+	}
+	if cfg.SyncPowerStateWorkers <= 0 {
+		cfg.SyncPowerStateWorkers = 8
+	}
+	if cfg.MaxConcurrentDeploy <= 0 {
+		cfg.MaxConcurrentDeploy = 250
+	}
+	if cfg.MaxConcurrentClean <= 0 {
+		cfg.MaxConcurrentClean = 50
+	}
+	return cfg
 }
 
 // Conductor applies every provision, power and maintenance change to nodes:
@@ -44,6 +92,8 @@ type Conductor struct {
 
 	slots chan struct{} // worker pool: one token per running worker
 	wg    sync.WaitGroup
+
+	powerFailures sync.Map // node UUID → consecutive failed power reads (int)
 
 	mu       sync.Mutex
 	stopping bool
@@ -76,6 +126,7 @@ func New(cfg Config) (*Conductor, error) {
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = 10 * time.Second
 	}
+	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Conductor{
 		cfg: cfg, store: cfg.Store, reg: cfg.Drivers, log: cfg.Log.With("conductor", cfg.Host), now: cfg.Now,
@@ -102,6 +153,9 @@ func (c *Conductor) Start(ctx context.Context) error {
 		return fmt.Errorf("recover: %w", err)
 	}
 	go c.heartbeat(ctx)
+	go c.every(ctx, c.cfg.CheckProvisionStateInterval, "check provision state timeouts", c.CheckTimeouts)
+	go c.every(ctx, c.cfg.SyncPowerStateInterval, "sync power states", c.SyncPowerStates)
+	go c.every(ctx, c.cfg.ConductorDeadAfter/2, "break locks of dead conductors", c.BreakDeadLocks)
 	return nil
 }
 

@@ -52,7 +52,7 @@ func (c *Conductor) start(ctx context.Context, t *task, event string, req Provis
 	case fsm.EvAbort:
 		return c.abort(ctx, t)
 	case fsm.EvUnhold:
-		return c.noWork(ctx, t, event, "")
+		return c.unhold(ctx, t)
 	}
 	return fault.InvalidState(event, n.UUID, n.ProvisionState)
 }

@@ -69,34 +69,23 @@ func (c *Conductor) inspectFlow(ctx context.Context, t *task) {
 	_ = t.fire(fsm.EvDone, "", false)
 }
 
-// deployFlow: deploying → active (or wait call-back), deploy failed on error.
+// deployFlow: deploying → active (or wait call-back / deploy hold), deploy
+// failed on error. The driver's deploy steps run first, then the user's.
 func (c *Conductor) deployFlow(userSteps []map[string]any) flow {
 	return func(ctx context.Context, t *task) {
 		n := t.node
-		d := t.drv.Deploy
-		if d == nil {
+		if t.drv.Deploy == nil {
 			t.failWith(fmt.Sprintf("Node %s has no deploy interface", n.UUID), "")
 			return
 		}
-		if err := d.Validate(n); err != nil {
+		if err := t.drv.Deploy.Validate(n); err != nil {
 			t.failWith(fmt.Sprintf("Failed to validate deploy interface for node %s: %v", n.UUID, err), "")
 			return
 		}
-		dt := t.driverTask(ctx)
-		res, err := d.Deploy(ctx, dt)
-		if err != nil {
-			t.failWith(fmt.Sprintf("Deploy step deploy.deploy failed on node %s. %v", n.UUID, err), "")
+		if !c.planUser(t, driver.DeploySteps, userSteps) {
 			return
 		}
-		if res == driver.Wait {
-			_ = t.fire(fsm.EvWait, "", false)
-			return
-		}
-		if !c.runUserSteps(ctx, t, driver.DeploySteps, userSteps) {
-			return
-		}
-		n.DeployStep = nil
-		_ = t.fire(fsm.EvDone, "", false)
+		c.runSteps(ctx, t, driver.DeploySteps, 0)
 	}
 }
 
@@ -179,13 +168,12 @@ func (c *Conductor) adoptFlow(ctx context.Context, t *task) {
 	_ = t.fire(fsm.EvDone, "", false)
 }
 
-// serviceFlow: servicing → active, service failed on error.
+// serviceFlow: servicing → active (or service wait / hold), service failed on error.
 func (c *Conductor) serviceFlow(steps []map[string]any) flow {
 	return func(ctx context.Context, t *task) {
-		if !c.runUserSteps(ctx, t, driver.ServiceSteps, steps) {
+		if !c.planUser(t, driver.ServiceSteps, steps) {
 			return
 		}
-		t.node.ServiceStep = nil
-		_ = t.fire(fsm.EvDone, "", false)
+		c.runSteps(ctx, t, driver.ServiceSteps, 0)
 	}
 }

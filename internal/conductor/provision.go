@@ -39,6 +39,9 @@ func (c *Conductor) Provision(ctx context.Context, ident string, req ProvisionRe
 	if err := checkProvisionArgs(n, req, event); err != nil {
 		return err
 	}
+	if err := c.checkLimit(ctx, event); err != nil {
+		return err
+	}
 	t, err := c.acquire(ctx, n.UUID, req.User)
 	if err != nil {
 		return err

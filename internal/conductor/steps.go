@@ -15,6 +15,10 @@ import (
 
 var timeZero time.Time
 
+// Reserved steps any interface accepts (Ironic's): hold parks the node in
+// its hold state until "unhold".
+const stepHold = "hold"
+
 // offered returns the steps of kind every interface of the node offers.
 func offered(t *task, kind driver.StepKind) []driver.Step {
 	var out []driver.Step
@@ -34,10 +38,15 @@ func resolve(t *task, kind driver.StepKind, user []map[string]any) ([]driver.Ste
 	for _, u := range user {
 		iface, _ := u["interface"].(string)
 		name, _ := u["step"].(string)
+		args, _ := u["args"].(map[string]any)
+		if name == stepHold {
+			out = append(out, driver.Step{Interface: iface, Step: name, Args: args})
+			continue
+		}
 		found := false
 		for _, s := range avail {
 			if s.Interface == iface && s.Step == name {
-				s.Args, _ = u["args"].(map[string]any)
+				s.Args = args
 				if p, ok := u["priority"].(float64); ok {
 					s.Priority = int(p)
 				}
@@ -53,21 +62,135 @@ func resolve(t *task, kind driver.StepKind, user []map[string]any) ([]driver.Ste
 	return out, nil
 }
 
-// cleanFlow runs automated cleaning (the offered steps with a priority, highest
-// first; none when automated_clean is off) or the user's manual steps, ending
-// in available (automated) or manageable (manual), or clean failed.
+// stepBook names where a step family keeps its plan and progress.
+type stepBook struct {
+	kind     driver.StepKind
+	listKey  string // driver_internal_info key of the planned steps
+	indexKey string // driver_internal_info key of the current step's index
+}
+
+func bookOf(kind driver.StepKind) stepBook {
+	return stepBook{kind: kind, listKey: string(kind) + "_steps", indexKey: string(kind) + "_step_index"}
+}
+
+// current returns the node field holding the running step of kind.
+func current(n *model.Node, kind driver.StepKind) *model.JSON {
+	switch kind {
+	case driver.CleanSteps:
+		return &n.CleanStep
+	case driver.DeploySteps:
+		return &n.DeployStep
+	}
+	return &n.ServiceStep
+}
+
+// plan stores the steps to run in driver_internal_info.
+func plan(n *model.Node, kind driver.StepKind, steps []driver.Step) {
+	b := bookOf(kind)
+	list := make([]any, len(steps))
+	for i, s := range steps {
+		list[i] = stepJSON(s)
+	}
+	setInfo(&n.DriverInternalInfo, b.listKey, list)
+	delete(n.DriverInternalInfo, b.indexKey)
+}
+
+// planned reads the stored plan back.
+func planned(n *model.Node, kind driver.StepKind) []driver.Step {
+	raw, _ := json.Marshal(n.DriverInternalInfo[bookOf(kind).listKey])
+	var steps []driver.Step
+	_ = json.Unmarshal(raw, &steps)
+	return steps
+}
+
+func stepIndex(n *model.Node, kind driver.StepKind) int {
+	f, ok := n.DriverInternalInfo[bookOf(kind).indexKey].(float64)
+	if !ok {
+		if i, ok := n.DriverInternalInfo[bookOf(kind).indexKey].(int); ok {
+			return i
+		}
+		return -1
+	}
+	return int(f)
+}
+
+// runSteps executes the planned steps of kind from index start. It ends the
+// flow: done (or manage for a manual clean), fail, wait (a step awaits a
+// callback) or hold.
+func (c *Conductor) runSteps(ctx context.Context, t *task, kind driver.StepKind, start int) {
+	n := t.node
+	steps := planned(n, kind)
+	target := c.stepTarget(n, kind)
+	for i := start; i < len(steps); i++ {
+		s := steps[i]
+		setInfo(&n.DriverInternalInfo, bookOf(kind).indexKey, i)
+		*current(n, kind) = stepJSON(s)
+		if s.Step == stepHold {
+			_ = t.fire(fsm.EvHold, target, false)
+			return
+		}
+		res, err := c.execStep(ctx, t, kind, s)
+		if err != nil {
+			c.stepFailed(t, kind, fmt.Sprintf("Node %s failed step %s: %v", n.UUID, pyRepr(stepJSON(s)), err))
+			return
+		}
+		if res == driver.Wait {
+			_ = t.fire(fsm.EvWait, target, false)
+			return
+		}
+	}
+	c.stepsDone(t, kind)
+}
+
+// stepTarget is the target a step flow heads for: a manual clean heads for
+// manageable, everything else for the state machine's default.
+func (c *Conductor) stepTarget(n *model.Node, kind driver.StepKind) string {
+	if kind == driver.CleanSteps && n.TargetProvisionState == fsm.Manageable {
+		return fsm.Manageable
+	}
+	return ""
+}
+
+func (c *Conductor) stepsDone(t *task, kind driver.StepKind) {
+	n := t.node
+	manual := c.stepTarget(n, kind) == fsm.Manageable
+	*current(n, kind) = nil
+	b := bookOf(kind)
+	delete(n.DriverInternalInfo, b.listKey)
+	delete(n.DriverInternalInfo, b.indexKey)
+	if manual {
+		_ = t.fire(fsm.EvManage, "", false)
+		return
+	}
+	_ = t.fire(fsm.EvDone, "", false)
+}
+
+// stepFailed records a failed step; a failed clean step also puts the node
+// into maintenance with fault "clean failure", as Ironic does.
+func (c *Conductor) stepFailed(t *task, kind driver.StepKind, msg string) {
+	n := t.node
+	target := c.stepTarget(n, kind)
+	if kind == driver.CleanSteps && len(n.CleanStep) > 0 {
+		n.Maintenance, n.Fault, n.MaintenanceReason = true, "clean failure", msg
+	}
+	*current(n, kind) = nil
+	b := bookOf(kind)
+	delete(n.DriverInternalInfo, b.listKey)
+	delete(n.DriverInternalInfo, b.indexKey)
+	t.failWith(msg, target)
+}
+
+// cleanFlow plans automated cleaning (the offered steps with a priority,
+// highest first; none when automated_clean is off) or the user's manual
+// steps, and runs them.
 func (c *Conductor) cleanFlow(manual bool, user []map[string]any) flow {
 	return func(ctx context.Context, t *task) {
 		n := t.node
-		target := ""
-		if manual {
-			target = fsm.Manageable
-		}
 		var steps []driver.Step
 		if manual {
 			var unknown map[string]any
 			if steps, unknown = resolve(t, driver.CleanSteps, user); unknown != nil {
-				t.failWith(fmt.Sprintf("Cannot clean node %s: node does not support this clean step: %s", n.UUID, pyRepr(unknown)), target)
+				t.failWith(fmt.Sprintf("Cannot clean node %s: node does not support this clean step: %s", n.UUID, pyRepr(unknown)), fsm.Manageable)
 				return
 			}
 		} else if c.automatedClean(n) {
@@ -78,28 +201,8 @@ func (c *Conductor) cleanFlow(manual bool, user []map[string]any) flow {
 			}
 			sort.SliceStable(steps, func(i, j int) bool { return steps[i].Priority > steps[j].Priority })
 		}
-		for _, s := range steps {
-			n.CleanStep = stepJSON(s)
-			res, err := c.execStep(ctx, t, driver.CleanSteps, s)
-			if err != nil {
-				msg := fmt.Sprintf("Node %s failed step %s: %v", n.UUID, pyRepr(n.CleanStep), err)
-				// Ironic puts a node whose clean step failed into maintenance.
-				n.Maintenance, n.Fault, n.MaintenanceReason = true, "clean failure", msg
-				n.CleanStep = nil
-				t.failWith(msg, target)
-				return
-			}
-			if res == driver.Wait {
-				_ = t.fire(fsm.EvWait, target, false)
-				return
-			}
-		}
-		n.CleanStep = nil
-		if manual {
-			_ = t.fire(fsm.EvManage, "", false)
-			return
-		}
-		_ = t.fire(fsm.EvDone, "", false)
+		plan(n, driver.CleanSteps, steps)
+		c.runSteps(ctx, t, driver.CleanSteps, 0)
 	}
 }
 
@@ -110,39 +213,33 @@ func (c *Conductor) automatedClean(n *model.Node) bool {
 	return c.cfg.AutomatedClean
 }
 
-// runUserSteps executes deploy or service steps a user asked for; false means
-// the node failed (or parked) and the flow must stop.
-func (c *Conductor) runUserSteps(ctx context.Context, t *task, kind driver.StepKind, user []map[string]any) bool {
-	if len(user) == 0 {
-		return true
+// planUser resolves user deploy or service steps; the driver's own steps of
+// kind with a priority come first (deploy.deploy for deploys).
+func (c *Conductor) planUser(t *task, kind driver.StepKind, user []map[string]any) bool {
+	var steps []driver.Step
+	if kind == driver.DeploySteps {
+		for _, s := range offered(t, kind) {
+			if s.Priority > 0 {
+				steps = append(steps, s)
+			}
+		}
+		sort.SliceStable(steps, func(i, j int) bool { return steps[i].Priority > steps[j].Priority })
 	}
-	n := t.node
-	steps, unknown := resolve(t, kind, user)
+	us, unknown := resolve(t, kind, user)
 	if unknown != nil {
-		t.failWith(fmt.Sprintf("Node %s does not support this %s step: %s", n.UUID, kind, pyRepr(unknown)), "")
+		t.failWith(fmt.Sprintf("Node %s does not support this %s step: %s", t.node.UUID, kind, pyRepr(unknown)), "")
 		return false
 	}
-	for _, s := range steps {
-		cur := stepJSON(s)
-		if kind == driver.ServiceSteps {
-			n.ServiceStep = cur
-		} else {
-			n.DeployStep = cur
-		}
-		res, err := c.execStep(ctx, t, kind, s)
-		if err != nil {
-			t.failWith(fmt.Sprintf("Node %s failed step %s: %v", n.UUID, pyRepr(cur), err), "")
-			return false
-		}
-		if res == driver.Wait {
-			_ = t.fire(fsm.EvWait, "", false)
-			return false
-		}
-	}
+	plan(t.node, kind, append(steps, us...))
 	return true
 }
 
 func (c *Conductor) execStep(ctx context.Context, t *task, kind driver.StepKind, s driver.Step) (driver.Result, error) {
+	if kind == driver.DeploySteps && s.Interface == "deploy" && s.Step == "deploy" && t.drv.Deploy != nil {
+		if _, ok := t.drv.Deploy.(driver.Stepper); !ok {
+			return t.drv.Deploy.Deploy(ctx, t.driverTask(ctx))
+		}
+	}
 	st, ok := t.drv.Interface(s.Interface).(driver.Stepper)
 	if !ok {
 		return driver.Done, fmt.Errorf("interface %s offers no steps", s.Interface)

@@ -89,6 +89,13 @@ type Adopter interface {
 	Adopt(ctx context.Context, t *Task) error
 }
 
+// Resumer continues an operation that answered Wait once its callback (an
+// agent heartbeat) arrives. op is "deploy", "clean", "inspect", "rescue" or
+// "service". Implementations without it are taken to be done on callback.
+type Resumer interface {
+	Continue(ctx context.Context, t *Task, op string) (Result, error)
+}
+
 // Step is a clean, deploy or service step an interface offers or a user asks for.
 type Step struct {
 	Interface string     `json:"interface"`

@@ -14,21 +14,21 @@ type Node struct {
 	UUID    string `json:"uuid"`
 	Name    string `json:"name,omitempty"`
 
-	Driver             string `json:"driver"`
-	DriverInfo         JSON   `json:"driver_info,omitempty"`
-	DriverInternalInfo JSON   `json:"driver_internal_info,omitempty"`
-	Properties         JSON   `json:"properties,omitempty"`
-	InstanceInfo       JSON   `json:"instance_info,omitempty"`
-	Extra              JSON   `json:"extra,omitempty"`
-	InstanceUUID       string `json:"instance_uuid,omitempty"`
-	ChassisUUID        string `json:"chassis_uuid,omitempty"`
-	ResourceClass      string `json:"resource_class,omitempty"`
-	Owner              string `json:"owner,omitempty"`
-	Lessee             string `json:"lessee,omitempty"`
-	Description        string `json:"description,omitempty"`
-	ConductorGroup     string `json:"conductor_group,omitempty"`
-	Shard              string `json:"shard,omitempty"`
-	ParentNode         string `json:"parent_node,omitempty"`
+	Driver             string   `json:"driver"`
+	DriverInfo         JSON     `json:"driver_info,omitempty"`
+	DriverInternalInfo JSON     `json:"driver_internal_info,omitempty"`
+	Properties         JSON     `json:"properties,omitempty"`
+	InstanceInfo       JSON     `json:"instance_info,omitempty"`
+	Extra              JSON     `json:"extra,omitempty"`
+	InstanceUUID       string   `json:"instance_uuid,omitempty"`
+	ChassisUUID        string   `json:"chassis_uuid,omitempty"`
+	ResourceClass      string   `json:"resource_class,omitempty"`
+	Owner              string   `json:"owner,omitempty"`
+	Lessee             string   `json:"lessee,omitempty"`
+	Description        string   `json:"description,omitempty"`
+	ConductorGroup     string   `json:"conductor_group,omitempty"`
+	Shard              string   `json:"shard,omitempty"`
+	ParentNode         string   `json:"parent_node,omitempty"`
 	Traits             []string `json:"traits,omitempty"`
 
 	Interfaces Interfaces `json:"interfaces"`
@@ -48,22 +48,22 @@ type Node struct {
 	// column managed only by Store.Reserve/Release, never written by UpdateNode.
 	Reservation string `json:"-"`
 
-	ConsoleEnabled       bool   `json:"console_enabled,omitempty"`
-	AutomatedClean       *bool  `json:"automated_clean,omitempty"`
-	Protected            bool   `json:"protected,omitempty"`
-	ProtectedReason      string `json:"protected_reason,omitempty"`
-	Retired              bool   `json:"retired,omitempty"`
-	RetiredReason        string `json:"retired_reason,omitempty"`
-	BootMode             string `json:"boot_mode,omitempty"`
-	SecureBoot           *bool  `json:"secure_boot,omitempty"`
-	DisablePowerOff      bool   `json:"disable_power_off,omitempty"`
+	ConsoleEnabled  bool   `json:"console_enabled,omitempty"`
+	AutomatedClean  *bool  `json:"automated_clean,omitempty"`
+	Protected       bool   `json:"protected,omitempty"`
+	ProtectedReason string `json:"protected_reason,omitempty"`
+	Retired         bool   `json:"retired,omitempty"`
+	RetiredReason   string `json:"retired_reason,omitempty"`
+	BootMode        string `json:"boot_mode,omitempty"`
+	SecureBoot      *bool  `json:"secure_boot,omitempty"`
+	DisablePowerOff bool   `json:"disable_power_off,omitempty"`
 
-	CleanStep            JSON `json:"clean_step,omitempty"`
-	DeployStep           JSON `json:"deploy_step,omitempty"`
-	ServiceStep          JSON `json:"service_step,omitempty"`
-	RaidConfig           JSON `json:"raid_config,omitempty"`
-	TargetRaidConfig     JSON `json:"target_raid_config,omitempty"`
-	NetworkData          JSON `json:"network_data,omitempty"`
+	CleanStep            JSON      `json:"clean_step,omitempty"`
+	DeployStep           JSON      `json:"deploy_step,omitempty"`
+	ServiceStep          JSON      `json:"service_step,omitempty"`
+	RaidConfig           JSON      `json:"raid_config,omitempty"`
+	TargetRaidConfig     JSON      `json:"target_raid_config,omitempty"`
+	NetworkData          JSON      `json:"network_data,omitempty"`
 	InspectionStartedAt  time.Time `json:"inspection_started_at,omitzero"`
 	InspectionFinishedAt time.Time `json:"inspection_finished_at,omitzero"`
 
@@ -181,8 +181,9 @@ type Conductor struct {
 
 // Severity values of history events (Ironic's).
 const (
-	SeverityInfo  = "INFO"
-	SeverityError = "ERROR"
+	SeverityInfo    = "INFO"
+	SeverityWarning = "WARNING"
+	SeverityError   = "ERROR"
 )
 
 // HistoryEvent is one entry of a node's history (Ironic's node_history).

@@ -54,18 +54,18 @@ func (e *DuplicateError) Unwrap() error { return ErrDuplicate }
 
 // NodeQuery selects nodes. Zero values mean "no filter".
 type NodeQuery struct {
-	ProvisionState string
-	Maintenance    *bool
-	Driver         string
-	ResourceClass  string
-	Associated     *bool // instance_uuid set or not
-	Fault          string
-	Owner          string
-	Lessee         string
-	ConductorGroup *string
-	InstanceUUID   string
-	Reserved       *bool  // reservation set or not
-	ReservedBy     string // reservation equals this host
+	ProvisionState  string
+	Maintenance     *bool
+	Driver          string
+	ResourceClass   string
+	Associated      *bool // instance_uuid set or not
+	Fault           string
+	Owner           string
+	Lessee          string
+	ConductorGroup  *string
+	InstanceUUID    string
+	Reserved        *bool    // reservation set or not
+	ReservedBy      string   // reservation equals this host
 	ProvisionStates []string // provision_state IN (...)
 
 	// Pagination: rows after the node with UUID Marker in (SortKey, id) order.
@@ -83,13 +83,13 @@ var NodeSortKeys = []string{"id", "uuid", "name", "created_at", "updated_at",
 
 // PortQuery selects ports.
 type PortQuery struct {
-	NodeUUID string
-	Address  string
+	NodeUUID      string
+	Address       string
 	PortgroupUUID string
-	Limit    int
-	Marker   string
-	SortKey  string // one of PortSortKeys; "" means "id"
-	SortDir  string
+	Limit         int
+	Marker        string
+	SortKey       string // one of PortSortKeys; "" means "id"
+	SortDir       string
 }
 
 // PortSortKeys are the sort keys a PortQuery accepts.

@@ -4,6 +4,8 @@
 // tests and demos can reach every state:
 //
 //	fake_<op>_delay   seconds (number or string) before <op> completes
+//	fake_wait         comma list of operations that park in their wait state
+//	                  until a heartbeat: deploy, clean, inspect, rescue, service
 //	fake_fail         comma list of operations that fail: verify, power,
 //	                  power_state (reads), deploy, undeploy, clean, inspect,
 //	                  rescue, unrescue, adopt, service, boot_device
@@ -114,8 +116,26 @@ func (h *Hardware) op(ctx context.Context, n *model.Node, delayName, failName st
 }
 
 // Fails reports whether op is listed in the node's fake_fail knob.
-func Fails(n *model.Node, op string) bool {
-	s, _ := n.DriverInfo["fake_fail"].(string)
+func Fails(n *model.Node, op string) bool { return listed(n, "fake_fail", op) }
+
+// Waits reports whether op is listed in the node's fake_wait knob.
+func Waits(n *model.Node, op string) bool { return listed(n, "fake_wait", op) }
+
+// result is Wait when op is in fake_wait.
+func result(n *model.Node, op string) driver.Result {
+	if Waits(n, op) {
+		return driver.Wait
+	}
+	return driver.Done
+}
+
+// Continue finishes an operation parked by fake_wait (the callback arrived).
+func (h *Hardware) Continue(ctx context.Context, t *driver.Task, op string) (driver.Result, error) {
+	return driver.Done, nil
+}
+
+func listed(n *model.Node, knob, op string) bool {
+	s, _ := n.DriverInfo[knob].(string)
 	for _, f := range strings.Split(s, ",") {
 		if strings.TrimSpace(f) == op {
 			return true
@@ -220,7 +240,7 @@ func (h *Hardware) SupportedBootDevices(ctx context.Context, t *driver.Task) ([]
 
 // Deploy "writes the instance".
 func (h *Hardware) Deploy(ctx context.Context, t *driver.Task) (driver.Result, error) {
-	return driver.Done, h.op(ctx, t.Node, "deploy", "deploy")
+	return result(t.Node, "deploy"), h.op(ctx, t.Node, "deploy", "deploy")
 }
 
 // TearDown "removes the instance".
@@ -235,12 +255,12 @@ func (h *Hardware) Adopt(ctx context.Context, t *driver.Task) error {
 
 // Inspect fills nothing, like Ironic's fake inspect.
 func (h *Hardware) Inspect(ctx context.Context, t *driver.Task) (driver.Result, error) {
-	return driver.Done, h.op(ctx, t.Node, "inspect", "inspect")
+	return result(t.Node, "inspect"), h.op(ctx, t.Node, "inspect", "inspect")
 }
 
 // Rescue boots the "rescue environment".
 func (h *Hardware) Rescue(ctx context.Context, t *driver.Task) (driver.Result, error) {
-	return driver.Done, h.op(ctx, t.Node, "rescue", "rescue")
+	return result(t.Node, "rescue"), h.op(ctx, t.Node, "rescue", "rescue")
 }
 
 // Unrescue returns to the instance.

@@ -57,8 +57,10 @@ func (h *Hardware) Steps(n *model.Node, iface string, kind driver.StepKind) []dr
 // ExecuteStep waits fake_<kind>_delay and fails if kind is in fake_fail.
 func (h *Hardware) ExecuteStep(ctx context.Context, t *driver.Task, kind driver.StepKind, s driver.Step) (driver.Result, error) {
 	if kind == driver.DeploySteps {
-		// The deploy.deploy step itself is Deploy(); the others only wait.
+		if s.Interface == "deploy" && s.Step == "deploy" {
+			return h.Deploy(ctx, t)
+		}
 		return driver.Done, h.op(ctx, t.Node, "deploy", "deploy")
 	}
-	return driver.Done, h.op(ctx, t.Node, string(kind), string(kind))
+	return result(t.Node, string(kind)), h.op(ctx, t.Node, string(kind), string(kind))
 }

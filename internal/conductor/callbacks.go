@@ -1,0 +1,228 @@
+package conductor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// HeartbeatRequest is an agent's POST /v1/heartbeat/{node}.
+type HeartbeatRequest struct {
+	CallbackURL  string
+	AgentToken   string
+	AgentVersion string
+	AgentStatus  string
+}
+
+// Heartbeat is the callback that resumes a node parked in a wait state. A
+// heartbeat for a node that is not waiting is accepted and changes nothing.
+func (c *Conductor) Heartbeat(ctx context.Context, ident string, hb HeartbeatRequest) error {
+	n, err := c.getNode(ctx, ident)
+	if err != nil {
+		return err
+	}
+	if !fsm.IsWait(n.ProvisionState) {
+		return nil
+	}
+	t, err := c.acquire(ctx, n.UUID, "agent")
+	if err != nil {
+		return err
+	}
+	if !fsm.IsWait(t.node.ProvisionState) {
+		t.release()
+		return nil
+	}
+	if err := c.resume(ctx, t); err != nil {
+		t.release()
+		return err
+	}
+	return nil
+}
+
+// resume fires "resume" on a node in a wait state (saved before returning)
+// and continues its operation on a worker.
+func (c *Conductor) resume(ctx context.Context, t *task) error {
+	n := t.node
+	from := n.ProvisionState
+	target := ""
+	if from == fsm.CleanWait && n.TargetProvisionState == fsm.Manageable {
+		target = fsm.Manageable
+	}
+	return c.startWork(ctx, t, fsm.EvResume, target, func(ctx context.Context, t *task) {
+		switch from {
+		case fsm.DeployWait:
+			c.continueSteps(ctx, t, driver.DeploySteps)
+		case fsm.CleanWait:
+			c.continueSteps(ctx, t, driver.CleanSteps)
+		case fsm.ServiceWait:
+			c.continueSteps(ctx, t, driver.ServiceSteps)
+		case fsm.InspectWait:
+			c.continueOp(ctx, t, t.drv.Inspect, "inspect", func() { t.node.InspectionFinishedAt = c.now().UTC() })
+		case fsm.RescueWait:
+			c.continueOp(ctx, t, t.drv.Rescue, "rescue", nil)
+		}
+	})
+}
+
+// continueSteps finishes the step that waited (unless it was a hold) and runs
+// the rest of the plan.
+func (c *Conductor) continueSteps(ctx context.Context, t *task, kind driver.StepKind) {
+	i := stepIndex(t.node, kind)
+	steps := planned(t.node, kind)
+	if i >= 0 && i < len(steps) && steps[i].Step != stepHold {
+		if r, ok := t.drv.Interface(steps[i].Interface).(driver.Resumer); ok {
+			res, err := r.Continue(ctx, t.driverTask(ctx), string(kind))
+			if err != nil {
+				c.stepFailed(t, kind, fmt.Sprintf("Node %s failed step %s: %v", t.node.UUID, pyRepr(stepJSON(steps[i])), err))
+				return
+			}
+			if res == driver.Wait {
+				_ = t.fire(fsm.EvWait, c.stepTarget(t.node, kind), false)
+				return
+			}
+		}
+	}
+	c.runSteps(ctx, t, kind, i+1)
+}
+
+// continueOp finishes a non-step operation (inspect, rescue) after its callback.
+func (c *Conductor) continueOp(ctx context.Context, t *task, impl any, op string, onDone func()) {
+	if r, ok := impl.(driver.Resumer); ok {
+		res, err := r.Continue(ctx, t.driverTask(ctx), op)
+		if err != nil {
+			t.failWith(fmt.Sprintf("Failed to %s node %s: %v", op, t.node.UUID, err), "")
+			return
+		}
+		if res == driver.Wait {
+			_ = t.fire(fsm.EvWait, "", false)
+			return
+		}
+	}
+	if onDone != nil {
+		onDone()
+	}
+	_ = t.fire(fsm.EvDone, "", false)
+}
+
+// unhold releases a node from a hold state into its wait state; a node whose
+// steps need no agent callback resumes at once.
+func (c *Conductor) unhold(ctx context.Context, t *task) error {
+	target := ""
+	if t.node.ProvisionState == fsm.CleanHold && t.node.TargetProvisionState == fsm.Manageable {
+		target = fsm.Manageable
+	}
+	if err := t.fire(fsm.EvUnhold, target, true); err != nil {
+		return err
+	}
+	if agentDriven(t.node) {
+		if err := t.save(ctx); err != nil {
+			return err
+		}
+		t.release()
+		return nil
+	}
+	return c.resume(ctx, t)
+}
+
+// agentDriven says a node's operation is carried by an agent that will
+// heartbeat on its own.
+func agentDriven(n *model.Node) bool {
+	_, ok := n.DriverInternalInfo["agent_url"]
+	return ok
+}
+
+// waitTimeout is the callback timeout of a wait state and Ironic's message.
+func (c *Conductor) waitTimeout(n *model.Node) (time.Duration, string) {
+	switch n.ProvisionState {
+	case fsm.DeployWait:
+		return c.cfg.DeployCallbackTimeout, fmt.Sprintf("Timeout reached while waiting for callback for node %s", n.UUID)
+	case fsm.CleanWait:
+		return c.cfg.CleanCallbackTimeout, fmt.Sprintf("Timeout reached while cleaning the node. Please check if the ramdisk responsible for the cleaning is running on the node. Failed on step %s.", pyRepr(n.CleanStep))
+	case fsm.InspectWait:
+		return c.cfg.InspectWaitTimeout, "Timeout reached while inspecting the node. Please check if the ramdisk responsible for the inspection is running on the node."
+	case fsm.RescueWait:
+		return c.cfg.RescueCallbackTimeout, fmt.Sprintf("Timeout reached while waiting for rescue ramdisk callback for node %s", n.UUID)
+	case fsm.ServiceWait:
+		return c.cfg.ServiceCallbackTimeout, fmt.Sprintf("Timeout reached while servicing the node. Please check if the ramdisk responsible for the servicing is running on the node. Failed on step %s.", pyRepr(n.ServiceStep))
+	}
+	return 0, ""
+}
+
+// CheckTimeouts fails every unlocked node that has waited for a callback
+// longer than its timeout (Ironic's _check_*_timeouts periodic tasks). A
+// timed-out deploy or rescue powers the node off, as Ironic does.
+func (c *Conductor) CheckTimeouts(ctx context.Context) error {
+	free := false
+	nodes, err := c.store.ListNodes(ctx, store.NodeQuery{Reserved: &free,
+		ProvisionStates: []string{fsm.DeployWait, fsm.CleanWait, fsm.InspectWait, fsm.RescueWait, fsm.ServiceWait}})
+	if err != nil {
+		return err
+	}
+	now := c.now()
+	for _, n := range nodes {
+		if d, _ := c.waitTimeout(n); d <= 0 || now.Sub(n.ProvisionUpdatedAt) <= d {
+			continue
+		}
+		t, err := c.acquire(ctx, n.UUID, "")
+		if err != nil {
+			continue // taken by someone else meanwhile: look again next time
+		}
+		c.timeOut(ctx, t, now)
+	}
+	return nil
+}
+
+func (c *Conductor) timeOut(ctx context.Context, t *task, now time.Time) {
+	defer t.finish()
+	n := t.node
+	d, msg := c.waitTimeout(n)
+	if d <= 0 || now.Sub(n.ProvisionUpdatedAt) <= d {
+		return
+	}
+	state := n.ProvisionState
+	switch state {
+	case fsm.CleanWait:
+		c.stepFailed(t, "clean", msg)
+	case fsm.ServiceWait:
+		c.stepFailed(t, "service", msg)
+	default:
+		t.failWith(msg, "")
+	}
+	if (state == fsm.DeployWait || state == fsm.RescueWait) && t.drv.Power != nil {
+		if err := t.drv.Power.SetPowerState(ctx, t.driverTask(ctx), fsm.PowerOff); err != nil {
+			n.LastError += fmt.Sprintf(". Also failed to power off the node: %v", err)
+		} else {
+			n.PowerState = fsm.PowerOff
+		}
+	}
+}
+
+// checkLimit answers 503 when starting one more deploy or clean would exceed
+// the configured cap.
+func (c *Conductor) checkLimit(ctx context.Context, event string) error {
+	var states []string
+	var limit int
+	var kind string
+	switch event {
+	case fsm.EvDeploy, fsm.EvRebuild:
+		states, limit, kind = []string{fsm.Deploying, fsm.DeployWait}, c.cfg.MaxConcurrentDeploy, "deploy"
+	case fsm.EvProvide, fsm.EvClean:
+		states, limit, kind = []string{fsm.Cleaning, fsm.CleanWait}, c.cfg.MaxConcurrentClean, "clean"
+	default:
+		return nil
+	}
+	n, err := c.store.CountNodes(ctx, store.NodeQuery{ProvisionStates: states})
+	if err != nil {
+		return err
+	}
+	if n >= limit {
+		return fault.New(fault.Unavailable, "The number of concurrent %s operations has reached the limit of %d (max_concurrent_%s); please retry later.", kind, limit, kind)
+	}
+	return nil
+}

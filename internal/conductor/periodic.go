@@ -1,0 +1,187 @@
+package conductor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// every runs fn each interval until ctx ends; a non-positive interval disables it.
+func (c *Conductor) every(ctx context.Context, interval time.Duration, what string, fn func(context.Context) error) {
+	if interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := fn(ctx); err != nil && ctx.Err() == nil {
+				c.log.Error("periodic task failed", "task", what, "err", err)
+			}
+		}
+	}
+}
+
+// faultPowerFailure is Ironic's fault for a node whose BMC stopped answering.
+const faultPowerFailure = "power failure"
+
+// SyncPowerStates reads every unlocked node's power state through its driver,
+// with bounded parallelism, and corrects differences Ironic's way: put the
+// hardware back to the recorded state (ForcePowerStateDuringSync) or record
+// the hardware's state. After PowerStateSyncMaxRetries failed reads the node
+// goes into maintenance with fault "power failure"; a later good read lifts
+// that maintenance (only the one the conductor set).
+func (c *Conductor) SyncPowerStates(ctx context.Context) error {
+	free := false
+	nodes, err := c.store.ListNodes(ctx, store.NodeQuery{Reserved: &free})
+	if err != nil {
+		return err
+	}
+	work := make(chan *model.Node)
+	var wg sync.WaitGroup
+	for i := 0; i < c.cfg.SyncPowerStateWorkers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range work {
+				c.syncPower(ctx, n)
+			}
+		}()
+	}
+	for _, n := range nodes {
+		if n.Maintenance && n.Fault != faultPowerFailure {
+			continue
+		}
+		if n.TargetPowerState != "" || !fsm.IsStable(n.ProvisionState) && !fsm.IsFailure(n.ProvisionState) && !fsm.IsWait(n.ProvisionState) {
+			continue
+		}
+		select {
+		case work <- n:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+	return ctx.Err()
+}
+
+func (c *Conductor) syncPower(ctx context.Context, n *model.Node) {
+	drv, err := c.reg.For(n)
+	if err != nil || drv.Power == nil {
+		return
+	}
+	state, err := drv.Power.PowerState(ctx, &driver.Task{Node: n})
+	if err != nil {
+		c.powerReadFailed(ctx, n, err)
+		return
+	}
+	c.powerFailures.Delete(n.UUID)
+	recovered := n.Maintenance && n.Fault == faultPowerFailure
+	if !recovered && (state == n.PowerState || state == "") {
+		return
+	}
+	t, err := c.acquire(ctx, n.UUID, "")
+	if err != nil {
+		return // busy: next round
+	}
+	defer t.finish()
+	n = t.node
+	if n.Maintenance && n.Fault == faultPowerFailure {
+		n.Maintenance, n.Fault, n.MaintenanceReason = false, "", ""
+		t.record(&model.HistoryEvent{Severity: model.SeverityInfo, EventType: "maintenance",
+			Event: "Power state read succeeded again; maintenance set by power sync is lifted"})
+	}
+	if state == n.PowerState || state == "" {
+		return
+	}
+	if n.PowerState == "" || !c.cfg.ForcePowerStateDuringSync || (state != fsm.PowerOn && state != fsm.PowerOff) {
+		t.record(&model.HistoryEvent{Severity: model.SeverityInfo, EventType: "power",
+			Event: fmt.Sprintf("Power state of the node was %s in the database and %s on the hardware; updated the database", powerName(n.PowerState), state)})
+		n.PowerState = state
+		return
+	}
+	err = t.drv.Power.SetPowerState(ctx, t.driverTask(ctx), n.PowerState)
+	msg := fmt.Sprintf("Power state of the node was %s on the hardware but %s in the database; forced the hardware back to %s", state, n.PowerState, n.PowerState)
+	sev := model.SeverityWarning
+	if err != nil {
+		msg = fmt.Sprintf("Failed to force the power state of the node back to %s (hardware: %s): %v", n.PowerState, state, err)
+		sev = model.SeverityError
+		n.PowerState = state
+	}
+	t.record(&model.HistoryEvent{Severity: sev, EventType: "power", Event: msg})
+}
+
+func (c *Conductor) powerReadFailed(ctx context.Context, n *model.Node, readErr error) {
+	v, _ := c.powerFailures.LoadOrStore(n.UUID, 0)
+	count := v.(int) + 1
+	c.powerFailures.Store(n.UUID, count)
+	c.log.Warn("power state read failed", "node", n.UUID, "attempt", count, "err", readErr)
+	if count < c.cfg.PowerStateSyncMaxRetries || n.Maintenance {
+		return
+	}
+	t, err := c.acquire(ctx, n.UUID, "")
+	if err != nil {
+		return
+	}
+	defer t.finish()
+	msg := fmt.Sprintf("During sync_power_state, max retries exceeded for node %s, node state %s does not match expected state. Switching node to maintenance mode. Error: %v",
+		n.UUID, powerName(t.node.PowerState), readErr)
+	t.node.Maintenance, t.node.Fault, t.node.MaintenanceReason = true, faultPowerFailure, msg
+	t.node.LastError = msg
+	t.record(&model.HistoryEvent{Severity: model.SeverityError, EventType: "maintenance", Event: msg})
+	c.powerFailures.Delete(n.UUID)
+}
+
+// BreakDeadLocks releases the reservations of conductors that stopped
+// heartbeating and fails the transient work they left, so a lock never
+// outlives its holder.
+func (c *Conductor) BreakDeadLocks(ctx context.Context) error {
+	conds, err := c.store.ListConductors(ctx)
+	if err != nil {
+		return err
+	}
+	now := c.now()
+	for _, cd := range conds {
+		if cd.Hostname == c.cfg.Host || now.Sub(cd.UpdatedAt) < c.cfg.ConductorDeadAfter {
+			continue
+		}
+		if err := c.takeOver(ctx, cd.Hostname); err != nil {
+			return err
+		}
+		if cd.Online {
+			if err := c.store.UnregisterConductor(ctx, cd.Hostname); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// takeOver fails the transient nodes a dead host held and frees its locks.
+func (c *Conductor) takeOver(ctx context.Context, host string) error {
+	held, err := c.store.ListNodes(ctx, store.NodeQuery{ReservedBy: host})
+	if err != nil || len(held) == 0 {
+		return err
+	}
+	for _, n := range held {
+		t := &task{c: c, node: n}
+		if !fsm.IsStable(n.ProvisionState) && !fsm.IsWait(n.ProvisionState) && !fsm.IsHold(n.ProvisionState) && !fsm.IsFailure(n.ProvisionState) {
+			t.failWith(fmt.Sprintf("Operation was aborted due to conductor take over: conductor %s stopped heartbeating while the node was in state %q", host, n.ProvisionState), "")
+		}
+		n.TargetPowerState = ""
+		t.record(&model.HistoryEvent{Severity: model.SeverityWarning, EventType: "lock",
+			Event: fmt.Sprintf("Lock held by dead conductor %s broken by %s", host, c.cfg.Host)})
+		c.saveQuiet(ctx, n, t.history)
+	}
+	_, err = c.store.ReleaseHost(ctx, host)
+	return err
+}

@@ -1,0 +1,352 @@
+package conductor_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/model"
+)
+
+// clock is an injected, manually advanced clock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func newClockEnv(t *testing.T) (*env, *clock) {
+	clk := &clock{now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+	e := newEnv(t, func(c *conductor.Config) {
+		c.Now = clk.Now
+		d := 30 * time.Minute
+		c.DeployCallbackTimeout, c.CleanCallbackTimeout, c.InspectWaitTimeout = d, d, d
+		c.RescueCallbackTimeout, c.ServiceCallbackTimeout = d, d
+		c.ForcePowerStateDuringSync = true
+	})
+	return e, clk
+}
+
+// waitCase parks one operation in its wait state.
+type waitCase struct {
+	name     string
+	wait     string   // fake_wait value
+	setup    []string // verbs before the parked one
+	verb     string
+	mod      []func(*conductor.ProvisionRequest)
+	waiting  string // the wait state
+	resumed  string // state after a heartbeat
+	timedOut string // failure state after the timeout
+	message  string // last_error prefix after the timeout
+}
+
+func waitCases() []waitCase {
+	svc := serviceSteps(model.JSON{"interface": "bios", "step": "apply_configuration"})
+	return []waitCase{
+		{"deploy", "deploy", []string{"manage", "provide"}, "active", nil, fsm.DeployWait, fsm.Active, fsm.DeployFailed, "Timeout reached while waiting for callback for node "},
+		{"automated clean", "clean", []string{"manage"}, "provide", nil, fsm.CleanWait, fsm.Available, fsm.CleanFailed, "Timeout reached while cleaning the node. Please check if the ramdisk responsible for the cleaning is running on the node. Failed on step {'interface': 'deploy', 'step': 'erase_devices_metadata'"},
+		{"manual clean", "clean", []string{"manage"}, "clean", []func(*conductor.ProvisionRequest){cleanSteps(model.JSON{"interface": "deploy", "step": "erase_devices"})}, fsm.CleanWait, fsm.Manageable, fsm.CleanFailed, "Timeout reached while cleaning the node."},
+		{"inspect", "inspect", []string{"manage"}, "inspect", nil, fsm.InspectWait, fsm.Manageable, fsm.InspectFailed, "Timeout reached while inspecting the node. Please check if the ramdisk responsible for the inspection is running on the node."},
+		{"rescue", "rescue", []string{"manage", "provide", "active"}, "rescue", []func(*conductor.ProvisionRequest){password("pw")}, fsm.RescueWait, fsm.Rescue, fsm.RescueFailed, "Timeout reached while waiting for rescue ramdisk callback for node "},
+		{"service", "service", []string{"manage", "provide", "active"}, "service", []func(*conductor.ProvisionRequest){svc}, fsm.ServiceWait, fsm.Active, fsm.ServiceFailed, "Timeout reached while servicing the node."},
+	}
+}
+
+func (e *env) park(tc waitCase) string {
+	e.t.Helper()
+	id := e.create(model.JSON{}).UUID
+	for _, v := range tc.setup {
+		e.must(id, v, mustStable(v))
+	}
+	e.setInfo(id, "fake_wait", tc.wait)
+	n := e.must(id, tc.verb, tc.waiting, tc.mod...)
+	if n.Reservation != "" {
+		e.t.Fatal("lock held while waiting for a callback")
+	}
+	return id
+}
+
+func mustStable(verb string) string {
+	return map[string]string{"manage": fsm.Manageable, "provide": fsm.Available, "active": fsm.Active}[verb]
+}
+
+func TestWaitStatesResumeOnHeartbeat(t *testing.T) {
+	for _, tc := range waitCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			e, clk := newClockEnv(t)
+			id := e.park(tc)
+			clk.Advance(29 * time.Minute)
+			if err := e.c.CheckTimeouts(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+			if s := e.get(id).ProvisionState; s != tc.waiting {
+				t.Fatalf("timed out early: %s", s)
+			}
+			if err := e.c.Heartbeat(e.ctx, id, conductor.HeartbeatRequest{}); err != nil {
+				t.Fatal(err)
+			}
+			e.c.WaitIdle()
+			n := e.get(id)
+			if n.ProvisionState != tc.resumed || n.Reservation != "" || n.LastError != "" {
+				t.Fatalf("after heartbeat: %s/%s resv %q err %q", n.ProvisionState, n.TargetProvisionState, n.Reservation, n.LastError)
+			}
+		})
+	}
+}
+
+func TestWaitStatesTimeOut(t *testing.T) {
+	for _, tc := range waitCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			e, clk := newClockEnv(t)
+			id := e.park(tc)
+			e.fake.SetPower(id, fsm.PowerOn)
+			clk.Advance(30*time.Minute + time.Second)
+			if err := e.c.CheckTimeouts(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+			n := e.get(id)
+			if n.ProvisionState != tc.timedOut || !strings.HasPrefix(n.LastError, tc.message) || n.Reservation != "" {
+				t.Fatalf("after timeout: %s resv %q last_error %q", n.ProvisionState, n.Reservation, n.LastError)
+			}
+			if tc.waiting == fsm.DeployWait && n.PowerState != fsm.PowerOff {
+				t.Fatalf("timed-out deploy left power %q, want power off", n.PowerState)
+			}
+		})
+	}
+}
+
+func TestAbortFromEveryAllowedState(t *testing.T) {
+	cases := []struct {
+		name  string
+		park  waitCase
+		want  string
+		minor int
+	}{
+		{"clean wait", waitCases()[1], fsm.CleanFailed, 89},
+		{"inspect wait", waitCases()[3], fsm.InspectFailed, 89},
+		{"rescue wait", waitCases()[4], fsm.RescueFailed, 89},
+		{"service wait", waitCases()[5], fsm.ServiceFailed, 89},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := newClockEnv(t)
+			id := e.park(tc.park)
+			n := e.must(id, "abort", tc.want)
+			if n.LastError == "" {
+				t.Fatal("abort left no last_error")
+			}
+		})
+	}
+	t.Run("wait call-back needs 1.110", func(t *testing.T) {
+		e, _ := newClockEnv(t)
+		id := e.park(waitCases()[0])
+		if err := e.do(id, "abort"); fault.KindOf(err) != fault.NotAcceptable {
+			t.Fatalf("abort from wait call-back at 1.89: %v", err)
+		}
+		e.must(id, "abort", fsm.DeployFailed, func(r *conductor.ProvisionRequest) { r.Minor = 110 })
+	})
+	t.Run("rejected from stable states", func(t *testing.T) {
+		e, _ := newClockEnv(t)
+		id := e.create(nil).UUID
+		for _, s := range []string{"", "manage", "provide", "active"} {
+			if s != "" {
+				e.must(id, s, mustStable(s))
+			}
+			if err := e.do(id, "abort"); fault.KindOf(err) != fault.Invalid {
+				t.Fatalf("abort in %s: %v", e.get(id).ProvisionState, err)
+			}
+		}
+	})
+}
+
+func TestHoldAndUnhold(t *testing.T) {
+	hold := model.JSON{"interface": "deploy", "step": "hold"}
+	erase := model.JSON{"interface": "deploy", "step": "erase_devices"}
+	cases := []struct {
+		name  string
+		setup []string
+		verb  string
+		mod   func(*conductor.ProvisionRequest)
+		held  string
+		after string
+	}{
+		{"clean hold", []string{"manage"}, "clean", cleanSteps(hold, erase), fsm.CleanHold, fsm.Manageable},
+		{"deploy hold", []string{"manage", "provide"}, "active", func(r *conductor.ProvisionRequest) { r.DeploySteps = []model.JSON{hold} }, fsm.DeployHold, fsm.Active},
+		{"service hold", []string{"manage", "provide", "active"}, "service", serviceSteps(hold, model.JSON{"interface": "bios", "step": "apply_configuration"}), fsm.ServiceHold, fsm.Active},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := newClockEnv(t)
+			id := e.create(nil).UUID
+			for _, v := range tc.setup {
+				e.must(id, v, mustStable(v))
+			}
+			e.must(id, tc.verb, tc.held, tc.mod)
+			if err := e.do(id, "unhold", func(r *conductor.ProvisionRequest) { r.Minor = 84 }); fault.KindOf(err) != fault.NotAcceptable {
+				t.Fatalf("unhold at 1.84: %v", err)
+			}
+			e.must(id, "unhold", tc.after)
+		})
+	}
+	t.Run("unhold rejected outside hold", func(t *testing.T) {
+		e, _ := newClockEnv(t)
+		id := e.create(nil).UUID
+		if err := e.do(id, "unhold"); fault.KindOf(err) != fault.Invalid {
+			t.Fatalf("unhold in enroll: %v", err)
+		}
+	})
+	t.Run("abort from clean hold", func(t *testing.T) {
+		e, _ := newClockEnv(t)
+		id := e.create(nil).UUID
+		e.must(id, "manage", fsm.Manageable)
+		e.must(id, "clean", fsm.CleanHold, cleanSteps(hold))
+		e.must(id, "abort", fsm.CleanFailed)
+	})
+}
+
+func TestPowerSync(t *testing.T) {
+	t.Run("force back to the recorded state", func(t *testing.T) {
+		e, _ := newClockEnv(t)
+		id := e.create(nil).UUID
+		if err := e.c.SetPower(e.ctx, id, conductor.PowerRequest{Target: fsm.PowerOn}); err != nil {
+			t.Fatal(err)
+		}
+		e.c.WaitIdle()
+		e.fake.SetPower(id, fsm.PowerOff) // behind the conductor's back
+		if err := e.c.SyncPowerStates(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		n := e.get(id)
+		dt, _ := e.fake.PowerState(e.ctx, driverTask(n))
+		if n.PowerState != fsm.PowerOn || dt != fsm.PowerOn {
+			t.Fatalf("db %q hardware %q, want both power on", n.PowerState, dt)
+		}
+		assertHistory(t, e, id, "forced the hardware back to power on")
+	})
+	t.Run("record the hardware state", func(t *testing.T) {
+		e := newEnv(t, func(c *conductor.Config) { c.ForcePowerStateDuringSync = false })
+		id := e.create(nil).UUID
+		if err := e.c.SetPower(e.ctx, id, conductor.PowerRequest{Target: fsm.PowerOn}); err != nil {
+			t.Fatal(err)
+		}
+		e.c.WaitIdle()
+		e.fake.SetPower(id, fsm.PowerOff)
+		if err := e.c.SyncPowerStates(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := e.get(id); n.PowerState != fsm.PowerOff {
+			t.Fatalf("db %q, want the hardware's power off", n.PowerState)
+		}
+		assertHistory(t, e, id, "updated the database")
+	})
+	t.Run("three failed reads mean maintenance, recovery lifts it", func(t *testing.T) {
+		e, _ := newClockEnv(t)
+		id := e.create(model.JSON{"fake_fail": "power_state"}).UUID
+		for i := 0; i < 3; i++ {
+			if n := e.get(id); n.Maintenance {
+				t.Fatalf("maintenance after %d failed reads", i)
+			}
+			_ = e.c.SyncPowerStates(e.ctx)
+		}
+		n := e.get(id)
+		if !n.Maintenance || n.Fault != "power failure" {
+			t.Fatalf("after 3 failed reads: maintenance %v fault %q", n.Maintenance, n.Fault)
+		}
+		if _, err := e.c.UpdateNode(e.ctx, id, func(n *model.Node) error { delete(n.DriverInfo, "fake_fail"); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		_ = e.c.SyncPowerStates(e.ctx)
+		if n := e.get(id); n.Maintenance || n.Fault != "" {
+			t.Fatalf("after recovery: maintenance %v fault %q", n.Maintenance, n.Fault)
+		}
+	})
+	t.Run("operator maintenance is not lifted", func(t *testing.T) {
+		e, _ := newClockEnv(t)
+		id := e.create(nil).UUID
+		if err := e.c.SetMaintenance(e.ctx, id, true, "mine"); err != nil {
+			t.Fatal(err)
+		}
+		_ = e.c.SyncPowerStates(e.ctx)
+		if n := e.get(id); !n.Maintenance || n.MaintenanceReason != "mine" {
+			t.Fatal("power sync lifted an operator's maintenance")
+		}
+	})
+}
+
+func TestDeadConductorLocksAreBroken(t *testing.T) {
+	e, clk := newClockEnv(t)
+	id := e.create(nil).UUID
+	// Another conductor takes the lock mid-verify, then dies.
+	if err := e.st.RegisterConductor(e.ctx, &model.Conductor{Hostname: "dead-one"}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := e.st.ReserveNode(e.ctx, id, "dead-one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.ProvisionState = fsm.Verifying
+	if err := e.st.UpdateNode(e.ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.BreakDeadLocks(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if e.get(id).Reservation != "dead-one" {
+		t.Fatal("lock of a live conductor broken")
+	}
+	clk.Advance(2 * time.Hour)
+	if err := e.c.BreakDeadLocks(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n = e.get(id)
+	if n.Reservation != "" || n.ProvisionState != fsm.Enroll || !strings.Contains(n.LastError, "dead-one") {
+		t.Fatalf("after take over: resv %q state %q err %q", n.Reservation, n.ProvisionState, n.LastError)
+	}
+	assertHistory(t, e, id, "Lock held by dead conductor dead-one broken")
+}
+
+func TestConcurrencyLimits(t *testing.T) {
+	e := newEnv(t, func(c *conductor.Config) { c.MaxConcurrentDeploy = 1 })
+	a, b := e.create(nil).UUID, e.create(nil).UUID
+	for _, id := range []string{a, b} {
+		e.must(id, "manage", fsm.Manageable)
+		e.must(id, "provide", fsm.Available)
+	}
+	e.setInfo(a, "fake_wait", "deploy")
+	e.must(a, "active", fsm.DeployWait)
+	err := e.do(b, "active")
+	if f, ok := fault.As(err); !ok || f.Kind != fault.Unavailable || !strings.Contains(f.Msg, "max_concurrent_deploy") {
+		t.Fatalf("second deploy over the cap: %v", err)
+	}
+	if s := e.get(b).ProvisionState; s != fsm.Available {
+		t.Fatalf("rejected deploy changed the node: %s", s)
+	}
+}
+
+func assertHistory(t *testing.T, e *env, id, substr string) {
+	t.Helper()
+	hist, err := e.st.ListHistory(e.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hist {
+		if strings.Contains(h.Event, substr) {
+			return
+		}
+	}
+	t.Fatalf("no history entry contains %q", substr)
+}
+
+func driverTask(n *model.Node) *driver.Task { return &driver.Task{Node: n} }
