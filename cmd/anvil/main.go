@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/anvil-metal/anvil/internal/config"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/server"
 )
@@ -43,12 +45,23 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 func newServe(stdout, stderr io.Writer) *cobra.Command {
 	host, _ := os.Hostname()
 	cfg := server.Config{}
-	var logLevel string
+	var logLevel, configFile string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the API and a conductor (SQLite by default)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if configFile != "" {
+				fh, err := os.Open(configFile)
+				if err != nil {
+					return err
+				}
+				err = config.Apply(cmd.Flags(), fh, configFile)
+				fh.Close()
+				if err != nil {
+					return err
+				}
+			}
 			var lvl slog.Level
 			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("--log-level: %w", err)
@@ -64,11 +77,9 @@ func newServe(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:6385", "address to serve the API on")
 	f.StringVar(&cfg.Database, "database", "./anvil.db", "SQLite file path, or a postgres:// URL")
 	f.StringVar(&cfg.HostID, "host-id", host, "this conductor's name")
-	f.IntVar(&cfg.Workers, "workers", 100, "conductor worker pool size")
-	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long running work may finish on SIGTERM")
-	f.IntVar(&cfg.LockRetries, "lock-retries", 3, "extra attempts to take a node lock held by another operation")
-	f.DurationVar(&cfg.LockRetryInterval, "lock-retry-interval", time.Second, "wait between node lock attempts")
+	f.StringVar(&configFile, "config", "", "settings file (flat TOML or YAML: flag-name = value); flags win")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	addConductorFlags(f, &cfg)
 	return cmd
 }
 
@@ -92,4 +103,35 @@ func newStates(stdout io.Writer) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&format, "format", "json", "json, dot or mermaid")
 	return cmd
+}
+
+// addConductorFlags adds the conductor's settings, named after Ironic's
+// options with dashes; durations take seconds (as Ironic) or a Go duration.
+func addConductorFlags(f *pflag.FlagSet, cfg *server.Config) {
+	c := &cfg.Conductor
+	c.AutomatedClean, c.ForcePowerStateDuringSync = true, true
+	c.LockRetries, c.LockRetryInterval = 3, time.Second
+	secs := func(d *time.Duration, name string, def time.Duration, usage string) {
+		*d = def
+		f.Var(config.Seconds{D: d}, name, usage)
+	}
+	f.IntVar(&c.Workers, "workers", 100, "conductor worker pool size (Ironic's workers_pool_size)")
+	secs(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long running work may finish on SIGTERM")
+	f.IntVar(&c.LockRetries, "lock-retries", 3, "extra attempts to take a node lock held by another operation")
+	secs(&c.LockRetryInterval, "lock-retry-interval", time.Second, "wait between node lock attempts")
+	f.BoolVar(&c.AutomatedClean, "automated-clean", true, "clean nodes on provide and undeploy")
+	secs(&c.DeployCallbackTimeout, "deploy-callback-timeout", 30*time.Minute, "fail a deploy waiting for its agent longer than this (0: never)")
+	secs(&c.CleanCallbackTimeout, "clean-callback-timeout", 30*time.Minute, "fail a clean waiting for its agent longer than this (0: never)")
+	secs(&c.InspectWaitTimeout, "inspect-wait-timeout", 30*time.Minute, "fail an inspection waiting longer than this (0: never)")
+	secs(&c.RescueCallbackTimeout, "rescue-callback-timeout", 30*time.Minute, "fail a rescue waiting for its agent longer than this (0: never)")
+	secs(&c.ServiceCallbackTimeout, "service-callback-timeout", 30*time.Minute, "fail a service waiting for its agent longer than this (0: never)")
+	secs(&c.CheckProvisionStateInterval, "check-provision-state-interval", time.Minute, "how often wait-state timeouts are checked")
+	secs(&c.SyncPowerStateInterval, "sync-power-state-interval", time.Minute, "how often power states are read from the hardware")
+	f.BoolVar(&c.ForcePowerStateDuringSync, "force-power-state-during-sync", true, "put hardware back to the recorded power state (false: record the hardware's)")
+	f.IntVar(&c.PowerStateSyncMaxRetries, "power-state-sync-max-retries", 3, "failed power reads before a node goes into maintenance")
+	f.IntVar(&c.SyncPowerStateWorkers, "sync-power-state-workers", 8, "parallel power reads during sync")
+	secs(&c.ConductorDeadAfter, "heartbeat-timeout", time.Minute, "a conductor silent this long is dead; its locks are broken")
+	f.IntVar(&c.MaxConcurrentDeploy, "max-concurrent-deploy", 250, "deploys running at once before new ones get 503")
+	f.IntVar(&c.MaxConcurrentClean, "max-concurrent-clean", 50, "cleans running at once before new ones get 503")
+	f.IntVar(&c.HistoryLimit, "node-history-max-entries", 300, "history entries kept per node")
 }

@@ -207,12 +207,29 @@ func TestHoldAndUnhold(t *testing.T) {
 			t.Fatalf("unhold in enroll: %v", err)
 		}
 	})
-	t.Run("abort from clean hold", func(t *testing.T) {
+	for _, tc := range cases {
+		t.Run("abort from "+tc.name, func(t *testing.T) {
+			e, _ := newClockEnv(t)
+			id := e.create(nil).UUID
+			for _, v := range tc.setup {
+				e.must(id, v, mustStable(v))
+			}
+			e.must(id, tc.verb, tc.held, tc.mod)
+			want := map[string]string{fsm.CleanHold: fsm.CleanFailed, fsm.DeployHold: fsm.DeployFailed, fsm.ServiceHold: fsm.ServiceFailed}[tc.held]
+			if n := e.must(id, "abort", want); n.LastError == "" {
+				t.Fatal("abort left no last_error")
+			}
+		})
+	}
+	t.Run("abort from service failed returns to active", func(t *testing.T) {
 		e, _ := newClockEnv(t)
 		id := e.create(nil).UUID
-		e.must(id, "manage", fsm.Manageable)
-		e.must(id, "clean", fsm.CleanHold, cleanSteps(hold))
-		e.must(id, "abort", fsm.CleanFailed)
+		for _, v := range []string{"manage", "provide", "active"} {
+			e.must(id, v, mustStable(v))
+		}
+		e.setInfo(id, "fake_fail", "service")
+		e.must(id, "service", fsm.ServiceFailed, serviceSteps(model.JSON{"interface": "bios", "step": "apply_configuration"}))
+		e.must(id, "abort", fsm.Active)
 	})
 }
 

@@ -26,10 +26,10 @@ type Config struct {
 	HostID   string // conductor name
 	Log      *slog.Logger
 
-	Workers           int
-	ShutdownTimeout   time.Duration // grace for running work on SIGTERM
-	LockRetries       int
-	LockRetryInterval time.Duration
+	// Conductor holds the conductor's tunables (workers, timeouts, power
+	// sync, limits); Serve fills in its store, drivers, host and logger.
+	Conductor       conductor.Config
+	ShutdownTimeout time.Duration // grace for running work on SIGTERM
 	// Ready, if set, is called with the bound address once serving.
 	Ready func(addr string)
 }
@@ -55,11 +55,16 @@ func Serve(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("open database: %w", err)
 	}
 	defer st.Close()
-	cond, err := conductor.New(conductor.Config{
-		Store: st, Drivers: Registry(fake.New()), Host: cfg.HostID, Log: cfg.Log,
-		Workers: cfg.Workers, LockRetries: cfg.LockRetries, LockRetryInterval: cfg.LockRetryInterval,
-		AutomatedClean: true,
-	})
+	ccfg := cfg.Conductor
+	// From flags, 0 means "disabled" (Ironic's meaning); the conductor reads
+	// 0 as "default" and a negative interval as "disabled".
+	for _, d := range []*time.Duration{&ccfg.SyncPowerStateInterval, &ccfg.CheckProvisionStateInterval} {
+		if *d == 0 {
+			*d = -1
+		}
+	}
+	ccfg.Store, ccfg.Drivers, ccfg.Host, ccfg.Log = st, Registry(fake.New()), cfg.HostID, cfg.Log
+	cond, err := conductor.New(ccfg)
 	if err != nil {
 		return err
 	}
