@@ -89,9 +89,16 @@ func (c *Conductor) startWork(ctx context.Context, t *task, event, target string
 	c.spawn(func(wctx context.Context) {
 		defer t.finish()
 		fl(wctx, t)
-		if wctx.Err() != nil && !fsm.IsStable(t.node.ProvisionState) && !fsm.IsFailure(t.node.ProvisionState) &&
-			!fsm.IsWait(t.node.ProvisionState) {
-			t.failWith(fmt.Sprintf("Operation was interrupted: conductor %s shut down", c.cfg.Host), t.node.TargetProvisionState)
+		if wctx.Err() == nil {
+			return
+		}
+		msg := fmt.Sprintf("Operation was interrupted: conductor %s shut down", c.cfg.Host)
+		switch n := t.node; {
+		case fsm.IsFailure(n.ProvisionState) && n.LastError != "":
+			n.LastError = msg + " (" + n.LastError + ")"
+			t.record(&model.HistoryEvent{Severity: model.SeverityError, EventType: "error", Event: n.LastError})
+		case !fsm.IsStable(n.ProvisionState) && !fsm.IsWait(n.ProvisionState) && !fsm.IsHold(n.ProvisionState):
+			t.failWith(msg, n.TargetProvisionState)
 		}
 	})
 	return nil
