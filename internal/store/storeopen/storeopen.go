@@ -1,5 +1,3 @@
-// Package storeopen opens the store a --database value names: PostgreSQL for
-// postgres:// and postgresql:// URLs, SQLite (a file path) otherwise.
 package storeopen
 
 import (
@@ -11,10 +9,16 @@ import (
 	"github.com/anvil-metal/anvil/internal/store/sqlite"
 )
 
-// Open opens and migrates the database.
+// Open opens and migrates the store database names: a postgres:// or
+// postgresql:// URL selects PostgreSQL, anything else is a SQLite file path.
 func Open(ctx context.Context, database string) (store.Store, error) {
-	if strings.HasPrefix(database, "postgres://") || strings.HasPrefix(database, "postgresql://") {
+	if IsPostgres(database) {
 		return postgres.Open(ctx, database)
 	}
 	return sqlite.Open(ctx, database)
+}
+
+// IsPostgres reports whether database names a PostgreSQL database.
+func IsPostgres(database string) bool {
+	return strings.HasPrefix(database, "postgres://") || strings.HasPrefix(database, "postgresql://")
 }

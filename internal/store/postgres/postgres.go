@@ -1,0 +1,96 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/anvil-metal/anvil/internal/store"
+	"github.com/anvil-metal/anvil/internal/store/sqlstore"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Pool limits: enough connections for a busy API and conductor, few enough
+// that several processes fit in PostgreSQL's default max_connections (100).
+const (
+	maxOpenConns    = 32
+	maxIdleConns    = 8
+	connMaxIdleTime = 5 * time.Minute
+)
+
+// Open connects to the database at dsn (a postgres:// URL or a keyword/value
+// string, as pgx accepts), migrates it to the newest schema and returns the
+// store. The result is a *sqlstore.Store, which also has MigrateUp,
+// MigrateDown and SchemaVersion.
+func Open(ctx context.Context, dsn string, opts ...sqlstore.Option) (store.Store, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(maxOpenConns)
+	db.SetMaxIdleConns(maxIdleConns)
+	db.SetConnMaxIdleTime(connMaxIdleTime)
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	s := sqlstore.New(db, nil, Dialect(), opts...)
+	if err := s.MigrateUp(ctx); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return s, nil
+}
+
+// Dialect is PostgreSQL's sqlstore.Dialect: $N placeholders, timestamptz,
+// constraint errors from SQLSTATE codes and constraint names.
+func Dialect() sqlstore.Dialect {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		panic(err) // the embedded directory exists at build time
+	}
+	return sqlstore.Dialect{
+		Name:           "postgres",
+		NumberedParams: true,
+		ZeroTime:       "'-infinity'::timestamptz",
+		EncodeTime:     func(t time.Time) any { return t },
+		Classify:       classify,
+		Migrations:     sub,
+		// Any constant will do, as long as it is Anvil's alone.
+		MigrationLock: "SELECT pg_advisory_xact_lock(7316720825185369)",
+	}
+}
+
+// SQLSTATE codes of constraint violations.
+const (
+	uniqueViolation     = "23505"
+	foreignKeyViolation = "23503"
+)
+
+// classify reads PostgreSQL's constraint errors. Unique constraints are
+// named <table>_<column>_key (see the migrations).
+func classify(err error) sqlstore.Violation {
+	var e *pgconn.PgError
+	if !errors.As(err, &e) {
+		return sqlstore.Violation{}
+	}
+	switch e.Code {
+	case uniqueViolation:
+		col := strings.TrimSuffix(strings.TrimPrefix(e.ConstraintName, e.TableName+"_"), "_key")
+		return sqlstore.Violation{Kind: sqlstore.UniqueViolation, Column: col}
+	case foreignKeyViolation:
+		return sqlstore.Violation{Kind: sqlstore.ForeignKeyViolation}
+	}
+	return sqlstore.Violation{}
+}

@@ -1,0 +1,13 @@
+// Package sqlite is Anvil's embedded store: sqlstore on modernc.org/sqlite
+// (pure Go, no cgo), with the schema migrations for SQLite.
+//
+// Invariants:
+//   - the database runs in WAL mode with synchronous=NORMAL, foreign keys on
+//     and a 10 s busy timeout;
+//   - exactly one connection writes (a pool of one; every write and write
+//     transaction goes through it, and its transactions BEGIN IMMEDIATE), so
+//     concurrent writers queue in Go and never see "database is locked"; reads
+//     go through a separate pool of read-only connections that WAL lets run
+//     beside the writer;
+//   - Open applies the pending migrations before returning.
+package sqlite

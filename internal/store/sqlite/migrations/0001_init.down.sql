@@ -1,0 +1,4 @@
+DROP TABLE node_history;
+DROP TABLE conductors;
+DROP TABLE ports;
+DROP TABLE nodes;

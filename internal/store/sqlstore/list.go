@@ -1,0 +1,230 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// nullKind says how a sort column's NULLs sort: as the empty string or as
+// the zero time, both below every other value, so SQL and Go agree on order.
+type nullKind int
+
+const (
+	notNull nullKind = iota
+	nullText
+	nullTime
+)
+
+// sortCol is a sort key's column.
+type sortCol struct {
+	col  string
+	null nullKind
+}
+
+// nodeSorts maps store.NodeSortKeys to columns.
+var nodeSorts = map[string]sortCol{
+	"id":                     {col: "id"},
+	"uuid":                   {col: "uuid"},
+	"name":                   {"name", nullText},
+	"created_at":             {col: "created_at"},
+	"updated_at":             {"updated_at", nullTime},
+	"provision_state":        {col: "provision_state"},
+	"provision_updated_at":   {"provision_updated_at", nullTime},
+	"power_state":            {col: "power_state"},
+	"driver":                 {col: "driver"},
+	"maintenance":            {col: "maintenance"},
+	"instance_uuid":          {"instance_uuid", nullText},
+	"resource_class":         {col: "resource_class"},
+	"owner":                  {col: "owner"},
+	"lessee":                 {col: "lessee"},
+	"conductor_group":        {col: "conductor_group"},
+	"fault":                  {col: "fault"},
+	"reservation":            {"reservation", nullText},
+	"target_provision_state": {col: "target_provision_state"},
+}
+
+// where collects the conditions and arguments of a query.
+type where struct {
+	conds []string
+	args  []any
+}
+
+func (w *where) add(cond string, args ...any) {
+	w.conds = append(w.conds, cond)
+	w.args = append(w.args, args...)
+}
+
+func (w *where) String() string {
+	if len(w.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(w.conds, " AND ")
+}
+
+// page is the pagination of a listing.
+type page struct {
+	table, key, dir, marker string
+	limit                   int
+}
+
+// paginate adds the keyset condition to w and returns the ORDER BY and LIMIT
+// tail: rows strictly after the marker row in (key, id) order. An unknown
+// marker selects nothing; the caller then tells it apart with markerExists.
+func (s *Store) paginate(w *where, sorts map[string]sortCol, p page) (string, error) {
+	if p.key == "" {
+		p.key = "id"
+	}
+	col, ok := sorts[p.key]
+	if !ok {
+		return "", fmt.Errorf("invalid sort key %q", p.key)
+	}
+	desc, err := sortDesc(p.dir)
+	if err != nil {
+		return "", err
+	}
+	cmp, dir := ">", " ASC"
+	if desc {
+		cmp, dir = "<", " DESC"
+	}
+	expr := s.sortExpr(col, "")
+	if p.marker != "" {
+		sub := "(SELECT m.id FROM " + p.table + " m WHERE m.uuid = ?)"
+		if p.key == "id" {
+			w.add("id "+cmp+" "+sub, p.marker)
+		} else {
+			sub = "(SELECT " + s.sortExpr(col, "m.") + ", m.id FROM " + p.table + " m WHERE m.uuid = ?)"
+			w.add("("+expr+", id) "+cmp+" "+sub, p.marker)
+		}
+	}
+	tail := " ORDER BY " + expr + dir
+	if p.key != "id" {
+		tail += ", id" + dir
+	}
+	if p.limit > 0 {
+		tail += " LIMIT ?"
+		w.args = append(w.args, p.limit)
+	}
+	return tail, nil
+}
+
+func (s *Store) sortExpr(c sortCol, prefix string) string {
+	switch c.null {
+	case nullText:
+		return "COALESCE(" + prefix + c.col + ", '')"
+	case nullTime:
+		return "COALESCE(" + prefix + c.col + ", " + s.d.ZeroTime + ")"
+	}
+	return prefix + c.col
+}
+
+// markerExists tells an unknown marker (ErrNotFound) from an empty page.
+func (s *Store) markerExists(ctx context.Context, table, marker string) error {
+	var one int
+	err := s.reader().queryRow(ctx, "SELECT 1 FROM "+table+" WHERE uuid = ?", marker).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound("marker", marker)
+	}
+	return err
+}
+
+// nodeWhere translates q's filters.
+func nodeWhere(q *store.NodeQuery) *where {
+	w := &where{}
+	eq := func(col, v string) {
+		if v != "" {
+			w.add(col+" = ?", v)
+		}
+	}
+	isNull := func(col string, b *bool) {
+		if b != nil && *b {
+			w.add(col + " IS NOT NULL")
+		} else if b != nil {
+			w.add(col + " IS NULL")
+		}
+	}
+	eq("provision_state", q.ProvisionState)
+	eq("driver", q.Driver)
+	eq("resource_class", q.ResourceClass)
+	eq("fault", q.Fault)
+	eq("owner", q.Owner)
+	eq("lessee", q.Lessee)
+	eq("instance_uuid", q.InstanceUUID)
+	eq("reservation", q.ReservedBy)
+	isNull("instance_uuid", q.Associated)
+	isNull("reservation", q.Reserved)
+	if q.Maintenance != nil {
+		w.add("maintenance = ?", *q.Maintenance)
+	}
+	if q.ConductorGroup != nil {
+		w.add("conductor_group = ?", *q.ConductorGroup)
+	}
+	if len(q.ProvisionStates) > 0 {
+		marks := strings.Repeat(", ?", len(q.ProvisionStates))[2:]
+		args := make([]any, len(q.ProvisionStates))
+		for i, st := range q.ProvisionStates {
+			args[i] = st
+		}
+		w.add("provision_state IN ("+marks+")", args...)
+	}
+	return w
+}
+
+// ListNodes implements store.Store in one query. An unknown sort key or
+// direction is an error; Limit <= 0 means no limit.
+func (s *Store) ListNodes(ctx context.Context, q store.NodeQuery) ([]*model.Node, error) {
+	w := nodeWhere(&q)
+	tail, err := s.paginate(w, nodeSorts, page{"nodes", q.SortKey, q.SortDir, q.Marker, q.Limit})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	nodes, err := s.queryNodes(ctx, selectNodeSQL+w.String()+tail, w.args, q.Limit)
+	if err == nil && len(nodes) == 0 && q.Marker != "" {
+		err = s.markerExists(ctx, "nodes", q.Marker)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	return nodes, nil
+}
+
+func (s *Store) queryNodes(ctx context.Context, query string, args []any, limit int) ([]*model.Node, error) {
+	rows, err := s.reader().query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	nodes := make([]*model.Node, 0, max(min(limit, 1000), 16))
+	var (
+		id, version int64
+		res         sql.NullString
+		data        sql.RawBytes
+	)
+	for rows.Next() {
+		if err := rows.Scan(&id, &version, &res, &data); err != nil {
+			return nil, err
+		}
+		n, err := s.decodeNode(id, version, res, data)
+		if err != nil {
+			return nil, err
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes, rows.Err()
+}
+
+// CountNodes implements store.Store; pagination fields of q are ignored.
+func (s *Store) CountNodes(ctx context.Context, q store.NodeQuery) (int, error) {
+	w := nodeWhere(&q)
+	var n int
+	err := s.reader().queryRow(ctx, "SELECT COUNT(*) FROM nodes"+w.String(), w.args...).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count nodes: %w", err)
+	}
+	return n, nil
+}

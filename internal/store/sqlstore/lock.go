@@ -1,0 +1,97 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// reserveAttempts bounds the retries of a reservation that failed because the
+// lock was held, yet was free again when we looked at who held it.
+const reserveAttempts = 5
+
+// ReserveNode implements store.Store: a compare-and-set on the reservation
+// column. A host asking again for a lock it holds gets *store.LockedError, as
+// in Ironic. The version is not bumped: the lock is not node data.
+func (s *Store) ReserveNode(ctx context.Context, id, host string) (*model.Node, error) {
+	if host == "" {
+		return nil, fmt.Errorf("reserve node %s: empty host", id)
+	}
+	for range reserveAttempts {
+		n, err := s.scanNode(s.writer().queryRow(ctx, `UPDATE nodes SET reservation = ?
+			WHERE uuid = ? AND reservation IS NULL RETURNING `+nodeReadCols, host, id))
+		if err == nil {
+			return n, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("reserve node %s: %w", id, err)
+		}
+		holder, err := s.holder(ctx, id)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("reserve node %s: %w", id, err)
+		case holder.Valid:
+			return nil, &store.LockedError{Node: id, Holder: holder.String}
+		}
+		// Released between our update and our look: try again.
+	}
+	return nil, fmt.Errorf("reserve node %s: lock contended: %w", id, store.ErrLocked)
+}
+
+// holder reads who holds a node's reservation (NULL: nobody).
+func (s *Store) holder(ctx context.Context, id string) (sql.NullString, error) {
+	var holder sql.NullString
+	err := s.writer().queryRow(ctx, "SELECT reservation FROM nodes WHERE uuid = ?", id).Scan(&holder)
+	if errors.Is(err, sql.ErrNoRows) {
+		return holder, store.ErrNotFound
+	}
+	return holder, err
+}
+
+// ReleaseNode implements store.Store.
+func (s *Store) ReleaseNode(ctx context.Context, id, host string) error {
+	res, err := s.writer().exec(ctx,
+		"UPDATE nodes SET reservation = NULL WHERE uuid = ? AND reservation = ?", id, host)
+	if err != nil {
+		return fmt.Errorf("release node %s: %w", id, err)
+	}
+	if rows, err := res.RowsAffected(); err != nil || rows == 1 {
+		return err
+	}
+	holder, err := s.holder(ctx, id)
+	switch {
+	case err != nil:
+		return fmt.Errorf("release node %s: %w", id, err)
+	case holder.Valid:
+		return &store.LockedError{Node: id, Holder: holder.String}
+	}
+	return nil
+}
+
+// ReleaseHost implements store.Store; the UUIDs come back sorted.
+func (s *Store) ReleaseHost(ctx context.Context, host string) ([]string, error) {
+	rows, err := s.writer().query(ctx,
+		"UPDATE nodes SET reservation = NULL WHERE reservation = ? RETURNING uuid", host)
+	if err != nil {
+		return nil, fmt.Errorf("release host %s: %w", host, err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("release host %s: %w", host, err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("release host %s: %w", host, err)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
