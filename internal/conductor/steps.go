@@ -165,13 +165,19 @@ func (c *Conductor) stepsDone(t *task, kind driver.StepKind) {
 	_ = t.fire(fsm.EvDone, "", false)
 }
 
-// stepFailed records a failed step; a failed clean step also puts the node
-// into maintenance with fault "clean failure", as Ironic does.
+// stepFailed records a failed step; a failed clean or service step also puts
+// the node into maintenance with fault "clean failure" / "service failure", as
+// Ironic does.
 func (c *Conductor) stepFailed(t *task, kind driver.StepKind, msg string) {
 	n := t.node
 	target := c.stepTarget(n, kind)
-	if kind == driver.CleanSteps && len(n.CleanStep) > 0 {
-		n.Maintenance, n.Fault, n.MaintenanceReason = true, "clean failure", msg
+	// Ironic puts a node whose clean or service step failed into maintenance
+	// (keeping an existing maintenance_reason).
+	if cur := *current(n, kind); len(cur) > 0 && kind != driver.DeploySteps {
+		n.Maintenance, n.Fault = true, string(kind)+" failure"
+		if n.MaintenanceReason == "" {
+			n.MaintenanceReason = msg
+		}
 	}
 	*current(n, kind) = nil
 	b := bookOf(kind)
