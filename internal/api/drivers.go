@@ -1,0 +1,209 @@
+package api
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/model"
+)
+
+// Minor versions of driver behaviour.
+const (
+	minorDriverLinks    = 14
+	minorDynamicDrivers = 30
+	minorDriverFields   = 77
+)
+
+// driverIfaceMinor hides interface kinds older clients do not know.
+var driverIfaceMinor = map[string]int{"storage": 33, "rescue": 38, "bios": 40, "firmware": 86}
+
+func (s *Server) driverRoutes() {
+	s.handle(endpoint{"GET": s.listDrivers}, "/v1/drivers", "/v1/drivers/{$}")
+	s.handle(endpoint{"GET": s.getDriver}, "/v1/drivers/{name}")
+	s.handle(endpoint{"GET": s.driverProperties}, "/v1/drivers/{name}/properties")
+}
+
+func driverNotFound(name string) error {
+	return fault.New(fault.NotFound, "Could not find the following driver(s) or hardware type(s): %s.", name)
+}
+
+// sortedDrivers returns the enabled hardware types by name.
+func (s *Server) sortedDrivers() []conductor.DriverInfo {
+	drivers := slices.Clone(s.cfg.Conductor.Drivers())
+	slices.SortFunc(drivers, func(a, b conductor.DriverInfo) int { return strings.Compare(a.Name, b.Name) })
+	return drivers
+}
+
+// GET /v1/drivers
+func (s *Server) listDrivers(rc *call) error {
+	if err := rc.checkQuery("type", "detail", "fields"); err != nil {
+		return err
+	}
+	detail, err := rc.boolParam("detail")
+	if err != nil {
+		return err
+	}
+	fields := rc.fieldsParam()
+	if len(fields) > 0 && detail != nil && *detail {
+		return invalid("Can not specify ?detail=True and fields in the same request.")
+	}
+	typ, hasType := rc.param("type")
+	if (detail != nil || hasType) && rc.minor < minorDynamicDrivers {
+		return minVersionRequired(minorDynamicDrivers)
+	}
+	if fields != nil && rc.minor < minorDriverFields {
+		return notAcceptable()
+	}
+	if hasType && typ != "classic" && typ != "dynamic" {
+		return invalid("\"type\" filter must be one of \"classic\" or \"dynamic\", if specified.")
+	}
+	var drivers []conductor.DriverInfo
+	if typ != "classic" {
+		drivers = s.sortedDrivers()
+	}
+	isDetail := detail != nil && *detail
+	if len(drivers) > 0 {
+		if err := rc.checkDriverFields(fields, isDetail); err != nil {
+			return err
+		}
+	}
+	w := &jw{}
+	w.rootObj()
+	w.key("drivers")
+	w.arr()
+	for _, d := range drivers {
+		rc.writeDriver(w, d, isDetail, fields)
+	}
+	w.endArr()
+	w.endObj()
+	return rc.json(200, w)
+}
+
+// GET /v1/drivers/{name}
+func (s *Server) getDriver(rc *call) error {
+	if err := rc.checkQuery("fields"); err != nil {
+		return err
+	}
+	fields := rc.fieldsParam()
+	if fields != nil && rc.minor < minorDriverFields {
+		return notAcceptable()
+	}
+	name := rc.r.PathValue("name")
+	i := slices.IndexFunc(s.sortedDrivers(), func(d conductor.DriverInfo) bool { return d.Name == name })
+	if i < 0 {
+		return driverNotFound(name)
+	}
+	if err := rc.checkDriverFields(fields, true); err != nil {
+		return err
+	}
+	w := &jw{}
+	rc.writeDriver(w, s.sortedDrivers()[i], true, fields)
+	return rc.json(200, w)
+}
+
+// GET /v1/drivers/{name}/properties
+func (s *Server) driverProperties(rc *call) error {
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	name := rc.r.PathValue("name")
+	d, err := s.cfg.Conductor.Driver(name)
+	if err != nil {
+		if fault.KindOf(err) == fault.NotFound {
+			return fault.New(fault.NotFound, "The driver '%s' is unknown.", name)
+		}
+		return err
+	}
+	w := &jw{}
+	w.rootObj()
+	keys := make([]string, 0, len(d.Properties))
+	for k := range d.Properties {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		w.key(k)
+		w.str(d.Properties[k])
+	}
+	w.endObj()
+	return rc.json(200, w)
+}
+
+// driverKeys lists the keys of a driver document at the request version.
+func (rc *call) driverKeys(detail bool) []string {
+	keys := []string{"name", "hosts", "links"}
+	if rc.minor >= minorDriverLinks {
+		keys = append(keys, "properties")
+	}
+	if rc.minor < minorDynamicDrivers {
+		return keys
+	}
+	keys = append(keys, "type")
+	if detail {
+		for _, kind := range rc.driverKinds() {
+			keys = append(keys, "default_"+kind+"_interface", "enabled_"+kind+"_interfaces")
+		}
+	}
+	return keys
+}
+
+// driverKinds are the interface kinds shown at the request version.
+func (rc *call) driverKinds() []string {
+	var kinds []string
+	for _, kind := range model.InterfaceNames {
+		if m, ok := driverIfaceMinor[kind]; !ok || rc.minor >= m {
+			kinds = append(kinds, kind)
+		}
+	}
+	return kinds
+}
+
+// checkDriverFields refuses requested fields a driver does not have.
+func (rc *call) checkDriverFields(fields []string, detail bool) error {
+	if fields == nil {
+		return nil
+	}
+	keys := rc.driverKeys(detail)
+	var bad []string
+	for _, f := range fields {
+		if !slices.Contains(keys, f) {
+			bad = append(bad, f)
+		}
+	}
+	if len(bad) > 0 {
+		return invalid("Field(s) \"%s\" are not valid", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// writeDriver writes one hardware type; fields (when given) keeps only
+// those keys plus links.
+func (rc *call) writeDriver(w *jw, d conductor.DriverInfo, detail bool, fields []string) {
+	want := func(k string) bool { return fields == nil || k == "links" || slices.Contains(fields, k) }
+	w.obj()
+	for _, k := range rc.driverKeys(detail) {
+		if !want(k) {
+			continue
+		}
+		w.key(k)
+		switch {
+		case k == "name":
+			w.str(d.Name)
+		case k == "hosts":
+			w.strings(d.Hosts)
+		case k == "links":
+			rc.links(w, "drivers", d.Name)
+		case k == "properties":
+			rc.links(w, "drivers", d.Name, "properties")
+		case k == "type":
+			w.str("dynamic")
+		case strings.HasPrefix(k, "default_"):
+			w.strOrNull(d.Defaults[strings.TrimSuffix(strings.TrimPrefix(k, "default_"), "_interface")])
+		default:
+			w.strings(d.Interfaces[strings.TrimSuffix(strings.TrimPrefix(k, "enabled_"), "_interfaces")])
+		}
+	}
+	w.endObj()
+}

@@ -1,0 +1,138 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/anvil-metal/anvil/internal/fault"
+)
+
+// FuzzParseJSON: the body decoder never panics, refuses with client
+// errors only, and never hands back a value nested deeper than the cap.
+func FuzzParseJSON(f *testing.F) {
+	for _, s := range []string{``, `{}`, `[]`, `{"driver":"fake-hardware"}`, `[{"op":"add","path":"/a","value":1}]`,
+		`{bad`, `{"a":"\ud800"}`, strings.Repeat("[", 30), `"\u0000"`, `1e999`, `{"a":1} x`, "\xff\xfe",
+		`{"a":"[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}`, `[` + strings.Repeat(`{"a":`, 24) + `1` + strings.Repeat(`}`, 24) + `]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		v, err := parseJSON(body)
+		if err != nil {
+			if k := fault.KindOf(err); k != fault.Invalid {
+				t.Fatalf("non-client error %v (kind %d)", err, k)
+			}
+			return
+		}
+		if d := depthOf(v); d > maxJSONDepth {
+			t.Fatalf("accepted depth %d", d)
+		}
+		_ = pyRepr(v)
+	})
+}
+
+func depthOf(v any) int {
+	switch x := v.(type) {
+	case map[string]any:
+		d := 0
+		for _, e := range x {
+			d = max(d, depthOf(e))
+		}
+		return d + 1
+	case []any:
+		d := 0
+		for _, e := range x {
+			d = max(d, depthOf(e))
+		}
+		return d + 1
+	}
+	return 0
+}
+
+// FuzzNegotiate: the version parser never panics and either picks a
+// version in range or refuses with 406.
+func FuzzNegotiate(f *testing.F) {
+	for _, s := range []string{"", "1.1", "1.89", "1.90", "latest", "LATEST", "1.0", "2.1", "1", "1.2.3", "garbage",
+		" 1.5 ", "+1.+5", "-1.5", "1.-5", "1.99999999999999999999999", "1.٣", "baremetal 1.5", "1.5,1.6", "1.0x10"} {
+		f.Add(s, "")
+		f.Add("", "baremetal "+s)
+	}
+	f.Add("1.5", "compute 2.1, baremetal 1.40")
+	f.Fuzz(func(t *testing.T, legacy, std string) {
+		h := http.Header{}
+		if legacy != "" {
+			h.Set(hdrLegacyVersion, legacy)
+		}
+		if std != "" {
+			h.Set(hdrStdVersion, std)
+		}
+		minor, err := negotiate(h)
+		if err != nil {
+			if fault.KindOf(err) != fault.NotAcceptable {
+				t.Fatalf("kind %d: %v", fault.KindOf(err), err)
+			}
+			return
+		}
+		if minor < MinMinor || minor > MaxMinor {
+			t.Fatalf("minor %d out of range", minor)
+		}
+	})
+}
+
+// FuzzApplyPatch: parsing and applying a JSON patch to a node document
+// never panics and fails with client errors only.
+func FuzzApplyPatch(f *testing.F) {
+	for _, s := range []string{`[]`, `[{"op":"add","path":"/extra/a","value":1}]`, `[{"op":"remove","path":"/extra"}]`,
+		`[{"op":"replace","path":"/driver_info/ipmi_password","value":"x"}]`, `[{"op":"add","path":"/extra/a/b","value":1}]`,
+		`[{"op":"add","path":"/properties/l","value":[1,2]},{"op":"add","path":"/properties/l/-","value":3}]`,
+		`[{"op":"add","path":"/properties/l/5","value":3}]`, `[{"op":"remove","path":"/driver/x"}]`,
+		`[{"op":"add","path":"/foo","value":1}]`, `[{"op":"move","path":"/a","from":"/b"}]`, `{"op":"add"}`,
+		`[{"op":"replace","path":"/name"}]`, `[{"op":"add","path":"/extra/~1","value":null}]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		v, err := parseJSON(body)
+		if err != nil {
+			return
+		}
+		ops, err := parsePatch(v)
+		if err != nil {
+			if fault.KindOf(err) != fault.Invalid {
+				t.Fatalf("parse: %v", err)
+			}
+			return
+		}
+		n := nodeFixture("f")
+		n.Extra = map[string]any{"k": "v"}
+		out, err := applyPatch(nodeDoc(n), ops)
+		if err != nil {
+			if fault.KindOf(err) != fault.Invalid {
+				t.Fatalf("apply: %v", err)
+			}
+			return
+		}
+		if out == nil {
+			t.Fatal("nil document")
+		}
+	})
+}
+
+// FuzzRequestBodies sends arbitrary bodies to every body-taking route:
+// no input may cause a 5xx.
+func FuzzRequestBodies(f *testing.F) {
+	for i := range bodyEndpoints {
+		for _, s := range []string{`{}`, `[]`, `{"target":"manage"}`, `[{"op":"replace","path":"/name","value":"x"}]`,
+			`{"driver":"fake-hardware","name":"n"}`, `{"address":"52:54:00:aa:bb:cc","node_uuid":"x"}`} {
+			f.Add(uint8(i), []byte(s))
+		}
+	}
+	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
+		e := newEnv(t)
+		e.mustNode(nodeFixture("bad-input"))
+		ep := bodyEndpoints[int(which)%len(bodyEndpoints)]
+		rec := e.do(ep.method, ep.path, string(body), latest)
+		if rec.Code >= 500 {
+			t.Fatalf("%s %s %q: %d %s", ep.method, ep.path, body, rec.Code, rec.Body.String())
+		}
+	})
+}

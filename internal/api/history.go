@@ -1,0 +1,198 @@
+package api
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// minorHistory is the version that added /v1/nodes/{node}/history.
+const minorHistory = 78
+
+// historySortKeys are the columns history can be sorted on.
+var historySortKeys = map[string]func(a, b *model.HistoryEvent) int{
+	"id":         func(a, b *model.HistoryEvent) int { return cmp.Compare(a.ID, b.ID) },
+	"created_at": func(a, b *model.HistoryEvent) int { return a.CreatedAt.Compare(b.CreatedAt) },
+	"uuid":       func(a, b *model.HistoryEvent) int { return cmp.Compare(a.UUID, b.UUID) },
+	"severity":   func(a, b *model.HistoryEvent) int { return cmp.Compare(a.Severity, b.Severity) },
+	"event_type": func(a, b *model.HistoryEvent) int { return cmp.Compare(a.EventType, b.EventType) },
+	"event":      func(a, b *model.HistoryEvent) int { return cmp.Compare(a.Event, b.Event) },
+	"conductor":  func(a, b *model.HistoryEvent) int { return cmp.Compare(a.Conductor, b.Conductor) },
+	"user":       func(a, b *model.HistoryEvent) int { return cmp.Compare(a.User, b.User) },
+}
+
+func (s *Server) historyRoutes() {
+	s.handle(endpoint{"GET": s.listHistory}, "/v1/nodes/{ident}/history", "/v1/nodes/{ident}/history/{$}")
+	s.handle(endpoint{"GET": s.getHistory}, "/v1/nodes/{ident}/history/{event}")
+}
+
+func historyNotFound(id string) error {
+	return fault.New(fault.NotFound, "Node history record %s could not be found.", id)
+}
+
+// GET /v1/nodes/{ident}/history
+func (s *Server) listHistory(rc *call) error {
+	if rc.minor < minorHistory {
+		return errNotFound()
+	}
+	if err := rc.checkQuery("detail", "marker", "limit", "sort_key", "sort_dir"); err != nil {
+		return err
+	}
+	p, err := rc.pageParams("created_at")
+	if err != nil {
+		return err
+	}
+	if err := rc.markerParam(&p); err != nil {
+		return err
+	}
+	n, raw, err := rc.loadNode()
+	if err != nil {
+		return err
+	}
+	if err := p.check(rc); err != nil {
+		return err
+	}
+	less, ok := historySortKeys[p.sortKey]
+	if !ok {
+		return badSortKey(p.sortKey, true)
+	}
+	events, err := s.cfg.Store.ListHistory(rc.ctx, n.UUID)
+	if err != nil {
+		return err
+	}
+	events, err = historyPage(events, p, less)
+	if err != nil {
+		return err
+	}
+	detail := p.detail != nil && *p.detail
+	w := &jw{}
+	w.rootObj()
+	w.key("history")
+	w.arr()
+	for _, e := range events {
+		rc.writeHistory(w, n.UUID, e, detail)
+	}
+	w.endArr()
+	if len(events) > 0 && len(events) == p.limit {
+		params := [][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}
+		if p.detail != nil {
+			params = append(params, [2]string{"detail", pyBool(*p.detail)})
+		}
+		w.key("next")
+		w.str(rc.nextLink("nodes/"+pathEscape(raw)+"/history", params, p.limit, events[len(events)-1].UUID))
+	}
+	w.endObj()
+	return rc.json(200, w)
+}
+
+// historyPage sorts events and cuts the page after the marker.
+func historyPage(events []*model.HistoryEvent, p page, less func(a, b *model.HistoryEvent) int) ([]*model.HistoryEvent, error) {
+	events = slices.Clone(events)
+	slices.SortStableFunc(events, func(a, b *model.HistoryEvent) int {
+		c := cmp.Or(less(a, b), cmp.Compare(a.ID, b.ID))
+		if p.sortDir == "desc" {
+			return -c
+		}
+		return c
+	})
+	if p.marker != "" {
+		i := slices.IndexFunc(events, func(e *model.HistoryEvent) bool { return e.UUID == p.marker })
+		if i < 0 {
+			return nil, historyNotFound(p.marker)
+		}
+		events = events[i+1:]
+	}
+	if len(events) > p.limit {
+		events = events[:p.limit]
+	}
+	return events, nil
+}
+
+// GET /v1/nodes/{ident}/history/{event}
+func (s *Server) getHistory(rc *call) error {
+	if rc.minor < minorHistory {
+		return errNotFound()
+	}
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	event := rc.r.PathValue("event")
+	if !isUUIDLike(event) && !isValidLogicalName(event) {
+		return invalid("Expected UUID or name for event: %s", event)
+	}
+	if isUUIDLike(event) {
+		event = canonicalUUID(event)
+	}
+	n, _, err := rc.loadNode()
+	if err != nil {
+		return err
+	}
+	e, err := s.cfg.Store.GetHistory(rc.ctx, n.UUID, event)
+	if errors.Is(err, store.ErrNotFound) {
+		return historyNotFound(event)
+	} else if err != nil {
+		return err
+	}
+	w := &jw{}
+	rc.writeHistory(w, n.UUID, e, true)
+	return rc.json(200, w)
+}
+
+// writeHistory writes one history entry. The short form truncates the
+// event text to 255 characters as Ironic does; the detailed form adds who
+// and where, and Anvil's record of the transition (from_state, to_state,
+// trigger, duration_seconds), null when the event is not a transition.
+func (rc *call) writeHistory(w *jw, nodeUUID string, e *model.HistoryEvent, detail bool) {
+	w.obj()
+	w.key("uuid")
+	w.str(e.UUID)
+	w.key("created_at")
+	w.timestamp(e.CreatedAt)
+	w.key("severity")
+	w.strOrNull(e.Severity)
+	if detail {
+		w.key("event_type")
+		w.strOrNull(e.EventType)
+	}
+	w.key("event")
+	w.str(historyText(e.Event, detail))
+	if detail {
+		for _, kv := range [][2]string{{"conductor", e.Conductor}, {"user", e.User},
+			{"from_state", e.FromState}, {"to_state", e.ToState}, {"trigger", e.Trigger}} {
+			w.key(kv[0])
+			w.strOrNull(kv[1])
+		}
+		w.key("duration_seconds")
+		if e.FromState == "" && e.Duration == 0 {
+			w.null()
+		} else {
+			w.integer(int64(e.Duration.Seconds()))
+		}
+	}
+	w.key("links")
+	w.arr()
+	w.obj()
+	w.key("href")
+	w.str(rc.link(false, "nodes", nodeUUID, "history", e.UUID))
+	w.key("rel")
+	w.str("self")
+	w.endObj()
+	w.endArr()
+	w.endObj()
+}
+
+// historyText truncates long events in the short listing.
+func historyText(s string, detail bool) string {
+	if detail {
+		return s
+	}
+	r := []rune(s)
+	if len(r) > 255 {
+		return string(r[:251]) + "..."
+	}
+	return s
+}

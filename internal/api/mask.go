@@ -1,0 +1,123 @@
+package api
+
+import "strings"
+
+// secretMask replaces secret values in responses, as in Ironic.
+const secretMask = "******"
+
+// sanitizeKeys are oslo.utils' _SANITIZE_KEYS: a key containing any of them
+// (case-insensitively) holds a secret.
+var sanitizeKeys = []string{"adminpass", "admin_pass", "password", "admin_password",
+	"auth_token", "new_pass", "auth_password", "secret_uuid", "secret", "sys_pswd",
+	"token", "configdrive", "chappassword", "encrypted_key", "private_key", "fernetkey",
+	"sslkey", "passphrase", "cephclusterfsid", "octaviaheartbeatkey", "rabbitcookie",
+	"cephmanilaclientkey", "pacemakerremoteauthkey", "designaterndckey", "cephadminkey",
+	"heatauthencryptionkey", "cephclientkey", "keystonecredential",
+	"barbicansimplecryptokek", "cephrgwkey", "swifthashsuffix", "migrationsshkey",
+	"cephmdskey", "cephmonkey"}
+
+// Keys Ironic masks besides the generic ones, when they hold a value.
+var (
+	driverInfoSecrets   = []string{"snmp_auth_key", "snmp_priv_key"}
+	instanceInfoSecrets = []string{"configdrive", "image_url"}
+)
+
+// isSecretKey reports whether a dict key names a secret.
+func isSecretKey(k string) bool {
+	lk := strings.ToLower(k)
+	for _, s := range sanitizeKeys {
+		if strings.Contains(lk, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// masked writes m (nil as {}) with its secrets replaced by "******": keys
+// naming a secret, recursively through nested objects and lists, plus the
+// top-level extra keys whenever their value is truthy.
+func (w *jw) masked(m map[string]any, extra ...string) {
+	if len(m) == 0 {
+		w.object(nil)
+		return
+	}
+	w.obj()
+	mark := len(w.keyBuf)
+	w.keyBuf = appendSortedKeys(w.keyBuf, m)
+	for _, k := range w.keyBuf[mark:] {
+		v := m[k]
+		w.key(k)
+		switch {
+		case containsStr(extra, k) && truthy(v):
+			w.str(secretMask)
+		default:
+			w.maskedValue(k, v)
+		}
+	}
+	w.keyBuf = w.keyBuf[:mark]
+	w.endObj()
+}
+
+// secret answers isSecretKey, remembering answers for this response.
+func (w *jw) secret(k string) bool {
+	if s, ok := w.secrets[k]; ok {
+		return s
+	}
+	if w.secrets == nil {
+		w.secrets = make(map[string]bool)
+	}
+	s := isSecretKey(k)
+	w.secrets[k] = s
+	return s
+}
+
+func (w *jw) maskedValue(k string, v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		w.masked(x)
+	case []any:
+		if k != "" && w.secret(k) {
+			w.str(secretMask)
+			return
+		}
+		w.arr()
+		for _, e := range x {
+			w.maskedValue("", e)
+		}
+		w.endArr()
+	default:
+		if k != "" && w.secret(k) {
+			w.str(secretMask)
+			return
+		}
+		w.any(v)
+	}
+}
+
+// truthy is Python's bool() of a decoded JSON value.
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case float64:
+		return x != 0
+	case string:
+		return x != ""
+	case map[string]any:
+		return len(x) > 0
+	case []any:
+		return len(x) > 0
+	}
+	return true
+}
+
+func containsStr(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,372 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// validFaults are Ironic's node faults (ironic/common/faults.py).
+var validFaults = []string{"power failure", "clean failure", "rescue abort failure", "service failure"}
+
+// unsortableNodeKeys are the node fields Ironic's controller refuses to
+// sort on.
+var unsortableNodeKeys = []string{"properties", "driver_info", "extra", "instance_info",
+	"driver_internal_info", "clean_step", "deploy_step", "raid_config", "target_raid_config",
+	"traits", "network_data", "service_step"}
+
+// nodeListParams are the query parameters of GET /v1/nodes/detail; the
+// plain list also takes fields and detail.
+var nodeListParams = []string{"chassis_uuid", "instance_uuid", "associated", "maintenance",
+	"retired", "provision_state", "marker", "limit", "sort_key", "sort_dir", "driver",
+	"resource_class", "fault", "conductor_group", "conductor", "owner", "description_contains",
+	"lessee", "project", "shard", "sharded", "include_children", "parent_node", "instance_name"}
+
+// nodeSelection is a parsed node list request.
+type nodeSelection struct {
+	q      store.NodeQuery
+	keep   []func(*model.Node) bool // filters the store cannot apply
+	link   [][2]string              // filters repeated in the next link
+	noNext bool                     // instance_uuid lists never page
+}
+
+func (s *Server) listNodes(rc *call) error       { return s.nodeList(rc, false) }
+func (s *Server) listNodesDetail(rc *call) error { return s.nodeList(rc, true) }
+
+// GET /v1/nodes and /v1/nodes/detail
+func (s *Server) nodeList(rc *call, detailPath bool) error {
+	allowed := nodeListParams
+	if !detailPath {
+		allowed = append(slices.Clone(nodeListParams), "fields", "detail")
+	}
+	if err := rc.checkQuery(allowed...); err != nil {
+		return err
+	}
+	p, err := rc.pageParams("id")
+	if err != nil {
+		return err
+	}
+	if err := rc.markerParam(&p); err != nil {
+		return err
+	}
+	if err := rc.checkNodeFieldVersions(p); err != nil {
+		return err
+	}
+	sel, err := rc.nodeSelection()
+	if err != nil {
+		return err
+	}
+	if err := rc.checkNodeListPage(&p); err != nil {
+		return err
+	}
+	nodes, err := rc.fetchNodes(&sel, p)
+	if err != nil {
+		return err
+	}
+	return rc.writeNodeList(nodes, p, sel, detailPath)
+}
+
+// checkNodeFieldVersions gates the requested fields and the sort key on
+// the version (406), as Ironic does before anything else.
+func (rc *call) checkNodeFieldVersions(p page) error {
+	for _, f := range p.fields {
+		if fieldMinor(f) > rc.minor {
+			return notAcceptable()
+		}
+	}
+	if fieldMinor(p.sortKey) > rc.minor {
+		return notAcceptable()
+	}
+	return nil
+}
+
+// checkNodeListPage runs the paging checks in Ironic's order.
+func (rc *call) checkNodeListPage(p *page) error {
+	if err := p.check(rc); err != nil {
+		return err
+	}
+	if p.fields != nil {
+		if err := rc.checkNodeFields(p.fields); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(unsortableNodeKeys, p.sortKey) {
+		return badSortKey(p.sortKey, false)
+	}
+	if !slices.Contains(store.NodeSortKeys, p.sortKey) {
+		return badSortKey(p.sortKey, true)
+	}
+	if p.marker != "" {
+		if _, err := rc.s.cfg.Store.GetNode(rc.ctx, p.marker); errors.Is(err, store.ErrNotFound) {
+			return fault.NodeNotFound(p.marker)
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nodeSelection parses the filters, with their version gates.
+func (rc *call) nodeSelection() (nodeSelection, error) {
+	var sel nodeSelection
+	steps := []func(*nodeSelection) error{
+		rc.nodeFilterIdentity, rc.nodeFilterBools, rc.nodeFilterState,
+		rc.nodeFilterStrings, rc.nodeFilterFamily,
+	}
+	for _, step := range steps {
+		if err := step(&sel); err != nil {
+			return sel, err
+		}
+	}
+	return sel, nil
+}
+
+func (rc *call) nodeFilterIdentity(sel *nodeSelection) error {
+	chassis, err := rc.uuidParam("chassis_uuid")
+	if err != nil {
+		return err
+	}
+	if chassis != "" {
+		sel.keep = append(sel.keep, func(n *model.Node) bool { return n.ChassisUUID == chassis })
+		sel.link = append(sel.link, [2]string{"chassis_uuid", chassis})
+	}
+	inst, err := rc.uuidParam("instance_uuid")
+	if err != nil {
+		return err
+	}
+	if inst != "" {
+		sel.q.InstanceUUID = inst
+		sel.noNext = true
+	}
+	return nil
+}
+
+func (rc *call) nodeFilterBools(sel *nodeSelection) error {
+	for _, name := range []string{"associated", "maintenance", "retired"} {
+		b, err := rc.boolParam(name)
+		if err != nil {
+			return err
+		}
+		if b == nil {
+			continue
+		}
+		sel.link = append(sel.link, [2]string{name, pyBool(*b)})
+		switch name {
+		case "associated":
+			sel.q.Associated = b
+		case "maintenance":
+			sel.q.Maintenance = b
+		default:
+			want := *b
+			sel.keep = append(sel.keep, func(n *model.Node) bool { return n.Retired == want })
+		}
+	}
+	return nil
+}
+
+func (rc *call) nodeFilterState(sel *nodeSelection) error {
+	ps, ok := rc.param("provision_state")
+	if !ok {
+		return nil
+	}
+	if rc.minor < 9 {
+		return notAcceptable()
+	}
+	if !fsm.IsState(ps) {
+		return invalid("Provision state \"%s\" is not valid", ps)
+	}
+	sel.q.ProvisionState = ps
+	sel.link = append(sel.link, [2]string{"provision_state", ps})
+	return nil
+}
+
+// nodeFilterStrings handles the plain string filters with their gates.
+func (rc *call) nodeFilterStrings(sel *nodeSelection) error {
+	filters := []struct {
+		name  string
+		minor int
+		set   func(v string)
+	}{
+		{"driver", 16, func(v string) { sel.q.Driver = v }},
+		{"resource_class", 21, func(v string) { sel.q.ResourceClass = v }},
+		{"fault", 42, func(v string) { sel.q.Fault = v }},
+		{"conductor_group", 46, func(v string) { g := strings.ToLower(v); sel.q.ConductorGroup = &g }},
+		{"conductor", 49, func(v string) {
+			sel.keep = append(sel.keep, func(n *model.Node) bool { return rc.conductorFor(n) == v })
+		}},
+		{"owner", 50, func(v string) { sel.q.Owner = v }},
+		{"lessee", 65, func(v string) { sel.q.Lessee = v }},
+	}
+	for _, f := range filters {
+		v, ok := rc.param(f.name)
+		if !ok {
+			continue
+		}
+		if rc.minor < f.minor {
+			return minVersionRequired(f.minor)
+		}
+		if f.name == "fault" && !slices.Contains(validFaults, v) {
+			return invalid("Unrecognized fault \"%s\" is specified, allowed faults are %s", v, pyTuple(validFaults))
+		}
+		f.set(v)
+		sel.link = append(sel.link, [2]string{f.name, v})
+	}
+	if v, ok := rc.param("project"); ok {
+		sel.keep = append(sel.keep, func(n *model.Node) bool { return n.Owner == v || n.Lessee == v })
+		sel.link = append(sel.link, [2]string{"project", v})
+	}
+	if v, ok := rc.param("description_contains"); ok {
+		sel.keep = append(sel.keep, func(n *model.Node) bool { return strings.Contains(n.Description, v) })
+		sel.link = append(sel.link, [2]string{"description_contains", v})
+	}
+	return nil
+}
+
+// nodeFilterFamily handles shards, child nodes and instance names.
+func (rc *call) nodeFilterFamily(sel *nodeSelection) error {
+	if err := rc.nodeFilterShard(sel); err != nil {
+		return err
+	}
+	if _, ok := rc.param("instance_name"); ok {
+		return fault.New(fault.NotAcceptable, "instance_name is not acceptable in this API version")
+	}
+	children, err := rc.boolParam("include_children")
+	if err != nil {
+		return err
+	}
+	parent, hasParent := rc.param("parent_node")
+	if (children != nil || hasParent) && rc.minor < 83 {
+		return minVersionRequired(83)
+	}
+	switch {
+	case children != nil && *children:
+		sel.link = append(sel.link, [2]string{"include_children", "True"})
+	case hasParent:
+		sel.keep = append(sel.keep, func(n *model.Node) bool { return n.ParentNode == parent })
+		sel.link = append(sel.link, [2]string{"parent_node", parent})
+	default:
+		sel.keep = append(sel.keep, func(n *model.Node) bool { return n.ParentNode == "" })
+	}
+	return nil
+}
+
+func (rc *call) nodeFilterShard(sel *nodeSelection) error {
+	raw, hasShard := rc.param("shard")
+	sharded, err := rc.boolParam("sharded")
+	if err != nil {
+		return err
+	}
+	if (hasShard || sharded != nil) && rc.minor < 82 {
+		return minVersionRequired(82)
+	}
+	if hasShard {
+		var shards []string
+		for _, s := range strings.Split(raw, ",") {
+			if s = strings.ToLower(strings.TrimSpace(s)); s != "" {
+				shards = append(shards, s)
+			}
+		}
+		sel.keep = append(sel.keep, func(n *model.Node) bool { return slices.Contains(shards, strings.ToLower(n.Shard)) })
+		sel.link = append(sel.link, [2]string{"shard", raw})
+	}
+	if sharded != nil {
+		want := *sharded
+		sel.keep = append(sel.keep, func(n *model.Node) bool { return (n.Shard != "") == want })
+		sel.link = append(sel.link, [2]string{"sharded", pyBool(want)})
+	}
+	return nil
+}
+
+// fetchNodes reads one page; filters the store cannot apply are applied
+// while scanning forward, so pages stay full and markers stay valid.
+func (rc *call) fetchNodes(sel *nodeSelection, p page) ([]*model.Node, error) {
+	q := sel.q
+	q.SortKey, q.SortDir, q.Marker = p.sortKey, p.sortDir, p.marker
+	return scanNodes(rc.ctx, rc.s.cfg.Store, q, p.limit, func(n *model.Node) bool {
+		for _, keep := range sel.keep {
+			if !keep(n) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// scanNodes collects up to limit nodes matching keep, reading the store
+// in batches from q.Marker on.
+func scanNodes(ctx context.Context, st store.Store, q store.NodeQuery, limit int, keep func(*model.Node) bool) ([]*model.Node, error) {
+	batch := max(limit, 100)
+	var out []*model.Node
+	for {
+		q.Limit = batch
+		got, err := st.ListNodes(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range got {
+			if keep(n) {
+				out = append(out, n)
+				if len(out) == limit {
+					return out, nil
+				}
+			}
+		}
+		if len(got) < batch {
+			return out, nil
+		}
+		q.Marker = got[len(got)-1].UUID
+	}
+}
+
+// writeNodeList renders {"nodes": [...], "next": ...}.
+func (rc *call) writeNodeList(nodes []*model.Node, p page, sel nodeSelection, detailPath bool) error {
+	fields := p.fields
+	full := detailPath || (p.detail != nil && *p.detail)
+	if full {
+		fields = nil
+	} else if fields == nil {
+		fields = briefNodeFields
+	}
+	plan := rc.nodePlan(fields)
+	w := rc.s.listWriter(256 + len(nodes)*len(plan)*48)
+	w.rootObj()
+	w.key("nodes")
+	w.arr()
+	for _, n := range nodes {
+		rc.writeNode(w, n, plan)
+	}
+	w.endArr()
+	if len(nodes) > 0 && len(nodes) == p.limit && !sel.noNext {
+		params := [][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}
+		params = append(params, sel.link...)
+		if p.detail != nil {
+			params = append(params, [2]string{"detail", pyBool(*p.detail)})
+		}
+		if !full {
+			params = append(params, [2]string{"fields", strings.Join(fields, ",")})
+		}
+		resource := "nodes"
+		if detailPath {
+			resource = "nodes/detail"
+		}
+		w.key("next")
+		w.str(rc.nextLink(resource, params, p.limit, nodes[len(nodes)-1].UUID))
+	}
+	w.endObj()
+	return rc.json(200, w)
+}
+
+// pyTuple is Python's repr() of a tuple of strings.
+func pyTuple(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = pyQuote(s)
+	}
+	return "(" + strings.Join(q, ", ") + ")"
+}

@@ -1,0 +1,321 @@
+package api
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// Minor versions of node behaviour.
+const (
+	minorNodeName         = 5
+	minorUnrestrictedName = 10
+	minorEnrollState      = 11
+	minorInspectWait      = 39
+	minorResetInterfaces  = 45
+	maxDescriptionLength  = 4096
+)
+
+// nodePatchAllowed is Ironic's PATCH_ALLOWED_FIELDS for nodes, in its order
+// (the order the error text lists them in).
+var nodePatchAllowed = []string{"automated_clean", "bios_interface", "boot_interface",
+	"chassis_uuid", "conductor_group", "console_interface", "deploy_interface", "description",
+	"disable_power_off", "driver", "driver_info", "extra", "inspect_interface", "instance_info",
+	"instance_name", "instance_uuid", "lessee", "maintenance", "management_interface", "name",
+	"network_data", "network_interface", "owner", "power_interface", "properties", "protected",
+	"protected_reason", "raid_interface", "rescue_interface", "resource_class", "retired",
+	"retired_reason", "shard", "storage_interface", "vendor_interface", "parent_node",
+	"firmware_interface"}
+
+// reservedNodeNames are the sub-resource names a node may not take.
+var reservedNodeNames = []string{"maintenance", "management", "states", "vendor_passthru", "detail", "validate"}
+
+func (s *Server) nodeRoutes() {
+	s.handle(endpoint{"GET": s.listNodes, "POST": s.createNode}, "/v1/nodes", "/v1/nodes/{$}")
+	s.handle(endpoint{"GET": s.listNodesDetail}, "/v1/nodes/detail")
+	s.handle(endpoint{"GET": s.getNode, "PATCH": s.patchNode, "DELETE": s.deleteNode}, "/v1/nodes/{ident}")
+}
+
+// nodeIdent validates a node identifier from the URL: a UUID (returned in
+// canonical form) or, from 1.5, a logical name.
+func (rc *call) nodeIdent(raw string) (string, error) {
+	if isUUIDLike(raw) {
+		return canonicalUUID(raw), nil
+	}
+	if !isValidLogicalName(raw) {
+		return "", invalid("Expected UUID or name for node: %s", raw)
+	}
+	if rc.minor < minorNodeName {
+		return "", fault.NodeNotFound(raw)
+	}
+	if rc.minor < minorUnrestrictedName && !isHostnameSafe(raw) {
+		return "", invalid("Expected a logical name or UUID but received %s.", raw)
+	}
+	return raw, nil
+}
+
+// loadNode resolves the {ident} of the path to a stored node.
+func (rc *call) loadNode() (*model.Node, string, error) {
+	raw := rc.r.PathValue("ident")
+	ident, err := rc.nodeIdent(raw)
+	if err != nil {
+		return nil, raw, err
+	}
+	n, err := rc.s.cfg.Store.GetNode(rc.ctx, ident)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, raw, fault.NodeNotFound(raw)
+	}
+	return n, raw, err
+}
+
+// GET /v1/nodes/{ident}
+func (s *Server) getNode(rc *call) error {
+	if err := rc.checkQuery("fields"); err != nil {
+		return err
+	}
+	n, _, err := rc.loadNode()
+	if err != nil {
+		return err
+	}
+	fields := rc.fieldsParam()
+	if err := rc.checkNodeFields(fields); err != nil {
+		return err
+	}
+	w := &jw{}
+	rc.writeNode(w, n, rc.nodePlan(fields))
+	return rc.json(200, w)
+}
+
+// checkNodeFields gates ?fields= on the version and the field names.
+func (rc *call) checkNodeFields(fields []string) error {
+	if fields == nil {
+		return nil
+	}
+	if rc.minor < minorFields {
+		return notAcceptable()
+	}
+	for _, f := range fields {
+		if fieldMinor(f) > rc.minor {
+			return notAcceptable()
+		}
+	}
+	for _, f := range fields {
+		fd := nodeFieldIndex[f]
+		if fd == nil || fd.place == placeLinks || fd.place == placeSubLinks || f == "created_at" || f == "updated_at" {
+			return invalid("Field %s is not a valid field.", f)
+		}
+	}
+	return nil
+}
+
+// POST /v1/nodes
+func (s *Server) createNode(rc *call) error {
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	v, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		v = map[string]any{}
+	}
+	doc, err := validateObject("node", v, nodeProps, "driver")
+	if err != nil {
+		return err
+	}
+	if err := runExtraChecks(doc, nodeProps); err != nil {
+		return err
+	}
+	if err := rejectNewerFields(doc, rc.minor); err != nil {
+		return err
+	}
+	if name, ok := doc["name"]; ok && name != nil {
+		if err := checkNodeName(name, rc.minor, "Cannot create node with invalid name '%s'"); err != nil {
+			return err
+		}
+	}
+	if err := rc.checkNodeLinks(doc, nil); err != nil {
+		return err
+	}
+	n := &model.Node{}
+	applyNodeDoc(n, doc)
+	if err := s.cfg.Conductor.CreateNode(rc.ctx, n, rc.minor < minorEnrollState); err != nil {
+		return err
+	}
+	rc.w.Header().Set("Location", rc.link(false, "nodes", n.UUID))
+	w := &jw{}
+	rc.writeNode(w, n, rc.nodePlan(nil))
+	return rc.json(201, w)
+}
+
+// checkNodeName applies Ironic's node name rules; format takes the name.
+func checkNodeName(name any, minor int, format string) error {
+	if minor < minorNodeName {
+		return notAcceptable()
+	}
+	s, ok := name.(string)
+	valid := ok && !isUUIDLike(s)
+	if valid && minor < minorUnrestrictedName {
+		valid = isHostnameSafe(s)
+	} else if valid {
+		valid = isValidLogicalName(s)
+	}
+	if !valid {
+		return invalid(format, pyStr(name))
+	}
+	if slices.Contains(reservedNodeNames, s) {
+		return invalid("The word \"%s\" is reserved and can not be used as a node name. Reserved words are: %s.",
+			s, strings.Join(reservedNodeNames, ", "))
+	}
+	return nil
+}
+
+// checkNodeLinks checks the references a node body makes: Anvil has no
+// chassis, and a parent node must exist (it is stored by UUID).
+func (rc *call) checkNodeLinks(doc map[string]any, old *model.Node) error {
+	if c, _ := doc["chassis_uuid"].(string); c != "" && (old == nil || c != old.ChassisUUID) {
+		return fault.New(fault.Invalid, "Chassis %s could not be found.", c)
+	}
+	p, _ := doc["parent_node"].(string)
+	if p == "" || (old != nil && p == old.ParentNode) {
+		return nil
+	}
+	parent, err := rc.s.cfg.Store.GetNode(rc.ctx, p)
+	if errors.Is(err, store.ErrNotFound) {
+		return invalid("Unable to apply the requested parent_node '%s'. Requested value was invalid.", p)
+	} else if err != nil {
+		return err
+	}
+	doc["parent_node"] = parent.UUID
+	return nil
+}
+
+// PATCH /v1/nodes/{ident}
+func (s *Server) patchNode(rc *call) error {
+	if err := rc.checkQuery("reset_interfaces"); err != nil {
+		return err
+	}
+	raw := rc.r.PathValue("ident")
+	ident, err := rc.nodeIdent(raw)
+	if err != nil {
+		return err
+	}
+	ops, reset, err := rc.nodePatchRequest(raw)
+	if err != nil {
+		return err
+	}
+	apply := func(n *model.Node) error { return rc.applyNodePatch(n, raw, ops, reset) }
+	n, err := s.cfg.Conductor.UpdateNode(rc.ctx, ident, apply)
+	if err != nil {
+		return err
+	}
+	w := &jw{}
+	rc.writeNode(w, n, rc.nodePlan(nil))
+	return rc.json(200, w)
+}
+
+// nodePatchRequest decodes a node PATCH and runs Ironic's checks that need
+// no node: schema, allowed fields, versions, names.
+func (rc *call) nodePatchRequest(raw string) ([]patchOp, bool, error) {
+	v, err := rc.decodeBody(rc.s.cfg.MaxBodyBytes)
+	if err != nil {
+		return nil, false, err
+	}
+	if v == nil {
+		v = map[string]any{}
+	}
+	ops, err := parsePatch(v)
+	if err != nil {
+		return nil, false, err
+	}
+	reset, err := rc.boolParam("reset_interfaces")
+	if err != nil {
+		return nil, false, err
+	}
+	if reset != nil && rc.minor < minorResetInterfaces {
+		return nil, false, notAcceptable()
+	}
+	if err := checkAllowedFields(ops, nodePatchAllowed); err != nil {
+		return nil, false, err
+	}
+	for _, p := range ops {
+		if fieldMinor(p.field()) > rc.minor && len(patchValues(ops, "/"+p.field())) > 0 {
+			return nil, false, notAcceptable()
+		}
+	}
+	if reset != nil && *reset && len(patchValues(ops, "/driver")) == 0 {
+		return nil, false, invalid("The reset_interfaces parameter can only be used when changing the node's driver.")
+	}
+	if d := patchValues(ops, "/description"); len(d) > 0 {
+		if s, ok := d[0].(string); ok && len([]rune(s)) > maxDescriptionLength {
+			return nil, false, invalid("Cannot update node with description exceeding %d characters", maxDescriptionLength)
+		}
+	}
+	for _, name := range patchValues(ops, "/name") {
+		if err := checkNodeName(name, rc.minor, "Node "+strings.ReplaceAll(raw, "%", "%%")+": Cannot change name to invalid name '%s'"); err != nil {
+			return nil, false, err
+		}
+	}
+	return ops, reset != nil && *reset, nil
+}
+
+// applyNodePatch runs under the node lock: Ironic's state rules, then the
+// patch applied to the node's document, validated and written back.
+func (rc *call) applyNodePatch(n *model.Node, raw string, ops []patchOp, reset bool) error {
+	onlyInstanceRemoval := len(ops) == 1 && ops[0].Op == "remove" && ops[0].Path == "/instance_uuid"
+	switch {
+	case n.Maintenance && onlyInstanceRemoval:
+	case n.TargetProvisionState != "" && !fsm.UpdateAllowed(n.ProvisionState):
+		return fault.New(fault.Conflict, "Node %s can not be updated while a state transition is in progress.", raw)
+	case n.ProvisionState == fsm.Inspecting && rc.minor >= minorInspectWait:
+		return fault.New(fault.Conflict, "Cannot update node \"%s\" while it is in state \"%s\".", n.UUID, fsm.Inspecting)
+	}
+	patched, err := applyPatch(nodeDoc(n), ops)
+	if err != nil {
+		return err
+	}
+	if _, ok := patched["driver"]; !ok {
+		return schemaError("patch", "'driver' is a required property")
+	}
+	fillRemoved(patched, nodePatchProps)
+	doc, err := validateObject("patch", patched, nodePatchProps, "driver")
+	if err != nil {
+		return err
+	}
+	if err := runExtraChecks(doc, nodePatchProps); err != nil {
+		return err
+	}
+	if err := rc.checkNodeLinks(doc, n); err != nil {
+		return err
+	}
+	if reset {
+		for _, kind := range model.InterfaceNames {
+			if len(patchValues(ops, "/"+kind+"_interface")) == 0 {
+				doc[kind+"_interface"] = nil
+			}
+		}
+	}
+	applyNodeDoc(n, doc)
+	return nil
+}
+
+// DELETE /v1/nodes/{ident}
+func (s *Server) deleteNode(rc *call) error {
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	ident, err := rc.nodeIdent(rc.r.PathValue("ident"))
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Conductor.DeleteNode(rc.ctx, ident); err != nil {
+		return err
+	}
+	return rc.noContent()
+}

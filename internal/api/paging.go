@@ -1,0 +1,202 @@
+package api
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Minor versions gating list parameters.
+const (
+	minorFields = 8  // ?fields=
+	minorDetail = 43 // ?detail=True
+)
+
+// page holds a list request's paging and field selection.
+type page struct {
+	limit   int
+	marker  string
+	sortKey string
+	sortDir string
+	fields  []string // nil: not given
+	detail  *bool
+}
+
+// param returns the first value of a query parameter.
+func (rc *call) param(name string) (string, bool) {
+	vals, ok := rc.query[name]
+	if !ok || len(vals) == 0 {
+		return "", false
+	}
+	return vals[0], true
+}
+
+// checkQuery refuses query parameters the endpoint does not take, with
+// Ironic's "Unexpected arguments" text.
+func (rc *call) checkQuery(allowed ...string) error {
+	var extra []string
+	for k := range rc.query {
+		if !slices.Contains(allowed, k) {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) == 0 {
+		return nil
+	}
+	slices.Sort(extra)
+	return invalid("Unexpected arguments: %s", strings.Join(extra, ", "))
+}
+
+// boolParam reads a boolean query parameter (nil when absent).
+func (rc *call) boolParam(name string) (*bool, error) {
+	raw, ok := rc.param(name)
+	if !ok {
+		return nil, nil
+	}
+	return argBool(name, raw)
+}
+
+// uuidParam reads a query parameter that must be a UUID.
+func (rc *call) uuidParam(name string) (string, error) {
+	raw, ok := rc.param(name)
+	if !ok || raw == "" {
+		return "", nil
+	}
+	if !isUUIDLike(raw) {
+		return "", invalid("Expected UUID for %s: %s", name, raw)
+	}
+	return canonicalUUID(raw), nil
+}
+
+// fieldsParam is Ironic's args.string_list: comma separated, lower-cased,
+// de-duplicated; nil when the parameter is absent.
+func (rc *call) fieldsParam() []string {
+	raw, ok := rc.param("fields")
+	if !ok {
+		return nil
+	}
+	out := []string{}
+	for _, f := range strings.Split(raw, ",") {
+		f = strings.ToLower(strings.TrimSpace(f))
+		if f != "" && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// pageParams reads limit, marker, sort_key, sort_dir, fields and detail.
+// Version gates of fields and detail are checked; the caller validates
+// field names and sort keys against its resource.
+func (rc *call) pageParams(defaultSort string) (page, error) {
+	p := page{sortKey: defaultSort, sortDir: "asc", limit: rc.s.cfg.MaxPageSize}
+	if raw, ok := rc.param("limit"); ok {
+		n, err := argInt("limit", raw)
+		if err != nil {
+			return p, err
+		}
+		if *n <= 0 {
+			return p, invalid("Limit must be positive")
+		}
+		if *n < int64(p.limit) {
+			p.limit = int(*n)
+		}
+	}
+	if raw, ok := rc.param("sort_key"); ok {
+		p.sortKey = raw
+	}
+	if raw, ok := rc.param("sort_dir"); ok {
+		p.sortDir = raw
+	}
+	p.fields = rc.fieldsParam()
+	if p.fields != nil && rc.minor < minorFields {
+		return p, notAcceptable()
+	}
+	detail, err := rc.boolParam("detail")
+	if err != nil {
+		return p, err
+	}
+	p.detail = detail
+	return p, nil
+}
+
+// checkPage applies Ironic's remaining list checks, in its order.
+func (p *page) check(rc *call) error {
+	if p.detail != nil && rc.minor < minorDetail {
+		raw, _ := rc.param("detail")
+		return invalid("Invalid query parameter ?detail=%s received.", raw)
+	}
+	if p.fields != nil && p.detail != nil && *p.detail {
+		return invalid("Can not specify ?detail=True and fields in the same request.")
+	}
+	if p.sortDir != "asc" && p.sortDir != "desc" {
+		return invalid("Invalid sort direction: %s. Acceptable values are 'asc' or 'desc'", p.sortDir)
+	}
+	return nil
+}
+
+// markerParam reads ?marker=, which must be a UUID.
+func (rc *call) markerParam(p *page) error {
+	m, err := rc.uuidParam("marker")
+	if err != nil {
+		return err
+	}
+	p.marker = m
+	return nil
+}
+
+// badSortKey is Ironic's text for a column it cannot sort on: the quoted
+// form comes from the database layer, the bare one from the controller's
+// list of unsortable fields.
+func badSortKey(key string, quoted bool) error {
+	if quoted {
+		return invalid("The sort_key value \"%s\" is an invalid field for sorting", key)
+	}
+	return invalid("The sort_key value %s is an invalid field for sorting", key)
+}
+
+// nextLink builds the "next" URL of a full page: the list URL, the query
+// parameters that shape the list, then limit and marker, as Ironic does.
+func (rc *call) nextLink(resource string, params [][2]string, limit int, marker string) string {
+	var b strings.Builder
+	b.WriteString(rc.base)
+	b.WriteString("/v1/")
+	b.WriteString(resource)
+	b.WriteByte('?')
+	for _, kv := range params {
+		b.WriteString(kv[0])
+		b.WriteByte('=')
+		b.WriteString(queryEscape(kv[1]))
+		b.WriteByte('&')
+	}
+	b.WriteString("limit=")
+	b.WriteString(strconv.Itoa(limit))
+	b.WriteString("&marker=")
+	b.WriteString(queryEscape(marker))
+	return b.String()
+}
+
+// queryEscape percent-encodes only what would break a query value, so
+// links read like Ironic's (fields=uuid,name).
+func queryEscape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("&#+%=\"<>\\^`{|}", c) >= 0 {
+			b.WriteByte('%')
+			b.WriteByte("0123456789ABCDEF"[c>>4])
+			b.WriteByte("0123456789ABCDEF"[c&0xF])
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// pyBool is Python's str() of a bool, as Ironic writes it in next links.
+func pyBool(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}

@@ -1,0 +1,308 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+
+	"github.com/anvil-metal/anvil/internal/fault"
+)
+
+// patchOp is one validated RFC 6902 operation of a PATCH body.
+type patchOp struct {
+	Op       string
+	Path     string
+	Value    any
+	HasValue bool
+}
+
+// patchPathRe is Ironic's patch path pattern '^(/[\w-]+)+$' (Python's \w
+// is Unicode-aware).
+var patchPathRe = regexp.MustCompile(`^(/[\p{L}\p{N}_-]+)+$`)
+
+// parsePatch checks a PATCH body against Ironic's patch schema: a list of
+// {op, path, value} with op one of add, replace, remove.
+func parsePatch(v any) ([]patchOp, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, schemaError("patch", "%s is not of type 'array'", pyRepr(v))
+	}
+	ops := make([]patchOp, 0, len(list))
+	for _, item := range list {
+		op, err := parsePatchOp(item)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, op)
+	}
+	return ops, nil
+}
+
+func parsePatchOp(item any) (patchOp, error) {
+	m, ok := item.(map[string]any)
+	if !ok {
+		return patchOp{}, schemaError("patch", "%s is not of type 'object'", pyRepr(item))
+	}
+	for _, req := range []string{"op", "path"} {
+		if _, ok := m[req]; !ok {
+			return patchOp{}, schemaError("patch", "'%s' is a required property", req)
+		}
+	}
+	var extra []string
+	for k := range m {
+		if k != "op" && k != "path" && k != "value" {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) > 0 {
+		return patchOp{}, additionalProps("patch", extra)
+	}
+	path, ok := m["path"].(string)
+	if !ok {
+		return patchOp{}, schemaError("patch", "%s is not of type 'string'", pyRepr(m["path"]))
+	}
+	if !patchPathRe.MatchString(path) {
+		return patchOp{}, schemaError("patch", "%s does not match '^(/[\\\\w-]+)+$'", pyQuote(path))
+	}
+	op, ok := m["op"].(string)
+	if !ok {
+		return patchOp{}, schemaError("patch", "%s is not of type 'string'", pyRepr(m["op"]))
+	}
+	if op != "add" && op != "replace" && op != "remove" {
+		return patchOp{}, schemaError("patch", "%s is not one of ['add', 'replace', 'remove']", pyQuote(op))
+	}
+	val, has := m["value"]
+	return patchOp{Op: op, Path: path, Value: val, HasValue: has}, nil
+}
+
+// repr is Python's repr() of the operation, as Ironic quotes it.
+func (p patchOp) repr() string {
+	s := fmt.Sprintf("{'op': %s, 'path': %s", pyQuote(p.Op), pyQuote(p.Path))
+	if p.HasValue {
+		s += ", 'value': " + pyRepr(p.Value)
+	}
+	return s + "}"
+}
+
+// field is the top-level attribute an operation touches.
+func (p patchOp) field() string {
+	f, _, _ := strings.Cut(strings.TrimPrefix(p.Path, "/"), "/")
+	return f
+}
+
+// patchValues returns the values set on exactly path (Ironic's
+// get_patch_values: every non-remove operation on that path).
+func patchValues(ops []patchOp, path string) []any {
+	var out []any
+	for _, p := range ops {
+		if p.Path == path && p.Op != "remove" && p.HasValue {
+			out = append(out, p.Value)
+		}
+	}
+	return out
+}
+
+// touches reports whether an operation changes path or something below it.
+func touches(ops []patchOp, path string) bool {
+	for _, p := range ops {
+		if p.Path == path || strings.HasPrefix(p.Path, path+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// checkAllowedFields is Ironic's patch_validate_allowed_fields.
+func checkAllowedFields(ops []patchOp, allowed []string) error {
+	for _, p := range ops {
+		if !slices.Contains(allowed, p.field()) {
+			return invalid("Cannot patch %s. Only the following can be updated: %s", p.Path, strings.Join(allowed, ", "))
+		}
+	}
+	return nil
+}
+
+// fillRemoved sets the properties a patch removed to null, as Ironic reads
+// a missing key of the patched document.
+func fillRemoved(doc map[string]any, props []nodeProp) {
+	for _, p := range props {
+		if _, ok := doc[p.name]; !ok {
+			doc[p.name] = nil
+		}
+	}
+}
+
+// applyPatch applies the operations one at a time to a JSON object (with
+// evanphx/json-patch), reporting the first failing one as Ironic does.
+func applyPatch(doc map[string]any, ops []patchOp) (map[string]any, error) {
+	for _, p := range ops {
+		if p.Op == "add" && strings.Count(p.Path, "/") == 1 {
+			if _, ok := doc[p.field()]; !ok {
+				return nil, invalid("Adding a new attribute (%s) to the root of the resource is not allowed", p.Path)
+			}
+		}
+	}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("marshal patch document: %w", err)
+	}
+	opts := jsonpatch.NewApplyOptions()
+	opts.SupportNegativeIndices = false
+	for _, p := range ops {
+		if raw, err = applyOne(raw, p, opts); err != nil {
+			return nil, err
+		}
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("unmarshal patched document: %w", err)
+	}
+	return out, nil
+}
+
+func patchError(p patchOp, reason string) error {
+	return fault.New(fault.Invalid, "Couldn't apply patch '%s'. Reason: %s", p.repr(), reason)
+}
+
+// applyOne checks one operation against the document with jsonpatch's
+// (Python) wording, then applies it.
+func applyOne(raw []byte, p patchOp, opts *jsonpatch.ApplyOptions) (out []byte, err error) {
+	if (p.Op == "add" || p.Op == "replace") && !p.HasValue {
+		return nil, patchError(p, "The operation does not contain a 'value' member")
+	}
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("unmarshal patch document: %w", err)
+	}
+	if reason := precheck(doc, p); reason != "" {
+		return nil, patchError(p, reason)
+	}
+	opJSON, err := json.Marshal([]map[string]any{patchOpMap(p)})
+	if err != nil {
+		return nil, patchError(p, "the value can not be encoded")
+	}
+	patch, err := jsonpatch.DecodePatch(opJSON)
+	if err != nil {
+		return nil, patchError(p, err.Error())
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, patchError(p, fmt.Sprint(r))
+		}
+	}()
+	out, err = patch.ApplyWithOptions(raw, opts)
+	if err != nil {
+		return nil, patchError(p, err.Error())
+	}
+	return out, nil
+}
+
+func patchOpMap(p patchOp) map[string]any {
+	m := map[string]any{"op": p.Op, "path": p.Path}
+	if p.HasValue {
+		m["value"] = p.Value
+	}
+	return m
+}
+
+// precheck walks the JSON pointer the way python-jsonpointer does and
+// returns jsonpatch's reason for an operation that cannot apply.
+func precheck(doc any, p patchOp) string {
+	parts := strings.Split(strings.TrimPrefix(p.Path, "/"), "/")
+	for i, part := range parts {
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
+	}
+	cur := doc
+	for _, part := range parts[:len(parts)-1] {
+		next, reason := step(cur, part)
+		if reason != "" {
+			return reason
+		}
+		cur = next
+	}
+	return lastStep(cur, parts[len(parts)-1], p.Op)
+}
+
+func step(cur any, part string) (any, string) {
+	if str, ok := cur.(string); ok {
+		// A Python str is a sequence: it takes indexes, not names.
+		if _, ok := listIndex(part); !ok {
+			return nil, fmt.Sprintf("'%s' is not a valid sequence index", part)
+		}
+		return nil, notIndexable(str)
+	}
+	switch c := cur.(type) {
+	case map[string]any:
+		v, ok := c[part]
+		if !ok {
+			return nil, fmt.Sprintf("member '%s' not found in %s", part, pyRepr(c))
+		}
+		return v, ""
+	case []any:
+		idx, ok := listIndex(part)
+		if !ok {
+			return nil, fmt.Sprintf("'%s' is not a valid sequence index", part)
+		}
+		if idx >= len(c) {
+			return nil, fmt.Sprintf("index '%s' is out of bounds", part)
+		}
+		return c[idx], ""
+	}
+	return nil, notIndexable(cur)
+}
+
+func lastStep(parent any, part, op string) string {
+	switch c := parent.(type) {
+	case map[string]any:
+		if _, ok := c[part]; !ok && op != "add" {
+			return fmt.Sprintf("can't %s a non-existent object '%s'", op, part)
+		}
+	case []any:
+		if part == "-" && op == "add" {
+			return ""
+		}
+		idx, ok := listIndex(part)
+		if !ok {
+			return fmt.Sprintf("'%s' is not a valid sequence index", part)
+		}
+		switch {
+		case op == "add" && idx > len(c):
+			return "can't insert outside of list"
+		case op == "replace" && idx >= len(c):
+			return "can't replace outside of list"
+		case op == "remove" && idx >= len(c):
+			return fmt.Sprintf("can't remove a non-existent object '%s'", part)
+		}
+	case string:
+		if _, ok := listIndex(part); !ok && part != "-" {
+			return fmt.Sprintf("'%s' is not a valid sequence index", part)
+		}
+		return notIndexable(c)
+	default:
+		return notIndexable(parent)
+	}
+	return ""
+}
+
+// listIndex parses a JSON pointer array index ('0|[1-9][0-9]*').
+func listIndex(part string) (int, bool) {
+	if part == "" || len(part) > 9 || (len(part) > 1 && part[0] == '0') {
+		return 0, false
+	}
+	n, err := strconv.Atoi(part)
+	if err != nil || n < 0 || strings.ContainsAny(part, "+-") {
+		return 0, false
+	}
+	return n, true
+}
+
+func notIndexable(v any) string {
+	name := map[string]string{"null": "NoneType", "boolean": "bool", "string": "str",
+		"integer": "int", "number": "float"}[jsonType(v)]
+	return fmt.Sprintf("Document '<class '%s'>' does not support indexing, must be mapping/sequence or support __getitem__", name)
+}

@@ -1,0 +1,582 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// Minor versions of port behaviour.
+const (
+	minorPortName        = 88
+	minorPortNodeIdent   = 94
+	minorConductorGroups = 99
+)
+
+// portField is one key of the port document.
+type portField struct {
+	name  string
+	minor int
+	write func(w *jw, rc *call, p *model.Port)
+}
+
+// portFields lists the port keys in Ironic's order (object_to_dict).
+var portFields = []portField{
+	{"uuid", 1, func(w *jw, _ *call, p *model.Port) { w.str(p.UUID) }},
+	{"created_at", 1, func(w *jw, _ *call, p *model.Port) { w.timestamp(p.CreatedAt) }},
+	{"updated_at", 1, func(w *jw, _ *call, p *model.Port) { w.timestamp(p.UpdatedAt) }},
+	{"address", 1, func(w *jw, _ *call, p *model.Port) { w.str(p.Address) }},
+	{"extra", 1, func(w *jw, _ *call, p *model.Port) { w.object(p.Extra) }},
+	{"internal_info", 18, func(w *jw, _ *call, p *model.Port) { w.masked(p.InternalInfo) }},
+	{"is_smartnic", 53, func(w *jw, _ *call, p *model.Port) { w.boolean(p.IsSmartNIC) }},
+	{"local_link_connection", 19, func(w *jw, _ *call, p *model.Port) { w.object(p.LocalLinkConnection) }},
+	{"physical_network", 34, func(w *jw, _ *call, p *model.Port) { w.strOrNull(p.PhysicalNetwork) }},
+	{"pxe_enabled", 19, func(w *jw, _ *call, p *model.Port) { w.boolean(p.PXEEnabled) }},
+	{"node_uuid", 1, func(w *jw, _ *call, p *model.Port) { w.strOrNull(p.NodeUUID) }},
+	{"name", 88, func(w *jw, _ *call, p *model.Port) { w.strOrNull(p.Name) }},
+	{"description", 97, func(w *jw, _ *call, p *model.Port) { w.strOrNull(p.Description) }},
+	{"vendor", 100, func(w *jw, _ *call, p *model.Port) { w.strOrNull(p.Vendor) }},
+	{"category", 101, func(w *jw, _ *call, p *model.Port) { w.strOrNull(p.Category) }},
+	{"available_for_dynamic_portgroup", 111, func(w *jw, _ *call, _ *model.Port) { w.boolean(false) }},
+	{"links", 1, func(w *jw, rc *call, p *model.Port) { rc.links(w, "ports", p.UUID) }},
+	{"portgroup_uuid", 24, func(w *jw, _ *call, p *model.Port) { w.strOrNull(p.PortgroupUUID) }},
+}
+
+// briefPortFields are the keys of a port in a plain list.
+var briefPortFields = []string{"uuid", "address"}
+
+// portListParams are the query parameters of GET /v1/ports/detail; the
+// plain list also takes fields and detail.
+var portListParams = []string{"node", "node_uuid", "address", "marker", "limit", "sort_key",
+	"sort_dir", "portgroup", "shard", "description_contains", "conductor_groups"}
+
+// unsortablePortKeys are the port fields Ironic refuses to sort on.
+var unsortablePortKeys = []string{"extra", "internal_info", "local_link_connection"}
+
+func (s *Server) portRoutes() {
+	s.handle(endpoint{"GET": s.listPorts, "POST": s.createPort}, "/v1/ports", "/v1/ports/{$}")
+	s.handle(endpoint{"GET": s.listPortsDetail}, "/v1/ports/detail")
+	s.handle(endpoint{"GET": s.getPort, "PATCH": s.patchPort, "DELETE": s.deletePort}, "/v1/ports/{ident}")
+	s.handle(endpoint{"GET": s.listNodePorts}, "/v1/nodes/{ident}/ports", "/v1/nodes/{ident}/ports/{$}")
+	s.handle(endpoint{"GET": s.listNodePortsDetail}, "/v1/nodes/{ident}/ports/detail")
+}
+
+// writePort writes a port with the fields visible at the request version
+// (all of them, or the requested subset plus links).
+func (rc *call) writePort(w *jw, p *model.Port, fields []string) {
+	w.obj()
+	for i := range portFields {
+		f := &portFields[i]
+		if f.minor > rc.minor || (fields != nil && f.name != "links" && !slices.Contains(fields, f.name)) {
+			continue
+		}
+		w.key(f.name)
+		f.write(w, rc, p)
+	}
+	w.endObj()
+}
+
+// checkPortFields validates ?fields= for ports: versions, then names.
+func (rc *call) checkPortFields(fields []string) error {
+	if fields == nil {
+		return nil
+	}
+	if rc.minor < minorFields {
+		return notAcceptable()
+	}
+	if err := checkPortFieldVersions(fields, rc.minor); err != nil {
+		return err
+	}
+	var bad []string
+	for _, f := range fields {
+		if !slices.ContainsFunc(portFields, func(pf portField) bool { return pf.name == f }) {
+			bad = append(bad, f)
+		}
+	}
+	if len(bad) > 0 {
+		return invalid("Field(s) \"%s\" are not valid", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// portIdent validates a port identifier: a UUID, or a name from 1.88.
+func (rc *call) portIdent(raw string) (string, error) {
+	if isUUIDLike(raw) {
+		return canonicalUUID(raw), nil
+	}
+	if rc.minor < minorPortName {
+		return "", invalid("Expected UUID for port_uuid: %s", raw)
+	}
+	if !isValidLogicalName(raw) {
+		return "", invalid("Expected UUID or name for port_ident: %s", raw)
+	}
+	return raw, nil
+}
+
+func portNotFound(ident string) error {
+	return fault.New(fault.NotFound, "Port %s could not be found.", ident)
+}
+
+// GET /v1/ports/{ident}
+func (s *Server) getPort(rc *call) error {
+	if err := rc.checkQuery("fields"); err != nil {
+		return err
+	}
+	raw := rc.r.PathValue("ident")
+	ident, err := rc.portIdent(raw)
+	if err != nil {
+		return err
+	}
+	p, err := s.cfg.Store.GetPort(rc.ctx, ident)
+	if errors.Is(err, store.ErrNotFound) {
+		return portNotFound(raw)
+	} else if err != nil {
+		return err
+	}
+	fields := rc.fieldsParam()
+	if err := rc.checkPortFields(fields); err != nil {
+		return err
+	}
+	w := &jw{}
+	rc.writePort(w, p, fields)
+	return rc.json(200, w)
+}
+
+// POST /v1/ports
+func (s *Server) createPort(rc *call) error {
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	v, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		v = map[string]any{}
+	}
+	doc, err := validatePort("port", v)
+	if err != nil {
+		return err
+	}
+	if _, ok := doc["node_ident"]; ok && rc.minor < minorPortNodeIdent {
+		return notAcceptable()
+	}
+	nodeUUID, _ := doc["node_uuid"].(string)
+	if _, err := s.cfg.Store.GetNode(rc.ctx, nodeUUID); errors.Is(err, store.ErrNotFound) {
+		return invalid("Node %s could not be found.", nodeUUID)
+	} else if err != nil {
+		return err
+	}
+	if err := checkPortFieldVersions(portBodyFields(doc), rc.minor); err != nil {
+		return err
+	}
+	_, phys := doc["physical_network"]
+	if err := checkPortSemantics(doc, nil, phys); err != nil {
+		return err
+	}
+	p := &model.Port{PXEEnabled: true}
+	applyPortDoc(p, doc)
+	if p.UUID == "" {
+		p.UUID = uuid.NewString()
+	}
+	if err := s.cfg.Conductor.CreatePort(rc.ctx, p); err != nil {
+		return err
+	}
+	rc.w.Header().Set("Location", rc.link(false, "ports", p.UUID))
+	w := &jw{}
+	rc.writePort(w, p, nil)
+	return rc.json(201, w)
+}
+
+// PATCH /v1/ports/{ident}
+func (s *Server) patchPort(rc *call) error {
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	raw := rc.r.PathValue("ident")
+	ident, err := rc.portIdent(raw)
+	if err != nil {
+		return err
+	}
+	v, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		v = map[string]any{}
+	}
+	ops, err := parsePatch(v)
+	if err != nil {
+		return err
+	}
+	if err := rc.checkPortPatch(ops); err != nil {
+		return err
+	}
+	p, err := s.cfg.Conductor.UpdatePort(rc.ctx, ident, func(p *model.Port) error {
+		return rc.applyPortPatch(p, ops)
+	})
+	if err != nil {
+		return err
+	}
+	w := &jw{}
+	rc.writePort(w, p, nil)
+	return rc.json(200, w)
+}
+
+// checkPortPatch runs the checks that need no port: allowed fields and
+// the version of every field the patch sets or removes.
+func (rc *call) checkPortPatch(ops []patchOp) error {
+	if err := checkAllowedFields(ops, portPatchAllowed); err != nil {
+		return err
+	}
+	var touched []string
+	for f := range portFieldMinor {
+		if touches(ops, "/"+f) {
+			touched = append(touched, f)
+		}
+	}
+	if err := checkPortFieldVersions(touched, rc.minor); err != nil {
+		return err
+	}
+	return nil
+}
+
+// applyPortPatch runs under the node lock.
+func (rc *call) applyPortPatch(p *model.Port, ops []patchOp) error {
+	if vals := patchValues(ops, "/node_uuid"); len(vals) > 0 {
+		if err := rc.checkPortNodeLink(vals[0]); err != nil {
+			return err
+		}
+	}
+	patched, err := applyPatch(portDoc(p), ops)
+	if err != nil {
+		return err
+	}
+	if _, ok := patched["address"]; !ok {
+		return schemaError("patch", "'address' is a required property")
+	}
+	if _, ok := patched["node_uuid"]; !ok {
+		return schemaError("patch", "'node_uuid' is a required property")
+	}
+	fillRemoved(patched, portProps)
+	delete(patched, "node_ident")
+	doc, err := validatePort("patch", patched)
+	if err != nil {
+		return err
+	}
+	if err := checkPortSemantics(doc, p, touches(ops, "/physical_network")); err != nil {
+		return err
+	}
+	n, err := rc.s.cfg.Store.GetNode(rc.ctx, docString(doc["node_uuid"]))
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if n != nil && n.ProvisionState == fsm.Inspecting && rc.minor >= minorInspectWait {
+		return fault.New(fault.Conflict, "Cannot update port \"%s\" on \"%s\" while it is in state \"%s\".",
+			p.UUID, n.UUID, fsm.Inspecting)
+	}
+	applyPortDoc(p, doc)
+	return nil
+}
+
+// checkPortNodeLink checks that a port is moved to an existing node.
+func (rc *call) checkPortNodeLink(v any) error {
+	s, _ := v.(string)
+	bad := invalid("Unable to apply the requested node_uuid '%s'. Requested value was invalid.", pyStr(v))
+	if !isUUIDLike(s) {
+		return bad
+	}
+	if _, err := rc.s.cfg.Store.GetNode(rc.ctx, canonicalUUID(s)); errors.Is(err, store.ErrNotFound) {
+		return bad
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// DELETE /v1/ports/{ident}
+func (s *Server) deletePort(rc *call) error {
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	raw := rc.r.PathValue("ident")
+	if !isUUIDLike(raw) {
+		return invalid("Expected UUID for port_uuid: %s", raw)
+	}
+	if err := s.cfg.Conductor.DeletePort(rc.ctx, canonicalUUID(raw)); err != nil {
+		return err
+	}
+	return rc.noContent()
+}
+
+func (s *Server) listPorts(rc *call) error       { return s.portList(rc, false, "") }
+func (s *Server) listPortsDetail(rc *call) error { return s.portList(rc, true, "") }
+func (s *Server) listNodePorts(rc *call) error {
+	return s.portList(rc, false, rc.r.PathValue("ident"))
+}
+func (s *Server) listNodePortsDetail(rc *call) error {
+	return s.portList(rc, true, rc.r.PathValue("ident"))
+}
+
+// portSelection is a parsed port list request.
+type portSelection struct {
+	q    store.PortQuery
+	keep []func(*model.Port) bool
+	link [][2]string
+}
+
+// portList serves GET /v1/ports[/detail] and /v1/nodes/{node}/ports[/detail].
+func (s *Server) portList(rc *call, detailPath bool, parentNode string) error {
+	allowed := portListParams
+	if !detailPath {
+		allowed = append(slices.Clone(portListParams), "fields", "detail")
+	}
+	if err := rc.checkQuery(allowed...); err != nil {
+		return err
+	}
+	p, err := rc.pageParams("id")
+	if err != nil {
+		return err
+	}
+	if err := rc.markerParam(&p); err != nil {
+		return err
+	}
+	sel, err := rc.portSelection(parentNode)
+	if err != nil {
+		return err
+	}
+	if err := rc.checkPortListPage(&p); err != nil {
+		return err
+	}
+	ports, err := rc.fetchPorts(&sel, p)
+	if err != nil {
+		return err
+	}
+	return rc.writePortList(ports, p, sel, detailPath, parentNode)
+}
+
+func (rc *call) checkPortListPage(p *page) error {
+	if err := rc.checkPortFields(p.fields); err != nil {
+		return err
+	}
+	if err := checkPortFieldVersions([]string{p.sortKey}, rc.minor); err != nil {
+		return err
+	}
+	if err := p.check(rc); err != nil {
+		return err
+	}
+	if p.marker != "" {
+		if _, err := rc.s.cfg.Store.GetPort(rc.ctx, p.marker); errors.Is(err, store.ErrNotFound) {
+			return portNotFound(p.marker)
+		} else if err != nil {
+			return err
+		}
+	}
+	if slices.Contains(unsortablePortKeys, p.sortKey) {
+		return badSortKey(p.sortKey, false)
+	}
+	if !slices.Contains(store.PortSortKeys, p.sortKey) {
+		return badSortKey(p.sortKey, true)
+	}
+	return nil
+}
+
+// portSelection parses the port filters with their checks.
+func (rc *call) portSelection(parentNode string) (portSelection, error) {
+	var sel portSelection
+	node, hasNode := rc.param("node")
+	if parentNode != "" {
+		node, hasNode = parentNode, true
+	}
+	if hasNode && !isUUIDLike(node) && !isValidLogicalName(node) {
+		return sel, invalid("Expected UUID or name for node: %s", node)
+	}
+	nodeUUID, err := rc.uuidParam("node_uuid")
+	if err != nil {
+		return sel, err
+	}
+	if err := rc.portAddressFilter(&sel); err != nil {
+		return sel, err
+	}
+	if err := rc.portOtherFilters(&sel, hasNode || nodeUUID != ""); err != nil {
+		return sel, err
+	}
+	if nodeUUID == "" && hasNode {
+		if !isUUIDLike(node) && rc.minor < minorNodeName {
+			return sel, notAcceptable()
+		}
+		nodeUUID = node
+		if parentNode == "" {
+			sel.link = append(sel.link, [2]string{"node", node})
+		}
+	} else if nodeUUID != "" {
+		sel.link = append(sel.link, [2]string{"node_uuid", nodeUUID})
+	}
+	if nodeUUID != "" {
+		n, err := rc.s.cfg.Store.GetNode(rc.ctx, nodeIdentForLookup(nodeUUID))
+		if errors.Is(err, store.ErrNotFound) {
+			return sel, fault.NodeNotFound(nodeUUID)
+		} else if err != nil {
+			return sel, err
+		}
+		sel.q.NodeUUID = n.UUID
+	}
+	return sel, nil
+}
+
+func nodeIdentForLookup(s string) string {
+	if isUUIDLike(s) {
+		return canonicalUUID(s)
+	}
+	return s
+}
+
+func (rc *call) portAddressFilter(sel *portSelection) error {
+	addr, ok := rc.param("address")
+	if !ok {
+		return nil
+	}
+	mac, valid := normalizeMAC(addr)
+	if !valid {
+		return invalid("Expected valid MAC address for address: %s", addr)
+	}
+	sel.q.Address = mac
+	sel.link = append(sel.link, [2]string{"address", mac})
+	return nil
+}
+
+func (rc *call) portOtherFilters(sel *portSelection, byNode bool) error {
+	if pg, ok := rc.param("portgroup"); ok {
+		if rc.minor < minorPortgroups {
+			return notAcceptable()
+		}
+		if !isUUIDLike(pg) && !isValidLogicalName(pg) {
+			return invalid("Expected UUID or name for portgroup: %s", pg)
+		}
+		return fault.New(fault.NotFound, "Portgroup %s could not be found.", pg)
+	}
+	if _, ok := rc.param("conductor_groups"); ok && rc.minor < minorConductorGroups {
+		return notAcceptable()
+	}
+	if raw, ok := rc.param("shard"); ok {
+		if rc.minor < 82 {
+			return minVersionRequired(82)
+		}
+		if byNode {
+			return invalid("Operation not permitted.")
+		}
+		rc.portShardFilter(sel, raw)
+	}
+	if v, ok := rc.param("description_contains"); ok {
+		sel.keep = append(sel.keep, func(p *model.Port) bool { return strings.Contains(p.Description, v) })
+		sel.link = append(sel.link, [2]string{"description_contains", v})
+	}
+	return nil
+}
+
+// portShardFilter keeps ports whose node is in one of the shards.
+func (rc *call) portShardFilter(sel *portSelection, raw string) {
+	var shards []string
+	for _, s := range strings.Split(raw, ",") {
+		if s = strings.ToLower(strings.TrimSpace(s)); s != "" {
+			shards = append(shards, s)
+		}
+	}
+	cache := map[string]bool{}
+	sel.keep = append(sel.keep, func(p *model.Port) bool {
+		in, ok := cache[p.NodeUUID]
+		if !ok {
+			n, err := rc.s.cfg.Store.GetNode(rc.ctx, p.NodeUUID)
+			in = err == nil && slices.Contains(shards, strings.ToLower(n.Shard))
+			cache[p.NodeUUID] = in
+		}
+		return in
+	})
+	sel.link = append(sel.link, [2]string{"shard", raw})
+}
+
+// fetchPorts reads one page, scanning past ports the store cannot filter.
+func (rc *call) fetchPorts(sel *portSelection, p page) ([]*model.Port, error) {
+	q := sel.q
+	q.SortKey, q.SortDir, q.Marker = p.sortKey, p.sortDir, p.marker
+	return scanPorts(rc.ctx, rc.s.cfg.Store, q, p.limit, func(port *model.Port) bool {
+		for _, keep := range sel.keep {
+			if !keep(port) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func scanPorts(ctx context.Context, st store.Store, q store.PortQuery, limit int, keep func(*model.Port) bool) ([]*model.Port, error) {
+	batch := max(limit, 100)
+	var out []*model.Port
+	for {
+		q.Limit = batch
+		got, err := st.ListPorts(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range got {
+			if keep(p) {
+				out = append(out, p)
+				if len(out) == limit {
+					return out, nil
+				}
+			}
+		}
+		if len(got) < batch {
+			return out, nil
+		}
+		q.Marker = got[len(got)-1].UUID
+	}
+}
+
+// writePortList renders {"ports": [...], "next": ...}.
+func (rc *call) writePortList(ports []*model.Port, p page, sel portSelection, detailPath bool, parentNode string) error {
+	fields := p.fields
+	full := detailPath || (p.detail != nil && *p.detail)
+	if full {
+		fields = nil
+	} else if fields == nil {
+		fields = briefPortFields
+	}
+	w := rc.s.listWriter(256 + len(ports)*256)
+	w.rootObj()
+	w.key("ports")
+	w.arr()
+	for _, port := range ports {
+		rc.writePort(w, port, fields)
+	}
+	w.endArr()
+	if len(ports) > 0 && len(ports) == p.limit {
+		params := [][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}
+		if p.detail != nil {
+			params = append(params, [2]string{"detail", pyBool(*p.detail)})
+		}
+		params = append(params, sel.link...)
+		if !full {
+			params = append(params, [2]string{"fields", strings.Join(fields, ",")})
+		}
+		resource := "ports"
+		if parentNode != "" {
+			resource = "nodes/" + pathEscape(parentNode) + "/ports"
+		}
+		if detailPath {
+			resource += "/detail"
+		}
+		w.key("next")
+		w.str(rc.nextLink(resource, params, p.limit, ports[len(ports)-1].UUID))
+	}
+	w.endObj()
+	return rc.json(200, w)
+}

@@ -1,0 +1,329 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// Config configures the API handler. Zero values take Ironic's defaults.
+type Config struct {
+	Store     store.Store
+	Conductor Conductor
+	Logger    *slog.Logger
+	// MaxBodyBytes caps request bodies (Ironic's [api]max_json_body_size,
+	// 1 MiB); larger bodies answer 413.
+	MaxBodyBytes int64
+	// MaxProvisionBodyBytes caps PUT .../states/provision, which may carry a
+	// config drive ([api]max_json_body_size_provision, 64 MiB).
+	MaxProvisionBodyBytes int64
+	// PublicURL is the base of every link (Ironic's [api]public_endpoint);
+	// empty means http://<Host header>.
+	PublicURL string
+	Now       func() time.Time
+	// ConductorAliveWindow is how recent a conductor's heartbeat must be
+	// for it to count as alive ([conductor]heartbeat_timeout, 60 s).
+	ConductorAliveWindow time.Duration
+	// MaxPageSize is the default and largest page of a list ([api]max_limit, 1000).
+	MaxPageSize int
+}
+
+// Server is the Ironic v1 REST API over a store and a conductor.
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	mux  *http.ServeMux
+	bufs sync.Pool // *[]byte response buffers of large lists
+}
+
+// New returns the API handler.
+func New(cfg Config) http.Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.MaxProvisionBodyBytes <= 0 {
+		cfg.MaxProvisionBodyBytes = 64 << 20
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.ConductorAliveWindow <= 0 {
+		cfg.ConductorAliveWindow = 60 * time.Second
+	}
+	if cfg.MaxPageSize <= 0 {
+		cfg.MaxPageSize = 1000
+	}
+	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	s.routes()
+	return s
+}
+
+// endpoint maps HTTP methods to the handlers of one path.
+type endpoint map[string]func(*call) error
+
+// call is one request being served.
+type call struct {
+	s     *Server
+	w     http.ResponseWriter
+	r     *http.Request
+	ctx   context.Context
+	minor int
+	base  string // public URL, no trailing slash
+	reqID string
+	query url.Values
+	ncond *nodeConductor // lazily resolved "conductor" of rendered nodes
+
+	linkSelf, linkBook []byte // encoded `{"href": "<base>[/v1]`, built on first use
+}
+
+type callKey struct{}
+
+func (s *Server) routes() {
+	s.handle(endpoint{"GET": s.getRoot}, "/{$}")
+	s.handle(endpoint{"GET": s.getV1}, "/v1", "/v1/{$}")
+	s.chassisRoutes()
+	s.nodeRoutes()
+	s.nodeStateRoutes()
+	s.historyRoutes()
+	s.portRoutes()
+	s.driverRoutes()
+	s.conductorRoutes()
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		rc := r.Context().Value(callKey{}).(*call)
+		s.writeError(w, r, rc.reqID, errNotFound())
+	})
+}
+
+// handle registers ep under each pattern; other methods answer 405.
+func (s *Server) handle(ep endpoint, patterns ...string) {
+	allow := make([]string, 0, len(ep)+1)
+	for m := range ep {
+		allow = append(allow, m)
+	}
+	if _, ok := ep["GET"]; ok {
+		allow = append(allow, "HEAD")
+	}
+	slices.Sort(allow)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := r.Context().Value(callKey{}).(*call)
+		rc.r = r
+		method := r.Method
+		if method == http.MethodHead {
+			method = http.MethodGet
+		}
+		fn, ok := ep[method]
+		if !ok {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			s.writeError(w, r, rc.reqID, errMethod(r.Method))
+			return
+		}
+		if err := fn(rc); err != nil {
+			s.writeError(w, r, rc.reqID, err)
+		}
+	})
+	for _, p := range patterns {
+		s.mux.Handle(p, h)
+	}
+}
+
+// ServeHTTP negotiates the microversion, sets the headers every response
+// carries and routes the request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := s.cfg.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	reqID := "req-" + uuid.NewString()
+	h := sw.Header()
+	h.Set(hdrRequestID, reqID)
+	h.Set(hdrMinVersion, minVersionString)
+	h.Set(hdrMaxVersion, maxVersionString)
+	h.Set("Vary", hdrStdVersion+", "+hdrLegacyVersion)
+	defer s.recoverPanic(sw, r, reqID)
+	defer func() {
+		s.log.Debug("request", "request_id", reqID, "method", r.Method, "path", r.URL.Path,
+			"status", sw.status, "duration", s.cfg.Now().Sub(start))
+	}()
+	minor, err := negotiate(r.Header)
+	if err != nil {
+		s.writeError(sw, r, reqID, err)
+		return
+	}
+	h.Set(hdrLegacyVersion, versionString(minor))
+	h.Set(hdrStdVersion, serviceType+" "+versionString(minor))
+	query, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		s.writeError(sw, r, reqID, invalid("The query string could not be parsed."))
+		return
+	}
+	rc := &call{s: s, w: sw, r: r, minor: minor, reqID: reqID, query: query,
+		base: s.publicURL(r)}
+	ctx := context.WithValue(r.Context(), callKey{}, rc)
+	rc.ctx = ctx
+	s.mux.ServeHTTP(sw, withV1Prefix(r.WithContext(ctx)))
+}
+
+// withV1Prefix routes unversioned paths (bookmark links such as /nodes/X)
+// to v1, as Ironic's root controller does.
+func withV1Prefix(r *http.Request) *http.Request {
+	p := r.URL.Path
+	if p == "/" || p == "/v1" || strings.HasPrefix(p, "/v1/") {
+		return r
+	}
+	u := *r.URL
+	u.Path = "/v1" + p
+	if u.RawPath != "" {
+		u.RawPath = "/v1" + u.RawPath
+	}
+	r2 := *r
+	r2.URL = &u
+	return &r2
+}
+
+func (s *Server) recoverPanic(w *statusWriter, r *http.Request, reqID string) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if v == http.ErrAbortHandler {
+		panic(v)
+	}
+	err := fmt.Errorf("panic: %v", v)
+	if w.status != 0 {
+		s.log.Error("panic after response started", "request_id", reqID, "err", err)
+		return
+	}
+	s.writeError(w, r, reqID, err)
+}
+
+// publicURL is the base of every link in a response.
+func (s *Server) publicURL(r *http.Request) string {
+	if s.cfg.PublicURL != "" {
+		return s.cfg.PublicURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// statusWriter remembers the status for the access log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Responses.
+
+func (rc *call) json(status int, w *jw) error {
+	writeRaw(rc.w, status, w.bytes())
+	rc.s.releaseWriter(w)
+	return nil
+}
+
+// listWriter returns a writer whose buffer comes from the server's pool
+// (large lists would otherwise allocate megabytes per request).
+func (s *Server) listWriter(sizeHint int) *jw {
+	bp, _ := s.bufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	if cap(*bp) < sizeHint {
+		*bp = make([]byte, 0, sizeHint)
+	}
+	return &jw{b: (*bp)[:0], pooled: bp}
+}
+
+// releaseWriter gives a pooled buffer back once its bytes are written.
+func (s *Server) releaseWriter(w *jw) {
+	if w.pooled == nil || cap(w.b) > 64<<20 {
+		return
+	}
+	*w.pooled = w.b[:0]
+	s.bufs.Put(w.pooled)
+	w.pooled, w.b = nil, nil
+}
+
+// accepted answers 202 with no body, and a Location when given.
+func (rc *call) accepted(location string) error {
+	if location != "" {
+		rc.w.Header().Set("Location", location)
+	}
+	rc.w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+func (rc *call) noContent() error {
+	rc.w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// link is an absolute URL of a v1 resource (bookmark drops /v1).
+func (rc *call) link(bookmark bool, parts ...string) string {
+	var b strings.Builder
+	b.WriteString(rc.base)
+	if !bookmark {
+		b.WriteString("/v1")
+	}
+	for _, p := range parts {
+		b.WriteByte('/')
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// links writes Ironic's [self, bookmark] link pair straight into w.
+func (rc *call) links(w *jw, parts ...string) {
+	if rc.linkSelf == nil {
+		rc.linkSelf = appendPyStringBody([]byte(`{"href": "`), rc.base+"/v1")
+		rc.linkBook = appendPyStringBody([]byte(`{"href": "`), rc.base)
+	}
+	w.sep()
+	w.b = append(w.b, '[')
+	for i, prefix := range [2][]byte{rc.linkSelf, rc.linkBook} {
+		w.b = append(w.b, prefix...)
+		for _, p := range parts {
+			w.b = append(w.b, '/')
+			w.b = appendPyStringBody(w.b, p)
+		}
+		if i == 0 {
+			w.b = append(w.b, `", "rel": "self"}, `...)
+		} else {
+			w.b = append(w.b, `", "rel": "bookmark"}`...)
+		}
+	}
+	w.b = append(w.b, ']')
+}
+
+// pathEscape escapes an identifier for use in a link.
+func pathEscape(s string) string { return url.PathEscape(s) }
