@@ -74,14 +74,22 @@ var updateAllowedStates = []string{fsm.Enroll, fsm.Inspecting, fsm.InspectWait, 
 
 // UpdateNode applies a change under the node lock with Ironic's rules.
 func (c *Conductor) UpdateNode(ctx context.Context, ident string, apply func(n *model.Node) error) (*model.Node, error) {
-	t, err := c.acquire(ctx, ident, "")
+	// Ironic's API refuses before it asks for the lock.
+	cur, err := c.getNode(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	if err := transitionInProgress(cur, ident); err != nil {
+		return nil, err
+	}
+	t, err := c.acquire(ctx, cur.UUID, "")
 	if err != nil {
 		return nil, err
 	}
 	defer t.release()
 	old := t.node
-	if old.TargetProvisionState != "" && !fsm.UpdateAllowed(old.ProvisionState) {
-		return nil, fault.New(fault.Conflict, "Node %s can not be updated while a state transition is in progress.", ident)
+	if err := transitionInProgress(old, ident); err != nil {
+		return nil, err
 	}
 	n, err := clone(old)
 	if err != nil {
@@ -100,6 +108,13 @@ func (c *Conductor) UpdateNode(ctx context.Context, ident string, apply func(n *
 		c.addHistory(ctx, []*model.HistoryEvent{maintenanceEvent(c, n, "")})
 	}
 	return n, nil
+}
+
+func transitionInProgress(n *model.Node, ident string) error {
+	if n.TargetProvisionState != "" && !fsm.UpdateAllowed(n.ProvisionState) {
+		return fault.New(fault.Conflict, "Node %s can not be updated while a state transition is in progress.", ident)
+	}
+	return nil
 }
 
 func (c *Conductor) checkUpdate(old, n *model.Node) error {
