@@ -38,6 +38,9 @@ type Conductor interface {
 	UpdatePort(ctx context.Context, ident string, apply func(p *model.Port) error) (*model.Port, error)
 	DeletePort(ctx context.Context, ident string) error
 
+	// Heartbeat is an agent's callback: it resumes a node in a wait state.
+	Heartbeat(ctx context.Context, ident string, hb conductor.HeartbeatRequest) error
+
 	// Drivers lists the enabled hardware types.
 	Drivers() []conductor.DriverInfo
 	// Driver returns one hardware type. Errors: fault NotFound.

@@ -81,8 +81,8 @@ func BenchmarkListNodesDetail1000(b *testing.B) {
 }
 
 func TestRenderNodes1000IsFast(t *testing.T) {
-	if testing.Short() {
-		t.Skip("timing")
+	if testing.Short() || raceEnabled {
+		t.Skip("timing is meaningless under -short or -race")
 	}
 	res := testing.Benchmark(BenchmarkRenderNodes1000)
 	if per := time.Duration(res.NsPerOp()); per > 50*time.Millisecond {

@@ -36,7 +36,7 @@ func boolInt(b bool) int {
 }
 
 func (s *Server) conductorRoutes() {
-	s.handle(endpoint{"GET": s.listConductors}, "/v1/conductors", "/v1/conductors/{$}")
+	s.handle(endpoint{"GET": s.listConductors}, "/v1/conductors")
 	s.handle(endpoint{"GET": s.getConductor}, "/v1/conductors/{hostname}")
 }
 
@@ -51,9 +51,14 @@ func (s *Server) alive(c *model.Conductor) bool {
 
 func (rc *call) conductorsAllowed() error {
 	if rc.minor < minorConductors {
-		return fault.New(fault.NotFound, "The API is not supported for this version")
+		return errNotFound()
 	}
 	return nil
+}
+
+// validHostname accepts logical names and host:port forms.
+func validHostname(h string) bool {
+	return h != "" && isValidLogicalName(strings.NewReplacer(":", "", "[", "", "]", "").Replace(h)+"x")
 }
 
 // checkConductorFields validates ?fields= for conductors.
@@ -176,6 +181,9 @@ func (s *Server) getConductor(rc *call) error {
 		return err
 	}
 	host := rc.r.PathValue("hostname")
+	if !validHostname(host) {
+		return invalid("Expected name for hostname: %s", host)
+	}
 	c, err := s.cfg.Store.GetConductor(rc.ctx, host)
 	if errors.Is(err, store.ErrNotFound) {
 		return conductorNotFound(host)

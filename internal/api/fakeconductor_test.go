@@ -287,6 +287,11 @@ func (c *fakeConductor) DeletePort(ctx context.Context, ident string) error {
 	return nil
 }
 
+func (c *fakeConductor) Heartbeat(ctx context.Context, ident string, hb conductor.HeartbeatRequest) error {
+	_, err := c.get(ctx, ident)
+	return err
+}
+
 func (c *fakeConductor) Drivers() []conductor.DriverInfo {
 	ifaces := map[string][]string{}
 	defaults := map[string]string{}

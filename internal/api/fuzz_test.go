@@ -126,11 +126,11 @@ func FuzzRequestBodies(f *testing.F) {
 			f.Add(uint8(i), []byte(s))
 		}
 	}
+	e := newEnv(f)
+	e.mustNode(nodeFixture("bad-input"))
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
-		e := newEnv(t)
-		e.mustNode(nodeFixture("bad-input"))
 		ep := bodyEndpoints[int(which)%len(bodyEndpoints)]
-		rec := e.do(ep.method, ep.path, string(body), latest)
+		rec := e.with(t).do(ep.method, ep.path, string(body), latest)
 		if rec.Code >= 500 {
 			t.Fatalf("%s %s %q: %d %s", ep.method, ep.path, body, rec.Code, rec.Body.String())
 		}

@@ -7,12 +7,17 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
+	"github.com/anvil-metal/anvil/internal/store/sqlite"
+	"github.com/anvil-metal/anvil/internal/store/sqlstore"
 )
 
 // testClock is a settable clock.
@@ -37,7 +42,7 @@ func (c *testClock) Advance(d time.Duration) {
 type env struct {
 	t     testing.TB
 	h     http.Handler
-	st    *memStore
+	st    store.Store
 	cond  *fakeConductor
 	clock *testClock
 }
@@ -47,14 +52,40 @@ const testHost = "anvil.test:6385"
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	clock := &testClock{t: time.Date(2026, 12, 2, 12, 16, 3, 434301000, time.UTC)}
-	st := newMemStore(clock.Now)
+	st := newTestStore(t, clock.Now)
 	fc := newFakeConductor(st, clock.Now)
-	if err := st.RegisterConductor(context.Background(), &model.Conductor{Hostname: fc.host, Drivers: []string{fakeDriver}}); err != nil {
+	ctx := context.Background()
+	if err := st.RegisterConductor(ctx, &model.Conductor{Hostname: fc.host, Drivers: []string{fakeDriver}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.HeartbeatConductor(ctx, fc.host, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	h := New(Config{Store: st, Conductor: fc, Now: clock.Now,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	return &env{t: t, h: h, st: st, cond: fc, clock: clock}
+}
+
+// newTestStore opens the real SQLite store in a temporary directory, or the
+// in-memory test store when ANVIL_API_TEST_STORE=mem.
+func newTestStore(t testing.TB, now func() time.Time) store.Store {
+	t.Helper()
+	if os.Getenv("ANVIL_API_TEST_STORE") == "mem" {
+		return newMemStore(now)
+	}
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "anvil.db"), sqlstore.WithClock(now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// with returns a copy of e reporting to t (for fuzz targets sharing an env).
+func (e *env) with(t testing.TB) *env {
+	c := *e
+	c.t = t
+	return &c
 }
 
 // do sends one request; headers are "Name: value" strings. A version

@@ -26,7 +26,7 @@ var historySortKeys = map[string]func(a, b *model.HistoryEvent) int{
 }
 
 func (s *Server) historyRoutes() {
-	s.handle(endpoint{"GET": s.listHistory}, "/v1/nodes/{ident}/history", "/v1/nodes/{ident}/history/{$}")
+	s.handle(endpoint{"GET": s.listHistory}, "/v1/nodes/{ident}/history")
 	s.handle(endpoint{"GET": s.getHistory}, "/v1/nodes/{ident}/history/{event}")
 }
 

@@ -22,9 +22,13 @@ var (
 	instanceInfoSecrets = []string{"configdrive", "image_url"}
 )
 
-// isSecretKey reports whether a dict key names a secret.
+// isSecretKey reports whether a dict key names a secret: oslo's list, plus
+// any key ending in "_key" (BMC and SNMP keys oslo's list misses).
 func isSecretKey(k string) bool {
 	lk := strings.ToLower(k)
+	if strings.HasSuffix(lk, "_key") {
+		return true
+	}
 	for _, s := range sanitizeKeys {
 		if strings.Contains(lk, s) {
 			return true

@@ -105,7 +105,9 @@ func (m *memStore) CreateNode(_ context.Context, n *model.Node) error {
 	if n.CreatedAt.IsZero() {
 		n.CreatedAt = m.now()
 	}
-	m.nodes[n.UUID] = cloneNode(n)
+	c := cloneNode(n)
+	c.Reservation = "" // only ReserveNode takes the lock
+	m.nodes[n.UUID] = c
 	return nil
 }
 

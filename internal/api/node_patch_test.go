@@ -103,7 +103,9 @@ func TestNodePatch(t *testing.T) {
 			}
 			e.mustNode(n)
 			if n.Reservation != "" {
-				e.st.nodes[n.UUID].Reservation = n.Reservation
+				if _, err := e.st.ReserveNode(context.Background(), n.UUID, n.Reservation); err != nil {
+					t.Fatal(err)
+				}
 			}
 			version := tc.version
 			if version == "" {

@@ -36,7 +36,7 @@ var nodePatchAllowed = []string{"automated_clean", "bios_interface", "boot_inter
 var reservedNodeNames = []string{"maintenance", "management", "states", "vendor_passthru", "detail", "validate"}
 
 func (s *Server) nodeRoutes() {
-	s.handle(endpoint{"GET": s.listNodes, "POST": s.createNode}, "/v1/nodes", "/v1/nodes/{$}")
+	s.handle(endpoint{"GET": s.listNodes, "POST": s.createNode}, "/v1/nodes")
 	s.handle(endpoint{"GET": s.listNodesDetail}, "/v1/nodes/detail")
 	s.handle(endpoint{"GET": s.getNode, "PATCH": s.patchNode, "DELETE": s.deleteNode}, "/v1/nodes/{ident}")
 }

@@ -130,6 +130,8 @@ func TestNodeGet(t *testing.T) {
 		{"by upper-case uuid", "/v1/nodes/" + strings.ToUpper(n.UUID), []string{latest}, 200, ""},
 		{"by name", "/v1/nodes/node-1", []string{latest}, 200, ""},
 		{"unversioned bookmark", "/nodes/node-1", []string{latest}, 200, ""},
+		{"trailing slash", "/v1/nodes/node-1/", []string{latest}, 200, ""},
+		{"collection with slash", "/v1/nodes/", []string{latest}, 200, ""},
 		{"by name at 1.1", "/v1/nodes/node-1", nil, 404, "Node node-1 could not be found."},
 		{"unknown", "/v1/nodes/does-not-exist", []string{latest}, 404, "Node does-not-exist could not be found."},
 		{"bad characters", "/v1/nodes/bad%20name%21", []string{latest}, 400, "Expected UUID or name for node: bad name!"},

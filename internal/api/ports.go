@@ -62,10 +62,10 @@ var portListParams = []string{"node", "node_uuid", "address", "marker", "limit",
 var unsortablePortKeys = []string{"extra", "internal_info", "local_link_connection"}
 
 func (s *Server) portRoutes() {
-	s.handle(endpoint{"GET": s.listPorts, "POST": s.createPort}, "/v1/ports", "/v1/ports/{$}")
+	s.handle(endpoint{"GET": s.listPorts, "POST": s.createPort}, "/v1/ports")
 	s.handle(endpoint{"GET": s.listPortsDetail}, "/v1/ports/detail")
 	s.handle(endpoint{"GET": s.getPort, "PATCH": s.patchPort, "DELETE": s.deletePort}, "/v1/ports/{ident}")
-	s.handle(endpoint{"GET": s.listNodePorts}, "/v1/nodes/{ident}/ports", "/v1/nodes/{ident}/ports/{$}")
+	s.handle(endpoint{"GET": s.listNodePorts}, "/v1/nodes/{ident}/ports")
 	s.handle(endpoint{"GET": s.listNodePortsDetail}, "/v1/nodes/{ident}/ports/detail")
 }
 

@@ -183,7 +183,7 @@ func TestConductors(t *testing.T) {
 				t.Errorf("%v", m["next"])
 			}
 		}},
-		{"marker", "/v1/conductors?marker=c2", latest, 200, func(t *testing.T, m map[string]any) {
+		{"marker", "/v1/conductors?sort_key=hostname&marker=c1", latest, 200, func(t *testing.T, m map[string]any) {
 			if len(m["conductors"].([]any)) != 1 {
 				t.Errorf("%v", m)
 			}

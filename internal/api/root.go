@@ -120,7 +120,7 @@ func (s *Server) chassisRoutes() {
 		w.endObj()
 		return rc.json(200, w)
 	}
-	s.handle(endpoint{"GET": list}, "/v1/chassis", "/v1/chassis/{$}", "/v1/chassis/detail")
+	s.handle(endpoint{"GET": list}, "/v1/chassis", "/v1/chassis/detail")
 	s.handle(endpoint{"GET": func(rc *call) error {
 		return chassisNotFound(rc.r.PathValue("ident"))
 	}}, "/v1/chassis/{ident}")

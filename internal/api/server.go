@@ -102,6 +102,7 @@ func (s *Server) routes() {
 	s.portRoutes()
 	s.driverRoutes()
 	s.conductorRoutes()
+	s.agentRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		rc := r.Context().Value(callKey{}).(*call)
 		s.writeError(w, r, rc.reqID, errNotFound())
@@ -176,16 +177,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // withV1Prefix routes unversioned paths (bookmark links such as /nodes/X)
-// to v1, as Ironic's root controller does.
+// to v1 and drops a trailing slash, as Ironic's root controller does.
 func withV1Prefix(r *http.Request) *http.Request {
 	p := r.URL.Path
-	if p == "/" || p == "/v1" || strings.HasPrefix(p, "/v1/") {
+	if p == "/" || p == "/v1" || p == "/v1/" {
 		return r
 	}
 	u := *r.URL
-	u.Path = "/v1" + p
-	if u.RawPath != "" {
-		u.RawPath = "/v1" + u.RawPath
+	if !strings.HasPrefix(p, "/v1/") {
+		u.Path = "/v1" + p
+		if u.RawPath != "" {
+			u.RawPath = "/v1" + u.RawPath
+		}
+	}
+	if len(u.Path) > 1 && strings.HasSuffix(u.Path, "/") {
+		u.Path = strings.TrimSuffix(u.Path, "/")
+		u.RawPath = strings.TrimSuffix(u.RawPath, "/")
+	}
+	if u.Path == p && u.RawPath == r.URL.RawPath {
+		return r
 	}
 	r2 := *r
 	r2.URL = &u

@@ -1,0 +1,45 @@
+package api
+
+import (
+	"github.com/anvil-metal/anvil/internal/conductor"
+)
+
+// minorHeartbeat is when Ironic added the ramdisk lookup/heartbeat endpoints.
+const minorHeartbeat = 22
+
+func (s *Server) agentRoutes() {
+	s.handle(endpoint{"POST": s.heartbeat}, "/v1/heartbeat/{ident}")
+}
+
+// POST /v1/heartbeat/{ident}: an agent's callback (public in Ironic). It
+// resumes a node parked in a wait state; 202 with no body.
+func (s *Server) heartbeat(rc *call) error {
+	if rc.minor < minorHeartbeat {
+		return errNotFound()
+	}
+	args, err := rc.argsBody(s.cfg.MaxBodyBytes, "callback_url", "agent_version", "agent_token",
+		"agent_verify_ca", "agent_status", "agent_status_message")
+	if err != nil {
+		return err
+	}
+	var hb conductor.HeartbeatRequest
+	for name, dst := range map[string]*string{"callback_url": &hb.CallbackURL, "agent_version": &hb.AgentVersion,
+		"agent_token": &hb.AgentToken, "agent_status": &hb.AgentStatus} {
+		v, _, err := argString(name, args[name])
+		if err != nil {
+			return err
+		}
+		*dst = v
+	}
+	if _, _, err := argString("agent_status_message", args["agent_status_message"]); err != nil {
+		return err
+	}
+	ident, err := rc.nodeIdent(rc.r.PathValue("ident"))
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Conductor.Heartbeat(rc.ctx, ident, hb); err != nil {
+		return err
+	}
+	return rc.accepted("")
+}
