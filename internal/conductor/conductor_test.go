@@ -20,14 +20,14 @@ import (
 )
 
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	ctx  context.Context
 	st   store.Store
 	c    *conductor.Conductor
 	fake *fake.Hardware
 }
 
-func newEnv(t *testing.T, mod func(*conductor.Config)) *env {
+func newEnv(t testing.TB, mod func(*conductor.Config)) *env {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "anvil.db"))

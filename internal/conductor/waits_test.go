@@ -28,7 +28,7 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 func newClockEnv(t *testing.T) (*env, *clock) {
-	clk := &clock{now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+	clk := &clock{now: time.Now().UTC()} // the store stamps conductors with real time
 	e := newEnv(t, func(c *conductor.Config) {
 		c.Now = clk.Now
 		d := 30 * time.Minute
