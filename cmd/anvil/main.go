@@ -39,6 +39,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newServe(stdout, stderr), newStates(stdout))
+	root.AddCommand(operatorCommands(stdout, stderr)...)
+	root.AddCommand(hardwareCommands(stdout, stderr)...)
 	return root
 }
 

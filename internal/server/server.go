@@ -14,7 +14,6 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/api"
 	"github.com/anvil-metal/anvil/internal/conductor"
-	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
 	"github.com/anvil-metal/anvil/internal/store/storeopen"
 )
@@ -32,13 +31,6 @@ type Config struct {
 	ShutdownTimeout time.Duration // grace for running work on SIGTERM
 	// Ready, if set, is called with the bound address once serving.
 	Ready func(addr string)
-}
-
-// Registry builds the driver registry with every enabled hardware type.
-func Registry(fk *fake.Hardware) *driver.Registry {
-	r := driver.NewRegistry()
-	fk.Register(r)
-	return r
 }
 
 // Serve runs the API and a conductor until ctx ends, then shuts down cleanly:
