@@ -184,9 +184,11 @@ func TestManualCleanUnknownStep(t *testing.T) {
 	if n.LastError != want || n.TargetProvisionState != fsm.Manageable {
 		t.Fatalf("last_error %q target %q", n.LastError, n.TargetProvisionState)
 	}
-	e.must(id, "manage", fsm.Manageable)
-	if e.get(id).LastError != "" {
-		t.Fatal("last_error not cleared by the next successful transition")
+	if n := e.must(id, "manage", fsm.Manageable); n.LastError != want {
+		t.Fatalf("manage out of clean failed changed last_error to %q; Ironic keeps it until new work starts", n.LastError)
+	}
+	if n := e.must(id, "provide", fsm.Available); n.LastError != "" {
+		t.Fatalf("last_error %q not cleared when new work started", n.LastError)
 	}
 }
 

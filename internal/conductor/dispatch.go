@@ -62,7 +62,8 @@ func (c *Conductor) noWork(ctx context.Context, t *task, event, target string) e
 	if err := t.fire(event, target, false); err != nil {
 		return err
 	}
-	t.node.LastError = ""
+	// As in Ironic, last_error stays until new work starts (e.g. the next
+	// provide), so "manage" out of a failure state keeps the reason visible.
 	if err := t.save(ctx); err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ import (
 const (
 	// conductorHost is the --host-id every test server runs with; Ironic
 	// names it in NodeLocked errors and in the reservation field.
-	conductorHost = "verify-conductor"
+	conductorHost = "e2e-conductor"
 	// readyTimeout bounds how long a server may take to start listening.
 	readyTimeout = 20 * time.Second
 	// stopTimeout bounds how long a server may take to exit after SIGTERM.
@@ -136,9 +136,6 @@ func freePort(t *testing.T) int {
 // the test failed.
 func startServer(t *testing.T) string {
 	t.Helper()
-	if u := os.Getenv("E2E_TMP_EXTERNAL"); u != "" {
-		return u
-	}
 	dir := t.TempDir()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	logs := &syncBuffer{}
@@ -228,21 +225,37 @@ func (r apiResponse) fault(t *testing.T) string {
 
 func faultString(t *testing.T, body []byte) string {
 	t.Helper()
+	msg, key := errorDoc(t, body)
+	if key != "faultstring" {
+		t.Fatalf("error body carries %q, want Ironic's faultstring document: %s", key, body)
+	}
+	return msg
+}
+
+// errorDoc decodes Ironic's nested error body and returns the message and
+// the key that carried it. Ironic has two inner shapes: errors raised by its
+// controllers are {"faultcode", "faultstring", "debuginfo"}; webob errors
+// raised while routing or negotiating the microversion are {"code",
+// "title", "description"}.
+func errorDoc(t *testing.T, body []byte) (msg, key string) {
+	t.Helper()
 	var outer struct {
 		ErrorMessage *string `json:"error_message"`
 	}
 	if err := json.Unmarshal(body, &outer); err != nil || outer.ErrorMessage == nil {
 		t.Fatalf("error body is not Ironic's {\"error_message\": \"<json>\"}: %v: %s", err, body)
 	}
-	var inner struct {
-		Faultcode   string  `json:"faultcode"`
-		Faultstring *string `json:"faultstring"`
-		Debuginfo   any     `json:"debuginfo"`
+	var inner map[string]any
+	if err := json.Unmarshal([]byte(*outer.ErrorMessage), &inner); err != nil {
+		t.Fatalf("error_message is not a JSON-encoded document: %v: %q", err, *outer.ErrorMessage)
 	}
-	if err := json.Unmarshal([]byte(*outer.ErrorMessage), &inner); err != nil || inner.Faultstring == nil {
-		t.Fatalf("error_message is not a JSON-encoded fault document: %v: %q", err, *outer.ErrorMessage)
+	for _, k := range []string{"faultstring", "description"} {
+		if m, ok := inner[k].(string); ok {
+			return m, k
+		}
 	}
-	return *inner.Faultstring
+	t.Fatalf("error_message has neither faultstring nor description: %q", *outer.ErrorMessage)
+	return "", ""
 }
 
 // api sends one request at microversion version ("" sends no header) and

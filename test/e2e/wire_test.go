@@ -92,9 +92,22 @@ func TestWireProtocol(t *testing.T) {
 		t.Errorf("GET /v1/nodes/{id}/states fields:\n got %v\nwant %v", stateKeys, wantStates)
 	}
 
-	// An unsupported microversion is a 406 naming the supported range.
+	// An unsupported microversion is a 406 naming the supported range, in
+	// the webob error document Ironic answers version errors with.
 	bad := api(t, base, "1.999", http.MethodGet, "/v1/nodes", nil)
-	if bad.Status != http.StatusNotAcceptable || !strings.Contains(bad.fault(t), "[1.1, "+maxVersion+"]") {
-		t.Errorf("GET at 1.999 = HTTP %d %s, want 406 naming [1.1, %s]", bad.Status, bad.Body, maxVersion)
+	if bad.Status != http.StatusNotAcceptable {
+		t.Fatalf("GET at 1.999 = HTTP %d %s, want 406", bad.Status, bad.Body)
+	}
+	wantMsg := "Version 1.999 was requested but the minor version is not supported by this service. The supported version range is: [1.1, " + maxVersion + "]."
+	if msg, key := errorDoc(t, bad.Body); msg != wantMsg || key != "description" {
+		t.Errorf("GET at 1.999: %s %q\nwant description %q", key, msg, wantMsg)
+	}
+	for h, want := range map[string]string{
+		"X-OpenStack-Ironic-API-Minimum-Version": "1.1",
+		"X-OpenStack-Ironic-API-Maximum-Version": maxVersion,
+	} {
+		if got := bad.Header.Get(h); got != want {
+			t.Errorf("GET at 1.999: header %s = %q, want %q", h, got, want)
+		}
 	}
 }
