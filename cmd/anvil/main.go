@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -48,6 +49,7 @@ func newServe(stdout, stderr io.Writer) *cobra.Command {
 	host, _ := os.Hostname()
 	cfg := server.Config{}
 	var logLevel, configFile string
+	var gcPercent int
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the API and a conductor (SQLite by default)",
@@ -63,6 +65,9 @@ func newServe(stdout, stderr io.Writer) *cobra.Command {
 				if err != nil {
 					return err
 				}
+			}
+			if os.Getenv("GOGC") == "" {
+				debug.SetGCPercent(gcPercent)
 			}
 			var lvl slog.Level
 			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
@@ -81,6 +86,7 @@ func newServe(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&cfg.HostID, "host-id", host, "this conductor's name")
 	f.StringVar(&configFile, "config", "", "settings file (flat TOML or YAML: flag-name = value); flags win")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.IntVar(&gcPercent, "gc-percent", 50, "Go GC target (GOGC); lower trades CPU for memory")
 	addConductorFlags(f, &cfg)
 	return cmd
 }

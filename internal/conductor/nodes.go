@@ -40,12 +40,12 @@ func (c *Conductor) CreateNode(ctx context.Context, n *model.Node, initialAvaila
 	n.TargetProvisionState, n.Reservation = "", ""
 	now := c.now().UTC()
 	n.CreatedAt, n.ProvisionUpdatedAt = now, now
+	// No history entry for the creation (Ironic has none either): created_at
+	// and provision_updated_at already say when the node entered its state,
+	// and a second write would halve the create rate.
 	if err := c.store.CreateNode(ctx, n); err != nil {
 		return duplicate(err)
 	}
-	c.addHistory(ctx, []*model.HistoryEvent{{NodeUUID: n.UUID, Severity: model.SeverityInfo, EventType: "provisioning",
-		ToState: n.ProvisionState, Conductor: c.cfg.Host, CreatedAt: now,
-		Event: fmt.Sprintf("Node created in provision state %q", n.ProvisionState)}})
 	return nil
 }
 

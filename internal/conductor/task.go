@@ -33,14 +33,18 @@ func (c *Conductor) getNode(ctx context.Context, ident string) (*model.Node, err
 	return n, err
 }
 
-// acquire takes the node's lock (retrying a held lock like Ironic's task
-// manager) and composes its driver.
+// acquire takes the node's lock. A held lock is retried for as long as
+// Ironic's task manager would (LockRetries × LockRetryInterval), but polled
+// with a short backoff so that a lock released a millisecond later is taken
+// a millisecond later.
 func (c *Conductor) acquire(ctx context.Context, ident, user string) (*task, error) {
 	n, err := c.getNode(ctx, ident)
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 0; ; attempt++ {
+	deadline := time.Now().Add(time.Duration(c.cfg.LockRetries) * c.cfg.LockRetryInterval)
+	pause := 2 * time.Millisecond
+	for {
 		locked, err := c.store.ReserveNode(ctx, n.UUID, c.cfg.Host)
 		if err == nil {
 			n = locked
@@ -50,10 +54,11 @@ func (c *Conductor) acquire(ctx context.Context, ident, user string) (*task, err
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return nil, fault.NodeNotFound(ident)
-		case errors.As(err, &le) && attempt < c.cfg.LockRetries:
-			if serr := sleepCtx(ctx, c.cfg.LockRetryInterval); serr != nil {
+		case errors.As(err, &le) && time.Now().Before(deadline):
+			if serr := sleepCtx(ctx, min(pause, time.Until(deadline))); serr != nil {
 				return nil, fault.NodeLocked(n.UUID, le.Holder)
 			}
+			pause = min(2*pause, 100*time.Millisecond)
 		case errors.As(err, &le):
 			return nil, fault.NodeLocked(n.UUID, le.Holder)
 		default:

@@ -21,6 +21,7 @@ type Node struct {
 	InstanceInfo       JSON     `json:"instance_info,omitempty"`
 	Extra              JSON     `json:"extra,omitempty"`
 	InstanceUUID       string   `json:"instance_uuid,omitempty"`
+	InstanceName       string   `json:"instance_name,omitempty"`
 	ChassisUUID        string   `json:"chassis_uuid,omitempty"`
 	ResourceClass      string   `json:"resource_class,omitempty"`
 	Owner              string   `json:"owner,omitempty"`
@@ -43,6 +44,7 @@ type Node struct {
 	Maintenance       bool   `json:"maintenance,omitempty"`
 	MaintenanceReason string `json:"maintenance_reason,omitempty"`
 	Fault             string `json:"fault,omitempty"`
+	Health            string `json:"health,omitempty"`
 
 	// Reservation is the name of the conductor holding the node's lock; it is a
 	// column managed only by Store.Reserve/Release, never written by UpdateNode.

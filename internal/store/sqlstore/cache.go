@@ -11,7 +11,7 @@ import (
 )
 
 // DefaultNodeCacheSize is how many decoded nodes a Store keeps by default.
-const DefaultNodeCacheSize = 10000
+const DefaultNodeCacheSize = 2048
 
 // WithNodeCache sets how many decoded nodes the store keeps (0 disables the
 // cache).

@@ -198,7 +198,7 @@ func fullNode() *model.Node {
 		LastError: "boom", Maintenance: true, MaintenanceReason: "fan",
 		Fault: "power failure", ConsoleEnabled: true, AutomatedClean: ptr(false),
 		Protected: true, ProtectedReason: "prod", Retired: true, RetiredReason: "old",
-		BootMode: "uefi", SecureBoot: ptr(true), DisablePowerOff: true,
+		BootMode: "uefi", SecureBoot: ptr(true), DisablePowerOff: true, InstanceName: "web-01", Health: "OK",
 		CleanStep: js("step"), DeployStep: js("step"), ServiceStep: js("step"),
 		RaidConfig: js("logical_disks"), TargetRaidConfig: js("logical_disks"),
 		NetworkData: js("links"), InspectionStartedAt: stamp(2),
