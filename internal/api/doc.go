@@ -8,12 +8,13 @@
 //
 // Invariants:
 //
-//   - Every request is served at one microversion 1.1 to 1.MaxMinor, taken
-//     from "OpenStack-API-Version: baremetal 1.N" or the legacy
-//     X-OpenStack-Ironic-API-Version header (none means 1.1, "latest" the
-//     maximum); anything else is answered 406 with Ironic's text. Every
-//     response carries the minimum/maximum version headers, a request id
-//     and Vary; those served at a version also carry the version headers.
+//   - Every request is served at one microversion 1.1 to 1.MaxMinor
+//     (1.110), taken from "OpenStack-API-Version: baremetal 1.N" or the
+//     legacy X-OpenStack-Ironic-API-Version header (none means 1.1,
+//     "latest" the maximum); anything else is answered 406 with Ironic's
+//     text. Every response carries the minimum/maximum version headers, a
+//     request id (as Openstack-Request-Id and X-Openstack-Request-Id) and
+//     Vary; those served at a version also carry the version headers.
 //   - Fields, filters, verbs and arguments newer than the request's version
 //     are hidden or refused exactly where Ironic hides or refuses them
 //     (406 "Request not acceptable." for most).
@@ -30,6 +31,37 @@
 //     on the real values.
 //   - Nodes render from a per-version field plan straight into a byte
 //     buffer (jsonw.go), in Ironic's key order, with no per-node maps.
+//
+// Microversions 1.90 to 1.110 (Metal3 picks 1.110, 1.109, 1.95, 1.93 or
+// 1.89), version by version:
+//
+//   - 1.90/1.105: OVN VTEP keys of a port's local_link_connection are
+//     accepted on create only in 1.90-1.104 (406 otherwise) and hidden ({})
+//     outside that range; as in Ironic, PATCH does not check them.
+//   - 1.91: before 1.91, asked for with the legacy version header (Ironic
+//     reads only that one), a path ending in ".json" is served without it,
+//     and GET/PATCH/DELETE of a node and the heartbeat fall back to the
+//     name with ".json"; from 1.91 the suffix is part of the name.
+//   - 1.92: unsupported. There is no /v1/runbooks (404); a provision
+//     request naming a runbook is 406 below 1.92 and 400 "Runbooks are not
+//     supported by this Anvil server" from it (an empty one is ignored).
+//   - 1.89/1.93: unsupported. /v1/nodes/{node}/vmedia is 404.
+//   - 1.94: POST /v1/ports takes node_ident (UUID or name).
+//   - 1.95: node disable_power_off (create, PATCH, shown); power off and
+//     soft power off of such a node are 409 at any version.
+//   - 1.96: unsupported. /v1/inspection_rules is 404.
+//   - 1.97, 1.100, 1.101: port description, vendor, category.
+//   - 1.98: PATCH paths may escape "~" and "/" in keys as ~0 and ~1.
+//   - 1.99: GET /v1/ports?conductor_groups= (not with node, address or
+//     portgroup; ignored with shard, as in Ironic).
+//   - 1.102, 1.103, 1.106: portgroup changes; Anvil has no portgroups.
+//   - 1.104: node instance_name (create, PATCH, filter; a PATCH of
+//     instance_info fills it from display_name when empty).
+//   - 1.107: X-OpenStack-Request-Id mirrors Openstack-Request-Id (on every
+//     response, as in Ironic).
+//   - 1.108: disable_ramdisk with the service verb.
+//   - 1.109: node health, read-only (null until something sets it).
+//   - 1.110: abort from "wait call-back" (the conductor applies the gate).
 //
 // Files: server.go (config, routing, headers), version.go, errors.go,
 // decode.go (bodies, arguments, Python-style reprs for messages), paging.go,

@@ -68,6 +68,10 @@ func duplicateText(d *store.DuplicateError) string {
 // logged with the request id and answered with a generic text.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, reqID string, err error) {
 	status, msg, ok := classify(err)
+	if f, isFault := fault.As(err); isFault && f.Routing && ok {
+		writeRaw(w, status, routingErrorBody(status, msg))
+		return
+	}
 	if !ok {
 		level := slog.LevelError
 		if errors.Is(err, context.Canceled) {
@@ -95,6 +99,26 @@ func errorBody(status int, msg string) []byte {
 	inner.str(msg)
 	inner.key("debuginfo")
 	inner.null()
+	inner.endObj()
+	outer := jw{b: make([]byte, 0, 2*len(inner.b)+24)}
+	outer.rootObj()
+	outer.key("error_message")
+	outer.str(string(inner.bytes()))
+	outer.endObj()
+	return outer.bytes()
+}
+
+// routingErrorBody is webob's error document, nested the same way:
+// {"error_message": "{\"code\": 406, \"title\": \"Not Acceptable\", \"description\": \"...\"}"}.
+func routingErrorBody(status int, msg string) []byte {
+	inner := jw{}
+	inner.rootObj()
+	inner.key("code")
+	inner.integer(int64(status))
+	inner.key("title")
+	inner.str(http.StatusText(status))
+	inner.key("description")
+	inner.str(msg)
 	inner.endObj()
 	outer := jw{b: make([]byte, 0, 2*len(inner.b)+24)}
 	outer.rootObj()

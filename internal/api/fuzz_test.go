@@ -95,7 +95,7 @@ func FuzzApplyPatch(f *testing.F) {
 		if err != nil {
 			return
 		}
-		ops, err := parsePatch(v)
+		ops, err := parsePatch(v, MaxMinor)
 		if err != nil {
 			if fault.KindOf(err) != fault.Invalid {
 				t.Fatalf("parse: %v", err)

@@ -17,8 +17,14 @@ import (
 )
 
 // TestGophercloud drives the API with gophercloud's baremetal client, as
-// Metal3 does.
+// Metal3 does, at the oldest and the newest version Metal3 picks.
 func TestGophercloud(t *testing.T) {
+	for _, v := range []string{"1.89", "1.110"} {
+		t.Run(v, func(t *testing.T) { gophercloudAt(t, v) })
+	}
+}
+
+func gophercloudAt(t *testing.T, microversion string) {
 	e := newEnv(t)
 	srv := httptest.NewServer(e.h)
 	defer srv.Close()
@@ -26,7 +32,7 @@ func TestGophercloud(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client.Microversion = "1.89"
+	client.Microversion = microversion
 	ctx := t.Context()
 
 	node, err := nodes.Create(ctx, client, nodes.CreateOpts{Driver: fakeDriver, Name: "gc-node",

@@ -139,7 +139,17 @@ func faultOf(t testing.TB, rec *httptest.ResponseRecorder) (code, msg string) {
 	if err := json.Unmarshal([]byte(s), &inner); err != nil {
 		t.Fatalf("error_message is not JSON text: %v: %q", err, s)
 	}
-	if inner["debuginfo"] != nil || len(inner) != 3 {
+	if len(inner) != 3 {
+		t.Fatalf("unexpected inner error shape: %v", inner)
+	}
+	if desc, ok := inner["description"].(string); ok {
+		// webob's routing-error document: {"code", "title", "description"}.
+		if c, _ := inner["code"].(float64); int(c) != rec.Code || inner["title"] != http.StatusText(rec.Code) {
+			t.Fatalf("webob error document with code %v title %v on HTTP %d", inner["code"], inner["title"], rec.Code)
+		}
+		return "Client", desc
+	}
+	if inner["debuginfo"] != nil {
 		t.Fatalf("unexpected inner error shape: %v", inner)
 	}
 	code, _ = inner["faultcode"].(string)

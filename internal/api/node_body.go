@@ -243,7 +243,7 @@ func nodeDoc(n *model.Node) map[string]any {
 		"console_enabled": n.ConsoleEnabled, "description": str(n.Description),
 		"disable_power_off": n.DisablePowerOff, "driver": n.Driver,
 		"driver_info": obj(n.DriverInfo), "extra": obj(n.Extra),
-		"instance_info": obj(n.InstanceInfo), "instance_name": nil,
+		"instance_info": obj(n.InstanceInfo), "instance_name": str(n.InstanceName),
 		"instance_uuid": str(n.InstanceUUID), "lessee": str(n.Lessee),
 		"maintenance": n.Maintenance, "name": str(n.Name), "network_data": obj(n.NetworkData),
 		"owner": str(n.Owner), "parent_node": str(n.ParentNode), "properties": obj(n.Properties),
@@ -316,6 +316,8 @@ func nodeStringField(n *model.Node, k string) *string {
 		return &n.Description
 	case "driver":
 		return &n.Driver
+	case "instance_name":
+		return &n.InstanceName
 	case "instance_uuid":
 		return &n.InstanceUUID
 	case "lessee":

@@ -233,8 +233,14 @@ func (rc *call) nodeFilterFamily(sel *nodeSelection) error {
 	if err := rc.nodeFilterShard(sel); err != nil {
 		return err
 	}
-	if _, ok := rc.param("instance_name"); ok {
-		return fault.New(fault.NotAcceptable, "instance_name is not acceptable in this API version")
+	if name, ok := rc.param("instance_name"); ok {
+		if rc.minor < minorInstanceName {
+			return fault.New(fault.NotAcceptable, "instance_name is not acceptable in this API version")
+		}
+		// An exact match, as Ironic's SQL filter: an empty value (SQL
+		// '' is not NULL) matches no node.
+		sel.keep = append(sel.keep, func(n *model.Node) bool { return name != "" && n.InstanceName == name })
+		sel.link = append(sel.link, [2]string{"instance_name", name})
 	}
 	children, err := rc.boolParam("include_children")
 	if err != nil {

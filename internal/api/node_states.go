@@ -172,8 +172,13 @@ func (rc *call) gateProvision(req *conductor.ProvisionRequest, args map[string]a
 	if v, ok := fsm.LookupVerb(req.Target); ok && !v.AllowedAt(rc.minor) {
 		return notAcceptable()
 	}
-	if args["runbook"] != nil && rc.minor < minorRunbooks {
-		return notAcceptable()
+	if truthy(args["runbook"]) {
+		// Ironic ignores an empty runbook; a named one needs 1.92 and a
+		// runbook store, which Anvil does not have.
+		if rc.minor < minorRunbooks {
+			return notAcceptable()
+		}
+		return errNoRunbooks()
 	}
 	if err := rc.checkConfigDrive(req.Target, req.ConfigDrive); err != nil {
 		return err
@@ -195,6 +200,12 @@ func (rc *call) gateProvision(req *conductor.ProvisionRequest, args map[string]a
 		return notAcceptable()
 	}
 	return nil
+}
+
+// errNoRunbooks refuses a provision request naming a runbook (1.92):
+// Anvil has no /v1/runbooks, so no runbook can be named.
+func errNoRunbooks() error {
+	return invalid("Runbooks are not supported by this Anvil server; pass clean_steps or service_steps instead.")
 }
 
 // b64Alphabet is what Ironic accepts in a config drive string that is not
@@ -284,10 +295,25 @@ func (s *Server) setPowerState(rc *call) error {
 		}
 		req.Timeout = int(min(*timeout, math.MaxInt32))
 	}
+	if err := checkDisablePowerOff(n, target); err != nil {
+		return err
+	}
 	if err := s.cfg.Conductor.SetPower(rc.ctx, n.UUID, req); err != nil {
 		return err
 	}
 	return rc.accepted(rc.statesLocation(raw))
+}
+
+// checkDisablePowerOff is Ironic's API check of disable_power_off (1.95):
+// a node that must stay powered refuses power off and soft power off
+// (409 PowerStateFailure), at any version. (Ironic first refuses any power
+// change of a node in cleaning or clean wait with a 400; Anvil's API does
+// not make that check, so such a node gets this 409.)
+func checkDisablePowerOff(n *model.Node, target string) error {
+	if !n.DisablePowerOff || (target != fsm.PowerOff && target != fsm.SoftPowerOff) {
+		return nil
+	}
+	return fault.New(fault.Conflict, "Failed to set node power state to %s.", target)
 }
 
 // PUT /v1/nodes/{ident}/maintenance

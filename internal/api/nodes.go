@@ -2,6 +2,8 @@ package api
 
 import (
 	"errors"
+	"path"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -18,6 +20,7 @@ const (
 	minorEnrollState      = 11
 	minorInspectWait      = 39
 	minorResetInterfaces  = 45
+	minorInstanceName     = 104
 	maxDescriptionLength  = 4096
 )
 
@@ -42,13 +45,34 @@ func (s *Server) nodeRoutes() {
 }
 
 // nodeIdent validates a node identifier from the URL: a UUID (returned in
-// canonical form) or, from 1.5, a logical name.
+// canonical form) or, from 1.5, a logical name. When a ".json" was stripped
+// from the path right after it (before 1.91), the identifier with the
+// suffix is used if the one without names no node (Ironic's
+// get_rpc_node_with_suffix).
 func (rc *call) nodeIdent(raw string) (string, error) {
+	ident, err := rc.plainNodeIdent(raw)
+	if !rc.jsonSuffix || path.Base(rc.r.URL.Path) != raw {
+		return ident, err
+	}
+	switch {
+	case err == nil:
+		_, gerr := rc.s.cfg.Store.GetNode(rc.ctx, ident)
+		if !errors.Is(gerr, store.ErrNotFound) {
+			return ident, gerr
+		}
+	case fault.KindOf(err) != fault.NotFound:
+		return "", err
+	}
+	return rc.plainNodeIdent(raw + ".json")
+}
+
+// plainNodeIdent is nodeIdent without the ".json" fallback.
+func (rc *call) plainNodeIdent(raw string) (string, error) {
 	if isUUIDLike(raw) {
 		return canonicalUUID(raw), nil
 	}
 	if !isValidLogicalName(raw) {
-		return "", invalid("Expected UUID or name for node: %s", raw)
+		return "", fault.New(fault.Invalid, "Expected UUID or name for node: %s", raw).AsRouting()
 	}
 	if rc.minor < minorNodeName {
 		return "", fault.NodeNotFound(raw)
@@ -68,6 +92,9 @@ func (rc *call) loadNode() (*model.Node, string, error) {
 	}
 	n, err := rc.s.cfg.Store.GetNode(rc.ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
+		if rc.jsonSuffix && ident == raw+".json" {
+			return nil, raw, fault.NodeNotFound(ident)
+		}
 		return nil, raw, fault.NodeNotFound(raw)
 	}
 	return n, raw, err
@@ -230,7 +257,7 @@ func (rc *call) nodePatchRequest(raw string) ([]patchOp, bool, error) {
 	if v == nil {
 		v = map[string]any{}
 	}
-	ops, err := parsePatch(v)
+	ops, err := parsePatch(v, rc.minor)
 	if err != nil {
 		return nil, false, err
 	}
@@ -301,8 +328,22 @@ func (rc *call) applyNodePatch(n *model.Node, raw string, ops []patchOp, reset b
 			}
 		}
 	}
+	oldInfo := n.InstanceInfo
 	applyNodeDoc(n, doc)
+	syncInstanceName(n, oldInfo)
 	return nil
+}
+
+// syncInstanceName is Ironic's forward compatibility for Nova: a PATCH
+// that changes instance_info of a node without an instance_name takes the
+// name from instance_info.display_name (at any version).
+func syncInstanceName(n *model.Node, oldInfo model.JSON) {
+	if n.InstanceName != "" || (len(oldInfo) == 0 && len(n.InstanceInfo) == 0) || reflect.DeepEqual(oldInfo, n.InstanceInfo) {
+		return
+	}
+	if dn, ok := n.InstanceInfo["display_name"].(string); ok && dn != "" {
+		n.InstanceName = dn
+	}
 }
 
 // DELETE /v1/nodes/{ident}

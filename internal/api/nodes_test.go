@@ -53,7 +53,8 @@ func TestNodeCreate(t *testing.T) {
 			"Chassis 0d4b3e35-3a15-4d61-9fbc-4e0ab1f2f7f3 could not be found.", nil},
 		{"missing parent", latest, `{"driver":"fake-hardware","parent_node":"ghost"}`, 400,
 			"Unable to apply the requested parent_node 'ghost'. Requested value was invalid.", nil},
-		{"instance_name above 1.89", latest, `{"driver":"fake-hardware","instance_name":"x"}`, 406, "Request not acceptable.", nil},
+		{"instance_name before 1.104", at(103), `{"driver":"fake-hardware","instance_name":"x"}`, 406, "Request not acceptable.", nil},
+		{"instance_name", latest, `{"driver":"fake-hardware","instance_name":"x"}`, 201, "", "enroll"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

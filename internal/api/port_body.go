@@ -157,19 +157,41 @@ func checkLocalLink(m map[string]any) error {
 	return nil
 }
 
-// checkPortFieldVersions refuses fields newer than the request (406).
+// OVN VTEP switches in local_link_connection: accepted from 1.90, and
+// from 1.105 (which removed the feature) no longer (Ironic's
+// allow_ovn_vtep_version).
+const (
+	minorOVNVTEP       = 90
+	minorRemoveOVNVTEP = 105
+	// llcVTEP is the pseudo field of a create body whose
+	// local_link_connection names a VTEP logical switch.
+	llcVTEP = "local_link_connection/vtep-logical-switch"
+)
+
+var llcVTEPKeys = []string{"vtep-logical-switch", "vtep-physical-switch"}
+
+func ovnVTEPAllowed(minor int) bool { return minor >= minorOVNVTEP && minor < minorRemoveOVNVTEP }
+
+// checkPortFieldVersions refuses fields the request's version does not
+// know (406).
 func checkPortFieldVersions(fields []string, minor int) error {
 	for _, f := range fields {
 		if m, ok := portFieldMinor[f]; ok && m > minor && f != "internal_info" {
+			return notAcceptable()
+		}
+		if f == llcVTEP && !ovnVTEPAllowed(minor) {
 			return notAcceptable()
 		}
 	}
 	return nil
 }
 
-// portBodyFields lists the keys a create body sets, network_type included.
+// portBodyFields lists the keys a create body sets, with the
+// local_link_connection keys that have their own versions. (A PATCH is
+// checked on its paths only, so, as in Ironic, it may set VTEP keys at any
+// version; they are then hidden outside 1.90-1.104.)
 func portBodyFields(doc map[string]any) []string {
-	fields := make([]string, 0, len(doc)+1)
+	fields := make([]string, 0, len(doc)+2)
 	for k := range doc {
 		fields = append(fields, k)
 	}
@@ -177,8 +199,25 @@ func portBodyFields(doc map[string]any) []string {
 		if _, ok := llc["network_type"]; ok {
 			fields = append(fields, "local_link_connection/network_type")
 		}
+		if _, ok := llc["vtep-logical-switch"]; ok {
+			fields = append(fields, llcVTEP)
+		}
 	}
 	return fields
+}
+
+// shownLocalLink is a port's local_link_connection at the request's
+// version: outside 1.90-1.104 one naming VTEP switches reads {}.
+func shownLocalLink(llc map[string]any, minor int) map[string]any {
+	if ovnVTEPAllowed(minor) {
+		return llc
+	}
+	for _, k := range llcVTEPKeys {
+		if _, ok := llc[k]; ok {
+			return nil
+		}
+	}
+	return llc
 }
 
 // portDoc is the patchable document of a port.

@@ -37,7 +37,9 @@ var portFields = []portField{
 	{"extra", 1, func(w *jw, _ *call, p *model.Port) { w.object(p.Extra) }},
 	{"internal_info", 18, func(w *jw, _ *call, p *model.Port) { w.masked(p.InternalInfo) }},
 	{"is_smartnic", 53, func(w *jw, _ *call, p *model.Port) { w.boolean(p.IsSmartNIC) }},
-	{"local_link_connection", 19, func(w *jw, _ *call, p *model.Port) { w.object(p.LocalLinkConnection) }},
+	{"local_link_connection", 19, func(w *jw, rc *call, p *model.Port) {
+		w.object(shownLocalLink(p.LocalLinkConnection, rc.minor))
+	}},
 	{"physical_network", 34, func(w *jw, _ *call, p *model.Port) { w.strOrNull(p.PhysicalNetwork) }},
 	{"pxe_enabled", 19, func(w *jw, _ *call, p *model.Port) { w.boolean(p.PXEEnabled) }},
 	{"node_uuid", 1, func(w *jw, _ *call, p *model.Port) { w.strOrNull(p.NodeUUID) }},
@@ -166,13 +168,7 @@ func (s *Server) createPort(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := doc["node_ident"]; ok && rc.minor < minorPortNodeIdent {
-		return notAcceptable()
-	}
-	nodeUUID, _ := doc["node_uuid"].(string)
-	if _, err := s.cfg.Store.GetNode(rc.ctx, nodeUUID); errors.Is(err, store.ErrNotFound) {
-		return invalid("Node %s could not be found.", nodeUUID)
-	} else if err != nil {
+	if err := rc.resolvePortNode(doc); err != nil {
 		return err
 	}
 	if err := checkPortFieldVersions(portBodyFields(doc), rc.minor); err != nil {
@@ -196,6 +192,35 @@ func (s *Server) createPort(rc *call) error {
 	return rc.json(201, w)
 }
 
+// resolvePortNode finds the node of a port to create: node_uuid, or from
+// 1.94 node_ident (a UUID or a name). The body then names it by UUID. An
+// unknown node is a 400 naming what the client sent (Ironic names
+// node_uuid, so it says "Node None" for an unknown node_ident).
+func (rc *call) resolvePortNode(doc map[string]any) error {
+	ident, _ := doc["node_ident"].(string)
+	if ident != "" && rc.minor < minorPortNodeIdent {
+		return notAcceptable()
+	}
+	if ident == "" { // Ironic treats an empty node_ident as absent
+		ident, _ = doc["node_uuid"].(string)
+	}
+	switch {
+	case isUUIDLike(ident):
+		ident = canonicalUUID(ident)
+	case !isValidLogicalName(ident):
+		return invalid("Expected a logical name or UUID but received %s.", pyStr(nilIfEmpty(ident)))
+	}
+	n, err := rc.s.cfg.Store.GetNode(rc.ctx, ident)
+	if errors.Is(err, store.ErrNotFound) {
+		return invalid("Node %s could not be found.", ident)
+	} else if err != nil {
+		return err
+	}
+	delete(doc, "node_ident")
+	doc["node_uuid"] = n.UUID
+	return nil
+}
+
 // PATCH /v1/ports/{ident}
 func (s *Server) patchPort(rc *call) error {
 	if err := rc.checkQuery(); err != nil {
@@ -213,7 +238,7 @@ func (s *Server) patchPort(rc *call) error {
 	if v == nil {
 		v = map[string]any{}
 	}
-	ops, err := parsePatch(v)
+	ops, err := parsePatch(v, rc.minor)
 	if err != nil {
 		return err
 	}
@@ -406,7 +431,7 @@ func (rc *call) portSelection(parentNode string) (portSelection, error) {
 	if err := rc.portAddressFilter(&sel); err != nil {
 		return sel, err
 	}
-	if err := rc.portOtherFilters(&sel, hasNode || nodeUUID != ""); err != nil {
+	if err := rc.portOtherFilters(&sel, hasNode || nodeUUID != "", sel.q.Address != ""); err != nil {
 		return sel, err
 	}
 	if nodeUUID == "" && hasNode {
@@ -453,27 +478,43 @@ func (rc *call) portAddressFilter(sel *portSelection) error {
 	return nil
 }
 
-func (rc *call) portOtherFilters(sel *portSelection, byNode bool) error {
-	if pg, ok := rc.param("portgroup"); ok {
+func (rc *call) portOtherFilters(sel *portSelection, byNode, byAddress bool) error {
+	pg, byPortgroup := rc.param("portgroup")
+	if byPortgroup {
 		if rc.minor < minorPortgroups {
 			return notAcceptable()
 		}
 		if !isUUIDLike(pg) && !isValidLogicalName(pg) {
 			return invalid("Expected UUID or name for portgroup: %s", pg)
 		}
-		return fault.New(fault.NotFound, "Portgroup %s could not be found.", pg)
 	}
-	if _, ok := rc.param("conductor_groups"); ok && rc.minor < minorConductorGroups {
+	rawGroups, byGroups := rc.param("conductor_groups")
+	if byGroups && rc.minor < minorConductorGroups {
 		return notAcceptable()
 	}
-	if raw, ok := rc.param("shard"); ok {
+	rawShard, byShard := rc.param("shard")
+	if byShard {
 		if rc.minor < 82 {
 			return minVersionRequired(82)
 		}
-		if byNode {
+		if byNode || byPortgroup {
 			return invalid("Operation not permitted.")
 		}
-		rc.portShardFilter(sel, raw)
+	}
+	groups := stringList(rawGroups)
+	if len(groups) > 0 && (byNode || byPortgroup || byAddress) {
+		return invalid("Filtering by conductor_groups cannot be combined with node_ident, portgroup_ident, or node address filters.")
+	}
+	if byPortgroup {
+		return fault.New(fault.NotFound, "Portgroup %s could not be found.", pg)
+	}
+	switch {
+	case byShard:
+		// Ironic lists by shard and ignores conductor_groups then.
+		rc.portShardFilter(sel, rawShard)
+	case len(groups) > 0:
+		rc.portGroupFilter(sel, groups)
+		sel.link = append(sel.link, [2]string{"conductor_groups", rawGroups})
 	}
 	if v, ok := rc.param("description_contains"); ok {
 		sel.keep = append(sel.keep, func(p *model.Port) bool { return strings.Contains(p.Description, v) })
@@ -482,25 +523,47 @@ func (rc *call) portOtherFilters(sel *portSelection, byNode bool) error {
 	return nil
 }
 
-// portShardFilter keeps ports whose node is in one of the shards.
-func (rc *call) portShardFilter(sel *portSelection, raw string) {
-	var shards []string
+// stringList is Ironic's args.string_list: comma separated, blanks
+// trimmed, lower-cased, empty items and duplicates dropped.
+func stringList(raw string) []string {
+	var out []string
 	for _, s := range strings.Split(raw, ",") {
-		if s = strings.ToLower(strings.TrimSpace(s)); s != "" {
-			shards = append(shards, s)
+		if s = strings.ToLower(strings.TrimSpace(s)); s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
 		}
 	}
+	return out
+}
+
+// portShardFilter keeps ports whose node is in one of the shards.
+func (rc *call) portShardFilter(sel *portSelection, raw string) {
+	shards := stringList(raw)
+	sel.keep = append(sel.keep, rc.portNodeFilter(func(n *model.Node) bool {
+		return slices.Contains(shards, strings.ToLower(n.Shard))
+	}))
+	sel.link = append(sel.link, [2]string{"shard", raw})
+}
+
+// portGroupFilter keeps ports whose node is in one of the conductor
+// groups (1.99).
+func (rc *call) portGroupFilter(sel *portSelection, groups []string) {
+	sel.keep = append(sel.keep, rc.portNodeFilter(func(n *model.Node) bool {
+		return slices.Contains(groups, strings.ToLower(n.ConductorGroup))
+	}))
+}
+
+// portNodeFilter keeps ports whose node matches, reading each node once.
+func (rc *call) portNodeFilter(match func(n *model.Node) bool) func(*model.Port) bool {
 	cache := map[string]bool{}
-	sel.keep = append(sel.keep, func(p *model.Port) bool {
+	return func(p *model.Port) bool {
 		in, ok := cache[p.NodeUUID]
 		if !ok {
 			n, err := rc.s.cfg.Store.GetNode(rc.ctx, p.NodeUUID)
-			in = err == nil && slices.Contains(shards, strings.ToLower(n.Shard))
+			in = err == nil && match(n)
 			cache[p.NodeUUID] = in
 		}
 		return in
-	})
-	sel.link = append(sel.link, [2]string{"shard", raw})
+	}
 }
 
 // fetchPorts reads one page, scanning past ports the store cannot filter.

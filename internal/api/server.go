@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/big"
 	"net/http"
 	"net/url"
 	"slices"
@@ -86,6 +87,8 @@ type call struct {
 	reqID string
 	query url.Values
 	ncond *nodeConductor // lazily resolved "conductor" of rendered nodes
+	// jsonSuffix: a ".json" was stripped from the path (before 1.91).
+	jsonSuffix bool
 
 	linkSelf, linkBook []byte // encoded `{"href": "<base>[/v1]`, built on first use
 }
@@ -103,6 +106,7 @@ func (s *Server) routes() {
 	s.driverRoutes()
 	s.conductorRoutes()
 	s.agentRoutes()
+	s.eventRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		rc := r.Context().Value(callKey{}).(*call)
 		s.writeError(w, r, rc.reqID, errNotFound())
@@ -149,6 +153,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	reqID := "req-" + uuid.NewString()
 	h := sw.Header()
 	h.Set(hdrRequestID, reqID)
+	h.Set(hdrXRequestID, reqID)
 	h.Set(hdrMinVersion, minVersionString)
 	h.Set(hdrMaxVersion, maxVersionString)
 	h.Set("Vary", hdrStdVersion+", "+hdrLegacyVersion)
@@ -173,7 +178,39 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		base: s.publicURL(r)}
 	ctx := context.WithValue(r.Context(), callKey{}, rc)
 	rc.ctx = ctx
-	s.mux.ServeHTTP(sw, withV1Prefix(r.WithContext(ctx)))
+	routed, stripped := stripJSONSuffix(r.WithContext(ctx))
+	rc.jsonSuffix = stripped
+	s.mux.ServeHTTP(sw, withV1Prefix(routed))
+}
+
+// stripJSONSuffix is Ironic's JsonExtensionMiddleware: before 1.91 a path
+// ending in ".json" (trailing slashes aside) is served without it, so
+// /v1/nodes/n1.json is node n1; from 1.91 it is node "n1.json". Like
+// Ironic, it reads only the legacy X-OpenStack-Ironic-API-Version header:
+// a request without it (served at 1.1) or with only OpenStack-API-Version
+// keeps its path.
+func stripJSONSuffix(r *http.Request) (*http.Request, bool) {
+	p := strings.TrimRight(r.URL.Path, "/")
+	if !strings.HasSuffix(p, ".json") {
+		return r, false
+	}
+	_, minor, ok := parseVersion(strings.Join(r.Header.Values(hdrLegacyVersion), ","))
+	if !ok || minor.Sign() == 0 || minor.Cmp(big.NewInt(minorDotJSON)) >= 0 {
+		return r, false
+	}
+	u := *r.URL
+	u.Path = strings.TrimSuffix(p, ".json")
+	if u.Path == "" {
+		u.Path = "/"
+	}
+	if raw := strings.TrimRight(u.RawPath, "/"); strings.HasSuffix(raw, ".json") {
+		u.RawPath = strings.TrimSuffix(raw, ".json")
+	} else {
+		u.RawPath = ""
+	}
+	r2 := *r
+	r2.URL = &u
+	return &r2, true
 }
 
 // withV1Prefix routes unversioned paths (bookmark links such as /nodes/X)

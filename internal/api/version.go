@@ -12,7 +12,7 @@ import (
 // Microversion range of the API: 1.MinMinor through 1.MaxMinor.
 const (
 	MinMinor = 1
-	MaxMinor = 89
+	MaxMinor = 110
 )
 
 // Header names of Ironic's microversion protocol.
@@ -22,8 +22,16 @@ const (
 	hdrMinVersion    = "X-OpenStack-Ironic-API-Minimum-Version"
 	hdrMaxVersion    = "X-OpenStack-Ironic-API-Maximum-Version"
 	hdrRequestID     = "Openstack-Request-Id"
-	serviceType      = "baremetal"
+	// hdrXRequestID mirrors hdrRequestID (Ironic 1.107, oslo's request id
+	// middleware); like Ironic, it is on every response, whatever the
+	// requested version.
+	hdrXRequestID = "X-Openstack-Request-Id"
+	serviceType   = "baremetal"
 )
+
+// minorDotJSON is the version from which a ".json" ending of a path is
+// part of the resource name (Ironic's MINOR_91_DOT_JSON).
+const minorDotJSON = 91
 
 var (
 	minVersionString = fmt.Sprintf("1.%d", MinMinor)
@@ -60,7 +68,7 @@ func negotiate(h http.Header) (int, error) {
 	if !minor.IsInt64() || minor.Int64() < MinMinor || minor.Int64() > MaxMinor {
 		return 0, fault.New(fault.NotAcceptable,
 			"Version %s was requested but the minor version is not supported by this service. The supported version range is: [%s, %s].",
-			shown, minVersionString, maxVersionString)
+			shown, minVersionString, maxVersionString).AsRouting()
 	}
 	return int(minor.Int64()), nil
 }

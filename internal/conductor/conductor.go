@@ -53,6 +53,12 @@ type Config struct {
 	// Concurrency caps (Ironic's max_concurrent_deploy 250, max_concurrent_clean 50).
 	MaxConcurrentDeploy int
 	MaxConcurrentClean  int
+
+	// Recorder, if set, is told how long each lock acquisition waited and
+	// whether it got the lock (metrics).
+	Recorder interface {
+		LockWait(d time.Duration, acquired bool)
+	}
 }
 
 // withDefaults returns cfg with Ironic's defaults in every zero field.
@@ -260,6 +266,9 @@ func (c *Conductor) spawn(fn func(ctx context.Context)) {
 		fn(c.workCtx)
 	}()
 }
+
+// Workers reports the worker pool's use: busy workers and pool size.
+func (c *Conductor) Workers() (busy, size int) { return len(c.slots), cap(c.slots) }
 
 // WaitIdle blocks until no worker is running. Work started before the call
 // is waited for; tests use it instead of sleeping.

@@ -392,3 +392,25 @@ func TestShutdownInterruptsAndReleases(t *testing.T) {
 		t.Fatalf("work accepted after shutdown: %v", err)
 	}
 }
+
+func TestInspectionCreatesPorts(t *testing.T) {
+	e := newEnv(t, nil)
+	id := e.create(model.JSON{"fake_inspect_macs": "52:54:00:AA:00:01, 52:54:00:aa:00:02"}).UUID
+	e.must(id, "manage", fsm.Manageable)
+	other := e.create(nil).UUID
+	if err := e.c.CreatePort(e.ctx, &model.Port{UUID: "6d85703a-565d-469a-96ce-30b6de53079d", NodeUUID: other, Address: "52:54:00:aa:00:02"}); err != nil {
+		t.Fatal(err)
+	}
+	n := e.must(id, "inspect", fsm.Manageable)
+	if n.InspectionFinishedAt.IsZero() {
+		t.Fatal("inspection_finished_at not set")
+	}
+	ports, err := e.st.ListPorts(e.ctx, store.PortQuery{NodeUUID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ports) != 1 || ports[0].Address != "52:54:00:aa:00:01" || !ports[0].PXEEnabled {
+		t.Fatalf("ports after inspection: %+v (the MAC already used by another node must be skipped)", ports)
+	}
+	assertHistory(t, e, id, "Port 52:54:00:aa:00:01 created by inspection")
+}

@@ -3,9 +3,13 @@ package conductor
 import (
 	"context"
 	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
 
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/model"
 )
 
 // Verifier is an optional Power capability: check the BMC answers with the
@@ -56,11 +60,13 @@ func (c *Conductor) inspectFlow(ctx context.Context, t *task) {
 		t.failWith(fmt.Sprintf("Failed to validate inspect interface for node %s: %v", n.UUID, err), "")
 		return
 	}
-	res, err := t.drv.Inspect.Inspect(ctx, t.driverTask(ctx))
+	dt := t.driverTask(ctx)
+	res, err := t.drv.Inspect.Inspect(ctx, dt)
 	if err != nil {
 		t.failWith(fmt.Sprintf("Failed to inspect hardware. Reason: %v", err), "")
 		return
 	}
+	c.createInspectedPorts(ctx, t, dt.Ports)
 	if res == driver.Wait {
 		_ = t.fire(fsm.EvWait, "", false)
 		return
@@ -175,5 +181,23 @@ func (c *Conductor) serviceFlow(steps []map[string]any) flow {
 			return
 		}
 		c.runSteps(ctx, t, driver.ServiceSteps, 0)
+	}
+}
+
+// createInspectedPorts stores the ports an inspection found (those without a
+// UUID); a MAC that already exists is left alone.
+func (c *Conductor) createInspectedPorts(ctx context.Context, t *task, ports []*model.Port) {
+	for _, p := range ports {
+		if p.UUID != "" {
+			continue
+		}
+		p.UUID, p.NodeUUID = uuid.NewString(), t.node.UUID
+		p.Address = strings.ToLower(p.Address)
+		if err := c.CreatePort(ctx, p); err != nil {
+			c.log.Info("inspection found a port that could not be created", "node", t.node.UUID, "address", p.Address, "err", err)
+			continue
+		}
+		t.record(&model.HistoryEvent{Severity: model.SeverityInfo, EventType: "inspection",
+			Event: fmt.Sprintf("Port %s created by inspection", p.Address)})
 	}
 }

@@ -42,12 +42,19 @@ func (c *Conductor) acquire(ctx context.Context, ident, user string) (*task, err
 	if err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(time.Duration(c.cfg.LockRetries) * c.cfg.LockRetryInterval)
+	start := time.Now()
+	deadline := start.Add(time.Duration(c.cfg.LockRetries) * c.cfg.LockRetryInterval)
+	record := func(acquired bool) {
+		if c.cfg.Recorder != nil {
+			c.cfg.Recorder.LockWait(time.Since(start), acquired)
+		}
+	}
 	pause := 2 * time.Millisecond
 	for {
 		locked, err := c.store.ReserveNode(ctx, n.UUID, c.cfg.Host)
 		if err == nil {
 			n = locked
+			record(true)
 			break
 		}
 		var le *store.LockedError
@@ -56,10 +63,12 @@ func (c *Conductor) acquire(ctx context.Context, ident, user string) (*task, err
 			return nil, fault.NodeNotFound(ident)
 		case errors.As(err, &le) && time.Now().Before(deadline):
 			if serr := sleepCtx(ctx, min(pause, time.Until(deadline))); serr != nil {
+				record(false)
 				return nil, fault.NodeLocked(n.UUID, le.Holder)
 			}
 			pause = min(2*pause, 100*time.Millisecond)
 		case errors.As(err, &le):
+			record(false)
 			return nil, fault.NodeLocked(n.UUID, le.Holder)
 		default:
 			return nil, err

@@ -28,7 +28,8 @@ const (
 
 // Task is what an interface works on: the node (held under its lock by the
 // conductor) and its ports. Drivers may change Node fields (power_state,
-// driver_internal_info, properties, ...); the conductor saves them.
+// driver_internal_info, properties, ...); the conductor saves them. Inspect
+// may append newly found ports with an empty UUID; the conductor creates them.
 type Task struct {
 	Node  *model.Node
 	Ports []*model.Port

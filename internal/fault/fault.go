@@ -29,6 +29,17 @@ type Error struct {
 	Kind Kind
 	Msg  string
 	Err  error // optional cause, never shown to clients
+	// Routing marks errors Ironic raises before its controllers run (bad
+	// microversion, malformed identifier in the path): Ironic answers those
+	// with webob's {"code", "title", "description"} document instead of
+	// {"faultcode", "faultstring", "debuginfo"}.
+	Routing bool
+}
+
+// AsRouting marks e as a routing error and returns it.
+func (e *Error) AsRouting() *Error {
+	e.Routing = true
+	return e
 }
 
 func (e *Error) Error() string { return e.Msg }

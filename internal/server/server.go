@@ -1,6 +1,8 @@
-// Package server wires Anvil together for `anvil serve`: the store, the driver
-// registry (the only place that imports driver implementations), the
-// conductor and the API, and runs them until the context ends.
+// Package server wires Anvil together for `anvil serve`: the store (wrapped
+// to publish node changes on the event broker and to count lock attempts),
+// the driver registry (the only place that imports driver implementations),
+// the conductor, the API with its watch stream, and /metrics; and runs them
+// until the context ends.
 package server
 
 import (
@@ -15,6 +17,8 @@ import (
 	"github.com/anvil-metal/anvil/internal/api"
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
+	"github.com/anvil-metal/anvil/internal/events"
+	"github.com/anvil-metal/anvil/internal/metrics"
 	"github.com/anvil-metal/anvil/internal/store/storeopen"
 )
 
@@ -29,6 +33,9 @@ type Config struct {
 	// sync, limits); Serve fills in its store, drivers, host and logger.
 	Conductor       conductor.Config
 	ShutdownTimeout time.Duration // grace for running work on SIGTERM
+	// Events configures the watch stream's broker (ring size, per-reader
+	// buffer, heartbeat interval); zero values take its defaults.
+	Events events.Config
 	// Ready, if set, is called with the bound address once serving.
 	Ready func(addr string)
 }
@@ -42,11 +49,17 @@ func Serve(ctx context.Context, cfg Config) error {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
 	}
-	st, err := storeopen.Open(ctx, cfg.Database)
+	db, err := storeopen.Open(ctx, cfg.Database)
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)
 	}
-	defer st.Close()
+	defer db.Close()
+	// Every node write goes through st: it is published on the broker (the
+	// watch stream and the transition metrics) and its lock attempts counted.
+	broker := events.NewBroker(cfg.Events)
+	defer broker.Close()
+	mx := metrics.New(metrics.Config{Store: db, Broker: broker, Log: cfg.Log, Process: true})
+	st := events.Store(mx.Store(db), broker)
 	ccfg := cfg.Conductor
 	// From flags, 0 means "disabled" (Ironic's meaning); the conductor reads
 	// 0 as "default" and a negative interval as "disabled".
@@ -56,12 +69,16 @@ func Serve(ctx context.Context, cfg Config) error {
 		}
 	}
 	ccfg.Store, ccfg.Drivers, ccfg.Host, ccfg.Log = st, Registry(fake.New()), cfg.HostID, cfg.Log
+	ccfg.Recorder = mx
 	cond, err := conductor.New(ccfg)
 	if err != nil {
 		return err
 	}
 	cctx, stopConductor := context.WithCancel(context.Background())
 	defer stopConductor()
+	if p, ok := any(cond).(metrics.Pool); ok {
+		mx.AddPool(p)
+	}
 	if err := cond.Start(cctx); err != nil {
 		return err
 	}
@@ -70,9 +87,12 @@ func Serve(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}),
+		Handler:           handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
+	// Open watch streams end when shutdown begins, or Shutdown would wait
+	// for them until its deadline.
+	srv.RegisterOnShutdown(broker.Close)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	cfg.Log.Info("anvil serving", "listen", ln.Addr().String(), "host", cfg.HostID)
@@ -93,4 +113,17 @@ func Serve(ctx context.Context, cfg Config) error {
 	err = cond.Shutdown(sctx)
 	stopConductor()
 	return err
+}
+
+// handler serves /metrics and, instrumented, the API.
+func handler(apiH http.Handler, mx *metrics.Metrics) http.Handler {
+	metricsH := mx.Handler()
+	instrumented := mx.Instrument(apiH, func(r *http.Request) string { return api.Route(apiH, r) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			metricsH.ServeHTTP(w, r)
+			return
+		}
+		instrumented.ServeHTTP(w, r)
+	})
 }

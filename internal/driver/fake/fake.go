@@ -253,9 +253,19 @@ func (h *Hardware) Adopt(ctx context.Context, t *driver.Task) error {
 	return h.op(ctx, t.Node, "adopt", "adopt")
 }
 
-// Inspect fills nothing, like Ironic's fake inspect.
+// Inspect fills nothing, like Ironic's fake inspect, except that the MACs in
+// driver_info fake_inspect_macs (comma list) are reported as found NICs.
 func (h *Hardware) Inspect(ctx context.Context, t *driver.Task) (driver.Result, error) {
-	return result(t.Node, "inspect"), h.op(ctx, t.Node, "inspect", "inspect")
+	if err := h.op(ctx, t.Node, "inspect", "inspect"); err != nil {
+		return driver.Done, err
+	}
+	macs, _ := t.Node.DriverInfo["fake_inspect_macs"].(string)
+	for _, mac := range strings.Split(macs, ",") {
+		if mac = strings.TrimSpace(mac); mac != "" {
+			t.Ports = append(t.Ports, &model.Port{Address: mac, PXEEnabled: true})
+		}
+	}
+	return result(t.Node, "inspect"), nil
 }
 
 // Rescue boots the "rescue environment".

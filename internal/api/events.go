@@ -1,0 +1,241 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/anvil-metal/anvil/internal/events"
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// The watch stream (an Anvil extension, not part of Ironic's API): GET
+// /v1/events/stream answers server-sent events of node changes. It is served
+// when the configured store publishes its changes (events.Store); otherwise
+// the path is 404. It takes no microversion gate; the standard headers are
+// set as on every response.
+
+// streamWriteTimeout bounds one write to a stream: a reader that stops
+// reading for this long is disconnected instead of holding a goroutine.
+const streamWriteTimeout = 30 * time.Second
+
+func (s *Server) eventRoutes() {
+	s.handle(endpoint{"GET": s.streamEvents}, events.StreamPath)
+}
+
+// brokerOf returns the broker of the store's event stream, if it has one.
+func (s *Server) brokerOf() *events.Broker {
+	if p, ok := s.cfg.Store.(interface{ Broker() *events.Broker }); ok {
+		return p.Broker()
+	}
+	return nil
+}
+
+// GET /v1/events/stream?node=&fields=&types=&snapshot= (Last-Event-ID header)
+func (s *Server) streamEvents(rc *call) error {
+	b := s.brokerOf()
+	if b == nil {
+		return errNotFound()
+	}
+	if err := rc.checkQuery(events.ParamNode, events.ParamFields, events.ParamTypes,
+		events.ParamSnapshot, events.ParamLastEventID); err != nil {
+		return err
+	}
+	f, err := events.ParseFilter(rc.query)
+	if err != nil {
+		return invalid("%s", err.Error())
+	}
+	after, resume, err := rc.lastEventID()
+	if err != nil {
+		return err
+	}
+	if f.Nodes, err = rc.streamNodes(f.Nodes); err != nil {
+		return err
+	}
+	var sub *events.Subscription
+	reset := false
+	if resume {
+		var ok bool
+		sub, ok = b.Resume(f, after)
+		reset = !ok
+	} else {
+		sub = b.Subscribe(f)
+	}
+	defer sub.Close()
+	h := rc.w.Header()
+	h.Set("Content-Type", events.ContentType)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	rc.w.WriteHeader(http.StatusOK)
+	if rc.r.Method == http.MethodHead {
+		return nil
+	}
+	st := &sseStream{rc: rc, ctl: http.NewResponseController(rc.w)}
+	defer func() { _ = st.ctl.SetWriteDeadline(time.Time{}) }()
+	st.buf = append(st.buf, "retry: 1000\n"...)
+	switch {
+	case reset:
+		st.buf = events.AppendSSE(st.buf, &events.Event{ID: sub.Start(), Type: events.TypeReset, Time: s.cfg.Now().UTC()})
+	case !resume:
+		st.buf = events.AppendHeartbeat(st.buf, sub.Start()) // the reader's first position
+	}
+	if f.Snapshot && (!resume || reset) {
+		if err := st.snapshot(f.Nodes, sub.Start()); err != nil {
+			s.log.Error("event stream snapshot failed", "request_id", rc.reqID, "err", err)
+			return nil // the response has started: just end it
+		}
+	}
+	if !st.flush() {
+		return nil
+	}
+	st.follow(sub, b.Heartbeat())
+	return nil
+}
+
+// lastEventID reads the resume point: the Last-Event-ID header or the
+// last_event_id parameter. ok is false when there is none.
+func (rc *call) lastEventID() (id uint64, ok bool, err error) {
+	raw := strings.TrimSpace(rc.r.Header.Get("Last-Event-ID"))
+	if raw == "" {
+		raw, _ = rc.param(events.ParamLastEventID)
+	}
+	if raw == "" {
+		return 0, false, nil
+	}
+	id, perr := strconv.ParseUint(raw, 10, 64)
+	if perr != nil {
+		return 0, false, invalid("Invalid Last-Event-ID %q: expected an event id", raw)
+	}
+	return id, true, nil
+}
+
+// streamNodes checks the node identifiers of a filter and adds the UUID
+// and name of each node that exists, so that a node followed by name is
+// still followed after a rename. Unknown identifiers are kept: a node may
+// be created later.
+func (rc *call) streamNodes(idents []string) ([]string, error) {
+	var out []string
+	add := func(s string) {
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	for _, raw := range idents {
+		ident := raw
+		switch {
+		case isUUIDLike(raw):
+			ident = canonicalUUID(raw)
+		case !isValidLogicalName(raw):
+			return nil, invalid("Expected UUID or name for node: %s", raw)
+		}
+		add(ident)
+		n, err := rc.s.cfg.Store.GetNode(rc.ctx, ident)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			add(n.UUID)
+			add(n.Name)
+		}
+	}
+	return out, nil
+}
+
+// sseStream writes one stream.
+type sseStream struct {
+	rc  *call
+	ctl *http.ResponseController
+	buf []byte
+}
+
+// flush writes the buffer and flushes it; false means the reader is gone.
+func (st *sseStream) flush() bool {
+	if len(st.buf) == 0 {
+		return true
+	}
+	_ = st.ctl.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	_, err := st.rc.w.Write(st.buf)
+	st.buf = st.buf[:0]
+	if err == nil {
+		err = st.ctl.Flush()
+	}
+	return err == nil
+}
+
+// snapshot queues a node.snapshot event per followed node (every node if
+// the filter names none), read after the subscription began.
+func (st *sseStream) snapshot(idents []string, pos uint64) error {
+	rc := st.rc
+	var nodes []*model.Node
+	if len(idents) == 0 {
+		all, err := rc.s.cfg.Store.ListNodes(rc.ctx, store.NodeQuery{})
+		if err != nil {
+			return err
+		}
+		nodes = all
+	}
+	seen := map[string]bool{}
+	for _, ident := range idents {
+		n, err := rc.s.cfg.Store.GetNode(rc.ctx, ident)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !seen[n.UUID] {
+			seen[n.UUID] = true
+			nodes = append(nodes, n)
+		}
+	}
+	now := rc.s.cfg.Now().UTC()
+	for _, n := range nodes {
+		state := events.StateOf(n)
+		st.buf = events.AppendSSE(st.buf, &events.Event{ID: pos, Type: events.TypeSnapshot,
+			Time: now, Node: n.UUID, Name: n.Name, State: &state})
+		if len(st.buf) > 64<<10 && !st.flush() {
+			return nil
+		}
+	}
+	return nil
+}
+
+// follow writes the subscription's events as they come, and a heartbeat
+// carrying the reader's position every interval, until the reader leaves or
+// the subscription ends (after its final overflow event, if any).
+func (st *sseStream) follow(sub *events.Subscription, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	var batch []events.Event
+	heartbeat := false
+	for {
+		var (
+			pos uint64
+			err error
+		)
+		batch, pos, err = sub.Take(batch[:0])
+		for i := range batch {
+			st.buf = events.AppendSSE(st.buf, &batch[i])
+		}
+		clear(batch)
+		if heartbeat {
+			st.buf = events.AppendHeartbeat(st.buf, pos)
+			heartbeat = false
+		}
+		if !st.flush() || err != nil {
+			return
+		}
+		select {
+		case <-sub.Ready():
+		case <-tick.C:
+			heartbeat = true
+		case <-st.rc.ctx.Done():
+			return
+		}
+	}
+}

@@ -1,0 +1,132 @@
+package bmcemu
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// KnobsPatch is the body of PATCH /emulator/machines[/{id}]: fields left out
+// are unchanged. Latency is a Go duration ("50ms").
+type KnobsPatch struct {
+	Latency     *string  `json:"latency,omitempty"`
+	FailureRate *float64 `json:"failure_rate,omitempty"`
+	Dead        *bool    `json:"dead,omitempty"`
+	RejectAuth  *bool    `json:"reject_auth,omitempty"`
+	// PowerState "On" or "Off" switches the machine behind its BMC's back.
+	PowerState *string `json:"power_state,omitempty"`
+}
+
+// Apply checks p and returns the change it makes to knobs.
+func (p KnobsPatch) Apply() (func(*Knobs), error) {
+	var lat time.Duration
+	if p.Latency != nil {
+		d, err := time.ParseDuration(*p.Latency)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("latency %q is not a duration such as 50ms", *p.Latency)
+		}
+		lat = d
+	}
+	if p.FailureRate != nil && (*p.FailureRate < 0 || *p.FailureRate > 1) {
+		return nil, fmt.Errorf("failure_rate %v is not in [0, 1]", *p.FailureRate)
+	}
+	if p.PowerState != nil && *p.PowerState != "On" && *p.PowerState != "Off" {
+		return nil, fmt.Errorf("power_state %q is not On or Off", *p.PowerState)
+	}
+	return func(k *Knobs) {
+		if p.Latency != nil {
+			k.Latency = lat
+		}
+		if p.FailureRate != nil {
+			k.FailureRate = *p.FailureRate
+		}
+		if p.Dead != nil {
+			k.Dead = *p.Dead
+		}
+		if p.RejectAuth != nil {
+			k.RejectAuth = *p.RejectAuth
+		}
+	}, nil
+}
+
+// statusView is Status with a readable latency.
+type statusView struct {
+	Status
+	Knobs knobsView `json:"knobs"`
+}
+
+type knobsView struct {
+	Latency     string  `json:"latency"`
+	FailureRate float64 `json:"failure_rate"`
+	Dead        bool    `json:"dead"`
+	RejectAuth  bool    `json:"reject_auth"`
+}
+
+func view(s Status) statusView {
+	return statusView{Status: s, Knobs: knobsView{Latency: s.Knobs.Latency.String(), FailureRate: s.Knobs.FailureRate,
+		Dead: s.Knobs.Dead, RejectAuth: s.Knobs.RejectAuth}}
+}
+
+// serveControl is the emulator's own API (no auth; it listens on loopback):
+//
+//	GET   /emulator/machines          every machine's status
+//	GET   /emulator/machines/{id}     one machine
+//	PATCH /emulator/machines          knobs of every machine (KnobsPatch)
+//	PATCH /emulator/machines/{id}     knobs of one machine
+func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
+	segs := splitPath(r.URL.Path)
+	if len(segs) < 2 || len(segs) > 3 || segs[1] != "machines" {
+		http.NotFound(w, r)
+		return
+	}
+	var targets []*Machine
+	id := ""
+	if len(segs) == 3 {
+		id = segs[2]
+		m := e.byID[id]
+		if m == nil {
+			http.Error(w, "no machine "+id, http.StatusNotFound)
+			return
+		}
+		targets = []*Machine{m}
+	} else {
+		targets = e.machines
+	}
+	switch r.Method {
+	case http.MethodGet:
+	case http.MethodPatch:
+		var p KnobsPatch
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<16))
+		if err := json.Unmarshal(body, &p); err != nil {
+			http.Error(w, "bad JSON: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		change, err := p.Apply()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		e.SetKnobs(id, change)
+		if p.PowerState != nil {
+			for _, m := range targets {
+				m.SetPower(*p.PowerState == "On")
+			}
+		}
+	default:
+		w.Header().Set("Allow", "GET, PATCH")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	out := make([]statusView, 0, len(targets))
+	for _, m := range targets {
+		out = append(out, view(m.Status()))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if id != "" {
+		_ = json.NewEncoder(w).Encode(out[0])
+		return
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"machines": out})
+}

@@ -1,0 +1,18 @@
+// Package bmcemu emulates a fleet of bare-metal machines and their BMCs in one
+// process, for demos, tests and benchmarks: every machine is a Redfish system
+// on one HTTP server (/redfish/v1/Systems/{id}, basic or session auth, shaped
+// like DMTF's public-rackmount1 mockup) and, optionally, an IPMI v2.0
+// (lanplus) BMC on its own loopback UDP port (go-ipmi's server package).
+//
+// Each machine remembers its power state, boot override (device, once or
+// continuous, UEFI or Legacy) and can be made slow, flaky, dead or hostile to
+// credentials, per machine or for all (Knobs), through the Go API or the
+// HTTP control endpoint /emulator/machines.
+//
+// Invariants: everything binds to loopback unless the caller names another
+// address; no password ever appears in a response body, log line or the
+// control endpoint; a machine's state is only changed under its mutex.
+//
+// Booting an agent when a machine powers on from the network is a later
+// step: Config.OnBoot is the hook, called with the device the machine boots.
+package bmcemu

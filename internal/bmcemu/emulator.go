@@ -1,0 +1,239 @@
+package bmcemu
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config describes the fleet to emulate. Zero values take the defaults noted.
+type Config struct {
+	Count      int    // machines (default 1)
+	NamePrefix string // machine ids are <prefix><nn> (default "node-")
+	Listen     string // Redfish HTTP address (default 127.0.0.1:0, a free port)
+	// IPMI starts an IPMI lanplus endpoint per machine on IPMIHost, on
+	// consecutive ports from IPMIBasePort (0: a free port each).
+	IPMI         bool
+	IPMIHost     string // default 127.0.0.1
+	IPMIBasePort int
+	Username     string // default "admin"
+	Password     string // default: random, the same for every machine
+	Seed         uint64 // MACs, UUIDs and failure draws (default 1)
+	Knobs        Knobs  // initial knobs of every machine
+	// Hardware overrides the default hardware of every machine (MACs are
+	// still generated when it has none).
+	Hardware *Hardware
+	// OnBoot is called (outside any lock) whenever a machine powers on or is
+	// reset, with the device it boots: pxe, disk, cdrom or bios. It is the
+	// hook where a later step starts an emulated agent on network boot.
+	OnBoot func(m *Machine, device string)
+	Log    *slog.Logger
+}
+
+// Emulator is a running fleet.
+type Emulator struct {
+	cfg      Config
+	machines []*Machine
+	byID     map[string]*Machine
+	srv      *http.Server
+	ln       net.Listener
+	sessions *sessionStore
+	log      *slog.Logger
+
+	randMu sync.Mutex
+	rnd    *rand.Rand
+
+	mu       sync.Mutex
+	defaults Knobs // knobs of calls that name no machine (service root, sessions)
+	ipmis    []*ipmiBMC
+	done     chan struct{}
+	closed   bool
+}
+
+// Start builds the fleet and serves it until Close.
+func Start(ctx context.Context, cfg Config) (*Emulator, error) {
+	if cfg.Count <= 0 {
+		cfg.Count = 1
+	}
+	if cfg.NamePrefix == "" {
+		cfg.NamePrefix = "node-"
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	if cfg.IPMIHost == "" {
+		cfg.IPMIHost = "127.0.0.1"
+	}
+	if cfg.Username == "" {
+		cfg.Username = "admin"
+	}
+	if cfg.Password == "" {
+		cfg.Password = randomPassword()
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = 1
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	e := &Emulator{cfg: cfg, byID: map[string]*Machine{}, sessions: newSessionStore(),
+		log: cfg.Log, rnd: rand.New(rand.NewPCG(cfg.Seed, 7)), defaults: cfg.Knobs, done: make(chan struct{})}
+	width := len(fmt.Sprint(cfg.Count))
+	if width < 2 {
+		width = 2
+	}
+	for i := 1; i <= cfg.Count; i++ {
+		m := &Machine{
+			ID: fmt.Sprintf("%s%0*d", cfg.NamePrefix, width, i), UUID: uuidFor(cfg.Seed, i),
+			Username: cfg.Username, password: cfg.Password, onBoot: cfg.OnBoot,
+			bootTarget: BootNone, bootEnabled: OverrideDisabled, bootMode: ModeUEFI, knobs: cfg.Knobs,
+		}
+		if cfg.Hardware != nil {
+			m.HW = *cfg.Hardware
+			m.HW.DisksBytes = append([]int64(nil), cfg.Hardware.DisksBytes...)
+			m.HW.MACs = append([]string(nil), cfg.Hardware.MACs...)
+		} else {
+			m.HW = defaultHardware(nil)
+		}
+		if len(m.HW.MACs) == 0 {
+			m.HW.MACs = []string{macFor(cfg.Seed, i, 0), macFor(cfg.Seed, i, 1)}
+		}
+		e.machines = append(e.machines, m)
+		e.byID[m.ID] = m
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("bmc emulator: listen %s: %w", cfg.Listen, err)
+	}
+	e.ln = ln
+	if cfg.IPMI {
+		if err := e.startIPMI(ctx); err != nil {
+			ln.Close()
+			e.stopIPMI()
+			return nil, err
+		}
+	}
+	e.srv = &http.Server{Handler: e.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(e.done)
+		if err := e.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			e.log.Error("bmc emulator stopped", "err", err)
+		}
+	}()
+	e.log.Info("bmc emulator serving", "redfish", e.URL(), "machines", len(e.machines), "ipmi", cfg.IPMI)
+	return e, nil
+}
+
+// URL is the Redfish endpoint, e.g. http://127.0.0.1:8000.
+func (e *Emulator) URL() string { return "http://" + e.ln.Addr().String() }
+
+// Machines lists the machines in id order.
+func (e *Emulator) Machines() []*Machine { return append([]*Machine(nil), e.machines...) }
+
+// Machine returns the machine with id, or nil.
+func (e *Emulator) Machine(id string) *Machine { return e.byID[id] }
+
+// SetKnobs changes the knobs of machine id, or of every machine (and of calls
+// naming none) when id is empty. It reports false for an unknown id.
+func (e *Emulator) SetKnobs(id string, change func(*Knobs)) bool {
+	if id == "" {
+		e.mu.Lock()
+		change(&e.defaults)
+		e.mu.Unlock()
+		for _, m := range e.machines {
+			k := m.Knobs()
+			change(&k)
+			m.SetKnobs(k)
+		}
+		return true
+	}
+	m := e.byID[id]
+	if m == nil {
+		return false
+	}
+	k := m.Knobs()
+	change(&k)
+	m.SetKnobs(k)
+	return true
+}
+
+func (e *Emulator) defaultKnobs() Knobs {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.defaults
+}
+
+// fails draws whether a call with failure rate p fails.
+func (e *Emulator) fails(p float64) bool {
+	if p <= 0 {
+		return false
+	}
+	e.randMu.Lock()
+	defer e.randMu.Unlock()
+	return e.rnd.Float64() < p
+}
+
+// Close stops the HTTP server and every IPMI endpoint.
+func (e *Emulator) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := e.srv.Shutdown(ctx)
+	if err != nil {
+		err = e.srv.Close()
+	}
+	<-e.done
+	e.stopIPMI()
+	return err
+}
+
+// randomPassword is 15 characters: within IPMI's 16-byte password limit.
+func randomPassword() string {
+	var b [6]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return "anvil-emulator"
+	}
+	return "pw-" + hex.EncodeToString(b[:])
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// splitPath splits a URL path into its non-empty segments.
+func splitPath(p string) []string {
+	var out []string
+	for _, s := range strings.Split(p, "/") {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

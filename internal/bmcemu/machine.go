@@ -1,0 +1,261 @@
+package bmcemu
+
+import (
+	"crypto/subtle"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Knobs make a BMC misbehave. The zero value is a healthy, instant BMC.
+type Knobs struct {
+	// Latency is added to every call the BMC answers.
+	Latency time.Duration `json:"latency"`
+	// FailureRate is the fraction (0..1) of calls answered with a transient
+	// error: HTTP 503 on Redfish, a dropped reply on IPMI.
+	FailureRate float64 `json:"failure_rate"`
+	// Dead makes the BMC stop answering: Redfish connections are closed
+	// without a reply, IPMI packets are dropped.
+	Dead bool `json:"dead"`
+	// RejectAuth makes the BMC refuse every credential, as if its password
+	// had been changed behind the operator's back.
+	RejectAuth bool `json:"reject_auth"`
+}
+
+// Boot devices as Redfish names them (BootSourceOverrideTarget).
+const (
+	BootNone = "None"
+	BootPxe  = "Pxe"
+	BootHdd  = "Hdd"
+	BootCd   = "Cd"
+	BootBios = "BiosSetup"
+)
+
+// Boot override modes (BootSourceOverrideEnabled) and boot modes.
+const (
+	OverrideDisabled   = "Disabled"
+	OverrideOnce       = "Once"
+	OverrideContinuous = "Continuous"
+	ModeUEFI           = "UEFI"
+	ModeLegacy         = "Legacy"
+)
+
+// Hardware is what inspection finds in a machine.
+type Hardware struct {
+	Sockets        int     // processors
+	CoresPerSocket int     // cores per processor
+	ThreadsPerCore int     // threads per core
+	Arch           string  // Redfish ProcessorArchitecture: x86, ARM, ...
+	DIMMs          int     // memory modules
+	DIMMMiB        int     // size of one module
+	DisksBytes     []int64 // SimpleStorage devices
+	MACs           []string
+}
+
+// Machine is one emulated server and its BMC.
+type Machine struct {
+	ID       string // Redfish system id and node name
+	UUID     string
+	Username string
+	HW       Hardware
+
+	password string
+	onBoot   func(m *Machine, device string)
+
+	mu          sync.Mutex
+	power       bool
+	bootTarget  string
+	bootEnabled string
+	bootMode    string
+	knobs       Knobs
+	calls       int64
+	boots       int64
+	ipmiPort    int
+	ipmi        *ipmiBMC
+}
+
+// Status is a snapshot of a machine, as the control endpoint shows it.
+type Status struct {
+	ID          string   `json:"id"`
+	UUID        string   `json:"uuid"`
+	Power       string   `json:"power_state"` // On or Off
+	BootTarget  string   `json:"boot_source_override_target"`
+	BootEnabled string   `json:"boot_source_override_enabled"`
+	BootMode    string   `json:"boot_source_override_mode"`
+	Knobs       Knobs    `json:"knobs"`
+	Calls       int64    `json:"calls"`
+	Boots       int64    `json:"boots"`
+	MACs        []string `json:"macs"`
+	IPMIPort    int      `json:"ipmi_port,omitempty"`
+}
+
+// Status returns a snapshot of the machine.
+func (m *Machine) Status() Status {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := "Off"
+	if m.power {
+		p = "On"
+	}
+	return Status{ID: m.ID, UUID: m.UUID, Power: p, BootTarget: m.bootTarget, BootEnabled: m.bootEnabled,
+		BootMode: m.bootMode, Knobs: m.knobs, Calls: m.calls, Boots: m.boots,
+		MACs: append([]string(nil), m.HW.MACs...), IPMIPort: m.ipmiPort}
+}
+
+// Password is the BMC password (for writing the nodes file; never logged).
+func (m *Machine) Password() string { return m.password }
+
+// Knobs returns the machine's current knobs.
+func (m *Machine) Knobs() Knobs {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.knobs
+}
+
+// SetKnobs replaces the machine's knobs.
+func (m *Machine) SetKnobs(k Knobs) {
+	m.mu.Lock()
+	m.knobs = k
+	b := m.ipmi
+	m.mu.Unlock()
+	if b != nil {
+		b.applyAuth(k.RejectAuth)
+	}
+}
+
+// PoweredOn reports the power state.
+func (m *Machine) PoweredOn() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.power
+}
+
+// SetPower changes the power state behind the BMC's back (tests: the
+// machine was switched by hand).
+func (m *Machine) SetPower(on bool) { m.applyPower(on, false) }
+
+// checkAuth reports whether user/password open this BMC.
+func (m *Machine) checkAuth(user, password string) bool {
+	m.mu.Lock()
+	reject := m.knobs.RejectAuth
+	m.mu.Unlock()
+	if reject {
+		return false
+	}
+	u := subtle.ConstantTimeCompare([]byte(user), []byte(m.Username))
+	p := subtle.ConstantTimeCompare([]byte(password), []byte(m.password))
+	return u&p == 1
+}
+
+// call counts a BMC call and returns the knobs to apply to it.
+func (m *Machine) call() Knobs {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls++
+	return m.knobs
+}
+
+// applyPower sets power; reset reboots a machine that is on. A transition to
+// on (or a reset) boots: the Once override is consumed and OnBoot is called.
+func (m *Machine) applyPower(on, reset bool) {
+	m.mu.Lock()
+	boots := on && (!m.power || reset)
+	m.power = on
+	var dev string
+	if boots {
+		m.boots++
+		dev = m.bootDeviceLocked()
+		if m.bootEnabled == OverrideOnce {
+			m.bootEnabled, m.bootTarget = OverrideDisabled, BootNone
+		}
+	}
+	hook := m.onBoot
+	m.mu.Unlock()
+	if boots && hook != nil {
+		hook(m, dev)
+	}
+}
+
+// bootDeviceLocked is the device the machine boots from now, in Ironic's
+// words: pxe, disk, cdrom, bios.
+func (m *Machine) bootDeviceLocked() string {
+	if m.bootEnabled == OverrideDisabled {
+		return "disk"
+	}
+	switch m.bootTarget {
+	case BootPxe:
+		return "pxe"
+	case BootCd:
+		return "cdrom"
+	case BootBios:
+		return "bios"
+	}
+	return "disk"
+}
+
+// setBoot applies a boot override; empty fields are left as they are.
+func (m *Machine) setBoot(target, enabled, mode string) error {
+	switch target {
+	case "", BootNone, BootPxe, BootHdd, BootCd, BootBios:
+	default:
+		return fmt.Errorf("BootSourceOverrideTarget %q is not supported", target)
+	}
+	switch enabled {
+	case "", OverrideDisabled, OverrideOnce, OverrideContinuous:
+	default:
+		return fmt.Errorf("BootSourceOverrideEnabled %q is not supported", enabled)
+	}
+	switch mode {
+	case "", ModeUEFI, ModeLegacy:
+	default:
+		return fmt.Errorf("BootSourceOverrideMode %q is not supported", mode)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if target != "" {
+		m.bootTarget = target
+		if enabled == "" && target != BootNone && m.bootEnabled == OverrideDisabled {
+			m.bootEnabled = OverrideOnce
+		}
+	}
+	if enabled != "" {
+		m.bootEnabled = enabled
+	}
+	if mode != "" {
+		m.bootMode = mode
+	}
+	return nil
+}
+
+// boot returns target, enabled and mode.
+func (m *Machine) boot() (string, string, string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.bootTarget, m.bootEnabled, m.bootMode
+}
+
+// defaultHardware is a modest 1U server: 2×4 cores ×2 threads, 4×8 GiB,
+// one 100 GiB disk, two NICs.
+func defaultHardware(macs []string) Hardware {
+	return Hardware{Sockets: 2, CoresPerSocket: 4, ThreadsPerCore: 2, Arch: "x86",
+		DIMMs: 4, DIMMMiB: 8192, DisksBytes: []int64{100 << 30}, MACs: macs}
+}
+
+// macFor derives a stable, locally administered MAC for NIC nic of machine i.
+func macFor(seed uint64, i, nic int) string {
+	r := rand.New(rand.NewPCG(seed, uint64(i)))
+	return fmt.Sprintf("52:54:%02x:%02x:%02x:%02x", r.IntN(256), (i>>8)&0xff, i&0xff, nic)
+}
+
+// uuidFor derives a stable UUID for machine i.
+func uuidFor(seed uint64, i int) string {
+	r := rand.New(rand.NewPCG(seed, uint64(i)+1<<32))
+	var b [16]byte
+	for j := range b {
+		b[j] = byte(r.IntN(256))
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,349 @@
+package bmcemu
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+)
+
+// Handler serves the Redfish tree of every machine under /redfish/v1 and the
+// control endpoint under /emulator/. Tests may mount it on an httptest server.
+func (e *Emulator) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/redfish", e.serveRedfish)
+	mux.HandleFunc("/redfish/", e.serveRedfish)
+	mux.HandleFunc("/emulator/", e.serveControl)
+	return mux
+}
+
+const (
+	rfRoot     = "/redfish/v1"
+	rfSystems  = rfRoot + "/Systems"
+	rfSessions = rfRoot + "/SessionService/Sessions"
+)
+
+// creds are the credentials a request carries.
+type creds struct{ user, password string }
+
+func (e *Emulator) serveRedfish(w http.ResponseWriter, r *http.Request) {
+	segs := splitPath(r.URL.Path)
+	var m *Machine
+	if len(segs) >= 4 && segs[0] == "redfish" && segs[1] == "v1" && segs[2] == "Systems" {
+		if m = e.byID[segs[3]]; m == nil {
+			if e.misbehave(w, r, e.defaultKnobs()) {
+				rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+			}
+			return
+		}
+	}
+	k := e.defaultKnobs()
+	if m != nil {
+		k = m.call()
+	}
+	if !e.misbehave(w, r, k) {
+		return
+	}
+	if len(segs) < 2 {
+		writeJSON(w, http.StatusOK, map[string]any{"v1": rfRoot + "/"})
+		return
+	}
+	rest := segs[2:]
+	if len(rest) == 0 || rest[0] == "odata" || rest[0] == "$metadata" {
+		e.serveRoot(w, r)
+		return
+	}
+	if len(rest) == 2 && rest[0] == "SessionService" && rest[1] == "Sessions" && r.Method == http.MethodPost {
+		e.createSession(w, r)
+		return
+	}
+	c, ok := e.credentials(r)
+	if !ok || !e.authorized(c, m) {
+		w.Header().Set("WWW-Authenticate", `Basic realm="Anvil BMC emulator"`)
+		rfError(w, http.StatusUnauthorized, "Base.1.8.InsufficientPrivilege",
+			"There are insufficient privileges for the account or credentials associated with the current session to perform the requested operation.")
+		return
+	}
+	switch {
+	case rest[0] == "SessionService":
+		e.serveSessions(w, r, rest[1:])
+	case rest[0] == "Systems" && len(rest) == 1:
+		e.serveSystems(w, r, c)
+	case rest[0] == "Systems":
+		e.serveSystem(w, r, m, rest[2:])
+	default:
+		rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+	}
+}
+
+// misbehave applies knobs; it reports false when it answered the call.
+func (e *Emulator) misbehave(w http.ResponseWriter, r *http.Request, k Knobs) bool {
+	if k.Dead {
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				conn.Close()
+				return false
+			}
+		}
+		panic(http.ErrAbortHandler)
+	}
+	if err := sleepCtx(r.Context(), k.Latency); err != nil {
+		return false
+	}
+	if e.fails(k.FailureRate) {
+		w.Header().Set("Retry-After", "1")
+		rfError(w, http.StatusServiceUnavailable, "Base.1.8.ServiceTemporarilyUnavailable",
+			"The service is temporarily unavailable. Retry in 1 seconds.")
+		return false
+	}
+	return true
+}
+
+func (e *Emulator) credentials(r *http.Request) (creds, bool) {
+	if tok := r.Header.Get("X-Auth-Token"); tok != "" {
+		return e.sessions.get(tok)
+	}
+	u, p, ok := r.BasicAuth()
+	return creds{u, p}, ok
+}
+
+// authorized: a machine's resources need its credentials; the rest need the
+// credentials of at least one machine.
+func (e *Emulator) authorized(c creds, m *Machine) bool {
+	if m != nil {
+		return m.checkAuth(c.user, c.password)
+	}
+	for _, x := range e.machines {
+		if x.checkAuth(c.user, c.password) {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Emulator) serveRoot(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		methodNotAllowed(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"@odata.type":    "#ServiceRoot.v1_15_0.ServiceRoot",
+		"@odata.id":      rfRoot + "/",
+		"Id":             "RootService",
+		"Name":           "Anvil BMC emulator",
+		"RedfishVersion": "1.15.0",
+		"UUID":           "a0e0a0e0-0000-4000-8000-000000000001",
+		"Product":        "Anvil BMC emulator",
+		"Vendor":         "Anvil",
+		"Systems":        odataID(rfSystems),
+		"SessionService": odataID(rfRoot + "/SessionService"),
+		"Links":          map[string]any{"Sessions": odataID(rfSessions)},
+	})
+}
+
+func (e *Emulator) serveSystems(w http.ResponseWriter, r *http.Request, c creds) {
+	if r.Method != http.MethodGet {
+		methodNotAllowed(w)
+		return
+	}
+	var members []any
+	for _, m := range e.machines {
+		if m.checkAuth(c.user, c.password) {
+			members = append(members, odataID(rfSystems+"/"+m.ID))
+		}
+	}
+	writeJSON(w, http.StatusOK, collection("#ComputerSystemCollection.ComputerSystemCollection",
+		"Computer System Collection", rfSystems, members))
+}
+
+func (e *Emulator) serveSystem(w http.ResponseWriter, r *http.Request, m *Machine, sub []string) {
+	base := rfSystems + "/" + m.ID
+	switch {
+	case len(sub) == 0 && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, systemJSON(m))
+	case len(sub) == 0 && r.Method == http.MethodPatch:
+		e.patchSystem(w, r, m)
+	case len(sub) == 2 && sub[0] == "Actions" && sub[1] == "ComputerSystem.Reset":
+		if r.Method != http.MethodPost {
+			methodNotAllowed(w)
+			return
+		}
+		e.reset(w, r, m)
+	case r.Method != http.MethodGet:
+		methodNotAllowed(w)
+	default:
+		body, ok := inventoryJSON(m, base, sub)
+		if !ok {
+			rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+			return
+		}
+		writeJSON(w, http.StatusOK, body)
+	}
+}
+
+func (e *Emulator) patchSystem(w http.ResponseWriter, r *http.Request, m *Machine) {
+	var body struct {
+		Boot *struct {
+			BootSourceOverrideTarget  string
+			BootSourceOverrideEnabled string
+			BootSourceOverrideMode    string
+		}
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		rfError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "The request body submitted was malformed JSON.")
+		return
+	}
+	if body.Boot != nil {
+		b := body.Boot
+		if err := m.setBoot(b.BootSourceOverrideTarget, b.BootSourceOverrideEnabled, b.BootSourceOverrideMode); err != nil {
+			rfError(w, http.StatusBadRequest, "Base.1.8.PropertyValueNotInList", err.Error())
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (e *Emulator) reset(w http.ResponseWriter, r *http.Request, m *Machine) {
+	var body struct{ ResetType string }
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		rfError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "The request body submitted was malformed JSON.")
+		return
+	}
+	on := m.PoweredOn()
+	switch body.ResetType {
+	case "On", "ForceOn":
+		m.applyPower(true, false)
+	case "ForceOff", "GracefulShutdown":
+		m.applyPower(false, false)
+	case "ForceRestart", "GracefulRestart", "PowerCycle":
+		m.applyPower(true, on)
+	case "PushPowerButton":
+		m.applyPower(!on, false)
+	case "Nmi":
+	default:
+		rfError(w, http.StatusBadRequest, "Base.1.8.ActionParameterValueNotInList",
+			fmt.Sprintf("The value '%s' for the parameter ResetType is not in the list of acceptable values.", body.ResetType))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// sessionStore holds Redfish sessions: token → credentials.
+type sessionStore struct {
+	mu     sync.Mutex
+	byTok  map[string]session
+	nextID int
+}
+
+type session struct {
+	id string
+	c  creds
+}
+
+func newSessionStore() *sessionStore { return &sessionStore{byTok: map[string]session{}} }
+
+func (s *sessionStore) get(tok string) (creds, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	se, ok := s.byTok[tok]
+	return se.c, ok
+}
+
+func (s *sessionStore) add(c creds) (id, tok string) {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	tok = hex.EncodeToString(b[:])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextID++
+	id = fmt.Sprint(s.nextID)
+	s.byTok[tok] = session{id: id, c: c}
+	return id, tok
+}
+
+func (s *sessionStore) remove(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for tok, se := range s.byTok {
+		if se.id == id {
+			delete(s.byTok, tok)
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Emulator) createSession(w http.ResponseWriter, r *http.Request) {
+	var body struct{ UserName, Password string }
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		rfError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "The request body submitted was malformed JSON.")
+		return
+	}
+	c := creds{body.UserName, body.Password}
+	if !e.authorized(c, nil) {
+		rfError(w, http.StatusUnauthorized, "Base.1.8.NoValidSession", "There is no valid session established with the implementation.")
+		return
+	}
+	id, tok := e.sessions.add(c)
+	loc := rfSessions + "/" + id
+	w.Header().Set("X-Auth-Token", tok)
+	w.Header().Set("Location", loc)
+	writeJSON(w, http.StatusCreated, sessionJSON(id, c.user))
+}
+
+func (e *Emulator) serveSessions(w http.ResponseWriter, r *http.Request, sub []string) {
+	switch {
+	case len(sub) == 0 && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, map[string]any{
+			"@odata.type": "#SessionService.v1_1_8.SessionService", "@odata.id": rfRoot + "/SessionService",
+			"Id": "SessionService", "Name": "Session Service", "ServiceEnabled": true, "SessionTimeout": 1800,
+			"Sessions": odataID(rfSessions),
+		})
+	case len(sub) == 1 && sub[0] == "Sessions" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, collection("#SessionCollection.SessionCollection", "Session Collection", rfSessions, nil))
+	case len(sub) == 2 && sub[0] == "Sessions" && r.Method == http.MethodDelete:
+		if !e.sessions.remove(sub[1]) {
+			rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The session was not found.")
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+	}
+}
+
+func sessionJSON(id, user string) map[string]any {
+	return map[string]any{"@odata.type": "#Session.v1_3_0.Session", "@odata.id": rfSessions + "/" + id,
+		"Id": id, "Name": "User Session", "UserName": user}
+}
+
+func odataID(p string) map[string]any { return map[string]any{"@odata.id": p} }
+
+func collection(typ, name, id string, members []any) map[string]any {
+	if members == nil {
+		members = []any{}
+	}
+	return map[string]any{"@odata.type": typ, "@odata.id": id, "Name": name,
+		"Members@odata.count": len(members), "Members": members}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("OData-Version", "4.0")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// rfError writes a Redfish error body.
+func rfError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]any{
+		"code": code, "message": msg,
+		"@Message.ExtendedInfo": []any{map[string]any{"MessageId": code, "Message": msg, "Severity": "Critical"}},
+	}})
+}
+
+func methodNotAllowed(w http.ResponseWriter) {
+	rfError(w, http.StatusMethodNotAllowed, "Base.1.8.OperationNotAllowed", "The HTTP method is not allowed on this resource.")
+}

@@ -1,0 +1,264 @@
+// Package demo is `anvil demo`: in one process, a throwaway Anvil (API and
+// conductor on SQLite in a temporary directory) and the BMC emulator with a
+// fleet of machines, enrolled with the redfish driver and their ports through
+// the HTTP API, plus the commands a newcomer types next. It runs until its
+// context ends and removes what it created.
+//
+// Until the agent exists the nodes use deploy_interface "fake": deploying
+// reaches active without writing a disk. Booting an emulated agent when a
+// machine powers on from the network is the emulator's OnBoot hook.
+package demo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/anvil-metal/anvil/internal/bmcemu"
+	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/server"
+)
+
+// Config is what `anvil demo` takes. Zero values take the defaults noted.
+type Config struct {
+	Machines  int           // emulated machines (10)
+	Listen    string        // API address (127.0.0.1:6385)
+	BMCListen string        // Redfish emulator address (127.0.0.1:0: a free port)
+	IPMI      bool          // also give every machine an IPMI endpoint
+	Latency   time.Duration // added to every BMC call
+	Dir       string        // working directory (database, log, nodes file); "" = a temporary one, removed at the end
+	Out       io.Writer     // where the instructions go (os.Stdout)
+	// Ready, if set, is called once everything is enrolled.
+	Ready func(Info)
+}
+
+// Info describes a running demo.
+type Info struct {
+	API       string   // http://host:port
+	BMC       string   // the emulator's Redfish endpoint
+	Dir       string   // working directory
+	NodesFile string   // the emulator's enrolment file (holds passwords, 0600)
+	LogFile   string   // the server's log
+	Nodes     []string // node names, enrolled
+	Commands  []string // the walk-through printed, one shell command per entry
+}
+
+// Run starts the demo and blocks until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Machines <= 0 {
+		cfg.Machines = 10
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:6385"
+	}
+	if cfg.Out == nil {
+		cfg.Out = os.Stdout
+	}
+	dir := cfg.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "anvil-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	logPath := filepath.Join(dir, "anvil.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	emu, err := bmcemu.Start(ctx, bmcemu.Config{Count: cfg.Machines, Listen: cfg.BMCListen, IPMI: cfg.IPMI,
+		Knobs: bmcemu.Knobs{Latency: cfg.Latency}, Log: log.With("component", "bmc-emulator")})
+	if err != nil {
+		return err
+	}
+	defer emu.Close()
+	nodesPath := filepath.Join(dir, "nodes.json")
+	if err := emu.WriteNodesFile(nodesPath, bmcemu.DriverRedfish); err != nil {
+		return err
+	}
+
+	sctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	ready := make(chan string, 1)
+	served := make(chan error, 1)
+	go func() {
+		served <- server.Serve(sctx, server.Config{
+			Listen: cfg.Listen, Database: filepath.Join(dir, "anvil.db"), HostID: "demo-conductor", Log: log,
+			Conductor:       demoConductor(),
+			ShutdownTimeout: 10 * time.Second,
+			Ready:           func(addr string) { ready <- addr },
+		})
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-served:
+		return fmt.Errorf("anvil serve: %w", err)
+	case <-ctx.Done():
+		stop()
+		return <-served
+	}
+	api := "http://" + addr
+	info := Info{API: api, BMC: emu.URL(), Dir: dir, NodesFile: nodesPath, LogFile: logPath}
+	nodes, err := emu.Nodes(bmcemu.DriverRedfish)
+	if err != nil {
+		return err
+	}
+	if err := enroll(ctx, api, nodes); err != nil {
+		stop()
+		<-served
+		return err
+	}
+	for _, n := range nodes.Nodes {
+		info.Nodes = append(info.Nodes, n.Name)
+	}
+	info.Commands = walkthrough(api, emu.URL(), info.Nodes[0])
+	printInstructions(cfg.Out, info)
+	if cfg.Ready != nil {
+		cfg.Ready(info)
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		return fmt.Errorf("anvil serve stopped: %w", err)
+	}
+	fmt.Fprintln(cfg.Out, "\nanvil demo: stopping")
+	stop()
+	return <-served
+}
+
+// demoConductor is the conductor's configuration: Ironic's defaults, with
+// power sync every 30 s so out-of-band changes show quickly.
+func demoConductor() conductor.Config {
+	return conductor.Config{
+		Workers: 100, LockRetries: 3, LockRetryInterval: time.Second, AutomatedClean: true,
+		DeployCallbackTimeout: 30 * time.Minute, CleanCallbackTimeout: 30 * time.Minute,
+		InspectWaitTimeout: 30 * time.Minute, RescueCallbackTimeout: 30 * time.Minute,
+		ServiceCallbackTimeout: 30 * time.Minute, CheckProvisionStateInterval: time.Minute,
+		SyncPowerStateInterval: 30 * time.Second, ForcePowerStateDuringSync: true,
+		PowerStateSyncMaxRetries: 3, SyncPowerStateWorkers: 8, ConductorDeadAfter: time.Minute,
+	}
+}
+
+// walkthrough is the list of commands printed for the newcomer (and run by
+// the demo's test, in order).
+func walkthrough(api, bmc, node string) []string {
+	return []string{
+		fmt.Sprintf("export OS_ENDPOINT=%s OS_AUTH_TYPE=none", api),
+		"baremetal node list",
+		fmt.Sprintf("baremetal node manage %s --wait 60", node),
+		fmt.Sprintf("baremetal node inspect %s --wait 60", node),
+		fmt.Sprintf("baremetal node show %s -f json -c properties", node),
+		fmt.Sprintf("baremetal node provide %s --wait 120", node),
+		fmt.Sprintf("baremetal node deploy %s --wait 120", node),
+		fmt.Sprintf("baremetal node power off %s", node),
+		fmt.Sprintf("curl -s %s/emulator/machines/%s", bmc, node),
+	}
+}
+
+func printInstructions(w io.Writer, info Info) {
+	fmt.Fprintf(w, `anvil demo: %d emulated machines enrolled with the redfish driver
+  API            %s
+  BMC emulator   %s/redfish/v1 (knobs: %s/emulator/machines)
+  server log     %s
+  nodes file     %s
+
+Walk a machine through its life (python3-ironicclient's baremetal CLI;
+'anvil node ...' takes the same arguments):
+
+`, len(info.Nodes), info.API, info.BMC, info.BMC, info.LogFile, info.NodesFile)
+	for _, c := range info.Commands {
+		fmt.Fprintf(w, "  %s\n", c)
+	}
+	fmt.Fprintf(w, `
+Deploying uses deploy_interface "fake" until the agent exists: the node
+reaches active without an image being written. Make a BMC misbehave with
+  curl -s -X PATCH %s/emulator/machines/%s -d '{"reject_auth": true}'
+(or "dead", "latency": "500ms", "failure_rate": 0.2) and watch power sync.
+Ctrl-C stops the demo and removes its files.
+`, info.BMC, info.Nodes[len(info.Nodes)-1])
+}
+
+// enroll creates every node and its ports through the HTTP API.
+func enroll(ctx context.Context, api string, nodes bmcemu.NodesFile) error {
+	for _, n := range nodes.Nodes {
+		var created struct {
+			UUID string `json:"uuid"`
+		}
+		body := map[string]any{"name": n.Name, "driver": n.Driver, "driver_info": n.DriverInfo,
+			"deploy_interface": "fake", "extra": n.Extra}
+		if err := call(ctx, http.MethodPost, api+"/v1/nodes", body, &created); err != nil {
+			return fmt.Errorf("enrolling %s: %w", n.Name, err)
+		}
+		for _, p := range n.Ports {
+			body := map[string]any{"address": p.Address, "node_uuid": created.UUID, "pxe_enabled": p.PXEEnabled}
+			if err := call(ctx, http.MethodPost, api+"/v1/ports", body, nil); err != nil {
+				return fmt.Errorf("enrolling port %s of %s: %w", p.Address, n.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+var client = &http.Client{Timeout: 30 * time.Second}
+
+// call sends a JSON request to the Anvil API (latest microversion).
+func call(ctx context.Context, method, url string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-OpenStack-Ironic-API-Version", "latest")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("%s %s: HTTP %d: %s", method, url, resp.StatusCode, apiError(b))
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+// apiError extracts Ironic's faultstring from an error body.
+func apiError(b []byte) string {
+	var outer struct {
+		ErrorMessage string `json:"error_message"`
+	}
+	if json.Unmarshal(b, &outer) == nil && outer.ErrorMessage != "" {
+		var inner struct {
+			Faultstring string `json:"faultstring"`
+		}
+		if json.Unmarshal([]byte(outer.ErrorMessage), &inner) == nil && inner.Faultstring != "" {
+			return inner.Faultstring
+		}
+		return outer.ErrorMessage
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,323 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// running is a demo started by a test.
+type running struct {
+	Info
+	out  *syncBuffer
+	mu   sync.Mutex
+	seen bytes.Buffer // every API response body, to grep for passwords
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startDemo runs the demo with n machines on free ports until the test ends.
+func startDemo(t *testing.T, n int) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{out: &syncBuffer{}}
+	ready := make(chan Info, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Config{Machines: n, Listen: "127.0.0.1:0", Dir: t.TempDir(), Out: r.out,
+			Ready: func(i Info) { ready <- i }})
+	}()
+	select {
+	case r.Info = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("demo stopped before it was ready: %v\n%s", err, r.out)
+	case <-time.After(60 * time.Second):
+		cancel()
+		t.Fatalf("demo not ready after 60 s\n%s", r.out)
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("demo: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("demo did not stop within 30 s")
+		}
+	})
+	return r
+}
+
+// api calls the demo's API and records the answer.
+func (r *running) api(t *testing.T, method, path string, body any) (int, map[string]any) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, r.API+path, rd)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-OpenStack-Ironic-API-Version", "latest")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	r.mu.Lock()
+	r.seen.Write(b)
+	r.seen.WriteByte('\n')
+	r.mu.Unlock()
+	var out map[string]any
+	_ = json.Unmarshal(b, &out)
+	return resp.StatusCode, out
+}
+
+// waitState polls a node until provision_state is want and no target remains.
+func (r *running) waitState(t *testing.T, node, want string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, n := r.api(t, "GET", "/v1/nodes/"+node, nil)
+		if n["provision_state"] == want && n["target_provision_state"] == nil {
+			return n
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %s: provision_state %v (target %v, last_error %v), want %s", node,
+				n["provision_state"], n["target_provision_state"], n["last_error"], want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestDemoWalkReachesActive starts `anvil demo` and runs the commands it
+// prints, in order, with the real baremetal CLI: the node reaches active.
+func TestDemoWalkReachesActive(t *testing.T) {
+	if _, err := exec.LookPath("baremetal"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("baremetal CLI missing: scripts/test.sh installs python3-ironicclient")
+		}
+		t.Skip("baremetal CLI (python3-ironicclient) not installed")
+	}
+	r := startDemo(t, 3)
+	out := r.out.String()
+	for _, want := range []string{"3 emulated machines", "export OS_ENDPOINT=" + r.API, "baremetal node manage node-01"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("instructions lack %q:\n%s", want, out)
+		}
+	}
+	env := os.Environ()
+	for _, line := range r.Commands {
+		words := strings.Fields(line)
+		switch words[0] {
+		case "export":
+			env = append(env, words[1:]...)
+			continue
+		case "curl":
+			resp, err := http.Get(words[len(words)-1])
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(b), `"power_state":"Off"`) {
+				t.Errorf("%s = %s, want the machine off", line, b)
+			}
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		cmd := exec.CommandContext(ctx, words[0], words[1:]...)
+		cmd.Env = env
+		b, err := cmd.CombinedOutput()
+		cancel()
+		t.Logf("$ %s\n%s", line, b)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, b)
+		}
+		if strings.Contains(line, " properties") && !strings.Contains(string(b), `"cpus": 16`) {
+			t.Errorf("inspection did not record 16 cpus: %s", b)
+		}
+	}
+	n := r.waitState(t, "node-01", "active")
+	if n["power_state"] != "power off" {
+		t.Errorf("power_state %v after power off", n["power_state"])
+	}
+}
+
+// TestManageVerifiesTheBMC: manage with the right credentials reaches
+// manageable; a wrong password, an unreachable BMC or a missing field go back
+// to enroll with a last_error naming the cause — and the password appears in
+// no response, log line or error.
+func TestManageVerifiesTheBMC(t *testing.T) {
+	r := startDemo(t, 2)
+	nodes, _ := os.ReadFile(r.NodesFile)
+	var nf struct {
+		Nodes []struct {
+			DriverInfo map[string]any `json:"driver_info"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal(nodes, &nf); err != nil {
+		t.Fatal(err)
+	}
+	good := nf.Nodes[0].DriverInfo
+	secret := good["redfish_password"].(string)
+	const wrong = "not-the-Right-pw-7"
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	closed := ln.Addr().String()
+	ln.Close()
+	variant := func(change func(map[string]any)) map[string]any {
+		di := map[string]any{}
+		for k, v := range good {
+			di[k] = v
+		}
+		change(di)
+		return di
+	}
+	cases := []struct {
+		name string
+		di   map[string]any
+		want string // last_error part; "" = manageable
+	}{
+		{"right", good, ""},
+		{"wrong-password", variant(func(di map[string]any) { di["redfish_password"] = wrong }), "refused the credentials of user \"admin\""},
+		{"unreachable", variant(func(di map[string]any) { di["redfish_address"] = "http://" + closed }), "unreachable"},
+		{"missing-address", variant(func(di map[string]any) { delete(di, "redfish_address") }), "Missing the following Redfish properties"},
+		{"unknown-system", variant(func(di map[string]any) { di["redfish_system_id"] = "/redfish/v1/Systems/nope" }), "was not found"},
+	}
+	for _, c := range cases {
+		if s, body := r.api(t, "POST", "/v1/nodes", map[string]any{"name": "v-" + c.name, "driver": "redfish",
+			"driver_info": c.di, "deploy_interface": "fake"}); s != 201 {
+			t.Fatalf("create %s: %d %v", c.name, s, body)
+		}
+		if s, body := r.api(t, "PUT", "/v1/nodes/v-"+c.name+"/states/provision", map[string]any{"target": "manage"}); s != 202 {
+			t.Fatalf("manage %s: %d %v", c.name, s, body)
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			want := "manageable"
+			if c.want != "" {
+				want = "enroll"
+			}
+			n := r.waitState(t, "v-"+c.name, want)
+			le, _ := n["last_error"].(string)
+			if c.want == "" && le != "" || c.want != "" && !strings.Contains(le, c.want) {
+				t.Errorf("last_error %q, want %q", le, c.want)
+			}
+			if c.want != "" && !strings.HasPrefix(le, "Failed to ") {
+				t.Errorf("last_error %q does not start like Ironic's", le)
+			}
+		})
+	}
+	// validate names what is missing, per interface, without contacting the BMC
+	_, v := r.api(t, "GET", "/v1/nodes/v-missing-address/validate", nil)
+	for _, iface := range []string{"power", "management", "inspect"} {
+		res, _ := v[iface].(map[string]any)
+		if res["result"] != false || !strings.Contains(fmt.Sprint(res["reason"]), "redfish_address") {
+			t.Errorf("validate %s = %v", iface, res)
+		}
+	}
+	_, v = r.api(t, "GET", "/v1/nodes/v-right/validate", nil)
+	if res, _ := v["power"].(map[string]any); res["result"] != true {
+		t.Errorf("validate power of a good node = %v", res)
+	}
+	for _, n := range []string{"v-right", "v-wrong-password", "v-unreachable"} {
+		r.api(t, "GET", "/v1/nodes/"+n, nil)
+		r.api(t, "GET", "/v1/nodes/"+n+"/history", nil)
+	}
+	r.api(t, "GET", "/v1/nodes?detail=true", nil)
+	logs, _ := os.ReadFile(r.LogFile)
+	for _, pw := range []string{secret, wrong} {
+		r.mu.Lock()
+		inResponses := strings.Contains(r.seen.String(), pw)
+		r.mu.Unlock()
+		if inResponses {
+			t.Errorf("a response contains a password")
+		}
+		if strings.Contains(string(logs), pw) {
+			t.Errorf("the server log contains a password")
+		}
+		if strings.Contains(r.out.String(), pw) {
+			t.Errorf("the demo's output contains a password")
+		}
+	}
+}
+
+// TestManageIPMINode: a node of the ipmi hardware type (ipmitool power and
+// management over go-ipmi) verifies against the emulator's IPMI endpoint.
+func TestManageIPMINode(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan Info, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Config{Machines: 1, IPMI: true, Listen: "127.0.0.1:0", Dir: t.TempDir(), Out: io.Discard,
+			Ready: func(i Info) { ready <- i }})
+	}()
+	var info Info
+	select {
+	case info = <-ready:
+	case err := <-done:
+		t.Fatalf("demo: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("demo not ready")
+	}
+	r := &running{Info: info, out: &syncBuffer{}}
+	b, _ := os.ReadFile(info.NodesFile)
+	var nf struct {
+		Nodes []struct {
+			DriverInfo map[string]any `json:"driver_info"`
+			Extra      struct {
+				BMC map[string]any `json:"bmc_emulator"`
+			} `json:"extra"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal(b, &nf); err != nil {
+		t.Fatal(err)
+	}
+	n := nf.Nodes[0]
+	di := map[string]any{"ipmi_address": n.Extra.BMC["ipmi_address"], "ipmi_port": n.Extra.BMC["ipmi_port"],
+		"ipmi_username": n.DriverInfo["redfish_username"], "ipmi_password": n.DriverInfo["redfish_password"]}
+	if s, body := r.api(t, "POST", "/v1/nodes", map[string]any{"name": "ipmi-1", "driver": "ipmi", "driver_info": di}); s != 201 {
+		t.Fatalf("create: %d %v", s, body)
+	}
+	if s, body := r.api(t, "PUT", "/v1/nodes/ipmi-1/states/provision", map[string]any{"target": "manage"}); s != 202 {
+		t.Fatalf("manage: %d %v", s, body)
+	}
+	node := r.waitState(t, "ipmi-1", "manageable")
+	if node["power_interface"] != "ipmitool" || node["power_state"] != "power off" {
+		t.Errorf("power_interface %v, power_state %v", node["power_interface"], node["power_state"])
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("demo: %v", err)
+	}
+}

@@ -1,0 +1,470 @@
+package redfish
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/stmcginnis/gofish/common"
+)
+
+// Errors a call can be classified as (match with errors.Is).
+var (
+	// ErrAuth: the BMC refused the credentials (HTTP 401 or 403).
+	ErrAuth = errors.New("the BMC refused the credentials")
+	// ErrUnreachable: no answer (connection refused, reset, timeout, TLS).
+	ErrUnreachable = errors.New("the BMC could not be reached")
+	// ErrNotFound: the resource (usually the system) does not exist.
+	ErrNotFound = errors.New("resource not found on the BMC")
+)
+
+// Error is a failed Redfish call. Its text names the BMC, never a password.
+type Error struct {
+	Method, URL string
+	Status      int    // HTTP status, 0 when there was no answer
+	Message     string // the BMC's error message, or the transport error
+	User        string // the account the call used
+	kind        error
+}
+
+func (e *Error) Error() string {
+	switch e.kind {
+	case ErrAuth:
+		return fmt.Sprintf("Redfish BMC refused the credentials of user %q (HTTP %d on %s %s)", e.User, e.Status, e.Method, e.URL)
+	case ErrUnreachable:
+		return fmt.Sprintf("Redfish BMC unreachable: %s %s: %s", e.Method, e.URL, e.Message)
+	}
+	if e.Message == "" {
+		return fmt.Sprintf("Redfish call %s %s failed with HTTP %d", e.Method, e.URL, e.Status)
+	}
+	return fmt.Sprintf("Redfish call %s %s failed with HTTP %d: %s", e.Method, e.URL, e.Status, e.Message)
+}
+
+// Unwrap lets errors.Is match ErrAuth, ErrUnreachable or ErrNotFound.
+func (e *Error) Unwrap() error { return e.kind }
+
+// retryable reports whether a call may succeed if repeated.
+func retryable(status int, err error) bool {
+	if err != nil {
+		return true
+	}
+	switch status {
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// sessionKey identifies a BMC account without keeping the password in clear.
+type sessionKey struct {
+	address, username string
+	pwHash            [32]byte
+}
+
+// authState is what the driver remembers about a BMC account.
+type authState struct {
+	token, location string
+	basic           bool // the BMC has no sessions: use basic auth
+}
+
+// conn implements gofish's common.Client for one operation on one BMC: the
+// operation's context, bounded retries of transient failures, and basic or
+// session authentication with sessions cached per BMC account.
+type conn struct {
+	ctx  context.Context
+	d    *Driver
+	in   info
+	hc   *http.Client
+	base *url.URL
+	key  sessionKey
+}
+
+func (d *Driver) conn(ctx context.Context, in info) (*conn, error) {
+	hc, err := d.httpClient(in)
+	if err != nil {
+		return nil, err
+	}
+	base, _ := url.Parse(in.address)
+	return &conn{ctx: ctx, d: d, in: in, hc: hc, base: base,
+		key: sessionKey{address: in.address, username: in.username, pwHash: sha256.Sum256([]byte(in.password))}}, nil
+}
+
+// httpClient returns a client for the node's TLS verification setting.
+func (d *Driver) httpClient(in info) (*http.Client, error) {
+	key := "verify"
+	if !in.verify {
+		key = "insecure"
+	} else if in.caPath != "" {
+		key = "ca:" + in.caPath
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c, ok := d.clients[key]; ok {
+		return c, nil
+	}
+	rt := d.cfg.Transport
+	if rt == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.Proxy = nil // BMC networks are reached directly
+		tr.MaxIdleConnsPerHost = 4
+		tls := &tls.Config{InsecureSkipVerify: !in.verify} //nolint:gosec // the operator's redfish_verify_ca=false
+		if in.caPath != "" {
+			pool, err := loadCAs(in.caPath)
+			if err != nil {
+				return nil, err
+			}
+			tls.RootCAs = pool
+		}
+		tr.TLSClientConfig = tls
+		rt = tr
+	}
+	c := &http.Client{Transport: rt, Timeout: d.cfg.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	d.clients[key] = c
+	return c, nil
+}
+
+func loadCAs(path string) (*x509.CertPool, error) {
+	pool := x509.NewCertPool()
+	files := []string{path}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		files, _ = filepath.Glob(filepath.Join(path, "*"))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil {
+			pool.AppendCertsFromPEM(b)
+		}
+	}
+	return pool, nil
+}
+
+// resolve turns an @odata.id (a path) into a URL on this BMC; links that
+// point elsewhere are refused so a BMC cannot send the driver to other hosts.
+func (c *conn) resolve(ref string) (string, error) {
+	u, err := url.Parse(ref)
+	if err != nil {
+		return "", fmt.Errorf("bad resource link %q: %w", ref, err)
+	}
+	if u.IsAbs() && u.Host != c.base.Host {
+		return "", fmt.Errorf("resource link %q points away from the BMC %s", ref, c.in.address)
+	}
+	return c.base.ResolveReference(u).String(), nil
+}
+
+// do performs one Redfish call with authentication and bounded retries.
+func (c *conn) do(method, ref string, body []byte, contentType string, headers map[string]string) (*http.Response, error) {
+	target, err := c.resolve(ref)
+	if err != nil {
+		return nil, err
+	}
+	var last error
+	reauthed := false
+	for attempt := 1; ; attempt++ {
+		resp, err := c.once(method, target, body, contentType, headers)
+		var ae *Error
+		if errors.As(err, &ae) {
+			return nil, ae // logging in failed; login has retried already
+		}
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		if err == nil && status >= 200 && status < 300 {
+			return resp, nil
+		}
+		if err != nil && c.ctx.Err() != nil {
+			return nil, &Error{Method: method, URL: target, Message: c.ctx.Err().Error(), kind: ErrUnreachable}
+		}
+		last = c.failure(method, target, resp, err)
+		if (status == http.StatusUnauthorized || status == http.StatusForbidden) && !reauthed && c.dropSession() {
+			reauthed = true // a cached session expired: log in again, once
+			continue
+		}
+		if !retryable(status, err) || attempt >= c.d.cfg.Attempts {
+			return nil, last
+		}
+		c.d.cfg.Log.Debug("redfish call failed, retrying", "method", method, "url", target, "attempt", attempt, "err", last)
+		if serr := c.d.sleep(c.ctx, c.d.cfg.RetryInterval); serr != nil {
+			return nil, last
+		}
+	}
+}
+
+// once sends the request a single time.
+func (c *conn) once(method, target string, body []byte, contentType string, headers map[string]string) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(c.ctx, method, target, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("OData-Version", "4.0")
+	req.Header.Set("User-Agent", "anvil-redfish/1")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for k, v := range headers {
+		if k != "" {
+			req.Header.Set(k, v)
+		}
+	}
+	if err := c.authenticate(req); err != nil {
+		return nil, err
+	}
+	return c.hc.Do(req)
+}
+
+// failure turns a failed round trip into an *Error (closing the body).
+func (c *conn) failure(method, target string, resp *http.Response, err error) error {
+	var ae *Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	if err != nil {
+		msg := err.Error()
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			msg = ue.Err.Error()
+		}
+		return &Error{Method: method, URL: target, Message: c.scrub(msg), kind: ErrUnreachable}
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	e := &Error{Method: method, URL: target, Status: resp.StatusCode, Message: c.scrub(redfishMessage(b)), User: c.in.username}
+	switch resp.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		e.kind = ErrAuth
+	case http.StatusNotFound:
+		e.kind = ErrNotFound
+	}
+	return e
+}
+
+// scrub removes the password from text a BMC or the network sent back.
+func (c *conn) scrub(s string) string { return Scrub(s, c.in.password) }
+
+// Scrub replaces every occurrence of secret in s (secrets of 3+ characters).
+func Scrub(s, secret string) string {
+	if len(secret) < 3 {
+		return s
+	}
+	return strings.ReplaceAll(s, secret, "******")
+}
+
+// redfishMessage extracts the message of a Redfish error body.
+func redfishMessage(b []byte) string {
+	var body struct {
+		Error struct {
+			Code     string `json:"code"`
+			Message  string `json:"message"`
+			Extended []struct {
+				Message string `json:"Message"`
+			} `json:"@Message.ExtendedInfo"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &body) == nil && (body.Error.Message != "" || len(body.Error.Extended) > 0) {
+		msg := body.Error.Message
+		for _, x := range body.Error.Extended {
+			if x.Message != "" && x.Message != msg {
+				msg = strings.TrimSpace(msg + " " + x.Message)
+			}
+		}
+		return msg
+	}
+	s := strings.TrimSpace(string(b))
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+// authenticate adds basic auth or a session token to req.
+func (c *conn) authenticate(req *http.Request) error {
+	if c.in.username == "" && c.in.password == "" {
+		return nil
+	}
+	if c.in.authType == AuthBasic || strings.HasSuffix(req.URL.Path, "/SessionService/Sessions") && req.Method == http.MethodPost {
+		req.SetBasicAuth(c.in.username, c.in.password)
+		return nil
+	}
+	st, err := c.session()
+	if err != nil {
+		return err
+	}
+	if st.basic {
+		req.SetBasicAuth(c.in.username, c.in.password)
+		return nil
+	}
+	req.Header.Set("X-Auth-Token", st.token)
+	return nil
+}
+
+// session returns the cached session of this account, logging in if needed.
+// With auth type auto, a BMC without a session service falls back to basic.
+func (c *conn) session() (authState, error) {
+	c.d.mu.Lock()
+	st, ok := c.d.sessions[c.key]
+	c.d.mu.Unlock()
+	if ok {
+		return st, nil
+	}
+	st, err := c.login()
+	if err != nil {
+		var e *Error
+		if c.in.authType == AuthAuto && errors.As(err, &e) && e.kind != ErrAuth && e.kind != ErrUnreachable {
+			st = authState{basic: true}
+		} else {
+			return authState{}, err
+		}
+	}
+	c.d.mu.Lock()
+	c.d.sessions[c.key] = st
+	c.d.mu.Unlock()
+	return st, nil
+}
+
+// login creates a Redfish session (POST /redfish/v1/SessionService/Sessions).
+func (c *conn) login() (authState, error) {
+	payload, _ := json.Marshal(map[string]string{"UserName": c.in.username, "Password": c.in.password})
+	target, _ := c.resolve("/redfish/v1/SessionService/Sessions")
+	var last error
+	for attempt := 1; ; attempt++ {
+		req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, target, bytes.NewReader(payload))
+		if err != nil {
+			return authState{}, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json")
+		resp, err := c.hc.Do(req)
+		if err == nil && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+			resp.Body.Close()
+			tok := resp.Header.Get("X-Auth-Token")
+			if tok == "" {
+				return authState{basic: true}, nil
+			}
+			return authState{token: tok, location: resp.Header.Get("Location")}, nil
+		}
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		last = c.failure(http.MethodPost, target, resp, err)
+		if c.ctx.Err() != nil || !retryable(status, err) || attempt >= c.d.cfg.Attempts {
+			return authState{}, last
+		}
+		if serr := c.d.sleep(c.ctx, c.d.cfg.RetryInterval); serr != nil {
+			return authState{}, last
+		}
+	}
+}
+
+// dropSession forgets a cached session; it reports whether there was one.
+func (c *conn) dropSession() bool {
+	if c.in.authType == AuthBasic {
+		return false
+	}
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	st, ok := c.d.sessions[c.key]
+	if !ok || st.basic {
+		return false
+	}
+	delete(c.d.sessions, c.key)
+	return true
+}
+
+// The common.Client methods gofish calls.
+
+func (c *conn) Get(ref string) (*http.Response, error) { return c.GetWithHeaders(ref, nil) }
+func (c *conn) GetWithHeaders(ref string, h map[string]string) (*http.Response, error) {
+	return c.do(http.MethodGet, ref, nil, "", h)
+}
+func (c *conn) Post(ref string, p any) (*http.Response, error) { return c.PostWithHeaders(ref, p, nil) }
+func (c *conn) PostWithHeaders(ref string, p any, h map[string]string) (*http.Response, error) {
+	return c.withJSON(http.MethodPost, ref, p, h)
+}
+func (c *conn) PostMultipart(ref string, p map[string]io.Reader) (*http.Response, error) {
+	return c.PostMultipartWithHeaders(ref, p, nil)
+}
+func (c *conn) PostMultipartWithHeaders(ref string, p map[string]io.Reader, h map[string]string) (*http.Response, error) {
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	for k, r := range p {
+		part, err := w.CreateFormField(k)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := io.Copy(part, r); err != nil {
+			return nil, err
+		}
+	}
+	w.Close()
+	return c.do(http.MethodPost, ref, buf.Bytes(), w.FormDataContentType(), h)
+}
+func (c *conn) Patch(ref string, p any) (*http.Response, error) {
+	return c.PatchWithHeaders(ref, p, nil)
+}
+func (c *conn) PatchWithHeaders(ref string, p any, h map[string]string) (*http.Response, error) {
+	return c.withJSON(http.MethodPatch, ref, p, h)
+}
+func (c *conn) Put(ref string, p any) (*http.Response, error) { return c.PutWithHeaders(ref, p, nil) }
+func (c *conn) PutWithHeaders(ref string, p any, h map[string]string) (*http.Response, error) {
+	return c.withJSON(http.MethodPut, ref, p, h)
+}
+func (c *conn) Delete(ref string) (*http.Response, error) { return c.DeleteWithHeaders(ref, nil) }
+func (c *conn) DeleteWithHeaders(ref string, h map[string]string) (*http.Response, error) {
+	resp, err := c.do(http.MethodDelete, ref, nil, "", h)
+	if resp != nil {
+		resp.Body.Close()
+	}
+	return resp, err
+}
+
+func (c *conn) withJSON(method, ref string, p any, h map[string]string) (*http.Response, error) {
+	var body []byte
+	if p != nil {
+		b, err := json.Marshal(p)
+		if err != nil {
+			return nil, err
+		}
+		body = b
+	}
+	return c.do(method, ref, body, "application/json", h)
+}
+
+var _ common.Client = (*conn)(nil)
+
+// sleep waits d or until ctx ends (Config.Sleep in tests).
+func (d *Driver) sleep(ctx context.Context, dur time.Duration) error {
+	if d.cfg.Sleep != nil {
+		return d.cfg.Sleep(ctx, dur)
+	}
+	if dur <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(dur)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

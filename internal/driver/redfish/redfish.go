@@ -1,0 +1,333 @@
+// Package redfish is the redfish hardware type's power, management and
+// inspect interfaces (Ironic's "redfish" implementations), built on gofish's
+// Redfish models with a small client of its own: one context per operation,
+// bounded retries of transient failures (connection errors and HTTP 500,
+// 502, 503, 504), basic or session authentication with sessions cached per
+// BMC account (auth type auto falls back to basic when the BMC has no
+// session service).
+//
+// Invariants: Validate never contacts the BMC; no error, log line or node
+// field this package writes contains a password (errors pass through Scrub);
+// calls are bounded by Config.Attempts × (Config.Timeout + Config.RetryInterval).
+//
+// Inspection fills properties cpus, cpu_arch, memory_mb and local_gb and
+// appends the NICs it finds to Task.Ports as new ports (UUID ""): the
+// conductor creates them (see Inspect).
+package redfish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stmcginnis/gofish/common"
+	"github.com/stmcginnis/gofish/redfish"
+
+	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/model"
+)
+
+// Name is the hardware type and the power, management and inspect interface
+// name this package is registered under (Ironic's).
+const Name = "redfish"
+
+// Config tunes the driver. Zero values take Ironic's defaults.
+type Config struct {
+	Attempts      int           // tries of one call ([redfish]connection_attempts: 5)
+	RetryInterval time.Duration // between tries ([redfish]connection_retry_interval: 4 s)
+	Timeout       time.Duration // one HTTP request (60 s)
+	PowerTimeout  time.Duration // wait for a power change to show ([conductor]power_state_change_timeout: 60 s)
+	PollInterval  time.Duration // between power reads while waiting (1 s)
+	// Transport replaces the HTTP transport (tests); nil builds one per TLS setting.
+	Transport http.RoundTripper
+	Sleep     func(ctx context.Context, d time.Duration) error // nil: real time
+	Log       *slog.Logger
+}
+
+// Driver implements driver.Power (with Verify), driver.Management and
+// driver.Inspect for Redfish BMCs. It is safe for concurrent use.
+type Driver struct {
+	cfg      Config
+	mu       sync.Mutex
+	clients  map[string]*http.Client
+	sessions map[sessionKey]authState
+}
+
+// New returns a driver with cfg's settings.
+func New(cfg Config) *Driver {
+	if cfg.Attempts <= 0 {
+		cfg.Attempts = 5
+	}
+	if cfg.RetryInterval <= 0 {
+		cfg.RetryInterval = 4 * time.Second
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 60 * time.Second
+	}
+	if cfg.PowerTimeout <= 0 {
+		cfg.PowerTimeout = 60 * time.Second
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Driver{cfg: cfg, clients: map[string]*http.Client{}, sessions: map[sessionKey]authState{}}
+}
+
+var (
+	_ driver.Power      = (*Driver)(nil)
+	_ driver.Management = (*Driver)(nil)
+	_ driver.Inspect    = (*Driver)(nil)
+)
+
+// Validate checks driver_info without contacting the BMC.
+func (d *Driver) Validate(n *model.Node) error {
+	_, err := parseInfo(n)
+	return err
+}
+
+// system fetches the node's ComputerSystem.
+func (d *Driver) system(ctx context.Context, n *model.Node) (*redfish.ComputerSystem, error) {
+	in, err := parseInfo(n)
+	if err != nil {
+		return nil, err
+	}
+	c, err := d.conn(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	path := in.systemID
+	if path == "" {
+		if path, err = onlySystem(c); err != nil {
+			return nil, err
+		}
+	}
+	sys, err := redfish.GetComputerSystem(c, path)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, fmt.Errorf("Redfish system %s was not found on BMC %s: %w", path, in.address, err)
+		}
+		return nil, err
+	}
+	return sys, nil
+}
+
+// onlySystem returns the path of the BMC's only system.
+func onlySystem(c *conn) (string, error) {
+	col, err := common.GetCollection(c, "/redfish/v1/Systems")
+	if err != nil {
+		return "", err
+	}
+	if len(col.ItemLinks) != 1 {
+		return "", fmt.Errorf("BMC %s manages %d systems: set %s to choose one", c.in.address, len(col.ItemLinks), KeySystemID)
+	}
+	return col.ItemLinks[0], nil
+}
+
+// Verify checks the BMC answers with the node's credentials and knows its
+// system (what "manage" runs in verifying).
+func (d *Driver) Verify(ctx context.Context, t *driver.Task) error {
+	_, err := d.system(ctx, t.Node)
+	return err
+}
+
+// PowerState reads the system's power state.
+func (d *Driver) PowerState(ctx context.Context, t *driver.Task) (string, error) {
+	sys, err := d.system(ctx, t.Node)
+	if err != nil {
+		return "", err
+	}
+	return powerState(sys.PowerState), nil
+}
+
+func powerState(p redfish.PowerState) string {
+	switch p {
+	case redfish.OnPowerState, redfish.PoweringOnPowerState:
+		return fsm.PowerOn
+	case redfish.OffPowerState, redfish.PoweringOffPowerState:
+		return fsm.PowerOff
+	}
+	return ""
+}
+
+// SetPowerState performs target and waits (Config.PowerTimeout) until the
+// BMC reports the resulting state.
+func (d *Driver) SetPowerState(ctx context.Context, t *driver.Task, target string) error {
+	sys, err := d.system(ctx, t.Node)
+	if err != nil {
+		return err
+	}
+	on := powerState(sys.PowerState) == fsm.PowerOn
+	var reset redfish.ResetType
+	switch target {
+	case fsm.PowerOn:
+		reset = redfish.OnResetType
+	case fsm.PowerOff:
+		reset = redfish.ForceOffResetType
+	case fsm.SoftPowerOff:
+		reset = redfish.GracefulShutdownResetType
+	case fsm.Rebooting:
+		reset = redfish.ForceRestartResetType
+	case fsm.SoftRebooting:
+		reset = redfish.GracefulRestartResetType
+	default:
+		return fmt.Errorf("power target %q is not supported by the redfish power interface", target)
+	}
+	if !on && (target == fsm.Rebooting || target == fsm.SoftRebooting) {
+		reset = redfish.OnResetType // Ironic: rebooting a node that is off powers it on
+	}
+	want := fsm.PowerResult(target)
+	if (reset == redfish.OnResetType && on) || (want == fsm.PowerOff && !on) {
+		return nil // already there
+	}
+	if err := sys.Reset(reset); err != nil {
+		return fmt.Errorf("Redfish %s of system %s failed: %w", reset, sys.ID, err)
+	}
+	return d.waitPower(ctx, t, want)
+}
+
+// waitPower polls until the power state is want or Config.PowerTimeout passes.
+func (d *Driver) waitPower(ctx context.Context, t *driver.Task, want string) error {
+	deadline := time.Now().Add(d.cfg.PowerTimeout)
+	for {
+		got, err := d.PowerState(ctx, t)
+		if err == nil && got == want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				return fmt.Errorf("timed out waiting for power state %s: %w", want, err)
+			}
+			return fmt.Errorf("timed out after %s waiting for power state %s (BMC reports %s)", d.cfg.PowerTimeout, want, got)
+		}
+		if err := d.sleep(ctx, d.cfg.PollInterval); err != nil {
+			return err
+		}
+	}
+}
+
+// Boot devices in Ironic's words ↔ Redfish BootSourceOverrideTarget.
+var bootTargets = map[string]redfish.BootSourceOverrideTarget{
+	"pxe":   redfish.PxeBootSourceOverrideTarget,
+	"disk":  redfish.HddBootSourceOverrideTarget,
+	"cdrom": redfish.CdBootSourceOverrideTarget,
+	"bios":  redfish.BiosSetupBootSourceOverrideTarget,
+}
+
+// SupportedBootDevices lists the devices SetBootDevice accepts.
+func (d *Driver) SupportedBootDevices(ctx context.Context, t *driver.Task) ([]string, error) {
+	return []string{"pxe", "disk", "cdrom", "bios"}, nil
+}
+
+// BootDevice reads the boot override: device "" when none is set.
+func (d *Driver) BootDevice(ctx context.Context, t *driver.Task) (driver.BootDevice, error) {
+	sys, err := d.system(ctx, t.Node)
+	if err != nil {
+		return driver.BootDevice{}, err
+	}
+	bd := driver.BootDevice{Persistent: sys.Boot.BootSourceOverrideEnabled == redfish.ContinuousBootSourceOverrideEnabled}
+	if sys.Boot.BootSourceOverrideEnabled == redfish.DisabledBootSourceOverrideEnabled {
+		return bd, nil
+	}
+	for dev, tgt := range bootTargets {
+		if tgt == sys.Boot.BootSourceOverrideTarget {
+			bd.Device = dev
+		}
+	}
+	return bd, nil
+}
+
+// SetBootDevice sets BootSourceOverrideTarget with BootSourceOverrideEnabled
+// Once or Continuous, and the boot mode the node asks for (BootMode), if any.
+func (d *Driver) SetBootDevice(ctx context.Context, t *driver.Task, dev driver.BootDevice) error {
+	tgt, ok := bootTargets[dev.Device]
+	if !ok {
+		return fmt.Errorf("boot device %q is not supported by the redfish management interface", dev.Device)
+	}
+	sys, err := d.system(ctx, t.Node)
+	if err != nil {
+		return err
+	}
+	b := redfish.Boot{BootSourceOverrideTarget: tgt, BootSourceOverrideEnabled: redfish.OnceBootSourceOverrideEnabled}
+	if dev.Persistent {
+		b.BootSourceOverrideEnabled = redfish.ContinuousBootSourceOverrideEnabled
+	}
+	if m := RequestedBootMode(t.Node); m != "" {
+		b.BootSourceOverrideMode = redfishMode(m)
+	}
+	if err := sys.SetBoot(b); err != nil {
+		return fmt.Errorf("Redfish boot override of system %s failed: %w", sys.ID, err)
+	}
+	return nil
+}
+
+// Boot modes in Ironic's words.
+const (
+	BootModeUEFI = "uefi"
+	BootModeBIOS = "bios"
+)
+
+func redfishMode(m string) redfish.BootSourceOverrideMode {
+	if m == BootModeBIOS {
+		return redfish.LegacyBootSourceOverrideMode
+	}
+	return redfish.UEFIBootSourceOverrideMode
+}
+
+// BootMode reads the system's boot mode: "uefi", "bios" or "" (unknown).
+func (d *Driver) BootMode(ctx context.Context, t *driver.Task) (string, error) {
+	sys, err := d.system(ctx, t.Node)
+	if err != nil {
+		return "", err
+	}
+	switch sys.Boot.BootSourceOverrideMode {
+	case redfish.UEFIBootSourceOverrideMode:
+		return BootModeUEFI, nil
+	case redfish.LegacyBootSourceOverrideMode:
+		return BootModeBIOS, nil
+	}
+	return "", nil
+}
+
+// SetBootMode sets the system's boot mode ("uefi" or "bios"), keeping the
+// current boot override.
+func (d *Driver) SetBootMode(ctx context.Context, t *driver.Task, mode string) error {
+	if mode != BootModeUEFI && mode != BootModeBIOS {
+		return fmt.Errorf("boot mode %q is not uefi or bios", mode)
+	}
+	sys, err := d.system(ctx, t.Node)
+	if err != nil {
+		return err
+	}
+	b := redfish.Boot{BootSourceOverrideMode: redfishMode(mode),
+		BootSourceOverrideEnabled: sys.Boot.BootSourceOverrideEnabled, BootSourceOverrideTarget: sys.Boot.BootSourceOverrideTarget}
+	if err := sys.SetBoot(b); err != nil {
+		return fmt.Errorf("Redfish boot mode change of system %s failed: %w", sys.ID, err)
+	}
+	return nil
+}
+
+// RequestedBootMode is the boot mode a node asks for, Ironic's way:
+// instance_info deploy_boot_mode, else the boot_mode capability in
+// properties; "" when it asks for none.
+func RequestedBootMode(n *model.Node) string {
+	if s, _ := n.InstanceInfo["deploy_boot_mode"].(string); s == BootModeUEFI || s == BootModeBIOS {
+		return s
+	}
+	caps, _ := n.Properties["capabilities"].(string)
+	for _, c := range strings.Split(caps, ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(c), ":")
+		if k == "boot_mode" && (v == BootModeUEFI || v == BootModeBIOS) {
+			return v
+		}
+	}
+	return ""
+}

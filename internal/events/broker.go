@@ -1,0 +1,314 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Errors a subscription ends with.
+var (
+	// ErrOverflow: the subscriber let its queue fill up and was cut off.
+	ErrOverflow = errors.New("events: subscriber fell behind")
+	// ErrClosed: the subscription or the broker was closed.
+	ErrClosed = errors.New("events: subscription closed")
+)
+
+// Config configures a Broker. Zero values take the defaults.
+type Config struct {
+	// Buffer is how many recent events are kept for resumption (10,000).
+	Buffer int
+	// SubscriberBuffer is how many events may wait for one subscriber
+	// before it is cut off (1,000), on top of the backlog a resume replays.
+	SubscriberBuffer int
+	// Heartbeat is how often stream servers send a keep-alive (15 s).
+	Heartbeat time.Duration
+	// IDBase numbers events from IDBase+1; zero takes the start time in
+	// microseconds, so that IDs keep growing across restarts.
+	IDBase uint64
+	Now    func() time.Time
+}
+
+// Broker numbers events, keeps the last Buffer of them and fans them out to
+// subscriptions without ever waiting for one. It is safe for concurrent use.
+type Broker struct {
+	cfg Config
+
+	mu        sync.Mutex
+	seq       uint64  // ID of the last published event
+	ring      []Event // the last len(ring) events, oldest at head
+	head      int
+	subs      map[*Subscription]struct{}
+	observers []func(Event)
+	closed    bool
+	stats     Stats
+}
+
+// Stats are the broker's counters.
+type Stats struct {
+	Published     uint64 // events published
+	Subscribers   int    // open subscriptions
+	Subscriptions uint64 // subscriptions ever opened
+	Overflows     uint64 // subscriptions cut off for falling behind
+	Resets        uint64 // resumes that could not be served from the ring
+	LastID        uint64
+}
+
+// NewBroker returns a broker.
+func NewBroker(cfg Config) *Broker {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Buffer <= 0 {
+		cfg.Buffer = 10000
+	}
+	if cfg.SubscriberBuffer <= 0 {
+		cfg.SubscriberBuffer = 1000
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 15 * time.Second
+	}
+	if cfg.IDBase == 0 {
+		cfg.IDBase = uint64(cfg.Now().UnixMicro())
+	}
+	return &Broker{cfg: cfg, seq: cfg.IDBase, ring: make([]Event, 0, cfg.Buffer),
+		subs: map[*Subscription]struct{}{}}
+}
+
+// Heartbeat is how often a stream server should send a keep-alive.
+func (b *Broker) Heartbeat() time.Duration { return b.cfg.Heartbeat }
+
+// Observe registers fn to be called with every published event, in order,
+// inside Publish: fn must be quick and must not call the broker.
+func (b *Broker) Observe(fn func(Event)) {
+	b.mu.Lock()
+	b.observers = append(b.observers, fn)
+	b.mu.Unlock()
+}
+
+// Publish numbers e, stamps its time (if zero), keeps it for resumption and
+// queues it for every matching subscriber, and returns it. It never blocks on
+// a subscriber. After Close it does nothing.
+func (b *Broker) Publish(e Event) Event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return e
+	}
+	if e.Time.IsZero() {
+		e.Time = b.cfg.Now().UTC()
+	}
+	b.seq++
+	e.ID = b.seq
+	e.data, _ = json.Marshal(e) // an Event always encodes
+	if len(b.ring) < cap(b.ring) {
+		b.ring = append(b.ring, e)
+	} else {
+		b.ring[b.head] = e
+		b.head = (b.head + 1) % len(b.ring)
+	}
+	b.stats.Published++
+	for s := range b.subs {
+		if s.offer(&e) {
+			delete(b.subs, s)
+			b.stats.Overflows++
+		}
+	}
+	for _, fn := range b.observers {
+		fn(e)
+	}
+	return e
+}
+
+// Subscribe follows the events published from now on that match f.
+func (b *Broker) Subscribe(f Filter) *Subscription {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.subscribe(f, nil)
+}
+
+// Resume follows the events matching f published after the event with ID
+// after, replaying those still kept. ok is false if some of them are no
+// longer kept, or after is not an ID of this broker's run: the subscription
+// then follows new events only, and the reader must re-read what it watches.
+func (b *Broker) Resume(f Filter, after uint64) (s *Subscription, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	oldest := b.seq + 1 - uint64(len(b.ring)) // ID of the oldest kept event
+	if after > b.seq || after+1 < oldest {
+		b.stats.Resets++
+		return b.subscribe(f, nil), false
+	}
+	m := compile(f)
+	var backlog []Event
+	for i := range b.ring {
+		e := &b.ring[(b.head+i)%len(b.ring)]
+		if e.ID > after && m.match(e) {
+			backlog = append(backlog, *e)
+		}
+	}
+	return b.subscribe(f, backlog), true
+}
+
+// subscribe registers a subscription; b.mu is held.
+func (b *Broker) subscribe(f Filter, backlog []Event) *Subscription {
+	s := &Subscription{b: b, m: compile(f), start: b.seq, pos: b.seq, queue: backlog,
+		limit: b.cfg.SubscriberBuffer + len(backlog), wake: make(chan struct{}, 1)}
+	if len(backlog) > 0 {
+		s.signal()
+	}
+	b.stats.Subscriptions++
+	if b.closed {
+		s.end(ErrClosed)
+		return s
+	}
+	b.subs[s] = struct{}{}
+	return s
+}
+
+// Stats returns the broker's counters.
+func (b *Broker) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.stats
+	st.Subscribers = len(b.subs)
+	st.LastID = b.seq
+	return st
+}
+
+// Close ends every subscription (they drain what is queued, then report
+// ErrClosed) and makes Publish a no-op. Servers call it on shutdown so that
+// open streams end.
+func (b *Broker) Close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	for s := range b.subs {
+		s.end(ErrClosed)
+	}
+	clear(b.subs)
+}
+
+func (b *Broker) unsubscribe(s *Subscription) {
+	b.mu.Lock()
+	delete(b.subs, s)
+	b.mu.Unlock()
+}
+
+// Subscription is one reader's queue of events. Its methods are safe for
+// concurrent use, but events are meant for one consumer.
+type Subscription struct {
+	b     *Broker
+	m     *matcher
+	start uint64 // the broker's last ID when the subscription began
+	wake  chan struct{}
+
+	mu    sync.Mutex
+	queue []Event
+	limit int
+	pos   uint64 // ID of the last event offered (queued or filtered out)
+	err   error  // why it ended; nil while open
+}
+
+// offer queues e if it matches. If the queue is full it ends the
+// subscription with an overflow event instead and reports true. b.mu is held.
+func (s *Subscription) offer(e *Event) (overflow bool) {
+	match := s.m.match(e)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !match {
+		s.pos = e.ID
+		return false
+	}
+	if len(s.queue) >= s.limit {
+		last := s.pos
+		if n := len(s.queue); n > 0 {
+			last = s.queue[n-1].ID
+		}
+		s.queue = append(s.queue, Event{ID: last, Type: TypeOverflow, Time: e.Time})
+		s.endLocked(ErrOverflow)
+		return true
+	}
+	s.queue = append(s.queue, *e)
+	s.pos = e.ID
+	s.signal()
+	return false
+}
+
+func (s *Subscription) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Subscription) end(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.endLocked(err)
+}
+
+func (s *Subscription) endLocked(err error) {
+	if s.err == nil {
+		s.err = err
+		s.signal()
+	}
+}
+
+// Start is the broker's last event ID when the subscription began: the
+// position a reader is at before its first event (snapshots carry it).
+func (s *Subscription) Start() uint64 { return s.start }
+
+// Ready receives when events may be queued or the subscription ended; call
+// Take after it fires.
+func (s *Subscription) Ready() <-chan struct{} { return s.wake }
+
+// Take appends the queued events to buf and returns it, with the reader's
+// position once they are delivered (a valid resume point even if the last
+// events were filtered out) and, once the queue is empty and the
+// subscription ended, why it ended (ErrOverflow, ErrClosed).
+func (s *Subscription) Take(buf []Event) ([]Event, uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	buf = append(buf, s.queue...)
+	clear(s.queue)
+	s.queue = s.queue[:0]
+	pos := s.pos
+	if n := len(buf); n > 0 && buf[n-1].ID > pos {
+		pos = buf[n-1].ID
+	}
+	return buf, pos, s.err
+}
+
+// Next waits for the next event. It returns the subscription's error (after
+// the queued events, overflow included, are delivered) or ctx's.
+func (s *Subscription) Next(ctx context.Context) (Event, error) {
+	for {
+		s.mu.Lock()
+		if len(s.queue) > 0 {
+			e := s.queue[0]
+			s.queue[0] = Event{}
+			s.queue = s.queue[1:]
+			s.mu.Unlock()
+			return e, nil
+		}
+		err := s.err
+		s.mu.Unlock()
+		if err != nil {
+			return Event{}, err
+		}
+		select {
+		case <-s.wake:
+		case <-ctx.Done():
+			return Event{}, ctx.Err()
+		}
+	}
+}
+
+// Close ends the subscription; the broker forgets it.
+func (s *Subscription) Close() {
+	s.b.unsubscribe(s)
+	s.end(ErrClosed)
+}

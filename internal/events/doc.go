@@ -1,0 +1,25 @@
+// Package events is Anvil's watch stream: a Broker that numbers node changes,
+// keeps the most recent ones for resumption and fans them out to bounded
+// subscriptions; a store decorator that publishes every successful node
+// write (so the conductor needs no hook); the server-sent-events wire format;
+// and a small client that follows a stream and reconnects with Last-Event-ID.
+//
+// Invariants:
+//
+//   - Publish never blocks on a subscriber: each subscription has a bounded
+//     queue, and a subscriber that lets it fill up is cut off with a final
+//     "overflow" event (it reconnects with its last event ID and loses nothing
+//     while that ID is still in the ring).
+//   - Event IDs grow strictly. They start at the broker's start time in
+//     microseconds, so an ID from a previous run is older than the ring and
+//     a resume from it answers "reset" (re-read the nodes) instead of
+//     silently skipping the changes made while the server was down.
+//   - For one node, events come in the order its writes were applied: the
+//     decorator publishes before the write call returns, and a stale
+//     publication (an older version than one already published) is dropped
+//     because the newer event already carries its changes.
+//   - An event carries the node's new values (and, for updates, the previous
+//     ones), so a reader never has to ask the API what changed.
+//
+// The stream is served by internal/api at GET /v1/events/stream.
+package events

@@ -1,0 +1,210 @@
+package events
+
+import (
+	"context"
+	"sync"
+
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// Publisher is a store that publishes its node changes (what Store returns).
+// The API finds the broker of its stream through it.
+type Publisher interface {
+	store.Store
+	Broker() *Broker
+}
+
+// Store returns inner with every successful node write published on b:
+// CreateNode, UpdateNode (when a watched field changed), DeleteNode, the
+// reservation changes of ReserveNode, ReleaseNode and ReleaseHost, and
+// AddHistory. Reads pass through. Writes made by other processes sharing
+// the database are not seen.
+func Store(inner store.Store, b *Broker) Publisher {
+	return &publisher{Store: inner, b: b, known: map[string]known{}}
+}
+
+// publisher is the decorator. It remembers the last published state of each
+// node it has seen, to tell what an update changed without reading the node
+// again: O(nodes) small entries.
+type publisher struct {
+	store.Store
+	b *Broker
+
+	mu    sync.Mutex
+	known map[string]known // node UUID → last published state
+}
+
+type known struct {
+	version int64
+	name    string
+	state   NodeState
+}
+
+func (p *publisher) Broker() *Broker { return p.b }
+
+// CreateNode implements store.Store.
+func (p *publisher) CreateNode(ctx context.Context, n *model.Node) error {
+	if err := p.Store.CreateNode(ctx, n); err != nil {
+		return err
+	}
+	st := StateOf(n)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.known[n.UUID] = known{version: n.Version, name: n.Name, state: st}
+	p.b.Publish(Event{Type: TypeCreated, Node: n.UUID, Name: n.Name, State: &st})
+	return nil
+}
+
+// UpdateNode implements store.Store.
+func (p *publisher) UpdateNode(ctx context.Context, n *model.Node) error {
+	p.mu.Lock()
+	_, seen := p.known[n.UUID]
+	p.mu.Unlock()
+	var before *model.Node
+	if !seen { // first write to a node this process has not read through us
+		before, _ = p.Store.GetNode(ctx, n.UUID)
+	}
+	if err := p.Store.UpdateNode(ctx, n); err != nil {
+		return err
+	}
+	cur := StateOf(n)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old, ok := p.known[n.UUID]
+	switch {
+	case ok && old.version >= n.Version:
+		return nil // a newer write was published already, with these changes
+	case !ok && before != nil:
+		old, ok = known{version: before.Version, name: before.Name, state: StateOf(before)}, true
+	}
+	// UpdateNode never writes the reservation: keep the one we know.
+	cur.Reservation = old.state.Reservation
+	p.known[n.UUID] = known{version: n.Version, name: n.Name, state: cur}
+	e := Event{Type: TypeUpdated, Node: n.UUID, Name: n.Name, State: &cur}
+	if ok {
+		prev := old.state
+		e.Previous = &prev
+		e.Changed = changed(old.name, old.state, n.Name, cur)
+		if len(e.Changed) == 0 {
+			return nil
+		}
+	} else {
+		e.Changed = Fields()
+	}
+	p.b.Publish(e)
+	return nil
+}
+
+// DeleteNode implements store.Store.
+func (p *publisher) DeleteNode(ctx context.Context, uuid string) error {
+	if err := p.Store.DeleteNode(ctx, uuid); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := Event{Type: TypeDeleted, Node: uuid}
+	if k, ok := p.known[uuid]; ok {
+		e.Name, e.State = k.name, &k.state
+		delete(p.known, uuid)
+	}
+	p.b.Publish(e)
+	return nil
+}
+
+// ReserveNode implements store.Store.
+func (p *publisher) ReserveNode(ctx context.Context, uuid, host string) (*model.Node, error) {
+	n, err := p.Store.ReserveNode(ctx, uuid, host)
+	if err != nil {
+		return n, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old, ok := p.known[n.UUID]
+	var cur NodeState
+	switch {
+	case ok && old.version >= n.Version:
+		// Nothing but the lock changed since (or a newer write is known).
+		cur = old.state
+		cur.Reservation = n.Reservation
+	case ok:
+		cur = StateOf(n) // written by someone we did not see
+		old.version, old.name = n.Version, n.Name
+	default:
+		cur = StateOf(n)
+		old = known{version: n.Version, name: n.Name, state: cur}
+		old.state.Reservation = ""
+	}
+	p.publishLock(n.UUID, old, cur)
+	return n, nil
+}
+
+// publishLock records cur as node uuid's state and publishes the change
+// from old, if any. p.mu is held.
+func (p *publisher) publishLock(uuid string, old known, cur NodeState) {
+	p.known[uuid] = known{version: old.version, name: old.name, state: cur}
+	ch := changed(old.name, old.state, old.name, cur)
+	if len(ch) == 0 {
+		return
+	}
+	prev := old.state
+	p.b.Publish(Event{Type: TypeUpdated, Node: uuid, Name: old.name, Changed: ch,
+		State: &cur, Previous: &prev})
+}
+
+// ReleaseNode implements store.Store.
+func (p *publisher) ReleaseNode(ctx context.Context, uuid, host string) error {
+	if err := p.Store.ReleaseNode(ctx, uuid, host); err != nil {
+		return err
+	}
+	p.released(uuid, host)
+	return nil
+}
+
+// ReleaseHost implements store.Store.
+func (p *publisher) ReleaseHost(ctx context.Context, host string) ([]string, error) {
+	freed, err := p.Store.ReleaseHost(ctx, host)
+	for _, uuid := range freed {
+		p.mu.Lock()
+		_, seen := p.known[uuid]
+		p.mu.Unlock()
+		if !seen {
+			if n, gerr := p.Store.GetNode(ctx, uuid); gerr == nil && n.Reservation == "" {
+				p.mu.Lock()
+				if _, ok := p.known[uuid]; !ok {
+					st := StateOf(n)
+					st.Reservation = host
+					p.known[uuid] = known{version: n.Version, name: n.Name, state: st}
+				}
+				p.mu.Unlock()
+			}
+		}
+		p.released(uuid, host)
+	}
+	return freed, err
+}
+
+// released publishes that host no longer holds uuid's lock.
+func (p *publisher) released(uuid, host string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old, ok := p.known[uuid]
+	if !ok || old.state.Reservation != host {
+		return
+	}
+	cur := old.state
+	cur.Reservation = ""
+	p.publishLock(uuid, old, cur)
+}
+
+// AddHistory implements store.Store.
+func (p *publisher) AddHistory(ctx context.Context, e *model.HistoryEvent, keep int) error {
+	if err := p.Store.AddHistory(ctx, e, keep); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.b.Publish(Event{Type: TypeHistory, Node: e.NodeUUID, Name: p.known[e.NodeUUID].name,
+		History: historyOf(e)})
+	return nil
+}

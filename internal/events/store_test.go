@@ -1,0 +1,157 @@
+package events
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
+	"github.com/anvil-metal/anvil/internal/store/sqlite"
+)
+
+func newTestStore(t *testing.T) (store.Store, *Broker, Publisher) {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "anvil.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	b := newTestBroker(Config{})
+	return st, b, Store(st, b)
+}
+
+// want is an expected event: its type and changed fields.
+type want struct {
+	typ     string
+	changed []string
+}
+
+// TestStorePublishes drives a node through the decorator, one write per
+// step, and checks the events each write publishes.
+func TestStorePublishes(t *testing.T) {
+	ctx := context.Background()
+	_, b, p := newTestStore(t)
+	sub := b.Subscribe(Filter{Types: []string{TypeCreated, TypeUpdated, TypeDeleted, TypeHistory}})
+	defer sub.Close()
+	n := &model.Node{UUID: "2b1b3c4d-0000-4000-8000-000000000001", Name: "web1", Driver: "fake-hardware",
+		ProvisionState: "enroll"}
+	update := func(mod func(n *model.Node)) func() error {
+		return func() error {
+			cur, err := p.GetNode(ctx, n.UUID)
+			if err != nil {
+				return err
+			}
+			mod(cur)
+			return p.UpdateNode(ctx, cur)
+		}
+	}
+	steps := []struct {
+		name string
+		do   func() error
+		want []want
+	}{
+		{"create", func() error { return p.CreateNode(ctx, n) }, []want{{typ: TypeCreated}}},
+		{"lock", func() error { _, err := p.ReserveNode(ctx, n.UUID, "c1"); return err },
+			[]want{{TypeUpdated, []string{FieldReservation}}}},
+		{"transition", update(func(n *model.Node) { n.ProvisionState, n.TargetProvisionState = "verifying", "manageable" }),
+			[]want{{TypeUpdated, []string{FieldProvisionState, FieldTargetProvisionState}}}},
+		{"unwatched field", update(func(n *model.Node) { n.Extra = model.JSON{"rack": "r1"} }), nil},
+		{"history", func() error {
+			return p.AddHistory(ctx, &model.HistoryEvent{NodeUUID: n.UUID, Severity: model.SeverityInfo,
+				EventType: "provisioning", FromState: "enroll", ToState: "verifying", Trigger: "manage"}, 10)
+		}, []want{{typ: TypeHistory}}},
+		{"unlock", func() error { return p.ReleaseNode(ctx, n.UUID, "c1") },
+			[]want{{TypeUpdated, []string{FieldReservation}}}},
+		{"unlock again", func() error { return p.ReleaseNode(ctx, n.UUID, "c1") }, nil},
+		{"rename and maintenance", update(func(n *model.Node) { n.Name, n.Maintenance, n.MaintenanceReason = "web2", true, "disk" }),
+			[]want{{TypeUpdated, []string{FieldName, FieldMaintenance, FieldMaintenanceReason}}}},
+		{"lock and release host", func() error {
+			if _, err := p.ReserveNode(ctx, n.UUID, "c2"); err != nil {
+				return err
+			}
+			_, err := p.ReleaseHost(ctx, "c2")
+			return err
+		}, []want{{TypeUpdated, []string{FieldReservation}}, {TypeUpdated, []string{FieldReservation}}}},
+		{"failed lock publishes nothing", func() error {
+			if _, err := p.ReserveNode(ctx, n.UUID, "c3"); err != nil {
+				return err
+			}
+			if _, err := p.ReserveNode(ctx, n.UUID, "c4"); err == nil {
+				t.Error("second lock succeeded")
+			}
+			return p.ReleaseNode(ctx, n.UUID, "c3")
+		}, []want{{TypeUpdated, []string{FieldReservation}}, {TypeUpdated, []string{FieldReservation}}}},
+		{"stale write publishes nothing", func() error {
+			stale, _ := p.GetNode(ctx, n.UUID)
+			if err := update(func(n *model.Node) { n.LastError = "boom" })(); err != nil {
+				return err
+			}
+			stale.PowerState = "power on"
+			if err := p.UpdateNode(ctx, stale); err == nil {
+				t.Error("stale write succeeded")
+			}
+			return nil
+		}, []want{{TypeUpdated, []string{FieldLastError}}}},
+		{"delete", func() error { return p.DeleteNode(ctx, n.UUID) }, []want{{typ: TypeDeleted}}},
+		{"delete again publishes nothing", func() error {
+			if err := p.DeleteNode(ctx, n.UUID); err == nil {
+				t.Error("second delete succeeded")
+			}
+			return nil
+		}, nil},
+	}
+	var prev *NodeState
+	for _, step := range steps {
+		if err := step.do(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		got, _, _ := sub.Take(nil)
+		if len(got) != len(step.want) {
+			t.Fatalf("%s: published %d events (%+v), want %d", step.name, len(got), got, len(step.want))
+		}
+		for i, w := range step.want {
+			e := got[i]
+			if e.Type != w.typ || !slices.Equal(e.Changed, w.changed) || e.Node != n.UUID {
+				t.Fatalf("%s: event %d is %s %v for %s, want %s %v", step.name, i, e.Type, e.Changed, e.Node, w.typ, w.changed)
+			}
+			if e.Type == TypeUpdated {
+				// Each update starts where the previous one ended (but for
+				// updated_at: unwatched writes move it without an event).
+				if prev != nil && !sameState(*e.Previous, *prev) {
+					t.Fatalf("%s: previous %+v, want %+v", step.name, *e.Previous, *prev)
+				}
+			}
+			if e.State != nil {
+				prev = e.State
+			}
+		}
+	}
+}
+
+// TestStoreFirstWriteSeen: a node written before the decorator saw it (a
+// previous run) still gets a correct diff.
+func TestStoreFirstWriteSeen(t *testing.T) {
+	ctx := context.Background()
+	raw, b, p := newTestStore(t)
+	n := &model.Node{UUID: "2b1b3c4d-0000-4000-8000-000000000002", Driver: "fake-hardware", ProvisionState: "available"}
+	if err := raw.CreateNode(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	sub := b.Subscribe(Filter{})
+	defer sub.Close()
+	n.PowerState = "power on"
+	if err := p.UpdateNode(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := sub.Take(nil)
+	if len(got) != 1 || !slices.Equal(got[0].Changed, []string{FieldPowerState}) || got[0].Previous.ProvisionState != "available" {
+		t.Fatalf("got %+v", got)
+	}
+}
+
+func sameState(a, b NodeState) bool {
+	a.UpdatedAt = b.UpdatedAt
+	return a == b
+}
