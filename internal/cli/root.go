@@ -25,7 +25,8 @@ type Env struct {
 	Exit func(code int)
 	// IsTerminal reports whether w is a terminal (progress bars).
 	IsTerminal func(w io.Writer) bool
-	// NewWaiter builds the waiter of --wait and `node wait`; nil polls.
+	// NewWaiter builds the waiter of --wait and `node wait`; nil means the
+	// watch stream (falling back to polling on servers without it).
 	NewWaiter func(c *Client) Waiter
 	// Now is the clock of reports; nil is time.Now.
 	Now func() time.Time
@@ -139,7 +140,7 @@ func (a *app) waiter(c *Client) Waiter {
 	if a.env.NewWaiter != nil {
 		return a.env.NewWaiter(c)
 	}
-	return &Poller{Client: c}
+	return &StreamWaiter{Client: c}
 }
 
 func firstNonEmpty(vals ...string) string {

@@ -1,0 +1,80 @@
+package cli_test
+
+import (
+	"bufio"
+	"bytes"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// nodeGETs sums anvil_api_requests_total for GET requests on single nodes
+// and node lists, read from /metrics: what a polling waiter would inflate.
+func nodeGETs(t *testing.T, base string) int {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(resp.Body)
+	total := 0
+	sc := bufio.NewScanner(&buf)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "anvil_api_requests_total{") || !strings.Contains(line, `method="GET"`) {
+			continue
+		}
+		if !strings.Contains(line, `route="/v1/nodes/{ident}"`) && !strings.Contains(line, `route="/v1/nodes"`) &&
+			!strings.Contains(line, `route="/v1/nodes/detail"`) {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			t.Fatalf("bad metrics line %q", line)
+		}
+		total += int(v)
+	}
+	return total
+}
+
+// --wait and `node wait` listen to the watch stream: however long the
+// operation takes, they read each node once and never poll.
+func TestWaitUsesTheStream(t *testing.T) {
+	base := startServer(t)
+	anvil(t, base, "node", "create", "--driver", "fake-hardware", "--name", "slow",
+		"--driver-info", "fake_verify_delay=1.5", "--driver-info", "fake_deploy_delay=1.5")
+	before := nodeGETs(t, base)
+	start := time.Now()
+	anvil(t, base, "node", "manage", "slow", "--wait", "30")
+	if d := time.Since(start); d < 1500*time.Millisecond {
+		t.Fatalf("--wait returned after %s, before the 1.5 s verification ended", d)
+	}
+	anvil(t, base, "node", "provide", "slow", "--wait", "30")
+	if got := strings.TrimSpace(anvil(t, base, "node", "show", "slow", "-f", "value", "-c", "provision_state")); got != "available" {
+		t.Fatalf("after provide --wait: %q", got)
+	}
+	reads := nodeGETs(t, base) - before
+	t.Logf("%d node GETs for manage --wait, provide --wait and show", reads)
+	// manage/provide each read the node to act on it and once to start
+	// waiting, and `node show` reads it: a poller would have made dozens.
+	if reads > 5 {
+		t.Fatalf("%d node GETs for two waits of 1.5 s+: the waiter is polling", reads)
+	}
+
+	// node wait reports a failure with last_error, still without polling.
+	anvil(t, base, "node", "set", "slow", "--driver-info", "fake_fail=deploy")
+	before = nodeGETs(t, base)
+	anvil(t, base, "node", "deploy", "slow")
+	r := run(t, base, "", anvilBin, "node", "wait", "slow", "--for", "active", "--timeout", "30")
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "deploy failed") || !strings.Contains(r.stdout+r.stderr, "fake deploy failure") {
+		t.Fatalf("node wait on a failing deploy: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if reads := nodeGETs(t, base) - before; reads > 4 {
+		t.Fatalf("%d node GETs for one wait: the waiter is polling", reads)
+	}
+}
