@@ -3,7 +3,9 @@ package cli_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"net/http"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -76,5 +78,56 @@ func TestWaitUsesTheStream(t *testing.T) {
 	}
 	if reads := nodeGETs(t, base) - before; reads > 4 {
 		t.Fatalf("%d node GETs for one wait: the waiter is polling", reads)
+	}
+}
+
+// `anvil node watch` prints each change as it happens.
+func TestNodeWatch(t *testing.T) {
+	base := startServer(t)
+	anvil(t, base, "node", "create", "--driver", "fake-hardware", "--name", "watched")
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, anvilBin, "node", "watch", "watched", "--fields", "provision_state")
+	cmd.Env = testEnv(base)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = cmd.Wait() }()
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	// The watcher says so on stderr once its subscription is live.
+	if l, err := bufio.NewReader(errPipe).ReadString('\n'); err != nil || !strings.HasPrefix(l, "Watching watched") {
+		t.Fatalf("watch did not start: %q %v", l, err)
+	}
+	anvil(t, base, "node", "manage", "watched", "--wait")
+	want := []string{"provision_state: enroll -> verifying", "provision_state: verifying -> manageable"}
+	var got []string
+	for len(want) > 0 {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("watch ended early; saw %q", got)
+			}
+			got = append(got, l)
+			if strings.Contains(l, "watched") && strings.Contains(l, want[0]) {
+				want = want[1:]
+			}
+		case <-ctx.Done():
+			t.Fatalf("watch printed %q, still missing %q", got, want)
+		}
 	}
 }
