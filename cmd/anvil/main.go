@@ -40,6 +40,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newServe(stdout, stderr), newStates(stdout))
+	root.AddCommand(newAgent(stdout, stderr))
 	root.AddCommand(operatorCommands(stdout, stderr)...)
 	root.AddCommand(hardwareCommands(stdout, stderr)...)
 	return root
@@ -50,6 +51,7 @@ func newServe(stdout, stderr io.Writer) *cobra.Command {
 	cfg := server.Config{}
 	var logLevel, configFile string
 	var gcPercent int
+	var pprofListen string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the API and a conductor (SQLite by default)",
@@ -63,6 +65,11 @@ func newServe(stdout, stderr io.Writer) *cobra.Command {
 				err = config.Apply(cmd.Flags(), fh, configFile)
 				fh.Close()
 				if err != nil {
+					return err
+				}
+			}
+			if pprofListen != "" {
+				if err := startPprof(pprofListen, stderr); err != nil {
 					return err
 				}
 			}
@@ -87,6 +94,7 @@ func newServe(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&configFile, "config", "", "settings file (flat TOML or YAML: flag-name = value); flags win")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.IntVar(&gcPercent, "gc-percent", 50, "Go GC target (GOGC); lower trades CPU for memory")
+	f.StringVar(&pprofListen, "pprof-listen", "", "serve Go's /debug/pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	addConductorFlags(f, &cfg)
 	return cmd
 }

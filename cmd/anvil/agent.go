@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"github.com/anvil-metal/anvil/internal/agent"
+)
+
+func newAgent(stdout, stderr io.Writer) *cobra.Command {
+	var cfg agent.Config
+	var logLevel string
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the deploy agent on a machine being provisioned",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+			cfg.Ready = func(addr string) {
+				fmt.Fprintf(stdout, "anvil agent: command API on http://%s\n", addr)
+			}
+			a, err := agent.New(cfg)
+			if err != nil {
+				return err
+			}
+			return a.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.APIURL, "api-url", "http://127.0.0.1:6385", "the Anvil (Ironic) API to look the node up on")
+	f.StringArrayVar(&cfg.MACs, "mac", nil, "MAC address to look up by (repeatable; default: the NICs in /sys/class/net)")
+	f.StringVar(&cfg.Disk, "disk", "", "block device or file images are written to")
+	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:9999", "address of the command API")
+	f.StringVar(&cfg.AdvertiseURL, "advertise-url", "", "callback_url reported in heartbeats (default http://<listen>)")
+	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", 0, "fixed heartbeat interval (default: 0.3-0.6 x the lookup's heartbeat_timeout)")
+	f.StringVar(&cfg.RootDir, "root-dir", "", "directory holding proc/ and sys/ for the inventory (default /)")
+	f.BoolVar(&cfg.AllowMD5, "allow-md5", false, "accept md5 image checksums")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
