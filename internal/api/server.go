@@ -106,6 +106,7 @@ func (s *Server) routes() {
 	s.driverRoutes()
 	s.conductorRoutes()
 	s.agentRoutes()
+	s.lookupRoutes()
 	s.eventRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		rc := r.Context().Value(callKey{}).(*call)

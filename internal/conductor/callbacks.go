@@ -27,6 +27,10 @@ func (c *Conductor) Heartbeat(ctx context.Context, ident string, hb HeartbeatReq
 	if err != nil {
 		return err
 	}
+	if err := checkAgent(n, hb); err != nil {
+		c.log.Warn("heartbeat refused", "node", n.UUID, "reason", err)
+		return err
+	}
 	if !fsm.IsWait(n.ProvisionState) {
 		return nil
 	}
@@ -34,10 +38,16 @@ func (c *Conductor) Heartbeat(ctx context.Context, ident string, hb HeartbeatReq
 	if err != nil {
 		return err
 	}
+	if err := checkAgent(t.node, hb); err != nil {
+		t.release()
+		c.log.Warn("heartbeat refused", "node", n.UUID, "reason", err)
+		return err
+	}
 	if !fsm.IsWait(t.node.ProvisionState) {
 		t.release()
 		return nil
 	}
+	recordAgent(t.node, hb)
 	if err := c.resume(ctx, t); err != nil {
 		t.release()
 		return err

@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/anvil-metal/anvil/internal/driver"
+	agentdrv "github.com/anvil-metal/anvil/internal/driver/agent"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
 	"github.com/anvil-metal/anvil/internal/driver/ipmi"
 	"github.com/anvil-metal/anvil/internal/driver/redfish"
@@ -13,6 +14,9 @@ type Drivers struct {
 	Fake    *fake.Hardware
 	Redfish *redfish.Driver
 	IPMI    *ipmi.Driver
+	// Agent configures the "direct" deploy interface (its Drivers field is
+	// set to the registry being built).
+	Agent agentdrv.Config
 }
 
 // Registry builds the driver registry with every enabled hardware type:
@@ -40,6 +44,13 @@ func RegistryWith(d Drivers) *driver.Registry {
 	}
 	r := driver.NewRegistry()
 	d.Fake.Register(r)
+	d.Agent.Drivers = r
+	r.AddInterface("deploy", agentdrv.Name, agentdrv.New(d.Agent))
+	fakeKinds := fake.Kinds()
+	fakeKinds["deploy"] = append(fakeKinds["deploy"], agentdrv.Name) // "fake" stays the default
+	ht, _ := r.HardwareType(fake.Name)
+	ht.Supported = fakeKinds
+	r.AddHardwareType(ht)
 
 	r.AddInterface("power", redfish.Name, d.Redfish)
 	r.AddInterface("management", redfish.Name, d.Redfish)
@@ -65,6 +76,7 @@ func RegistryWith(d Drivers) *driver.Registry {
 // the fake interfaces (network and storage "noop", as Ironic's defaults).
 func bmcKinds(own map[string][]string) map[string][]string {
 	m := fake.Kinds()
+	m["deploy"] = append(m["deploy"], agentdrv.Name)
 	for k, v := range own {
 		m[k] = v
 	}

@@ -1,0 +1,267 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anvil-metal/anvil/internal/agent/agentapi"
+)
+
+// Version is reported in heartbeats.
+const Version = "anvil-agent-1.0"
+
+// Config configures an Agent.
+type Config struct {
+	APIURL       string   // the Ironic-compatible API, e.g. http://127.0.0.1:6385
+	MACs         []string // addresses to look up by (default: the machine's NICs)
+	Disk         string   // block device or file the image is written to
+	Listen       string   // command API address (127.0.0.1:9999)
+	AdvertiseURL string   // callback_url reported in heartbeats (http://<listen>)
+	// HeartbeatInterval overrides the jittered 0.3–0.6 × heartbeat_timeout.
+	HeartbeatInterval time.Duration
+	// RootDir prefixes /proc and /sys when reading the inventory (tests).
+	RootDir string
+	// AllowMD5 lets write_image verify md5 checksums.
+	AllowMD5 bool
+	Log      *slog.Logger
+	Client   *http.Client
+	// Ready is called with the command API's address once it listens.
+	Ready func(addr string)
+}
+
+// Agent is one running agent.
+type Agent struct {
+	cfg Config
+	log *slog.Logger
+	cmd *commands
+
+	mu       sync.Mutex
+	nodeUUID string
+	token    string // plain; never logged
+	timeout  time.Duration
+}
+
+// New returns an agent; Run starts it.
+func New(cfg Config) (*Agent, error) {
+	if cfg.APIURL == "" {
+		return nil, errors.New("agent: the API URL is required")
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:9999"
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: 30 * time.Second}
+	}
+	if len(cfg.MACs) == 0 {
+		cfg.MACs = systemMACs(cfg.RootDir)
+	}
+	a := &Agent{cfg: cfg, log: cfg.Log}
+	a.cmd = newCommands(a)
+	return a, nil
+}
+
+// systemMACs reads the NICs' addresses from /sys/class/net (loopback and
+// all-zero addresses skipped).
+func systemMACs(root string) []string {
+	dir := filepath.Join(root, "/sys/class/net")
+	ents, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "address"))
+		mac := strings.TrimSpace(string(b))
+		if err != nil || e.Name() == "lo" || mac == "" || mac == "00:00:00:00:00:00" {
+			continue
+		}
+		out = append(out, mac)
+	}
+	return out
+}
+
+// Run serves the command API and keeps the node's conductor informed until
+// ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", a.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("agent: listen on %s: %w", a.cfg.Listen, err)
+	}
+	if a.cfg.AdvertiseURL == "" {
+		a.cfg.AdvertiseURL = "http://" + ln.Addr().String()
+	}
+	srv := &http.Server{Handler: a.cmd.handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	if a.cfg.Ready != nil {
+		a.cfg.Ready(ln.Addr().String())
+	}
+	a.log.Info("agent started", "listen", ln.Addr().String(), "callback_url", a.cfg.AdvertiseURL,
+		"macs", strings.Join(a.cfg.MACs, ","), "disk", a.cfg.Disk)
+	a.loop(ctx)
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	a.cmd.wait()
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// loop looks the node up (with backoff) and heartbeats; a refused heartbeat
+// (token wiped because the node was rebooted into a new deploy, say) sends
+// it back to lookup.
+func (a *Agent) loop(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	maxBackoff := 10 * time.Second
+	if a.cfg.HeartbeatInterval > 0 {
+		maxBackoff = min(maxBackoff, 2*a.cfg.HeartbeatInterval)
+	}
+	for ctx.Err() == nil {
+		if !a.haveToken() {
+			if err := a.lookup(ctx); err != nil {
+				a.log.Debug("lookup failed, retrying", "err", err, "in", backoff)
+				if sleep(ctx, backoff) != nil {
+					return
+				}
+				backoff = min(2*backoff, maxBackoff)
+				continue
+			}
+			backoff = 100 * time.Millisecond
+		}
+		if err := a.heartbeat(ctx); err != nil {
+			var he *httpError
+			if errors.As(err, &he) && he.status >= 400 && he.status < 500 && he.status != http.StatusConflict {
+				a.log.Info("heartbeat refused; looking up again", "status", he.status)
+				a.forget()
+				continue
+			}
+			a.log.Warn("heartbeat failed", "err", err)
+		}
+		if sleep(ctx, a.interval()) != nil {
+			return
+		}
+	}
+}
+
+func (a *Agent) haveToken() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.token != ""
+}
+
+func (a *Agent) forget() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.token, a.nodeUUID = "", ""
+}
+
+// commandKey is what the conductor must present to the command API.
+func (a *Agent) commandKey() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.token == "" {
+		return ""
+	}
+	return agentapi.CommandKey(a.token)
+}
+
+// interval is the next heartbeat's delay: 0.3–0.6 × heartbeat_timeout.
+func (a *Agent) interval() time.Duration {
+	if a.cfg.HeartbeatInterval > 0 {
+		return a.cfg.HeartbeatInterval
+	}
+	a.mu.Lock()
+	t := a.timeout
+	a.mu.Unlock()
+	if t <= 0 {
+		t = 300 * time.Second
+	}
+	return time.Duration(float64(t) * (0.3 + 0.3*rand.Float64()))
+}
+
+type httpError struct {
+	status int
+	body   string
+}
+
+func (e *httpError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.status, e.body) }
+
+func (a *Agent) lookup(ctx context.Context) error {
+	q := url.Values{"addresses": {strings.Join(a.cfg.MACs, ",")}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(a.cfg.APIURL, "/")+"/v1/lookup?"+q.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-OpenStack-Ironic-API-Version", "1.68")
+	var lr agentapi.LookupResponse
+	if err := a.do(req, &lr); err != nil {
+		return err
+	}
+	if lr.Config.AgentToken == "" || lr.Config.AgentToken == agentapi.MaskedToken {
+		return errors.New("lookup found the node but its token was already handed out")
+	}
+	a.mu.Lock()
+	a.nodeUUID, a.token = lr.Node.UUID, lr.Config.AgentToken
+	a.timeout = time.Duration(lr.Config.HeartbeatTimeout * float64(time.Second))
+	a.mu.Unlock()
+	a.log.Info("node found", "node", lr.Node.UUID)
+	return nil
+}
+
+func (a *Agent) heartbeat(ctx context.Context) error {
+	a.mu.Lock()
+	node, token := a.nodeUUID, a.token
+	a.mu.Unlock()
+	body, _ := json.Marshal(map[string]string{"callback_url": a.cfg.AdvertiseURL,
+		"agent_token": token, "agent_version": Version})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost,
+		strings.TrimRight(a.cfg.APIURL, "/")+"/v1/heartbeat/"+url.PathEscape(node), strings.NewReader(string(body)))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-OpenStack-Ironic-API-Version", "1.68")
+	return a.do(req, nil)
+}
+
+func (a *Agent) do(req *http.Request, out any) error {
+	resp, err := a.cfg.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode >= 300 {
+		return &httpError{status: resp.StatusCode, body: strings.TrimSpace(string(b))}
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

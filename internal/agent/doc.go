@@ -1,0 +1,12 @@
+// Package agent is Anvil's deploy agent: the program that runs on a machine
+// being provisioned (Ironic's IPA). It looks its node up on the API by MAC
+// address, heartbeats with the one-time token the lookup handed it, and
+// serves an IPA-style command API (POST /v1/commands, GET /v1/commands/{id})
+// through which the conductor writes images, erases disks and reads the
+// hardware inventory. Commands run asynchronously; the conductor polls them.
+//
+// Invariants: the token is never logged; every command request must carry
+// agentapi.CommandKey(token) in the X-Agent-Token header (or the agent_token
+// query parameter); an image is verified against its checksum and fsynced
+// before write_image reports success.
+package agent

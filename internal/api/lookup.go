@@ -1,0 +1,74 @@
+package api
+
+import (
+	"context"
+	"strings"
+
+	"github.com/anvil-metal/anvil/internal/model"
+)
+
+// agentLookup is the optional conductor capability behind GET /v1/lookup.
+type agentLookup interface {
+	Lookup(ctx context.Context, macs []string, nodeUUID string) (*model.Node, string, error)
+}
+
+// ramdiskHeartbeatTimeout is Ironic's [api]ramdisk_heartbeat_timeout (s).
+const ramdiskHeartbeatTimeout = 300
+
+func (s *Server) lookupRoutes() {
+	s.handle(endpoint{"GET": s.lookup}, "/v1/lookup")
+}
+
+// GET /v1/lookup?addresses=mac1,mac2&node_uuid=...: how an agent finds its
+// node (public in Ironic). Any miss — unknown node, or a node in a state
+// where no agent is expected — is a plain 404.
+func (s *Server) lookup(rc *call) error {
+	lk, ok := s.cfg.Conductor.(agentLookup)
+	if rc.minor < minorHeartbeat || !ok {
+		return errNotFound()
+	}
+	var macs []string
+	for _, v := range rc.query["addresses"] {
+		for _, a := range strings.Split(v, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				macs = append(macs, a)
+			}
+		}
+	}
+	nodeUUID := strings.TrimSpace(rc.query.Get("node_uuid"))
+	if len(macs) == 0 && nodeUUID == "" {
+		return invalid("Either node_uuid or addresses must be provided.")
+	}
+	n, token, err := lk.Lookup(rc.ctx, macs, nodeUUID)
+	if err != nil {
+		return err
+	}
+	w := &jw{}
+	w.rootObj()
+	w.key("node")
+	w.obj()
+	w.key("uuid")
+	w.str(n.UUID)
+	w.key("properties")
+	w.object(n.Properties)
+	w.key("instance_info")
+	w.masked(n.InstanceInfo, instanceInfoSecrets...)
+	w.key("driver_internal_info")
+	w.masked(n.DriverInternalInfo)
+	w.key("links")
+	rc.links(w, "nodes", n.UUID)
+	w.endObj()
+	w.key("config")
+	w.obj()
+	w.key("heartbeat_timeout")
+	w.integer(ramdiskHeartbeatTimeout)
+	w.key("agent_token")
+	w.str(token)
+	w.key("agent_token_required")
+	w.boolean(true)
+	w.key("agent_md5_checksum_enable")
+	w.boolean(false)
+	w.endObj()
+	w.endObj()
+	return rc.json(200, w)
+}

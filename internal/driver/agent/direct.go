@@ -1,0 +1,298 @@
+// Package agent is the conductor side of the deploy agent: the "direct"
+// deploy interface, which boots a node into the agent (boot device pxe,
+// power on), waits for the agent's heartbeat, has the agent stream the image
+// to the disk and verify it, then boots the node from disk. The same
+// interface runs the agent's clean steps (erase_devices_metadata with
+// priority 99 in automated cleaning, erase_devices on demand).
+//
+// Every command to the agent is polled on the node's heartbeats: Continue
+// answers driver.Wait until the agent reports the command done, so no
+// goroutine waits on a machine.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/anvil-metal/anvil/internal/agent/agentapi"
+	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/model"
+)
+
+// Name is the deploy interface's name.
+const Name = "direct"
+
+// driver_internal_info keys of the running command and its progress.
+const (
+	keyCommandID   = "agent_command_id"
+	keyCommandName = "agent_command_name"
+	keyProgress    = "agent_bytes_written"
+)
+
+// Config configures the direct deploy interface.
+type Config struct {
+	// Drivers composes a node's power and management interfaces.
+	Drivers *driver.Registry
+	Client  *Client
+	// AllowMD5 accepts md5 image checksums (Ironic's [agent]allow_md5_checksum).
+	AllowMD5 bool
+}
+
+// Direct is the direct deploy interface.
+type Direct struct {
+	cfg Config
+}
+
+// New returns the interface.
+func New(cfg Config) *Direct {
+	if cfg.Client == nil {
+		cfg.Client = NewClient()
+	}
+	return &Direct{cfg: cfg}
+}
+
+var hexRE = regexp.MustCompile(`^[0-9a-fA-F]+$`)
+
+// Validate checks instance_info names an image and a usable checksum.
+func (d *Direct) Validate(n *model.Node) error {
+	if _, err := imageParams(n, d.cfg.AllowMD5); err != nil {
+		return err
+	}
+	return nil
+}
+
+// imageParams turns instance_info into write_image's parameters.
+func imageParams(n *model.Node, allowMD5 bool) (map[string]any, error) {
+	src, _ := n.InstanceInfo["image_source"].(string)
+	if src == "" {
+		return nil, errors.New("instance_info.image_source is required (an http(s) URL or a local file path)")
+	}
+	algo, _ := n.InstanceInfo["image_os_hash_algo"].(string)
+	sum, _ := n.InstanceInfo["image_os_hash_value"].(string)
+	if sum == "" {
+		sum, _ = n.InstanceInfo["image_checksum"].(string)
+		algo = ""
+	}
+	if sum == "" {
+		return nil, errors.New("instance_info.image_checksum (or image_os_hash_algo and image_os_hash_value) is required")
+	}
+	if !hexRE.MatchString(sum) {
+		return nil, fmt.Errorf("image checksum %q is not hexadecimal", sum)
+	}
+	if algo == "" {
+		switch len(sum) {
+		case 64:
+			algo = "sha256"
+		case 128:
+			algo = "sha512"
+		case 32:
+			algo = "md5"
+		default:
+			return nil, fmt.Errorf("image checksum of %d hex digits matches no supported algorithm (sha256, sha512)", len(sum))
+		}
+	}
+	algo = strings.ToLower(algo)
+	switch {
+	case algo == "md5" && !allowMD5:
+		return nil, errors.New("md5 image checksums are not allowed; use sha256 or sha512")
+	case algo != "sha256" && algo != "sha512" && algo != "md5":
+		return nil, fmt.Errorf("unsupported image hash algorithm %q", algo)
+	}
+	return map[string]any{agentapi.ParamImageSource: src, agentapi.ParamChecksum: sum, agentapi.ParamChecksumAlgo: algo}, nil
+}
+
+var steps = map[driver.StepKind][]driver.Step{
+	driver.DeploySteps: {{Interface: "deploy", Step: "deploy", Priority: 100}},
+	driver.CleanSteps: {
+		{Interface: "deploy", Step: agentapi.CmdEraseDevicesMetadata, Priority: 99, Abortable: true},
+		{Interface: "deploy", Step: agentapi.CmdEraseDevices, Priority: 0, Abortable: true},
+	},
+	driver.ServiceSteps: {{Interface: "deploy", Step: agentapi.CmdEraseDevicesMetadata}},
+}
+
+// Steps lists the deploy, clean and service steps the agent runs.
+func (d *Direct) Steps(n *model.Node, iface string, kind driver.StepKind) []driver.Step {
+	if iface != "deploy" {
+		return nil
+	}
+	return append([]driver.Step(nil), steps[kind]...)
+}
+
+// ExecuteStep starts a step: every step boots the node into the agent and
+// waits for its heartbeat.
+func (d *Direct) ExecuteStep(ctx context.Context, t *driver.Task, kind driver.StepKind, s driver.Step) (driver.Result, error) {
+	if kind == driver.DeploySteps && s.Step == "deploy" {
+		return d.Deploy(ctx, t)
+	}
+	switch s.Step {
+	case agentapi.CmdEraseDevicesMetadata, agentapi.CmdEraseDevices:
+		if agentKnown(t.Node) { // a later step: the agent is already running
+			return driver.Wait, nil
+		}
+		return driver.Wait, d.bootAgent(ctx, t)
+	}
+	return driver.Done, fmt.Errorf("unknown step %s", s.Step)
+}
+
+// Deploy boots the node into the agent; the image is written once the
+// agent heartbeats (Continue).
+func (d *Direct) Deploy(ctx context.Context, t *driver.Task) (driver.Result, error) {
+	if _, err := imageParams(t.Node, d.cfg.AllowMD5); err != nil {
+		return driver.Done, err
+	}
+	return driver.Wait, d.bootAgent(ctx, t)
+}
+
+// bootAgent forgets any previous agent (its token and URL: a new agent boots
+// and must look itself up again), sets the boot device to pxe and powers on.
+func (d *Direct) bootAgent(ctx context.Context, t *driver.Task) error {
+	forgetAgent(t.Node)
+	t.Node.DriverInternalInfo[agentapi.KeyTokenRequired] = true
+	drv, err := d.cfg.Drivers.For(t.Node)
+	if err != nil {
+		return err
+	}
+	if drv.Management != nil {
+		if err := drv.Management.SetBootDevice(ctx, t, driver.BootDevice{Device: "pxe"}); err != nil {
+			return fmt.Errorf("setting boot device to pxe: %w", err)
+		}
+	}
+	if drv.Power == nil {
+		return errors.New("the node has no power interface")
+	}
+	target := fsm.PowerOn
+	if st, err := drv.Power.PowerState(ctx, t); err == nil && st == fsm.PowerOn {
+		target = fsm.Rebooting
+	}
+	if err := drv.Power.SetPowerState(ctx, t, target); err != nil {
+		return fmt.Errorf("booting the agent (%s): %w", target, err)
+	}
+	t.Node.PowerState = fsm.PowerOn
+	return nil
+}
+
+func agentKnown(n *model.Node) bool {
+	url, _ := n.DriverInternalInfo[agentapi.KeyURL].(string)
+	key, _ := n.DriverInternalInfo[agentapi.KeyCommandKey].(string)
+	return url != "" && key != ""
+}
+
+// forgetAgent clears the agent's token, URL and command bookkeeping.
+func forgetAgent(n *model.Node) {
+	if n.DriverInternalInfo == nil {
+		n.DriverInternalInfo = model.JSON{}
+	}
+	for _, k := range []string{agentapi.KeyTokenHash, agentapi.KeyCommandKey, agentapi.KeyTokenRequired,
+		agentapi.KeyURL, agentapi.KeyVersion, keyCommandID, keyCommandName} {
+		delete(n.DriverInternalInfo, k)
+	}
+}
+
+// Continue runs on each heartbeat of the agent: it starts the operation's
+// command, or polls it, and finishes the operation when it is done.
+func (d *Direct) Continue(ctx context.Context, t *driver.Task, op string) (driver.Result, error) {
+	n := t.Node
+	info := n.DriverInternalInfo
+	url, _ := info[agentapi.KeyURL].(string)
+	key, _ := info[agentapi.KeyCommandKey].(string)
+	if url == "" || key == "" {
+		return driver.Wait, nil // not heard from the agent yet
+	}
+	name, params, err := d.command(n, op)
+	if err != nil {
+		return driver.Done, err
+	}
+	id, _ := info[keyCommandID].(string)
+	if id == "" || info[keyCommandName] != name {
+		res, err := d.cfg.Client.Start(ctx, url, key, name, params)
+		if err != nil {
+			return driver.Done, fmt.Errorf("starting %s on the agent: %w", name, err)
+		}
+		info[keyCommandID], info[keyCommandName] = res.ID, name
+		info[keyProgress] = 0
+		return driver.Wait, nil
+	}
+	res, err := d.cfg.Client.Status(ctx, url, key, id)
+	if err != nil {
+		delete(info, keyCommandID)
+		return driver.Done, fmt.Errorf("polling %s on the agent: %w", name, err)
+	}
+	info[keyProgress] = res.Written
+	switch res.Status {
+	case agentapi.StatusRunning:
+		return driver.Wait, nil
+	case agentapi.StatusFailed:
+		delete(info, keyCommandID)
+		delete(info, keyCommandName)
+		return driver.Done, fmt.Errorf("agent command %s failed: %s", name, res.Error)
+	}
+	delete(info, keyCommandID)
+	delete(info, keyCommandName)
+	if name == agentapi.CmdWriteImage {
+		return driver.Done, d.bootFromDisk(ctx, t)
+	}
+	return driver.Done, nil
+}
+
+// command is the agent command an operation runs.
+func (d *Direct) command(n *model.Node, op string) (string, map[string]any, error) {
+	switch op {
+	case string(driver.DeploySteps):
+		p, err := imageParams(n, d.cfg.AllowMD5)
+		return agentapi.CmdWriteImage, p, err
+	case string(driver.CleanSteps), string(driver.ServiceSteps):
+		cur := n.CleanStep
+		if op == string(driver.ServiceSteps) {
+			cur = n.ServiceStep
+		}
+		name, _ := cur["step"].(string)
+		if name != agentapi.CmdEraseDevicesMetadata && name != agentapi.CmdEraseDevices {
+			return "", nil, fmt.Errorf("the agent has no step %q", name)
+		}
+		return name, map[string]any{}, nil
+	}
+	return "", nil, fmt.Errorf("the direct deploy interface cannot %s", op)
+}
+
+// bootFromDisk sets the boot device to disk and reboots into the instance;
+// the agent is gone afterwards, so its token is forgotten.
+func (d *Direct) bootFromDisk(ctx context.Context, t *driver.Task) error {
+	drv, err := d.cfg.Drivers.For(t.Node)
+	if err != nil {
+		return err
+	}
+	if drv.Management != nil {
+		if err := drv.Management.SetBootDevice(ctx, t, driver.BootDevice{Device: "disk", Persistent: true}); err != nil {
+			return fmt.Errorf("setting boot device to disk: %w", err)
+		}
+	}
+	if drv.Power != nil {
+		if err := drv.Power.SetPowerState(ctx, t, fsm.Rebooting); err != nil {
+			return fmt.Errorf("rebooting into the instance: %w", err)
+		}
+		t.Node.PowerState = fsm.PowerOn
+	}
+	forgetAgent(t.Node)
+	return nil
+}
+
+// TearDown powers the node off and forgets the agent.
+func (d *Direct) TearDown(ctx context.Context, t *driver.Task) error {
+	forgetAgent(t.Node)
+	delete(t.Node.DriverInternalInfo, keyProgress)
+	drv, err := d.cfg.Drivers.For(t.Node)
+	if err != nil {
+		return err
+	}
+	if drv.Power != nil {
+		if err := drv.Power.SetPowerState(ctx, t, fsm.PowerOff); err != nil {
+			return fmt.Errorf("powering off: %w", err)
+		}
+		t.Node.PowerState = fsm.PowerOff
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package agent_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+var timeZero time.Time
+
+// TestHeartbeatToken: with no agent process, the test plays the agent. A
+// heartbeat without the token or with a wrong one is refused and changes
+// nothing; the token is handed out once and never shown by the API; the
+// right token resumes the deploy; a changed callback_url is refused.
+func TestHeartbeatToken(t *testing.T) {
+	api := startServer(t)
+	const mac = "52:54:00:aa:bb:02"
+	node := createNode(t, api, "token-node", mac)
+	mustCall(t, 200, "PATCH", api+"/v1/nodes/"+node, []map[string]any{{"op": "add", "path": "/automated_clean", "value": false}})
+	setImage(t, api, node, "http://127.0.0.1:1/none.img", strings.Repeat("a", 64))
+	provision(t, api, node, "manage")
+	waitState(t, api, node, "manageable")
+	provision(t, api, node, "provide")
+	waitState(t, api, node, "available")
+	provision(t, api, node, "active")
+	waitState(t, api, node, "wait call-back")
+
+	// Before any lookup the token is already required.
+	hb := func(body map[string]any) resp { return call(t, "POST", api+"/v1/heartbeat/"+node, body) }
+	if r := hb(map[string]any{"callback_url": "http://127.0.0.1:1"}); r.status != http.StatusBadRequest {
+		t.Fatalf("heartbeat without a token before lookup: HTTP %d: %s", r.status, r.body)
+	}
+
+	lk := mustCall(t, 200, "GET", api+"/v1/lookup?addresses="+strings.ToUpper(mac), nil).json(t)
+	cfg := lk["config"].(map[string]any)
+	token, _ := cfg["agent_token"].(string)
+	if len(token) < 32 || token == "******" || cfg["agent_token_required"] != true || cfg["heartbeat_timeout"] != float64(300) {
+		t.Fatalf("first lookup config = %v", cfg)
+	}
+	if lk["node"].(map[string]any)["uuid"] != node {
+		t.Fatalf("lookup found %v", lk["node"])
+	}
+	again := mustCall(t, 200, "GET", api+"/v1/lookup?node_uuid="+node, nil).json(t)
+	if got := again["config"].(map[string]any)["agent_token"]; got != "******" {
+		t.Fatalf("second lookup handed out the token again: %v", got)
+	}
+
+	agentURL := "http://127.0.0.1:1" // nothing listens: the deploy fails once resumed
+	for name, body := range map[string]map[string]any{
+		"no token":    {"callback_url": agentURL},
+		"wrong token": {"callback_url": agentURL, "agent_token": token + "x"},
+		"empty token": {"callback_url": agentURL, "agent_token": ""},
+	} {
+		r := hb(body)
+		if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "Invalid or missing agent token") {
+			t.Fatalf("heartbeat with %s: HTTP %d: %s", name, r.status, r.body)
+		}
+		n := getNode(t, api, node)
+		if n["provision_state"] != "wait call-back" {
+			t.Fatalf("heartbeat with %s moved the node to %v", name, n["provision_state"])
+		}
+		if _, ok := n["driver_internal_info"].(map[string]any)["agent_url"]; ok {
+			t.Fatalf("heartbeat with %s recorded agent_url", name)
+		}
+	}
+
+	// The API never shows the token or its hashes.
+	raw := string(mustCall(t, 200, "GET", api+"/v1/nodes/"+node, nil).body)
+	dii := getNode(t, api, node)["driver_internal_info"].(map[string]any)
+	for _, k := range []string{"agent_secret_token", "agent_command_token"} {
+		if dii[k] != "******" {
+			t.Errorf("driver_internal_info.%s = %v, want ******", k, dii[k])
+		}
+	}
+	if strings.Contains(raw, token) || strings.Contains(raw, "sha256:") {
+		t.Fatalf("node document leaks the token or its hash: %s", raw)
+	}
+
+	// The right token resumes; the agent is unreachable, so the deploy fails
+	// saying so, and agent_url was recorded.
+	mustCall(t, 202, "POST", api+"/v1/heartbeat/"+node, map[string]any{"callback_url": agentURL, "agent_token": token})
+	n := waitState(t, api, node, "deploy failed")
+	if le, _ := n["last_error"].(string); !strings.Contains(le, "unreachable") {
+		t.Fatalf("last_error = %q", le)
+	}
+	if got := n["driver_internal_info"].(map[string]any)["agent_url"]; got != agentURL {
+		t.Fatalf("agent_url = %v", got)
+	}
+	// A different callback_url is refused.
+	r := hb(map[string]any{"callback_url": "http://127.0.0.1:2", "agent_token": token})
+	if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "callback_url") {
+		t.Fatalf("heartbeat with a changed callback_url: HTTP %d: %s", r.status, r.body)
+	}
+}
