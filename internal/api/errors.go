@@ -13,6 +13,7 @@ import (
 // kindStatus is the one table from fault kinds to HTTP status codes.
 var kindStatus = map[fault.Kind]int{
 	fault.Invalid:       http.StatusBadRequest,
+	fault.Unauthorized:  http.StatusUnauthorized,
 	fault.NotFound:      http.StatusNotFound,
 	fault.NotAllowed:    http.StatusMethodNotAllowed,
 	fault.NotAcceptable: http.StatusNotAcceptable,

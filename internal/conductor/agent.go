@@ -93,7 +93,9 @@ func (c *Conductor) lookupNode(ctx context.Context, macs []string, nodeUUID stri
 
 // errBadToken is Ironic's answer to a heartbeat without the node's token.
 func errBadToken() error {
-	return fault.New(fault.Invalid, "Invalid or missing agent token received.")
+	// Ironic answers 400 here; the agent issue asks for 401, which is also
+	// what an agent's retry logic expects of an authentication failure.
+	return fault.New(fault.Unauthorized, "Invalid or missing agent token received.")
 }
 
 // checkAgent refuses a heartbeat whose token does not match the one issued

@@ -15,6 +15,7 @@ type Kind int
 // Kinds, with the HTTP status the API gives them.
 const (
 	Invalid       Kind = iota + 1 // 400: bad request, invalid state transition
+	Unauthorized                  // 401: a missing or wrong agent token
 	NotFound                      // 404
 	NotAllowed                    // 405
 	NotAcceptable                 // 406: microversion too low/high

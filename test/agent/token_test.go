@@ -28,7 +28,7 @@ func TestHeartbeatToken(t *testing.T) {
 
 	// Before any lookup the token is already required.
 	hb := func(body map[string]any) resp { return call(t, "POST", api+"/v1/heartbeat/"+node, body) }
-	if r := hb(map[string]any{"callback_url": "http://127.0.0.1:1"}); r.status != http.StatusBadRequest {
+	if r := hb(map[string]any{"callback_url": "http://127.0.0.1:1"}); r.status != http.StatusUnauthorized {
 		t.Fatalf("heartbeat without a token before lookup: HTTP %d: %s", r.status, r.body)
 	}
 
@@ -53,7 +53,7 @@ func TestHeartbeatToken(t *testing.T) {
 		"empty token": {"callback_url": agentURL, "agent_token": ""},
 	} {
 		r := hb(body)
-		if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "Invalid or missing agent token") {
+		if r.status != http.StatusUnauthorized || !strings.Contains(string(r.body), "Invalid or missing agent token") {
 			t.Fatalf("heartbeat with %s: HTTP %d: %s", name, r.status, r.body)
 		}
 		n := getNode(t, api, node)
