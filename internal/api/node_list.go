@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -293,41 +292,11 @@ func (rc *call) nodeFilterShard(sel *nodeSelection) error {
 // while scanning forward, so pages stay full and markers stay valid.
 func (rc *call) fetchNodes(sel *nodeSelection, p page) ([]*model.Node, error) {
 	q := sel.q
-	q.SortKey, q.SortDir, q.Marker = p.sortKey, p.sortDir, p.marker
-	return scanNodes(rc.ctx, rc.s.cfg.Store, q, p.limit, func(n *model.Node) bool {
-		for _, keep := range sel.keep {
-			if !keep(n) {
-				return false
-			}
-		}
-		return true
-	})
-}
-
-// scanNodes collects up to limit nodes matching keep, reading the store
-// in batches from q.Marker on.
-func scanNodes(ctx context.Context, st store.Store, q store.NodeQuery, limit int, keep func(*model.Node) bool) ([]*model.Node, error) {
-	batch := max(limit, 100)
-	var out []*model.Node
-	for {
-		q.Limit = batch
-		got, err := st.ListNodes(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		for _, n := range got {
-			if keep(n) {
-				out = append(out, n)
-				if len(out) == limit {
-					return out, nil
-				}
-			}
-		}
-		if len(got) < batch {
-			return out, nil
-		}
-		q.Marker = got[len(got)-1].UUID
-	}
+	q.SortKey, q.SortDir = p.sortKey, p.sortDir
+	return scan(p.limit, p.marker, func(marker string, n int) ([]*model.Node, error) {
+		q.Marker, q.Limit = marker, n
+		return rc.s.cfg.Store.ListNodes(rc.ctx, q)
+	}, func(n *model.Node) string { return n.UUID }, allOf(sel.keep))
 }
 
 // writeNodeList renders {"nodes": [...], "next": ...}.

@@ -200,3 +200,41 @@ func pyBool(b bool) string {
 	}
 	return "False"
 }
+
+// scan collects up to limit items that keep accepts, reading the store in
+// batches through list from marker on (id gives an item's marker), so pages
+// stay full and markers stay valid when some filters are applied here.
+func scan[T any](limit int, marker string, list func(marker string, n int) ([]T, error), id func(T) string, keep func(T) bool) ([]T, error) {
+	batch := max(limit, 100)
+	var out []T
+	for {
+		got, err := list(marker, batch)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range got {
+			if keep(it) {
+				out = append(out, it)
+				if len(out) == limit {
+					return out, nil
+				}
+			}
+		}
+		if len(got) < batch {
+			return out, nil
+		}
+		marker = id(got[len(got)-1])
+	}
+}
+
+// allOf accepts what every predicate accepts.
+func allOf[T any](preds []func(T) bool) func(T) bool {
+	return func(it T) bool {
+		for _, p := range preds {
+			if !p(it) {
+				return false
+			}
+		}
+		return true
+	}
+}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -569,39 +568,11 @@ func (rc *call) portNodeFilter(match func(n *model.Node) bool) func(*model.Port)
 // fetchPorts reads one page, scanning past ports the store cannot filter.
 func (rc *call) fetchPorts(sel *portSelection, p page) ([]*model.Port, error) {
 	q := sel.q
-	q.SortKey, q.SortDir, q.Marker = p.sortKey, p.sortDir, p.marker
-	return scanPorts(rc.ctx, rc.s.cfg.Store, q, p.limit, func(port *model.Port) bool {
-		for _, keep := range sel.keep {
-			if !keep(port) {
-				return false
-			}
-		}
-		return true
-	})
-}
-
-func scanPorts(ctx context.Context, st store.Store, q store.PortQuery, limit int, keep func(*model.Port) bool) ([]*model.Port, error) {
-	batch := max(limit, 100)
-	var out []*model.Port
-	for {
-		q.Limit = batch
-		got, err := st.ListPorts(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range got {
-			if keep(p) {
-				out = append(out, p)
-				if len(out) == limit {
-					return out, nil
-				}
-			}
-		}
-		if len(got) < batch {
-			return out, nil
-		}
-		q.Marker = got[len(got)-1].UUID
-	}
+	q.SortKey, q.SortDir = p.sortKey, p.sortDir
+	return scan(p.limit, p.marker, func(marker string, n int) ([]*model.Port, error) {
+		q.Marker, q.Limit = marker, n
+		return rc.s.cfg.Store.ListPorts(rc.ctx, q)
+	}, func(p *model.Port) string { return p.UUID }, allOf(sel.keep))
 }
 
 // writePortList renders {"ports": [...], "next": ...}.
