@@ -13,6 +13,11 @@
 // address; no password ever appears in a response body, log line or the
 // control endpoint; a machine's state is only changed under its mutex.
 //
-// Booting an agent when a machine powers on from the network is a later
-// step: Config.OnBoot is the hook, called with the device the machine boots.
+// With Config.Agent, a machine that powers on (or resets) set to network boot
+// "boots the ramdisk": the deploy agent is started for it (in process, or as
+// an `anvil agent` child with RunAgentProcess) with the MACs of its NICs and
+// its own file-backed disk, so Anvil's direct deploy runs unchanged; powering
+// off or booting another device stops it, and a machine booted from a disk
+// holding an image reports "running": "image". Config.OnBoot is called on
+// every boot with the device booted.
 package bmcemu

@@ -36,7 +36,10 @@ type Config struct {
 	// reset, with the device it boots: pxe, disk, cdrom or bios. It is the
 	// hook where a later step starts an emulated agent on network boot.
 	OnBoot func(m *Machine, device string)
-	Log    *slog.Logger
+	// Agent, if set, boots the deploy agent on every network boot (see
+	// AgentConfig); Start fills in its defaults.
+	Agent *AgentConfig
+	Log   *slog.Logger
 }
 
 // Emulator is a running fleet.
@@ -57,6 +60,9 @@ type Emulator struct {
 	ipmis    []*ipmiBMC
 	done     chan struct{}
 	closed   bool
+
+	agents     sync.WaitGroup // running agents
+	tmpDiskDir string         // removed by Close
 }
 
 // Start builds the fleet and serves it until Close.
@@ -94,7 +100,7 @@ func Start(ctx context.Context, cfg Config) (*Emulator, error) {
 	for i := 1; i <= cfg.Count; i++ {
 		m := &Machine{
 			ID: fmt.Sprintf("%s%0*d", cfg.NamePrefix, width, i), UUID: uuidFor(cfg.Seed, i),
-			Username: cfg.Username, password: cfg.Password, onBoot: cfg.OnBoot,
+			Username: cfg.Username, password: cfg.Password, onBoot: cfg.OnBoot, emu: e,
 			bootTarget: BootNone, bootEnabled: OverrideDisabled, bootMode: ModeUEFI, knobs: cfg.Knobs,
 		}
 		if cfg.Hardware != nil {
@@ -110,9 +116,18 @@ func Start(ctx context.Context, cfg Config) (*Emulator, error) {
 		e.machines = append(e.machines, m)
 		e.byID[m.ID] = m
 	}
+	if cfg.Agent != nil {
+		ac := *cfg.Agent // Start fills in defaults on its own copy
+		e.cfg.Agent = &ac
+		if err := e.setupAgents(); err != nil {
+			e.stopAgents()
+			return nil, err
+		}
+	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
+		e.stopAgents()
 		return nil, fmt.Errorf("bmc emulator: listen %s: %w", cfg.Listen, err)
 	}
 	e.ln = ln
@@ -120,6 +135,7 @@ func Start(ctx context.Context, cfg Config) (*Emulator, error) {
 		if err := e.startIPMI(ctx); err != nil {
 			ln.Close()
 			e.stopIPMI()
+			e.stopAgents()
 			return nil, err
 		}
 	}
@@ -183,7 +199,8 @@ func (e *Emulator) fails(p float64) bool {
 	return e.rnd.Float64() < p
 }
 
-// Close stops the HTTP server and every IPMI endpoint.
+// Close stops the HTTP server, every IPMI endpoint and every agent (and
+// removes the disk files when they are in a temporary directory).
 func (e *Emulator) Close() error {
 	e.mu.Lock()
 	if e.closed {
@@ -200,6 +217,7 @@ func (e *Emulator) Close() error {
 	}
 	<-e.done
 	e.stopIPMI()
+	e.stopAgents()
 	return err
 }
 

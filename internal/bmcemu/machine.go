@@ -62,6 +62,12 @@ type Machine struct {
 
 	password string
 	onBoot   func(m *Machine, device string)
+	emu      *Emulator
+	disk     string // file-backed disk (Config.Agent)
+
+	// agentMu serialises starting and stopping the machine's agent.
+	agentMu   sync.Mutex
+	lastAgent *agentRun // the latest agent started, under agentMu
 
 	mu          sync.Mutex
 	power       bool
@@ -73,6 +79,9 @@ type Machine struct {
 	boots       int64
 	ipmiPort    int
 	ipmi        *ipmiBMC
+	running     string    // what the machine runs: Running*, "" when off
+	agent       *agentRun // the agent booted from the network, if any
+	agentAddr   string    // its command API
 }
 
 // Status is a snapshot of a machine, as the control endpoint shows it.
@@ -88,6 +97,12 @@ type Status struct {
 	Boots       int64    `json:"boots"`
 	MACs        []string `json:"macs"`
 	IPMIPort    int      `json:"ipmi_port,omitempty"`
+	// Running is what the machine runs since it last booted: "agent" (network
+	// boot with Config.Agent), "image" (booted a disk holding an image),
+	// "no-os" (an empty disk), "firmware"; empty when off.
+	Running  string `json:"running,omitempty"`
+	AgentURL string `json:"agent_url,omitempty"` // the running agent's command API
+	Disk     string `json:"disk,omitempty"`      // the machine's disk file (Config.Agent)
 }
 
 // Status returns a snapshot of the machine.
@@ -100,7 +115,8 @@ func (m *Machine) Status() Status {
 	}
 	return Status{ID: m.ID, UUID: m.UUID, Power: p, BootTarget: m.bootTarget, BootEnabled: m.bootEnabled,
 		BootMode: m.bootMode, Knobs: m.knobs, Calls: m.calls, Boots: m.boots,
-		MACs: append([]string(nil), m.HW.MACs...), IPMIPort: m.ipmiPort}
+		MACs: append([]string(nil), m.HW.MACs...), IPMIPort: m.ipmiPort,
+		Running: m.running, AgentURL: m.agentAddr, Disk: m.disk}
 }
 
 // Password is the BMC password (for writing the nodes file; never logged).
@@ -161,6 +177,7 @@ func (m *Machine) call() Knobs {
 func (m *Machine) applyPower(on, reset bool) {
 	m.mu.Lock()
 	boots := on && (!m.power || reset)
+	offs := !on && m.power
 	m.power = on
 	var dev string
 	if boots {
@@ -172,6 +189,9 @@ func (m *Machine) applyPower(on, reset bool) {
 	}
 	hook := m.onBoot
 	m.mu.Unlock()
+	if (boots || offs) && m.emu != nil {
+		m.emu.powered(m, boots, dev)
+	}
 	if boots && hook != nil {
 		hook(m, dev)
 	}

@@ -4,18 +4,24 @@
 // the HTTP API, plus the commands a newcomer types next. It runs until its
 // context ends and removes what it created.
 //
-// Until the agent exists the nodes use deploy_interface "fake": deploying
-// reaches active without writing a disk. Booting an emulated agent when a
-// machine powers on from the network is the emulator's OnBoot hook.
+// The nodes use deploy_interface "direct": a machine that powers on from the
+// network boots the deploy agent (in this process) on its own disk file under
+// <dir>/disks, and deploying writes the demo's image, a small raw image served
+// on loopback by the demo itself, verified against its sha256.
 package demo
 
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -49,6 +55,61 @@ type Info struct {
 	LogFile   string   // the server's log
 	Nodes     []string // node names, enrolled
 	Commands  []string // the walk-through printed, one shell command per entry
+	DiskDir   string   // the machines' disk files, <DiskDir>/<node>.img
+	// ImageURL and ImageChecksum (sha256) are the demo's image, set as every
+	// node's instance_info.
+	ImageURL      string
+	ImageChecksum string
+}
+
+// DiskBytes is the size of every machine's disk file (sparse).
+const DiskBytes = 64 << 20
+
+// ImageBytes is the size of the demo's image.
+const ImageBytes = 4 << 20
+
+// Image is the demo's raw image: a recognisable first sector and ImageBytes
+// of deterministic pseudo-random data.
+func Image() []byte {
+	b := make([]byte, ImageBytes)
+	r := rand.New(rand.NewPCG(6385, 1))
+	for i := 0; i+8 <= len(b); i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
+	}
+	copy(b, "ANVIL DEMO IMAGE\n")
+	return b
+}
+
+// imageServer serves Image() at /anvil-demo.raw on a free loopback port.
+type imageServer struct {
+	url, sum string
+	srv      *http.Server
+}
+
+func serveImage(log *slog.Logger) (*imageServer, error) {
+	img := Image()
+	sum := sha256.Sum256(img)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("image server: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /anvil-demo.raw", func(w http.ResponseWriter, r *http.Request) {
+		log.Info("serving the image", "remote", r.RemoteAddr)
+		http.ServeContent(w, r, "anvil-demo.raw", time.Time{}, bytes.NewReader(img))
+	})
+	s := &imageServer{url: "http://" + ln.Addr().String() + "/anvil-demo.raw", sum: hex.EncodeToString(sum[:]),
+		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+func (s *imageServer) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if s.srv.Shutdown(ctx) != nil {
+		_ = s.srv.Close()
+	}
 }
 
 // Run starts the demo and blocks until ctx ends.
@@ -79,17 +140,6 @@ func Run(ctx context.Context, cfg Config) error {
 	defer logFile.Close()
 	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
-	emu, err := bmcemu.Start(ctx, bmcemu.Config{Count: cfg.Machines, Listen: cfg.BMCListen, IPMI: cfg.IPMI,
-		Knobs: bmcemu.Knobs{Latency: cfg.Latency}, Log: log.With("component", "bmc-emulator")})
-	if err != nil {
-		return err
-	}
-	defer emu.Close()
-	nodesPath := filepath.Join(dir, "nodes.json")
-	if err := emu.WriteNodesFile(nodesPath, bmcemu.DriverRedfish); err != nil {
-		return err
-	}
-
 	sctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	ready := make(chan string, 1)
@@ -112,20 +162,44 @@ func Run(ctx context.Context, cfg Config) error {
 		return <-served
 	}
 	api := "http://" + addr
-	info := Info{API: api, BMC: emu.URL(), Dir: dir, NodesFile: nodesPath, LogFile: logPath}
-	nodes, err := emu.Nodes(bmcemu.DriverRedfish)
-	if err != nil {
-		return err
-	}
-	if err := enroll(ctx, api, nodes); err != nil {
+	// From here on, a failure stops the server before returning.
+	fail := func(err error) error {
 		stop()
 		<-served
 		return err
 	}
+
+	img, err := serveImage(log.With("component", "image-server"))
+	if err != nil {
+		return fail(err)
+	}
+	defer img.close()
+
+	disks := filepath.Join(dir, "disks")
+	emu, err := bmcemu.Start(ctx, bmcemu.Config{Count: cfg.Machines, Listen: cfg.BMCListen, IPMI: cfg.IPMI,
+		Knobs: bmcemu.Knobs{Latency: cfg.Latency}, Log: log.With("component", "bmc-emulator"),
+		Agent: &bmcemu.AgentConfig{APIURL: api, DiskDir: disks, DiskBytes: DiskBytes, HeartbeatInterval: time.Second}})
+	if err != nil {
+		return fail(err)
+	}
+	defer emu.Close()
+	nodesPath := filepath.Join(dir, "nodes.json")
+	if err := emu.WriteNodesFile(nodesPath, bmcemu.DriverRedfish); err != nil {
+		return fail(err)
+	}
+	info := Info{API: api, BMC: emu.URL(), Dir: dir, NodesFile: nodesPath, LogFile: logPath, DiskDir: disks,
+		ImageURL: img.url, ImageChecksum: img.sum}
+	nodes, err := emu.Nodes(bmcemu.DriverRedfish)
+	if err != nil {
+		return fail(err)
+	}
+	if err := enroll(ctx, api, nodes, info); err != nil {
+		return fail(err)
+	}
 	for _, n := range nodes.Nodes {
 		info.Nodes = append(info.Nodes, n.Name)
 	}
-	info.Commands = walkthrough(api, emu.URL(), info.Nodes[0])
+	info.Commands = walkthrough(info, info.Nodes[0])
 	printInstructions(cfg.Out, info)
 	if cfg.Ready != nil {
 		cfg.Ready(info)
@@ -155,17 +229,19 @@ func demoConductor() conductor.Config {
 
 // walkthrough is the list of commands printed for the newcomer (and run by
 // the demo's test, in order).
-func walkthrough(api, bmc, node string) []string {
+func walkthrough(info Info, node string) []string {
 	return []string{
-		fmt.Sprintf("export OS_ENDPOINT=%s OS_AUTH_TYPE=none", api),
+		fmt.Sprintf("export OS_ENDPOINT=%s OS_AUTH_TYPE=none", info.API),
 		"baremetal node list",
 		fmt.Sprintf("baremetal node manage %s --wait 60", node),
 		fmt.Sprintf("baremetal node inspect %s --wait 60", node),
 		fmt.Sprintf("baremetal node show %s -f json -c properties", node),
 		fmt.Sprintf("baremetal node provide %s --wait 120", node),
+		fmt.Sprintf("baremetal node set %s --instance-info image_source=%s --instance-info image_checksum=%s",
+			node, info.ImageURL, info.ImageChecksum),
 		fmt.Sprintf("baremetal node deploy %s --wait 120", node),
 		fmt.Sprintf("baremetal node power off %s", node),
-		fmt.Sprintf("curl -s %s/emulator/machines/%s", bmc, node),
+		fmt.Sprintf("curl -s %s/emulator/machines/%s", info.BMC, node),
 	}
 }
 
@@ -184,22 +260,26 @@ Walk a machine through its life (python3-ironicclient's baremetal CLI;
 		fmt.Fprintf(w, "  %s\n", c)
 	}
 	fmt.Fprintf(w, `
-Deploying uses deploy_interface "fake" until the agent exists: the node
-reaches active without an image being written. Make a BMC misbehave with
+Deploying uses deploy_interface "direct": the machine boots the deploy agent
+from the network, which writes the image (%s, sha256 %s)
+to the machine's disk file in %s, then boots it from disk
+('"running": "image"' on the emulator's machine). Make a BMC misbehave with
   curl -s -X PATCH %s/emulator/machines/%s -d '{"reject_auth": true}'
 (or "dead", "latency": "500ms", "failure_rate": 0.2) and watch power sync.
 Ctrl-C stops the demo and removes its files.
-`, info.BMC, info.Nodes[len(info.Nodes)-1])
+`, info.ImageURL, info.ImageChecksum, info.DiskDir, info.BMC, info.Nodes[len(info.Nodes)-1])
 }
 
 // enroll creates every node and its ports through the HTTP API.
-func enroll(ctx context.Context, api string, nodes bmcemu.NodesFile) error {
+// with deploy_interface direct and the demo's image as instance_info.
+func enroll(ctx context.Context, api string, nodes bmcemu.NodesFile, info Info) error {
 	for _, n := range nodes.Nodes {
 		var created struct {
 			UUID string `json:"uuid"`
 		}
 		body := map[string]any{"name": n.Name, "driver": n.Driver, "driver_info": n.DriverInfo,
-			"deploy_interface": "fake", "extra": n.Extra}
+			"deploy_interface": "direct", "extra": n.Extra,
+			"instance_info": map[string]any{"image_source": info.ImageURL, "image_checksum": info.ImageChecksum}}
 		if err := call(ctx, http.MethodPost, api+"/v1/nodes", body, &created); err != nil {
 			return fmt.Errorf("enrolling %s: %w", n.Name, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -129,7 +130,9 @@ func TestDemoWalkReachesActive(t *testing.T) {
 	}
 	r := startDemo(t, 3)
 	out := r.out.String()
-	for _, want := range []string{"3 emulated machines", "export OS_ENDPOINT=" + r.API, "baremetal node manage node-01"} {
+	for _, want := range []string{"3 emulated machines", "export OS_ENDPOINT=" + r.API, "baremetal node manage node-01",
+		"--instance-info image_source=" + r.ImageURL, "--instance-info image_checksum=" + r.ImageChecksum,
+		`deploy_interface "direct"`} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("instructions lack %q:\n%s", want, out)
 		}
@@ -169,6 +172,54 @@ func TestDemoWalkReachesActive(t *testing.T) {
 	n := r.waitState(t, "node-01", "active")
 	if n["power_state"] != "power off" {
 		t.Errorf("power_state %v after power off", n["power_state"])
+	}
+	if n["deploy_interface"] != "direct" {
+		t.Errorf("deploy_interface %v, want direct", n["deploy_interface"])
+	}
+	disk, err := os.ReadFile(filepath.Join(r.DiskDir, "node-01.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := Image()
+	if len(disk) != DiskBytes || !bytes.Equal(disk[:len(image)], image) {
+		t.Errorf("node-01's disk file (%d bytes) does not start with the demo image", len(disk))
+	}
+}
+
+// TestDeployWritesTheImage: without the baremetal CLI, through the API, a
+// node of the demo goes manageable → available → active with the demo's image
+// on its disk file and the emulated machine running it from disk.
+func TestDeployWritesTheImage(t *testing.T) {
+	r := startDemo(t, 2)
+	for _, step := range []struct{ target, want string }{
+		{"manage", "manageable"}, {"provide", "available"}, {"active", "active"},
+	} {
+		code, body := r.api(t, "PUT", "/v1/nodes/node-02/states/provision", map[string]any{"target": step.target})
+		if code != http.StatusAccepted {
+			t.Fatalf("%s: HTTP %d: %v", step.target, code, body)
+		}
+		r.waitState(t, "node-02", step.want)
+	}
+	disk, err := os.ReadFile(filepath.Join(r.DiskDir, "node-02.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := Image()
+	if !bytes.Equal(disk[:len(image)], image) {
+		t.Fatalf("node-02's disk file does not start with the demo image")
+	}
+	resp, err := http.Get(r.BMC + "/emulator/machines/node-02")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Power   string `json:"power_state"`
+		Running string `json:"running"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&st)
+	if st.Power != "On" || st.Running != "image" {
+		t.Errorf("machine node-02: power %q, running %q; want On, running the image", st.Power, st.Running)
 	}
 }
 

@@ -1,0 +1,96 @@
+package bmcemu_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anvil-metal/anvil/internal/bmcemu"
+)
+
+// TestAgentOnNetworkBoot: a pxe boot starts the agent with the machine's MACs
+// and disk file, a reboot to pxe replaces it (never two at once), booting
+// from disk or powering off stops it, and a disk boot reports whether the
+// disk holds an image.
+func TestAgentOnNetworkBoot(t *testing.T) {
+	var mu sync.Mutex
+	var events []string
+	running := 0
+	run := func(ctx context.Context, s bmcemu.AgentSpec) error {
+		mu.Lock()
+		running++
+		if running > 1 {
+			t.Errorf("two agents of %s at once", s.Machine)
+		}
+		events = append(events, "start "+s.Machine+" "+strings.Join(s.MACs, ",")+" "+s.HeartbeatInterval.String())
+		mu.Unlock()
+		s.Ready("127.0.0.1:1")
+		<-ctx.Done()
+		time.Sleep(20 * time.Millisecond) // a slow shutdown
+		mu.Lock()
+		running--
+		events = append(events, "stop "+s.Machine)
+		mu.Unlock()
+		return nil
+	}
+	dir := t.TempDir()
+	e := start(t, bmcemu.Config{Count: 1, Agent: &bmcemu.AgentConfig{APIURL: "http://127.0.0.1:1", DiskDir: dir,
+		DiskBytes: 1 << 20, Run: run}})
+	m := e.Machine("node-01")
+	fi, err := os.Stat(m.Disk())
+	if err != nil || fi.Size() != 1<<20 {
+		t.Fatalf("disk file %s: %v %v", m.Disk(), fi, err)
+	}
+	sys := e.URL() + "/redfish/v1/Systems/node-01"
+	boot := func(target, reset string) {
+		t.Helper()
+		if target != "" {
+			if r := do(t, "PATCH", sys, "admin", pw, `{"Boot":{"BootSourceOverrideTarget":"`+target+`","BootSourceOverrideEnabled":"Continuous"}}`); r.status != 204 {
+				t.Fatalf("patch boot: %+v", r)
+			}
+		}
+		if r := do(t, "POST", sys+"/Actions/ComputerSystem.Reset", "admin", pw, `{"ResetType":"`+reset+`"}`); r.status != 204 {
+			t.Fatalf("reset %s: %+v", reset, r)
+		}
+	}
+	waitRunning := func(want string, agent bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			st := m.Status()
+			if st.Running == want && (st.AgentURL != "") == agent {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("running %q agent %q, want %q (agent %v)", st.Running, st.AgentURL, want, agent)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	boot("Pxe", "On")
+	waitRunning(bmcemu.RunningAgent, true)
+	boot("", "ForceRestart") // a new agent replaces the old one
+	waitRunning(bmcemu.RunningAgent, true)
+	boot("Hdd", "ForceRestart")
+	waitRunning(bmcemu.RunningNoImage, false)
+	if err := os.WriteFile(m.Disk(), []byte("an image"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	boot("", "ForceRestart")
+	waitRunning(bmcemu.RunningImage, false)
+	boot("Pxe", "ForceRestart")
+	waitRunning(bmcemu.RunningAgent, true)
+	boot("", "ForceOff")
+	waitRunning("", false)
+	e.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	want := "start node-01 " + strings.Join(m.HW.MACs, ",") + " 1s"
+	got := strings.Join(events, "|")
+	if exp := strings.Join([]string{want, "stop node-01", want, "stop node-01", want, "stop node-01"}, "|"); got != exp {
+		t.Errorf("agent events\n got %s\nwant %s", got, exp)
+	}
+}
