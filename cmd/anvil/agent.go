@@ -40,7 +40,7 @@ func newAgent(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:9999", "address of the command API")
 	f.StringVar(&cfg.AdvertiseURL, "advertise-url", "", "callback_url reported in heartbeats (default http://<listen>)")
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", 0, "fixed heartbeat interval (default: 0.3-0.6 x the lookup's heartbeat_timeout)")
-	f.StringVar(&cfg.RootDir, "root-dir", "", "directory holding proc/ and sys/ for the inventory (default /)")
+	f.StringVar(&cfg.RootDir, "root-dir", "", "root directory: proc/ and sys/ are read for the inventory, etc/anvil-rescue-password is written by rescue (default /)")
 	f.BoolVar(&cfg.AllowMD5, "allow-md5", false, "accept md5 image checksums")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd

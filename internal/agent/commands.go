@@ -3,8 +3,11 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -180,8 +183,30 @@ func (a *Agent) powerOff(context.Context, map[string]any, *atomic.Int64) (map[st
 	return map[string]any{"powered_off": false}, nil
 }
 
-func (a *Agent) finalizeRescue(context.Context, map[string]any, *atomic.Int64) (map[string]any, error) {
-	return nil, fmt.Errorf("finalize_rescue: %w", errNotImplemented)
+// finalizeRescue stores the rescue password's hash (a real ramdisk would put
+// it in /etc/shadow for the rescue user). Only a crypt hash is accepted; the
+// value is never logged nor returned.
+func (a *Agent) finalizeRescue(_ context.Context, params map[string]any, _ *atomic.Int64) (map[string]any, error) {
+	hash, _ := params[agentapi.ParamRescuePassword].(string)
+	if hashed, _ := params[agentapi.ParamHashed].(bool); !hashed || !agentapi.IsCryptHash(hash) {
+		return nil, errors.New("finalize_rescue: rescue_password must be a SHA-512 crypt hash (hashed=true)")
+	}
+	root := a.cfg.RootDir
+	if root == "" {
+		root = "/"
+	}
+	p := filepath.Join(root, agentapi.RescuePasswordFile)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return nil, fmt.Errorf("finalize_rescue: %w", err)
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, []byte(hash+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("finalize_rescue: %w", err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return nil, fmt.Errorf("finalize_rescue: %w", err)
+	}
+	return map[string]any{"rescue_password_file": p}, nil
 }
 
 func (a *Agent) getInventory(context.Context, map[string]any, *atomic.Int64) (map[string]any, error) {

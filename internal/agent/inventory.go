@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 )
@@ -43,6 +44,7 @@ type Disk struct {
 type Interface struct {
 	Name       string `json:"name"`
 	MACAddress string `json:"mac_address"`
+	HasCarrier bool   `json:"has_carrier"`
 }
 
 // Vendor is the DMI system identity.
@@ -60,10 +62,14 @@ type Boot struct {
 // ReadInventory reads /proc and /sys under root ("" for the real ones). A
 // disk given as a regular file is reported as one more disk.
 func ReadInventory(root, disk string) (*Inventory, error) {
-	inv := &Inventory{CPU: CPU{Architecture: "x86_64"}}
+	inv := &Inventory{}
 	read := func(p string) string {
 		b, _ := os.ReadFile(filepath.Join(root, p))
 		return strings.TrimSpace(string(b))
+	}
+	inv.CPU.Architecture = read("/proc/sys/kernel/arch") // uname -m
+	if inv.CPU.Architecture == "" {
+		inv.CPU.Architecture = unameArch(runtime.GOARCH)
 	}
 	if f, err := os.Open(filepath.Join(root, "/proc/cpuinfo")); err == nil {
 		sc := bufio.NewScanner(f)
@@ -104,7 +110,9 @@ func ReadInventory(root, disk string) (*Inventory, error) {
 		if n.Name() == "lo" {
 			continue
 		}
-		inv.Interfaces = append(inv.Interfaces, Interface{Name: n.Name(), MACAddress: read("/sys/class/net/" + n.Name() + "/address")})
+		dir := "/sys/class/net/" + n.Name()
+		inv.Interfaces = append(inv.Interfaces, Interface{Name: n.Name(), MACAddress: read(dir + "/address"),
+			HasCarrier: read(dir+"/carrier") == "1"})
 	}
 	inv.SystemVendor = Vendor{Manufacturer: read("/sys/class/dmi/id/sys_vendor"),
 		ProductName: read("/sys/class/dmi/id/product_name"), SerialNumber: read("/sys/class/dmi/id/product_serial")}
@@ -113,4 +121,19 @@ func ReadInventory(root, disk string) (*Inventory, error) {
 		inv.Boot.CurrentBootMode = "uefi"
 	}
 	return inv, nil
+}
+
+// unameArch maps a Go architecture to the kernel's (uname -m) name.
+func unameArch(goarch string) string {
+	switch goarch {
+	case "amd64":
+		return "x86_64"
+	case "arm64":
+		return "aarch64"
+	case "386":
+		return "i686"
+	case "ppc64le", "s390x", "riscv64":
+		return goarch
+	}
+	return goarch
 }

@@ -102,11 +102,13 @@ func (s *Server) routes() {
 	s.nodeRoutes()
 	s.nodeStateRoutes()
 	s.historyRoutes()
+	s.inventoryRoutes()
 	s.portRoutes()
 	s.driverRoutes()
 	s.conductorRoutes()
 	s.agentRoutes()
 	s.lookupRoutes()
+	s.continueInspectionRoutes()
 	s.eventRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		rc := r.Context().Value(callKey{}).(*call)

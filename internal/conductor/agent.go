@@ -3,10 +3,12 @@ package conductor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/anvil-metal/anvil/internal/agent/agentapi"
+	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
@@ -121,4 +123,65 @@ func recordAgent(n *model.Node, hb HeartbeatRequest) {
 	if hb.AgentVersion != "" {
 		setInfo(&n.DriverInternalInfo, agentapi.KeyVersion, hb.AgentVersion)
 	}
+}
+
+// InventoryReceiver is an optional Inspect capability: accept an inventory
+// pushed by a ramdisk (POST /v1/continue_inspection) for a node in inspect
+// wait. It may append new ports (empty UUID) to the task.
+type InventoryReceiver interface {
+	ReceiveInventory(ctx context.Context, t *driver.Task, inventory, pluginData map[string]any) error
+}
+
+// ContinueInspection is POST /v1/continue_inspection: it finds the node by
+// node UUID or by the MACs of the inventory's interfaces; the node must be
+// in inspect wait with an inspect interface able to receive an inventory.
+// If an agent token was already issued for the node, token must match it.
+// The inventory is applied on a worker and the node returns to manageable.
+// Errors: fault NotFound (no such node, or not inspecting), Unauthorized
+// (bad token), Conflict (node locked).
+func (c *Conductor) ContinueInspection(ctx context.Context, macs []string, nodeUUID, token string, inventory, pluginData map[string]any) (*model.Node, error) {
+	n, err := c.lookupNode(ctx, macs, nodeUUID)
+	if err != nil {
+		return nil, err
+	}
+	if n.ProvisionState != fsm.InspectWait {
+		c.log.Info("inspection data refused: node is not waiting for inspection", "node", n.UUID, "state", n.ProvisionState)
+		return nil, errLookupNotFound()
+	}
+	t, err := c.acquire(ctx, n.UUID, "agent")
+	if err != nil {
+		return nil, err
+	}
+	n = t.node
+	if n.ProvisionState != fsm.InspectWait {
+		t.release()
+		return nil, errLookupNotFound()
+	}
+	if stored, _ := n.DriverInternalInfo[agentapi.KeyTokenHash].(string); stored != "" && !agentapi.CheckHeartbeat(stored, token) {
+		t.release()
+		c.log.Warn("inspection data refused", "node", n.UUID, "reason", "invalid agent token")
+		return nil, errBadToken()
+	}
+	recv, ok := t.drv.Inspect.(InventoryReceiver)
+	if !ok {
+		t.release()
+		return nil, fault.New(fault.Invalid, "The inspect interface of node %s does not accept inspection data.", n.UUID)
+	}
+	out := *n
+	err = c.startWork(ctx, t, fsm.EvResume, "", func(ctx context.Context, t *task) {
+		dt := t.driverTask(ctx)
+		err := recv.ReceiveInventory(ctx, dt, inventory, pluginData)
+		c.createInspectedPorts(ctx, t, dt.Ports)
+		if err != nil {
+			t.failWith(fmt.Sprintf("Failed to inspect node %s: %v", t.node.UUID, err), "")
+			return
+		}
+		t.node.InspectionFinishedAt = c.now().UTC()
+		_ = t.fire(fsm.EvDone, "", false)
+	})
+	if err != nil {
+		t.release()
+		return nil, err
+	}
+	return &out, nil
 }

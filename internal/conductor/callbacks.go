@@ -104,7 +104,11 @@ func (c *Conductor) continueSteps(ctx context.Context, t *task, kind driver.Step
 // continueOp finishes a non-step operation (inspect, rescue) after its callback.
 func (c *Conductor) continueOp(ctx context.Context, t *task, impl any, op string, onDone func()) {
 	if r, ok := impl.(driver.Resumer); ok {
-		res, err := r.Continue(ctx, t.driverTask(ctx), op)
+		dt := t.driverTask(ctx)
+		res, err := r.Continue(ctx, dt, op)
+		if op == "inspect" {
+			c.createInspectedPorts(ctx, t, dt.Ports)
+		}
 		if err != nil {
 			t.failWith(fmt.Sprintf("Failed to %s node %s: %v", op, t.node.UUID, err), "")
 			return

@@ -45,9 +45,11 @@ func RegistryWith(d Drivers) *driver.Registry {
 	r := driver.NewRegistry()
 	d.Fake.Register(r)
 	d.Agent.Drivers = r
-	r.AddInterface("deploy", agentdrv.Name, agentdrv.New(d.Agent))
-	fakeKinds := fake.Kinds()
-	fakeKinds["deploy"] = append(fakeKinds["deploy"], agentdrv.Name) // "fake" stays the default
+	direct := agentdrv.New(d.Agent)
+	r.AddInterface("deploy", agentdrv.Name, direct)
+	r.AddInterface("inspect", agentdrv.InterfaceName, direct.Inspector())
+	r.AddInterface("rescue", agentdrv.InterfaceName, direct.Rescuer())
+	fakeKinds := addAgent(fake.Kinds()) // "fake" stays the default
 	ht, _ := r.HardwareType(fake.Name)
 	ht.Supported = fakeKinds
 	r.AddHardwareType(ht)
@@ -59,7 +61,7 @@ func RegistryWith(d Drivers) *driver.Registry {
 		Supported: bmcKinds(map[string][]string{
 			"power":      {redfish.Name},
 			"management": {redfish.Name},
-			"inspect":    {redfish.Name, fake.Interface},
+			"inspect":    {redfish.Name, fake.Interface, agentdrv.InterfaceName},
 		})})
 
 	r.AddInterface("power", ipmi.Interface, d.IPMI)
@@ -75,10 +77,18 @@ func RegistryWith(d Drivers) *driver.Registry {
 // bmcKinds fills the slots a BMC hardware type does not drive itself with
 // the fake interfaces (network and storage "noop", as Ironic's defaults).
 func bmcKinds(own map[string][]string) map[string][]string {
-	m := fake.Kinds()
-	m["deploy"] = append(m["deploy"], agentdrv.Name)
+	m := addAgent(fake.Kinds())
 	for k, v := range own {
 		m[k] = v
 	}
+	return m
+}
+
+// addAgent adds the agent's deploy ("direct"), inspect and rescue ("agent")
+// interfaces after the defaults already listed.
+func addAgent(m map[string][]string) map[string][]string {
+	m["deploy"] = append(m["deploy"], agentdrv.Name)
+	m["inspect"] = append(m["inspect"], agentdrv.InterfaceName)
+	m["rescue"] = append(m["rescue"], agentdrv.InterfaceName)
 	return m
 }

@@ -129,21 +129,28 @@ func (p *process) kill() {
 // startServer runs `anvil serve` on a free loopback port and returns its URL.
 func startServer(t *testing.T, extra ...string) string {
 	t.Helper()
+	base, _ := startServerProc(t, extra...)
+	return base
+}
+
+// startServerProc is startServer also returning the process (for its logs).
+func startServerProc(t *testing.T, extra ...string) (string, *process) {
+	t.Helper()
 	addr := freeAddr(t)
 	args := append([]string{"serve", "--listen", addr, "--database", filepath.Join(t.TempDir(), "anvil.db"),
 		"--host-id", "agent-e2e"}, extra...)
-	start(t, "anvil serve", args...)
+	p := start(t, "anvil serve", args...)
 	base := "http://" + addr
 	deadline := time.Now().Add(readyTimeout)
 	for time.Now().Before(deadline) {
 		if resp, err := httpClient.Get(base + "/"); err == nil {
 			resp.Body.Close()
-			return base
+			return base, p
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("anvil serve not ready on %s", addr)
-	return ""
+	return "", nil
 }
 
 // startAgent runs `anvil agent` against api, writing to disk.

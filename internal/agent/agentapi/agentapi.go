@@ -108,6 +108,16 @@ const (
 	ParamChecksumAlgo = "checksum_algo" // sha256, sha512 (md5 only when allowed)
 )
 
+// FinalizeRescue parameters (IPA's rescue.finalize_rescue).
+const (
+	ParamRescuePassword = "rescue_password" // a SHA-512 crypt hash, never the password
+	ParamHashed         = "hashed"          // always true
+)
+
+// RescuePasswordFile is where the agent keeps the rescue password's hash,
+// under its root directory.
+const RescuePasswordFile = "etc/anvil-rescue-password"
+
 // LookupResponse is GET /v1/lookup's answer (the fields the agent reads).
 type LookupResponse struct {
 	Node struct {

@@ -196,46 +196,59 @@ func forgetAgent(n *model.Node) {
 // command, or polls it, and finishes the operation when it is done.
 func (d *Direct) Continue(ctx context.Context, t *driver.Task, op string) (driver.Result, error) {
 	n := t.Node
-	info := n.DriverInternalInfo
-	url, _ := info[agentapi.KeyURL].(string)
-	key, _ := info[agentapi.KeyCommandKey].(string)
-	if url == "" || key == "" {
+	if !agentKnown(n) {
 		return driver.Wait, nil // not heard from the agent yet
 	}
 	name, params, err := d.command(n, op)
 	if err != nil {
 		return driver.Done, err
 	}
-	id, _ := info[keyCommandID].(string)
-	if id == "" || info[keyCommandName] != name {
-		res, err := d.cfg.Client.Start(ctx, url, key, name, params)
+	if _, done, err := runCommand(ctx, d.cfg.Client, n, name, params); err != nil || !done {
 		if err != nil {
-			return driver.Done, fmt.Errorf("starting %s on the agent: %w", name, err)
+			return driver.Done, err
 		}
-		info[keyCommandID], info[keyCommandName] = res.ID, name
-		info[keyProgress] = 0
 		return driver.Wait, nil
 	}
-	res, err := d.cfg.Client.Status(ctx, url, key, id)
-	if err != nil {
-		delete(info, keyCommandID)
-		return driver.Done, fmt.Errorf("polling %s on the agent: %w", name, err)
-	}
-	info[keyProgress] = res.Written
-	switch res.Status {
-	case agentapi.StatusRunning:
-		return driver.Wait, nil
-	case agentapi.StatusFailed:
-		delete(info, keyCommandID)
-		delete(info, keyCommandName)
-		return driver.Done, fmt.Errorf("agent command %s failed: %s", name, res.Error)
-	}
-	delete(info, keyCommandID)
-	delete(info, keyCommandName)
 	if name == agentapi.CmdWriteImage {
 		return driver.Done, d.bootFromDisk(ctx, t)
 	}
 	return driver.Done, nil
+}
+
+// runCommand starts the command name on the node's agent, or polls the one
+// started on an earlier heartbeat; done reports it finished successfully
+// (with its result). The agent must be known (agentKnown).
+func runCommand(ctx context.Context, c *Client, n *model.Node, name string, params map[string]any) (res agentapi.CommandResult, done bool, err error) {
+	info := n.DriverInternalInfo
+	url, _ := info[agentapi.KeyURL].(string)
+	key, _ := info[agentapi.KeyCommandKey].(string)
+	id, _ := info[keyCommandID].(string)
+	if id == "" || info[keyCommandName] != name {
+		res, err := c.Start(ctx, url, key, name, params)
+		if err != nil {
+			return res, false, fmt.Errorf("starting %s on the agent: %w", name, err)
+		}
+		info[keyCommandID], info[keyCommandName] = res.ID, name
+		info[keyProgress] = 0
+		return res, false, nil
+	}
+	res, err = c.Status(ctx, url, key, id)
+	if err != nil {
+		delete(info, keyCommandID)
+		return res, false, fmt.Errorf("polling %s on the agent: %w", name, err)
+	}
+	info[keyProgress] = res.Written
+	switch res.Status {
+	case agentapi.StatusRunning:
+		return res, false, nil
+	case agentapi.StatusFailed:
+		delete(info, keyCommandID)
+		delete(info, keyCommandName)
+		return res, false, fmt.Errorf("agent command %s failed: %s", name, res.Error)
+	}
+	delete(info, keyCommandID)
+	delete(info, keyCommandName)
+	return res, true, nil
 }
 
 // command is the agent command an operation runs.

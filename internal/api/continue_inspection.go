@@ -1,0 +1,71 @@
+package api
+
+import (
+	"context"
+	"strings"
+
+	"github.com/anvil-metal/anvil/internal/agent/agentapi"
+	"github.com/anvil-metal/anvil/internal/model"
+)
+
+// minorContinueInspection is when Ironic added POST /v1/continue_inspection.
+const minorContinueInspection = 84
+
+// inspectionReceiver is the optional conductor capability behind
+// POST /v1/continue_inspection.
+type inspectionReceiver interface {
+	ContinueInspection(ctx context.Context, macs []string, nodeUUID, token string, inventory, pluginData map[string]any) (*model.Node, error)
+}
+
+func (s *Server) continueInspectionRoutes() {
+	s.handle(endpoint{"POST": s.continueInspection}, "/v1/continue_inspection")
+}
+
+// POST /v1/continue_inspection[?node_uuid=]: a ramdisk pushes its inventory
+// ({"inventory": {...}, plugin data...}) for a node in inspect wait, found
+// by node_uuid or by the MACs of the inventory's interfaces (public in
+// Ironic). A token, once issued to the node's agent, must be sent in the
+// X-Agent-Token header or the body's "agent_token". Answers 202 {"uuid"}.
+func (s *Server) continueInspection(rc *call) error {
+	recv, ok := s.cfg.Conductor.(inspectionReceiver)
+	if rc.minor < minorContinueInspection || !ok {
+		return errNotFound()
+	}
+	v, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	data, _ := v.(map[string]any)
+	inv, _ := data["inventory"].(map[string]any)
+	if inv == nil {
+		return invalid("Missing or malformed \"inventory\" in the inspection data.")
+	}
+	delete(data, "inventory")
+	token := rc.r.Header.Get(agentapi.HeaderToken)
+	if tok, ok := data["agent_token"].(string); ok {
+		token = tok
+		delete(data, "agent_token")
+	}
+	var macs []string
+	ifaces, _ := inv["interfaces"].([]any)
+	for _, i := range ifaces {
+		im, _ := i.(map[string]any)
+		if mac, _ := im["mac_address"].(string); strings.TrimSpace(mac) != "" {
+			macs = append(macs, strings.TrimSpace(mac))
+		}
+	}
+	nodeUUID := strings.TrimSpace(rc.query.Get("node_uuid"))
+	if len(macs) == 0 && nodeUUID == "" {
+		return invalid("No lookup information provided")
+	}
+	n, err := recv.ContinueInspection(rc.ctx, macs, nodeUUID, token, inv, data)
+	if err != nil {
+		return err
+	}
+	w := &jw{}
+	w.rootObj()
+	w.key("uuid")
+	w.str(n.UUID)
+	w.endObj()
+	return rc.json(202, w)
+}

@@ -1,0 +1,43 @@
+package api
+
+import (
+	"github.com/anvil-metal/anvil/internal/fault"
+)
+
+// minorInventory is the version that added /v1/nodes/{node}/inventory.
+const minorInventory = 81
+
+// inventoryKey is where the agent inspect interface stores the inventory in
+// driver_internal_info (internal/driver/agent.KeyInventory).
+const inventoryKey = "inspection_inventory"
+
+func (s *Server) inventoryRoutes() {
+	s.handle(endpoint{"GET": s.getInventory}, "/v1/nodes/{ident}/inventory")
+}
+
+// GET /v1/nodes/{ident}/inventory: the inventory of the node's last agent
+// inspection, {"inventory": {...}, "plugin_data": {}}.
+func (s *Server) getInventory(rc *call) error {
+	if rc.minor < minorInventory {
+		return errNotFound()
+	}
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	n, _, err := rc.loadNode()
+	if err != nil {
+		return err
+	}
+	inv, _ := n.DriverInternalInfo[inventoryKey].(map[string]any)
+	if inv == nil {
+		return fault.New(fault.NotFound, "Node inventory for node %s could not be found.", n.UUID)
+	}
+	w := &jw{}
+	w.rootObj()
+	w.key("inventory")
+	w.object(inv)
+	w.key("plugin_data")
+	w.object(map[string]any{})
+	w.endObj()
+	return rc.json(200, w)
+}

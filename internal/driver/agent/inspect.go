@@ -1,0 +1,165 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/anvil-metal/anvil/internal/agent/agentapi"
+	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/model"
+)
+
+// InterfaceName names the agent's inspect and rescue interfaces.
+const InterfaceName = "agent"
+
+// KeyInventory is the driver_internal_info key holding the inventory of the
+// last agent inspection (served by GET /v1/nodes/{node}/inventory).
+const KeyInventory = "inspection_inventory"
+
+// Inspector is the "agent" inspect interface: it boots the node into the
+// agent, asks it for its inventory on its first heartbeat (get_inventory),
+// records the node's properties, appends the ports the node lacks, stores
+// the inventory and powers the node off.
+type Inspector struct{ d *Direct }
+
+// Inspector returns the agent inspect interface sharing d's configuration.
+func (d *Direct) Inspector() *Inspector { return &Inspector{d: d} }
+
+// Validate needs nothing beyond the power interface bootAgent uses.
+func (i *Inspector) Validate(*model.Node) error { return nil }
+
+// Inspect boots the agent and waits for it (inspect wait).
+func (i *Inspector) Inspect(ctx context.Context, t *driver.Task) (driver.Result, error) {
+	return driver.Wait, i.d.bootAgent(ctx, t)
+}
+
+// Continue runs get_inventory on the agent and applies its answer.
+func (i *Inspector) Continue(ctx context.Context, t *driver.Task, op string) (driver.Result, error) {
+	if op != "inspect" {
+		return driver.Done, fmt.Errorf("the agent inspect interface cannot %s", op)
+	}
+	if !agentKnown(t.Node) {
+		return driver.Wait, nil
+	}
+	res, done, err := runCommand(ctx, i.d.cfg.Client, t.Node, agentapi.CmdGetInventory, map[string]any{})
+	if err != nil {
+		return driver.Done, err
+	}
+	if !done {
+		return driver.Wait, nil
+	}
+	inv, _ := res.Result["inventory"].(map[string]any)
+	if inv == nil {
+		return driver.Done, errors.New("the agent returned no inventory")
+	}
+	return driver.Done, i.finish(ctx, t, inv)
+}
+
+// ReceiveInventory applies an inventory the ramdisk pushed (POST
+// /v1/continue_inspection) instead of waiting to pull it.
+func (i *Inspector) ReceiveInventory(ctx context.Context, t *driver.Task, inventory, _ map[string]any) error {
+	if inventory == nil {
+		return errors.New("no inventory was received")
+	}
+	return i.finish(ctx, t, inventory)
+}
+
+// finish applies the inventory, forgets the agent and powers the node off.
+func (i *Inspector) finish(ctx context.Context, t *driver.Task, inv map[string]any) error {
+	if err := ApplyInventory(t, inv); err != nil {
+		return err
+	}
+	forgetAgent(t.Node)
+	delete(t.Node.DriverInternalInfo, keyProgress)
+	drv, err := i.d.cfg.Drivers.For(t.Node)
+	if err != nil {
+		return err
+	}
+	if drv.Power != nil {
+		if err := drv.Power.SetPowerState(ctx, t, fsm.PowerOff); err != nil {
+			return fmt.Errorf("powering off after inspection: %w", err)
+		}
+		t.Node.PowerState = fsm.PowerOff
+	}
+	return nil
+}
+
+// inventory holds the fields of an agent inventory that set properties.
+type inventory struct {
+	CPU struct {
+		Count        int    `json:"count"`
+		Architecture string `json:"architecture"`
+	} `json:"cpu"`
+	Memory struct {
+		PhysicalMB int64 `json:"physical_mb"`
+		Total      int64 `json:"total"`
+	} `json:"memory"`
+	Disks []struct {
+		Size int64 `json:"size"`
+	} `json:"disks"`
+	Interfaces []struct {
+		MACAddress string `json:"mac_address"`
+	} `json:"interfaces"`
+}
+
+const gib = 1 << 30
+
+// ApplyInventory sets the node's properties from an agent inventory (cpus,
+// cpu_arch, memory_mb, and local_gb: the largest disk in GiB less one, as
+// Ironic leaves for partitioning), stores the inventory and appends a port
+// (empty UUID, for the conductor to create) for each MAC the node lacks.
+func ApplyInventory(t *driver.Task, raw map[string]any) error {
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return err
+	}
+	var inv inventory
+	if err := json.Unmarshal(b, &inv); err != nil {
+		return fmt.Errorf("malformed inventory: %w", err)
+	}
+	n := t.Node
+	if n.Properties == nil {
+		n.Properties = model.JSON{}
+	}
+	if inv.CPU.Count > 0 {
+		n.Properties["cpus"] = inv.CPU.Count
+	}
+	if inv.CPU.Architecture != "" {
+		n.Properties["cpu_arch"] = inv.CPU.Architecture
+	}
+	mem := inv.Memory.PhysicalMB
+	if mem == 0 {
+		mem = inv.Memory.Total / (1 << 20)
+	}
+	if mem > 0 {
+		n.Properties["memory_mb"] = mem
+	}
+	var largest int64
+	for _, d := range inv.Disks {
+		largest = max(largest, d.Size)
+	}
+	if gb := largest/gib - 1; gb > 0 {
+		n.Properties["local_gb"] = gb
+	}
+	if n.DriverInternalInfo == nil {
+		n.DriverInternalInfo = model.JSON{}
+	}
+	n.DriverInternalInfo[KeyInventory] = raw
+	have := map[string]bool{}
+	for _, p := range t.Ports {
+		have[strings.ToLower(p.Address)] = true
+	}
+	for _, nic := range inv.Interfaces {
+		mac := strings.ToLower(strings.TrimSpace(nic.MACAddress))
+		if mac == "" || mac == "00:00:00:00:00:00" || have[mac] {
+			continue
+		}
+		have[mac] = true
+		t.Ports = append(t.Ports, &model.Port{Address: mac, NodeUUID: n.UUID, PXEEnabled: true})
+	}
+	return nil
+}

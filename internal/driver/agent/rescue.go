@@ -1,0 +1,79 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/anvil-metal/anvil/internal/agent/agentapi"
+	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/model"
+)
+
+// instance_info keys of the rescue password.
+const (
+	keyRescuePassword = "rescue_password"
+	// KeyHashedRescuePassword holds the SHA-512 crypt hash (Ironic's name).
+	KeyHashedRescuePassword = "hashed_rescue_password"
+)
+
+// Rescuer is the "agent" rescue interface: it boots the node into the agent,
+// which, on its first heartbeat, is sent the rescue password's SHA-512 crypt
+// hash (finalize_rescue). The plain password is dropped from instance_info
+// as soon as it is hashed. Unrescue boots the instance from disk again.
+type Rescuer struct{ d *Direct }
+
+// Rescuer returns the agent rescue interface sharing d's configuration.
+func (d *Direct) Rescuer() *Rescuer { return &Rescuer{d: d} }
+
+// Validate needs nothing beyond the power interface bootAgent uses.
+func (r *Rescuer) Validate(*model.Node) error { return nil }
+
+// Rescue hashes the rescue password, boots the agent and waits (rescue wait).
+func (r *Rescuer) Rescue(ctx context.Context, t *driver.Task) (driver.Result, error) {
+	n := t.Node
+	if n.InstanceInfo == nil {
+		n.InstanceInfo = model.JSON{}
+	}
+	if pw, _ := n.InstanceInfo[keyRescuePassword].(string); pw != "" {
+		n.InstanceInfo[KeyHashedRescuePassword] = agentapi.HashRescuePassword(pw)
+	}
+	delete(n.InstanceInfo, keyRescuePassword)
+	if h, _ := n.InstanceInfo[KeyHashedRescuePassword].(string); !agentapi.IsCryptHash(h) {
+		return driver.Done, errors.New("no rescue password was given")
+	}
+	return driver.Wait, r.d.bootAgent(ctx, t)
+}
+
+// Continue sends finalize_rescue to the agent and waits for it to finish.
+func (r *Rescuer) Continue(ctx context.Context, t *driver.Task, op string) (driver.Result, error) {
+	if op != "rescue" {
+		return driver.Done, fmt.Errorf("the agent rescue interface cannot %s", op)
+	}
+	n := t.Node
+	if !agentKnown(n) {
+		return driver.Wait, nil
+	}
+	h, _ := n.InstanceInfo[KeyHashedRescuePassword].(string)
+	if !agentapi.IsCryptHash(h) {
+		return driver.Done, errors.New("the node has no hashed rescue password")
+	}
+	_, done, err := runCommand(ctx, r.d.cfg.Client, n, agentapi.CmdFinalizeRescue,
+		map[string]any{agentapi.ParamRescuePassword: h, agentapi.ParamHashed: true})
+	if err != nil {
+		return driver.Done, err
+	}
+	if !done {
+		return driver.Wait, nil
+	}
+	delete(n.DriverInternalInfo, keyProgress)
+	return driver.Done, nil
+}
+
+// Unrescue sets the boot device to disk and reboots into the instance; the
+// rescue password's hash is dropped.
+func (r *Rescuer) Unrescue(ctx context.Context, t *driver.Task) error {
+	delete(t.Node.InstanceInfo, keyRescuePassword)
+	delete(t.Node.InstanceInfo, KeyHashedRescuePassword)
+	return r.d.bootFromDisk(ctx, t)
+}
