@@ -11,6 +11,8 @@ need_pkgs=()
 command -v baremetal >/dev/null 2>&1 || need_pkgs+=(python3-ironicclient)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_pkgs+=(postgresql)
 command -v ipmi_sim >/dev/null 2>&1 || need_pkgs+=(openipmi)
+command -v qemu-system-x86_64 >/dev/null 2>&1 || need_pkgs+=(qemu-system-x86)
+command -v busybox >/dev/null 2>&1 || need_pkgs+=(busybox-static)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "== installing test dependencies: ${need_pkgs[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

@@ -1,0 +1,426 @@
+package vm_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	mib       = 1 << 20
+	vmMAC     = "52:54:00:a4:71:01"
+	agentPort = 9999
+	password  = "vm-e2e-secret"
+	// overall bound for enroll → active (two boots with cleaning, IPMI
+	// operations spaced by the driver's 5 s minimum command interval)
+	overall = 240 * time.Second
+)
+
+// chassisScript is ipmi_sim's chassis_control program. Its first argument is
+// a state directory holding power and boot files and vm.sh (which starts
+// qemu daemonized, writing qemu.pid). Power on starts the VM, power off kills
+// it, reset restarts it.
+const chassisScript = `#!/bin/sh
+d=$1
+shift
+while [ $# -gt 0 ] && [ "$1" != get ] && [ "$1" != set ]; do shift; done
+op=$1
+shift
+vm_off() {
+  if [ -f "$d/qemu.pid" ]; then
+    pid=$(cat "$d/qemu.pid")
+    kill -9 "$pid" 2>/dev/null
+    i=0
+    while [ -d "/proc/$pid" ] && [ "$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null)" != Z ] && [ $i -lt 100 ]; do
+      sleep 0.1
+      i=$((i+1))
+    done
+    rm -f "$d/qemu.pid"
+    echo "$(date +%s.%N) off" >>"$d/events"
+  fi
+}
+vm_on() {
+  vm_off
+  echo "$(date +%s.%N) on" >>"$d/events"
+  sh "$d/vm.sh" >>"$d/qemu.log" 2>&1 </dev/null
+}
+if [ "$op" = get ]; then
+  for p in "$@"; do
+    case $p in
+      power) echo "power:$(cat "$d/power" 2>/dev/null || echo 0)" ;;
+      boot) echo "boot:$(cat "$d/boot" 2>/dev/null || echo default)" ;;
+    esac
+  done
+  exit 0
+fi
+while [ $# -ge 2 ]; do
+  case $1 in
+    power)
+      if [ "$2" = 1 ]; then
+        [ "$(cat "$d/power" 2>/dev/null)" = 1 ] || vm_on
+      else
+        vm_off
+      fi
+      echo "$2" >"$d/power" ;;
+    reset)
+      [ "$(cat "$d/power" 2>/dev/null)" = 1 ] && vm_on ;;
+    boot) echo "$2" >"$d/boot" ;;
+  esac
+  shift 2
+done
+exit 0
+`
+
+// initScript is the guest's /init: mount, load the virtio modules, configure
+// eth0 statically (qemu user networking: 10.0.2.15/24) and run the agent.
+func initScript(apiURL, advertise string) string {
+	return `#!/bin/busybox sh
+/bin/busybox mkdir -p /proc /sys /dev /tmp /sbin /usr/bin /usr/sbin
+/bin/busybox mount -t proc proc /proc
+/bin/busybox mount -t sysfs sysfs /sys
+/bin/busybox mount -t devtmpfs devtmpfs /dev
+/bin/busybox --install -s
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+for m in ` + strings.Join(virtioModules, " ") + `; do insmod /modules/$m.ko || echo "anvil-vm: insmod $m failed"; done
+i=0
+while { [ ! -e /sys/class/net/eth0 ] || [ ! -b /dev/vda ]; } && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+ip link set lo up
+ip link set eth0 up
+ip addr add 10.0.2.15/24 dev eth0
+ip route add default via 10.0.2.2
+echo "anvil-vm: starting agent at $(cat /proc/uptime)"
+while true; do
+  /bin/anvil agent --api-url ` + apiURL + ` --mac ` + vmMAC + ` --disk /dev/vda --listen 0.0.0.0:` +
+		strconv.Itoa(agentPort) + ` --advertise-url ` + advertise + ` --heartbeat-interval 1s
+  echo "anvil-vm: agent exited $?"
+  sleep 1
+done
+`
+}
+
+func buildInitramfs(t *testing.T, a assets, path, init string) {
+	t.Helper()
+	read := func(p string) []byte {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	files := []cpioFile{
+		{name: "bin", mode: sIFDIR | 0o755},
+		{name: "dev", mode: sIFDIR | 0o755},
+		{name: "dev/console", mode: sIFCHR | 0o600, rdevMaj: 5, rdevMin: 1},
+		{name: "proc", mode: sIFDIR | 0o755},
+		{name: "sys", mode: sIFDIR | 0o755},
+		{name: "tmp", mode: sIFDIR | 0o1777},
+		{name: "modules", mode: sIFDIR | 0o755},
+		{name: "bin/busybox", mode: sIFREG | 0o755, data: read(a.busybox)},
+		{name: "bin/sh", mode: sIFLNK | 0o777, linkDest: "busybox"},
+		{name: "bin/anvil", mode: sIFREG | 0o755, data: read(anvilBin)},
+		{name: "init", mode: sIFREG | 0o755, data: []byte(init)},
+	}
+	for i, m := range a.modules {
+		files = append(files, cpioFile{name: "modules/" + virtioModules[i] + ".ko", mode: sIFREG | 0o644, data: read(m)})
+	}
+	if err := writeInitramfs(path, files); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startBMC runs ipmi_sim on a free loopback UDP port with the chassis
+// script over state dir st, and returns the port once it answers.
+func startBMC(t *testing.T, dir, st string) int {
+	t.Helper()
+	script := filepath.Join(dir, "chassis.sh")
+	if err := os.WriteFile(script, []byte(chassisScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	persist := filepath.Join(dir, "persist")
+	if err := os.Mkdir(persist, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	port := freeUDP(t)
+	lan := fmt.Sprintf(`name "anvil-vm"
+set_working_mc 0x20
+startlan 1
+  addr 127.0.0.1 %d
+  priv_limit admin
+  allowed_auths_callback none md2 md5 straight
+  allowed_auths_user none md2 md5 straight
+  allowed_auths_operator none md2 md5 straight
+  allowed_auths_admin none md2 md5 straight
+  guid a123456789abcdefa123456789abcdef
+endlan
+chassis_control "%s %s"
+user 2 true "admin" "%s" admin 10 none md2 md5 straight
+`, port, script, st, password)
+	emu := "mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02\nsel_enable 0x20 1000 0x0a\nmc_enable 0x20\n"
+	lanPath, emuPath := filepath.Join(dir, "lan.conf"), filepath.Join(dir, "bmc.emu")
+	if err := os.WriteFile(lanPath, []byte(lan), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(emuPath, []byte(emu), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	cmd := exec.Command("ipmi_sim", "-n", "-c", lanPath, "-f", emuPath, "-s", persist)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+		if t.Failed() {
+			t.Logf("ipmi_sim output:\n%s", tail(logs.String(), 4000))
+		}
+	})
+	// ipmi_sim answers once its UDP port is bound
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		c, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			return port
+		}
+		c.Close()
+	}
+	t.Fatalf("ipmi_sim did not bind 127.0.0.1:%d", port)
+	return 0
+}
+
+// TestVMDeployIPMI takes an emulated machine from enroll to active through
+// the ipmi hardware type and the direct deploy: ipmi_sim's chassis control
+// starts and stops a qemu VM whose initramfs runs the real agent, which
+// cleans the disk, then writes the image to it; the disk file must then start
+// with the image.
+func TestVMDeployIPMI(t *testing.T) {
+	qemu, err := exec.LookPath("qemu-system-x86_64")
+	if err != nil {
+		missing(t, "qemu-system-x86_64 not found (apt-get install qemu-system-x86)")
+	}
+	if _, err := exec.LookPath("ipmi_sim"); err != nil {
+		missing(t, "ipmi_sim not found (apt-get install openipmi)")
+	}
+	a := fetchAssets(t)
+	dir := t.TempDir()
+	if strings.ContainsAny(dir, " ,") {
+		t.Skipf("temp dir %q holds a space or comma", dir)
+	}
+	st := filepath.Join(dir, "state")
+	if err := os.Mkdir(st, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	// Kill whatever VM is left, last (cleanups run in reverse order).
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(filepath.Join(st, "qemu.pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		if t.Failed() {
+			t.Logf("chassis events:\n%s", readTail(filepath.Join(st, "events"), 2000))
+			t.Logf("qemu log:\n%s", readTail(filepath.Join(st, "qemu.log"), 2000))
+			t.Logf("VM console:\n%s", readTail(filepath.Join(st, "console.log"), 8000))
+		}
+	})
+
+	// The image, on a loopback HTTP server the guest reaches as 10.0.2.101:80.
+	image := make([]byte, 16*mib)
+	_, _ = rand.Read(image)
+	sum := sha256.Sum256(image)
+	imgLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	imgSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/img.raw" {
+			http.NotFound(w, r)
+			return
+		}
+		http.ServeContent(w, r, "img.raw", time.Time{}, bytes.NewReader(image))
+	})}
+	go func() { _ = imgSrv.Serve(imgLn) }()
+	t.Cleanup(func() { _ = imgSrv.Close() })
+	imgPort := imgLn.Addr().(*net.TCPAddr).Port
+
+	// ipmi_sim, anvil serve and the VM definition.
+	bmcPort := startBMC(t, dir, st)
+	api := startServe(t, "--sync-power-state-interval", "3600", "--log-level", "debug")
+	apiPort := api[strings.LastIndex(api, ":")+1:]
+	hostfwd := freeTCP(t)
+
+	disk := filepath.Join(dir, "disk.raw")
+	if err := os.WriteFile(disk, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(disk, 64*mib); err != nil {
+		t.Fatal(err)
+	}
+	initrd := filepath.Join(dir, "initrd.gz")
+	buildInitramfs(t, a, initrd, initScript("http://10.0.2.100:80", fmt.Sprintf("http://127.0.0.1:%d", hostfwd)))
+	nic := fmt.Sprintf("user,model=virtio-net-pci,mac=%s,restrict=on,"+
+		"guestfwd=tcp:10.0.2.100:80-cmd:%s nc 127.0.0.1 %s,"+
+		"guestfwd=tcp:10.0.2.101:80-cmd:%s nc 127.0.0.1 %d,"+
+		"hostfwd=tcp:127.0.0.1:%d-:%d", vmMAC, a.busybox, apiPort, a.busybox, imgPort, hostfwd, agentPort)
+	if !strings.Contains(nic, "restrict=on") {
+		t.Fatal("user networking without restrict=on")
+	}
+	args := []string{qemu, "-accel", "tcg", "-m", "512", "-smp", "1",
+		"-kernel", a.kernel, "-initrd", initrd, "-append", "console=ttyS0 panic=-1",
+		"-display", "none", "-serial", "file:" + filepath.Join(st, "console.log"),
+		"-drive", "file=" + disk + ",format=raw,if=virtio",
+		"-nic", nic,
+		"-daemonize", "-pidfile", filepath.Join(st, "qemu.pid")}
+	q := make([]string, len(args))
+	for i, s := range args {
+		q[i] = "'" + s + "'"
+	}
+	if err := os.WriteFile(filepath.Join(st, "vm.sh"), []byte("exec "+strings.Join(q, " ")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// Enroll.
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), overall)
+	defer cancel()
+	n := mustCall(t, 201, "POST", api+"/v1/nodes", map[string]any{"name": "vm-node", "driver": "ipmi",
+		"deploy_interface": "direct", "driver_info": map[string]any{
+			"ipmi_address": "127.0.0.1", "ipmi_port": bmcPort, "ipmi_username": "admin",
+			"ipmi_password": password, "ipmi_cipher_suite": 3,
+		}}).json(t)
+	node := n["uuid"].(string)
+	mustCall(t, 201, "POST", api+"/v1/ports", map[string]any{"node_uuid": node, "address": vmMAC})
+
+	w := &watcher{t: t, api: api, node: node, st: st, ctx: ctx}
+	provision(t, api, node, "manage")
+	w.wait("manageable")
+	t.Logf("manageable after %v", time.Since(start).Round(time.Millisecond))
+
+	cleanStart := time.Now()
+	provision(t, api, node, "provide")
+	w.wait("available")
+	t.Logf("provide (automated cleaning through the agent, one VM boot): %v; boot to first heartbeat %v",
+		time.Since(cleanStart).Round(time.Millisecond), w.bootToHeartbeat())
+
+	mustCall(t, 200, "PATCH", api+"/v1/nodes/"+node, []map[string]any{
+		{"op": "add", "path": "/instance_info/image_source", "value": "http://10.0.2.101/img.raw"},
+		{"op": "add", "path": "/instance_info/image_checksum", "value": hex.EncodeToString(sum[:])},
+	})
+	deployStart := time.Now()
+	w.reset()
+	provision(t, api, node, "active")
+	n = w.wait("active")
+	t.Logf("deploy cycle (power on, boot, lookup, heartbeat, write 16 MiB, reboot to disk): %v; boot to first heartbeat %v",
+		time.Since(deployStart).Round(time.Millisecond), w.bootToHeartbeat())
+	t.Logf("enroll to active: %v", time.Since(start).Round(time.Millisecond))
+
+	if n["last_error"] != nil {
+		t.Errorf("last_error after deploy: %v", n["last_error"])
+	}
+	if n["power_state"] != "power on" {
+		t.Errorf("power_state after deploy = %v", n["power_state"])
+	}
+	got, err := os.ReadFile(disk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 64*mib {
+		t.Fatalf("disk file is %d bytes, want %d", len(got), 64*mib)
+	}
+	if !bytes.Equal(got[:len(image)], image) {
+		t.Fatalf("the VM's disk does not start with the image")
+	}
+	if b, _ := os.ReadFile(filepath.Join(st, "boot")); !hasPrefixAny(strings.TrimSpace(string(b)), "default", "disk") {
+		t.Errorf("BMC boot device after deploy = %q, want default (disk)", b)
+	}
+}
+
+func provision(t *testing.T, api, node, target string) {
+	t.Helper()
+	mustCall(t, 202, "PUT", api+"/v1/nodes/"+node+"/states/provision", map[string]any{"target": target})
+}
+
+// watcher polls the node, logging provision state changes and noting when
+// the agent's first heartbeat arrives (the node leaves "clean wait" or
+// "wait call-back").
+type watcher struct {
+	t             *testing.T
+	api, node, st string
+	ctx           context.Context
+	since         time.Time
+	heartbeat     time.Time
+}
+
+func (w *watcher) reset() { w.since, w.heartbeat = time.Now(), time.Time{} }
+
+func (w *watcher) wait(want string) map[string]any {
+	w.t.Helper()
+	if w.since.IsZero() {
+		w.since = time.Now()
+	}
+	last := ""
+	for {
+		n := mustCall(w.t, 200, "GET", w.api+"/v1/nodes/"+w.node, nil).json(w.t)
+		ps, _ := n["provision_state"].(string)
+		if ps != last {
+			w.t.Logf("  %7.2fs %s", time.Since(w.since).Seconds(), ps)
+			last = ps
+		}
+		if dii, _ := n["driver_internal_info"].(map[string]any); dii != nil && dii["agent_url"] != nil && w.heartbeat.IsZero() {
+			w.heartbeat = time.Now()
+			w.t.Logf("  %7.2fs first heartbeat (agent_url %v)", time.Since(w.since).Seconds(), dii["agent_url"])
+		}
+		if ps == want && n["reservation"] == nil {
+			w.since = time.Time{}
+			return n
+		}
+		if strings.HasSuffix(ps, "failed") || ps == "enroll" && want != "enroll" {
+			w.t.Fatalf("node went to %q (last_error %v) waiting for %q", ps, n["last_error"], want)
+		}
+		select {
+		case <-w.ctx.Done():
+			w.t.Fatalf("node still %q (last_error %v) after the overall %v, waiting for %q", ps, n["last_error"], overall, want)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// bootToHeartbeat is the time from the last VM start the chassis script
+// recorded to the first heartbeat seen.
+func (w *watcher) bootToHeartbeat() time.Duration {
+	if w.heartbeat.IsZero() {
+		return 0
+	}
+	b, _ := os.ReadFile(filepath.Join(w.st, "events"))
+	var on float64
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[1] == "on" {
+			v, _ := strconv.ParseFloat(f[0], 64)
+			if float64(w.heartbeat.UnixNano())/1e9 > v {
+				on = v
+			}
+		}
+	}
+	if on == 0 {
+		return 0
+	}
+	return time.Duration((float64(w.heartbeat.UnixNano())/1e9 - on) * 1e9).Round(time.Millisecond)
+}

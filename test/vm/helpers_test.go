@@ -1,0 +1,270 @@
+// Package vm_test deploys a real (emulated) machine end to end: a qemu VM
+// (software emulation, user networking with restrict=on) whose power is
+// controlled by OpenIPMI's ipmi_sim boots a Debian kernel with an initramfs
+// holding busybox and the static `anvil agent`. Anvil drives it through the
+// ipmi hardware type and the direct deploy from enroll to active. Every host
+// address is on 127.0.0.0/8; the guest reaches only the two forwarded ports.
+//
+// Needs qemu-system-x86_64, ipmi_sim, apt-get and dpkg-deb (scripts/test.sh
+// installs qemu-system-x86, busybox-static and openipmi); the kernel and
+// busybox are fetched with `apt-get download` and cached under
+// $XDG_CACHE_HOME/anvil-vm-test. Without them the test skips, unless
+// ANVIL_VM_TEST=1 or CI is set, where it fails.
+package vm_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var anvilBin string
+
+var httpClient = &http.Client{Timeout: 30 * time.Second}
+
+func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "anvil-vm-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	anvilBin = filepath.Join(dir, "anvil")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	build := exec.CommandContext(ctx, "go", "build", "-o", anvilBin, "./cmd/anvil")
+	build.Dir = filepath.Join("..", "..")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build ./cmd/anvil (CGO_ENABLED=0): %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// mustRun reports whether a missing prerequisite fails the test instead of
+// skipping it.
+func mustRun() bool { return os.Getenv("ANVIL_VM_TEST") == "1" || os.Getenv("CI") != "" }
+
+func missing(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if mustRun() {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func freeTCP(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func freeUDP(t *testing.T) int {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// startServe runs `anvil serve` on a free loopback port and returns its URL.
+func startServe(t *testing.T, extra ...string) string {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", freeTCP(t))
+	args := append([]string{"serve", "--listen", addr, "--database", filepath.Join(t.TempDir(), "anvil.db"),
+		"--host-id", "vm-e2e"}, extra...)
+	logs := &syncBuffer{}
+	cmd := exec.Command(anvilBin, args...)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("anvil serve output:\n%s", tail(logs.String(), 20000))
+		}
+	})
+	base := "http://" + addr
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if r, err := httpClient.Get(base + "/"); err == nil {
+			r.Body.Close()
+			return base
+		}
+	}
+	t.Fatalf("anvil serve not ready on %s", addr)
+	return ""
+}
+
+type resp struct {
+	status int
+	body   []byte
+}
+
+func (r resp) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("decode %s: %v", r.body, err)
+	}
+	return m
+}
+
+func mustCall(t *testing.T, want int, method, url string, body any) resp {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-OpenStack-Ironic-API-Version", "1.81")
+	req.Header.Set("Content-Type", "application/json")
+	r, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	if r.StatusCode != want {
+		t.Fatalf("%s %s: HTTP %d, want %d: %s", method, url, r.StatusCode, want, b)
+	}
+	return resp{r.StatusCode, b}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+func readTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	return tail(string(b), n)
+}
+
+// cpioFile is one initramfs entry.
+type cpioFile struct {
+	name     string
+	mode     uint32 // with type bits
+	data     []byte
+	rdevMaj  uint32
+	rdevMin  uint32
+	linkDest string
+}
+
+const (
+	sIFDIR = 0o040000
+	sIFREG = 0o100000
+	sIFLNK = 0o120000
+	sIFCHR = 0o020000
+)
+
+// writeInitramfs writes files as a gzip-compressed cpio "newc" archive.
+func writeInitramfs(path string, files []cpioFile) error {
+	var buf bytes.Buffer
+	pad := func() {
+		for buf.Len()%4 != 0 {
+			buf.WriteByte(0)
+		}
+	}
+	entry := func(ino int, f cpioFile) {
+		data := f.data
+		if f.mode&0o170000 == sIFLNK {
+			data = []byte(f.linkDest)
+		}
+		nlink := 1
+		if f.mode&0o170000 == sIFDIR {
+			nlink = 2
+		}
+		fmt.Fprintf(&buf, "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X",
+			ino, f.mode, 0, 0, nlink, 0, len(data), 0, 0, f.rdevMaj, f.rdevMin, len(f.name)+1, 0)
+		buf.WriteString(f.name)
+		buf.WriteByte(0)
+		pad()
+		buf.Write(data)
+		pad()
+	}
+	for i, f := range files {
+		entry(i+1, f)
+	}
+	entry(0, cpioFile{name: "TRAILER!!!"})
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	zw, _ := gzip.NewWriterLevel(out, gzip.BestSpeed)
+	if _, err := zw.Write(buf.Bytes()); err != nil {
+		out.Close()
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func hasPrefixAny(s string, ps ...string) bool {
+	for _, p := range ps {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
