@@ -36,6 +36,23 @@ func cacheDir(t *testing.T) string {
 // kernelPackage is the linux-image-<version>-amd64 package linux-image-amd64
 // depends on.
 func kernelPackage() (string, error) {
+	pkg, err := kernelPackageOnce()
+	if err != nil && aptUpdate() == nil {
+		// The package lists were missing or stale: refresh once and retry.
+		pkg, err = kernelPackageOnce()
+	}
+	return pkg, err
+}
+
+// aptUpdate refreshes the package lists (root only; a no-op error otherwise).
+func aptUpdate() error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("not root")
+	}
+	return exec.Command("apt-get", "update", "-qq").Run()
+}
+
+func kernelPackageOnce() (string, error) {
 	out, err := exec.Command("apt-cache", "depends", "linux-image-amd64").CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("apt-cache depends linux-image-amd64: %v: %s", err, out)
@@ -52,6 +69,15 @@ func kernelPackage() (string, error) {
 // download fetches pkg with `apt-get download` and unpacks it into a fresh
 // directory under tmp, returned.
 func download(tmp, pkg string) (string, error) {
+	x, err := downloadOnce(tmp, pkg)
+	if err != nil && aptUpdate() == nil {
+		_ = os.RemoveAll(filepath.Join(tmp, "dl-"+pkg))
+		x, err = downloadOnce(tmp, pkg)
+	}
+	return x, err
+}
+
+func downloadOnce(tmp, pkg string) (string, error) {
 	dl := filepath.Join(tmp, "dl-"+pkg)
 	if err := os.MkdirAll(dl, 0o755); err != nil {
 		return "", err
