@@ -17,6 +17,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/server"
+	"github.com/anvil-metal/anvil/internal/store"
 	"github.com/anvil-metal/anvil/internal/store/storeopen"
 )
 
@@ -34,23 +35,33 @@ func BenchmarkPowerSync(b *testing.B) {
 	}
 }
 
-func benchPowerSync(b *testing.B, nodes int, latency time.Duration, workers int) {
+// syncFleet is an emulator with n redfish nodes enrolled in a store and a
+// conductor (not started) to sync their power.
+type syncFleet struct {
+	emu   *bmcemu.Emulator
+	st    store.Store
+	c     *conductor.Conductor
+	nodes []*model.Node
+}
+
+func newSyncFleet(tb testing.TB, count int, latency time.Duration, mod func(*conductor.Config)) *syncFleet {
 	ctx := context.Background()
-	emu, err := bmcemu.Start(ctx, bmcemu.Config{Count: nodes, Knobs: bmcemu.Knobs{Latency: latency}})
+	emu, err := bmcemu.Start(ctx, bmcemu.Config{Count: count, Knobs: bmcemu.Knobs{Latency: latency}})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer emu.Close()
-	st, err := storeopen.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+	tb.Cleanup(func() { emu.Close() })
+	st, err := storeopen.Open(ctx, filepath.Join(tb.TempDir(), "sync.db"))
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer st.Close()
+	tb.Cleanup(func() { st.Close() })
 	reg := server.RegistryWith(server.Drivers{Redfish: redfish.New(redfish.Config{Attempts: 1})})
 	nf, err := emu.Nodes(bmcemu.DriverRedfish)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
+	f := &syncFleet{emu: emu, st: st}
 	for _, e := range nf.Nodes {
 		di := model.JSON{}
 		for k, v := range e.DriverInfo {
@@ -60,17 +71,27 @@ func benchPowerSync(b *testing.B, nodes int, latency time.Duration, workers int)
 		n := &model.Node{UUID: uuid.NewString(), Name: e.Name, Driver: "redfish", DriverInfo: di,
 			ProvisionState: "manageable", PowerState: fsm.PowerOff}
 		if err := reg.Compose(n); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		if err := st.CreateNode(ctx, n); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
+		f.nodes = append(f.nodes, n)
 	}
-	c, err := conductor.New(conductor.Config{Store: st, Drivers: reg, Host: "bench",
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), SyncPowerStateWorkers: workers})
-	if err != nil {
-		b.Fatal(err)
+	cfg := conductor.Config{Store: st, Drivers: reg, Host: "sync", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if mod != nil {
+		mod(&cfg)
 	}
+	if f.c, err = conductor.New(cfg); err != nil {
+		tb.Fatal(err)
+	}
+	return f
+}
+
+func benchPowerSync(b *testing.B, nodes int, latency time.Duration, workers int) {
+	ctx := context.Background()
+	f := newSyncFleet(b, nodes, latency, func(c *conductor.Config) { c.SyncPowerStateWorkers = workers })
+	emu, c := f.emu, f.c
 	calls := func() (n int64) {
 		for _, m := range emu.Machines() {
 			n += m.Status().Calls
