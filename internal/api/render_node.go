@@ -77,7 +77,7 @@ func nodeFieldTable() []nodeField {
 		strField("description", 51, func(n *model.Node) string { return n.Description }),
 		strField("driver", 1, func(n *model.Node) string { return n.Driver }),
 		fld("driver_info", 1, placeAttr, func(w *jw, _ *call, n *model.Node) { w.masked(n.DriverInfo, driverInfoSecrets...) }),
-		fld("driver_internal_info", 3, placeAttr, func(w *jw, _ *call, n *model.Node) { w.masked(n.DriverInternalInfo) }),
+		fld("driver_internal_info", 3, placeAttr, func(w *jw, _ *call, n *model.Node) { w.masked(withoutInventory(n.DriverInternalInfo)) }),
 		mapField("extra", 1, func(n *model.Node) map[string]any { return n.Extra }),
 		strField("fault", 42, func(n *model.Node) string { return n.Fault }),
 		ifaceField("firmware", 86),
@@ -258,4 +258,19 @@ func (rc *call) conductorFor(n *model.Node) string {
 		return ""
 	}
 	return rc.ncond.host
+}
+
+// withoutInventory hides the stored inspection inventory, which has its own
+// endpoint (GET /v1/nodes/{id}/inventory) and would bloat every node.
+func withoutInventory(m map[string]any) map[string]any {
+	if _, ok := m[inventoryKey]; !ok {
+		return m
+	}
+	out := make(map[string]any, len(m)-1)
+	for k, v := range m {
+		if k != inventoryKey {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -105,6 +105,10 @@ func TestAgentInspection(t *testing.T) {
 		t.Errorf("ports after inspection = %v, want %s and %s", addrs, mac1, mac2)
 	}
 
+	// The inventory has its own endpoint; node documents do not carry it.
+	if r := call(t, "GET", api+"/v1/nodes/"+node, nil); strings.Contains(string(r.body), "inspection_inventory") || strings.Contains(string(r.body), "system_vendor") {
+		t.Errorf("GET /v1/nodes/{node} carries the inventory: %s", r.body)
+	}
 	inv := mustCall(t, 200, "GET", api+"/v1/nodes/"+node+"/inventory", nil).json(t)
 	if _, ok := inv["plugin_data"].(map[string]any); !ok {
 		t.Errorf("inventory response has no plugin_data object: %v", inv)
