@@ -139,7 +139,7 @@ func (c *Conductor) runSteps(ctx context.Context, t *task, kind driver.StepKind,
 			return
 		}
 	}
-	c.stepsDone(t, kind)
+	c.stepsDone(ctx, t, kind, len(steps) > 0)
 }
 
 // stepTarget is the target a step flow heads for: a manual clean heads for
@@ -151,9 +151,15 @@ func (c *Conductor) stepTarget(n *model.Node, kind driver.StepKind) string {
 	return ""
 }
 
-func (c *Conductor) stepsDone(t *task, kind driver.StepKind) {
+func (c *Conductor) stepsDone(ctx context.Context, t *task, kind driver.StepKind, ran bool) {
 	n := t.node
 	manual := c.stepTarget(n, kind) == fsm.Manageable
+	if f, ok := t.drv.Deploy.(driver.CleanFinisher); ok && kind == driver.CleanSteps && ran {
+		if err := f.FinishCleaning(ctx, t.driverTask(ctx)); err != nil {
+			c.stepFailed(t, kind, fmt.Sprintf("Failed to tear down cleaning on node %s: %v", n.UUID, err))
+			return
+		}
+	}
 	*current(n, kind) = nil
 	b := bookOf(kind)
 	delete(n.DriverInternalInfo, b.listKey)

@@ -97,6 +97,13 @@ type Resumer interface {
 	Continue(ctx context.Context, t *Task, op string) (Result, error)
 }
 
+// CleanFinisher is an optional Deploy capability called once cleaning has run
+// its steps (Ironic's tear_down_cleaning): an agent-based interface powers the
+// node off and forgets the agent. An error fails the clean.
+type CleanFinisher interface {
+	FinishCleaning(ctx context.Context, t *Task) error
+}
+
 // Step is a clean, deploy or service step an interface offers or a user asks for.
 type Step struct {
 	Interface string     `json:"interface"`

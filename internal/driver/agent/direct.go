@@ -293,6 +293,10 @@ func (d *Direct) bootFromDisk(ctx context.Context, t *driver.Task) error {
 	return nil
 }
 
+// FinishCleaning ends cleaning as Ironic's tear_down_cleaning does: the node
+// is powered off and the cleaning agent forgotten.
+func (d *Direct) FinishCleaning(ctx context.Context, t *driver.Task) error { return d.TearDown(ctx, t) }
+
 // TearDown powers the node off and forgets the agent.
 func (d *Direct) TearDown(ctx context.Context, t *driver.Task) error {
 	forgetAgent(t.Node)
