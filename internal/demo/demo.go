@@ -131,6 +131,8 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		defer os.RemoveAll(d)
 		dir = d
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("--dir: %w", err)
 	}
 	logPath := filepath.Join(dir, "anvil.log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
