@@ -5,20 +5,18 @@ package agent_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 const (
@@ -28,56 +26,14 @@ const (
 
 var anvilBin string
 
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &anvilBin, nil)) }
+
+// syncBuffer collects a process's output safely.
+type syncBuffer = testbin.Buffer
+
+var freeAddr = testbin.FreeAddr
+
 var httpClient = &http.Client{Timeout: 30 * time.Second}
-
-func TestMain(m *testing.M) { os.Exit(runTests(m)) }
-
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "anvil-agent-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	anvilBin = filepath.Join(dir, "anvil")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", anvilBin, "./cmd/anvil")
-	build.Dir = filepath.Join("..", "..")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build ./cmd/anvil (CGO_ENABLED=0): %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // process is a started anvil subcommand, stopped with SIGTERM at cleanup.
 type process struct {

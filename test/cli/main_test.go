@@ -13,17 +13,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 const (
@@ -38,66 +38,18 @@ var anvilBin, binDir string
 
 var httpClient = &http.Client{Timeout: 30 * time.Second}
 
-func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+type syncBuffer = testbin.Buffer
 
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "anvil-cli-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "cli test:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	binDir = filepath.Join(dir, "bin")
-	if err := os.Mkdir(binDir, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, "cli test:", err)
-		return 1
-	}
-	anvilBin = filepath.Join(binDir, "anvil")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", anvilBin, "./cmd/anvil")
-	build.Dir = filepath.Join("..", "..")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "cli test: go build ./cmd/anvil: %v\n%s", err, out)
-		return 1
-	}
-	// Nova is not part of Anvil: the deploy script's `openstack server
-	// show` reaches this stand-in, which says what it was asked.
-	stub := "#!/bin/sh\necho \"openstack-stub: $*\"\n"
-	if err := os.WriteFile(filepath.Join(binDir, "openstack"), []byte(stub), 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, "cli test:", err)
-		return 1
-	}
-	return m.Run()
-}
+var freePort = testbin.FreePort
 
-// syncBuffer is a bytes.Buffer safe for a process's writers and the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+func TestMain(m *testing.M) {
+	os.Exit(testbin.Main(m, &anvilBin, func(dir string) error {
+		binDir = dir
+		// Nova is not part of Anvil: the deploy script's `openstack server
+		// show` reaches this stand-in, which says what it was asked.
+		stub := "#!/bin/sh\necho \"openstack-stub: $*\"\n"
+		return os.WriteFile(filepath.Join(binDir, "openstack"), []byte(stub), 0o755)
+	}))
 }
 
 // startServer runs `anvil serve` with a fresh database on a free port and

@@ -8,12 +8,10 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 const (
@@ -42,50 +42,15 @@ const (
 // anvilBin is the binary TestMain builds for the whole package.
 var anvilBin string
 
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &anvilBin, nil)) }
+
+// syncBuffer collects a process's output safely.
+type syncBuffer = testbin.Buffer
+
+var freePort = testbin.FreePort
+
 // httpClient is shared by the raw-HTTP helpers; every request is bounded.
 var httpClient = &http.Client{Timeout: 30 * time.Second}
-
-func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "anvil-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	anvilBin = filepath.Join(dir, "anvil")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", anvilBin, "./cmd/anvil")
-	build.Dir = filepath.Join("..", "..") // the module root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: go build ./cmd/anvil: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's writers and the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // readyWriter copies the server's stdout into the log and reports the
 // address of its "anvil: listening on http://ADDR ..." line once.
@@ -117,17 +82,6 @@ func (w *readyWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
-}
-
-// freePort asks the kernel for a free TCP port on 127.0.0.1.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // startServer runs `anvil serve` on a free port with a fresh SQLite database

@@ -15,7 +15,6 @@ package vm_test
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,37 +24,21 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 var anvilBin string
 
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &anvilBin, nil)) }
+
+// syncBuffer collects a process's output safely.
+type syncBuffer = testbin.Buffer
+
 var httpClient = &http.Client{Timeout: 30 * time.Second}
-
-func TestMain(m *testing.M) { os.Exit(runTests(m)) }
-
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "anvil-vm-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	anvilBin = filepath.Join(dir, "anvil")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", anvilBin, "./cmd/anvil")
-	build.Dir = filepath.Join("..", "..")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build ./cmd/anvil (CGO_ENABLED=0): %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
-}
 
 // mustRun reports whether a missing prerequisite fails the test instead of
 // skipping it.
@@ -68,23 +51,6 @@ func missing(t *testing.T, format string, args ...any) {
 		t.Fatal(msg)
 	}
 	t.Skip(msg)
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func freeTCP(t *testing.T) int {
