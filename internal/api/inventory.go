@@ -8,7 +8,7 @@ import (
 const minorInventory = 81
 
 // inventoryKey is where the agent inspect interface stores the inventory in
-// driver_internal_info (internal/driver/agent.KeyInventory).
+// driver_internal_info (internal/driver/direct.KeyInventory).
 const inventoryKey = "inspection_inventory"
 
 func (s *Server) inventoryRoutes() {

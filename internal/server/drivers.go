@@ -2,7 +2,7 @@ package server
 
 import (
 	"github.com/anvil-metal/anvil/internal/driver"
-	agentdrv "github.com/anvil-metal/anvil/internal/driver/agent"
+	"github.com/anvil-metal/anvil/internal/driver/direct"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
 	"github.com/anvil-metal/anvil/internal/driver/ipmi"
 	"github.com/anvil-metal/anvil/internal/driver/redfish"
@@ -16,7 +16,7 @@ type Drivers struct {
 	IPMI    *ipmi.Driver
 	// Agent configures the "direct" deploy interface (its Drivers field is
 	// set to the registry being built).
-	Agent agentdrv.Config
+	Agent direct.Config
 }
 
 // Registry builds the driver registry with every enabled hardware type:
@@ -45,10 +45,10 @@ func RegistryWith(d Drivers) *driver.Registry {
 	r := driver.NewRegistry()
 	d.Fake.Register(r)
 	d.Agent.Drivers = r
-	direct := agentdrv.New(d.Agent)
-	r.AddInterface("deploy", agentdrv.Name, direct)
-	r.AddInterface("inspect", agentdrv.InterfaceName, direct.Inspector())
-	r.AddInterface("rescue", agentdrv.InterfaceName, direct.Rescuer())
+	dd := direct.New(d.Agent)
+	r.AddInterface("deploy", direct.Name, dd)
+	r.AddInterface("inspect", direct.InterfaceName, dd.Inspector())
+	r.AddInterface("rescue", direct.InterfaceName, dd.Rescuer())
 	fakeKinds := addAgent(fake.Kinds()) // "fake" stays the default
 	ht, _ := r.HardwareType(fake.Name)
 	ht.Supported = fakeKinds
@@ -61,7 +61,7 @@ func RegistryWith(d Drivers) *driver.Registry {
 		Supported: bmcKinds(map[string][]string{
 			"power":      {redfish.Name},
 			"management": {redfish.Name},
-			"inspect":    {redfish.Name, fake.Interface, agentdrv.InterfaceName},
+			"inspect":    {redfish.Name, fake.Interface, direct.InterfaceName},
 		})})
 
 	r.AddInterface("power", ipmi.Interface, d.IPMI)
@@ -87,8 +87,8 @@ func bmcKinds(own map[string][]string) map[string][]string {
 // addAgent adds the agent's deploy ("direct"), inspect and rescue ("agent")
 // interfaces after the defaults already listed.
 func addAgent(m map[string][]string) map[string][]string {
-	m["deploy"] = append(m["deploy"], agentdrv.Name)
-	m["inspect"] = append(m["inspect"], agentdrv.InterfaceName)
-	m["rescue"] = append(m["rescue"], agentdrv.InterfaceName)
+	m["deploy"] = append(m["deploy"], direct.Name)
+	m["inspect"] = append(m["inspect"], direct.InterfaceName)
+	m["rescue"] = append(m["rescue"], direct.InterfaceName)
 	return m
 }

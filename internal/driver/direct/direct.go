@@ -1,4 +1,4 @@
-// Package agent is the conductor side of the deploy agent: the "direct"
+// Package direct is the conductor side of the deploy agent: the "direct"
 // deploy interface, which boots a node into the agent (boot device pxe,
 // power on), waits for the agent's heartbeat, has the agent stream the image
 // to the disk and verify it, then boots the node from disk. The same
@@ -8,7 +8,7 @@
 // Every command to the agent is polled on the node's heartbeats: Continue
 // answers driver.Wait until the agent reports the command done, so no
 // goroutine waits on a machine.
-package agent
+package direct
 
 import (
 	"context"
