@@ -15,23 +15,13 @@ import (
 	"github.com/anvil-metal/anvil/internal/model"
 )
 
-// sharedDir is the shared reference tree: $ANVIL_SHARED or ../../../shared
-// from this package. The golden tests fail (never skip) without it.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("ANVIL_SHARED")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "reference", "ironic-api-samples")); err != nil {
-		t.Fatalf("reference samples not found under %s (set ANVIL_SHARED): %v", dir, err)
-	}
-	return dir
-}
+// referenceDir holds the Ironic reference files kept in the repository
+// (testdata/ironic; testdata/README.md says where they come from).
+const referenceDir = "../../testdata/ironic"
 
 func loadSample(t *testing.T, name string) any {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(sharedDir(t), "reference", "ironic-api-samples", name))
+	raw, err := os.ReadFile(filepath.Join(referenceDir, "api-samples", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +122,7 @@ func lastKey(where string) string {
 // observedNodeKeys is the 63-key node of a real Ironic at 1.82, as recorded
 // in ironic-21.4-observed.md.
 func observedNodeKeys(t *testing.T) []string {
-	raw, err := os.ReadFile(filepath.Join(sharedDir(t), "reference", "ironic-21.4-observed.md"))
+	raw, err := os.ReadFile(filepath.Join(referenceDir, "ironic-21.4-observed.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,18 +38,15 @@ type release214 struct {
 	UnstableStates []string          `json:"unstable_states"`
 }
 
-// readShared reads a file of the shared reference directory: ANVIL_SHARED
-// when set, else ../../../shared. A missing file fails the test: the
-// reference is what this package is proven against.
-func readShared(t *testing.T, name string) []byte {
+// readReference reads one of the Ironic reference files kept in the
+// repository's testdata/ironic (see testdata/README.md for where they come
+// from). A missing file fails the test: the reference is what this package is
+// proven against.
+func readReference(t *testing.T, name string) []byte {
 	t.Helper()
-	dir := os.Getenv("ANVIL_SHARED")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared")
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "reference", name))
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "ironic", name))
 	if err != nil {
-		t.Fatalf("reference file missing (set ANVIL_SHARED to the shared dir): %v", err)
+		t.Fatalf("reference file missing: %v", err)
 	}
 	return data
 }
@@ -57,7 +54,7 @@ func readShared(t *testing.T, name string) []byte {
 func loadJSON[T any](t *testing.T, name string) T {
 	t.Helper()
 	var v T
-	if err := json.Unmarshal(readShared(t, name), &v); err != nil {
+	if err := json.Unmarshal(readReference(t, name), &v); err != nil {
 		t.Fatalf("decode %s: %v", name, err)
 	}
 	return v

@@ -16,8 +16,8 @@ import (
 	"github.com/anvil-metal/anvil/internal/model"
 )
 
-// mockupDir is DMTF's public-rackmount1 mockup in the shared reference data.
-const mockupDir = "../../../../shared/reference/redfish-mockups/public-rackmount1"
+// mockupDir is DMTF's public-rackmount1 mockup (testdata/redfish, BSD-3).
+const mockupDir = "../../../testdata/redfish/public-rackmount1"
 
 // serveMockup serves a DMTF mockup (index.json at each resource path).
 func serveMockup(t *testing.T) *httptest.Server {
@@ -27,7 +27,7 @@ func serveMockup(t *testing.T) *httptest.Server {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "index.json")); err != nil {
-		t.Skipf("DMTF mockup not available: %v", err)
+		t.Fatalf("DMTF mockup missing from testdata: %v", err)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
