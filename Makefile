@@ -1,8 +1,12 @@
-.PHONY: build test bench fuzz
+.PHONY: build install test bench fuzz
 GO ?= go
 
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/anvil ./cmd/anvil
+
+# Puts anvil in $(go env GOPATH)/bin (usually ~/go/bin): have that on your PATH.
+install:
+	CGO_ENABLED=0 $(GO) install ./cmd/anvil
 
 # Everything CI runs: installs test dependencies when missing, gofmt, vet, go test -race.
 test:
