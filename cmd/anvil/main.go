@@ -40,7 +40,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newServe(stdout, stderr), newStates(stdout))
-	root.AddCommand(newAgent(stdout, stderr))
+	root.AddCommand(newAgent(stdout, stderr), newRamdisk(stdout, stderr))
 	root.AddCommand(operatorCommands(stdout, stderr)...)
 	root.AddCommand(hardwareCommands(stdout, stderr)...)
 	return root
