@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -60,10 +59,12 @@ func printRamdisk(w io.Writer, r ramdisk.Result) {
 	if len(r.Modules) > 0 {
 		mods = strings.Join(r.Modules, " ")
 	}
-	fileURL := func(p string) string { return (&url.URL{Scheme: "file", Path: p}).String() }
 	fmt.Fprintf(w, "kernel     %s (%s)\n           sha256 %s\n", r.Kernel, from, r.KernelSHA256)
 	fmt.Fprintf(w, "initramfs  %s (modules: %s)\n           sha256 %s\n", r.Initramfs, mods, r.InitramfsSHA256)
-	fmt.Fprintf(w, "driver_info for each node:\n  deploy_kernel=%s\n  deploy_ramdisk=%s\n", fileURL(r.Kernel), fileURL(r.Initramfs))
+	fmt.Fprintf(w, "driver_info for each node (the boot interface takes a path or an http(s) URL):\n"+
+		"  deploy_kernel=%s\n  deploy_ramdisk=%s\n", r.Kernel, r.Initramfs)
 	fmt.Fprintf(w, "e.g. anvil node set NODE --driver-info deploy_kernel=%s --driver-info deploy_ramdisk=%s\n",
-		fileURL(r.Kernel), fileURL(r.Initramfs))
+		r.Kernel, r.Initramfs)
+	fmt.Fprintf(w, "kernel parameters the agent reads: ipa-api-url= and BOOTIF= (added by the boot endpoint),\n"+
+		"  ipa-advertise-host=, ipa-advertise-port= (behind NAT), anvil.min-disk-size= (small test disks)\n")
 }
