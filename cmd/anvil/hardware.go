@@ -109,8 +109,10 @@ func newDemo(stdout io.Writer) *cobra.Command {
 		Short: "Run Anvil with 10 emulated machines enrolled, and print what to type next",
 		Long: `Start, in one process, Anvil (API and conductor on a throwaway SQLite
 database) and the BMC emulator; enrol the machines with the redfish driver and
-their ports; print the commands that walk a machine from enroll to active.
-Nodes deploy with deploy_interface "fake" until the agent exists.
+their ports and deploy_interface "direct"; print the commands that walk a
+machine from enroll to active. A machine set to network boot runs "anvil
+agent" with its own file-backed disk, so a deploy streams the demo's image
+to that file through the agent, as on real hardware.
 Ctrl-C stops everything and removes the temporary files.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

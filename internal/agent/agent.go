@@ -48,6 +48,11 @@ type Agent struct {
 	log *slog.Logger
 	cmd *commands
 
+	// wake asks the heartbeat loop to heartbeat now rather than at the next
+	// interval: an asynchronous command has finished, and the conductor
+	// waits for a heartbeat to see it (IPA's force_heartbeat).
+	wake chan struct{}
+
 	mu       sync.Mutex
 	nodeUUID string
 	token    string // plain; never logged
@@ -71,7 +76,7 @@ func New(cfg Config) (*Agent, error) {
 	if len(cfg.MACs) == 0 {
 		cfg.MACs = systemMACs(cfg.RootDir)
 	}
-	a := &Agent{cfg: cfg, log: cfg.Log}
+	a := &Agent{cfg: cfg, log: cfg.Log, wake: make(chan struct{}, 1)}
 	a.cmd = newCommands(a)
 	return a, nil
 }
@@ -152,9 +157,32 @@ func (a *Agent) loop(ctx context.Context) {
 			}
 			a.log.Warn("heartbeat failed", "err", err)
 		}
-		if sleep(ctx, a.interval()) != nil {
+		if a.pause(ctx, a.interval()) != nil {
 			return
 		}
+	}
+}
+
+// heartbeatNow makes the loop heartbeat at once (a pending request is enough:
+// several finished commands make one heartbeat).
+func (a *Agent) heartbeatNow() {
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pause waits d, or less if heartbeatNow is called, or until ctx ends.
+func (a *Agent) pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-a.wake:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -103,6 +103,9 @@ func (c *commands) post(w http.ResponseWriter, r *http.Request) {
 	go func() {
 		defer c.wg.Done()
 		result, err := run(c.ctx, req.Params, &cmd.written)
+		// The conductor learns a command's end from the next heartbeat:
+		// send it now, once the result below is recorded.
+		defer c.a.heartbeatNow()
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.busy, cmd.done = false, true

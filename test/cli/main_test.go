@@ -1,8 +1,9 @@
 // Package cli_test drives the operator CLI (`anvil node ...`) as a user
 // does: the real binary, against a real `anvil serve` on a free port with
-// a throwaway SQLite database and fake hardware. It runs the five scripts
-// of the operator guide (seed 003) with `anvil` in place of `openstack
-// baremetal`, compares a lifecycle through the real `baremetal` CLI with
+// a throwaway SQLite database and fake hardware. It runs the five operator
+// scripts of the guide (seed 003) with `anvil` in place of `openstack
+// baremetal` — from the project's own copy in testdata/scripts always, and
+// from the guide's text when the workspace has it — compares a lifecycle through the real `baremetal` CLI with
 // the same through `anvil`, and runs a batch over 500 nodes.
 package cli_test
 
