@@ -16,7 +16,7 @@ func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	start := time.Now()
 	generic := genericScript(s.httpURL)
-	mux.HandleFunc("GET /boot.ipxe", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+scriptPath, func(w http.ResponseWriter, r *http.Request) {
 		serveScript(w, r, "boot.ipxe", start, generic)
 	})
 	mux.HandleFunc("GET "+macPrefix+"{mac}", s.serveMAC)
@@ -85,4 +85,7 @@ func serveScript(w http.ResponseWriter, r *http.Request, name string, mod time.T
 
 // ScriptURL is the URL of the generic script, what DHCP hands to clients
 // already running iPXE.
-func (s *Service) ScriptURL() string { return s.httpURL + "/boot.ipxe" }
+func (s *Service) ScriptURL() string { return s.httpURL + scriptPath }
+
+// scriptPath is the generic script's path below HTTPURL.
+const scriptPath = "/boot.ipxe"
