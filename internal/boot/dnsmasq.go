@@ -30,6 +30,7 @@ type DnsmasqOptions struct {
 	EFIBinary string
 	// ServerIP is this host's IPv4 address on the boot network: the TFTP
 	// server firmware loads iPXE from, and the next-server iPXE requires.
+	// Empty: the host of HTTPURL, when that is an IPv4 address.
 	ServerIP string
 }
 
@@ -94,10 +95,6 @@ func DnsmasqConfig(w io.Writer, opts DnsmasqOptions) error {
 	if data.TFTPRoot[0] != '/' || strings.Contains(data.TFTPRoot, ",") || hasControl(data.TFTPRoot) {
 		return fmt.Errorf("TFTP root %q must be an absolute path without commas", data.TFTPRoot)
 	}
-	if ip := net.ParseIP(opts.ServerIP); ip == nil || ip.To4() == nil || ip.IsUnspecified() {
-		return fmt.Errorf("server IP %q must be this host's IPv4 address on the boot network", opts.ServerIP)
-	}
-	data.ServerIP = net.ParseIP(opts.ServerIP).String()
 	var err error
 	if data.Network, data.Mask, err = proxyRange(opts.Subnet); err != nil {
 		return err
@@ -107,6 +104,14 @@ func DnsmasqConfig(w io.Writer, opts DnsmasqOptions) error {
 		strings.ContainsAny(opts.HTTPURL, " ,\"#") || hasControl(opts.HTTPURL) {
 		return fmt.Errorf("HTTP URL %q must be an absolute http(s) URL without spaces, commas or quotes", opts.HTTPURL)
 	}
+	server := opts.ServerIP
+	if server == "" {
+		server = u.Hostname()
+	}
+	if ip := net.ParseIP(server); ip == nil || ip.To4() == nil || ip.IsUnspecified() {
+		return fmt.Errorf("server IP %q must be this host's IPv4 address on the boot network", server)
+	}
+	data.ServerIP = net.ParseIP(server).String()
 	data.Script = strings.TrimRight(opts.HTTPURL, "/") + scriptPath
 	return dnsmasqTemplate.Execute(w, data)
 }

@@ -46,10 +46,11 @@ func TestDnsmasqConfigRenders(t *testing.T) {
 	buf.Reset()
 	opts := dnsmasqOpts
 	opts.Interface, opts.Subnet, opts.EFIBinary, opts.TFTPRoot = "", "10.0.2.0", SNPOnlyBinary, "/srv/tftp"
+	opts.ServerIP, opts.HTTPURL = "", "http://10.0.2.7:8080/boot" // server IP from the URL
 	if err := DnsmasqConfig(&buf, opts); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"\ndhcp-range=10.0.2.0,proxy\n", ",snponly.efi,", "tftp-root=/srv/tftp\n"} {
+	for _, want := range []string{"\ndhcp-range=10.0.2.0,proxy\n", ",snponly.efi,,10.0.2.7\n", "tftp-root=/srv/tftp\n", "dhcp-boot=tag:ipxe,http://10.0.2.7:8080/boot/boot.ipxe,,10.0.2.7\n"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("config lacks %q:\n%s", want, buf.String())
 		}
@@ -66,7 +67,8 @@ func TestDnsmasqConfigRefusesBadOptions(t *testing.T) {
 		"bad subnet":       func(o *DnsmasqOptions) { o.Subnet = "10.0.2/24" },
 		"relative URL":     func(o *DnsmasqOptions) { o.HTTPURL = "/boot" },
 		"URL with comma":   func(o *DnsmasqOptions) { o.HTTPURL = "http://h/a,b" },
-		"no server IP":     func(o *DnsmasqOptions) { o.ServerIP = "" },
+		"no server IP":     func(o *DnsmasqOptions) { o.ServerIP, o.HTTPURL = "", "http://boot.example/boot" },
+		"IPv6 server IP":   func(o *DnsmasqOptions) { o.ServerIP = "fd00::1" },
 		"interface inject": func(o *DnsmasqOptions) { o.Interface = "eth0\ndhcp-script=/bin/x" },
 		"relative root":    func(o *DnsmasqOptions) { o.TFTPRoot = "tftp" },
 		"root with comma":  func(o *DnsmasqOptions) { o.TFTPRoot = "/a,b" },
