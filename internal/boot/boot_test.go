@@ -380,6 +380,14 @@ func TestConcurrentPublishesDownloadOnce(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	// While that download hangs, the other publishes must wait for it
+	// rather than start their own.
+	for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if n := f.images.count("/vmlinuz"); n > 1 {
+			t.Errorf("%d parallel downloads of the same kernel", n)
+			break
+		}
+	}
 	close(gate)
 	for range nodes {
 		if err := <-errs; err != nil {

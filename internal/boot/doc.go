@@ -26,6 +26,11 @@
 //   - credentials in image URLs never appear in errors or logs (the password
 //     is shown as ***).
 //
+// As in Ironic, a per-MAC script is served to whoever names the MAC, and it
+// holds the node's file URLs; what the token protects against is guessing,
+// not a client that knows a node's MAC. Cache entries are kept until removed
+// by hand (no expiry yet).
+//
 // The package knows nodes only by name, MACs and files; it never calls the
 // conductor. The optional network services live here too: [ProxyDHCP]
 // answers PXE clients of known MACs only (never leasing an address), [TFTP]
