@@ -30,6 +30,10 @@ type Config struct {
 	APIURL string
 	// AllowMD5 accepts md5 image checksums.
 	AllowMD5 bool
+	// FileAllowedPaths, when not empty, lists the only directories local
+	// image files may come from (Ironic's [conductor]file_url_allowed_paths);
+	// empty allows any path Anvil can read.
+	FileAllowedPaths []string
 	// HTTPClient downloads images; nil means http.DefaultClient.
 	HTTPClient *http.Client
 	// Log receives the service's messages; nil discards them.
@@ -91,11 +95,22 @@ func New(cfg Config) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	var fileDirs []string
+	for _, dir := range cfg.FileAllowedPaths {
+		real, err := filepath.EvalSymlinks(dir)
+		if err == nil {
+			real, err = filepath.Abs(real)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("boot: FileAllowedPaths: %w", err)
+		}
+		fileDirs = append(fileDirs, real)
+	}
 	s := &Service{
 		httpURL:  strings.TrimRight(cfg.HTTPURL, "/"),
 		apiURL:   cfg.APIURL,
 		nodesDir: filepath.Join(cfg.Root, "nodes"),
-		cache:    &cache{dir: filepath.Join(cfg.Root, "cache"), client: client, allowMD5: cfg.AllowMD5},
+		cache:    &cache{dir: filepath.Join(cfg.Root, "cache"), client: client, allowMD5: cfg.AllowMD5, fileDirs: fileDirs},
 		log:      log.With("component", "boot"),
 		byNode:   map[string]*record{},
 		byMAC:    map[string]*record{},

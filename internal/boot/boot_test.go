@@ -580,3 +580,30 @@ func TestNewValidates(t *testing.T) {
 		t.Error("kernel parameters with a newline accepted")
 	}
 }
+
+func TestFileAllowedPaths(t *testing.T) {
+	allowed, other := t.TempDir(), t.TempDir()
+	for _, d := range []string{allowed, other} {
+		os.WriteFile(filepath.Join(d, "vmlinuz"), []byte("kernel"), 0o600)
+	}
+	// A link inside the allowed directory pointing out of it.
+	os.Symlink(filepath.Join(other, "vmlinuz"), filepath.Join(allowed, "escape"))
+	svc, err := New(Config{Root: t.TempDir(), HTTPURL: "http://127.0.0.1/boot", FileAllowedPaths: []string{allowed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := Image{Source: filepath.Join(allowed, "vmlinuz")}
+	ctx := context.Background()
+	if err := svc.PublishRamdisk(ctx, "n", []string{"52:54:00:00:0b:01"}, Ramdisk{Kernel: ok, Ramdisk: ok}); err != nil {
+		t.Fatalf("file in an allowed directory: %v", err)
+	}
+	for _, src := range []string{
+		filepath.Join(other, "vmlinuz"), "file://" + filepath.Join(other, "vmlinuz"),
+		filepath.Join(allowed, "escape"), filepath.Join(allowed, "..", filepath.Base(other), "vmlinuz"),
+	} {
+		err := svc.PublishRamdisk(ctx, "n", []string{"52:54:00:00:0b:01"}, Ramdisk{Kernel: Image{Source: src}, Ramdisk: ok})
+		if err == nil || !strings.Contains(err.Error(), "local images must be under") {
+			t.Errorf("%s: err = %v, want a refusal", src, err)
+		}
+	}
+}

@@ -110,6 +110,9 @@ type cache struct {
 	dir      string
 	client   *http.Client
 	allowMD5 bool
+	// fileDirs, when not empty, are the only directories local images
+	// may come from (symbolic links resolved).
+	fileDirs []string
 	flight   singleflight.Group
 }
 
@@ -204,11 +207,11 @@ func (c *cache) open(ctx context.Context, source string) (io.ReadCloser, error) 
 	masked := MaskURL(source)
 	u, err := url.Parse(source)
 	if err != nil || u.Scheme == "" || len(u.Scheme) == 1 { // a path, or a Windows drive letter
-		return openFile(source)
+		return c.openFile(source)
 	}
 	switch u.Scheme {
 	case "file":
-		return openFile(u.Path)
+		return c.openFile(u.Path)
 	case "http", "https":
 	default:
 		return nil, fmt.Errorf("image %s: unsupported scheme %q (use http, https, file or a path)", masked, u.Scheme)
@@ -228,7 +231,10 @@ func (c *cache) open(ctx context.Context, source string) (io.ReadCloser, error) 
 	return resp.Body, nil
 }
 
-func openFile(path string) (io.ReadCloser, error) {
+func (c *cache) openFile(path string) (io.ReadCloser, error) {
+	if err := c.fileAllowed(path); err != nil {
+		return nil, fmt.Errorf("image %s: %w", path, err)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", path, err)
@@ -238,6 +244,29 @@ func openFile(path string) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("image %s: not a regular file", path)
 	}
 	return f, nil
+}
+
+// fileAllowed refuses local paths outside c.fileDirs (Ironic's
+// [conductor]file_url_allowed_paths), so node settings cannot publish
+// arbitrary files of the Anvil host. No list: every path is allowed.
+func (c *cache) fileAllowed(path string) error {
+	if len(c.fileDirs) == 0 {
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return err
+	}
+	real, err = filepath.Abs(real)
+	if err != nil {
+		return err
+	}
+	for _, dir := range c.fileDirs {
+		if rel, err := filepath.Rel(dir, real); err == nil && filepath.IsLocal(rel) {
+			return nil
+		}
+	}
+	return fmt.Errorf("local images must be under %s", strings.Join(c.fileDirs, ", "))
 }
 
 // scrubURLError drops the URL net/http puts in its errors (the caller
