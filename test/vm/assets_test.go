@@ -17,7 +17,6 @@ import (
 type assets struct {
 	kernel, initramfs string
 	busybox           string
-	result            ramdisk.Result
 }
 
 func cacheDir(t *testing.T) string {
@@ -33,9 +32,9 @@ func cacheDir(t *testing.T) string {
 	return d
 }
 
-// buildRamdisk builds the deploy ramdisk with internal/ramdisk (what `anvil
-// ramdisk build` runs) around the test's anvil binary, fetching Debian's
-// kernel and busybox into the cache on the first run.
+// buildRamdisk runs `anvil ramdisk build` (the test's anvil binary puts
+// itself in the initramfs), fetching Debian's kernel and busybox into the
+// cache on the first run, and reads the driver_info values it prints.
 func buildRamdisk(t *testing.T) assets {
 	t.Helper()
 	for _, tool := range []string{"apt-get", "apt-cache", "dpkg-deb"} {
@@ -44,21 +43,42 @@ func buildRamdisk(t *testing.T) assets {
 		}
 	}
 	cache := cacheDir(t)
-	if strings.ContainsAny(cache, " ,") {
-		missing(t, "cache path %s holds a space or comma (qemu and ipmi_sim arguments)", cache)
+	if strings.ContainsAny(cache, " ,'") {
+		missing(t, "cache path %s holds a space, comma or quote (qemu and ipmi_sim arguments)", cache)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "ramdisk")
 	start := time.Now()
-	r, err := ramdisk.Build(ctx, ramdisk.Options{OutputDir: out, Anvil: anvilBin, CacheDir: cache})
-	if err != nil {
-		missing(t, "%v", err)
+	cmd := exec.CommandContext(ctx, anvilBin, "ramdisk", "build", "--output", out, "--cache-dir", cache)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		missing(t, "anvil ramdisk build: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	a := assets{}
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "deploy_kernel="); ok {
+			a.kernel = v
+		}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "deploy_ramdisk="); ok {
+			a.initramfs = v
+		}
+	}
+	if a.kernel != filepath.Join(out, "vmlinuz") || a.initramfs != filepath.Join(out, "initramfs") {
+		t.Fatalf("anvil ramdisk build printed deploy_kernel=%q deploy_ramdisk=%q, want the files in %s:\n%s",
+			a.kernel, a.initramfs, out, stdout.String())
+	}
+	for _, f := range []string{a.kernel, a.initramfs} {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Fatalf("anvil ramdisk build left no %s: %v", f, err)
+		}
 	}
 	bb, err := ramdisk.Fetcher{CacheDir: cache}.Busybox(ctx)
 	if err != nil {
 		missing(t, "%v", err)
 	}
-	t.Logf("deploy ramdisk built in %v (%s)", time.Since(start).Round(time.Millisecond), r.KernelPackage)
-	return assets{kernel: r.Kernel, initramfs: r.Initramfs, busybox: bb, result: r}
+	a.busybox = bb
+	t.Logf("anvil ramdisk build: %v\n%s", time.Since(start).Round(time.Millisecond), stdout.String())
+	return a
 }

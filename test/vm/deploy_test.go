@@ -297,7 +297,7 @@ func TestVMDeployIPMI(t *testing.T) {
 // agentParams are the kernel parameters that configure the ramdisk's agent
 // (IPA's names): the API through the guestfwd, the boot MAC, the address the
 // conductor reaches the agent at (the hostfwd), a minimum install disk size
-// below the test's 64 MiB disk and a 1 s heartbeat.
+// below the test's 64 MiB disk.
 func agentParams(hostfwd int) string {
 	return fmt.Sprintf("ipa-api-url=http://10.0.2.100:80 BOOTIF=01-%s %s",
 		strings.ReplaceAll(vmMAC, ":", "-"), nodeParams(hostfwd))
@@ -306,7 +306,7 @@ func agentParams(hostfwd int) string {
 // nodeParams are the parameters a node's kernel_append_params carries
 // when it network-boots (the boot endpoint adds ipa-api-url and BOOTIF).
 func nodeParams(hostfwd int) string {
-	return fmt.Sprintf("ipa-advertise-host=127.0.0.1 ipa-advertise-port=%d anvil.min-disk-size=32MiB anvil.heartbeat-interval=1s", hostfwd)
+	return fmt.Sprintf("ipa-advertise-host=127.0.0.1 ipa-advertise-port=%d anvil.min-disk-size=32MiB", hostfwd)
 }
 
 func provision(t *testing.T, api, node, target string) {
