@@ -96,6 +96,7 @@ func newServe(stdout, stderr io.Writer) *cobra.Command {
 	f.IntVar(&gcPercent, "gc-percent", 50, "Go GC target (GOGC); lower trades CPU for memory")
 	f.StringVar(&pprofListen, "pprof-listen", "", "serve Go's /debug/pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	addConductorFlags(f, &cfg)
+	addInterfaceFlags(f, &cfg.Interfaces)
 	return cmd
 }
 

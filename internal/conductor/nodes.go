@@ -138,13 +138,22 @@ func (c *Conductor) checkUpdate(old, n *model.Node) error {
 			}
 		}
 	}
+	// As in Ironic, interfaces are checked only when the driver or one of
+	// them changes: a node whose stored interface is no longer enabled can
+	// still have other fields updated.
+	check := n.Driver != old.Driver
 	for _, k := range model.InterfaceNames {
-		if n.Interfaces.Get(k) != old.Interfaces.Get(k) && !allowed {
-			return notAllowed(k + "_interface")
+		if n.Interfaces.Get(k) != old.Interfaces.Get(k) {
+			if !allowed {
+				return notAllowed(k + "_interface")
+			}
+			check = true
 		}
 	}
-	if err := c.reg.Compose(n); err != nil {
-		return fault.Wrap(fault.Invalid, err, err.Error())
+	if check {
+		if err := c.reg.Compose(n); err != nil {
+			return fault.Wrap(fault.Invalid, err, err.Error())
+		}
 	}
 	if n.ResourceClass != old.ResourceClass && old.ResourceClass != "" && !allowed {
 		return notAllowed("resource_class")

@@ -65,6 +65,35 @@ type Management interface {
 	SupportedBootDevices(ctx context.Context, t *Task) ([]string, error)
 }
 
+// Ramdisk modes: what a ramdisk is booted for (PrepareRamdisk).
+const (
+	RamdiskDeploy = "deploy" // deploy, clean, inspect and service: driver_info deploy_kernel/deploy_ramdisk
+	RamdiskRescue = "rescue" // rescue: driver_info rescue_kernel/rescue_ramdisk
+)
+
+// Boot prepares what a node boots, as Ironic's BootInterface: the agent
+// ramdisk for deploy, clean, inspect and rescue, then the instance from disk.
+// A network boot interface publishes the node's boot files (keyed by its
+// ports' MACs) and sets the boot device; fake only sets the boot device.
+type Boot interface {
+	Validator
+	// PrepareRamdisk makes the node's next boot start the ramdisk of mode
+	// (RamdiskDeploy or RamdiskRescue); the caller powers the node on.
+	PrepareRamdisk(ctx context.Context, t *Task, mode string) error
+	// CleanUpRamdisk withdraws what PrepareRamdisk published.
+	CleanUpRamdisk(ctx context.Context, t *Task) error
+	// PrepareInstance makes the node boot its instance from disk.
+	PrepareInstance(ctx context.Context, t *Task) error
+	// CleanUpInstance withdraws what PrepareInstance published.
+	CleanUpInstance(ctx context.Context, t *Task) error
+}
+
+// RescueValidator is an optional Boot capability: the checks a rescue needs
+// (Ironic's validate_rescue, e.g. rescue_kernel and rescue_ramdisk).
+type RescueValidator interface {
+	ValidateRescue(n *model.Node) error
+}
+
 // Deploy writes an instance to a node and tears it down.
 type Deploy interface {
 	Validator
@@ -138,11 +167,12 @@ type Stepper interface {
 type Driver struct {
 	Power      Power
 	Management Management
+	Boot       Boot
 	Deploy     Deploy
 	Inspect    Inspect
 	Rescue     Rescue
 	// Others holds the interfaces that only validate and offer steps
-	// (boot, bios, raid, console, vendor, network, storage, firmware), by kind.
+	// (bios, raid, console, vendor, network, storage, firmware), by kind.
 	Others map[string]Validator
 	Names  map[string]string
 }
@@ -155,6 +185,8 @@ func (d *Driver) Interface(kind string) any {
 		v = d.Power
 	case "management":
 		v = d.Management
+	case "boot":
+		v = d.Boot
 	case "deploy":
 		v = d.Deploy
 	case "inspect":

@@ -16,7 +16,9 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/api"
 	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
+	"github.com/anvil-metal/anvil/internal/driver/pxe"
 	"github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/metrics"
 	"github.com/anvil-metal/anvil/internal/store/storeopen"
@@ -38,6 +40,16 @@ type Config struct {
 	Events events.Config
 	// Ready, if set, is called with the bound address once serving.
 	Ready func(addr string)
+
+	// Interfaces is the operator's choice of enabled hardware types and
+	// interfaces (--enabled-*, --default-*); unset parts take the defaults.
+	Interfaces driver.Enablement
+	// Boot is the boot service the ipxe and pxe boot interfaces publish on;
+	// nil leaves them failing validation (network boot is not configured).
+	Boot pxe.Publisher
+	// KernelParams is the default kernel command line addition for network
+	// booted ramdisks.
+	KernelParams string
 }
 
 // Serve runs the API and a conductor until ctx ends, then shuts down cleanly:
@@ -48,6 +60,10 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	reg, err := BuildRegistry(Drivers{Fake: fake.New(), Boot: cfg.Boot, KernelParams: cfg.KernelParams, Interfaces: cfg.Interfaces})
+	if err != nil {
+		return fmt.Errorf("drivers: %w", err)
 	}
 	db, err := storeopen.Open(ctx, cfg.Database)
 	if err != nil {
@@ -68,7 +84,7 @@ func Serve(ctx context.Context, cfg Config) error {
 			*d = -1
 		}
 	}
-	ccfg.Store, ccfg.Drivers, ccfg.Host, ccfg.Log = st, Registry(fake.New()), cfg.HostID, cfg.Log
+	ccfg.Store, ccfg.Drivers, ccfg.Host, ccfg.Log = st, reg, cfg.HostID, cfg.Log
 	ccfg.Recorder = mx
 	cond, err := conductor.New(ccfg)
 	if err != nil {
