@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/anvil-metal/anvil/internal/api"
@@ -50,6 +51,9 @@ type Config struct {
 	// KernelParams is the default kernel command line addition for network
 	// booted ramdisks.
 	KernelParams string
+	// Network, when its HTTPURL is set and Boot is nil, runs the network
+	// boot endpoint on the API listener and publishes on it.
+	Network BootConfig
 }
 
 // Serve runs the API and a conductor until ctx ends, then shuts down cleanly:
@@ -60,6 +64,16 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	var (
+		bootPrefix string
+		bootH      http.Handler
+		err        error
+	)
+	if cfg.Boot == nil && cfg.Network.HTTPURL != "" {
+		if cfg.Boot, bootPrefix, bootH, err = newBoot(cfg.Network, cfg.Log); err != nil {
+			return fmt.Errorf("network boot: %w", err)
+		}
 	}
 	reg, err := BuildRegistry(Drivers{Fake: fake.New(), Boot: cfg.Boot, KernelParams: cfg.KernelParams, Interfaces: cfg.Interfaces})
 	if err != nil {
@@ -103,7 +117,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx),
+		Handler:           handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	// Open watch streams end when shutdown begins, or Shutdown would wait
@@ -131,13 +145,18 @@ func Serve(ctx context.Context, cfg Config) error {
 	return err
 }
 
-// handler serves /metrics and, instrumented, the API.
-func handler(apiH http.Handler, mx *metrics.Metrics) http.Handler {
+// handler serves /metrics, the boot endpoint (bootH under bootPrefix, when
+// set) and, instrumented, the API.
+func handler(apiH http.Handler, mx *metrics.Metrics, bootPrefix string, bootH http.Handler) http.Handler {
 	metricsH := mx.Handler()
 	instrumented := mx.Instrument(apiH, func(r *http.Request) string { return api.Route(apiH, r) })
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" {
 			metricsH.ServeHTTP(w, r)
+			return
+		}
+		if bootH != nil && strings.HasPrefix(r.URL.Path, bootPrefix+"/") {
+			bootH.ServeHTTP(w, r)
 			return
 		}
 		instrumented.ServeHTTP(w, r)
