@@ -206,7 +206,8 @@ func TestVMDeployIPMI(t *testing.T) {
 
 	// ipmi_sim, anvil serve and the VM definition.
 	bmcPort := startBMC(t, dir, st)
-	api := startServe(t, "--sync-power-state-interval", "3600", "--log-level", "debug")
+	api := startServe(t, "--sync-power-state-interval", "3600", "--log-level", "debug",
+		"--enabled-boot-interfaces", "fake,ipxe,pxe")
 	apiPort := api[strings.LastIndex(api, ":")+1:]
 	hostfwd := freeTCP(t)
 
@@ -242,8 +243,11 @@ func TestVMDeployIPMI(t *testing.T) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), overall)
 	defer cancel()
+	// The VM boots the ramdisk by -kernel/-initrd, so the boot interface is
+	// "fake" (enabled by name above; it only sets the boot device);
+	// TestVMNetbootIPMI covers ipxe.
 	n := mustCall(t, 201, "POST", api+"/v1/nodes", map[string]any{"name": "vm-node", "driver": "ipmi",
-		"deploy_interface": "direct", "driver_info": map[string]any{
+		"boot_interface": "fake", "deploy_interface": "direct", "driver_info": map[string]any{
 			"ipmi_address": "127.0.0.1", "ipmi_port": bmcPort, "ipmi_username": "admin",
 			"ipmi_password": password, "ipmi_cipher_suite": 3,
 		}}).json(t)
