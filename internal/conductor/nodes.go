@@ -82,7 +82,7 @@ func (c *Conductor) UpdateNode(ctx context.Context, ident string, apply func(n *
 	if err := transitionInProgress(cur, ident); err != nil {
 		return nil, err
 	}
-	t, err := c.acquire(ctx, cur.UUID, "")
+	t, err := c.acquireNode(ctx, cur.UUID, "", false)
 	if err != nil {
 		return nil, err
 	}

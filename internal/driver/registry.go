@@ -220,6 +220,9 @@ func (r *Registry) typeNames() []string {
 	return names
 }
 
+// Implementations returns the names registered for kind, enabled or not.
+func (r *Registry) Implementations(kind string) []string { return sortedKeys(r.impls[kind]) }
+
 func sortedKeys(m map[string]any) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
