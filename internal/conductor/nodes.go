@@ -192,7 +192,9 @@ func clone(n *model.Node) (*model.Node, error) {
 
 // DeleteNode deletes a node in a delete-allowed state or in maintenance.
 func (c *Conductor) DeleteNode(ctx context.Context, ident string) error {
-	t, err := c.acquire(ctx, ident, "")
+	// As Ironic, without the driver: a node whose interfaces are no longer
+	// enabled can still be deleted.
+	t, err := c.acquireNode(ctx, ident, "", false)
 	if err != nil {
 		return err
 	}
@@ -216,7 +218,21 @@ func (c *Conductor) DeleteNode(ctx context.Context, ident string) error {
 		return err
 	}
 	c.log.Info("node deleted", "node", n.UUID)
+	c.withdrawBoot(ctx, n)
 	return nil
+}
+
+// withdrawBoot has a deleted node's boot interface withdraw whatever it
+// still publishes (a node deleted in maintenance mid-deploy); failures are
+// logged, the node is gone either way.
+func (c *Conductor) withdrawBoot(ctx context.Context, n *model.Node) {
+	drv, err := c.reg.For(n)
+	if err != nil || drv.Boot == nil {
+		return
+	}
+	if err := drv.Boot.CleanUpInstance(ctx, &driver.Task{Node: n}); err != nil {
+		c.log.Warn("withdrawing a deleted node's boot files failed", "node", n.UUID, "err", err)
+	}
 }
 
 func pyTuple(items []string) string {
