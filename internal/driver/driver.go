@@ -2,8 +2,10 @@
 // interface per capability (power, management, deploy, ...), composed per node
 // from the node's *_interface fields, as Ironic's hardware types are.
 //
-// Implementations live in sub-packages (fake, and later ipmi, redfish, agent);
-// only internal/server imports them, to build a Registry.
+// Implementations live in sub-packages (fake, noop, pxe, ipmi, redfish,
+// direct); only internal/server imports them, to build a Registry, and
+// enables the operator's choice of them (Registry.Enable, Ironic's
+// enabled_*/default_* options).
 package driver
 
 import (
