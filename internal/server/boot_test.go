@@ -207,4 +207,11 @@ func TestNetworkBootNotConfigured(t *testing.T) {
 	if d, _ := v["deploy"].(map[string]any); d["result"] != false {
 		t.Errorf("deploy validation %v (the direct deploy validates the boot interface)", d)
 	}
+	// The no-* interfaces say what Ironic's say (recorded from Ironic 21.4).
+	for _, kind := range []string{"bios", "console", "raid"} {
+		r, _ := v[kind].(map[string]any)
+		if want := "Driver ipmi does not support " + kind + " (disabled or not implemented)."; r["result"] != false || r["reason"] != want {
+			t.Errorf("%s validation %v, want %q", kind, r, want)
+		}
+	}
 }
