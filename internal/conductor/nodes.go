@@ -288,6 +288,16 @@ func (c *Conductor) Validate(ctx context.Context, ident string) (map[string]Vali
 		return nil, fault.Wrap(fault.Invalid, err, err.Error())
 	}
 	yes, no := true, false
+	var portList []*model.Port
+	ports := func(ctx context.Context) []*model.Port { // listed once, when an interface needs them
+		if portList == nil {
+			var err error
+			if portList, err = c.store.ListPorts(ctx, store.PortQuery{NodeUUID: n.UUID}); err != nil {
+				c.log.Warn("listing ports failed", "node", n.UUID, "err", err)
+			}
+		}
+		return portList
+	}
 	out := map[string]ValidateResult{}
 	for _, k := range validateKinds {
 		v, ok := drv.Interface(k).(driver.Validator)
@@ -295,7 +305,11 @@ func (c *Conductor) Validate(ctx context.Context, ident string) (map[string]Vali
 			out[k] = ValidateResult{Reason: fmt.Sprintf("%s interface is not supported by driver %s", k, n.Driver)}
 			continue
 		}
-		if err := v.Validate(n); err != nil {
+		err := v.Validate(n)
+		if pv, ok := v.(driver.PortValidator); ok && err == nil {
+			err = pv.ValidatePorts(&driver.Task{Node: n, Ports: ports(ctx)})
+		}
+		if err != nil {
 			out[k] = ValidateResult{Result: &no, Reason: err.Error()}
 			continue
 		}

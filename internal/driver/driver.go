@@ -43,6 +43,13 @@ type Validator interface {
 	Validate(n *model.Node) error
 }
 
+// PortValidator is an optional capability of any interface: the checks that
+// need the node's ports (a network boot needs a MAC). The conductor runs it
+// after Validate wherever it validates with the ports at hand.
+type PortValidator interface {
+	ValidatePorts(t *Task) error
+}
+
 // Power controls and reads a node's power.
 type Power interface {
 	Validator

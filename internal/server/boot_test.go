@@ -126,7 +126,16 @@ func TestNetworkBootCycle(t *testing.T) {
 	n := s.do("POST", "/v1/nodes", `{"name":"pxe-1","driver":"fake-hardware","boot_interface":"ipxe","deploy_interface":"direct",
 		"rescue_interface":"agent","driver_info":{"deploy_kernel":"http://127.0.0.1/k","deploy_ramdisk":"http://127.0.0.1/r",
 		"rescue_kernel":"http://127.0.0.1/rk","rescue_ramdisk":"http://127.0.0.1/rr"}}`, 201)
+	noPort := "Node " + n["uuid"].(string) + " does not have any port associated with it"
+	v := s.do("GET", "/v1/nodes/pxe-1/validate", "", 200)
+	if r, _ := v["boot"].(map[string]any); r["result"] != false || r["reason"] != noPort {
+		t.Errorf("boot validation without ports: %v, want %q", r, noPort)
+	}
 	s.do("POST", "/v1/ports", `{"node_uuid":"`+n["uuid"].(string)+`","address":"`+mac+`"}`, 201)
+	v = s.do("GET", "/v1/nodes/pxe-1/validate", "", 200)
+	if r, _ := v["boot"].(map[string]any); r["result"] != true {
+		t.Errorf("boot validation with a port: %v", r)
+	}
 	s.do("PUT", "/v1/nodes/pxe-1/states/provision", `{"target":"manage"}`, 202)
 	s.wait("pxe-1", "manageable")
 

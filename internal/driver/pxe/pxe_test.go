@@ -166,6 +166,9 @@ func TestPrepareRamdiskRefusals(t *testing.T) {
 		pub := &publisher{}
 		b, fk, task := setup(t, pub)
 		task.Ports = nil
+		if err := b.ValidatePorts(task); err == nil || err.Error() != "Node n-1 does not have any port associated with it" {
+			t.Errorf("ValidatePorts: %v", err)
+		}
 		err := b.PrepareRamdisk(context.Background(), task, driver.RamdiskDeploy)
 		if err == nil || err.Error() != "Node n-1 does not have any port associated with it" {
 			t.Fatalf("err = %v", err)
