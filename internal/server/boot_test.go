@@ -224,3 +224,27 @@ func TestNetworkBootNotConfigured(t *testing.T) {
 		}
 	}
 }
+
+// TestDeployRefusedWithoutPort: a network-booted deploy of a node without
+// ports is refused 400 before anything happens (Ironic's boot validation).
+func TestDeployRefusedWithoutPort(t *testing.T) {
+	pub := &recorder{}
+	s := serveWith(t, func(c *Config) { c.Boot = pub })
+	n := s.do("POST", "/v1/nodes", `{"name":"np","driver":"fake-hardware","boot_interface":"ipxe","deploy_interface":"direct",
+		"automated_clean":false,"driver_info":{"deploy_kernel":"k","deploy_ramdisk":"r"},
+		"instance_info":{"image_source":"http://127.0.0.1/img","image_checksum":"`+strings.Repeat("ab", 32)+`"}}`, 201)
+	s.do("PUT", "/v1/nodes/np/states/provision", `{"target":"manage"}`, 202)
+	s.wait("np", "manageable")
+	s.do("PUT", "/v1/nodes/np/states/provision", `{"target":"provide"}`, 202)
+	s.wait("np", "available")
+	code, body := s.raw("PUT", "/v1/nodes/np/states/provision", `{"target":"active"}`)
+	var fault struct{ Faultstring string }
+	_ = json.Unmarshal([]byte(body["error_message"].(string)), &fault)
+	want := "Failed to validate deploy or power info for node " + n["uuid"].(string) + ": Node " + n["uuid"].(string) + " does not have any port associated with it"
+	if code != 400 || fault.Faultstring != want {
+		t.Fatalf("%d %q, want 400 %q", code, fault.Faultstring, want)
+	}
+	if got := pub.seen(); len(got) != 0 {
+		t.Errorf("published %v", got)
+	}
+}
