@@ -34,7 +34,7 @@ func (c *Conductor) start(ctx context.Context, t *task, event string, req Provis
 	case fsm.EvInspect:
 		return c.startWork(ctx, t, event, "", c.inspectFlow)
 	case fsm.EvDeploy, fsm.EvRebuild:
-		if err := validateDeploy(t); err != nil {
+		if err := validateDeploy(ctx, t); err != nil {
 			return err
 		}
 		prepareDeploy(n, req)
@@ -112,13 +112,17 @@ func (c *Conductor) startWork(ctx context.Context, t *task, event, target string
 // validateDeploy runs the power and deploy interfaces' validation before
 // anything starts, as Ironic's start_deploy does: a node that cannot deploy
 // (no image, no deploy ramdisk, network boot not configured) is refused 400.
-func validateDeploy(t *task) error {
+func validateDeploy(ctx context.Context, t *task) error {
 	n := t.node
 	for _, v := range []driver.Validator{t.drv.Power, t.drv.Deploy} {
 		if v == nil {
 			continue
 		}
-		if err := v.Validate(n); err != nil {
+		err := v.Validate(n)
+		if pv, ok := v.(driver.PortValidator); ok && err == nil {
+			err = pv.ValidatePorts(t.driverTask(ctx))
+		}
+		if err != nil {
 			return fault.New(fault.Invalid, "Failed to validate deploy or power info for node %s: %v", n.UUID, err)
 		}
 	}

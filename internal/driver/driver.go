@@ -2,8 +2,10 @@
 // interface per capability (power, management, deploy, ...), composed per node
 // from the node's *_interface fields, as Ironic's hardware types are.
 //
-// Implementations live in sub-packages (fake, and later ipmi, redfish, agent);
-// only internal/server imports them, to build a Registry.
+// Implementations live in sub-packages (fake, noop, pxe, ipmi, redfish,
+// direct); only internal/server imports them, to build a Registry, and
+// enables the operator's choice of them (Registry.Enable, Ironic's
+// enabled_*/default_* options).
 package driver
 
 import (
@@ -39,6 +41,13 @@ type Task struct {
 // hardware. It returns an error whose text says what is missing or malformed.
 type Validator interface {
 	Validate(n *model.Node) error
+}
+
+// PortValidator is an optional capability of any interface: the checks that
+// need the node's ports (a network boot needs a MAC). The conductor runs it
+// after Validate wherever it validates with the ports at hand.
+type PortValidator interface {
+	ValidatePorts(t *Task) error
 }
 
 // Power controls and reads a node's power.

@@ -125,90 +125,112 @@ func (r *Registry) view() map[string]HardwareType {
 // Unknown names, a default that is not enabled, and a type left without a
 // default are errors, as they stop Ironic's conductor from starting.
 func (r *Registry) Enable(e Enablement) error {
-	typeNames := e.HardwareTypes
-	if typeNames == nil {
-		for n := range r.types {
-			typeNames = append(typeNames, n)
+	types, err := r.enabledTypeList(e.HardwareTypes)
+	if err != nil {
+		return err
+	}
+	kinds := map[string][]string{}
+	for _, kind := range model.InterfaceNames {
+		if kinds[kind], err = r.enabledKind(e, kind, types); err != nil {
+			return err
 		}
-		sort.Strings(typeNames)
+	}
+	enabled := map[string]HardwareType{}
+	for _, ht := range types {
+		if enabled[ht.Name], err = effective(ht, e, kinds); err != nil {
+			return err
+		}
+	}
+	r.enabledTypes, r.enabledKinds = enabled, kinds
+	return nil
+}
+
+// enabledTypeList resolves enabled_hardware_types (nil: all registered).
+func (r *Registry) enabledTypeList(names []string) ([]HardwareType, error) {
+	if names == nil {
+		names = r.typeNames()
 	}
 	var types []HardwareType
-	for _, n := range typeNames {
+	for _, n := range names {
 		ht, ok := r.types[n]
 		if !ok {
-			return fmt.Errorf("--enabled-hardware-types: unknown hardware type %q (known: %s)", n, strings.Join(r.typeNames(), ", "))
+			return nil, fmt.Errorf("--enabled-hardware-types: unknown hardware type %q (known: %s)", n, strings.Join(r.typeNames(), ", "))
 		}
 		if !slices.ContainsFunc(types, func(t HardwareType) bool { return t.Name == n }) {
 			types = append(types, ht)
 		}
 	}
 	if len(types) == 0 {
-		return fmt.Errorf("--enabled-hardware-types: no hardware type is enabled")
+		return nil, fmt.Errorf("--enabled-hardware-types: no hardware type is enabled")
 	}
-	kinds := map[string][]string{}
+	return types, nil
+}
+
+// enabledKind resolves enabled_<kind>_interfaces: the operator's list, else
+// the base, else the first supported implementation of each type.
+func (r *Registry) enabledKind(e Enablement, kind string, types []HardwareType) ([]string, error) {
+	list, ok := e.Interfaces[kind]
+	if !ok {
+		list, ok = e.Base[kind]
+	}
+	if !ok {
+		for _, ht := range types {
+			if s := ht.Supported[kind]; len(s) > 0 {
+				list = append(list, s[0])
+			}
+		}
+	}
+	for _, name := range list {
+		if _, ok := r.impls[kind][name]; !ok {
+			return nil, fmt.Errorf("--enabled-%s-interfaces: unknown %s interface %q (known: %s)",
+				kind, kind, name, strings.Join(sortedKeys(r.impls[kind]), ", "))
+		}
+	}
+	list = compact(list)
+	if d := e.Defaults[kind]; d != "" && !slices.Contains(list, d) {
+		return nil, fmt.Errorf("--default-%s-interface %q is not one of --enabled-%s-interfaces (%s)",
+			kind, d, kind, strings.Join(list, ", "))
+	}
+	return list, nil
+}
+
+// effective is ht as enabled: per kind its supported implementations that
+// are enabled (and opt-ins the operator named), the default first.
+func effective(ht HardwareType, e Enablement, kinds map[string][]string) (HardwareType, error) {
+	eff := HardwareType{Name: ht.Name, Properties: ht.Properties, AcceptsAny: ht.AcceptsAny,
+		OptIn: ht.OptIn, Supported: map[string][]string{}}
 	for _, kind := range model.InterfaceNames {
-		list, ok := e.Interfaces[kind]
-		if !ok {
-			list, ok = e.Base[kind]
-		}
-		if !ok { // Ironic: the first supported implementation of each type
-			for _, ht := range types {
-				if s := ht.Supported[kind]; len(s) > 0 && !slices.Contains(list, s[0]) {
-					list = append(list, s[0])
-				}
+		var list []string
+		for _, name := range ht.Supported[kind] {
+			if slices.Contains(kinds[kind], name) {
+				list = append(list, name)
 			}
 		}
-		for _, name := range list {
-			if _, ok := r.impls[kind][name]; !ok {
-				return fmt.Errorf("--enabled-%s-interfaces: unknown %s interface %q (known: %s)",
-					kind, kind, name, strings.Join(sortedKeys(r.impls[kind]), ", "))
+		for _, name := range ht.OptIn[kind] {
+			if slices.Contains(e.Interfaces[kind], name) && !slices.Contains(list, name) {
+				list = append(list, name)
 			}
 		}
-		list = compact(list)
-		if d := e.Defaults[kind]; d != "" && !slices.Contains(list, d) {
-			return fmt.Errorf("--default-%s-interface %q is not one of --enabled-%s-interfaces (%s)",
-				kind, d, kind, strings.Join(list, ", "))
+		if len(ht.Supported[kind]) == 0 && len(list) == 0 {
+			continue // Anvil implements nothing of this kind for the type
 		}
-		kinds[kind] = list
+		def := e.Defaults[kind]
+		if def == "" && len(list) > 0 {
+			def = list[0]
+		}
+		if def == "" || !slices.Contains(list, def) && !ht.AcceptsAny {
+			err := &NoDefaultError{Kind: kind, Driver: ht.Name}
+			if def != "" {
+				err.Hint = fmt.Sprintf("--default-%s-interface %s is not supported by it", kind, def)
+			} else {
+				err.Hint = fmt.Sprintf("it supports %s; enable one with --enabled-%s-interfaces",
+					strings.Join(append(slices.Clone(ht.Supported[kind]), ht.OptIn[kind]...), ", "), kind)
+			}
+			return eff, err
+		}
+		eff.Supported[kind] = append([]string{def}, slices.DeleteFunc(list, func(s string) bool { return s == def })...)
 	}
-	enabled := map[string]HardwareType{}
-	for _, ht := range types {
-		eff := HardwareType{Name: ht.Name, Properties: ht.Properties, AcceptsAny: ht.AcceptsAny,
-			OptIn: ht.OptIn, Supported: map[string][]string{}}
-		for _, kind := range model.InterfaceNames {
-			var list []string
-			for _, name := range ht.Supported[kind] {
-				if slices.Contains(kinds[kind], name) {
-					list = append(list, name)
-				}
-			}
-			for _, name := range ht.OptIn[kind] {
-				if slices.Contains(e.Interfaces[kind], name) && !slices.Contains(list, name) {
-					list = append(list, name)
-				}
-			}
-			if len(ht.Supported[kind]) == 0 && len(list) == 0 {
-				continue // Anvil implements nothing of this kind for the type
-			}
-			def := e.Defaults[kind]
-			if def == "" && len(list) > 0 {
-				def = list[0]
-			}
-			if def == "" || !slices.Contains(list, def) && !ht.AcceptsAny {
-				err := &NoDefaultError{Kind: kind, Driver: ht.Name}
-				if def != "" {
-					err.Hint = fmt.Sprintf("--default-%s-interface %s is not supported by it", kind, def)
-				} else {
-					err.Hint = fmt.Sprintf("it supports %s; enable one with --enabled-%s-interfaces", strings.Join(append(slices.Clone(ht.Supported[kind]), ht.OptIn[kind]...), ", "), kind)
-				}
-				return err
-			}
-			eff.Supported[kind] = append([]string{def}, slices.DeleteFunc(list, func(s string) bool { return s == def })...)
-		}
-		enabled[ht.Name] = eff
-	}
-	r.enabledTypes, r.enabledKinds = enabled, kinds
-	return nil
+	return eff, nil
 }
 
 func (r *Registry) typeNames() []string {
@@ -219,6 +241,9 @@ func (r *Registry) typeNames() []string {
 	sort.Strings(names)
 	return names
 }
+
+// Implementations returns the names registered for kind, enabled or not.
+func (r *Registry) Implementations(kind string) []string { return sortedKeys(r.impls[kind]) }
 
 func sortedKeys(m map[string]any) []string {
 	out := make([]string, 0, len(m))

@@ -71,6 +71,19 @@ func (d *Direct) Validate(n *model.Node) error {
 	return nil
 }
 
+// ValidatePorts runs the boot interface's port checks (a network boot
+// needs a port), as Ironic's agent deploy validates its boot interface.
+func (d *Direct) ValidatePorts(t *driver.Task) error {
+	drv, err := d.cfg.Drivers.For(t.Node)
+	if err != nil {
+		return err
+	}
+	if pv, ok := drv.Boot.(driver.PortValidator); ok {
+		return pv.ValidatePorts(t)
+	}
+	return nil
+}
+
 // validateBoot validates the node's boot interface; for rescue, as Ironic's
 // agent rescue, its rescue checks instead when it has them (RescueValidator).
 func (d *Direct) validateBoot(n *model.Node, rescue bool) error {

@@ -16,6 +16,11 @@
 //
 // "pxe" differs from "ipxe" as in Ironic only in how the firmware reaches
 // iPXE: chain-loaded over TFTP instead of booting it directly. Both publish
-// the same iPXE script; Mode records which one a node uses, so the boot
-// service can tell that TFTP is needed.
+// the same iPXE script; Boot.Mode tells them apart. A "pxe" node needs the
+// boot service's TFTP server running; the interface does not check that.
+//
+// A node without ports cannot network boot: PrepareRamdisk and
+// PrepareInstance refuse it with Ironic's text. (Ironic's validate reports
+// it too; Anvil's Validate sees only the node, so it is reported when the
+// ramdisk is prepared, still before the node is powered on.)
 package pxe

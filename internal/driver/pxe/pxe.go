@@ -140,6 +140,12 @@ func (b *Boot) ValidateRescue(n *model.Node) error {
 	return err
 }
 
+// ValidatePorts checks the node has a port to network boot from.
+func (b *Boot) ValidatePorts(t *driver.Task) error {
+	_, err := macs(t)
+	return err
+}
+
 // macs are the node's ports' addresses; a node without ports cannot network boot.
 func macs(t *driver.Task) ([]string, error) {
 	var out []string
