@@ -217,7 +217,8 @@ func TestVMNetbootIPMI(t *testing.T) {
 	if !waitFor(ctx, 120*time.Second, func() bool { return strings.Contains(lastBoot(st), diskBootMarker) }) {
 		t.Fatalf("no %q on the serial console of the last boot:\n%s", diskBootMarker, tail(lastBoot(st), 4000))
 	}
-	t.Logf("disk boot: marker %q on the console; last power-on %v before it was seen", diskBootMarker, sinceLastPowerOn(st))
+	t.Logf("disk boot: marker %q on the console; last power-on %v before it was seen; that boot's console:\n%q",
+		diskBootMarker, sinceLastPowerOn(st), tail(lastBoot(st), 400))
 	if b, _ := os.ReadFile(filepath.Join(st, "boot")); !hasPrefixAny(strings.TrimSpace(string(b)), "default", "disk") {
 		t.Errorf("BMC boot device when active = %q, want default (disk)", b)
 	}
