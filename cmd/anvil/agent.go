@@ -12,17 +12,33 @@ import (
 
 func newAgent(stdout, stderr io.Writer) *cobra.Command {
 	var cfg agent.Config
-	var logLevel string
+	var logLevel, cmdline string
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the deploy agent on a machine being provisioned",
-		Args:  cobra.NoArgs,
+		Long: `Run the deploy agent. Settings not given as flags come from the kernel
+command line (--cmdline, /proc/cmdline) under IPA's names: ipa-api-url=,
+BOOTIF=, ipa-advertise-host=, ipa-advertise-port=, ipa-listen-host=,
+ipa-listen-port=, ipa-insecure, ipa-debug, plus anvil.min-disk-size= and
+anvil.heartbeat-interval=. Without --disk the install disk is chosen as IPA
+does: the smallest whole non-removable disk of at least 4 GiB.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var lvl slog.Level
 			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("--log-level: %w", err)
 			}
+			kernel, cmdlineErr := agent.ReadCmdline(cmdline)
+			if kernel.Debug && !cmd.Flags().Changed("log-level") {
+				lvl = slog.LevelDebug
+			}
 			cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+			if cmdlineErr != nil {
+				cfg.Log.Warn("kernel command line: ignoring malformed settings", "err", cmdlineErr)
+			}
+			if err := kernel.Apply(cmd.Context(), &cfg, cmd.Flags().Changed); err != nil {
+				return err
+			}
 			cfg.Ready = func(addr string) {
 				fmt.Fprintf(stdout, "anvil agent: command API on http://%s\n", addr)
 			}
@@ -36,12 +52,13 @@ func newAgent(stdout, stderr io.Writer) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.APIURL, "api-url", "http://127.0.0.1:6385", "the Anvil (Ironic) API to look the node up on")
 	f.StringArrayVar(&cfg.MACs, "mac", nil, "MAC address to look up by (repeatable; default: the NICs in /sys/class/net)")
-	f.StringVar(&cfg.Disk, "disk", "", "block device or file images are written to")
+	f.StringVar(&cfg.Disk, "disk", "", "block device or file images are written to (default: chosen as IPA does)")
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:9999", "address of the command API")
 	f.StringVar(&cfg.AdvertiseURL, "advertise-url", "", "callback_url reported in heartbeats (default http://<listen>)")
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", 0, "fixed heartbeat interval (default: 0.3-0.6 x the lookup's heartbeat_timeout)")
 	f.StringVar(&cfg.RootDir, "root-dir", "", "root directory: proc/ and sys/ are read for the inventory, etc/anvil-rescue-password is written by rescue (default /)")
 	f.BoolVar(&cfg.AllowMD5, "allow-md5", false, "accept md5 image checksums")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&cmdline, "cmdline", agent.CmdlinePath, "kernel command line file the settings not given as flags are read from")
 	return cmd
 }

@@ -40,7 +40,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newServe(stdout, stderr), newStates(stdout))
-	root.AddCommand(newAgent(stdout, stderr))
+	root.AddCommand(newAgent(stdout, stderr), newRamdisk(stdout, stderr))
 	root.AddCommand(operatorCommands(stdout, stderr)...)
 	root.AddCommand(hardwareCommands(stdout, stderr)...)
 	return root
@@ -96,6 +96,8 @@ func newServe(stdout, stderr io.Writer) *cobra.Command {
 	f.IntVar(&gcPercent, "gc-percent", 50, "Go GC target (GOGC); lower trades CPU for memory")
 	f.StringVar(&pprofListen, "pprof-listen", "", "serve Go's /debug/pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	addConductorFlags(f, &cfg)
+	addInterfaceFlags(f, &cfg.Interfaces)
+	addBootFlags(f, &cfg)
 	return cmd
 }
 
@@ -150,4 +152,16 @@ func addConductorFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.IntVar(&c.MaxConcurrentDeploy, "max-concurrent-deploy", 250, "deploys running at once before new ones get 503")
 	f.IntVar(&c.MaxConcurrentClean, "max-concurrent-clean", 50, "cleans running at once before new ones get 503")
 	f.IntVar(&c.HistoryLimit, "node-history-max-entries", 300, "history entries kept per node")
+}
+
+// addBootFlags adds the network boot settings, named after Ironic's
+// options ([deploy]http_url, http_root, [DEFAULT]public_endpoint,
+// [pxe]kernel_append_params, [conductor]file_url_allowed_paths).
+func addBootFlags(f *pflag.FlagSet, cfg *server.Config) {
+	n := &cfg.Network
+	f.StringVar(&n.HTTPURL, "http-url", "", "network boot endpoint as machines reach it, served on the API listener under its path (e.g. http://10.0.2.100:6385/boot); off when empty")
+	f.StringVar(&n.Root, "http-root", "./anvil-boot", "directory for network boot files and the image cache")
+	f.StringVar(&n.PublicEndpoint, "public-endpoint", "", "API URL agents are given on their kernel command line (ipa-api-url), e.g. http://10.0.2.100:6385")
+	f.StringSliceVar(&n.FileAllowedPaths, "file-url-allowed-paths", nil, "directories local deploy kernels and ramdisks may come from (default: any)")
+	f.StringVar(&cfg.KernelParams, "kernel-append-params", "", "kernel parameters added to network booted ramdisks (nodes' kernel_append_params override)")
 }

@@ -5,6 +5,11 @@
 // through which the conductor writes images, erases disks and reads the
 // hardware inventory. Commands run asynchronously; the conductor polls them.
 //
+// In a deploy ramdisk the agent runs without flags: Cmdline reads its
+// settings from the kernel command line under IPA's names (ipa-api-url=,
+// BOOTIF=, ipa-advertise-host=, ...), in one place (cmdline.go), and
+// InstallDisk picks the disk as IPA does when none is named.
+//
 // Invariants: the token is never logged; every command request must carry
 // agentapi.CommandKey(token) in the X-Agent-Token header (or the agent_token
 // query parameter); an image is verified against its checksum and fsynced

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
@@ -33,6 +34,9 @@ func (c *Conductor) start(ctx context.Context, t *task, event string, req Provis
 	case fsm.EvInspect:
 		return c.startWork(ctx, t, event, "", c.inspectFlow)
 	case fsm.EvDeploy, fsm.EvRebuild:
+		if err := validateDeploy(ctx, t); err != nil {
+			return err
+		}
 		prepareDeploy(n, req)
 		return c.startWork(ctx, t, event, "", c.deployFlow(req.DeploySteps))
 	case fsm.EvDelete:
@@ -102,6 +106,26 @@ func (c *Conductor) startWork(ctx context.Context, t *task, event, target string
 			t.failWith(msg, n.TargetProvisionState)
 		}
 	})
+	return nil
+}
+
+// validateDeploy runs the power and deploy interfaces' validation before
+// anything starts, as Ironic's start_deploy does: a node that cannot deploy
+// (no image, no deploy ramdisk, network boot not configured) is refused 400.
+func validateDeploy(ctx context.Context, t *task) error {
+	n := t.node
+	for _, v := range []driver.Validator{t.drv.Power, t.drv.Deploy} {
+		if v == nil {
+			continue
+		}
+		err := v.Validate(n)
+		if pv, ok := v.(driver.PortValidator); ok && err == nil {
+			err = pv.ValidatePorts(t.driverTask(ctx))
+		}
+		if err != nil {
+			return fault.New(fault.Invalid, "Failed to validate deploy or power info for node %s: %v", n.UUID, err)
+		}
+	}
 	return nil
 }
 

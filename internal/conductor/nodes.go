@@ -82,7 +82,7 @@ func (c *Conductor) UpdateNode(ctx context.Context, ident string, apply func(n *
 	if err := transitionInProgress(cur, ident); err != nil {
 		return nil, err
 	}
-	t, err := c.acquire(ctx, cur.UUID, "")
+	t, err := c.acquireNode(ctx, cur.UUID, "", false)
 	if err != nil {
 		return nil, err
 	}
@@ -138,13 +138,22 @@ func (c *Conductor) checkUpdate(old, n *model.Node) error {
 			}
 		}
 	}
+	// As in Ironic, interfaces are checked only when the driver or one of
+	// them changes: a node whose stored interface is no longer enabled can
+	// still have other fields updated.
+	check := n.Driver != old.Driver
 	for _, k := range model.InterfaceNames {
-		if n.Interfaces.Get(k) != old.Interfaces.Get(k) && !allowed {
-			return notAllowed(k + "_interface")
+		if n.Interfaces.Get(k) != old.Interfaces.Get(k) {
+			if !allowed {
+				return notAllowed(k + "_interface")
+			}
+			check = true
 		}
 	}
-	if err := c.reg.Compose(n); err != nil {
-		return fault.Wrap(fault.Invalid, err, err.Error())
+	if check {
+		if err := c.reg.Compose(n); err != nil {
+			return fault.Wrap(fault.Invalid, err, err.Error())
+		}
 	}
 	if n.ResourceClass != old.ResourceClass && old.ResourceClass != "" && !allowed {
 		return notAllowed("resource_class")
@@ -183,7 +192,9 @@ func clone(n *model.Node) (*model.Node, error) {
 
 // DeleteNode deletes a node in a delete-allowed state or in maintenance.
 func (c *Conductor) DeleteNode(ctx context.Context, ident string) error {
-	t, err := c.acquire(ctx, ident, "")
+	// As Ironic, without the driver: a node whose interfaces are no longer
+	// enabled can still be deleted.
+	t, err := c.acquireNode(ctx, ident, "", false)
 	if err != nil {
 		return err
 	}
@@ -207,7 +218,21 @@ func (c *Conductor) DeleteNode(ctx context.Context, ident string) error {
 		return err
 	}
 	c.log.Info("node deleted", "node", n.UUID)
+	c.withdrawBoot(ctx, n)
 	return nil
+}
+
+// withdrawBoot has a deleted node's boot interface withdraw whatever it
+// still publishes (a node deleted in maintenance mid-deploy); failures are
+// logged, the node is gone either way.
+func (c *Conductor) withdrawBoot(ctx context.Context, n *model.Node) {
+	drv, err := c.reg.For(n)
+	if err != nil || drv.Boot == nil {
+		return
+	}
+	if err := drv.Boot.CleanUpInstance(ctx, &driver.Task{Node: n}); err != nil {
+		c.log.Warn("withdrawing a deleted node's boot files failed", "node", n.UUID, "err", err)
+	}
 }
 
 func pyTuple(items []string) string {
@@ -263,6 +288,16 @@ func (c *Conductor) Validate(ctx context.Context, ident string) (map[string]Vali
 		return nil, fault.Wrap(fault.Invalid, err, err.Error())
 	}
 	yes, no := true, false
+	var portList []*model.Port
+	ports := func(ctx context.Context) []*model.Port { // listed once, when an interface needs them
+		if portList == nil {
+			var err error
+			if portList, err = c.store.ListPorts(ctx, store.PortQuery{NodeUUID: n.UUID}); err != nil {
+				c.log.Warn("listing ports failed", "node", n.UUID, "err", err)
+			}
+		}
+		return portList
+	}
 	out := map[string]ValidateResult{}
 	for _, k := range validateKinds {
 		v, ok := drv.Interface(k).(driver.Validator)
@@ -270,7 +305,11 @@ func (c *Conductor) Validate(ctx context.Context, ident string) (map[string]Vali
 			out[k] = ValidateResult{Reason: fmt.Sprintf("%s interface is not supported by driver %s", k, n.Driver)}
 			continue
 		}
-		if err := v.Validate(n); err != nil {
+		err := v.Validate(n)
+		if pv, ok := v.(driver.PortValidator); ok && err == nil {
+			err = pv.ValidatePorts(&driver.Task{Node: n, Ports: ports(ctx)})
+		}
+		if err != nil {
 			out[k] = ValidateResult{Result: &no, Reason: err.Error()}
 			continue
 		}

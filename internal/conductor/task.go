@@ -38,6 +38,12 @@ func (c *Conductor) getNode(ctx context.Context, ident string) (*model.Node, err
 // with a short backoff so that a lock released a millisecond later is taken
 // a millisecond later.
 func (c *Conductor) acquire(ctx context.Context, ident, user string) (*task, error) {
+	return c.acquireNode(ctx, ident, user, true)
+}
+
+// acquireNode is acquire; without loadDriver the task has no driver (a node
+// update, which must work even when a stored interface is no longer enabled).
+func (c *Conductor) acquireNode(ctx context.Context, ident, user string, loadDriver bool) (*task, error) {
 	n, err := c.getNode(ctx, ident)
 	if err != nil {
 		return nil, err
@@ -75,9 +81,16 @@ func (c *Conductor) acquire(ctx context.Context, ident, user string) (*task, err
 		}
 	}
 	t := &task{c: c, node: n, user: user}
+	if !loadDriver {
+		return t, nil
+	}
 	drv, err := c.reg.For(n)
 	if err != nil {
 		t.release()
+		var ie *driver.InterfaceError
+		if errors.As(err, &ie) { // Ironic's text alone, as build_driver_for_task raises it
+			return nil, fault.Wrap(fault.Invalid, err, err.Error())
+		}
 		return nil, fault.Wrap(fault.Invalid, err, fmt.Sprintf("Cannot load the driver of node %s: %v", n.UUID, err))
 	}
 	t.drv = drv

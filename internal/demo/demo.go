@@ -30,6 +30,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/bmcemu"
 	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/server"
 )
 
@@ -149,7 +150,11 @@ func Run(ctx context.Context, cfg Config) error {
 	go func() {
 		served <- server.Serve(sctx, server.Config{
 			Listen: cfg.Listen, Database: filepath.Join(dir, "anvil.db"), HostID: "demo-conductor", Log: log,
-			Conductor:       demoConductor(),
+			Conductor: demoConductor(),
+			// The emulated machines boot what their boot device says: the
+			// demo's nodes use the fake boot and rescue interfaces, which
+			// real hardware types take only when enabled by name.
+			Interfaces:      driver.Enablement{Interfaces: server.DefaultInterfaces()},
 			ShutdownTimeout: 10 * time.Second,
 			Ready:           func(addr string) { ready <- addr },
 		})
@@ -280,7 +285,7 @@ func enroll(ctx context.Context, api string, nodes bmcemu.NodesFile, info Info) 
 			UUID string `json:"uuid"`
 		}
 		body := map[string]any{"name": n.Name, "driver": n.Driver, "driver_info": n.DriverInfo,
-			"deploy_interface": "direct", "extra": n.Extra,
+			"deploy_interface": "direct", "boot_interface": "fake", "rescue_interface": "fake", "extra": n.Extra,
 			"instance_info": map[string]any{"image_source": info.ImageURL, "image_checksum": info.ImageChecksum}}
 		if err := call(ctx, http.MethodPost, api+"/v1/nodes", body, &created); err != nil {
 			return fmt.Errorf("enrolling %s: %w", n.Name, err)

@@ -2,8 +2,10 @@
 // interface per capability (power, management, deploy, ...), composed per node
 // from the node's *_interface fields, as Ironic's hardware types are.
 //
-// Implementations live in sub-packages (fake, and later ipmi, redfish, agent);
-// only internal/server imports them, to build a Registry.
+// Implementations live in sub-packages (fake, noop, pxe, ipmi, redfish,
+// direct); only internal/server imports them, to build a Registry, and
+// enables the operator's choice of them (Registry.Enable, Ironic's
+// enabled_*/default_* options).
 package driver
 
 import (
@@ -41,6 +43,13 @@ type Validator interface {
 	Validate(n *model.Node) error
 }
 
+// PortValidator is an optional capability of any interface: the checks that
+// need the node's ports (a network boot needs a MAC). The conductor runs it
+// after Validate wherever it validates with the ports at hand.
+type PortValidator interface {
+	ValidatePorts(t *Task) error
+}
+
 // Power controls and reads a node's power.
 type Power interface {
 	Validator
@@ -63,6 +72,35 @@ type Management interface {
 	BootDevice(ctx context.Context, t *Task) (BootDevice, error)
 	SetBootDevice(ctx context.Context, t *Task, dev BootDevice) error
 	SupportedBootDevices(ctx context.Context, t *Task) ([]string, error)
+}
+
+// Ramdisk modes: what a ramdisk is booted for (PrepareRamdisk).
+const (
+	RamdiskDeploy = "deploy" // deploy, clean, inspect and service: driver_info deploy_kernel/deploy_ramdisk
+	RamdiskRescue = "rescue" // rescue: driver_info rescue_kernel/rescue_ramdisk
+)
+
+// Boot prepares what a node boots, as Ironic's BootInterface: the agent
+// ramdisk for deploy, clean, inspect and rescue, then the instance from disk.
+// A network boot interface publishes the node's boot files (keyed by its
+// ports' MACs) and sets the boot device; fake only sets the boot device.
+type Boot interface {
+	Validator
+	// PrepareRamdisk makes the node's next boot start the ramdisk of mode
+	// (RamdiskDeploy or RamdiskRescue); the caller powers the node on.
+	PrepareRamdisk(ctx context.Context, t *Task, mode string) error
+	// CleanUpRamdisk withdraws what PrepareRamdisk published.
+	CleanUpRamdisk(ctx context.Context, t *Task) error
+	// PrepareInstance makes the node boot its instance from disk.
+	PrepareInstance(ctx context.Context, t *Task) error
+	// CleanUpInstance withdraws what PrepareInstance published.
+	CleanUpInstance(ctx context.Context, t *Task) error
+}
+
+// RescueValidator is an optional Boot capability: the checks a rescue needs
+// (Ironic's validate_rescue, e.g. rescue_kernel and rescue_ramdisk).
+type RescueValidator interface {
+	ValidateRescue(n *model.Node) error
 }
 
 // Deploy writes an instance to a node and tears it down.
@@ -138,11 +176,12 @@ type Stepper interface {
 type Driver struct {
 	Power      Power
 	Management Management
+	Boot       Boot
 	Deploy     Deploy
 	Inspect    Inspect
 	Rescue     Rescue
 	// Others holds the interfaces that only validate and offer steps
-	// (boot, bios, raid, console, vendor, network, storage, firmware), by kind.
+	// (bios, raid, console, vendor, network, storage, firmware), by kind.
 	Others map[string]Validator
 	Names  map[string]string
 }
@@ -155,6 +194,8 @@ func (d *Driver) Interface(kind string) any {
 		v = d.Power
 	case "management":
 		v = d.Management
+	case "boot":
+		v = d.Boot
 	case "deploy":
 		v = d.Deploy
 	case "inspect":

@@ -1,11 +1,18 @@
 package server
 
 import (
+	"fmt"
+	"maps"
+	"slices"
+
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/direct"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
 	"github.com/anvil-metal/anvil/internal/driver/ipmi"
+	"github.com/anvil-metal/anvil/internal/driver/noop"
+	"github.com/anvil-metal/anvil/internal/driver/pxe"
 	"github.com/anvil-metal/anvil/internal/driver/redfish"
+	"github.com/anvil-metal/anvil/internal/model"
 )
 
 // Drivers are the driver implementations a registry is built from. Nil
@@ -17,22 +24,93 @@ type Drivers struct {
 	// Agent configures the "direct" deploy interface (its Drivers field is
 	// set to the registry being built).
 	Agent direct.Config
+	// Boot is the boot service the "ipxe" and "pxe" boot interfaces publish
+	// nodes' files on; nil leaves them enabled but failing validation
+	// (network boot is not configured).
+	Boot pxe.Publisher
+	// KernelParams is the default kernel command line addition for network
+	// booted ramdisks (Ironic's [pxe]kernel_append_params).
+	KernelParams string
+	// Interfaces is the operator's choice of enabled hardware types and
+	// interfaces; what it leaves unset takes DefaultInterfaces.
+	Interfaces driver.Enablement
 }
 
-// Registry builds the driver registry with every enabled hardware type:
-// fake-hardware, redfish and ipmi, with default settings.
+// DefaultHardwareTypes are the hardware types enabled unless the operator
+// says otherwise (--enabled-hardware-types).
+var DefaultHardwareTypes = []string{fake.Name, ipmi.Name, redfish.Name}
+
+// DefaultInterfaces are the enabled implementations of each kind unless the
+// operator says otherwise (--enabled-<kind>-interfaces). Power and
+// management are absent: as in Ironic, they enable the first supported
+// implementation of each enabled hardware type. The fake interfaces listed
+// here serve fake-hardware only; real hardware takes them when the operator
+// names them.
+func DefaultInterfaces() map[string][]string {
+	return map[string][]string{
+		"boot":     {fake.Interface, pxe.IPXE, pxe.PXE},
+		"deploy":   {fake.Interface, direct.Name},
+		"inspect":  {fake.Interface, redfish.Name, direct.InterfaceName, noop.Names["inspect"]},
+		"rescue":   {fake.Interface, direct.InterfaceName, noop.Names["rescue"]},
+		"bios":     {fake.Interface, noop.Names["bios"]},
+		"console":  {fake.Interface, noop.Names["console"]},
+		"firmware": {fake.Interface, noop.Names["firmware"]},
+		"raid":     {fake.Interface, noop.Names["raid"]},
+		"vendor":   {fake.Interface, noop.Names["vendor"]},
+		"network":  {"flat", "noop"},
+		"storage":  {"noop"},
+	}
+}
+
+// generic is what every hardware type supports unless it says otherwise, in
+// order of preference (Ironic's GenericHardware, limited to what Anvil
+// implements). Anvil's agent always offers rescue, so "agent" comes before
+// "no-rescue" (Ironic puts no-rescue first because its agent may lack the
+// rescue extension).
+func generic() map[string][]string {
+	m := map[string][]string{
+		"boot":    {pxe.IPXE, pxe.PXE},
+		"deploy":  {direct.Name},
+		"inspect": {direct.InterfaceName, noop.Names["inspect"]},
+		"rescue":  {direct.InterfaceName, noop.Names["rescue"]},
+		"network": {"flat", "noop"},
+		"storage": {"noop"},
+	}
+	for _, kind := range []string{"bios", "console", "firmware", "raid", "vendor"} {
+		m[kind] = []string{noop.Names[kind]}
+	}
+	return m
+}
+
+// Registry builds the driver registry with the default hardware types and
+// interfaces (network boot not configured).
 func Registry(fk *fake.Hardware) *driver.Registry {
 	return RegistryWith(Drivers{Fake: fk})
 }
 
-// RegistryWith builds the registry from the given implementations.
-//
-// The redfish and ipmi hardware types drive power and management (redfish
-// also inspection) through their BMCs; the other slots are filled by the fake
-// interfaces until the real ones exist (deploy through the agent, boot over
-// the network, ...), so a node with real power can still reach active:
-// deploy_interface "fake" writes nothing to the disk.
+// RegistryWith builds the registry from the given implementations. It is
+// for tests and tools whose Drivers.Interfaces is known to be valid: an
+// invalid one panics. Serve uses BuildRegistry.
 func RegistryWith(d Drivers) *driver.Registry {
+	r, err := BuildRegistry(d)
+	if err != nil {
+		panic(fmt.Sprintf("server.RegistryWith: %v", err))
+	}
+	return r
+}
+
+// BuildRegistry registers every hardware type and interface Anvil has, then
+// enables the operator's choice (d.Interfaces over the defaults): an unknown
+// name, a default that is not enabled or a hardware type left without a
+// default is an error.
+//
+// fake-hardware prefers its fake interfaces and accepts any enabled one (as
+// Ironic's). ipmi and redfish drive power and management (redfish also
+// inspection) through their BMCs, boot over the network (ipxe, pxe) and
+// deploy through the agent (direct); they take a fake interface only when
+// the operator enables it by name (emulators and demos: boot "fake" sets
+// the boot device and leaves booting to the emulated machine).
+func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	if d.Fake == nil {
 		d.Fake = fake.New()
 	}
@@ -44,51 +122,88 @@ func RegistryWith(d Drivers) *driver.Registry {
 	}
 	r := driver.NewRegistry()
 	d.Fake.Register(r)
+	noop.Register(r)
 	d.Agent.Drivers = r
 	dd := direct.New(d.Agent)
 	r.AddInterface("deploy", direct.Name, dd)
 	r.AddInterface("inspect", direct.InterfaceName, dd.Inspector())
 	r.AddInterface("rescue", direct.InterfaceName, dd.Rescuer())
-	fakeKinds := addAgent(fake.Kinds()) // "fake" stays the default
-	ht, _ := r.HardwareType(fake.Name)
-	ht.Supported = fakeKinds
-	r.AddHardwareType(ht)
-
+	pcfg := pxe.Config{Publisher: d.Boot, Drivers: r, KernelParams: d.KernelParams}
+	r.AddInterface("boot", pxe.IPXE, pxe.New(pxe.IPXE, pcfg))
+	r.AddInterface("boot", pxe.PXE, pxe.New(pxe.PXE, pcfg))
 	r.AddInterface("power", redfish.Name, d.Redfish)
 	r.AddInterface("management", redfish.Name, d.Redfish)
 	r.AddInterface("inspect", redfish.Name, d.Redfish)
-	r.AddHardwareType(driver.HardwareType{Name: redfish.Name, Properties: redfish.Properties(),
-		Supported: bmcKinds(map[string][]string{
-			"power":      {redfish.Name},
-			"management": {redfish.Name},
-			"inspect":    {redfish.Name, fake.Interface, direct.InterfaceName},
-		})})
-
 	r.AddInterface("power", ipmi.Interface, d.IPMI)
 	r.AddInterface("management", ipmi.Interface, d.IPMI)
-	r.AddHardwareType(driver.HardwareType{Name: ipmi.Name, Properties: ipmi.Properties(),
-		Supported: bmcKinds(map[string][]string{
+
+	ht, _ := r.Registered(fake.Name)
+	ht.Supported = fakeKinds()
+	r.AddHardwareType(ht)
+	r.AddHardwareType(driver.HardwareType{Name: redfish.Name, Properties: withBoot(redfish.Properties()), OptIn: optInFake(),
+		Supported: withGeneric(map[string][]string{
+			"power":      {redfish.Name},
+			"management": {redfish.Name},
+			"inspect":    {redfish.Name, direct.InterfaceName, noop.Names["inspect"]},
+		})})
+	r.AddHardwareType(driver.HardwareType{Name: ipmi.Name, Properties: withBoot(ipmi.Properties()), OptIn: optInFake(),
+		Supported: withGeneric(map[string][]string{
 			"power":      {ipmi.Interface},
 			"management": {ipmi.Interface},
 		})})
-	return r
+
+	e := d.Interfaces
+	if e.HardwareTypes == nil {
+		e.HardwareTypes = DefaultHardwareTypes
+	}
+	if e.Base == nil {
+		e.Base = DefaultInterfaces()
+	}
+	if err := r.Enable(e); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
-// bmcKinds fills the slots a BMC hardware type does not drive itself with
-// the fake interfaces (network and storage "noop", as Ironic's defaults).
-func bmcKinds(own map[string][]string) map[string][]string {
-	m := addAgent(fake.Kinds())
-	for k, v := range own {
-		m[k] = v
+// fakeKinds is fake-hardware's preference: its fake interfaces first (and
+// network noop, as Anvil has always defaulted), then the generic ones.
+func fakeKinds() map[string][]string {
+	m := fake.Kinds()
+	for kind, list := range generic() {
+		for _, name := range list {
+			if !slices.Contains(m[kind], name) {
+				m[kind] = append(m[kind], name)
+			}
+		}
 	}
 	return m
 }
 
-// addAgent adds the agent's deploy ("direct"), inspect and rescue ("agent")
-// interfaces after the defaults already listed.
-func addAgent(m map[string][]string) map[string][]string {
-	m["deploy"] = append(m["deploy"], direct.Name)
-	m["inspect"] = append(m["inspect"], direct.InterfaceName)
-	m["rescue"] = append(m["rescue"], direct.InterfaceName)
+// withGeneric is the generic preference with a type's own lists in front.
+func withGeneric(own map[string][]string) map[string][]string {
+	m := generic()
+	maps.Copy(m, own)
 	return m
+}
+
+// optInFake offers the fake interface of every kind a real hardware type
+// can take when the operator enables it by name.
+func optInFake() map[string][]string {
+	m := map[string][]string{}
+	for _, kind := range model.InterfaceNames {
+		if kind != "network" && kind != "storage" {
+			m[kind] = []string{fake.Interface}
+		}
+	}
+	return m
+}
+
+// withBoot adds the network boot interfaces' driver_info keys.
+func withBoot(props map[string]string) map[string]string {
+	out := maps.Clone(props)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, pxe.Properties())
+	return out
 }

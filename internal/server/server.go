@@ -12,11 +12,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/anvil-metal/anvil/internal/api"
 	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
+	"github.com/anvil-metal/anvil/internal/driver/pxe"
 	"github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/metrics"
 	"github.com/anvil-metal/anvil/internal/store/storeopen"
@@ -38,6 +41,19 @@ type Config struct {
 	Events events.Config
 	// Ready, if set, is called with the bound address once serving.
 	Ready func(addr string)
+
+	// Interfaces is the operator's choice of enabled hardware types and
+	// interfaces (--enabled-*, --default-*); unset parts take the defaults.
+	Interfaces driver.Enablement
+	// Boot is the boot service the ipxe and pxe boot interfaces publish on;
+	// nil leaves them failing validation (network boot is not configured).
+	Boot pxe.Publisher
+	// KernelParams is the default kernel command line addition for network
+	// booted ramdisks.
+	KernelParams string
+	// Network, when its HTTPURL is set and Boot is nil, runs the network
+	// boot endpoint on the API listener and publishes on it.
+	Network BootConfig
 }
 
 // Serve runs the API and a conductor until ctx ends, then shuts down cleanly:
@@ -48,6 +64,20 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	var (
+		bootPrefix string
+		bootH      http.Handler
+		err        error
+	)
+	if cfg.Boot == nil && cfg.Network.HTTPURL != "" {
+		if cfg.Boot, bootPrefix, bootH, err = newBoot(cfg.Network, cfg.Log); err != nil {
+			return fmt.Errorf("network boot: %w", err)
+		}
+	}
+	reg, err := BuildRegistry(Drivers{Fake: fake.New(), Boot: cfg.Boot, KernelParams: cfg.KernelParams, Interfaces: cfg.Interfaces})
+	if err != nil {
+		return fmt.Errorf("drivers: %w", err)
 	}
 	db, err := storeopen.Open(ctx, cfg.Database)
 	if err != nil {
@@ -68,7 +98,7 @@ func Serve(ctx context.Context, cfg Config) error {
 			*d = -1
 		}
 	}
-	ccfg.Store, ccfg.Drivers, ccfg.Host, ccfg.Log = st, Registry(fake.New()), cfg.HostID, cfg.Log
+	ccfg.Store, ccfg.Drivers, ccfg.Host, ccfg.Log = st, reg, cfg.HostID, cfg.Log
 	ccfg.Recorder = mx
 	cond, err := conductor.New(ccfg)
 	if err != nil {
@@ -87,7 +117,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx),
+		Handler:           handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	// Open watch streams end when shutdown begins, or Shutdown would wait
@@ -115,13 +145,18 @@ func Serve(ctx context.Context, cfg Config) error {
 	return err
 }
 
-// handler serves /metrics and, instrumented, the API.
-func handler(apiH http.Handler, mx *metrics.Metrics) http.Handler {
+// handler serves /metrics, the boot endpoint (bootH under bootPrefix, when
+// set) and, instrumented, the API.
+func handler(apiH http.Handler, mx *metrics.Metrics, bootPrefix string, bootH http.Handler) http.Handler {
 	metricsH := mx.Handler()
 	instrumented := mx.Instrument(apiH, func(r *http.Request) string { return api.Route(apiH, r) })
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" {
 			metricsH.ServeHTTP(w, r)
+			return
+		}
+		if bootH != nil && strings.HasPrefix(r.URL.Path, bootPrefix+"/") {
+			bootH.ServeHTTP(w, r)
 			return
 		}
 		instrumented.ServeHTTP(w, r)

@@ -32,7 +32,10 @@ type served struct {
 	done chan error
 }
 
-func serve(t *testing.T) *served {
+func serve(t *testing.T) *served { t.Helper(); return serveWith(t, nil) }
+
+// serveWith is serve with the configuration changed by mutate first.
+func serveWith(t *testing.T, mutate func(*Config)) *served {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
@@ -41,6 +44,9 @@ func serve(t *testing.T) *served {
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ShutdownTimeout: time.Minute,
 		Conductor: conductor.Config{AutomatedClean: true},
 		Ready:     func(a string) { addr <- a }}
+	if mutate != nil {
+		mutate(&cfg)
+	}
 	go func() { s.done <- Serve(ctx, cfg) }()
 	select {
 	case a := <-addr:

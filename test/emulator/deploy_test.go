@@ -81,7 +81,7 @@ func deployFleet(t *testing.T, machines int, run func(context.Context, bmcemu.Ag
 	var names []string
 	for _, n := range nf.Nodes {
 		created := call(t, 201, "POST", api+"/v1/nodes", map[string]any{"name": n.Name, "driver": n.Driver,
-			"driver_info": n.DriverInfo, "deploy_interface": "direct"})
+			"driver_info": n.DriverInfo, "deploy_interface": "direct", "boot_interface": "fake"})
 		for _, p := range n.Ports {
 			call(t, 201, "POST", api+"/v1/ports", map[string]any{"node_uuid": created["uuid"],
 				"address": p.Address, "pxe_enabled": p.PXEEnabled})

@@ -37,7 +37,10 @@ func startServer(t *testing.T) (string, *syncBuffer) {
 	addr := freeAddr(t)
 	logs := &syncBuffer{}
 	cmd := exec.Command(anvilBin, "serve", "--listen", addr, "--database", filepath.Join(t.TempDir(), "anvil.db"),
-		"--host-id", "emulator-e2e")
+		"--host-id", "emulator-e2e",
+		// The emulated machines boot the agent when their boot device is pxe:
+		// the fake boot interface, enabled for redfish nodes by naming it.
+		"--enabled-boot-interfaces", "fake,ipxe,pxe")
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start anvil serve: %v", err)

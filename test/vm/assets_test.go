@@ -1,23 +1,22 @@
 package vm_test
 
 import (
-	"fmt"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/anvil-metal/anvil/internal/ramdisk"
 )
 
-// virtioModules are the modules (=m in Debian's kernel) the guest insmods,
-// in dependency order.
-var virtioModules = []string{"virtio_ring", "virtio", "virtio_pci_legacy_dev", "virtio_pci_modern_dev",
-	"virtio_pci", "virtio_blk", "failover", "net_failover", "virtio_net"}
-
+// assets is the deploy ramdisk `anvil ramdisk build` makes, and the busybox
+// the qemu guest forwards run (busybox nc).
 type assets struct {
-	kernel  string   // vmlinuz
-	modules []string // .ko files in virtioModules order
-	busybox string   // static busybox
+	kernel, initramfs string
+	busybox           string
 }
 
 func cacheDir(t *testing.T) string {
@@ -33,82 +32,10 @@ func cacheDir(t *testing.T) string {
 	return d
 }
 
-// kernelPackage is the linux-image-<version>-amd64 package linux-image-amd64
-// depends on.
-func kernelPackage() (string, error) {
-	pkg, err := kernelPackageOnce()
-	if err != nil && aptUpdate() == nil {
-		// The package lists were missing or stale: refresh once and retry.
-		pkg, err = kernelPackageOnce()
-	}
-	return pkg, err
-}
-
-// aptUpdate refreshes the package lists (root only; a no-op error otherwise).
-func aptUpdate() error {
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("not root")
-	}
-	return exec.Command("apt-get", "update", "-qq").Run()
-}
-
-func kernelPackageOnce() (string, error) {
-	out, err := exec.Command("apt-cache", "depends", "linux-image-amd64").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("apt-cache depends linux-image-amd64: %v: %s", err, out)
-	}
-	for _, l := range strings.Split(string(out), "\n") {
-		l = strings.TrimSpace(l)
-		if p, ok := strings.CutPrefix(l, "Depends: "); ok && strings.HasPrefix(p, "linux-image-") {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("apt-cache depends linux-image-amd64 names no linux-image-<version>: %s", out)
-}
-
-// download fetches pkg with `apt-get download` and unpacks it into a fresh
-// directory under tmp, returned.
-func download(tmp, pkg string) (string, error) {
-	x, err := downloadOnce(tmp, pkg)
-	if err != nil && aptUpdate() == nil {
-		_ = os.RemoveAll(filepath.Join(tmp, "dl-"+pkg))
-		x, err = downloadOnce(tmp, pkg)
-	}
-	return x, err
-}
-
-func downloadOnce(tmp, pkg string) (string, error) {
-	dl := filepath.Join(tmp, "dl-"+pkg)
-	if err := os.MkdirAll(dl, 0o755); err != nil {
-		return "", err
-	}
-	c := exec.Command("apt-get", "download", pkg)
-	c.Dir = dl
-	if out, err := c.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("apt-get download %s: %v: %s", pkg, err, out)
-	}
-	debs, _ := filepath.Glob(filepath.Join(dl, "*.deb"))
-	if len(debs) != 1 {
-		return "", fmt.Errorf("apt-get download %s: got %v", pkg, debs)
-	}
-	x := filepath.Join(dl, "x")
-	if out, err := exec.Command("dpkg-deb", "-x", debs[0], x).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("dpkg-deb -x %s: %v: %s", debs[0], err, out)
-	}
-	return x, nil
-}
-
-func copyFile(dst, src string, mode os.FileMode) error {
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(dst, b, mode)
-}
-
-// fetchAssets returns the kernel, its virtio modules and busybox, fetching
-// them into the cache on the first run.
-func fetchAssets(t *testing.T) assets {
+// buildRamdisk runs `anvil ramdisk build` (the test's anvil binary puts
+// itself in the initramfs), fetching Debian's kernel and busybox into the
+// cache on the first run, and reads the driver_info values it prints.
+func buildRamdisk(t *testing.T) assets {
 	t.Helper()
 	for _, tool := range []string{"apt-get", "apt-cache", "dpkg-deb"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -116,78 +43,42 @@ func fetchAssets(t *testing.T) assets {
 		}
 	}
 	cache := cacheDir(t)
-	var a assets
-
-	pkg, err := kernelPackage()
+	if strings.ContainsAny(cache, " ,'") {
+		missing(t, "cache path %s holds a space, comma or quote (qemu and ipmi_sim arguments)", cache)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "ramdisk")
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, anvilBin, "ramdisk", "build", "--output", out, "--cache-dir", cache)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		missing(t, "anvil ramdisk build: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	a := assets{}
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "deploy_kernel="); ok {
+			a.kernel = v
+		}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "deploy_ramdisk="); ok {
+			a.initramfs = v
+		}
+	}
+	if a.kernel != filepath.Join(out, "vmlinuz") || a.initramfs != filepath.Join(out, "initramfs") {
+		t.Fatalf("anvil ramdisk build printed deploy_kernel=%q deploy_ramdisk=%q, want the files in %s:\n%s",
+			a.kernel, a.initramfs, out, stdout.String())
+	}
+	for _, f := range []string{a.kernel, a.initramfs} {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Fatalf("anvil ramdisk build left no %s: %v", f, err)
+		}
+	}
+	bb, err := ramdisk.Fetcher{CacheDir: cache}.Busybox(ctx)
 	if err != nil {
 		missing(t, "%v", err)
 	}
-	kdir := filepath.Join(cache, pkg)
-	if _, err := os.Stat(filepath.Join(kdir, "done")); err != nil {
-		tmp, err := os.MkdirTemp(cache, "tmp-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer os.RemoveAll(tmp)
-		x, err := download(tmp, pkg)
-		if err != nil {
-			missing(t, "%v", err)
-		}
-		_ = os.RemoveAll(kdir)
-		if err := os.MkdirAll(kdir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		vmlinuz, _ := filepath.Glob(filepath.Join(x, "boot", "vmlinuz-*"))
-		if len(vmlinuz) != 1 {
-			t.Fatalf("%s: vmlinuz: %v", pkg, vmlinuz)
-		}
-		if err := copyFile(filepath.Join(kdir, "vmlinuz"), vmlinuz[0], 0o644); err != nil {
-			t.Fatal(err)
-		}
-		found := map[string]string{}
-		_ = filepath.WalkDir(filepath.Join(x, "lib", "modules"), func(p string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".ko") {
-				found[strings.TrimSuffix(d.Name(), ".ko")] = p
-			}
-			return nil
-		})
-		for _, m := range virtioModules {
-			if found[m] == "" {
-				t.Fatalf("%s has no %s.ko", pkg, m)
-			}
-			if err := copyFile(filepath.Join(kdir, m+".ko"), found[m], 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := os.WriteFile(filepath.Join(kdir, "done"), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a.kernel = filepath.Join(kdir, "vmlinuz")
-	for _, m := range virtioModules {
-		a.modules = append(a.modules, filepath.Join(kdir, m+".ko"))
-	}
-
-	a.busybox = filepath.Join(cache, "busybox")
-	if _, err := os.Stat(a.busybox); err != nil {
-		tmp, err := os.MkdirTemp(cache, "tmp-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer os.RemoveAll(tmp)
-		x, err := download(tmp, "busybox-static")
-		if err != nil {
-			missing(t, "%v", err)
-		}
-		if err := copyFile(a.busybox+".tmp", filepath.Join(x, "bin", "busybox"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(a.busybox+".tmp", a.busybox); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if strings.ContainsAny(a.busybox+a.kernel, " ,") {
-		missing(t, "cache path %s holds a space or comma (qemu and ipmi_sim arguments)", cache)
-	}
+	a.busybox = bb
+	t.Logf("anvil ramdisk build: %v\n%s", time.Since(start).Round(time.Millisecond), stdout.String())
 	return a
 }

@@ -84,63 +84,6 @@ done
 exit 0
 `
 
-// initScript is the guest's /init: mount, load the virtio modules, configure
-// eth0 statically (qemu user networking: 10.0.2.15/24) and run the agent.
-func initScript(apiURL, advertise string) string {
-	return `#!/bin/busybox sh
-/bin/busybox mkdir -p /proc /sys /dev /tmp /sbin /usr/bin /usr/sbin
-/bin/busybox mount -t proc proc /proc
-/bin/busybox mount -t sysfs sysfs /sys
-/bin/busybox mount -t devtmpfs devtmpfs /dev
-/bin/busybox --install -s
-export PATH=/bin:/sbin:/usr/bin:/usr/sbin
-for m in ` + strings.Join(virtioModules, " ") + `; do insmod /modules/$m.ko || echo "anvil-vm: insmod $m failed"; done
-i=0
-while { [ ! -e /sys/class/net/eth0 ] || [ ! -b /dev/vda ]; } && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
-ip link set lo up
-ip link set eth0 up
-ip addr add 10.0.2.15/24 dev eth0
-ip route add default via 10.0.2.2
-echo "anvil-vm: starting agent at $(cat /proc/uptime)"
-while true; do
-  /bin/anvil agent --api-url ` + apiURL + ` --mac ` + vmMAC + ` --disk /dev/vda --listen 0.0.0.0:` +
-		strconv.Itoa(agentPort) + ` --advertise-url ` + advertise + ` --heartbeat-interval 1s
-  echo "anvil-vm: agent exited $?"
-  sleep 1
-done
-`
-}
-
-func buildInitramfs(t *testing.T, a assets, path, init string) {
-	t.Helper()
-	read := func(p string) []byte {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	files := []cpioFile{
-		{name: "bin", mode: sIFDIR | 0o755},
-		{name: "dev", mode: sIFDIR | 0o755},
-		{name: "dev/console", mode: sIFCHR | 0o600, rdevMaj: 5, rdevMin: 1},
-		{name: "proc", mode: sIFDIR | 0o755},
-		{name: "sys", mode: sIFDIR | 0o755},
-		{name: "tmp", mode: sIFDIR | 0o1777},
-		{name: "modules", mode: sIFDIR | 0o755},
-		{name: "bin/busybox", mode: sIFREG | 0o755, data: read(a.busybox)},
-		{name: "bin/sh", mode: sIFLNK | 0o777, linkDest: "busybox"},
-		{name: "bin/anvil", mode: sIFREG | 0o755, data: read(anvilBin)},
-		{name: "init", mode: sIFREG | 0o755, data: []byte(init)},
-	}
-	for i, m := range a.modules {
-		files = append(files, cpioFile{name: "modules/" + virtioModules[i] + ".ko", mode: sIFREG | 0o644, data: read(m)})
-	}
-	if err := writeInitramfs(path, files); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // startBMC runs ipmi_sim on a free loopback UDP port with the chassis
 // script over state dir st, and returns the port once it answers.
 func startBMC(t *testing.T, dir, st string) int {
@@ -218,7 +161,7 @@ func TestVMDeployIPMI(t *testing.T) {
 	if _, err := exec.LookPath("ipmi_sim"); err != nil {
 		missing(t, "ipmi_sim not found (apt-get install openipmi)")
 	}
-	a := fetchAssets(t)
+	a := buildRamdisk(t)
 	dir := t.TempDir()
 	if strings.ContainsAny(dir, " ,") {
 		t.Skipf("temp dir %q holds a space or comma", dir)
@@ -263,7 +206,8 @@ func TestVMDeployIPMI(t *testing.T) {
 
 	// ipmi_sim, anvil serve and the VM definition.
 	bmcPort := startBMC(t, dir, st)
-	api := startServe(t, "--sync-power-state-interval", "3600", "--log-level", "debug")
+	api := startServe(t, "--sync-power-state-interval", "3600", "--log-level", "debug",
+		"--enabled-boot-interfaces", "fake,ipxe,pxe")
 	apiPort := api[strings.LastIndex(api, ":")+1:]
 	hostfwd := freeTCP(t)
 
@@ -274,8 +218,6 @@ func TestVMDeployIPMI(t *testing.T) {
 	if err := os.Truncate(disk, 64*mib); err != nil {
 		t.Fatal(err)
 	}
-	initrd := filepath.Join(dir, "initrd.gz")
-	buildInitramfs(t, a, initrd, initScript("http://10.0.2.100:80", fmt.Sprintf("http://127.0.0.1:%d", hostfwd)))
 	nic := fmt.Sprintf("user,model=virtio-net-pci,mac=%s,restrict=on,"+
 		"guestfwd=tcp:10.0.2.100:80-cmd:%s nc 127.0.0.1 %s,"+
 		"guestfwd=tcp:10.0.2.101:80-cmd:%s nc 127.0.0.1 %d,"+
@@ -284,7 +226,7 @@ func TestVMDeployIPMI(t *testing.T) {
 		t.Fatal("user networking without restrict=on")
 	}
 	args := []string{qemu, "-accel", "tcg", "-m", "512", "-smp", "1",
-		"-kernel", a.kernel, "-initrd", initrd, "-append", "console=ttyS0 panic=-1",
+		"-kernel", a.kernel, "-initrd", a.initramfs, "-append", "console=ttyS0 panic=-1 " + agentParams(hostfwd),
 		"-display", "none", "-serial", "file:" + filepath.Join(st, "console.log"),
 		"-drive", "file=" + disk + ",format=raw,if=virtio",
 		"-nic", nic,
@@ -301,8 +243,11 @@ func TestVMDeployIPMI(t *testing.T) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), overall)
 	defer cancel()
+	// The VM boots the ramdisk by -kernel/-initrd, so the boot interface is
+	// "fake" (enabled by name above; it only sets the boot device);
+	// TestVMNetbootIPMI covers ipxe.
 	n := mustCall(t, 201, "POST", api+"/v1/nodes", map[string]any{"name": "vm-node", "driver": "ipmi",
-		"deploy_interface": "direct", "driver_info": map[string]any{
+		"boot_interface": "fake", "deploy_interface": "direct", "driver_info": map[string]any{
 			"ipmi_address": "127.0.0.1", "ipmi_port": bmcPort, "ipmi_username": "admin",
 			"ipmi_password": password, "ipmi_cipher_suite": 3,
 		}}).json(t)
@@ -351,6 +296,21 @@ func TestVMDeployIPMI(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(st, "boot")); !hasPrefixAny(strings.TrimSpace(string(b)), "default", "disk") {
 		t.Errorf("BMC boot device after deploy = %q, want default (disk)", b)
 	}
+}
+
+// agentParams are the kernel parameters that configure the ramdisk's agent
+// (IPA's names): the API through the guestfwd, the boot MAC, the address the
+// conductor reaches the agent at (the hostfwd), a minimum install disk size
+// below the test's 64 MiB disk.
+func agentParams(hostfwd int) string {
+	return fmt.Sprintf("ipa-api-url=http://10.0.2.100:80 BOOTIF=01-%s %s",
+		strings.ReplaceAll(vmMAC, ":", "-"), nodeParams(hostfwd))
+}
+
+// nodeParams are the parameters a node's kernel_append_params carries
+// when it network-boots (the boot endpoint adds ipa-api-url and BOOTIF).
+func nodeParams(hostfwd int) string {
+	return fmt.Sprintf("ipa-advertise-host=127.0.0.1 ipa-advertise-port=%d anvil.min-disk-size=32MiB", hostfwd)
 }
 
 func provision(t *testing.T, api, node, target string) {

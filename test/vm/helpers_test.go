@@ -1,7 +1,8 @@
 // Package vm_test deploys a real (emulated) machine end to end: a qemu VM
 // (software emulation, user networking with restrict=on) whose power is
-// controlled by OpenIPMI's ipmi_sim boots a Debian kernel with an initramfs
-// holding busybox and the static `anvil agent`. Anvil drives it through the
+// controlled by OpenIPMI's ipmi_sim boots the deploy ramdisk internal/ramdisk
+// builds (a Debian kernel; an initramfs holding busybox and the static
+// `anvil agent`, configured from the kernel command line). Anvil drives it through the
 // ipmi hardware type and the direct deploy from enroll to active. Every host
 // address is on 127.0.0.0/8; the guest reaches only the two forwarded ports.
 //
@@ -14,7 +15,6 @@ package vm_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -76,7 +76,13 @@ func freeUDP(t *testing.T) int {
 // startServe runs `anvil serve` on a free loopback port and returns its URL.
 func startServe(t *testing.T, extra ...string) string {
 	t.Helper()
-	addr := fmt.Sprintf("127.0.0.1:%d", freeTCP(t))
+	return startServeOn(t, freeTCP(t), extra...)
+}
+
+// startServeOn runs `anvil serve` on 127.0.0.1:port and returns its URL.
+func startServeOn(t *testing.T, port int, extra ...string) string {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	args := append([]string{"serve", "--listen", addr, "--database", filepath.Join(t.TempDir(), "anvil.db"),
 		"--host-id", "vm-e2e"}, extra...)
 	logs := &syncBuffer{}
@@ -162,68 +168,6 @@ func readTail(path string, n int) string {
 		return err.Error()
 	}
 	return tail(string(b), n)
-}
-
-// cpioFile is one initramfs entry.
-type cpioFile struct {
-	name     string
-	mode     uint32 // with type bits
-	data     []byte
-	rdevMaj  uint32
-	rdevMin  uint32
-	linkDest string
-}
-
-const (
-	sIFDIR = 0o040000
-	sIFREG = 0o100000
-	sIFLNK = 0o120000
-	sIFCHR = 0o020000
-)
-
-// writeInitramfs writes files as a gzip-compressed cpio "newc" archive.
-func writeInitramfs(path string, files []cpioFile) error {
-	var buf bytes.Buffer
-	pad := func() {
-		for buf.Len()%4 != 0 {
-			buf.WriteByte(0)
-		}
-	}
-	entry := func(ino int, f cpioFile) {
-		data := f.data
-		if f.mode&0o170000 == sIFLNK {
-			data = []byte(f.linkDest)
-		}
-		nlink := 1
-		if f.mode&0o170000 == sIFDIR {
-			nlink = 2
-		}
-		fmt.Fprintf(&buf, "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X",
-			ino, f.mode, 0, 0, nlink, 0, len(data), 0, 0, f.rdevMaj, f.rdevMin, len(f.name)+1, 0)
-		buf.WriteString(f.name)
-		buf.WriteByte(0)
-		pad()
-		buf.Write(data)
-		pad()
-	}
-	for i, f := range files {
-		entry(i+1, f)
-	}
-	entry(0, cpioFile{name: "TRAILER!!!"})
-	out, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	zw, _ := gzip.NewWriterLevel(out, gzip.BestSpeed)
-	if _, err := zw.Write(buf.Bytes()); err != nil {
-		out.Close()
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 func hasPrefixAny(s string, ps ...string) bool {

@@ -1,7 +1,8 @@
 // Package direct is the conductor side of the deploy agent: the "direct"
-// deploy interface, which boots a node into the agent (boot device pxe,
-// power on), waits for the agent's heartbeat, has the agent stream the image
-// to the disk and verify it, then boots the node from disk. The same
+// deploy interface, which boots a node into the agent (the node's boot
+// interface prepares the ramdisk, then power on), waits for the agent's
+// heartbeat, has the agent stream the image to the disk and verify it, then
+// boots the node from disk (the boot interface prepares the instance). The same
 // interface runs the agent's clean steps (erase_devices_metadata with
 // priority 99 in automated cleaning, erase_devices on demand).
 //
@@ -57,12 +58,46 @@ func New(cfg Config) *Direct {
 
 var hexRE = regexp.MustCompile(`^[0-9a-fA-F]+$`)
 
-// Validate checks instance_info names an image and a usable checksum.
+// Validate checks the node's boot interface can boot the agent (as Ironic's
+// agent deploy validates the boot interface) and that instance_info names an
+// image and a usable checksum.
 func (d *Direct) Validate(n *model.Node) error {
+	if err := d.validateBoot(n, false); err != nil {
+		return err
+	}
 	if _, err := imageParams(n, d.cfg.AllowMD5); err != nil {
 		return err
 	}
 	return nil
+}
+
+// ValidatePorts runs the boot interface's port checks (a network boot
+// needs a port), as Ironic's agent deploy validates its boot interface.
+func (d *Direct) ValidatePorts(t *driver.Task) error {
+	drv, err := d.cfg.Drivers.For(t.Node)
+	if err != nil {
+		return err
+	}
+	if pv, ok := drv.Boot.(driver.PortValidator); ok {
+		return pv.ValidatePorts(t)
+	}
+	return nil
+}
+
+// validateBoot validates the node's boot interface; for rescue, as Ironic's
+// agent rescue, its rescue checks instead when it has them (RescueValidator).
+func (d *Direct) validateBoot(n *model.Node, rescue bool) error {
+	drv, err := d.cfg.Drivers.For(n)
+	if err != nil {
+		return err
+	}
+	if drv.Boot == nil {
+		return errors.New("the node has no boot interface")
+	}
+	if rv, ok := drv.Boot.(driver.RescueValidator); ok && rescue {
+		return rv.ValidateRescue(n)
+	}
+	return drv.Boot.Validate(n)
 }
 
 // imageParams turns instance_info into write_image's parameters.
@@ -133,7 +168,7 @@ func (d *Direct) ExecuteStep(ctx context.Context, t *driver.Task, kind driver.St
 		if agentKnown(t.Node) { // a later step: the agent is already running
 			return driver.Wait, nil
 		}
-		return driver.Wait, d.bootAgent(ctx, t)
+		return driver.Wait, d.bootAgent(ctx, t, driver.RamdiskDeploy)
 	}
 	return driver.Done, fmt.Errorf("unknown step %s", s.Step)
 }
@@ -144,22 +179,24 @@ func (d *Direct) Deploy(ctx context.Context, t *driver.Task) (driver.Result, err
 	if _, err := imageParams(t.Node, d.cfg.AllowMD5); err != nil {
 		return driver.Done, err
 	}
-	return driver.Wait, d.bootAgent(ctx, t)
+	return driver.Wait, d.bootAgent(ctx, t, driver.RamdiskDeploy)
 }
 
 // bootAgent forgets any previous agent (its token and URL: a new agent boots
-// and must look itself up again), sets the boot device to pxe and powers on.
-func (d *Direct) bootAgent(ctx context.Context, t *driver.Task) error {
+// and must look itself up again), has the boot interface prepare the
+// ramdisk of mode and powers on.
+func (d *Direct) bootAgent(ctx context.Context, t *driver.Task, mode string) error {
 	forgetAgent(t.Node)
 	t.Node.DriverInternalInfo[agentapi.KeyTokenRequired] = true
 	drv, err := d.cfg.Drivers.For(t.Node)
 	if err != nil {
 		return err
 	}
-	if drv.Management != nil {
-		if err := drv.Management.SetBootDevice(ctx, t, driver.BootDevice{Device: "pxe"}); err != nil {
-			return fmt.Errorf("setting boot device to pxe: %w", err)
-		}
+	if drv.Boot == nil {
+		return errors.New("the node has no boot interface")
+	}
+	if err := drv.Boot.PrepareRamdisk(ctx, t, mode); err != nil {
+		return err
 	}
 	if drv.Power == nil {
 		return errors.New("the node has no power interface")
@@ -271,16 +308,17 @@ func (d *Direct) command(n *model.Node, op string) (string, map[string]any, erro
 	return "", nil, fmt.Errorf("the direct deploy interface cannot %s", op)
 }
 
-// bootFromDisk sets the boot device to disk and reboots into the instance;
-// the agent is gone afterwards, so its token is forgotten.
+// bootFromDisk has the boot interface prepare the instance (boot device
+// disk) and reboots into it; the agent is gone afterwards, so its token is
+// forgotten.
 func (d *Direct) bootFromDisk(ctx context.Context, t *driver.Task) error {
 	drv, err := d.cfg.Drivers.For(t.Node)
 	if err != nil {
 		return err
 	}
-	if drv.Management != nil {
-		if err := drv.Management.SetBootDevice(ctx, t, driver.BootDevice{Device: "disk", Persistent: true}); err != nil {
-			return fmt.Errorf("setting boot device to disk: %w", err)
+	if drv.Boot != nil {
+		if err := drv.Boot.PrepareInstance(ctx, t); err != nil {
+			return err
 		}
 	}
 	if drv.Power != nil {
@@ -294,11 +332,20 @@ func (d *Direct) bootFromDisk(ctx context.Context, t *driver.Task) error {
 }
 
 // FinishCleaning ends cleaning as Ironic's tear_down_cleaning does: the node
-// is powered off and the cleaning agent forgotten.
-func (d *Direct) FinishCleaning(ctx context.Context, t *driver.Task) error { return d.TearDown(ctx, t) }
+// is powered off, the cleaning agent forgotten and its ramdisk withdrawn.
+func (d *Direct) FinishCleaning(ctx context.Context, t *driver.Task) error {
+	return d.powerOff(ctx, t, "", driver.Boot.CleanUpRamdisk)
+}
 
-// TearDown powers the node off and forgets the agent.
+// TearDown powers the node off, forgets the agent and has the boot
+// interface withdraw the instance's boot files.
 func (d *Direct) TearDown(ctx context.Context, t *driver.Task) error {
+	return d.powerOff(ctx, t, "", driver.Boot.CleanUpInstance)
+}
+
+// powerOff forgets the agent, powers the node off and runs cleanUp on its
+// boot interface; what names the operation in the power error ("" for none).
+func (d *Direct) powerOff(ctx context.Context, t *driver.Task, what string, cleanUp func(driver.Boot, context.Context, *driver.Task) error) error {
 	forgetAgent(t.Node)
 	delete(t.Node.DriverInternalInfo, keyProgress)
 	drv, err := d.cfg.Drivers.For(t.Node)
@@ -307,9 +354,12 @@ func (d *Direct) TearDown(ctx context.Context, t *driver.Task) error {
 	}
 	if drv.Power != nil {
 		if err := drv.Power.SetPowerState(ctx, t, fsm.PowerOff); err != nil {
-			return fmt.Errorf("powering off: %w", err)
+			return fmt.Errorf("powering off%s: %w", what, err)
 		}
 		t.Node.PowerState = fsm.PowerOff
+	}
+	if drv.Boot != nil {
+		return cleanUp(drv.Boot, ctx, t)
 	}
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/agent/agentapi"
 	"github.com/anvil-metal/anvil/internal/driver"
-	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
 )
 
@@ -29,12 +28,12 @@ type Inspector struct{ d *Direct }
 // Inspector returns the agent inspect interface sharing d's configuration.
 func (d *Direct) Inspector() *Inspector { return &Inspector{d: d} }
 
-// Validate needs nothing beyond the power interface bootAgent uses.
-func (i *Inspector) Validate(*model.Node) error { return nil }
+// Validate checks the node's boot interface can boot the agent.
+func (i *Inspector) Validate(n *model.Node) error { return i.d.validateBoot(n, false) }
 
 // Inspect boots the agent and waits for it (inspect wait).
 func (i *Inspector) Inspect(ctx context.Context, t *driver.Task) (driver.Result, error) {
-	return driver.Wait, i.d.bootAgent(ctx, t)
+	return driver.Wait, i.d.bootAgent(ctx, t, driver.RamdiskDeploy)
 }
 
 // Continue runs get_inventory on the agent and applies its answer.
@@ -68,24 +67,13 @@ func (i *Inspector) ReceiveInventory(ctx context.Context, t *driver.Task, invent
 	return i.finish(ctx, t, inventory)
 }
 
-// finish applies the inventory, forgets the agent and powers the node off.
+// finish applies the inventory, forgets the agent, powers the node off and
+// withdraws the ramdisk.
 func (i *Inspector) finish(ctx context.Context, t *driver.Task, inv map[string]any) error {
 	if err := ApplyInventory(t, inv); err != nil {
 		return err
 	}
-	forgetAgent(t.Node)
-	delete(t.Node.DriverInternalInfo, keyProgress)
-	drv, err := i.d.cfg.Drivers.For(t.Node)
-	if err != nil {
-		return err
-	}
-	if drv.Power != nil {
-		if err := drv.Power.SetPowerState(ctx, t, fsm.PowerOff); err != nil {
-			return fmt.Errorf("powering off after inspection: %w", err)
-		}
-		t.Node.PowerState = fsm.PowerOff
-	}
-	return nil
+	return i.d.powerOff(ctx, t, " after inspection", driver.Boot.CleanUpRamdisk)
 }
 
 // inventory holds the fields of an agent inventory that set properties.

@@ -26,8 +26,9 @@ type Rescuer struct{ d *Direct }
 // Rescuer returns the agent rescue interface sharing d's configuration.
 func (d *Direct) Rescuer() *Rescuer { return &Rescuer{d: d} }
 
-// Validate needs nothing beyond the power interface bootAgent uses.
-func (r *Rescuer) Validate(*model.Node) error { return nil }
+// Validate checks the node's boot interface can boot the rescue ramdisk
+// (Ironic's boot validate_rescue).
+func (r *Rescuer) Validate(n *model.Node) error { return r.d.validateBoot(n, true) }
 
 // Rescue hashes the rescue password, boots the agent and waits (rescue wait).
 func (r *Rescuer) Rescue(ctx context.Context, t *driver.Task) (driver.Result, error) {
@@ -42,7 +43,7 @@ func (r *Rescuer) Rescue(ctx context.Context, t *driver.Task) (driver.Result, er
 	if h, _ := n.InstanceInfo[KeyHashedRescuePassword].(string); !agentapi.IsCryptHash(h) {
 		return driver.Done, errors.New("no rescue password was given")
 	}
-	return driver.Wait, r.d.bootAgent(ctx, t)
+	return driver.Wait, r.d.bootAgent(ctx, t, driver.RamdiskRescue)
 }
 
 // Continue sends finalize_rescue to the agent and waits for it to finish.

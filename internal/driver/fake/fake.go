@@ -63,13 +63,14 @@ func Kinds() map[string][]string {
 
 // Register adds fake-hardware and its interfaces to r.
 func (h *Hardware) Register(r *driver.Registry) {
-	r.AddHardwareType(driver.HardwareType{Name: Name, Supported: Kinds(), Properties: map[string]string{
+	r.AddHardwareType(driver.HardwareType{Name: Name, Supported: Kinds(), AcceptsAny: true, Properties: map[string]string{
 		"fake_fail":        "Comma-separated operations that fail: verify, power, power_state, deploy, undeploy, clean, inspect, rescue, unrescue, adopt, service, boot_device. Optional.",
 		"fake_power_delay": "Seconds each power action takes. Also fake_deploy_delay, fake_clean_delay, fake_inspect_delay, fake_rescue_delay, fake_unrescue_delay, fake_adopt_delay, fake_service_delay, fake_verify_delay, fake_undeploy_delay, fake_boot_delay. Optional.",
 	}})
 	for _, k := range model.InterfaceNames {
 		r.AddInterface(k, Interface, h)
 	}
+	r.AddInterface("boot", Interface, NewBoot(r))
 	r.AddInterface("network", "noop", h)
 	r.AddInterface("network", "flat", h)
 	r.AddInterface("storage", "noop", h)

@@ -1,0 +1,196 @@
+package boot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+
+	"github.com/insomniacslk/dhcp/dhcpv4"
+	"github.com/insomniacslk/dhcp/dhcpv4/server4"
+	"github.com/insomniacslk/dhcp/iana"
+)
+
+// The iPXE binaries handed to PXE firmware, as Debian's ipxe package names
+// them in /usr/lib/ipxe.
+const (
+	// BIOSBinary chainloads iPXE from a BIOS PXE ROM through its UNDI driver.
+	BIOSBinary = "undionly.kpxe"
+	// EFIBinary is iPXE for UEFI x86-64 with its own NIC drivers.
+	EFIBinary = "ipxe.efi"
+	// SNPOnlyBinary is iPXE for UEFI x86-64 using the firmware's network stack.
+	SNPOnlyBinary = "snponly.efi"
+	// DefaultTFTPDir is where Debian's ipxe package puts the binaries.
+	DefaultTFTPDir = "/usr/lib/ipxe"
+)
+
+// iPXE's user class (option 77) and its private encapsulated options
+// (option 175), either of which marks a client already running iPXE.
+const (
+	ipxeUserClass  = "iPXE"
+	optionIPXE     = 175
+	pxeVendorClass = "PXEClient"
+)
+
+// ProxyDHCPConfig configures a ProxyDHCP.
+type ProxyDHCPConfig struct {
+	// Addr is the UDP address ListenAndServe binds, e.g. "0.0.0.0:67" on
+	// the boot network. Off unless the operator asks for it.
+	Addr string
+	// ServerIP is where PXE firmware fetches the iPXE binary by TFTP
+	// (siaddr and option 54). Required.
+	ServerIP net.IP
+	// EFIBinary is the iPXE binary for UEFI x86-64: EFIBinary (default) or
+	// SNPOnlyBinary.
+	EFIBinary string
+	// Log receives one line per answer; nil discards.
+	Log *slog.Logger
+}
+
+// ProxyDHCP answers the DHCP discover and request of PXE clients whose MAC
+// the Service knows, with boot information only: it never offers an
+// address (the site's DHCP server does), as Ironic's dnsmasq in proxy mode
+// and Tinkerbell's smee do. PXE firmware gets the iPXE binary by TFTP; iPXE
+// gets the URL of the boot script. Everyone else gets no answer.
+type ProxyDHCP struct {
+	svc *Service
+	cfg ProxyDHCPConfig
+	log *slog.Logger
+}
+
+// NewProxyDHCP checks cfg; serving starts with ListenAndServe or Serve.
+func NewProxyDHCP(svc *Service, cfg ProxyDHCPConfig) (*ProxyDHCP, error) {
+	if svc == nil {
+		return nil, errors.New("proxydhcp: a boot service is required")
+	}
+	if cfg.ServerIP.To4() == nil || cfg.ServerIP.IsUnspecified() {
+		return nil, fmt.Errorf("proxydhcp: ServerIP %v must be an IPv4 address clients can reach", cfg.ServerIP)
+	}
+	switch cfg.EFIBinary {
+	case "":
+		cfg.EFIBinary = EFIBinary
+	case EFIBinary, SNPOnlyBinary:
+	default:
+		return nil, fmt.Errorf("proxydhcp: EFIBinary %q must be %s or %s", cfg.EFIBinary, EFIBinary, SNPOnlyBinary)
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &ProxyDHCP{svc: svc, cfg: cfg, log: log.With("component", "proxydhcp")}, nil
+}
+
+// ListenAndServe binds cfg.Addr (with SO_BROADCAST, since clients without
+// an address are answered by broadcast) and serves until ctx ends.
+func (p *ProxyDHCP) ListenAndServe(ctx context.Context) error {
+	if p.cfg.Addr == "" {
+		return errors.New("proxydhcp: no listen address")
+	}
+	lc := net.ListenConfig{Control: enableBroadcast}
+	conn, err := lc.ListenPacket(ctx, "udp4", p.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("proxydhcp: %w", err)
+	}
+	return p.Serve(ctx, conn)
+}
+
+// Serve answers packets arriving on conn until ctx ends; it closes conn.
+func (p *ProxyDHCP) Serve(ctx context.Context, conn net.PacketConn) error {
+	srv, err := server4.NewServer("", nil, p.handle, server4.WithConn(conn))
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("proxydhcp: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { srv.Close() })
+	defer stop()
+	p.log.Info("proxyDHCP serving", "addr", conn.LocalAddr().String(), "next_server", p.cfg.ServerIP.String())
+	err = srv.Serve()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return fmt.Errorf("proxydhcp: %w", err)
+}
+
+func (p *ProxyDHCP) handle(conn net.PacketConn, peer net.Addr, req *dhcpv4.DHCPv4) {
+	reply := p.Reply(req)
+	if reply == nil {
+		return
+	}
+	dst := peer
+	if gw := req.GatewayIPAddr; gw != nil && !gw.IsUnspecified() { // through a relay
+		dst = &net.UDPAddr{IP: gw, Port: dhcpv4.ServerPort}
+	}
+	if _, err := conn.WriteTo(reply.ToBytes(), dst); err != nil {
+		p.log.Warn("sending proxyDHCP answer", "mac", req.ClientHWAddr.String(), "dst", dst.String(), "err", err)
+		return
+	}
+	p.log.Info("proxyDHCP answer", "mac", req.ClientHWAddr.String(), "type", reply.MessageType().String(), "boot_file", reply.BootFileNameOption(), "dst", dst.String())
+}
+
+// Reply decides the answer to one packet: nil when the packet gets none.
+func (p *ProxyDHCP) Reply(req *dhcpv4.DHCPv4) *dhcpv4.DHCPv4 {
+	if req.OpCode != dhcpv4.OpcodeBootRequest || len(req.ClientHWAddr) != 6 {
+		return nil
+	}
+	var typ dhcpv4.MessageType
+	switch req.MessageType() {
+	case dhcpv4.MessageTypeDiscover:
+		typ = dhcpv4.MessageTypeOffer
+	case dhcpv4.MessageTypeRequest:
+		typ = dhcpv4.MessageTypeAck
+	default:
+		return nil
+	}
+	if !strings.HasPrefix(req.ClassIdentifier(), pxeVendorClass) || !p.svc.KnownMAC(req.ClientHWAddr) {
+		return nil
+	}
+	file := p.bootFile(req)
+	if file == "" {
+		p.log.Debug("no iPXE binary for this client architecture", "mac", req.ClientHWAddr.String(), "arch", fmt.Sprint(req.ClientArch()))
+		return nil
+	}
+	reply, err := dhcpv4.NewReplyFromRequest(req,
+		dhcpv4.WithMessageType(typ),
+		dhcpv4.WithServerIP(p.cfg.ServerIP),
+		dhcpv4.WithOption(dhcpv4.OptServerIdentifier(p.cfg.ServerIP)),
+		dhcpv4.WithOption(dhcpv4.OptClassIdentifier(pxeVendorClass)),
+		// PXE discovery control: boot the file named here, skip boot server
+		// discovery (no menu, no request to port 4011).
+		dhcpv4.WithOption(dhcpv4.OptGeneric(dhcpv4.OptionVendorSpecificInformation, []byte{6, 1, 8, 255})),
+		dhcpv4.WithOption(dhcpv4.OptBootFileName(file)),
+	)
+	if err != nil {
+		p.log.Warn("building proxyDHCP answer", "err", err)
+		return nil
+	}
+	reply.YourIPAddr = net.IPv4zero // proxyDHCP never offers an address
+	if len(file) < 128 {
+		reply.BootFileName = file // PXE ROMs read the header field
+	}
+	if uuid := req.GetOneOption(dhcpv4.OptionClientMachineIdentifier); uuid != nil {
+		reply.UpdateOption(dhcpv4.OptGeneric(dhcpv4.OptionClientMachineIdentifier, uuid))
+	}
+	return reply
+}
+
+// bootFile is the boot script URL for iPXE, else the iPXE binary for the
+// firmware's architecture (option 93; BIOS when absent), "" for others.
+func (p *ProxyDHCP) bootFile(req *dhcpv4.DHCPv4) string {
+	if slices.Contains(req.UserClass(), ipxeUserClass) || req.Options.Has(dhcpv4.GenericOptionCode(optionIPXE)) {
+		return p.svc.ScriptURL()
+	}
+	arch := iana.INTEL_X86PC
+	if archs := req.ClientArch(); len(archs) > 0 {
+		arch = archs[0]
+	}
+	switch arch {
+	case iana.INTEL_X86PC:
+		return BIOSBinary
+	case iana.EFI_X86_64, iana.EFI_BC:
+		return p.cfg.EFIBinary
+	}
+	return ""
+}

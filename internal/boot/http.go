@@ -1,0 +1,91 @@
+package boot
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Handler serves the boot endpoint; mount it with the HTTPURL's path
+// prefix stripped. GET and HEAD only; Range requests are honoured.
+func (s *Service) Handler() http.Handler {
+	mux := http.NewServeMux()
+	start := time.Now()
+	generic := genericScript(s.httpURL)
+	mux.HandleFunc("GET "+scriptPath, func(w http.ResponseWriter, r *http.Request) {
+		serveScript(w, r, "boot.ipxe", start, generic)
+	})
+	mux.HandleFunc("GET "+macPrefix+"{mac}", s.serveMAC)
+	mux.HandleFunc("GET /n/{token}/{file}", s.serveFile)
+	return mux
+}
+
+// serveMAC answers {HTTPURL}/mac/aa-bb-cc-dd-ee-ff with the node's script.
+func (s *Service) serveMAC(w http.ResponseWriter, r *http.Request) {
+	hw, err := net.ParseMAC(r.PathValue("mac"))
+	if err != nil || len(hw) != 6 {
+		http.Error(w, "invalid MAC address", http.StatusNotFound)
+		return
+	}
+	s.mu.RLock()
+	rec := s.byMAC[hw.String()]
+	s.mu.RUnlock()
+	if rec == nil {
+		http.Error(w, "no boot configuration for this MAC address", http.StatusNotFound)
+		return
+	}
+	s.log.Debug("serving boot script", "node", rec.Node, "mac", hw.String(), "remote", r.RemoteAddr)
+	serveScript(w, r, "boot.ipxe", time.Time{}, rec.script)
+}
+
+// serveFile answers {HTTPURL}/n/{token}/kernel and .../ramdisk.
+func (s *Service) serveFile(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("file")
+	s.mu.RLock()
+	rec := s.byToken[r.PathValue("token")]
+	s.mu.RUnlock()
+	if rec == nil || rec.Local || (name != kernelFile && name != ramdiskFile) {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	f, err := os.Open(filepath.Join(s.nodesDir, rec.Token, name))
+	if errors.Is(err, os.ErrNotExist) { // withdrawn or republished meanwhile
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	if err != nil {
+		s.log.Error("opening boot file", "node", rec.Node, "file", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		s.log.Error("opening boot file", "node", rec.Node, "file", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	if r.Header.Get("Range") == "" {
+		s.log.Debug("serving boot file", "node", rec.Node, "file", name, "remote", r.RemoteAddr)
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	http.ServeContent(w, r, name, st.ModTime(), f)
+}
+
+func serveScript(w http.ResponseWriter, r *http.Request, name string, mod time.Time, script []byte) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	http.ServeContent(w, r, name, mod, bytes.NewReader(script))
+}
+
+// ScriptURL is the URL of the generic script, what DHCP hands to clients
+// already running iPXE.
+func (s *Service) ScriptURL() string { return s.httpURL + scriptPath }
+
+// scriptPath is the generic script's path below HTTPURL.
+const scriptPath = "/boot.ipxe"

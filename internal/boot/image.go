@@ -1,0 +1,280 @@
+package boot
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// Image is a kernel or ramdisk to serve: an http(s) URL or a local file
+// path, with an optional checksum ("sha256:<hex>", "sha512:<hex>", or bare
+// hex whose length says the algorithm; md5 refused unless AllowMD5).
+type Image struct{ Source, Checksum string }
+
+// Ramdisk is what a node network-boots into.
+type Ramdisk struct {
+	Kernel, Ramdisk Image
+	KernelParams    string
+}
+
+// checksum is a parsed Image.Checksum.
+type checksum struct {
+	algo string // "md5", "sha256" or "sha512"
+	hex  string // lower case
+}
+
+func (c checksum) String() string { return c.algo + ":" + c.hex }
+
+func (c checksum) newHash() hash.Hash {
+	switch c.algo {
+	case "md5":
+		return md5.New()
+	case "sha512":
+		return sha512.New()
+	}
+	return sha256.New()
+}
+
+// hexLen is the length in hex digits of each algorithm's digest.
+var hexLen = map[string]int{"md5": 32, "sha256": 64, "sha512": 128}
+
+// parseChecksum reads Image.Checksum; ok is false when none is given.
+func parseChecksum(s string, allowMD5 bool) (c checksum, ok bool, err error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return checksum{}, false, nil
+	}
+	algo, digest, found := strings.Cut(s, ":")
+	if !found {
+		digest = algo
+		switch len(digest) {
+		case 32:
+			algo = "md5"
+		case 64:
+			algo = "sha256"
+		case 128:
+			algo = "sha512"
+		default:
+			return checksum{}, false, fmt.Errorf("checksum %q: a bare hex digest must have 32 (md5), 64 (sha256) or 128 (sha512) digits, not %d", s, len(digest))
+		}
+	}
+	algo = strings.ToLower(algo)
+	want, known := hexLen[algo]
+	if !known {
+		return checksum{}, false, fmt.Errorf("checksum %q: unsupported algorithm %q (use sha256 or sha512)", s, algo)
+	}
+	if algo == "md5" && !allowMD5 {
+		return checksum{}, false, fmt.Errorf("checksum %q: md5 is not allowed (use sha256 or sha512)", s)
+	}
+	digest = strings.ToLower(digest)
+	if _, err := hex.DecodeString(digest); err != nil || len(digest) != want {
+		return checksum{}, false, fmt.Errorf("checksum %q: want %d hex digits for %s", s, want, algo)
+	}
+	return checksum{algo: algo, hex: digest}, true, nil
+}
+
+// MaskURL returns s with the password of its user info replaced by ***
+// (http://user:***@host/path); strings that are not URLs come back unchanged.
+func MaskURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		if err != nil && strings.Contains(s, "@") {
+			return "<unparseable URL>"
+		}
+		return s
+	}
+	if _, set := u.User.Password(); !set {
+		return s
+	}
+	name := url.User(u.User.Username()).String()
+	return strings.Replace(u.String(), u.User.String()+"@", name+":***@", 1)
+}
+
+// cache is the content cache of images under one directory. An entry's
+// name is derived from its source and checksum; a file is only ever
+// renamed into place after its checksum matched.
+type cache struct {
+	dir      string
+	client   *http.Client
+	allowMD5 bool
+	// fileDirs, when not empty, are the only directories local images
+	// may come from (symbolic links resolved).
+	fileDirs []string
+	flight   singleflight.Group
+}
+
+// fetch returns the path of a verified local copy of img, downloading or
+// copying it when needed. Concurrent fetches of the same image share one
+// download (done with the first caller's context). A cached entry is
+// re-verified; one that no longer matches its checksum is removed and
+// refused. Without a checksum the image is fetched afresh every time.
+func (c *cache) fetch(ctx context.Context, img Image) (string, error) {
+	if strings.TrimSpace(img.Source) == "" {
+		return "", errors.New("image source is empty")
+	}
+	sum, verify, err := parseChecksum(img.Checksum, c.allowMD5)
+	if err != nil {
+		return "", fmt.Errorf("image %s: %w", MaskURL(img.Source), err)
+	}
+	key := sha256.Sum256([]byte(img.Source + "\x00" + sum.String()))
+	path := filepath.Join(c.dir, hex.EncodeToString(key[:]))
+	v, err, _ := c.flight.Do(path, func() (any, error) {
+		if verify {
+			ok, err := c.cached(path, sum)
+			if err != nil {
+				return nil, fmt.Errorf("image %s: %w", MaskURL(img.Source), err)
+			}
+			if ok {
+				return path, nil
+			}
+		}
+		return path, c.download(ctx, img.Source, path, sum, verify)
+	})
+	if err != nil {
+		return "", err
+	}
+	return v.(string), nil
+}
+
+// cached reports whether a verified entry exists at path. An entry whose
+// content no longer matches is removed and reported as an error.
+func (c *cache) cached(path string, sum checksum) (bool, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("open cached copy: %w", err)
+	}
+	defer f.Close()
+	h := sum.newHash()
+	if _, err := io.Copy(h, f); err != nil {
+		return false, fmt.Errorf("read cached copy: %w", err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != sum.hex {
+		os.Remove(path)
+		return false, fmt.Errorf("cached copy does not match its checksum (%s, got %s:%s); removed it, publish again to download afresh", sum, sum.algo, got)
+	}
+	return true, nil
+}
+
+// download copies source (URL or local path) to a temporary file next to
+// path, checks it and renames it into place.
+func (c *cache) download(ctx context.Context, source, path string, sum checksum, verify bool) error {
+	masked := MaskURL(source)
+	body, err := c.open(ctx, source)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	tmp, err := os.CreateTemp(c.dir, ".download-*")
+	if err != nil {
+		return fmt.Errorf("image %s: %w", masked, err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	h := sum.newHash()
+	_, err = io.Copy(io.MultiWriter(tmp, h), body)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("fetch %s: %w", masked, scrubURLError(err))
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); verify && got != sum.hex {
+		return fmt.Errorf("image %s: checksum mismatch: want %s, got %s:%s", masked, sum, sum.algo, got)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("image %s: %w", masked, err)
+	}
+	return nil
+}
+
+// open returns the content of an http(s) URL or a local file.
+func (c *cache) open(ctx context.Context, source string) (io.ReadCloser, error) {
+	masked := MaskURL(source)
+	u, err := url.Parse(source)
+	if err != nil || u.Scheme == "" || len(u.Scheme) == 1 { // a path, or a Windows drive letter
+		return c.openFile(source)
+	}
+	switch u.Scheme {
+	case "file":
+		return c.openFile(u.Path)
+	case "http", "https":
+	default:
+		return nil, fmt.Errorf("image %s: unsupported scheme %q (use http, https, file or a path)", masked, u.Scheme)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, source, nil)
+	if err != nil {
+		return nil, fmt.Errorf("fetch %s: %w", masked, scrubURLError(err))
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetch %s: %w", masked, scrubURLError(err))
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("fetch %s: HTTP %s", masked, resp.Status)
+	}
+	return resp.Body, nil
+}
+
+func (c *cache) openFile(path string) (io.ReadCloser, error) {
+	if err := c.fileAllowed(path); err != nil {
+		return nil, fmt.Errorf("image %s: %w", path, err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", path, err)
+	}
+	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("image %s: not a regular file", path)
+	}
+	return f, nil
+}
+
+// fileAllowed refuses local paths outside c.fileDirs (Ironic's
+// [conductor]file_url_allowed_paths), so node settings cannot publish
+// arbitrary files of the Anvil host. No list: every path is allowed.
+func (c *cache) fileAllowed(path string) error {
+	if len(c.fileDirs) == 0 {
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return err
+	}
+	real, err = filepath.Abs(real)
+	if err != nil {
+		return err
+	}
+	for _, dir := range c.fileDirs {
+		if rel, err := filepath.Rel(dir, real); err == nil && filepath.IsLocal(rel) {
+			return nil
+		}
+	}
+	return fmt.Errorf("local images must be under %s", strings.Join(c.fileDirs, ", "))
+}
+
+// scrubURLError drops the URL net/http puts in its errors (the caller
+// names the masked one) and keeps the cause.
+func scrubURLError(err error) error {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		return uerr.Err
+	}
+	return err
+}
