@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stmcginnis/gofish/common"
@@ -189,7 +190,7 @@ func (c *conn) send(method, target string, body []byte, contentType string, head
 	var last error
 	reauthed := false
 	for attempt := 1; ; attempt++ {
-		resp, err := c.once(method, target, body, contentType, headers, authed)
+		resp, token, err := c.once(method, target, body, contentType, headers, authed)
 		var ae *Error
 		if errors.As(err, &ae) {
 			return nil, ae // logging in failed; login has retried already
@@ -205,7 +206,7 @@ func (c *conn) send(method, target string, body []byte, contentType string, head
 			return nil, &Error{Method: method, URL: target, Message: c.ctx.Err().Error(), kind: ErrUnreachable}
 		}
 		last = c.failure(method, target, resp, err)
-		if authed && status == http.StatusUnauthorized && !reauthed && c.dropSession() {
+		if authed && status == http.StatusUnauthorized && !reauthed && c.dropSession(token) {
 			reauthed = true // a cached session expired: log in again, once
 			continue
 		}
@@ -219,15 +220,16 @@ func (c *conn) send(method, target string, body []byte, contentType string, head
 	}
 }
 
-// once sends the request a single time.
-func (c *conn) once(method, target string, body []byte, contentType string, headers map[string]string, authed bool) (*http.Response, error) {
+// once sends the request a single time; token is the session token it
+// carried ("" for basic auth or none).
+func (c *conn) once(method, target string, body []byte, contentType string, headers map[string]string, authed bool) (resp *http.Response, token string, err error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(c.ctx, method, target, rd)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("OData-Version", "4.0")
@@ -242,10 +244,11 @@ func (c *conn) once(method, target string, body []byte, contentType string, head
 	}
 	if authed {
 		if err := c.authenticate(req); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
-	return c.hc.Do(req)
+	resp, err = c.hc.Do(req)
+	return resp, req.Header.Get("X-Auth-Token"), err
 }
 
 // failure turns a failed round trip into an *Error (closing the body).
@@ -341,6 +344,21 @@ func (c *conn) authenticate(req *http.Request) error {
 func (c *conn) session() (authState, error) {
 	c.d.mu.Lock()
 	st, ok := c.d.sessions[c.key]
+	lock := c.d.logins[c.key]
+	if lock == nil {
+		lock = &sync.Mutex{}
+		c.d.logins[c.key] = lock
+	}
+	c.d.mu.Unlock()
+	if ok && st.usable() {
+		return st, nil
+	}
+	// one login per account at a time: concurrent calls (gofish reads a
+	// collection's members in parallel) wait for it and share the session
+	lock.Lock()
+	defer lock.Unlock()
+	c.d.mu.Lock()
+	st, ok = c.d.sessions[c.key]
 	c.d.mu.Unlock()
 	if ok && st.usable() {
 		return st, nil
@@ -422,19 +440,20 @@ func (c *conn) sessionsLink() (string, error) {
 	return root.Links.Sessions.ID, nil
 }
 
-// dropSession marks a cached session expired; it reports whether there was one.
-func (c *conn) dropSession() bool {
-	if c.in.authType == AuthBasic {
+// dropSession marks the session token (that a call carried and the BMC
+// refused) expired; it reports whether the call may be tried again with a
+// new session (false for basic auth).
+func (c *conn) dropSession(token string) bool {
+	if token == "" {
 		return false
 	}
 	c.d.mu.Lock()
 	defer c.d.mu.Unlock()
-	st, ok := c.d.sessions[c.key]
-	if !ok || st.token == "" {
-		return false
+	st := c.d.sessions[c.key]
+	if st.token == token {
+		c.d.sessions[c.key] = authState{expired: true}
 	}
-	c.d.sessions[c.key] = authState{expired: true}
-	return true
+	return true // expired now, or already renewed by a concurrent call
 }
 
 // The common.Client methods gofish calls.

@@ -67,6 +67,7 @@ type Driver struct {
 	mu       sync.Mutex
 	clients  map[string]*http.Client
 	sessions map[sessionKey]authState
+	logins   map[sessionKey]*sync.Mutex // one login at a time per account
 }
 
 // New returns a driver with cfg's settings.
@@ -89,7 +90,7 @@ func New(cfg Config) *Driver {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Driver{cfg: cfg, clients: map[string]*http.Client{}, sessions: map[sessionKey]authState{}}
+	return &Driver{cfg: cfg, clients: map[string]*http.Client{}, sessions: map[sessionKey]authState{}, logins: map[sessionKey]*sync.Mutex{}}
 }
 
 var (

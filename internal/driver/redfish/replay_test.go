@@ -129,6 +129,9 @@ type replayConfig struct {
 	// LoginStatus, when set, is what every login answers (a BMC whose
 	// session service is broken).
 	LoginStatus int
+	// Before, when set, sees each request ("METHOD path") before it is
+	// served, with the server locked (tests expire sessions mid-operation).
+	Before func(rp *replay, req string)
 	// Gone lists resource paths answering 404 (a BMC without them).
 	Gone []string
 	// Edit changes a resource before the server starts.
@@ -296,6 +299,9 @@ func (rp *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer rp.mu.Unlock()
 	p := canonical(r.URL.Path)
 	rp.Requests = append(rp.Requests, r.Method+" "+p)
+	if rp.cfg.Before != nil {
+		rp.cfg.Before(rp, r.Method+" "+p)
+	}
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	if p == "/redfish/v1" || p == "/redfish" || p == "" {
 		rp.write(w, http.StatusOK, rp.res["/redfish/v1"]) // the service root needs no credentials

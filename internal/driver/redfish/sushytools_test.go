@@ -213,6 +213,34 @@ func TestExpiredSessionIsRenewedOnce(t *testing.T) {
 	}
 }
 
+// TestSessionExpiresMidCollection: the BMC forgets the session while gofish
+// reads a collection's members in parallel; every refused call is retried
+// with one shared new session.
+func TestSessionExpiresMidCollection(t *testing.T) {
+	expired := false
+	rp := newReplay(replayConfig{User: sushyUser, Password: testPassword, Before: func(rp *replay, req string) {
+		if !expired && strings.HasPrefix(req, "GET /redfish/v1/Systems/437XR1138R2/Processors/") {
+			expired = true
+			rp.sessions = map[string]bool{}
+		}
+	}})
+	rp.loadMockup(t, mockupDir)
+	srv := rp.start(t)
+	b := bmcTarget{d: fastDriver(), address: srv.URL, systemID: "437XR1138R2", password: testPassword}
+	for i := 0; i < 20; i++ { // each round expires once more
+		rp.mu.Lock()
+		expired = false
+		rp.mu.Unlock()
+		inv, err := b.d.Inventory(context.Background(), b.node(testPassword))
+		if err != nil || inv.CPUs != 16 {
+			t.Fatalf("round %d: %+v, %v", i, inv, err)
+		}
+		if rp.Logins != i+2 {
+			t.Fatalf("round %d: %d logins, want %d (one per expiry)", i, rp.Logins, i+2)
+		}
+	}
+}
+
 // TestAuthAutoFallsBackToBasic: with a root that links a SessionService
 // whose login fails (not for want of a network), auth auto uses basic auth
 // (sushy's SessionOrBasicAuth); auth session does not.
