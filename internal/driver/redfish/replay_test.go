@@ -348,8 +348,9 @@ func (rp *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (rp *replay) login(w http.ResponseWriter, body []byte) {
-	if rp.cfg.LoginStatus != 0 {
-		rp.write(w, rp.cfg.LoginStatus, nil)
+	if rp.cfg.LoginStatus != 0 { // echoing the request, as careless BMCs do
+		msg, _ := json.Marshal(map[string]any{"error": map[string]any{"message": "cannot log in with " + string(body)}})
+		rp.write(w, rp.cfg.LoginStatus, msg)
 		return
 	}
 	var cred struct{ UserName, Password string }

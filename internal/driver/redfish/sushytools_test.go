@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -243,19 +244,30 @@ func TestSessionExpiresMidCollection(t *testing.T) {
 
 // TestAuthAutoFallsBackToBasic: with a root that links a SessionService
 // whose login fails (not for want of a network), auth auto uses basic auth
-// (sushy's SessionOrBasicAuth); auth session does not.
+// (sushy's SessionOrBasicAuth) and says so in the log, without the password
+// the BMC echoed; auth session does not fall back.
 func TestAuthAutoFallsBackToBasic(t *testing.T) {
-	rp := newReplay(replayConfig{User: sushyUser, Password: testPassword, LoginStatus: http.StatusNotImplemented})
+	rp := newReplay(replayConfig{User: sushyUser, Password: testPassword, LoginStatus: http.StatusInternalServerError})
 	rp.loadMockup(t, mockupDir)
 	srv := rp.start(t)
-	b := bmcTarget{d: fastDriver(), address: srv.URL, systemID: "437XR1138R2", password: testPassword}
+	var logs bytes.Buffer
+	d := redfish.New(redfish.Config{Attempts: 2, RetryInterval: time.Millisecond, Timeout: 5 * time.Second,
+		Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	b := bmcTarget{d: d, address: srv.URL, systemID: "437XR1138R2", password: testPassword}
 	n := b.node(testPassword)
-	if _, err := b.d.PowerState(context.Background(), &driver.Task{Node: n}); err != nil {
+	if _, err := d.PowerState(context.Background(), &driver.Task{Node: n}); err != nil {
 		t.Fatalf("auto: %v", err)
 	}
+	if rp.Logins != 0 || !strings.Contains(logs.String(), "falling back to basic auth") {
+		t.Errorf("logins %d, log %q; want a logged fallback", rp.Logins, logs.String())
+	}
+	if strings.Contains(logs.String(), testPassword) {
+		t.Errorf("the log shows the password: %s", logs.String())
+	}
 	n.DriverInfo["redfish_auth_type"] = "session"
-	if _, err := fastDriver().PowerState(context.Background(), &driver.Task{Node: n}); err == nil {
-		t.Fatal("auth session succeeded without a session")
+	_, err := fastDriver().PowerState(context.Background(), &driver.Task{Node: n})
+	if err == nil || strings.Contains(err.Error(), testPassword) {
+		t.Fatalf("auth session without a session: %v, want an error without the password", err)
 	}
 }
 
