@@ -1,6 +1,6 @@
 // Package drivertest is the conformance suite every power and management
 // implementation passes: power on, off, reboot and status, the boot device
-// round trip, and clean errors — never containing the password — for bad
+// round trip, out-of-band inspection when the driver has it, and clean errors — never containing the password — for bad
 // credentials and for a BMC that does not answer. Each driver's tests call
 // Run with a Target pointing at a BMC (an emulator, ipmi_sim, or nothing).
 package drivertest
@@ -36,6 +36,12 @@ type Target struct {
 	// Secrets must never appear in an error text.
 	Secrets []string
 
+	// Inspect, when set, runs out-of-band inspection of a Good node;
+	// Inspected judges its outcome (the BMC decides what a right answer is:
+	// properties found, or Ironic's failure naming what it lacks).
+	Inspect   driver.Inspect
+	Inspected func(t *testing.T, task *driver.Task, err error)
+
 	SoftPower          bool          // soft power off and soft reboot are supported
 	PersistentReadback bool          // BootDevice reports Persistent as set
 	BootDevices        []string      // devices to round-trip (default pxe, disk)
@@ -62,6 +68,9 @@ func Run(t *testing.T, tg Target) {
 	}
 	if tg.Management != nil {
 		t.Run("boot device", func(t *testing.T) { testBootDevice(t, tg) })
+	}
+	if tg.Inspect != nil {
+		t.Run("inspect", func(t *testing.T) { testInspect(t, tg) })
 	}
 	if tg.BadCredentials != nil {
 		t.Run("bad credentials", func(t *testing.T) { testFailing(t, tg, tg.BadCredentials(t)) })
@@ -156,6 +165,24 @@ func testBootDevice(t *testing.T, tg Target) {
 	}
 }
 
+func testInspect(t *testing.T, tg Target) {
+	if tg.Inspected == nil {
+		t.Fatal("Target.Inspect is set without Target.Inspected")
+	}
+	task := &driver.Task{Node: tg.Good(t)}
+	if err := tg.Inspect.Validate(task.Node); err != nil {
+		t.Fatalf("inspect Validate(good node) = %v", err)
+	}
+	res, err := tg.Inspect.Inspect(ctxFor(t, 2*time.Minute), task)
+	if err == nil && res != driver.Done {
+		t.Errorf("Inspect = %v, want Done (out-of-band inspection is synchronous)", res)
+	}
+	if err != nil {
+		noSecret(t, tg, err)
+	}
+	tg.Inspected(t, task, err)
+}
+
 // testFailing: every call on a node whose BMC refuses or ignores it fails
 // within ErrorTimeout, with an error that names no secret.
 func testFailing(t *testing.T, tg Target, n *model.Node) {
@@ -183,6 +210,9 @@ func testFailing(t *testing.T, tg Target, n *model.Node) {
 	}
 	if tg.Management != nil {
 		check("BootDevice", func(ctx context.Context) error { _, err := tg.Management.BootDevice(ctx, task); return err })
+	}
+	if tg.Inspect != nil {
+		check("Inspect", func(ctx context.Context) error { _, err := tg.Inspect.Inspect(ctx, task); return err })
 	}
 }
 

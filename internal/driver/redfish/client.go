@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stmcginnis/gofish/common"
@@ -77,8 +78,15 @@ type sessionKey struct {
 // authState is what the driver remembers about a BMC account.
 type authState struct {
 	token, location string
-	basic           bool // the BMC has no sessions: use basic auth
+	basic           bool // use basic auth (auth type auto on a BMC without usable sessions)
+	// expired: a session was refused mid-operation; the next login is a
+	// re-login, whose failure is final (no fallback to basic, as sushy's
+	// SessionOrBasicAuth once a session has worked).
+	expired bool
 }
+
+// usable reports whether st can authenticate a request without a login.
+func (st authState) usable() bool { return st.basic || st.token != "" }
 
 // conn implements gofish's common.Client for one operation on one BMC: the
 // operation's context, bounded retries of transient failures, and basic or
@@ -171,10 +179,18 @@ func (c *conn) do(method, ref string, body []byte, contentType string, headers m
 	if err != nil {
 		return nil, err
 	}
+	return c.send(method, target, body, contentType, headers, true)
+}
+
+// send performs one call to target with bounded retries of transient
+// failures; authed adds the account's credentials (and re-logs in once when
+// a cached session is refused). Unauthenticated calls are the service root
+// and the login itself.
+func (c *conn) send(method, target string, body []byte, contentType string, headers map[string]string, authed bool) (*http.Response, error) {
 	var last error
 	reauthed := false
 	for attempt := 1; ; attempt++ {
-		resp, err := c.once(method, target, body, contentType, headers)
+		resp, token, err := c.once(method, target, body, contentType, headers, authed)
 		var ae *Error
 		if errors.As(err, &ae) {
 			return nil, ae // logging in failed; login has retried already
@@ -190,7 +206,7 @@ func (c *conn) do(method, ref string, body []byte, contentType string, headers m
 			return nil, &Error{Method: method, URL: target, Message: c.ctx.Err().Error(), kind: ErrUnreachable}
 		}
 		last = c.failure(method, target, resp, err)
-		if (status == http.StatusUnauthorized || status == http.StatusForbidden) && !reauthed && c.dropSession() {
+		if authed && status == http.StatusUnauthorized && !reauthed && c.dropSession(token) {
 			reauthed = true // a cached session expired: log in again, once
 			continue
 		}
@@ -204,15 +220,16 @@ func (c *conn) do(method, ref string, body []byte, contentType string, headers m
 	}
 }
 
-// once sends the request a single time.
-func (c *conn) once(method, target string, body []byte, contentType string, headers map[string]string) (*http.Response, error) {
+// once sends the request a single time; token is the session token it
+// carried ("" for basic auth or none).
+func (c *conn) once(method, target string, body []byte, contentType string, headers map[string]string, authed bool) (resp *http.Response, token string, err error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(c.ctx, method, target, rd)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("OData-Version", "4.0")
@@ -225,10 +242,13 @@ func (c *conn) once(method, target string, body []byte, contentType string, head
 			req.Header.Set(k, v)
 		}
 	}
-	if err := c.authenticate(req); err != nil {
-		return nil, err
+	if authed {
+		if err := c.authenticate(req); err != nil {
+			return nil, "", err
+		}
 	}
-	return c.hc.Do(req)
+	resp, err = c.hc.Do(req)
+	return resp, req.Header.Get("X-Auth-Token"), err
 }
 
 // failure turns a failed round trip into an *Error (closing the body).
@@ -300,7 +320,7 @@ func (c *conn) authenticate(req *http.Request) error {
 	if c.in.username == "" && c.in.password == "" {
 		return nil
 	}
-	if c.in.authType == AuthBasic || strings.HasSuffix(req.URL.Path, "/SessionService/Sessions") && req.Method == http.MethodPost {
+	if c.in.authType == AuthBasic {
 		req.SetBasicAuth(c.in.username, c.in.password)
 		return nil
 	}
@@ -316,23 +336,37 @@ func (c *conn) authenticate(req *http.Request) error {
 	return nil
 }
 
-// session returns the cached session of this account, logging in if needed.
-// With auth type auto, a BMC without a session service falls back to basic.
+// session returns the cached authentication of this account, logging in if
+// needed. Auth type auto follows sushy's SessionOrBasicAuth: a session when
+// the service root links a session service and the login succeeds, basic
+// auth otherwise — except that an unreachable BMC is an error, and so is a
+// refused re-login after a session expired.
 func (c *conn) session() (authState, error) {
 	c.d.mu.Lock()
 	st, ok := c.d.sessions[c.key]
+	lock := c.d.logins[c.key]
+	if lock == nil {
+		lock = &sync.Mutex{}
+		c.d.logins[c.key] = lock
+	}
 	c.d.mu.Unlock()
-	if ok {
+	if ok && st.usable() {
 		return st, nil
 	}
-	st, err := c.login()
+	// one login per account at a time: concurrent calls (gofish reads a
+	// collection's members in parallel) wait for it and share the session
+	lock.Lock()
+	defer lock.Unlock()
+	c.d.mu.Lock()
+	st, ok = c.d.sessions[c.key]
+	c.d.mu.Unlock()
+	if ok && st.usable() {
+		return st, nil
+	}
+	relogin := ok && st.expired
+	st, err := c.login(relogin)
 	if err != nil {
-		var e *Error
-		if c.in.authType == AuthAuto && errors.As(err, &e) && e.kind != ErrAuth && e.kind != ErrUnreachable {
-			st = authState{basic: true}
-		} else {
-			return authState{}, err
-		}
+		return authState{}, err
 	}
 	c.d.mu.Lock()
 	c.d.sessions[c.key] = st
@@ -340,54 +374,86 @@ func (c *conn) session() (authState, error) {
 	return st, nil
 }
 
-// login creates a Redfish session (POST /redfish/v1/SessionService/Sessions).
-func (c *conn) login() (authState, error) {
-	payload, _ := json.Marshal(map[string]string{"UserName": c.in.username, "Password": c.in.password})
-	target, _ := c.resolve("/redfish/v1/SessionService/Sessions")
-	var last error
-	for attempt := 1; ; attempt++ {
-		req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, target, bytes.NewReader(payload))
-		if err != nil {
-			return authState{}, err
+// standardSessions is where DSP0266 puts the sessions collection, used by
+// auth type session when the service root links none (as sushy does).
+const standardSessions = "/redfish/v1/SessionService/Sessions"
+
+// login decides how this account authenticates and, for a session, logs in
+// (POST to the sessions collection the service root links).
+func (c *conn) login(relogin bool) (authState, error) {
+	auto := c.in.authType == AuthAuto
+	ref, err := c.sessionsLink()
+	if err != nil {
+		return authState{}, err
+	}
+	if ref == "" {
+		if auto {
+			c.d.cfg.Log.Debug("redfish service root links no session service: using basic auth", "bmc", c.in.address)
+			return authState{basic: true}, nil
 		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json")
-		resp, err := c.hc.Do(req)
-		if err == nil && resp.StatusCode >= 200 && resp.StatusCode < 300 {
-			resp.Body.Close()
-			tok := resp.Header.Get("X-Auth-Token")
-			if tok == "" {
-				return authState{basic: true}, nil
-			}
+		ref = standardSessions
+	}
+	target, err := c.resolve(ref)
+	if err != nil {
+		return authState{}, err
+	}
+	payload, _ := json.Marshal(map[string]string{"UserName": c.in.username, "Password": c.in.password})
+	resp, err := c.send(http.MethodPost, target, payload, "application/json", nil, false)
+	if err == nil {
+		resp.Body.Close()
+		if tok := resp.Header.Get("X-Auth-Token"); tok != "" {
 			return authState{token: tok, location: resp.Header.Get("Location")}, nil
 		}
-		status := 0
-		if resp != nil {
-			status = resp.StatusCode
-		}
-		last = c.failure(http.MethodPost, target, resp, err)
-		if c.ctx.Err() != nil || !retryable(status, err) || attempt >= c.d.cfg.Attempts {
-			return authState{}, last
-		}
-		if serr := c.d.sleep(c.ctx, c.d.cfg.RetryInterval); serr != nil {
-			return authState{}, last
-		}
+		err = &Error{Method: http.MethodPost, URL: target, Status: resp.StatusCode, User: c.in.username,
+			Message: "the login answered no X-Auth-Token", kind: ErrAuth}
 	}
+	if !auto || relogin || errors.Is(err, ErrUnreachable) {
+		return authState{}, err
+	}
+	c.d.cfg.Log.Warn("redfish session login failed: falling back to basic auth", "bmc", c.in.address, "err", err)
+	return authState{basic: true}, nil
 }
 
-// dropSession forgets a cached session; it reports whether there was one.
-func (c *conn) dropSession() bool {
-	if c.in.authType == AuthBasic {
+// sessionsLink reads Links.Sessions of the service root (fetched without
+// credentials, as DSP0266 allows): "" when the root links none or will not
+// answer without credentials.
+func (c *conn) sessionsLink() (string, error) {
+	target, _ := c.resolve("/redfish/v1/")
+	resp, err := c.send(http.MethodGet, target, nil, "", nil, false)
+	if err != nil {
+		if errors.Is(err, ErrUnreachable) {
+			return "", err
+		}
+		return "", nil
+	}
+	defer resp.Body.Close()
+	var root struct {
+		Links struct {
+			Sessions struct {
+				ID string `json:"@odata.id"`
+			} `json:"Sessions"`
+		} `json:"Links"`
+	}
+	if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&root) != nil {
+		return "", nil
+	}
+	return root.Links.Sessions.ID, nil
+}
+
+// dropSession marks the session token (that a call carried and the BMC
+// refused) expired; it reports whether the call may be tried again with a
+// new session (false for basic auth).
+func (c *conn) dropSession(token string) bool {
+	if token == "" {
 		return false
 	}
 	c.d.mu.Lock()
 	defer c.d.mu.Unlock()
-	st, ok := c.d.sessions[c.key]
-	if !ok || st.basic {
-		return false
+	st := c.d.sessions[c.key]
+	if st.token == token {
+		c.d.sessions[c.key] = authState{expired: true}
 	}
-	delete(c.d.sessions, c.key)
-	return true
+	return true // expired now, or already renewed by a concurrent call
 }
 
 // The common.Client methods gofish calls.

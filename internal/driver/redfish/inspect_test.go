@@ -147,3 +147,95 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestInspectPartialBMC: every resource but the system is optional, as in
+// Ironic's redfish inspection; only a missing essential property (memory_mb,
+// cpu_arch) fails it, with Ironic's message, recording nothing.
+func TestInspectPartialBMC(t *testing.T) {
+	const sys = "/redfish/v1/Systems/437XR1138R2"
+	full := model.JSON{"cpus": 16, "cpu_arch": "x86_64", "memory_mb": 98304, "local_gb": 3724}
+	with := func(k string, v any) model.JSON {
+		m := model.JSON{}
+		for kk, vv := range full {
+			m[kk] = vv
+		}
+		m[k] = v
+		return m
+	}
+	nicsOnly := func(path string, body map[string]any) {
+		if path == sys {
+			delete(body, "EthernetInterfaces")
+			body["NetworkInterfaces"] = map[string]any{"@odata.id": sys + "/NetworkInterfaces"}
+		}
+	}
+	cases := []struct {
+		name   string
+		cfg    replayConfig
+		add    map[string]map[string]any
+		want   model.JSON // nil: inspection fails
+		macs   int        // new ports
+		reason string     // the failure's missing properties
+	}{
+		{name: "everything", want: full, macs: 2},
+		{name: "no Memory collection: MemorySummary", cfg: replayConfig{Gone: []string{sys + "/Memory"}}, want: full, macs: 2},
+		{name: "Memory collection only", cfg: replayConfig{Edit: func(p string, b map[string]any) {
+			if p == sys {
+				delete(b, "MemorySummary")
+			}
+		}}, want: full, macs: 2},
+		{name: "no memory size anywhere", cfg: replayConfig{Gone: []string{sys + "/Memory"}, Edit: func(p string, b map[string]any) {
+			if p == sys {
+				delete(b, "MemorySummary")
+			}
+		}}, reason: "memory_mb"},
+		{name: "no Processors collection", cfg: replayConfig{Gone: []string{sys + "/Processors"}}, reason: "cpu_arch"},
+		{name: "threads from ProcessorSummary", cfg: replayConfig{Edit: func(p string, b map[string]any) {
+			if strings.HasPrefix(p, sys+"/Processors/") {
+				delete(b, "TotalThreads")
+			}
+		}}, want: full, macs: 2},
+		{name: "no SimpleStorage: disk-less", cfg: replayConfig{Gone: []string{sys + "/SimpleStorage"}}, want: with("local_gb", 0), macs: 2},
+		{name: "no EthernetInterfaces", cfg: replayConfig{Gone: []string{sys + "/EthernetInterfaces"}}, want: full},
+		{name: "NICs from NetworkInterfaces", cfg: replayConfig{Edit: nicsOnly}, want: full, macs: 1, add: map[string]map[string]any{
+			sys + "/NetworkInterfaces":                               {"Members": []any{map[string]any{"@odata.id": sys + "/NetworkInterfaces/NI1"}}},
+			sys + "/NetworkInterfaces/NI1":                           {"@odata.id": sys + "/NetworkInterfaces/NI1", "Id": "NI1", "NetworkDeviceFunctions": map[string]any{"@odata.id": sys + "/NetworkInterfaces/NI1/NetworkDeviceFunctions"}},
+			sys + "/NetworkInterfaces/NI1/NetworkDeviceFunctions":    {"Members": []any{map[string]any{"@odata.id": sys + "/NetworkInterfaces/NI1/NetworkDeviceFunctions/F1"}}},
+			sys + "/NetworkInterfaces/NI1/NetworkDeviceFunctions/F1": {"@odata.id": sys + "/NetworkInterfaces/NI1/NetworkDeviceFunctions/F1", "Id": "F1", "Ethernet": map[string]any{"PermanentMACAddress": "AA:BB:CC:00:11:22"}},
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.cfg.User, c.cfg.Password = "admin", testPassword
+			rp := newReplay(c.cfg)
+			rp.loadMockup(t, mockupDir)
+			for p, b := range c.add {
+				rp.res[p] = b
+			}
+			srv := rp.start(t)
+			n := &model.Node{UUID: "8c4e5b3a-1111-4222-8333-444455556666", DriverInfo: model.JSON{
+				"redfish_address": srv.URL, "redfish_system_id": sys, "redfish_username": "admin", "redfish_password": testPassword}}
+			existing := &model.Port{UUID: "p1", Address: "12:44:6a:3b:04:11", NodeUUID: n.UUID}
+			task := &driver.Task{Node: n, Ports: []*model.Port{existing}}
+			_, err := fastDriver().Inspect(context.Background(), task)
+			if c.want == nil {
+				want := "Failed to discover the following properties: " + c.reason + " on node " + n.UUID
+				if err == nil || err.Error() != want {
+					t.Fatalf("Inspect = %v, want %q", err, want)
+				}
+				if n.Properties != nil || len(task.Ports) != 1 {
+					t.Errorf("failed inspection recorded %v, ports %v", n.Properties, task.Ports)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(n.Properties, c.want) {
+				t.Errorf("properties = %v, want %v", n.Properties, c.want)
+			}
+			if got := len(task.Ports) - 1; got != c.macs {
+				t.Errorf("%d new ports, want %d", got, c.macs)
+			}
+		})
+	}
+}

@@ -3,16 +3,26 @@
 // Redfish models with a small client of its own: one context per operation,
 // bounded retries of transient failures (connection errors and HTTP 500,
 // 502, 503, 504), basic or session authentication with sessions cached per
-// BMC account (auth type auto falls back to basic when the BMC has no
-// session service).
+// BMC account. Auth type auto (the default) is sushy's SessionOrBasicAuth: a
+// session when the service root links one (Links.Sessions) and the login
+// works, basic auth otherwise; an expired session is renewed once, and a
+// refused re-login is final.
 //
 // Invariants: Validate never contacts the BMC; no error, log line or node
 // field this package writes contains a password (errors pass through Scrub);
 // calls are bounded by Config.Attempts × (Config.Timeout + Config.RetryInterval).
 //
-// Inspection fills properties cpus, cpu_arch, memory_mb and local_gb and
-// appends the NICs it finds to Task.Ports as new ports (UUID ""): the
-// conductor creates them (see Inspect).
+// Inspection follows Ironic's redfish inspect: summaries first, every
+// resource but the system optional. It fills properties cpus (when known),
+// cpu_arch, memory_mb and local_gb (0 for a disk-less node), fails with
+// Ironic's message when memory_mb or cpu_arch cannot be found, and appends
+// the NICs it finds to Task.Ports as new ports (UUID ""): the conductor
+// creates them (see Inspect).
+//
+// Tests run internal/driver/drivertest against the BMC emulator, against a
+// replay of what sushy-tools answered (testdata/sushy-tools: no
+// SessionService, no Memory collection) and against DMTF's mockup served
+// with sessions.
 package redfish
 
 import (
@@ -57,6 +67,7 @@ type Driver struct {
 	mu       sync.Mutex
 	clients  map[string]*http.Client
 	sessions map[sessionKey]authState
+	logins   map[sessionKey]*sync.Mutex // one login at a time per account
 }
 
 // New returns a driver with cfg's settings.
@@ -79,7 +90,7 @@ func New(cfg Config) *Driver {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Driver{cfg: cfg, clients: map[string]*http.Client{}, sessions: map[sessionKey]authState{}}
+	return &Driver{cfg: cfg, clients: map[string]*http.Client{}, sessions: map[sessionKey]authState{}, logins: map[sessionKey]*sync.Mutex{}}
 }
 
 var (
