@@ -168,16 +168,16 @@ func (c *Conductor) ContinueInspection(ctx context.Context, macs []string, nodeU
 		return nil, fault.New(fault.Invalid, "The inspect interface of node %s does not accept inspection data.", n.UUID)
 	}
 	out := *n
-	err = c.startWork(ctx, t, fsm.EvResume, "", func(ctx context.Context, t *task) {
+	err = c.startWork(ctx, t, fsm.EvResume, func(ctx context.Context, t *task) {
 		dt := t.driverTask(ctx)
 		err := recv.ReceiveInventory(ctx, dt, inventory, pluginData)
 		c.createInspectedPorts(ctx, t, dt.Ports)
 		if err != nil {
-			t.failWith(fmt.Sprintf("Failed to inspect node %s: %v", t.node.UUID, err), "")
+			t.failWith(fmt.Sprintf("Failed to inspect node %s: %v", t.node.UUID, err))
 			return
 		}
 		t.node.InspectionFinishedAt = c.now().UTC()
-		_ = t.fire(fsm.EvDone, "", false)
+		t.advance(fsm.EvDone)
 	})
 	if err != nil {
 		t.release()

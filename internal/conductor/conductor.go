@@ -198,7 +198,7 @@ func (c *Conductor) recover(ctx context.Context) error {
 		}
 		t := &task{c: c, node: n}
 		msg := fmt.Sprintf("Operation was interrupted: conductor %s restarted while the node was in state %q", c.cfg.Host, n.ProvisionState)
-		t.failWith(msg, "")
+		t.failWith(msg)
 		t.node.TargetPowerState = ""
 		c.saveQuiet(ctx, t.node, t.history)
 	}
