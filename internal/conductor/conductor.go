@@ -17,7 +17,7 @@ import (
 
 // Config configures a Conductor. Zero values take Ironic's defaults.
 type Config struct {
-	Store   store.Store
+	Store   Store
 	Drivers *driver.Registry
 	Host    string // this conductor's name (reservation holder)
 	Group   string // conductor_group
@@ -91,7 +91,7 @@ func (cfg Config) withDefaults() Config {
 // answering and runs the work on a bounded worker pool.
 type Conductor struct {
 	cfg   Config
-	store store.Store
+	store Store
 	reg   *driver.Registry
 	log   *slog.Logger
 	now   func() time.Time

@@ -19,6 +19,9 @@ import (
 	"github.com/anvil-metal/anvil/internal/store/sqlite"
 )
 
+// The storage contract satisfies the conductor's Store.
+var _ conductor.Store = store.Store(nil)
+
 type env struct {
 	t    testing.TB
 	ctx  context.Context
