@@ -9,7 +9,8 @@ import (
 	"github.com/anvil-metal/anvil/internal/model"
 )
 
-// Minor versions that gate provision behaviour (Ironic's).
+// Minor versions that gate an abort, by the state it aborts (Ironic's); they
+// depend on the node, so they are checked here rather than in the API.
 const (
 	minorInspectAbort = 41
 	minorDeployAbort  = 110
