@@ -132,6 +132,7 @@ type harness struct {
 	clk   *clock
 	sink  *sink
 	nodes map[string]string // name → UUID
+	seen  map[string]int    // UUID → history entries already checked
 }
 
 func newHarness(t *testing.T) *harness {
@@ -166,7 +167,7 @@ func newHarness(t *testing.T) *harness {
 	if err := c.Start(cctx); err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, ctx: ctx, c: c, st: st, clk: clk, sink: s, nodes: map[string]string{}}
+	return &harness{t: t, ctx: ctx, c: c, st: st, clk: clk, sink: s, nodes: map[string]string{}, seen: map[string]int{}}
 }
 
 // run executes one command and returns its output lines.
@@ -176,6 +177,7 @@ func (h *harness) run(cmd string) []string {
 	err := h.exec(f[0], f[1:])
 	h.c.WaitIdle()
 	out := h.sink.take()
+	h.checkHistory(cmd, out)
 	if err != nil {
 		out = append(out, errorLine(err))
 	}
@@ -274,6 +276,43 @@ func provisionRequest(t *testing.T, verb string, args []string) conductor.Provis
 		}
 	}
 	return req
+}
+
+// checkHistory holds the transitions a command logged against the history
+// it saved: a transcript shows what the conductor persisted, not only what
+// it logged.
+func (h *harness) checkHistory(cmd string, out []string) {
+	var logged, saved []string
+	for _, l := range out {
+		if strings.Contains(l, " --") {
+			from, rest, _ := strings.Cut(l, " --")
+			event, to, _ := strings.Cut(rest, "--> ")
+			to = to[:strings.LastIndex(to, "/")]
+			logged = append(logged, from+" "+event+" "+to)
+		}
+	}
+	ids := make([]string, 0, len(h.nodes))
+	for _, id := range h.nodes {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		hist, err := h.st.ListHistory(h.ctx, id)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		for _, e := range hist[h.seen[id]:] {
+			if e.EventType == "provisioning" {
+				saved = append(saved, id+": "+e.FromState+" "+e.Trigger+" "+e.ToState)
+			}
+		}
+		h.seen[id] = len(hist)
+	}
+	sort.Strings(logged)
+	sort.Strings(saved)
+	if strings.Join(logged, "\n") != strings.Join(saved, "\n") {
+		h.t.Errorf("%s: logged transitions %q, saved history %q", cmd, logged, saved)
+	}
 }
 
 // states describes every node, sorted by name: state/target, then what is
