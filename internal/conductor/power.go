@@ -3,6 +3,7 @@ package conductor
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fault"
@@ -110,7 +111,7 @@ func (c *Conductor) SetBootDevice(ctx context.Context, ident string, dev BootDev
 	if err != nil {
 		return fault.Wrap(fault.Invalid, err, err.Error())
 	}
-	if !contains(supported, dev.Device) {
+	if !slices.Contains(supported, dev.Device) {
 		return fault.New(fault.Invalid, "Invalid boot device %s specified.", dev.Device)
 	}
 	persistent := dev.Persistent != nil && *dev.Persistent

@@ -1,6 +1,7 @@
 // Package fsm is Ironic's provision and power state machines written down as
 // data: the states with their stable flag and default target, the transition
-// table, the API verb table and the power targets.
+// table, the API verb table, the power targets, and the state sets Ironic's
+// API and conductor consult (delete, update, interface update, agent lookup).
 //
 // The package is pure. It performs no I/O, reads no clock, logs nothing and
 // holds no mutable state: every table is a literal returned afresh by a
