@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -51,7 +52,7 @@ func (c *Conductor) verifyFlow(ctx context.Context, t *task) {
 // inspectFlow: inspecting → manageable (or inspect wait), inspect failed on error.
 func (c *Conductor) inspectFlow(ctx context.Context, t *task) {
 	n := t.node
-	n.InspectionStartedAt, n.InspectionFinishedAt = c.now().UTC(), timeZero
+	n.InspectionStartedAt, n.InspectionFinishedAt = c.now().UTC(), time.Time{}
 	if t.drv.Inspect == nil {
 		t.failWith(fmt.Sprintf("Failed to inspect hardware. Reason: node %s has no inspect interface", n.UUID))
 		return

@@ -236,9 +236,11 @@ func maintenanceEvent(c *Conductor, n *model.Node, user string) *model.HistoryEv
 		Event: msg, Conductor: c.cfg.Host, User: user, CreatedAt: c.now().UTC()}
 }
 
-// validateKinds are the interfaces GET /validate reports, in Ironic's order.
-var validateKinds = []string{"bios", "boot", "console", "deploy", "firmware", "inspect", "management",
-	"network", "power", "raid", "rescue", "storage"}
+// validateKinds returns the interfaces GET /validate reports, in Ironic's order.
+func validateKinds() []string {
+	return []string{"bios", "boot", "console", "deploy", "firmware", "inspect", "management",
+		"network", "power", "raid", "rescue", "storage"}
+}
 
 // Validate runs each interface's validation without touching hardware.
 func (c *Conductor) Validate(ctx context.Context, ident string) (map[string]ValidateResult, error) {
@@ -252,7 +254,7 @@ func (c *Conductor) Validate(ctx context.Context, ident string) (map[string]Vali
 	}
 	yes, no := true, false
 	out := map[string]ValidateResult{}
-	for _, k := range validateKinds {
+	for _, k := range validateKinds() {
 		v, ok := drv.Interface(k).(driver.Validator)
 		if !ok || v == nil || reflect.ValueOf(v).IsNil() {
 			out[k] = ValidateResult{Reason: fmt.Sprintf("%s interface is not supported by driver %s", k, n.Driver)}

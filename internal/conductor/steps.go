@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
 )
-
-var timeZero time.Time
 
 // Reserved steps any interface accepts (Ironic's): hold parks the node in
 // its hold state until "unhold".
