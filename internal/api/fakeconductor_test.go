@@ -143,7 +143,7 @@ func (c *fakeConductor) Provision(ctx context.Context, ident string, req conduct
 	if v, ok := fsm.LookupVerb(req.Target); ok {
 		event = v.Event
 	}
-	to, ok := fsm.Next(n.ProvisionState, event)
+	to, _, ok := fsm.Next(n.ProvisionState, event, n.TargetProvisionState)
 	if !ok {
 		return fault.InvalidState(req.Target, n.UUID, n.ProvisionState)
 	}
@@ -156,7 +156,7 @@ func (c *fakeConductor) Provision(ctx context.Context, ident string, req conduct
 		case to == fsm.Cleaning && event == fsm.EvClean:
 			next = fsm.EvManage
 		}
-		if s, ok := fsm.Next(to, next); ok {
+		if s, _, ok := fsm.Next(to, next, ""); ok {
 			to = s
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/anvil-metal/anvil/internal/agent/agentapi"
@@ -14,14 +13,6 @@ import (
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
 )
-
-// lookupStates are the provision states in which an agent is expected
-// (Ironic's LOOKUP_ALLOWED_STATES).
-var lookupStates = []string{
-	fsm.Deploying, fsm.DeployWait, fsm.Cleaning, fsm.CleanWait,
-	fsm.Inspecting, fsm.InspectWait, fsm.Rescuing, fsm.RescueWait,
-	fsm.Servicing, fsm.ServiceWait,
-}
 
 // errLookupNotFound is the plain 404 a lookup answers for any miss, so that
 // it reveals nothing about nodes that do not expect an agent.
@@ -38,7 +29,7 @@ func (c *Conductor) Lookup(ctx context.Context, macs []string, nodeUUID string) 
 	if err != nil {
 		return nil, "", err
 	}
-	if !slices.Contains(lookupStates, n.ProvisionState) {
+	if !fsm.LookupAllowed(n.ProvisionState) {
 		c.log.Info("lookup refused: node does not expect an agent", "node", n.UUID, "state", n.ProvisionState)
 		return nil, "", errLookupNotFound()
 	}
@@ -51,7 +42,7 @@ func (c *Conductor) Lookup(ctx context.Context, macs []string, nodeUUID string) 
 	}
 	defer t.release()
 	n = t.node
-	if !slices.Contains(lookupStates, n.ProvisionState) {
+	if !fsm.LookupAllowed(n.ProvisionState) {
 		return nil, "", errLookupNotFound()
 	}
 	if s, _ := n.DriverInternalInfo[agentapi.KeyTokenHash].(string); s != "" {
@@ -168,16 +159,16 @@ func (c *Conductor) ContinueInspection(ctx context.Context, macs []string, nodeU
 		return nil, fault.New(fault.Invalid, "The inspect interface of node %s does not accept inspection data.", n.UUID)
 	}
 	out := *n
-	err = c.startWork(ctx, t, fsm.EvResume, "", func(ctx context.Context, t *task) {
+	err = c.startWork(ctx, t, fsm.EvResume, func(ctx context.Context, t *task) {
 		dt := t.driverTask(ctx)
 		err := recv.ReceiveInventory(ctx, dt, inventory, pluginData)
 		c.createInspectedPorts(ctx, t, dt.Ports)
 		if err != nil {
-			t.failWith(fmt.Sprintf("Failed to inspect node %s: %v", t.node.UUID, err), "")
+			t.failWith(fmt.Sprintf("Failed to inspect node %s: %v", t.node.UUID, err))
 			return
 		}
 		t.node.InspectionFinishedAt = c.now().UTC()
-		_ = t.fire(fsm.EvDone, "", false)
+		t.advance(fsm.EvDone)
 	})
 	if err != nil {
 		t.release()

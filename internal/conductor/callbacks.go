@@ -60,11 +60,7 @@ func (c *Conductor) Heartbeat(ctx context.Context, ident string, hb HeartbeatReq
 func (c *Conductor) resume(ctx context.Context, t *task) error {
 	n := t.node
 	from := n.ProvisionState
-	target := ""
-	if from == fsm.CleanWait && n.TargetProvisionState == fsm.Manageable {
-		target = fsm.Manageable
-	}
-	return c.startWork(ctx, t, fsm.EvResume, target, func(ctx context.Context, t *task) {
+	return c.startWork(ctx, t, fsm.EvResume, func(ctx context.Context, t *task) {
 		switch from {
 		case fsm.DeployWait:
 			c.continueSteps(ctx, t, driver.DeploySteps)
@@ -93,7 +89,7 @@ func (c *Conductor) continueSteps(ctx context.Context, t *task, kind driver.Step
 				return
 			}
 			if res == driver.Wait {
-				_ = t.fire(fsm.EvWait, c.stepTarget(t.node, kind), false)
+				t.advance(fsm.EvWait)
 				return
 			}
 		}
@@ -110,28 +106,24 @@ func (c *Conductor) continueOp(ctx context.Context, t *task, impl any, op string
 			c.createInspectedPorts(ctx, t, dt.Ports)
 		}
 		if err != nil {
-			t.failWith(fmt.Sprintf("Failed to %s node %s: %v", op, t.node.UUID, err), "")
+			t.failWith(fmt.Sprintf("Failed to %s node %s: %v", op, t.node.UUID, err))
 			return
 		}
 		if res == driver.Wait {
-			_ = t.fire(fsm.EvWait, "", false)
+			t.advance(fsm.EvWait)
 			return
 		}
 	}
 	if onDone != nil {
 		onDone()
 	}
-	_ = t.fire(fsm.EvDone, "", false)
+	t.advance(fsm.EvDone)
 }
 
 // unhold releases a node from a hold state into its wait state; a node whose
 // steps need no agent callback resumes at once.
 func (c *Conductor) unhold(ctx context.Context, t *task) error {
-	target := ""
-	if t.node.ProvisionState == fsm.CleanHold && t.node.TargetProvisionState == fsm.Manageable {
-		target = fsm.Manageable
-	}
-	if err := t.fire(fsm.EvUnhold, target, true); err != nil {
+	if err := t.fire(fsm.EvUnhold); err != nil {
 		return err
 	}
 	if agentDriven(t.node) {
@@ -206,7 +198,7 @@ func (c *Conductor) timeOut(ctx context.Context, t *task, now time.Time) {
 	case fsm.ServiceWait:
 		c.stepFailed(t, "service", msg)
 	default:
-		t.failWith(msg, "")
+		t.failWith(msg)
 	}
 	if (state == fsm.DeployWait || state == fsm.RescueWait) && t.drv.Power != nil {
 		if err := t.drv.Power.SetPowerState(ctx, t.driverTask(ctx), fsm.PowerOff); err != nil {

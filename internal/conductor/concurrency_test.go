@@ -70,7 +70,7 @@ func TestConflictingVerbs(t *testing.T) {
 			continue
 		}
 		moves++
-		if to, ok := fsm.Next(h.FromState, h.Trigger); !ok || to != h.ToState {
+		if to, _, ok := fsm.Next(h.FromState, h.Trigger, ""); !ok || to != h.ToState {
 			t.Fatalf("forbidden transition recorded: %s --%s--> %s", h.FromState, h.Trigger, h.ToState)
 		}
 		if h.FromState != prev {

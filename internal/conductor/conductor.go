@@ -17,7 +17,7 @@ import (
 
 // Config configures a Conductor. Zero values take Ironic's defaults.
 type Config struct {
-	Store   store.Store
+	Store   Store
 	Drivers *driver.Registry
 	Host    string // this conductor's name (reservation holder)
 	Group   string // conductor_group
@@ -91,7 +91,7 @@ func (cfg Config) withDefaults() Config {
 // answering and runs the work on a bounded worker pool.
 type Conductor struct {
 	cfg   Config
-	store store.Store
+	store Store
 	reg   *driver.Registry
 	log   *slog.Logger
 	now   func() time.Time
@@ -198,7 +198,7 @@ func (c *Conductor) recover(ctx context.Context) error {
 		}
 		t := &task{c: c, node: n}
 		msg := fmt.Sprintf("Operation was interrupted: conductor %s restarted while the node was in state %q", c.cfg.Host, n.ProvisionState)
-		t.failWith(msg, "")
+		t.failWith(msg)
 		t.node.TargetPowerState = ""
 		c.saveQuiet(ctx, t.node, t.history)
 	}

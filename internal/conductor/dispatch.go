@@ -21,38 +21,38 @@ func (c *Conductor) start(ctx context.Context, t *task, event string, req Provis
 	switch event {
 	case fsm.EvManage:
 		if n.ProvisionState == fsm.Enroll {
-			return c.startWork(ctx, t, event, "", c.verifyFlow)
+			return c.startWork(ctx, t, event, c.verifyFlow)
 		}
-		return c.noWork(ctx, t, event, "")
+		return c.noWork(ctx, t, event)
 	case fsm.EvProvide:
-		return c.startWork(ctx, t, event, "", c.cleanFlow(false, nil))
+		return c.startWork(ctx, t, event, c.cleanFlow(false, nil))
 	case fsm.EvClean:
 		if n.Maintenance {
 			return fault.New(fault.Invalid, "The cleaning operation can't be performed on node %s because it's in maintenance mode.", n.UUID)
 		}
-		return c.startWork(ctx, t, event, fsm.Manageable, c.cleanFlow(true, req.CleanSteps))
+		return c.startWork(ctx, t, event, c.cleanFlow(true, req.CleanSteps))
 	case fsm.EvInspect:
-		return c.startWork(ctx, t, event, "", c.inspectFlow)
+		return c.startWork(ctx, t, event, c.inspectFlow)
 	case fsm.EvDeploy, fsm.EvRebuild:
 		if err := validateDeploy(ctx, t); err != nil {
 			return err
 		}
 		prepareDeploy(n, req)
-		return c.startWork(ctx, t, event, "", c.deployFlow(req.DeploySteps))
+		return c.startWork(ctx, t, event, c.deployFlow(req.DeploySteps))
 	case fsm.EvDelete:
-		return c.startWork(ctx, t, event, "", c.tearDownFlow)
+		return c.startWork(ctx, t, event, c.tearDownFlow)
 	case fsm.EvRescue:
 		setInfo(&n.InstanceInfo, "rescue_password", *req.RescuePassword)
-		return c.startWork(ctx, t, event, "", c.rescueFlow)
+		return c.startWork(ctx, t, event, c.rescueFlow)
 	case fsm.EvUnrescue:
-		return c.startWork(ctx, t, event, "", c.unrescueFlow)
+		return c.startWork(ctx, t, event, c.unrescueFlow)
 	case fsm.EvAdopt:
-		return c.startWork(ctx, t, event, "", c.adoptFlow)
+		return c.startWork(ctx, t, event, c.adoptFlow)
 	case fsm.EvService:
 		if n.Maintenance {
 			return inMaintenance(n.UUID)
 		}
-		return c.startWork(ctx, t, event, "", c.serviceFlow(req.ServiceSteps))
+		return c.startWork(ctx, t, event, c.serviceFlow(req.ServiceSteps))
 	case fsm.EvAbort:
 		return c.abort(ctx, t)
 	case fsm.EvUnhold:
@@ -62,8 +62,8 @@ func (c *Conductor) start(ctx context.Context, t *task, event string, req Provis
 }
 
 // noWork applies a transition that needs no worker (e.g. available → manageable).
-func (c *Conductor) noWork(ctx context.Context, t *task, event, target string) error {
-	if err := t.fire(event, target, false); err != nil {
+func (c *Conductor) noWork(ctx context.Context, t *task, event string) error {
+	if err := t.fire(event); err != nil {
 		return err
 	}
 	// As in Ironic, last_error stays until new work starts (e.g. the next
@@ -78,11 +78,11 @@ func (c *Conductor) noWork(ctx context.Context, t *task, event, target string) e
 // startWork takes a worker slot (503 if none), fires event, saves the new
 // state and target before returning, and runs fl on the worker, which saves
 // the outcome and releases the lock.
-func (c *Conductor) startWork(ctx context.Context, t *task, event, target string, fl flow) error {
+func (c *Conductor) startWork(ctx context.Context, t *task, event string, fl flow) error {
 	if err := c.reserveWorker(); err != nil {
 		return err
 	}
-	if err := t.fire(event, target, true); err != nil {
+	if err := t.fire(event); err != nil {
 		c.freeWorker()
 		return err
 	}
@@ -103,7 +103,7 @@ func (c *Conductor) startWork(ctx context.Context, t *task, event, target string
 			n.LastError = msg + " (" + n.LastError + ")"
 			t.record(&model.HistoryEvent{Severity: model.SeverityError, EventType: "error", Event: n.LastError})
 		case !fsm.IsStable(n.ProvisionState) && !fsm.IsWait(n.ProvisionState) && !fsm.IsHold(n.ProvisionState):
-			t.failWith(msg, n.TargetProvisionState)
+			t.failWith(msg)
 		}
 	})
 	return nil
@@ -166,11 +166,7 @@ func (c *Conductor) abort(ctx context.Context, t *task) error {
 		fsm.ServiceHold:   "Service operation aborted for node %s.",
 		fsm.ServiceFailed: "",
 	}[from]
-	target := ""
-	if (from == fsm.CleanWait || from == fsm.CleanHold) && n.TargetProvisionState == fsm.Manageable {
-		target = fsm.Manageable
-	}
-	if err := t.fire(fsm.EvAbort, target, false); err != nil {
+	if err := t.fire(fsm.EvAbort); err != nil {
 		return err
 	}
 	switch {

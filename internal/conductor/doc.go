@@ -1,12 +1,31 @@
 // Package conductor applies every change to a node, as Ironic's conductor
 // does: it takes the node's lock (the reservation column, by compare-and-set),
-// checks the transition against internal/fsm, saves the new provision state and
-// target before answering, and runs the long work on a bounded worker pool
-// that fires done/fail/wait, records last_error and history, and releases the
-// lock. No other package moves a node through the state machine.
+// checks the request against the locked node, moves the node through the
+// state machine, saves the new provision state and target before answering,
+// and runs the long work on a bounded worker pool. The work fires done, fail,
+// wait or hold, records last_error and history, and releases the lock. No
+// other package moves a node through the state machine.
+//
+// Each decision has one place:
+//
+//   - internal/fsm decides where an event leads and which target the node
+//     then heads for (manual clean included); task.fire applies, records and
+//     logs it, and is the only code that writes provision_state and
+//     target_provision_state;
+//   - a provision verb's legality is checked once, under the lock
+//     (checkProvision); the verb's microversion gate is the API's;
+//   - events a flow raises on its own node go through task.advance: the
+//     machine accepts them by construction, and a refusal (a conductor bug)
+//     is logged, recorded as last_error and fails the node rather than
+//     leaving it in a transient state.
+//
+// The conductor takes a [Store], the part of the storage contract it uses.
 //
 // Invariants: a lock is always released (even on cancellation: release uses
 // its own context); a worker slot is taken before a transition that needs one
 // is saved, so "no free worker" (503) changes nothing; on start a conductor
 // fails the transient work it left behind and releases its own locks.
+//
+// Flows are tested as transcripts (testdata/*.txt, regenerated with
+// `go test ./internal/conductor -run Transcript -rewrite`).
 package conductor

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -23,56 +24,56 @@ func (c *Conductor) verifyFlow(ctx context.Context, t *task) {
 	n := t.node
 	p := t.drv.Power
 	if p == nil {
-		t.failWith(fmt.Sprintf("Failed to validate power driver interface for node %s. Error: no power interface", n.UUID), "")
+		t.failWith(fmt.Sprintf("Failed to validate power driver interface for node %s. Error: no power interface", n.UUID))
 		return
 	}
 	if err := p.Validate(n); err != nil {
-		t.failWith(fmt.Sprintf("Failed to validate power driver interface for node %s. Error: %v", n.UUID, err), "")
+		t.failWith(fmt.Sprintf("Failed to validate power driver interface for node %s. Error: %v", n.UUID, err))
 		return
 	}
 	dt := t.driverTask(ctx)
 	if v, ok := p.(Verifier); ok {
 		if err := v.Verify(ctx, dt); err != nil {
-			t.failWith(fmt.Sprintf("Failed to get power state for node %s. Error: %v", n.UUID, err), "")
+			t.failWith(fmt.Sprintf("Failed to get power state for node %s. Error: %v", n.UUID, err))
 			return
 		}
 	}
 	state, err := p.PowerState(ctx, dt)
 	if err != nil {
-		t.failWith(fmt.Sprintf("Failed to get power state for node %s. Error: %v", n.UUID, err), "")
+		t.failWith(fmt.Sprintf("Failed to get power state for node %s. Error: %v", n.UUID, err))
 		return
 	}
 	if state == fsm.PowerOn || state == fsm.PowerOff {
 		n.PowerState = state
 	}
-	_ = t.fire(fsm.EvDone, "", false)
+	t.advance(fsm.EvDone)
 }
 
 // inspectFlow: inspecting → manageable (or inspect wait), inspect failed on error.
 func (c *Conductor) inspectFlow(ctx context.Context, t *task) {
 	n := t.node
-	n.InspectionStartedAt, n.InspectionFinishedAt = c.now().UTC(), timeZero
+	n.InspectionStartedAt, n.InspectionFinishedAt = c.now().UTC(), time.Time{}
 	if t.drv.Inspect == nil {
-		t.failWith(fmt.Sprintf("Failed to inspect hardware. Reason: node %s has no inspect interface", n.UUID), "")
+		t.failWith(fmt.Sprintf("Failed to inspect hardware. Reason: node %s has no inspect interface", n.UUID))
 		return
 	}
 	if err := t.drv.Inspect.Validate(n); err != nil {
-		t.failWith(fmt.Sprintf("Failed to validate inspect interface for node %s: %v", n.UUID, err), "")
+		t.failWith(fmt.Sprintf("Failed to validate inspect interface for node %s: %v", n.UUID, err))
 		return
 	}
 	dt := t.driverTask(ctx)
 	res, err := t.drv.Inspect.Inspect(ctx, dt)
 	if err != nil {
-		t.failWith(fmt.Sprintf("Failed to inspect hardware. Reason: %v", err), "")
+		t.failWith(fmt.Sprintf("Failed to inspect hardware. Reason: %v", err))
 		return
 	}
 	c.createInspectedPorts(ctx, t, dt.Ports)
 	if res == driver.Wait {
-		_ = t.fire(fsm.EvWait, "", false)
+		t.advance(fsm.EvWait)
 		return
 	}
 	n.InspectionFinishedAt = c.now().UTC()
-	_ = t.fire(fsm.EvDone, "", false)
+	t.advance(fsm.EvDone)
 }
 
 // deployFlow: deploying → active (or wait call-back / deploy hold), deploy
@@ -81,11 +82,11 @@ func (c *Conductor) deployFlow(userSteps []map[string]any) flow {
 	return func(ctx context.Context, t *task) {
 		n := t.node
 		if t.drv.Deploy == nil {
-			t.failWith(fmt.Sprintf("Node %s has no deploy interface", n.UUID), "")
+			t.failWith(fmt.Sprintf("Node %s has no deploy interface", n.UUID))
 			return
 		}
 		if err := t.drv.Deploy.Validate(n); err != nil {
-			t.failWith(fmt.Sprintf("Failed to validate deploy interface for node %s: %v", n.UUID, err), "")
+			t.failWith(fmt.Sprintf("Failed to validate deploy interface for node %s: %v", n.UUID, err))
 			return
 		}
 		if !c.planUser(t, driver.DeploySteps, userSteps) {
@@ -100,7 +101,7 @@ func (c *Conductor) tearDownFlow(ctx context.Context, t *task) {
 	n := t.node
 	if d := t.drv.Deploy; d != nil {
 		if err := d.TearDown(ctx, t.driverTask(ctx)); err != nil {
-			t.failWith(fmt.Sprintf("Failed to tear down. Error: %v", err), "")
+			t.failWith(fmt.Sprintf("Failed to tear down. Error: %v", err))
 			return
 		}
 	}
@@ -108,8 +109,8 @@ func (c *Conductor) tearDownFlow(ctx context.Context, t *task) {
 	for _, k := range []string{"user_deploy_steps", "deploy_steps", "agent_url", "agent_secret_token"} {
 		delete(n.DriverInternalInfo, k)
 	}
-	if err := t.fire(fsm.EvClean, "", true); err != nil {
-		t.failWith(err.Error(), "")
+	t.advance(fsm.EvClean)
+	if t.node.ProvisionState != fsm.Cleaning {
 		return
 	}
 	c.cleanFlow(false, nil)(ctx, t)
@@ -119,38 +120,38 @@ func (c *Conductor) tearDownFlow(ctx context.Context, t *task) {
 func (c *Conductor) rescueFlow(ctx context.Context, t *task) {
 	r := t.drv.Rescue
 	if r == nil {
-		t.failWith(fmt.Sprintf("Node %s has no rescue interface", t.node.UUID), "")
+		t.failWith(fmt.Sprintf("Node %s has no rescue interface", t.node.UUID))
 		return
 	}
 	if err := r.Validate(t.node); err != nil {
-		t.failWith(fmt.Sprintf("Failed to validate rescue interface for node %s: %v", t.node.UUID, err), "")
+		t.failWith(fmt.Sprintf("Failed to validate rescue interface for node %s: %v", t.node.UUID, err))
 		return
 	}
 	res, err := r.Rescue(ctx, t.driverTask(ctx))
 	if err != nil {
-		t.failWith(fmt.Sprintf("Failed to rescue node %s: %v", t.node.UUID, err), "")
+		t.failWith(fmt.Sprintf("Failed to rescue node %s: %v", t.node.UUID, err))
 		return
 	}
 	if res == driver.Wait {
-		_ = t.fire(fsm.EvWait, "", false)
+		t.advance(fsm.EvWait)
 		return
 	}
-	_ = t.fire(fsm.EvDone, "", false)
+	t.advance(fsm.EvDone)
 }
 
 // unrescueFlow: unrescuing → active, unrescue failed on error.
 func (c *Conductor) unrescueFlow(ctx context.Context, t *task) {
 	r := t.drv.Rescue
 	if r == nil {
-		t.failWith(fmt.Sprintf("Node %s has no rescue interface", t.node.UUID), "")
+		t.failWith(fmt.Sprintf("Node %s has no rescue interface", t.node.UUID))
 		return
 	}
 	if err := r.Unrescue(ctx, t.driverTask(ctx)); err != nil {
-		t.failWith(fmt.Sprintf("Failed to unrescue node %s: %v", t.node.UUID, err), "")
+		t.failWith(fmt.Sprintf("Failed to unrescue node %s: %v", t.node.UUID, err))
 		return
 	}
 	delete(t.node.InstanceInfo, "rescue_password")
-	_ = t.fire(fsm.EvDone, "", false)
+	t.advance(fsm.EvDone)
 }
 
 // adoptFlow: adopting → active, adopt failed on error.
@@ -168,10 +169,10 @@ func (c *Conductor) adoptFlow(ctx context.Context, t *task) {
 		err = t.drv.Deploy.Validate(n)
 	}
 	if err != nil {
-		t.failWith(fmt.Sprintf("Error while attempting to adopt node %s: %v.", n.UUID, err), "")
+		t.failWith(fmt.Sprintf("Error while attempting to adopt node %s: %v.", n.UUID, err))
 		return
 	}
-	_ = t.fire(fsm.EvDone, "", false)
+	t.advance(fsm.EvDone)
 }
 
 // serviceFlow: servicing → active (or service wait / hold), service failed on error.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -68,10 +69,6 @@ func duplicate(err error) error {
 	return fault.New(fault.Conflict, "A resource with %s %s already exists.", d.Field, d.Value)
 }
 
-// updateAllowedStates are where interfaces and resource_class may change
-// outside maintenance (Ironic's conductor update_node).
-var updateAllowedStates = []string{fsm.Enroll, fsm.Inspecting, fsm.InspectWait, fsm.Manageable, fsm.Available}
-
 // UpdateNode applies a change under the node lock with Ironic's rules.
 func (c *Conductor) UpdateNode(ctx context.Context, ident string, apply func(n *model.Node) error) (*model.Node, error) {
 	// Ironic's API refuses before it asks for the lock.
@@ -118,10 +115,10 @@ func transitionInProgress(n *model.Node, ident string) error {
 }
 
 func (c *Conductor) checkUpdate(old, n *model.Node) error {
-	allowed := n.Maintenance || contains(updateAllowedStates, old.ProvisionState)
+	allowed := n.Maintenance || fsm.InterfaceUpdateAllowed(old.ProvisionState)
 	notAllowed := func(field string) error {
 		return fault.New(fault.Conflict, "Node %s can not have %s updated unless it is in one of allowed (%s) states or in maintenance mode.",
-			old.UUID, field, strings.Join(updateAllowedStates, ", "))
+			old.UUID, field, strings.Join(fsm.InterfaceUpdateAllowedStates(), ", "))
 	}
 	if n.Driver != old.Driver {
 		if _, ok := c.reg.HardwareType(n.Driver); !ok {
@@ -133,7 +130,7 @@ func (c *Conductor) checkUpdate(old, n *model.Node) error {
 		// Interfaces the new hardware type lacks fall back to its defaults.
 		ht, _ := c.reg.HardwareType(n.Driver)
 		for _, k := range model.InterfaceNames {
-			if v := n.Interfaces.Get(k); v != "" && !contains(ht.Supported[k], v) && v == old.Interfaces.Get(k) {
+			if v := n.Interfaces.Get(k); v != "" && !slices.Contains(ht.Supported[k], v) && v == old.Interfaces.Get(k) {
 				n.Interfaces.Set(k, "")
 			}
 		}
@@ -165,15 +162,6 @@ func (c *Conductor) checkUpdate(old, n *model.Node) error {
 		n.MaintenanceReason, n.Fault = "", ""
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // clone deep-copies a node (maps included) so a failed update changes nothing.
@@ -273,9 +261,11 @@ func maintenanceEvent(c *Conductor, n *model.Node, user string) *model.HistoryEv
 		Event: msg, Conductor: c.cfg.Host, User: user, CreatedAt: c.now().UTC()}
 }
 
-// validateKinds are the interfaces GET /validate reports, in Ironic's order.
-var validateKinds = []string{"bios", "boot", "console", "deploy", "firmware", "inspect", "management",
-	"network", "power", "raid", "rescue", "storage"}
+// validateKinds returns the interfaces GET /validate reports, in Ironic's order.
+func validateKinds() []string {
+	return []string{"bios", "boot", "console", "deploy", "firmware", "inspect", "management",
+		"network", "power", "raid", "rescue", "storage"}
+}
 
 // Validate runs each interface's validation without touching hardware.
 func (c *Conductor) Validate(ctx context.Context, ident string) (map[string]ValidateResult, error) {
@@ -299,7 +289,7 @@ func (c *Conductor) Validate(ctx context.Context, ident string) (map[string]Vali
 		return portList
 	}
 	out := map[string]ValidateResult{}
-	for _, k := range validateKinds {
+	for _, k := range validateKinds() {
 		v, ok := drv.Interface(k).(driver.Validator)
 		if !ok || v == nil || reflect.ValueOf(v).IsNil() {
 			out[k] = ValidateResult{Reason: fmt.Sprintf("%s interface is not supported by driver %s", k, n.Driver)}

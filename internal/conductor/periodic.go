@@ -175,7 +175,7 @@ func (c *Conductor) takeOver(ctx context.Context, host string) error {
 	for _, n := range held {
 		t := &task{c: c, node: n}
 		if !fsm.IsStable(n.ProvisionState) && !fsm.IsWait(n.ProvisionState) && !fsm.IsHold(n.ProvisionState) && !fsm.IsFailure(n.ProvisionState) {
-			t.failWith(fmt.Sprintf("Operation was aborted due to conductor take over: conductor %s stopped heartbeating while the node was in state %q", host, n.ProvisionState), "")
+			t.failWith(fmt.Sprintf("Operation was aborted due to conductor take over: conductor %s stopped heartbeating while the node was in state %q", host, n.ProvisionState))
 		}
 		n.TargetPowerState = ""
 		t.record(&model.HistoryEvent{Severity: model.SeverityWarning, EventType: "lock",

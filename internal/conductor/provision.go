@@ -9,69 +9,63 @@ import (
 	"github.com/anvil-metal/anvil/internal/model"
 )
 
-// Minor versions that gate provision behaviour (Ironic's).
+// Minor versions that gate an abort, by the state it aborts (Ironic's); they
+// depend on the node, so they are checked here rather than in the API.
 const (
 	minorInspectAbort = 41
 	minorDeployAbort  = 110
 )
 
-// Provision applies a provision verb: Ironic's API checks, then the lock, the
-// transition saved before returning, and the work handed to a worker.
+// Provision applies a provision verb under the node's lock: the checks that
+// depend on the node (maintenance, the state machine, the arguments, the
+// concurrency caps), the transition saved before returning, and the work
+// handed to a worker. The verb's microversion gate is the API's
+// (internal/api gateProvision); req.Minor is read here only for the abort
+// gates that depend on the node's state.
 func (c *Conductor) Provision(ctx context.Context, ident string, req ProvisionRequest) error {
-	n, err := c.getNode(ctx, ident)
+	t, err := c.acquire(ctx, ident, req.User)
 	if err != nil {
 		return err
 	}
-	verb, known := fsm.LookupVerb(req.Target)
-	if known && req.Minor > 0 && !verb.AllowedAt(req.Minor) {
-		return fault.NotAcceptableVersion()
-	}
-	event := req.Target
-	if known {
-		event = verb.Event
-	}
-	if (event == fsm.EvDeploy || event == fsm.EvRebuild) && n.Maintenance {
-		return inMaintenance(n.UUID)
-	}
-	if err := checkActionable(n, req.Target, event); err != nil {
-		return err
-	}
-	if err := checkProvisionArgs(n, req, event); err != nil {
-		return err
-	}
-	if err := c.checkLimit(ctx, event); err != nil {
-		return err
-	}
-	t, err := c.acquire(ctx, n.UUID, req.User)
-	if err != nil {
-		return err
-	}
-	// The state may have changed between the check above and the lock.
-	if _, ok := fsm.Next(t.node.ProvisionState, event); !ok {
+	if err := c.checkProvision(ctx, t.node, req); err != nil {
 		t.release()
-		return fault.InvalidState(req.Target, t.node.UUID, t.node.ProvisionState)
+		return err
 	}
-	if err := c.start(ctx, t, event, req); err != nil {
+	if err := c.start(ctx, t, eventOf(req.Target), req); err != nil {
 		t.release()
 		return err
 	}
 	return nil
 }
 
-func inMaintenance(uuid string) error {
-	return fault.New(fault.Invalid, "The provisioning operation can't be performed on node %s because it's in maintenance mode.", uuid)
+// eventOf is the machine event a provision target raises; a target that is
+// no verb is taken as an event name, which the machine then refuses.
+func eventOf(target string) string {
+	if v, ok := fsm.LookupVerb(target); ok {
+		return v.Event
+	}
+	return target
 }
 
-// checkActionable is Ironic's up-front state check: a forbidden event is 409
-// while the node is locked (someone is working on it), 400 otherwise.
-func checkActionable(n *model.Node, target, event string) error {
-	if _, ok := fsm.Next(n.ProvisionState, event); ok {
-		return nil
+// checkProvision is every check of a provision request against the locked
+// node, in Ironic's order: maintenance for deploys, the state machine (the
+// one legality check), the arguments, then the concurrency caps.
+func (c *Conductor) checkProvision(ctx context.Context, n *model.Node, req ProvisionRequest) error {
+	event := eventOf(req.Target)
+	if (event == fsm.EvDeploy || event == fsm.EvRebuild) && n.Maintenance {
+		return inMaintenance(n.UUID)
 	}
-	if n.Reservation != "" {
-		return fault.NodeLocked(n.UUID, n.Reservation)
+	if !fsm.Allowed(n.ProvisionState, event) {
+		return fault.InvalidState(req.Target, n.UUID, n.ProvisionState)
 	}
-	return fault.InvalidState(target, n.UUID, n.ProvisionState)
+	if err := checkProvisionArgs(n, req, event); err != nil {
+		return err
+	}
+	return c.checkLimit(ctx, event)
+}
+
+func inMaintenance(uuid string) error {
+	return fault.New(fault.Invalid, "The provisioning operation can't be performed on node %s because it's in maintenance mode.", uuid)
 }
 
 func checkProvisionArgs(n *model.Node, req ProvisionRequest, event string) error {

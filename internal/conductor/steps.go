@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
 )
-
-var timeZero time.Time
 
 // Reserved steps any interface accepts (Ironic's): hold parks the node in
 // its hold state until "unhold".
@@ -120,13 +117,12 @@ func stepIndex(n *model.Node, kind driver.StepKind) int {
 func (c *Conductor) runSteps(ctx context.Context, t *task, kind driver.StepKind, start int) {
 	n := t.node
 	steps := planned(n, kind)
-	target := c.stepTarget(n, kind)
 	for i := start; i < len(steps); i++ {
 		s := steps[i]
 		setInfo(&n.DriverInternalInfo, bookOf(kind).indexKey, i)
 		*current(n, kind) = stepJSON(s)
 		if s.Step == stepHold {
-			_ = t.fire(fsm.EvHold, target, false)
+			t.advance(fsm.EvHold)
 			return
 		}
 		res, err := c.execStep(ctx, t, kind, s)
@@ -135,25 +131,15 @@ func (c *Conductor) runSteps(ctx context.Context, t *task, kind driver.StepKind,
 			return
 		}
 		if res == driver.Wait {
-			_ = t.fire(fsm.EvWait, target, false)
+			t.advance(fsm.EvWait)
 			return
 		}
 	}
 	c.stepsDone(ctx, t, kind, len(steps) > 0)
 }
 
-// stepTarget is the target a step flow heads for: a manual clean heads for
-// manageable, everything else for the state machine's default.
-func (c *Conductor) stepTarget(n *model.Node, kind driver.StepKind) string {
-	if kind == driver.CleanSteps && n.TargetProvisionState == fsm.Manageable {
-		return fsm.Manageable
-	}
-	return ""
-}
-
 func (c *Conductor) stepsDone(ctx context.Context, t *task, kind driver.StepKind, ran bool) {
 	n := t.node
-	manual := c.stepTarget(n, kind) == fsm.Manageable
 	if f, ok := t.drv.Deploy.(driver.CleanFinisher); ok && kind == driver.CleanSteps && ran {
 		if err := f.FinishCleaning(ctx, t.driverTask(ctx)); err != nil {
 			c.stepFailed(t, kind, fmt.Sprintf("Failed to tear down cleaning on node %s: %v", n.UUID, err))
@@ -164,11 +150,9 @@ func (c *Conductor) stepsDone(ctx context.Context, t *task, kind driver.StepKind
 	b := bookOf(kind)
 	delete(n.DriverInternalInfo, b.listKey)
 	delete(n.DriverInternalInfo, b.indexKey)
-	if manual {
-		_ = t.fire(fsm.EvManage, "", false)
-		return
-	}
-	_ = t.fire(fsm.EvDone, "", false)
+	// done, or manage at the end of a manual clean: the state machine knows.
+	event, _ := fsm.Finish(n.ProvisionState, n.TargetProvisionState)
+	t.advance(event)
 }
 
 // stepFailed records a failed step; a failed clean or service step also puts
@@ -176,7 +160,6 @@ func (c *Conductor) stepsDone(ctx context.Context, t *task, kind driver.StepKind
 // Ironic does.
 func (c *Conductor) stepFailed(t *task, kind driver.StepKind, msg string) {
 	n := t.node
-	target := c.stepTarget(n, kind)
 	// Ironic puts a node whose clean or service step failed into maintenance
 	// (keeping an existing maintenance_reason).
 	if cur := *current(n, kind); len(cur) > 0 && kind != driver.DeploySteps {
@@ -189,7 +172,7 @@ func (c *Conductor) stepFailed(t *task, kind driver.StepKind, msg string) {
 	b := bookOf(kind)
 	delete(n.DriverInternalInfo, b.listKey)
 	delete(n.DriverInternalInfo, b.indexKey)
-	t.failWith(msg, target)
+	t.failWith(msg)
 }
 
 // cleanFlow plans automated cleaning (the offered steps with a priority,
@@ -202,7 +185,7 @@ func (c *Conductor) cleanFlow(manual bool, user []map[string]any) flow {
 		if manual {
 			var unknown map[string]any
 			if steps, unknown = resolve(t, driver.CleanSteps, user); unknown != nil {
-				t.failWith(fmt.Sprintf("Cannot clean node %s: node does not support this clean step: %s", n.UUID, pyRepr(unknown)), fsm.Manageable)
+				t.failWith(fmt.Sprintf("Cannot clean node %s: node does not support this clean step: %s", n.UUID, pyRepr(unknown)))
 				return
 			}
 		} else if c.automatedClean(n) {
@@ -239,7 +222,7 @@ func (c *Conductor) planUser(t *task, kind driver.StepKind, user []map[string]an
 	}
 	us, unknown := resolve(t, kind, user)
 	if unknown != nil {
-		t.failWith(fmt.Sprintf("Node %s does not support this %s step: %s", t.node.UUID, kind, pyRepr(unknown)), "")
+		t.failWith(fmt.Sprintf("Node %s does not support this %s step: %s", t.node.UUID, kind, pyRepr(unknown)))
 		return false
 	}
 	plan(t.node, kind, append(steps, us...))

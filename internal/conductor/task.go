@@ -15,7 +15,7 @@ import (
 
 // task is a node held under its lock: Ironic's TaskManager. The conductor is
 // the only code that moves a node through the state machine, and it does so
-// through task.fire, then task.save.
+// through task.fire (or task.advance inside a flow), then task.save.
 type task struct {
 	c       *Conductor
 	node    *model.Node
@@ -121,29 +121,16 @@ func (t *task) release() {
 	}
 }
 
-// fire moves the node through the state machine on event. targetOverride
-// replaces the state machine's default target (a manual clean heads for
-// manageable); working says whether a worker continues after this transition
-// (if not and the new state is stable, the target is cleared, as in Ironic).
-func (t *task) fire(event, targetOverride string, working bool) error {
+// fire moves the node through the state machine on event: the new state and
+// the target come from fsm.Next, given the node's current target. It answers
+// Ironic's InvalidState when the machine forbids the event; callers on the
+// request path return that error to the client.
+func (t *task) fire(event string) error {
 	n := t.node
 	from := n.ProvisionState
-	to, ok := fsm.Next(from, event)
+	to, target, ok := fsm.Next(from, event, n.TargetProvisionState)
 	if !ok {
 		return fault.InvalidState(event, n.UUID, from)
-	}
-	target := n.TargetProvisionState
-	if target == to {
-		target = ""
-	}
-	if info, _ := fsm.Info(to); info.Target != "" {
-		target = info.Target
-	}
-	if targetOverride != "" && !fsm.IsStable(to) {
-		target = targetOverride
-	}
-	if !working && fsm.IsStable(to) {
-		target = ""
 	}
 	now := t.c.now().UTC()
 	var inState time.Duration
@@ -170,11 +157,27 @@ func (t *task) fire(event, targetOverride string, working bool) error {
 	return nil
 }
 
-// failWith fires "fail" (if the state machine allows it from here) and records
-// msg as last_error and as an error history entry.
-func (t *task) failWith(msg, targetOverride string) {
-	if _, ok := fsm.Next(t.node.ProvisionState, fsm.EvFail); ok {
-		_ = t.fire(fsm.EvFail, targetOverride, false)
+// advance fires an event a flow raises on its own node (done, wait, hold,
+// manage after a manual clean). The flow runs in the state its verb moved
+// the node to, so the machine always accepts the event; if it ever does
+// not, that is a conductor bug: it is logged and recorded as the node's
+// last_error, and the node is failed where the machine allows it rather
+// than left in a transient state.
+func (t *task) advance(event string) {
+	if err := t.fire(event); err != nil {
+		msg := fmt.Sprintf("Internal error: the conductor raised event %q on node %s in state %q, which the state machine forbids", event, t.node.UUID, t.node.ProvisionState)
+		t.c.log.Error("conductor raised a forbidden event", "node", t.node.UUID, "state", t.node.ProvisionState, "event", event)
+		t.failWith(msg)
+	}
+}
+
+// failWith fires "fail" where the state machine has a fail event from the
+// node's state, and records msg as last_error and as an error history entry.
+// A state without one (a stable or failure state) stays as it is: the refused
+// transition is expected there and last_error tells what happened.
+func (t *task) failWith(msg string) {
+	if err := t.fire(fsm.EvFail); err != nil {
+		t.c.log.Debug("no fail event from this state; recording last_error only", "node", t.node.UUID, "state", t.node.ProvisionState)
 	}
 	t.node.LastError = msg
 	t.record(&model.HistoryEvent{Severity: model.SeverityError, EventType: "error", Event: msg})

@@ -6,7 +6,7 @@ import "github.com/anvil-metal/anvil/internal/model"
 // decoded and type-checked by the API.
 type ProvisionRequest struct {
 	Target         string // the verb as sent: "active", "deploy", "manage", ...
-	Minor          int    // the request's API microversion (1.Minor)
+	Minor          int    // the request's API microversion (1.Minor); the API gates verbs by it, the conductor only aborts (0 = no gate)
 	ConfigDrive    any    // string or object; only with active/deploy/rebuild
 	CleanSteps     []model.JSON
 	DeploySteps    []model.JSON

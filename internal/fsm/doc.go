@@ -1,6 +1,7 @@
 // Package fsm is Ironic's provision and power state machines written down as
 // data: the states with their stable flag and default target, the transition
-// table, the API verb table and the power targets.
+// table, the API verb table, the power targets, and the state sets Ironic's
+// API and conductor consult (delete, update, interface update, agent lookup).
 //
 // The package is pure. It performs no I/O, reads no clock, logs nothing and
 // holds no mutable state: every table is a literal returned afresh by a
@@ -9,7 +10,8 @@
 // applies, persists and spawns the work itself, in one place.
 //
 // Invariants, each checked by the tests against Ironic master's machine
-// (shared/reference/ironic-fsm-master.json):
+// (testdata/ironic/ironic-fsm-master.json) and against the state/target
+// sequences a real Ironic 21.4 showed (testdata/ironic/ironic-21.4-observed.md):
 //
 //   - state, event and verb strings are Ironic's, byte for byte;
 //   - [States] and [Transitions] list exactly Ironic's 30 states and 93
@@ -21,7 +23,9 @@
 //     [WriteMermaid] and a test fails when the committed copies are stale
 //     (regenerate with `go test ./internal/fsm -update`).
 //
-// A state's Target in [StateInfo] is the table's default. Ironic overrides it
-// per operation (a manual clean heads for manageable, an automated one for
-// available); choosing the target is the caller's job.
+// [Next] also decides the target provision state a node heads for after
+// each event: the state's default Target in [StateInfo], none in a stable
+// state, and manageable throughout a manual clean (an automated clean heads
+// for available). Callers pass the node's current target and store what
+// [Next] returns; no other package chooses a target.
 package fsm

@@ -51,7 +51,7 @@ func (vs jsonVerbs) MarshalJSON() ([]byte, error) {
 }
 
 // WriteJSON writes the machine in the shape of Ironic's dump
-// (shared/reference/ironic-fsm-master.json): states with stable flag and
+// (testdata/ironic/ironic-fsm-master.json): states with stable flag and
 // target, transitions as start/event/end, and verbs as Ironic's VERBS dict,
 // which has no rebuild entry.
 func WriteJSON(w io.Writer) error {

@@ -11,7 +11,7 @@ import (
 )
 
 // reference is Ironic master's machine as dumped in
-// shared/reference/ironic-fsm-master.json.
+// testdata/ironic/ironic-fsm-master.json.
 type reference struct {
 	States []struct {
 		Name   string  `json:"name"`
@@ -154,10 +154,13 @@ func TestNextAgreesWithTable(t *testing.T) {
 	allowed := 0
 	for _, from := range states {
 		for _, ev := range events {
-			to, ok := fsm.Next(from, ev)
+			to, _, ok := fsm.Next(from, ev, "")
 			wantTo, wantOK := want[[2]string{from, ev}]
 			if to != wantTo || ok != wantOK {
 				t.Errorf("Next(%q, %q) = %q, %v; want %q, %v", from, ev, to, ok, wantTo, wantOK)
+			}
+			if fsm.Allowed(from, ev) != wantOK {
+				t.Errorf("Allowed(%q, %q) = %v; want %v", from, ev, !wantOK, wantOK)
 			}
 		}
 		var wantEvents []string
@@ -233,7 +236,7 @@ func TestLifecycles(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			state := tc.from
 			for i, ev := range tc.events {
-				next, ok := fsm.Next(state, ev)
+				next, _, ok := fsm.Next(state, ev, "")
 				if !ok || next != tc.want[i] {
 					t.Fatalf("step %d: Next(%q, %q) = %q, %v; want %q", i, state, ev, next, ok, tc.want[i])
 				}
@@ -259,7 +262,7 @@ func TestForbidden(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if to, ok := fsm.Next(tc.from, tc.event); ok {
+			if to, _, ok := fsm.Next(tc.from, tc.event, ""); ok || fsm.Allowed(tc.from, tc.event) {
 				t.Errorf("Next(%q, %q) = %q, true; want forbidden", tc.from, tc.event, to)
 			}
 		})

@@ -173,3 +173,32 @@ func TestPower(t *testing.T) {
 		})
 	}
 }
+
+// The conductor's state sets: lookups are expected exactly where a ramdisk
+// runs an operation (an unstable, non-failure, non-hold state), and an
+// interface update is allowed only where no instance is deployed or work
+// in flight beyond inspection.
+func TestConductorStateSets(t *testing.T) {
+	for _, s := range fsm.LookupAllowedStates() {
+		if !fsm.IsState(s) || fsm.IsStable(s) || fsm.IsFailure(s) || fsm.IsHold(s) {
+			t.Errorf("lookup allowed in %q: not an operation in progress", s)
+		}
+	}
+	for _, s := range []string{fsm.Active, fsm.Available, fsm.DeployHold, fsm.CleanFailed, fsm.Verifying} {
+		if fsm.LookupAllowed(s) {
+			t.Errorf("LookupAllowed(%q) = true", s)
+		}
+	}
+	for _, s := range fsm.States() {
+		if fsm.IsWait(s.Name) && !fsm.LookupAllowed(s.Name) {
+			t.Errorf("wait state %q does not accept the agent's lookup", s.Name)
+		}
+	}
+	want := []string{"enroll", "inspecting", "inspect wait", "manageable", "available"}
+	if got := fsm.InterfaceUpdateAllowedStates(); !slices.Equal(got, want) {
+		t.Errorf("InterfaceUpdateAllowedStates() = %q; Ironic's update_node allows %q", got, want)
+	}
+	if fsm.InterfaceUpdateAllowed(fsm.Active) || !fsm.InterfaceUpdateAllowed(fsm.Manageable) {
+		t.Error("InterfaceUpdateAllowed disagrees with its list")
+	}
+}

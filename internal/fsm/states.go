@@ -208,3 +208,29 @@ func UpdateAllowedStates() []string {
 
 // UpdateAllowed reports whether s is in [UpdateAllowedStates].
 func UpdateAllowed(s string) bool { return slices.Contains(UpdateAllowedStates(), s) }
+
+// InterfaceUpdateAllowedStates lists the states in which a node's driver,
+// interfaces and resource_class may change outside maintenance, in the
+// order Ironic's conductor prints them (update_node's allowed_update_states).
+// The slice is the caller's.
+func InterfaceUpdateAllowedStates() []string {
+	return []string{Enroll, Inspecting, InspectWait, Manageable, Available}
+}
+
+// InterfaceUpdateAllowed reports whether s is in [InterfaceUpdateAllowedStates].
+func InterfaceUpdateAllowed(s string) bool {
+	return slices.Contains(InterfaceUpdateAllowedStates(), s)
+}
+
+// LookupAllowedStates lists the states in which a node expects its agent to
+// look it up and heartbeat (Ironic's LOOKUP_ALLOWED_STATES). The slice is
+// the caller's.
+func LookupAllowedStates() []string {
+	return []string{
+		Deploying, DeployWait, Cleaning, CleanWait, Inspecting, InspectWait,
+		Rescuing, RescueWait, Servicing, ServiceWait,
+	}
+}
+
+// LookupAllowed reports whether s is in [LookupAllowedStates].
+func LookupAllowed(s string) bool { return slices.Contains(LookupAllowedStates(), s) }

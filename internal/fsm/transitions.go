@@ -139,11 +139,74 @@ func buildMachine(table []Transition) machine {
 // caller's.
 func Transitions() []Transition { return transitionTable() }
 
-// Next returns the state that event leads to from state from; ok is false
-// when the machine forbids the event there (or either string is unknown).
-func Next(from, event string) (to string, ok bool) {
+// Next returns the state that event leads to from state from, and the
+// target provision state the node heads for once there. target is the
+// node's target before the event; it is what tells a manual clean (heading
+// for manageable) from an automated one. ok is false when the machine
+// forbids the event there (or either string is unknown).
+//
+// The target follows Ironic's rules (fsm.py's _post_process_event and
+// TaskManager.process_event):
+//
+//   - a stable state has no target: Ironic clears it when a stable state
+//     is reached with no work to follow, and in this machine no work ever
+//     follows an event that leads to a stable state;
+//   - an unstable state heads for its default [StateInfo.Target];
+//   - except the cleaning states of a manual clean, which head for
+//     manageable: the clean verb from manageable starts one, and cleaning,
+//     clean wait and clean hold whose target is manageable continue one
+//     (Ironic passes target_state=manageable for each of these events).
+func Next(from, event, target string) (to, toTarget string, ok bool) {
 	to, ok = index.next[edge{from, event}]
-	return to, ok
+	if !ok {
+		return "", "", false
+	}
+	return to, targetOf(from, event, target, to), true
+}
+
+// Allowed reports whether the machine accepts event in state from.
+func Allowed(from, event string) bool {
+	_, ok := index.next[edge{from, event}]
+	return ok
+}
+
+// Finish returns the event that completes the work under way in state from
+// for a node heading for target: the event leading from from to target. It
+// is done, except at the end of a manual clean, where it is manage. ok is
+// false when no event leads there.
+func Finish(from, target string) (event string, ok bool) {
+	for _, ev := range index.events[from] {
+		if index.next[edge{from, ev}] == target {
+			return ev, true
+		}
+	}
+	return "", false
+}
+
+// targetOf is the target rule of [Next] for the allowed transition
+// from --event--> to.
+func targetOf(from, event, target, to string) string {
+	info := stateIndex[to]
+	switch {
+	case info.Stable:
+		return ""
+	case manualClean(from, event, target):
+		return Manageable
+	}
+	return info.Target
+}
+
+// manualClean reports whether event, fired in state from on a node heading
+// for target, belongs to a manual clean: Ironic's do_node_clean starts one
+// from manageable, and every later cleaning event keeps target manageable.
+func manualClean(from, event, target string) bool {
+	switch from {
+	case Manageable:
+		return event == EvClean
+	case Cleaning, CleanWait, CleanHold:
+		return target == Manageable
+	}
+	return false
 }
 
 // Events returns the events allowed from state from, sorted; nil for an

@@ -1,0 +1,97 @@
+package conductor
+
+import (
+	"context"
+	"errors"
+
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// CreatePort adds a port to an existing node (no lock needed, as in Ironic).
+func (c *Conductor) CreatePort(ctx context.Context, p *model.Port) error {
+	if _, err := c.getNode(ctx, p.NodeUUID); err != nil {
+		return err
+	}
+	if p.CreatedAt.IsZero() {
+		p.CreatedAt = c.now().UTC()
+	}
+	if err := c.store.CreatePort(ctx, p); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return fault.NodeNotFound(p.NodeUUID)
+		}
+		return portDuplicate(err)
+	}
+	return nil
+}
+
+func portDuplicate(err error) error {
+	var d *store.DuplicateError
+	if !errors.As(err, &d) {
+		return err
+	}
+	switch d.Field {
+	case "address":
+		return fault.New(fault.Conflict, "A port with MAC address %s already exists.", d.Value)
+	case "name":
+		return fault.New(fault.Conflict, "A port with name %s already exists.", d.Value)
+	}
+	return fault.New(fault.Conflict, "A port with UUID %s already exists.", d.Value)
+}
+
+func portNotFound(ident string) error {
+	return fault.New(fault.NotFound, "Port %s could not be found.", ident)
+}
+
+// UpdatePort changes a port under its node's lock.
+func (c *Conductor) UpdatePort(ctx context.Context, ident string, apply func(p *model.Port) error) (*model.Port, error) {
+	p, err := c.store.GetPort(ctx, ident)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, portNotFound(ident)
+	} else if err != nil {
+		return nil, err
+	}
+	t, err := c.acquire(ctx, p.NodeUUID, "")
+	if err != nil {
+		return nil, err
+	}
+	defer t.release()
+	if p, err = c.store.GetPort(ctx, p.UUID); err != nil {
+		return nil, portNotFound(ident)
+	}
+	cp := *p
+	if err := apply(&cp); err != nil {
+		return nil, err
+	}
+	if cp.NodeUUID != p.NodeUUID {
+		if _, err := c.getNode(ctx, cp.NodeUUID); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.store.UpdatePort(ctx, &cp); err != nil {
+		return nil, portDuplicate(err)
+	}
+	return &cp, nil
+}
+
+// DeletePort removes a port under its node's lock.
+func (c *Conductor) DeletePort(ctx context.Context, ident string) error {
+	p, err := c.store.GetPort(ctx, ident)
+	if errors.Is(err, store.ErrNotFound) {
+		return portNotFound(ident)
+	} else if err != nil {
+		return err
+	}
+	t, err := c.acquire(ctx, p.NodeUUID, "")
+	if err != nil {
+		return err
+	}
+	defer t.release()
+	if err := c.store.DeletePort(ctx, p.UUID); errors.Is(err, store.ErrNotFound) {
+		return portNotFound(ident)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
