@@ -148,6 +148,10 @@ func newHarness(t *testing.T) *harness {
 	reg.AddHardwareType(driver.HardwareType{Name: fake.Name, Supported: fake.Kinds()})
 	for kind, names := range fake.Kinds() {
 		for _, name := range names {
+			if kind == "boot" { // fake boot only sets the boot device, through rec
+				reg.AddInterface(kind, name, fake.NewBoot(reg))
+				continue
+			}
 			reg.AddInterface(kind, name, rec)
 		}
 	}
