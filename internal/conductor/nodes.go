@@ -14,6 +14,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -194,7 +195,7 @@ func (c *Conductor) DeleteNode(ctx context.Context, ident string) error {
 		ferr = fault.New(fault.Conflict, "Node %s is protected and cannot be undeployed, rebuilt or deleted", n.UUID)
 	case !fsm.DeleteAllowed(n.ProvisionState) && !n.Maintenance:
 		ferr = fault.New(fault.Conflict, "Can not delete node \"%s\" while it is in provision state \"%s\". Valid provision states to perform deletion are: \"%s\", or set the node into maintenance mode",
-			n.UUID, n.ProvisionState, pyTuple(fsm.DeleteAllowedStates()))
+			n.UUID, n.ProvisionState, pyrepr.StringTuple(fsm.DeleteAllowedStates()))
 	case n.InstanceUUID != "":
 		ferr = fault.New(fault.Conflict, "Node %s is associated with instance %s.", n.UUID, n.InstanceUUID)
 	}
@@ -208,14 +209,6 @@ func (c *Conductor) DeleteNode(ctx context.Context, ident string) error {
 	}
 	c.log.Info("node deleted", "node", n.UUID)
 	return nil
-}
-
-func pyTuple(items []string) string {
-	q := make([]string, len(items))
-	for i, s := range items {
-		q[i] = "'" + s + "'"
-	}
-	return "(" + strings.Join(q, ", ") + ")"
 }
 
 // SetMaintenance sets or clears maintenance under the node lock.

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // HardwareType is what a node's "driver" field names: for each interface kind,
@@ -63,18 +64,7 @@ type InterfaceError struct {
 
 func (e *InterfaceError) Error() string {
 	return fmt.Sprintf("Could not find the following interface in the 'ironic.hardware.interfaces.%s' entrypoint: %s. Valid interfaces are %s.",
-		e.Kind, e.Name, pyList(e.Valid))
-}
-
-func pyList(items []string) string {
-	s := "["
-	for i, it := range items {
-		if i > 0 {
-			s += ", "
-		}
-		s += "'" + it + "'"
-	}
-	return s + "]"
+		e.Kind, e.Name, pyrepr.Strings(e.Valid))
 }
 
 // Compose fills the node's empty interface fields with its hardware type's

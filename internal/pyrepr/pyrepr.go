@@ -45,6 +45,19 @@ func Bool(b bool) string {
 // Strings is Python's repr() of a list of str: ['a', 'b'].
 func Strings(items []string) string { return Repr(items) }
 
+// QuoteAll is the repr() of each str joined by ", ", the way jsonschema and
+// argparse list choices: 'a', 'b'.
+func QuoteAll(items []string) string {
+	var b strings.Builder
+	for i, s := range items {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		writeQuoted(&b, s)
+	}
+	return b.String()
+}
+
 // StringTuple is Python's repr() of a tuple of str: ('a', 'b'), ('a',).
 func StringTuple(items []string) string {
 	t := make(Tuple, len(items))

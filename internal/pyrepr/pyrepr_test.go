@@ -156,6 +156,7 @@ func TestIronicMessages(t *testing.T) {
 				StringTuple([]string{"UUID", "Name", "Instance UUID", "Power State", "Provisioning State", "Maintenance"}) + ".",
 			"No recognized column names in ['name']. Recognized columns are ('UUID', 'Name', 'Instance UUID', 'Power State', 'Provisioning State', 'Maintenance')."},
 		{"bad name", "Cannot create node with invalid name " + Quote("bad name!"), "Cannot create node with invalid name 'bad name!'"},
+		{"argparse choices", "(choose from " + QuoteAll([]string{"classic", "dynamic"}) + ")", "(choose from 'classic', 'dynamic')"},
 		{"one-column tuple", StringTuple([]string{"UUID"}), "('UUID',)"},
 	}
 	for _, tt := range tests {
