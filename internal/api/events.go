@@ -14,10 +14,9 @@ import (
 )
 
 // The watch stream (an Anvil extension, not part of Ironic's API): GET
-// /v1/events/stream answers server-sent events of node changes. It is served
-// when the configured store publishes its changes (events.Store); otherwise
-// the path is 404. It takes no microversion gate; the standard headers are
-// set as on every response.
+// /v1/events/stream answers server-sent events of node changes published on
+// the store's broker (Store.Broker). It takes no microversion gate; the
+// standard headers are set as on every response.
 
 // streamWriteTimeout bounds one write to a stream: a reader that stops
 // reading for this long is disconnected instead of holding a goroutine.
@@ -27,20 +26,9 @@ func (s *Server) eventRoutes() {
 	s.handle(endpoint{"GET": s.streamEvents}, events.StreamPath)
 }
 
-// brokerOf returns the broker of the store's event stream, if it has one.
-func (s *Server) brokerOf() *events.Broker {
-	if p, ok := s.cfg.Store.(interface{ Broker() *events.Broker }); ok {
-		return p.Broker()
-	}
-	return nil
-}
-
 // GET /v1/events/stream?node=&fields=&types=&snapshot= (Last-Event-ID header)
 func (s *Server) streamEvents(rc *call) error {
-	b := s.brokerOf()
-	if b == nil {
-		return errNotFound()
-	}
+	b := s.cfg.Store.Broker()
 	if err := rc.checkQuery(events.ParamNode, events.ParamFields, events.ParamTypes,
 		events.ParamSnapshot, events.ParamLastEventID); err != nil {
 		return err

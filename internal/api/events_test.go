@@ -409,7 +409,6 @@ func TestEventStreamStalledReader(t *testing.T) {
 // TestEventStreamRequests checks the answers that are not streams.
 func TestEventStreamRequests(t *testing.T) {
 	e := newStreamEnv(t, events.Config{})
-	plain := newEnv(t) // a store without a broker
 	tests := []struct {
 		name    string
 		env     *env
@@ -426,7 +425,6 @@ func TestEventStreamRequests(t *testing.T) {
 		{"bad Last-Event-ID", e.env, "GET", "", "Last-Event-ID: abc", 400, `Invalid Last-Event-ID "abc"`},
 		{"bad last_event_id", e.env, "GET", "?last_event_id=-1", "", 400, `Invalid Last-Event-ID "-1"`},
 		{"method", e.env, "POST", "", "", 405, "The method POST is not allowed for this resource."},
-		{"no broker", plain, "GET", "", "", 404, "Resource could not be found."},
 		{"head", e.env, "HEAD", "?node=x", "", 200, ""},
 	}
 	for _, tt := range tests {
@@ -450,6 +448,24 @@ func TestEventStreamRequests(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nilBroker is a store whose broker was never created.
+type nilBroker struct{ Store }
+
+func (nilBroker) Broker() *events.Broker { return nil }
+
+// TestNewRequiresBroker: a store without its broker is refused when the
+// API is built (a store without a Broker method does not compile), not
+// answered with 404s later.
+func TestNewRequiresBroker(t *testing.T) {
+	e := newEnv(t)
+	defer func() {
+		if recover() == nil {
+			t.Error("New accepted a store with a nil broker")
+		}
+	}()
+	New(Config{Store: nilBroker{e.st}, Conductor: e.cond})
 }
 
 // TestEventClientWait waits for a failing deploy with events.Subscribe, as

@@ -246,12 +246,10 @@ func (rc *call) conductorFor(n *model.Node) string {
 	}
 	if rc.ncond == nil {
 		rc.ncond = &nodeConductor{}
-		if rc.s.cfg.Conductor != nil && rc.s.cfg.Store != nil {
-			host := rc.s.cfg.Conductor.Host()
-			if c, err := rc.s.cfg.Store.GetConductor(rc.ctx, host); err == nil {
-				rc.ncond.host, rc.ncond.group = host, c.ConductorGroup
-				rc.ncond.alive = rc.s.alive(c)
-			}
+		host := rc.s.cfg.Conductor.Host()
+		if c, err := rc.s.cfg.Store.GetConductor(rc.ctx, host); err == nil {
+			rc.ncond.host, rc.ncond.group = host, c.ConductorGroup
+			rc.ncond.alive = rc.s.alive(c)
 		}
 	}
 	if !rc.ncond.alive || !strings.EqualFold(rc.ncond.group, n.ConductorGroup) {

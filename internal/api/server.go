@@ -13,13 +13,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/anvil-metal/anvil/internal/store"
 )
 
 // Config configures the API handler. Zero values take Ironic's defaults.
 type Config struct {
-	Store     store.Store
+	// Store is what the API reads, with the broker of its watch stream.
+	Store Store
+	// Conductor performs every write and answers the agent's callbacks.
 	Conductor Conductor
 	Logger    *slog.Logger
 	// MaxBodyBytes caps request bodies (Ironic's [api]max_json_body_size,
@@ -47,8 +47,12 @@ type Server struct {
 	bufs sync.Pool // *[]byte response buffers of large lists
 }
 
-// New returns the API handler.
+// New returns the API handler. Store, its Broker and Conductor are
+// required: New panics without them, at wiring time, rather than serve 404s.
 func New(cfg Config) http.Handler {
+	if cfg.Store == nil || cfg.Conductor == nil || cfg.Store.Broker() == nil {
+		panic("api.New: Config.Store (with a broker) and Config.Conductor are required")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
