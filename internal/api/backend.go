@@ -4,14 +4,14 @@ import (
 	"context"
 
 	"github.com/anvil-metal/anvil/internal/conductor"
-	"github.com/anvil-metal/anvil/internal/events"
+	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
 // Store is what the API reads; it never writes (writes go through the
 // Conductor). Errors are those of store.Store (store.ErrNotFound, ...).
-// events.Store's publisher satisfies it: the API needs the broker of the
+// eventbus.Store's publisher satisfies it: the API needs the broker of the
 // store's change stream for GET /v1/events/stream, so a store that does
 // not publish its changes cannot be wired in by mistake.
 type Store interface {
@@ -24,7 +24,7 @@ type Store interface {
 	ListHistory(ctx context.Context, nodeUUID string) ([]*model.HistoryEvent, error)
 	GetHistory(ctx context.Context, nodeUUID, eventUUID string) (*model.HistoryEvent, error)
 	// Broker is the stream the store publishes its node changes on; never nil.
-	Broker() *events.Broker
+	Broker() *eventbus.Broker
 }
 
 // Conductor is what the API asks of the conductor: every write to a node goes

@@ -12,7 +12,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
-	"github.com/anvil-metal/anvil/internal/events"
+	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/store/sqlite"
 	"github.com/anvil-metal/anvil/internal/store/sqlstore"
 )
@@ -38,15 +38,15 @@ var _ Conductor = (*testConductor)(nil)
 
 // newTestBackend opens the real SQLite store in a temporary directory,
 // publishing on a broker, and starts a real conductor named host over it.
-func newTestBackend(t testing.TB, host string, now func() time.Time) (events.Publisher, *testConductor) {
+func newTestBackend(t testing.TB, host string, now func() time.Time) (eventbus.Publisher, *testConductor) {
 	t.Helper()
 	ctx := context.Background()
 	raw, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "anvil.db"), sqlstore.WithClock(now))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := events.NewBroker(events.Config{})
-	st := events.Store(raw, b)
+	b := eventbus.NewBroker(eventbus.Config{})
+	st := eventbus.Store(raw, b)
 	reg := driver.NewRegistry()
 	fake.New().Register(reg)
 	c, err := conductor.New(conductor.Config{Store: st, Drivers: reg, Host: host, Now: now,

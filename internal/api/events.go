@@ -8,9 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/anvil-metal/anvil/internal/events"
+	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
+	"github.com/anvil-metal/anvil/pkg/events"
 )
 
 // The watch stream (an Anvil extension, not part of Ironic's API): GET
@@ -44,7 +45,7 @@ func (s *Server) streamEvents(rc *call) error {
 	if f.Nodes, err = rc.streamNodes(f.Nodes); err != nil {
 		return err
 	}
-	var sub *events.Subscription
+	var sub *eventbus.Subscription
 	reset := false
 	if resume {
 		var ok bool
@@ -183,7 +184,7 @@ func (st *sseStream) snapshot(idents []string, pos uint64) error {
 	}
 	now := rc.s.cfg.Now().UTC()
 	for _, n := range nodes {
-		state := events.StateOf(n)
+		state := eventbus.StateOf(n)
 		st.buf = events.AppendSSE(st.buf, &events.Event{ID: pos, Type: events.TypeSnapshot,
 			Time: now, Node: n.UUID, Name: n.Name, State: &state})
 		if len(st.buf) > 64<<10 && !st.flush() {
@@ -196,7 +197,7 @@ func (st *sseStream) snapshot(idents []string, pos uint64) error {
 // follow writes the subscription's events as they come, and a heartbeat
 // carrying the reader's position every interval, until the reader leaves or
 // the subscription ends (after its final overflow event, if any).
-func (st *sseStream) follow(sub *events.Subscription, every time.Duration) {
+func (st *sseStream) follow(sub *eventbus.Subscription, every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	var batch []events.Event

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anvil-metal/anvil/internal/events"
+	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/model"
 )
 
@@ -38,7 +38,7 @@ func (c *testClock) Advance(d time.Duration) {
 type env struct {
 	t     testing.TB
 	h     http.Handler
-	st    events.Publisher
+	st    eventbus.Publisher
 	cond  *testConductor
 	clock *testClock
 }

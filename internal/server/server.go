@@ -17,7 +17,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/api"
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
-	"github.com/anvil-metal/anvil/internal/events"
+	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/metrics"
 	"github.com/anvil-metal/anvil/internal/store/storeopen"
 )
@@ -35,7 +35,7 @@ type Config struct {
 	ShutdownTimeout time.Duration // grace for running work on SIGTERM
 	// Events configures the watch stream's broker (ring size, per-reader
 	// buffer, heartbeat interval); zero values take its defaults.
-	Events events.Config
+	Events eventbus.Config
 	// Ready, if set, is called with the bound address once serving.
 	Ready func(addr string)
 }
@@ -56,10 +56,10 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer db.Close()
 	// Every node write goes through st: it is published on the broker (the
 	// watch stream and the transition metrics) and its lock attempts counted.
-	broker := events.NewBroker(cfg.Events)
+	broker := eventbus.NewBroker(cfg.Events)
 	defer broker.Close()
 	mx := metrics.New(metrics.Config{Store: db, Broker: broker, Log: cfg.Log, Process: true})
-	st := events.Store(mx.Store(db), broker)
+	st := eventbus.Store(mx.Store(db), broker)
 	ccfg := cfg.Conductor
 	// From flags, 0 means "disabled" (Ironic's meaning); the conductor reads
 	// 0 as "default" and a negative interval as "disabled".

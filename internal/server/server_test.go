@@ -17,8 +17,8 @@ import (
 	pmodel "github.com/prometheus/common/model"
 
 	"github.com/anvil-metal/anvil/internal/conductor"
-	"github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/pkg/events"
 )
 
 // testTimeout bounds each wait; nothing waits for it to pass.
