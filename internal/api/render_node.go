@@ -5,6 +5,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // Node field placement: plain attributes come first, then the links, then
@@ -139,7 +140,7 @@ func nodeFieldTable() []nodeField {
 var nodeFields = func() []nodeField {
 	t := nodeFieldTable()
 	for i := range t {
-		t[i].key = append(appendPyString(nil, t[i].name), ':', ' ')
+		t[i].key = append(pyrepr.AppendJSONString(nil, t[i].name), ':', ' ')
 	}
 	return t
 }()

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // Config configures the API handler. Zero values take Ironic's defaults.
@@ -359,8 +361,8 @@ func (rc *call) link(bookmark bool, parts ...string) string {
 // links writes Ironic's [self, bookmark] link pair straight into w.
 func (rc *call) links(w *jw, parts ...string) {
 	if rc.linkSelf == nil {
-		rc.linkSelf = appendPyStringBody([]byte(`{"href": "`), rc.base+"/v1")
-		rc.linkBook = appendPyStringBody([]byte(`{"href": "`), rc.base)
+		rc.linkSelf = pyrepr.AppendJSONStringBody([]byte(`{"href": "`), rc.base+"/v1")
+		rc.linkBook = pyrepr.AppendJSONStringBody([]byte(`{"href": "`), rc.base)
 	}
 	w.sep()
 	w.b = append(w.b, '[')
@@ -368,7 +370,7 @@ func (rc *call) links(w *jw, parts ...string) {
 		w.b = append(w.b, prefix...)
 		for _, p := range parts {
 			w.b = append(w.b, '/')
-			w.b = appendPyStringBody(w.b, p)
+			w.b = pyrepr.AppendJSONStringBody(w.b, p)
 		}
 		if i == 0 {
 			w.b = append(w.b, `", "rel": "self"}, `...)

@@ -155,41 +155,4 @@ func writePyJSONObject(b *strings.Builder, keys []string, get func(string) any, 
 type orderedMap = pyrepr.Dict
 
 // jsonQuote is Python's json string encoding with ensure_ascii.
-func jsonQuote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\f':
-			b.WriteString(`\f`)
-		default:
-			switch {
-			case r < 0x20 || (r >= 0x7f && r <= 0xffff):
-				if r == 0x7f {
-					b.WriteRune(r)
-				} else if r < 0x20 || r > 0x7f {
-					fmt.Fprintf(&b, `\u%04x`, r)
-				}
-			case r > 0xffff:
-				r -= 0x10000
-				fmt.Fprintf(&b, `\u%04x\u%04x`, 0xd800+(r>>10), 0xdc00+(r&0x3ff))
-			default:
-				b.WriteRune(r)
-			}
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
+func jsonQuote(s string) string { return string(pyrepr.AppendJSONString(nil, s)) }

@@ -22,6 +22,9 @@
 //     keeps its own key order as Python dicts keep insertion order.
 //   - Tuple prints with parentheses, a one-element tuple as "('a',)".
 //
+// AppendJSONString writes a str as Python's json.dumps does (ensure_ascii),
+// for the API's bodies and the CLI's -f json output.
+//
 // The package has no state and no I/O; every function is safe for
 // concurrent use.
 package pyrepr

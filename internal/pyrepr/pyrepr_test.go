@@ -166,6 +166,21 @@ func TestIronicMessages(t *testing.T) {
 	}
 }
 
+func TestAppendJSONString(t *testing.T) {
+	tests := map[string]string{
+		"plain":             `"plain"`,
+		"\x7f\x00é😀":        `"\u007f\u0000\u00e9\ud83d\ude00"`,
+		"q\"b\\n\n\r\t\b\f": `"q\"b\\n\n\r\t\b\f"`,
+		"</script>&":        `"</script>&"`,
+		"bad\xff":           `"bad\ufffd"`,
+	}
+	for in, want := range tests {
+		if got := string(AppendJSONString(nil, in)); got != want {
+			t.Errorf("AppendJSONString(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
 func FuzzQuote(f *testing.F) {
 	for _, s := range []string{"", "it's", `"'`, "\x00\xff", "ü\u2028😀"} {
 		f.Add(s)

@@ -14,15 +14,16 @@ import (
 )
 
 // pyScript reads one JSON object per line, {"s": str} or {"f": float
-// literal}, and prints repr() of the str or float as a JSON string.
+// literal}, and prints [repr(v), json.dumps(v)] of the str or float.
 const pyScript = `import sys, json
 for line in sys.stdin:
     v = json.loads(line)
     v = v["s"] if "s" in v else float(v["f"])
-    print(json.dumps(repr(v)), flush=True)
+    print(json.dumps([repr(v), json.dumps(v)]), flush=True)
 `
 
-// TestAgainstPython compares Repr with CPython's repr() on random strings
+// TestAgainstPython compares Repr and AppendJSONString with CPython's
+// repr() and json.dumps() on random strings
 // (drawn from ranges where quoting and printability rules differ) and random
 // floats. It needs python3 on PATH; the other tests pin the same rules
 // without it.
@@ -64,18 +65,21 @@ func TestAgainstPython(t *testing.T) {
 		if !out.Scan() {
 			t.Fatalf("python3 stopped: %v", out.Err())
 		}
-		var want string
-		if err := json.Unmarshal(out.Bytes(), &want); err != nil {
-			t.Fatal(err)
+		var want []string
+		if err := json.Unmarshal(out.Bytes(), &want); err != nil || len(want) != 2 {
+			t.Fatalf("python3 answered %s: %v", out.Bytes(), err)
 		}
 		var got string
 		if f, ok := v.(float64); ok {
 			got = Float(f)
 		} else {
 			got = Repr(v)
+			if j := string(AppendJSONString(nil, v.(string))); j != want[1] {
+				t.Errorf("json.dumps(%s): got %s, python %s", line, j, want[1])
+			}
 		}
-		if got != want {
-			t.Errorf("repr(%s): got %s, python %s", line, got, want)
+		if got != want[0] {
+			t.Errorf("repr(%s): got %s, python %s", line, got, want[0])
 		}
 	}
 	for range 2000 {
