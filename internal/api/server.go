@@ -51,7 +51,7 @@ type Server struct {
 
 // New returns the API handler. Store, its Broker and Conductor are
 // required: New panics without them, at wiring time, rather than serve 404s.
-func New(cfg Config) http.Handler {
+func New(cfg Config) *Server {
 	if cfg.Store == nil || cfg.Conductor == nil || cfg.Store.Broker() == nil {
 		panic("api.New: Config.Store (with a broker) and Config.Conductor are required")
 	}

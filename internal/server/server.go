@@ -71,9 +71,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	cctx, stopConductor := context.WithCancel(context.Background())
 	defer stopConductor()
-	if p, ok := any(cond).(metrics.Pool); ok {
-		mx.AddPool(p)
-	}
+	mx.AddPool(cond)
 	if err := cond.Start(cctx); err != nil {
 		return err
 	}
@@ -111,9 +109,9 @@ func Serve(ctx context.Context, cfg Config) error {
 }
 
 // handler serves /metrics and, instrumented, the API.
-func handler(apiH http.Handler, mx *metrics.Metrics) http.Handler {
+func handler(apiH *api.Server, mx *metrics.Metrics) http.Handler {
 	metricsH := mx.Handler()
-	instrumented := mx.Instrument(apiH, func(r *http.Request) string { return api.Route(apiH, r) })
+	instrumented := mx.Instrument(apiH, apiH.Route)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" {
 			metricsH.ServeHTTP(w, r)
