@@ -4,8 +4,28 @@ import (
 	"context"
 
 	"github.com/anvil-metal/anvil/internal/conductor"
+	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
 )
+
+// Store is what the API reads; it never writes (writes go through the
+// Conductor). Errors are those of store.Store (store.ErrNotFound, ...).
+// eventbus.Store's publisher satisfies it: the API needs the broker of the
+// store's change stream for GET /v1/events/stream, so a store that does
+// not publish its changes cannot be wired in by mistake.
+type Store interface {
+	GetNode(ctx context.Context, ident string) (*model.Node, error)
+	ListNodes(ctx context.Context, q store.NodeQuery) ([]*model.Node, error)
+	GetPort(ctx context.Context, ident string) (*model.Port, error)
+	ListPorts(ctx context.Context, q store.PortQuery) ([]*model.Port, error)
+	GetConductor(ctx context.Context, hostname string) (*model.Conductor, error)
+	ListConductors(ctx context.Context) ([]*model.Conductor, error)
+	ListHistory(ctx context.Context, nodeUUID string) ([]*model.HistoryEvent, error)
+	GetHistory(ctx context.Context, nodeUUID, eventUUID string) (*model.HistoryEvent, error)
+	// Broker is the stream the store publishes its node changes on; never nil.
+	Broker() *eventbus.Broker
+}
 
 // Conductor is what the API asks of the conductor: every write to a node goes
 // through it, under the node's lock. Errors are *fault.Error for anything the
@@ -40,6 +60,17 @@ type Conductor interface {
 
 	// Heartbeat is an agent's callback: it resumes a node in a wait state.
 	Heartbeat(ctx context.Context, ident string, hb conductor.HeartbeatRequest) error
+
+	// Lookup finds the node an agent runs on (GET /v1/lookup) by its MACs
+	// or UUID and returns it with the agent token to use (empty once one was
+	// issued). Errors: fault NotFound for any miss, including a node in a
+	// state where no agent is expected.
+	Lookup(ctx context.Context, macs []string, nodeUUID string) (*model.Node, string, error)
+	// ContinueInspection takes the inventory a ramdisk pushes for a node in
+	// inspect wait (POST /v1/continue_inspection), found by UUID or MACs;
+	// token must match the one issued, if any. Errors: fault NotFound,
+	// Conflict, Forbidden-style fault errors as Ironic answers them.
+	ContinueInspection(ctx context.Context, macs []string, nodeUUID, token string, inventory, pluginData map[string]any) (*model.Node, error)
 
 	// Drivers lists the enabled hardware types.
 	Drivers() []conductor.DriverInfo

@@ -8,6 +8,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -156,7 +157,7 @@ func (rc *call) writeConductorList(list []*model.Conductor, p page) error {
 	if len(list) > 0 && len(list) == p.limit {
 		params := [][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}
 		if p.detail != nil {
-			params = append(params, [2]string{"detail", pyBool(*p.detail)})
+			params = append(params, [2]string{"detail", pyrepr.Bool(*p.detail)})
 		}
 		if !full {
 			params = append(params, [2]string{"fields", strings.Join(fields, ",")})

@@ -1,21 +1,13 @@
 package api
 
 import (
-	"context"
 	"strings"
 
 	"github.com/anvil-metal/anvil/internal/agent/agentapi"
-	"github.com/anvil-metal/anvil/internal/model"
 )
 
 // minorContinueInspection is when Ironic added POST /v1/continue_inspection.
 const minorContinueInspection = 84
-
-// inspectionReceiver is the optional conductor capability behind
-// POST /v1/continue_inspection.
-type inspectionReceiver interface {
-	ContinueInspection(ctx context.Context, macs []string, nodeUUID, token string, inventory, pluginData map[string]any) (*model.Node, error)
-}
 
 func (s *Server) continueInspectionRoutes() {
 	s.handle(endpoint{"POST": s.continueInspection}, "/v1/continue_inspection")
@@ -27,8 +19,7 @@ func (s *Server) continueInspectionRoutes() {
 // Ironic). A token, once issued to the node's agent, must be sent in the
 // X-Agent-Token header or the body's "agent_token". Answers 202 {"uuid"}.
 func (s *Server) continueInspection(rc *call) error {
-	recv, ok := s.cfg.Conductor.(inspectionReceiver)
-	if rc.minor < minorContinueInspection || !ok {
+	if rc.minor < minorContinueInspection {
 		return errNotFound()
 	}
 	v, err := rc.decodeBody(s.cfg.MaxBodyBytes)
@@ -58,7 +49,7 @@ func (s *Server) continueInspection(rc *call) error {
 	if len(macs) == 0 && nodeUUID == "" {
 		return invalid("No lookup information provided")
 	}
-	n, err := recv.ContinueInspection(rc.ctx, macs, nodeUUID, token, inv, data)
+	n, err := s.cfg.Conductor.ContinueInspection(rc.ctx, macs, nodeUUID, token, inv, data)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"math/big"
@@ -13,12 +12,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // maxJSONDepth is Ironic's [api]max_json_body_depth default: deeper bodies
@@ -183,7 +181,7 @@ func argString(name string, v any) (s string, present bool, err error) {
 	case string:
 		return x, true, nil
 	}
-	return "", false, invalid("Expected string for %s: %s", name, pyStr(v))
+	return "", false, invalid("Expected string for %s: %s", name, pyrepr.Str(v))
 }
 
 var boolWords = map[string]bool{
@@ -199,7 +197,7 @@ func argBool(name string, v any) (*bool, error) {
 	if b, ok := v.(bool); ok {
 		return &b, nil
 	}
-	subject := pyStr(v)
+	subject := pyrepr.Str(v)
 	if b, ok := boolWords[strings.ToLower(strings.TrimSpace(subject))]; ok {
 		return &b, nil
 	}
@@ -209,7 +207,7 @@ func argBool(name string, v any) (*bool, error) {
 
 // argInt is Python's int() on a JSON value or query string; null is absent.
 func argInt(name string, v any) (*int64, error) {
-	bad := func() error { return invalid("Expected an integer for %s: %s", name, pyStr(v)) }
+	bad := func() error { return invalid("Expected an integer for %s: %s", name, pyrepr.Str(v)) }
 	var n int64
 	switch x := v.(type) {
 	case nil:
@@ -261,7 +259,7 @@ func argTypes(name string, v any, types ...string) error {
 	for i, t := range types {
 		names[i] = pyTypeNames[t]
 	}
-	return invalid("Expected types %s for %s: %s", strings.Join(names, ", "), name, pyStr(v))
+	return invalid("Expected types %s for %s: %s", strings.Join(names, ", "), name, pyrepr.Str(v))
 }
 
 // jsonType names a decoded value's JSON type as jsonschema does.
@@ -342,99 +340,3 @@ func isHostnameSafe(s string) bool {
 }
 
 func isAlnumLower(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
-
-// pyStr is Python's str() of a decoded JSON value: strings as they are,
-// everything else as repr().
-func pyStr(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return pyRepr(v)
-}
-
-// pyRepr is Python's repr() of a decoded JSON value (dict keys sorted).
-func pyRepr(v any) string {
-	var b strings.Builder
-	writeRepr(&b, v, 0)
-	return b.String()
-}
-
-func writeRepr(b *strings.Builder, v any, depth int) {
-	if depth > maxJSONDepth+2 {
-		b.WriteString("...")
-		return
-	}
-	switch x := v.(type) {
-	case nil:
-		b.WriteString("None")
-	case bool:
-		b.WriteString(map[bool]string{true: "True", false: "False"}[x])
-	case float64:
-		b.Write(appendNumber(nil, x))
-	case string:
-		b.WriteString(pyQuote(x))
-	case []any:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeRepr(b, e, depth+1)
-		}
-		b.WriteByte(']')
-	case map[string]any:
-		b.WriteByte('{')
-		for i, k := range sortedKeys(x) {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(pyQuote(k))
-			b.WriteString(": ")
-			writeRepr(b, x[k], depth+1)
-		}
-		b.WriteByte('}')
-	default:
-		b.WriteString(fmt.Sprint(x))
-	}
-}
-
-// pyQuote is Python's repr() of a str.
-func pyQuote(s string) string {
-	q := byte('\'')
-	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
-		q = '"'
-	}
-	var b strings.Builder
-	b.WriteByte(q)
-	for _, r := range s {
-		switch {
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == rune(q):
-			b.WriteByte('\\')
-			b.WriteByte(q)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == utf8.RuneError || !unicode.IsPrint(r) && r != ' ':
-			b.WriteString(pyEscape(r))
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte(q)
-	return b.String()
-}
-
-func pyEscape(r rune) string {
-	switch {
-	case r < 0x100:
-		return `\x` + string(hexDigits[r>>4]) + string(hexDigits[r&0xF])
-	case r < 0x10000:
-		return string(appendU(nil, r))
-	}
-	return `\U` + strings.Repeat("0", 8-len(strconv.FormatInt(int64(r), 16))) + strconv.FormatInt(int64(r), 16)
-}

@@ -2,9 +2,14 @@
 // with the baremetal CLI (python-ironicclient) and gophercloud's
 // openstack/baremetal/v1.
 //
-// New builds an http.Handler over a store.Store (reads) and a Conductor
-// (every write to a node or port goes through it, under the node's lock).
-// The package knows no driver and no SQL.
+// New builds an http.Handler over a Store (the reads the API makes, and the
+// broker of the store's change stream for GET /v1/events/stream) and a
+// Conductor (every write to a node or port goes through it, under the
+// node's lock, and so do the agent's lookup, heartbeat and
+// continue_inspection). Both are interfaces declared here, holding only
+// what the API uses; every endpoint's backing is a method of one of them,
+// so a part left unwired is a compile error, never a silent 404. The
+// package knows no driver and no SQL.
 //
 // Invariants:
 //
@@ -64,9 +69,12 @@
 //   - 1.110: abort from "wait call-back" (the conductor applies the gate).
 //
 // Files: server.go (config, routing, headers), version.go, errors.go,
-// decode.go (bodies, arguments, Python-style reprs for messages), paging.go,
+// backend.go (Store, Conductor), decode.go (bodies, arguments; Python
+// reprs in messages come from internal/pyrepr), paging.go,
 // patch.go (RFC 6902 via evanphx/json-patch), jsonw.go and mask.go
 // (rendering), and one file per resource: root.go, nodes.go, node_list.go,
 // node_body.go, render_node.go, node_states.go, history.go, ports.go,
-// port_body.go, drivers.go, conductors.go.
+// port_body.go, drivers.go, conductors.go, lookup.go, agent.go,
+// continue_inspection.go, inventory.go, events.go (the watch stream) and
+// metrics.go (route names for request metrics).
 package api

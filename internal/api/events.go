@@ -8,16 +8,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/anvil-metal/anvil/internal/events"
+	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
+	"github.com/anvil-metal/anvil/pkg/events"
 )
 
 // The watch stream (an Anvil extension, not part of Ironic's API): GET
-// /v1/events/stream answers server-sent events of node changes. It is served
-// when the configured store publishes its changes (events.Store); otherwise
-// the path is 404. It takes no microversion gate; the standard headers are
-// set as on every response.
+// /v1/events/stream answers server-sent events of node changes published on
+// the store's broker (Store.Broker). It takes no microversion gate; the
+// standard headers are set as on every response.
 
 // streamWriteTimeout bounds one write to a stream: a reader that stops
 // reading for this long is disconnected instead of holding a goroutine.
@@ -27,20 +27,9 @@ func (s *Server) eventRoutes() {
 	s.handle(endpoint{"GET": s.streamEvents}, events.StreamPath)
 }
 
-// brokerOf returns the broker of the store's event stream, if it has one.
-func (s *Server) brokerOf() *events.Broker {
-	if p, ok := s.cfg.Store.(interface{ Broker() *events.Broker }); ok {
-		return p.Broker()
-	}
-	return nil
-}
-
 // GET /v1/events/stream?node=&fields=&types=&snapshot= (Last-Event-ID header)
 func (s *Server) streamEvents(rc *call) error {
-	b := s.brokerOf()
-	if b == nil {
-		return errNotFound()
-	}
+	b := s.cfg.Store.Broker()
 	if err := rc.checkQuery(events.ParamNode, events.ParamFields, events.ParamTypes,
 		events.ParamSnapshot, events.ParamLastEventID); err != nil {
 		return err
@@ -56,7 +45,7 @@ func (s *Server) streamEvents(rc *call) error {
 	if f.Nodes, err = rc.streamNodes(f.Nodes); err != nil {
 		return err
 	}
-	var sub *events.Subscription
+	var sub *eventbus.Subscription
 	reset := false
 	if resume {
 		var ok bool
@@ -195,7 +184,7 @@ func (st *sseStream) snapshot(idents []string, pos uint64) error {
 	}
 	now := rc.s.cfg.Now().UTC()
 	for _, n := range nodes {
-		state := events.StateOf(n)
+		state := eventbus.StateOf(n)
 		st.buf = events.AppendSSE(st.buf, &events.Event{ID: pos, Type: events.TypeSnapshot,
 			Time: now, Node: n.UUID, Name: n.Name, State: &state})
 		if len(st.buf) > 64<<10 && !st.flush() {
@@ -208,7 +197,7 @@ func (st *sseStream) snapshot(idents []string, pos uint64) error {
 // follow writes the subscription's events as they come, and a heartbeat
 // carrying the reader's position every interval, until the reader leaves or
 // the subscription ends (after its final overflow event, if any).
-func (st *sseStream) follow(sub *events.Subscription, every time.Duration) {
+func (st *sseStream) follow(sub *eventbus.Subscription, every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	var batch []events.Event

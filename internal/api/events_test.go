@@ -18,8 +18,9 @@ import (
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
-	"github.com/anvil-metal/anvil/internal/events"
+	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/store/sqlite"
+	"github.com/anvil-metal/anvil/pkg/events"
 )
 
 // streamTimeout bounds every wait of the stream tests; nothing waits for it
@@ -36,12 +37,12 @@ type streamEnv struct {
 	*env
 	t        *testing.T
 	srv      *httptest.Server
-	b        *events.Broker
+	b        *eventbus.Broker
 	cond     *conductor.Conductor
 	requests atomic.Int64 // requests other than streams
 }
 
-func newStreamEnv(t *testing.T, bcfg events.Config) *streamEnv {
+func newStreamEnv(t *testing.T, bcfg eventbus.Config) *streamEnv {
 	t.Helper()
 	ctx := context.Background()
 	raw, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "anvil.db"))
@@ -49,8 +50,8 @@ func newStreamEnv(t *testing.T, bcfg events.Config) *streamEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = raw.Close() })
-	b := events.NewBroker(bcfg)
-	st := events.Store(raw, b)
+	b := eventbus.NewBroker(bcfg)
+	st := eventbus.Store(raw, b)
 	reg := driver.NewRegistry()
 	fake.New().Register(reg)
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -212,7 +213,7 @@ func idString(id uint64) string {
 }
 
 // take drains a recorder subscription.
-func take(s *events.Subscription) []events.Event {
+func take(s *eventbus.Subscription) []events.Event {
 	evs, _, _ := s.Take(nil)
 	return evs
 }
@@ -240,7 +241,7 @@ func sameEvents(t *testing.T, what string, got, want []events.Event) {
 // after a disconnect, resuming with Last-Event-ID yields exactly the events
 // missed.
 func TestEventStreamLifecycle(t *testing.T) {
-	e := newStreamEnv(t, events.Config{Heartbeat: 20 * time.Millisecond})
+	e := newStreamEnv(t, eventbus.Config{Heartbeat: 20 * time.Millisecond})
 	node := e.createNode(`{"driver": "fake-hardware", "name": "web1"}`)
 	uuid := node["uuid"].(string)
 	// The recorder sees what the broker published for this node: the truth.
@@ -345,7 +346,7 @@ func checkChain(t *testing.T, evs []events.Event) {
 // state; a resume from an event no longer kept answers reset, then the
 // snapshot again.
 func TestEventStreamSnapshotAndReset(t *testing.T) {
-	e := newStreamEnv(t, events.Config{Buffer: 4, Heartbeat: time.Hour})
+	e := newStreamEnv(t, eventbus.Config{Buffer: 4, Heartbeat: time.Hour})
 	node := e.createNode(`{"driver": "fake-hardware", "name": "db1"}`)
 	uuid := node["uuid"].(string)
 	c := e.open("node=db1&snapshot=true", "")
@@ -379,7 +380,7 @@ func TestEventStreamSnapshotAndReset(t *testing.T) {
 // TestEventStreamStalledReader: a stream nobody reads does not hold up the
 // conductor, and other readers get every event.
 func TestEventStreamStalledReader(t *testing.T) {
-	e := newStreamEnv(t, events.Config{Heartbeat: time.Hour})
+	e := newStreamEnv(t, eventbus.Config{Heartbeat: time.Hour})
 	stalled := e.open("", "") // never read
 	_ = stalled
 	truth := e.b.Subscribe(events.Filter{})
@@ -408,8 +409,7 @@ func TestEventStreamStalledReader(t *testing.T) {
 
 // TestEventStreamRequests checks the answers that are not streams.
 func TestEventStreamRequests(t *testing.T) {
-	e := newStreamEnv(t, events.Config{})
-	plain := newEnv(t) // a store without a broker
+	e := newStreamEnv(t, eventbus.Config{})
 	tests := []struct {
 		name    string
 		env     *env
@@ -426,7 +426,6 @@ func TestEventStreamRequests(t *testing.T) {
 		{"bad Last-Event-ID", e.env, "GET", "", "Last-Event-ID: abc", 400, `Invalid Last-Event-ID "abc"`},
 		{"bad last_event_id", e.env, "GET", "?last_event_id=-1", "", 400, `Invalid Last-Event-ID "-1"`},
 		{"method", e.env, "POST", "", "", 405, "The method POST is not allowed for this resource."},
-		{"no broker", plain, "GET", "", "", 404, "Resource could not be found."},
 		{"head", e.env, "HEAD", "?node=x", "", 200, ""},
 	}
 	for _, tt := range tests {
@@ -452,12 +451,30 @@ func TestEventStreamRequests(t *testing.T) {
 	}
 }
 
+// nilBroker is a store whose broker was never created.
+type nilBroker struct{ Store }
+
+func (nilBroker) Broker() *eventbus.Broker { return nil }
+
+// TestNewRequiresBroker: a store without its broker is refused when the
+// API is built (a store without a Broker method does not compile), not
+// answered with 404s later.
+func TestNewRequiresBroker(t *testing.T) {
+	e := newEnv(t)
+	defer func() {
+		if recover() == nil {
+			t.Error("New accepted a store with a nil broker")
+		}
+	}()
+	New(Config{Store: nilBroker{e.st}, Conductor: e.cond})
+}
+
 // TestEventClientWait waits for a failing deploy with events.Subscribe, as
 // `anvil node wait` does: the failure and its last_error arrive, the
 // connection dropped mid-way is resumed without loss, and waiting makes no
 // request but the stream's.
 func TestEventClientWait(t *testing.T) {
-	e := newStreamEnv(t, events.Config{Heartbeat: time.Hour})
+	e := newStreamEnv(t, eventbus.Config{Heartbeat: time.Hour})
 	node := e.createNode(`{"driver": "fake-hardware", "name": "bad1", "driver_info": {"fake_fail": "deploy"}}`)
 	uuid := node["uuid"].(string)
 	e.provision(uuid, "manage")

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // FuzzParseJSON: the body decoder never panics, refuses with client
@@ -27,7 +28,7 @@ func FuzzParseJSON(f *testing.F) {
 		if d := depthOf(v); d > maxJSONDepth {
 			t.Fatalf("accepted depth %d", d)
 		}
-		_ = pyRepr(v)
+		_ = pyrepr.Repr(v)
 	})
 }
 

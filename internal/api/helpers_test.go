@@ -7,17 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/model"
-	"github.com/anvil-metal/anvil/internal/store"
-	"github.com/anvil-metal/anvil/internal/store/sqlite"
-	"github.com/anvil-metal/anvil/internal/store/sqlstore"
 )
 
 // testClock is a settable clock.
@@ -42,8 +38,8 @@ func (c *testClock) Advance(d time.Duration) {
 type env struct {
 	t     testing.TB
 	h     http.Handler
-	st    store.Store
-	cond  *fakeConductor
+	st    eventbus.Publisher
+	cond  *testConductor
 	clock *testClock
 }
 
@@ -52,33 +48,10 @@ const testHost = "anvil.test:6385"
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	clock := &testClock{t: time.Date(2026, 12, 2, 12, 16, 3, 434301000, time.UTC)}
-	st := newTestStore(t, clock.Now)
-	fc := newFakeConductor(st, clock.Now)
-	ctx := context.Background()
-	if err := st.RegisterConductor(ctx, &model.Conductor{Hostname: fc.host, Drivers: []string{fakeDriver}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.HeartbeatConductor(ctx, fc.host, clock.Now()); err != nil {
-		t.Fatal(err)
-	}
+	st, fc := newTestBackend(t, "anvil-test", clock.Now)
 	h := New(Config{Store: st, Conductor: fc, Now: clock.Now,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	return &env{t: t, h: h, st: st, cond: fc, clock: clock}
-}
-
-// newTestStore opens the real SQLite store in a temporary directory, or the
-// in-memory test store when ANVIL_API_TEST_STORE=mem.
-func newTestStore(t testing.TB, now func() time.Time) store.Store {
-	t.Helper()
-	if os.Getenv("ANVIL_API_TEST_STORE") == "mem" {
-		return newMemStore(now)
-	}
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "anvil.db"), sqlstore.WithClock(now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
 }
 
 // with returns a copy of e reporting to t (for fuzz targets sharing an env).
@@ -166,6 +139,9 @@ func (e *env) mustNode(n *model.Node) *model.Node {
 	if n.ProvisionState == "" {
 		n.ProvisionState = "enroll"
 	}
+	if err := e.cond.drivers.Compose(n); err != nil {
+		e.t.Fatal(err)
+	}
 	if err := e.st.CreateNode(context.Background(), n); err != nil {
 		e.t.Fatal(err)
 	}
@@ -186,8 +162,5 @@ func (e *env) createNode(body string) map[string]any {
 func nodeFixture(name string) *model.Node {
 	n := &model.Node{Name: name, Driver: fakeDriver, ProvisionState: "enroll",
 		DriverInfo: model.JSON{"ipmi_username": "admin", "ipmi_password": "s3cret-pw"}}
-	for _, k := range model.InterfaceNames {
-		n.Interfaces.Set(k, "fake")
-	}
 	return n
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -80,7 +81,7 @@ func (s *Server) listHistory(rc *call) error {
 	if len(events) > 0 && len(events) == p.limit {
 		params := [][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}
 		if p.detail != nil {
-			params = append(params, [2]string{"detail", pyBool(*p.detail)})
+			params = append(params, [2]string{"detail", pyrepr.Bool(*p.detail)})
 		}
 		w.key("next")
 		w.str(rc.nextLink("nodes/"+pathEscape(raw)+"/history", params, p.limit, events[len(events)-1].UUID))

@@ -6,7 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // jw is an append-style JSON writer producing what Python's json.dumps
@@ -56,7 +57,7 @@ func (w *jw) bytes() []byte { return w.b }
 // key writes an object key; the next call writes its value.
 func (w *jw) key(k string) {
 	w.sep()
-	w.b = appendPyString(w.b, k)
+	w.b = pyrepr.AppendJSONString(w.b, k)
 	w.b = append(w.b, ':', ' ')
 	w.valued = true
 }
@@ -68,7 +69,7 @@ func (w *jw) rawKey(k []byte) {
 	w.valued = true
 }
 
-func (w *jw) str(s string) { w.sep(); w.b = appendPyString(w.b, s) }
+func (w *jw) str(s string) { w.sep(); w.b = pyrepr.AppendJSONString(w.b, s) }
 func (w *jw) null()        { w.sep(); w.b = append(w.b, "null"...) }
 func (w *jw) boolean(v bool) {
 	w.sep()
@@ -230,81 +231,4 @@ func appendNumber(b []byte, f float64) []byte {
 		return strconv.AppendInt(b, int64(f), 10)
 	}
 	return strconv.AppendFloat(b, f, 'g', -1, 64)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendPyString writes s as Python's json.dumps(ensure_ascii=True) does:
-// non-ASCII as \uXXXX (surrogate pairs above the BMP), invalid UTF-8 as
-// U+FFFD.
-func appendPyString(b []byte, s string) []byte {
-	b = append(b, '"')
-	b = appendPyStringBody(b, s)
-	return append(b, '"')
-}
-
-// appendPyStringBody writes the escaped characters of s without quotes.
-// Runs of printable ASCII are copied in one go.
-func appendPyStringBody(b []byte, s string) []byte {
-	for i := 0; i < len(s); {
-		start := i
-		for i < len(s) && plainASCII[s[i]] {
-			i++
-		}
-		b = append(b, s[start:i]...)
-		if i == len(s) {
-			break
-		}
-		c := s[i]
-		if c < utf8.RuneSelf {
-			b = appendASCII(b, c)
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		if r >= 0x10000 {
-			r -= 0x10000
-			b = appendU(b, 0xD800+(r>>10))
-			b = appendU(b, 0xDC00+(r&0x3FF))
-			continue
-		}
-		b = appendU(b, r)
-	}
-	return b
-}
-
-// plainASCII marks the bytes written as they are.
-var plainASCII = func() (t [256]bool) {
-	for c := 0x20; c < 0x7f; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-func appendASCII(b []byte, c byte) []byte {
-	switch c {
-	case '"':
-		return append(b, '\\', '"')
-	case '\\':
-		return append(b, '\\', '\\')
-	case '\n':
-		return append(b, '\\', 'n')
-	case '\r':
-		return append(b, '\\', 'r')
-	case '\t':
-		return append(b, '\\', 't')
-	case '\b':
-		return append(b, '\\', 'b')
-	case '\f':
-		return append(b, '\\', 'f')
-	}
-	if c < 0x20 || c == 0x7f {
-		return appendU(b, rune(c))
-	}
-	return append(b, c)
-}
-
-func appendU(b []byte, r rune) []byte {
-	return append(b, '\\', 'u', hexDigits[r>>12&0xF], hexDigits[r>>8&0xF], hexDigits[r>>4&0xF], hexDigits[r&0xF])
 }

@@ -1,16 +1,8 @@
 package api
 
 import (
-	"context"
 	"strings"
-
-	"github.com/anvil-metal/anvil/internal/model"
 )
-
-// agentLookup is the optional conductor capability behind GET /v1/lookup.
-type agentLookup interface {
-	Lookup(ctx context.Context, macs []string, nodeUUID string) (*model.Node, string, error)
-}
 
 // ramdiskHeartbeatTimeout is Ironic's [api]ramdisk_heartbeat_timeout (s).
 const ramdiskHeartbeatTimeout = 300
@@ -23,8 +15,7 @@ func (s *Server) lookupRoutes() {
 // node (public in Ironic). Any miss — unknown node, or a node in a state
 // where no agent is expected — is a plain 404.
 func (s *Server) lookup(rc *call) error {
-	lk, ok := s.cfg.Conductor.(agentLookup)
-	if rc.minor < minorHeartbeat || !ok {
+	if rc.minor < minorHeartbeat {
 		return errNotFound()
 	}
 	var macs []string
@@ -39,7 +30,7 @@ func (s *Server) lookup(rc *call) error {
 	if len(macs) == 0 && nodeUUID == "" {
 		return invalid("Either node_uuid or addresses must be provided.")
 	}
-	n, token, err := lk.Lookup(rc.ctx, macs, nodeUUID)
+	n, token, err := s.cfg.Conductor.Lookup(rc.ctx, macs, nodeUUID)
 	if err != nil {
 		return err
 	}

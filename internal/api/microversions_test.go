@@ -3,20 +3,13 @@ package api
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/anvil-metal/anvil/internal/conductor"
-	"github.com/anvil-metal/anvil/internal/driver"
-	"github.com/anvil-metal/anvil/internal/driver/fake"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
-	"github.com/anvil-metal/anvil/internal/store/sqlite"
 )
 
 // The behaviour changes of 1.90 to 1.110, each just below and at its
@@ -519,7 +512,7 @@ func TestMicroversionServiceDisableRamdisk(t *testing.T) {
 		cases = append(cases, vcase{"at " + versionString(tc.v), "PUT", "/v1/nodes/" + n.UUID + "/states/provision", body, at(tc.v), tc.status, tc.msg, nil})
 	}
 	runVCases(t, e, cases)
-	req := e.cond.provisions[len(e.cond.provisions)-1]
+	req := e.cond.lastProvision()
 	if req.DisableRamdisk == nil || !*req.DisableRamdisk || req.Minor != 108 {
 		t.Errorf("request %+v", req)
 	}
@@ -552,24 +545,8 @@ func TestMicroversionHealth(t *testing.T) {
 // holds the gate; the API passes the version on).
 func TestMicroversionDeployWaitAbort(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "anvil.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	reg := driver.NewRegistry()
-	fake.New().Register(reg)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := conductor.New(conductor.Config{Store: st, Drivers: reg, Host: "api-test", Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	t.Cleanup(cancel)
-	if err := c.Start(cctx); err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, h: New(Config{Store: st, Conductor: c, Logger: log}), st: st}
+	e := newEnv(t)
+	st, c := e.st, e.cond
 	n := e.createNode(`{"driver":"fake-hardware","name":"w1","driver_info":{"fake_wait":"deploy"}}`)
 	prov := "/v1/nodes/w1/states/provision"
 	state := func() string {

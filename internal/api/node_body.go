@@ -6,6 +6,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // nodeProp is one property of Ironic's node JSON schema (node_schema() in
@@ -94,7 +95,7 @@ func schemaError(what, format string, args ...any) error {
 func validateObject(what string, v any, props []nodeProp, required ...string) (map[string]any, error) {
 	doc, ok := v.(map[string]any)
 	if !ok {
-		return nil, schemaError(what, "%s is not of type 'object'", pyRepr(v))
+		return nil, schemaError(what, "%s is not of type 'object'", pyrepr.Repr(v))
 	}
 	for _, r := range required {
 		if _, ok := doc[r]; !ok {
@@ -124,15 +125,11 @@ func validateObject(what string, v any, props []nodeProp, required ...string) (m
 
 func additionalProps(what string, extra []string) error {
 	slices.Sort(extra)
-	quoted := make([]string, len(extra))
-	for i, e := range extra {
-		quoted[i] = pyQuote(e)
-	}
 	verb := "was"
 	if len(extra) > 1 {
 		verb = "were"
 	}
-	return schemaError(what, "Additional properties are not allowed (%s %s unexpected)", strings.Join(quoted, ", "), verb)
+	return schemaError(what, "Additional properties are not allowed (%s %s unexpected)", pyrepr.QuoteAll(extra), verb)
 }
 
 func checkProp(what string, p nodeProp, val any) error {
@@ -141,19 +138,15 @@ func checkProp(what string, p nodeProp, val any) error {
 		t = "number"
 	}
 	if !slices.Contains(p.types, t) {
-		quoted := make([]string, len(p.types))
-		for i, ty := range p.types {
-			quoted[i] = pyQuote(ty)
-		}
-		return schemaError(what, "%s is not of type %s", pyRepr(val), strings.Join(quoted, ", "))
+		return schemaError(what, "%s is not of type %s", pyrepr.Repr(val), pyrepr.QuoteAll(p.types))
 	}
 	if s, ok := val.(string); ok {
 		n := len([]rune(s))
 		if p.maxLen > 0 && n > p.maxLen {
-			return schemaError(what, "%s is too long", pyRepr(val))
+			return schemaError(what, "%s is too long", pyrepr.Repr(val))
 		}
 		if n < p.minLen {
-			return schemaError(what, "%s is too short", pyRepr(val))
+			return schemaError(what, "%s is too short", pyrepr.Repr(val))
 		}
 	}
 	return nil
@@ -181,7 +174,7 @@ func runExtraChecks(doc map[string]any, props []nodeProp) error {
 		case checkUUID:
 			s, _ := val.(string)
 			if !isUUIDLike(s) {
-				return invalid("Expected UUID for %s: %s", name, pyStr(val))
+				return invalid("Expected UUID for %s: %s", name, pyrepr.Str(val))
 			}
 			doc[name] = canonicalUUID(s)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -155,7 +156,7 @@ func (rc *call) nodeFilterBools(sel *nodeSelection) error {
 		if b == nil {
 			continue
 		}
-		sel.link = append(sel.link, [2]string{name, pyBool(*b)})
+		sel.link = append(sel.link, [2]string{name, pyrepr.Bool(*b)})
 		switch name {
 		case "associated":
 			sel.q.Associated = b
@@ -211,7 +212,7 @@ func (rc *call) nodeFilterStrings(sel *nodeSelection) error {
 			return minVersionRequired(f.minor)
 		}
 		if f.name == "fault" && !slices.Contains(validFaults, v) {
-			return invalid("Unrecognized fault \"%s\" is specified, allowed faults are %s", v, pyTuple(validFaults))
+			return invalid("Unrecognized fault \"%s\" is specified, allowed faults are %s", v, pyrepr.StringTuple(validFaults))
 		}
 		f.set(v)
 		sel.link = append(sel.link, [2]string{f.name, v})
@@ -283,7 +284,7 @@ func (rc *call) nodeFilterShard(sel *nodeSelection) error {
 	if sharded != nil {
 		want := *sharded
 		sel.keep = append(sel.keep, func(n *model.Node) bool { return (n.Shard != "") == want })
-		sel.link = append(sel.link, [2]string{"sharded", pyBool(want)})
+		sel.link = append(sel.link, [2]string{"sharded", pyrepr.Bool(want)})
 	}
 	return nil
 }
@@ -321,7 +322,7 @@ func (rc *call) writeNodeList(nodes []*model.Node, p page, sel nodeSelection, de
 		params := [][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}
 		params = append(params, sel.link...)
 		if p.detail != nil {
-			params = append(params, [2]string{"detail", pyBool(*p.detail)})
+			params = append(params, [2]string{"detail", pyrepr.Bool(*p.detail)})
 		}
 		if !full {
 			params = append(params, [2]string{"fields", strings.Join(fields, ",")})
@@ -335,13 +336,4 @@ func (rc *call) writeNodeList(nodes []*model.Node, p page, sel nodeSelection, de
 	}
 	w.endObj()
 	return rc.json(200, w)
-}
-
-// pyTuple is Python's repr() of a tuple of strings.
-func pyTuple(items []string) string {
-	q := make([]string, len(items))
-	for i, s := range items {
-		q[i] = pyQuote(s)
-	}
-	return "(" + strings.Join(q, ", ") + ")"
 }

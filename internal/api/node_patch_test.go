@@ -76,9 +76,11 @@ func TestNodePatch(t *testing.T) {
 			msg: "The reset_interfaces parameter can only be used when changing the node's driver."},
 		{name: "reset before 1.45", patch: `[]`, query: "?reset_interfaces=true", version: at(44), status: 406},
 		{name: "reset interfaces", patch: `[{"op":"replace","path":"/driver","value":"fake-hardware"},{"op":"replace","path":"/power_interface","value":"fake"}]`,
+			node:  func(n *model.Node) { n.Interfaces.Network = "flat" },
 			query: "?reset_interfaces=True", status: 200, check: func(t *testing.T, n *model.Node) {
 				want(t, n.Interfaces.Power, "fake")
-				want(t, n.Interfaces.Deploy, "")
+				want(t, n.Interfaces.Deploy, "fake")
+				want(t, n.Interfaces.Network, "noop") // the default again
 			}},
 		{name: "description too long", patch: `[{"op":"replace","path":"/description","value":"` + strings.Repeat("d", 4097) + `"}]`, status: 400,
 			msg: "Cannot update node with description exceeding 4096 characters"},

@@ -9,6 +9,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // Minor versions gating state requests.
@@ -159,7 +160,7 @@ func stepsArg(name string, v any) ([]model.JSON, error) {
 	for i, e := range list {
 		m, ok := e.(map[string]any)
 		if !ok {
-			return nil, invalid("Invalid %s: %s is not of type 'object'", name, pyRepr(e))
+			return nil, invalid("Invalid %s: %s is not of type 'object'", name, pyrepr.Repr(e))
 		}
 		steps[i] = m
 	}
@@ -254,10 +255,10 @@ func checkConfigDriveObject(m map[string]any) error {
 			t := jsonType(v)
 			ok = t == "object" || t == "array" || t == "string" || t == "null"
 		default:
-			return invalid("Invalid configdrive format: Additional properties are not allowed (%s was unexpected)", pyQuote(k))
+			return invalid("Invalid configdrive format: Additional properties are not allowed (%s was unexpected)", pyrepr.Quote(k))
 		}
 		if !ok {
-			return invalid("Invalid configdrive format: %s is not valid for %s", pyRepr(v), k)
+			return invalid("Invalid configdrive format: %s is not valid for %s", pyrepr.Repr(v), k)
 		}
 	}
 	return nil
@@ -375,7 +376,7 @@ func (s *Server) validateNodeByQuery(rc *call) error {
 	if ident == "" {
 		raw, _ := rc.param("node")
 		if !isUUIDLike(raw) && !isValidLogicalName(raw) {
-			return invalid("Expected a logical name or UUID but received %s.", pyStr(nilIfEmpty(raw)))
+			return invalid("Expected a logical name or UUID but received %s.", pyrepr.Str(nilIfEmpty(raw)))
 		}
 		if !isUUIDLike(raw) && rc.minor < minorNodeName {
 			return notAcceptable()

@@ -96,7 +96,7 @@ func TestProvisionRequestReachesConductor(t *testing.T) {
 	if rec := e.do("PUT", "/v1/nodes/r/states/provision", body, latest); rec.Code != 202 {
 		t.Fatalf("%d %s", rec.Code, rec.Body.String())
 	}
-	req := e.cond.provisions[0]
+	req := e.cond.lastProvision()
 	if req.Target != "active" || req.Minor != MaxMinor || len(req.DeploySteps) != 1 || req.ConfigDrive == nil {
 		t.Errorf("request %+v", req)
 	}
@@ -147,6 +147,7 @@ func TestNodePower(t *testing.T) {
 func TestNodeStatesAndManagement(t *testing.T) {
 	e := newEnv(t)
 	n := e.mustNode(&model.Node{Name: "s", ProvisionState: "inspect wait"})
+	e.mustNode(&model.Node{Name: "bad-knob", DriverInfo: model.JSON{"fake_power_delay": "soon"}})
 	tests := []struct {
 		name, method, path, body, version string
 		status                            int
@@ -173,18 +174,29 @@ func TestNodeStatesAndManagement(t *testing.T) {
 		{"maintenance off", "DELETE", "/v1/nodes/s/maintenance", "", latest, 202, nil},
 		{"maintenance unknown node", "PUT", "/v1/nodes/ghost/maintenance", "", latest, 404, nil},
 		{"validate", "GET", "/v1/nodes/s/validate", "", latest, 200, func(t *testing.T, m map[string]any) {
-			if m["rescue"].(map[string]any)["reason"] != "not supported" || m["power"].(map[string]any)["result"] != true {
+			if len(m) != 12 || m["power"].(map[string]any)["result"] != true || m["rescue"].(map[string]any)["reason"] != nil {
+				t.Errorf("%v", m)
+			}
+		}},
+		{"validate failure", "GET", "/v1/nodes/bad-knob/validate", "", latest, 200, func(t *testing.T, m map[string]any) {
+			p := m["power"].(map[string]any)
+			if r, _ := p["reason"].(string); p["result"] != false || !strings.Contains(r, "fake_power_delay") {
 				t.Errorf("%v", m)
 			}
 		}},
 		{"validate by query", "GET", "/v1/nodes/validate?node=s", "", latest, 200, nil},
 		{"validate by query name at 1.1", "GET", "/v1/nodes/validate?node=s", "", "", 406, nil},
 		{"boot device", "GET", "/v1/nodes/s/management/boot_device", "", latest, 200, func(t *testing.T, m map[string]any) {
+			if m["boot_device"] != "disk" || m["persistent"] != true { // fake-hardware's default
+				t.Errorf("%v", m)
+			}
+		}},
+		{"set boot device", "PUT", "/v1/nodes/s/management/boot_device", `{"boot_device":"pxe","persistent":false}`, latest, 204, nil},
+		{"boot device after set", "GET", "/v1/nodes/s/management/boot_device", "", latest, 200, func(t *testing.T, m map[string]any) {
 			if m["boot_device"] != "pxe" || m["persistent"] != false {
 				t.Errorf("%v", m)
 			}
 		}},
-		{"set boot device", "PUT", "/v1/nodes/s/management/boot_device", `{"boot_device":"disk","persistent":true}`, latest, 204, nil},
 		{"set boot device missing", "PUT", "/v1/nodes/s/management/boot_device", `{"persistent":true}`, latest, 400, nil},
 		{"set boot device bad bool", "PUT", "/v1/nodes/s/management/boot_device", `{"boot_device":"pxe","persistent":"maybe"}`, latest, 400, nil},
 		{"set boot device refused", "PUT", "/v1/nodes/s/management/boot_device", `{"boot_device":"floppy"}`, latest, 400, nil},

@@ -10,6 +10,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -194,7 +195,7 @@ func checkNodeName(name any, minor int, format string) error {
 		valid = isValidLogicalName(s)
 	}
 	if !valid {
-		return invalid(format, pyStr(name))
+		return invalid(format, pyrepr.Str(name))
 	}
 	if slices.Contains(reservedNodeNames, s) {
 		return invalid("The word \"%s\" is reserved and can not be used as a node name. Reserved words are: %s.",

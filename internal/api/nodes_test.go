@@ -161,7 +161,7 @@ func TestNodeGet(t *testing.T) {
 	if got := orderedKeys(t, rec.Body.Bytes()); !slices.Equal(got, []string{"provision_state", "name", "links", "conductor"}) {
 		t.Errorf("fields keys %v", got)
 	}
-	if m := decode(t, rec); m["conductor"] != e.cond.host {
+	if m := decode(t, rec); m["conductor"] != e.cond.Host() {
 		t.Errorf("conductor %v", m["conductor"])
 	}
 }

@@ -193,14 +193,6 @@ func queryEscape(s string) string {
 	return b.String()
 }
 
-// pyBool is Python's str() of a bool, as Ironic writes it in next links.
-func pyBool(b bool) string {
-	if b {
-		return "True"
-	}
-	return "False"
-}
-
 // scan collects up to limit items that keep accepts, reading the store in
 // batches through list from marker on (id gives an item's marker), so pages
 // stay full and markers stay valid when some filters are applied here.

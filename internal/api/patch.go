@@ -11,6 +11,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 
 	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // patchOp is one validated RFC 6902 operation of a PATCH body.
@@ -48,7 +49,7 @@ const (
 func parsePatch(v any, minor int) ([]patchOp, error) {
 	list, ok := v.([]any)
 	if !ok {
-		return nil, schemaError("patch", "%s is not of type 'array'", pyRepr(v))
+		return nil, schemaError("patch", "%s is not of type 'array'", pyrepr.Repr(v))
 	}
 	re, text := patchPathRe, patchPathText
 	if minor >= minorPatchEscapes {
@@ -68,7 +69,7 @@ func parsePatch(v any, minor int) ([]patchOp, error) {
 func parsePatchOp(item any, pathRe *regexp.Regexp, pathText string) (patchOp, error) {
 	m, ok := item.(map[string]any)
 	if !ok {
-		return patchOp{}, schemaError("patch", "%s is not of type 'object'", pyRepr(item))
+		return patchOp{}, schemaError("patch", "%s is not of type 'object'", pyrepr.Repr(item))
 	}
 	for _, req := range []string{"op", "path"} {
 		if _, ok := m[req]; !ok {
@@ -86,17 +87,17 @@ func parsePatchOp(item any, pathRe *regexp.Regexp, pathText string) (patchOp, er
 	}
 	path, ok := m["path"].(string)
 	if !ok {
-		return patchOp{}, schemaError("patch", "%s is not of type 'string'", pyRepr(m["path"]))
+		return patchOp{}, schemaError("patch", "%s is not of type 'string'", pyrepr.Repr(m["path"]))
 	}
 	if !pathRe.MatchString(path) {
-		return patchOp{}, schemaError("patch", "%s does not match %s", pyQuote(path), pathText)
+		return patchOp{}, schemaError("patch", "%s does not match %s", pyrepr.Quote(path), pathText)
 	}
 	op, ok := m["op"].(string)
 	if !ok {
-		return patchOp{}, schemaError("patch", "%s is not of type 'string'", pyRepr(m["op"]))
+		return patchOp{}, schemaError("patch", "%s is not of type 'string'", pyrepr.Repr(m["op"]))
 	}
 	if op != "add" && op != "replace" && op != "remove" {
-		return patchOp{}, schemaError("patch", "%s is not one of ['add', 'replace', 'remove']", pyQuote(op))
+		return patchOp{}, schemaError("patch", "%s is not one of ['add', 'replace', 'remove']", pyrepr.Quote(op))
 	}
 	val, has := m["value"]
 	return patchOp{Op: op, Path: path, Value: val, HasValue: has}, nil
@@ -104,11 +105,12 @@ func parsePatchOp(item any, pathRe *regexp.Regexp, pathText string) (patchOp, er
 
 // repr is Python's repr() of the operation, as Ironic quotes it.
 func (p patchOp) repr() string {
-	s := fmt.Sprintf("{'op': %s, 'path': %s", pyQuote(p.Op), pyQuote(p.Path))
+	d := pyrepr.Dict{Keys: []string{"op", "path"}, Values: map[string]any{"op": p.Op, "path": p.Path}}
 	if p.HasValue {
-		s += ", 'value': " + pyRepr(p.Value)
+		d.Keys = append(d.Keys, "value")
+		d.Values["value"] = p.Value
 	}
-	return s + "}"
+	return pyrepr.Repr(d)
 }
 
 // field is the top-level attribute an operation touches, with RFC 6901's
@@ -269,7 +271,7 @@ func step(cur any, part string) (any, string) {
 	case map[string]any:
 		v, ok := c[part]
 		if !ok {
-			return nil, fmt.Sprintf("member '%s' not found in %s", part, pyRepr(c))
+			return nil, fmt.Sprintf("member '%s' not found in %s", part, pyrepr.Repr(c))
 		}
 		return v, ""
 	case []any:

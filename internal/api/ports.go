@@ -10,6 +10,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -207,7 +208,7 @@ func (rc *call) resolvePortNode(doc map[string]any) error {
 	case isUUIDLike(ident):
 		ident = canonicalUUID(ident)
 	case !isValidLogicalName(ident):
-		return invalid("Expected a logical name or UUID but received %s.", pyStr(nilIfEmpty(ident)))
+		return invalid("Expected a logical name or UUID but received %s.", pyrepr.Str(nilIfEmpty(ident)))
 	}
 	n, err := rc.s.cfg.Store.GetNode(rc.ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
@@ -314,7 +315,7 @@ func (rc *call) applyPortPatch(p *model.Port, ops []patchOp) error {
 // checkPortNodeLink checks that a port is moved to an existing node.
 func (rc *call) checkPortNodeLink(v any) error {
 	s, _ := v.(string)
-	bad := invalid("Unable to apply the requested node_uuid '%s'. Requested value was invalid.", pyStr(v))
+	bad := invalid("Unable to apply the requested node_uuid '%s'. Requested value was invalid.", pyrepr.Str(v))
 	if !isUUIDLike(s) {
 		return bad
 	}
@@ -595,7 +596,7 @@ func (rc *call) writePortList(ports []*model.Port, p page, sel portSelection, de
 	if len(ports) > 0 && len(ports) == p.limit {
 		params := [][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}
 		if p.detail != nil {
-			params = append(params, [2]string{"detail", pyBool(*p.detail)})
+			params = append(params, [2]string{"detail", pyrepr.Bool(*p.detail)})
 		}
 		params = append(params, sel.link...)
 		if !full {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // Node field placement: plain attributes come first, then the links, then
@@ -139,7 +140,7 @@ func nodeFieldTable() []nodeField {
 var nodeFields = func() []nodeField {
 	t := nodeFieldTable()
 	for i := range t {
-		t[i].key = append(appendPyString(nil, t[i].name), ':', ' ')
+		t[i].key = append(pyrepr.AppendJSONString(nil, t[i].name), ':', ' ')
 	}
 	return t
 }()
@@ -246,12 +247,10 @@ func (rc *call) conductorFor(n *model.Node) string {
 	}
 	if rc.ncond == nil {
 		rc.ncond = &nodeConductor{}
-		if rc.s.cfg.Conductor != nil && rc.s.cfg.Store != nil {
-			host := rc.s.cfg.Conductor.Host()
-			if c, err := rc.s.cfg.Store.GetConductor(rc.ctx, host); err == nil {
-				rc.ncond.host, rc.ncond.group = host, c.ConductorGroup
-				rc.ncond.alive = rc.s.alive(c)
-			}
+		host := rc.s.cfg.Conductor.Host()
+		if c, err := rc.s.cfg.Store.GetConductor(rc.ctx, host); err == nil {
+			rc.ncond.host, rc.ncond.group = host, c.ConductorGroup
+			rc.ncond.alive = rc.s.alive(c)
 		}
 	}
 	if !rc.ncond.alive || !strings.EqualFold(rc.ncond.group, n.ConductorGroup) {

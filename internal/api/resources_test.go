@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -118,7 +119,7 @@ func TestDrivers(t *testing.T) {
 		}},
 		{"one unknown", "/v1/drivers/nosuch", latest, 404, nil},
 		{"properties", "/v1/drivers/fake-hardware/properties", latest, 200, func(t *testing.T, m map[string]any) {
-			if m["B1"] != "B1 description. Required." {
+			if d, _ := m["fake_fail"].(string); !strings.HasSuffix(d, "Optional.") {
 				t.Errorf("%v", m)
 			}
 		}},
@@ -208,5 +209,20 @@ func TestConductors(t *testing.T) {
 				tc.check(t, decode(t, rec))
 			}
 		})
+	}
+}
+
+func TestRoute(t *testing.T) {
+	e := newEnv(t)
+	s := New(Config{Store: e.st, Conductor: e.cond})
+	for path, want := range map[string]string{
+		"/v1/nodes/web1":       "/v1/nodes/{ident}",
+		"/v1/nodes/other":      "/v1/nodes/{ident}",
+		"/v1/nodes":            "/v1/nodes",
+		"/v1/no/such/resource": "/",
+	} {
+		if got := s.Route(httptest.NewRequest("GET", path, nil)); got != want {
+			t.Errorf("Route(%s) = %q, want %q", path, got, want)
+		}
 	}
 }

@@ -14,12 +14,14 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/anvil-metal/anvil/internal/store"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // Config configures the API handler. Zero values take Ironic's defaults.
 type Config struct {
-	Store     store.Store
+	// Store is what the API reads, with the broker of its watch stream.
+	Store Store
+	// Conductor performs every write and answers the agent's callbacks.
 	Conductor Conductor
 	Logger    *slog.Logger
 	// MaxBodyBytes caps request bodies (Ironic's [api]max_json_body_size,
@@ -47,8 +49,12 @@ type Server struct {
 	bufs sync.Pool // *[]byte response buffers of large lists
 }
 
-// New returns the API handler.
-func New(cfg Config) http.Handler {
+// New returns the API handler. Store, its Broker and Conductor are
+// required: New panics without them, at wiring time, rather than serve 404s.
+func New(cfg Config) *Server {
+	if cfg.Store == nil || cfg.Conductor == nil || cfg.Store.Broker() == nil {
+		panic("api.New: Config.Store (with a broker) and Config.Conductor are required")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -355,8 +361,8 @@ func (rc *call) link(bookmark bool, parts ...string) string {
 // links writes Ironic's [self, bookmark] link pair straight into w.
 func (rc *call) links(w *jw, parts ...string) {
 	if rc.linkSelf == nil {
-		rc.linkSelf = appendPyStringBody([]byte(`{"href": "`), rc.base+"/v1")
-		rc.linkBook = appendPyStringBody([]byte(`{"href": "`), rc.base)
+		rc.linkSelf = pyrepr.AppendJSONStringBody([]byte(`{"href": "`), rc.base+"/v1")
+		rc.linkBook = pyrepr.AppendJSONStringBody([]byte(`{"href": "`), rc.base)
 	}
 	w.sep()
 	w.b = append(w.b, '[')
@@ -364,7 +370,7 @@ func (rc *call) links(w *jw, parts ...string) {
 		w.b = append(w.b, prefix...)
 		for _, p := range parts {
 			w.b = append(w.b, '/')
-			w.b = appendPyStringBody(w.b, p)
+			w.b = pyrepr.AppendJSONStringBody(w.b, p)
 		}
 		if i == 0 {
 			w.b = append(w.b, `", "rel": "self"}, `...)

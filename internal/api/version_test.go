@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/store"
 )
@@ -158,13 +156,9 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-type conductorValidate = conductor.ValidateResult
-
 func TestInternalErrorsAreNotEchoed(t *testing.T) {
 	e := newEnv(t)
-	e.cond.ValidateFn = func(_ context.Context, _ string) (map[string]conductorValidate, error) {
-		return nil, errors.New("SELECT password FROM secrets failed")
-	}
+	e.cond.validateErr = errors.New("SELECT password FROM secrets failed")
 	n := e.mustNode(nodeFixture("v"))
 	rec := e.do("GET", "/v1/nodes/"+n.UUID+"/validate", "", latest)
 	if rec.Code != http.StatusInternalServerError {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // verb is a provision-state command: its name, the API target it sends
@@ -226,7 +228,7 @@ func (a *app) nodeMaintenanceCmd() *cobra.Command {
 func waitTimeout(s string) (time.Duration, error) {
 	d, ok := parseSeconds(s)
 	if !ok {
-		return 0, usageErrorf("argument --wait: invalid int value: %s", pyQuote(s))
+		return 0, usageErrorf("argument --wait: invalid int value: %s", pyrepr.Quote(s))
 	}
 	return d, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // Shell completion: `anvil completion bash|zsh|fish` (cobra's) completes
@@ -32,7 +33,7 @@ func (a *app) completeNodes(cmd *cobra.Command, _ []string, prefix string) ([]st
 	var out []string
 	for _, n := range nodes {
 		name, _ := n["name"].(string)
-		id := firstNonEmpty(name, pyStr(n["uuid"]))
+		id := firstNonEmpty(name, pyrepr.Str(n["uuid"]))
 		if strings.HasPrefix(id, prefix) {
 			out = append(out, id)
 		}

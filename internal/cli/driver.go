@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 func (a *app) driverCmd() *cobra.Command {
@@ -25,7 +27,7 @@ func (a *app) driverCmd() *cobra.Command {
 			return usageErrorf("unrecognized arguments: %s", strings.Join(rest, " "))
 		}
 		if typ != "" && typ != "classic" && typ != "dynamic" {
-			return usageErrorf("argument --type: invalid choice: %s (choose from 'classic', 'dynamic')", pyQuote(typ))
+			return usageErrorf("argument --type: invalid choice: %s (choose from 'classic', 'dynamic')", pyrepr.Quote(typ))
 		}
 		q := url.Values{}
 		if typ != "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // fleetNodeFields are the node fields the report reads.
@@ -117,7 +118,7 @@ func (a *app) fleetCmd() *cobra.Command {
 			}
 		}
 		if format != fmtTable && format != fmtJSON && format != fmtYAML {
-			return usageErrorf("argument -f/--format: invalid choice: %s (choose from 'json', 'table', 'yaml')", pyQuote(format))
+			return usageErrorf("argument -f/--format: invalid choice: %s (choose from 'json', 'table', 'yaml')", pyrepr.Quote(format))
 		}
 		c, err := a.client()
 		if err != nil {
@@ -218,10 +219,10 @@ func parseTime(s string) (time.Time, bool) {
 
 // document is the machine-readable report (-f json|yaml).
 func (r *fleetReport) document() orderedMap {
-	states := orderedMap{values: map[string]any{}}
+	states := orderedMap{Values: map[string]any{}}
 	for _, s := range sortedKeys(toAnyMap(r.states)) {
-		states.keys = append(states.keys, s)
-		states.values[s] = json.Number(strconv.Itoa(r.states[s]))
+		states.Keys = append(states.Keys, s)
+		states.Values[s] = json.Number(strconv.Itoa(r.states[s]))
 	}
 	list := func(items []map[string]any) []any {
 		out := make([]any, len(items))
@@ -234,7 +235,7 @@ func (r *fleetReport) document() orderedMap {
 	for i, al := range r.alerts {
 		alerts[i] = al
 	}
-	doc := orderedMap{values: map[string]any{
+	doc := orderedMap{Values: map[string]any{
 		"generated_at": r.generated.Format(time.RFC3339), "endpoint": r.endpoint,
 		"total_nodes": json.Number(strconv.Itoa(r.total)), "provision_states": states,
 		"failed_nodes": list(r.failed), "maintenance_nodes": list(r.maintenance),
@@ -242,7 +243,7 @@ func (r *fleetReport) document() orderedMap {
 		"stuck_after_seconds": json.Number(strconv.Itoa(int(r.stuckAfter.Seconds()))),
 		"conductors":          list(r.conductors), "alerts": alerts,
 	}}
-	doc.keys = []string{"generated_at", "endpoint", "total_nodes", "provision_states", "failed_nodes",
+	doc.Keys = []string{"generated_at", "endpoint", "total_nodes", "provision_states", "failed_nodes",
 		"maintenance_nodes", "power_errors", "stuck_after_seconds", "stuck_nodes", "conductors", "alerts"}
 	return doc
 }

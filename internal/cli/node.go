@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // nodePath is the API path of a node named by UUID or name.
@@ -238,7 +240,7 @@ func (o *nodeListOpts) list(ctx context.Context, c *Client, fields []string) (li
 		allowed := append(slices.Clone(nodeDetailFields), nodeExtraFields...)
 		for _, f := range fields {
 			if !slices.Contains(allowed, f) {
-				return listing{}, usageErrorf("argument --fields: invalid choice: %s", pyQuote(f))
+				return listing{}, usageErrorf("argument --fields: invalid choice: %s", pyrepr.Quote(f))
 			}
 		}
 		cols = fields
@@ -316,7 +318,7 @@ func compareValues(x, y any) int {
 			return 0
 		}
 	}
-	return strings.Compare(pyStr(x), pyStr(y))
+	return strings.Compare(pyrepr.Str(x), pyrepr.Str(y))
 }
 
 func numberOf(v any) (float64, bool) {

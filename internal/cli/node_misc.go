@@ -5,9 +5,10 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // bootDevices are python-ironicclient's boot device choices.
@@ -49,7 +50,7 @@ func (a *app) nodeBootCmd() *cobra.Command {
 	set.Flags().BoolVar(&persistent, "persistent", false, "make changes persistent for all future boots")
 	set.RunE = a.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 		if !slices.Contains(bootDevices, args[1]) {
-			return usageErrorf("argument <device>: invalid choice: %s (choose from %s)", pyQuote(args[1]), quotedList(bootDevices))
+			return usageErrorf("argument <device>: invalid choice: %s (choose from %s)", pyrepr.Quote(args[1]), pyrepr.QuoteAll(bootDevices))
 		}
 		c, err := a.client()
 		if err != nil {
@@ -82,14 +83,6 @@ func (a *app) nodeBootCmd() *cobra.Command {
 		return out.writeOne(a.env.Stdout, recordOf(info))
 	})
 	return group("boot", "Boot settings of a node", group("device", "Boot device of a node", set, show))
-}
-
-func quotedList(s []string) string {
-	q := make([]string, len(s))
-	for i, v := range s {
-		q[i] = pyQuote(v)
-	}
-	return strings.Join(q, ", ")
 }
 
 func (a *app) nodeHistoryCmd() *cobra.Command {

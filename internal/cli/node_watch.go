@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/anvil-metal/anvil/internal/events"
+	"github.com/anvil-metal/anvil/pkg/events"
 )
 
 // nodeWatchCmd is `anvil node watch [NODE...] [--fields f1,f2]`: node changes

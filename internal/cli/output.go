@@ -8,6 +8,8 @@ import (
 	"unicode"
 
 	"github.com/spf13/cobra"
+
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // Output formats, as cliff names them.
@@ -76,17 +78,8 @@ func selectColumns(names []string, alt map[string][]string, want []string) ([]in
 		}
 	}
 	if len(idx) == 0 {
-		quoted := make([]string, len(names))
-		for i, n := range names {
-			quoted[i] = pyQuote(n)
-		}
-		tuple := "(" + strings.Join(quoted, ", ")
-		if len(names) == 1 {
-			tuple += ","
-		}
-		tuple += ")"
 		return nil, usageErrorf("No recognized column names in %s. Recognized columns are %s.",
-			pyRepr(toAny(want)), tuple)
+			pyrepr.Strings(want), pyrepr.StringTuple(names))
 	}
 	return idx, nil
 }
@@ -103,14 +96,6 @@ func wanted(name string, alt, want []string) bool {
 		}
 	}
 	return false
-}
-
-func toAny(s []string) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
-	}
-	return out
 }
 
 // writeList prints l in the chosen format.
@@ -132,16 +117,16 @@ func (o *outputOpts) writeList(w io.Writer, l listing) error {
 		for _, r := range rows {
 			parts := make([]string, len(r))
 			for i, v := range r {
-				parts[i] = pyStr(v)
+				parts[i] = pyrepr.Str(v)
 			}
 			b.WriteString(strings.Join(parts, " ") + "\n")
 		}
 	case fmtJSON, fmtYAML:
 		items := make([]any, len(rows))
 		for i, r := range rows {
-			m := orderedMap{keys: cols, values: map[string]any{}}
+			m := orderedMap{Keys: cols, Values: map[string]any{}}
 			for j, c := range cols {
-				m.values[c] = r[j]
+				m.Values[c] = r[j]
 			}
 			items[i] = m
 		}
@@ -156,7 +141,7 @@ func (o *outputOpts) writeList(w io.Writer, l listing) error {
 			return err
 		}
 	default:
-		return usageErrorf("argument -f/--format: invalid choice: %s (choose from 'csv', 'json', 'table', 'value', 'yaml')", pyQuote(o.format))
+		return usageErrorf("argument -f/--format: invalid choice: %s (choose from 'csv', 'json', 'table', 'value', 'yaml')", pyrepr.Quote(o.format))
 	}
 	_, err = io.WriteString(w, b.String())
 	return err
@@ -179,12 +164,12 @@ func (o *outputOpts) writeOne(w io.Writer, r record) error {
 		renderTable(&b, []string{"Field", "Value"}, rows, false, false)
 	case fmtValue:
 		for _, v := range values {
-			b.WriteString(pyStr(v) + "\n")
+			b.WriteString(pyrepr.Str(v) + "\n")
 		}
 	case fmtJSON:
-		m := orderedMap{keys: fields, values: map[string]any{}}
+		m := orderedMap{Keys: fields, Values: map[string]any{}}
 		for i, f := range fields {
-			m.values[f] = values[i]
+			m.Values[f] = values[i]
 		}
 		writePyJSON(&b, m, o.indent(), 0)
 		b.WriteByte('\n')
@@ -195,7 +180,7 @@ func (o *outputOpts) writeOne(w io.Writer, r record) error {
 	case fmtShell:
 		for i, f := range fields {
 			name := strings.NewReplacer(" ", "_", ":", "_", "-", "_").Replace(strings.ToLower(f))
-			v := pyStr(values[i])
+			v := pyrepr.Str(values[i])
 			if _, isStr := values[i].(string); isStr {
 				v = strings.ReplaceAll(v, `"`, `\"`)
 			}
@@ -206,7 +191,7 @@ func (o *outputOpts) writeOne(w io.Writer, r record) error {
 			return err
 		}
 	default:
-		return usageErrorf("argument -f/--format: invalid choice: %s (choose from 'json', 'shell', 'table', 'value', 'yaml')", pyQuote(o.format))
+		return usageErrorf("argument -f/--format: invalid choice: %s (choose from 'json', 'shell', 'table', 'value', 'yaml')", pyrepr.Quote(o.format))
 	}
 	_, err = io.WriteString(w, b.String())
 	return err
@@ -235,16 +220,16 @@ func writeCSV(b *strings.Builder, cols []string, rows [][]any, quote string) err
 	switch quote {
 	case "all", "minimal", "nonnumeric", "none":
 	default:
-		return usageErrorf("argument --quote: invalid choice: %s (choose from 'all', 'minimal', 'none', 'nonnumeric')", pyQuote(quote))
+		return usageErrorf("argument --quote: invalid choice: %s (choose from 'all', 'minimal', 'none', 'nonnumeric')", pyrepr.Quote(quote))
 	}
 	cell := func(v any) string {
 		s, numeric := "", false
 		switch x := v.(type) {
 		case nil:
 		case bool, json.Number, int, float64:
-			s, numeric = pyStr(x), true
+			s, numeric = pyrepr.Str(x), true
 		default:
-			s = pyStr(x)
+			s = pyrepr.Str(x)
 		}
 		quoteIt := quote == "all" || (quote == "nonnumeric" && !numeric) ||
 			(quote == "minimal" && strings.ContainsAny(s, ",\"\r\n"))
@@ -294,7 +279,7 @@ func renderTable(b *strings.Builder, headers []string, rows [][]any, list, print
 	for r, row := range rows {
 		cells[r] = make([][]string, len(row))
 		for c, v := range row {
-			s := strings.ReplaceAll(pyStr(v), "\r\n", "\n")
+			s := strings.ReplaceAll(pyrepr.Str(v), "\r\n", "\n")
 			s = strings.ReplaceAll(s, "\r", " ")
 			lines := strings.Split(s, "\n")
 			cells[r][c] = lines

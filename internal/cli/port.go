@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 func (a *app) portCmd() *cobra.Command {
@@ -63,7 +65,7 @@ func (a *app) portCreateCmd() *cobra.Command {
 			v, args = pxe.take(args, isBoolWord)
 			b, ok := parseBool(v)
 			if !ok {
-				return usageErrorf("argument --pxe-enabled: invalid boolean value: %s", pyQuote(v))
+				return usageErrorf("argument --pxe-enabled: invalid boolean value: %s", pyrepr.Quote(v))
 			}
 			body["pxe_enabled"] = b
 		}
@@ -143,7 +145,7 @@ func (a *app) portListCmd() *cobra.Command {
 		case len(fl) > 0:
 			for _, f := range fl {
 				if !slices.Contains(portDetailFields, f) {
-					return usageErrorf("argument --fields: invalid choice: %s", pyQuote(f))
+					return usageErrorf("argument --fields: invalid choice: %s", pyrepr.Quote(f))
 				}
 			}
 			cols = fl

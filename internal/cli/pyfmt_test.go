@@ -5,36 +5,9 @@ import (
 	"testing"
 )
 
-// The expected strings below are what CPython 3 prints (repr(), str(),
-// json.dumps, yaml.safe_dump) for the same values.
-
-func TestPyRepr(t *testing.T) {
-	tests := []struct {
-		name string
-		in   any
-		want string
-	}{
-		{"None", nil, "None"},
-		{"bools", []any{true, false}, "[True, False]"},
-		{"numbers", []any{num("24"), num("2.5"), num("1e3"), num("-0.0")}, "[24, 2.5, 1000.0, -0.0]"},
-		{"dict sorted", map[string]any{"b": "x", "a": []any{}}, "{'a': [], 'b': 'x'}"},
-		{"single quote switches to double", "it's", `"it's"`},
-		{"both quotes", `both ' "`, `'both \' "'`},
-		{"escapes", "tab\there\nnew\\", `'tab\there\nnew\\'`},
-		{"unicode stays", "ü中", "'ü中'"},
-		{"control char", "a\x01b", `'a\x01b'`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := pyRepr(tt.in); got != tt.want {
-				t.Errorf("pyRepr = %s, want %s", got, tt.want)
-			}
-		})
-	}
-	if got := pyStr("plain"); got != "plain" {
-		t.Errorf("pyStr(string) = %q", got)
-	}
-}
+// The expected strings below are what CPython 3 prints (json.dumps,
+// yaml.safe_dump, osc-lib's format_dict) for the same values; repr() and
+// str() are tested in package pyrepr.
 
 func TestFormatDict(t *testing.T) {
 	in := map[string]any{"b": num("2"), "a": map[string]any{"x": "y"}, "c": nil}
@@ -117,7 +90,7 @@ func TestYAMLDocument(t *testing.T) {
 func TestYAMLFolding(t *testing.T) {
 	msg := "Node bd6f4909-e6e2-4632-ac46-37291739e778 failed step {'interface': 'deploy', 'step': 'erase_devices_metadata', 'args': {}, 'priority': 99}: fake clean failure requested by driver_info fake_fail"
 	var b strings.Builder
-	writeYAML(&b, []any{orderedMap{keys: []string{"Last Error"}, values: map[string]any{"Last Error": msg}}}, 0)
+	writeYAML(&b, []any{orderedMap{Keys: []string{"Last Error"}, Values: map[string]any{"Last Error": msg}}}, 0)
 	want := "- Last Error: 'Node bd6f4909-e6e2-4632-ac46-37291739e778 failed step {''interface'':\n" +
 		"    ''deploy'', ''step'': ''erase_devices_metadata'', ''args'': {}, ''priority'':\n" +
 		"    99}: fake clean failure requested by driver_info fake_fail'\n"

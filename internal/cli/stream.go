@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/anvil-metal/anvil/internal/events"
+	"github.com/anvil-metal/anvil/pkg/events"
 )
 
 // StreamWaiter is the Waiter of --wait and `node wait`: it subscribes to the

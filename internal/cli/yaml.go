@@ -147,7 +147,7 @@ func yamlInline(v any) (string, bool) {
 			return "{}", true
 		}
 	case orderedMap:
-		if len(x.keys) == 0 {
+		if len(x.Keys) == 0 {
 			return "{}", true
 		}
 	default:
@@ -171,7 +171,7 @@ func writeYAML(b *strings.Builder, v any, indent int) {
 	case map[string]any:
 		writeYAMLMap(b, sortedKeys(x), func(k string) any { return x[k] }, indent, "")
 	case orderedMap:
-		writeYAMLMap(b, sortedStrings(x.keys), func(k string) any { return x.values[k] }, indent, "")
+		writeYAMLMap(b, sortedStrings(x.Keys), func(k string) any { return x.Values[k] }, indent, "")
 	}
 }
 
@@ -198,7 +198,7 @@ func writeYAMLItem(b *strings.Builder, v any, indent int) {
 	case map[string]any:
 		writeYAMLMap(b, sortedKeys(x), func(k string) any { return x[k] }, indent+2, pad+"- ")
 	case orderedMap:
-		writeYAMLMap(b, sortedStrings(x.keys), func(k string) any { return x.values[k] }, indent+2, pad+"- ")
+		writeYAMLMap(b, sortedStrings(x.Keys), func(k string) any { return x.Values[k] }, indent+2, pad+"- ")
 	}
 }
 

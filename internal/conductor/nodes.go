@@ -15,6 +15,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -193,7 +194,7 @@ func (c *Conductor) DeleteNode(ctx context.Context, ident string) error {
 		ferr = fault.New(fault.Conflict, "Node %s is protected and cannot be undeployed, rebuilt or deleted", n.UUID)
 	case !fsm.DeleteAllowed(n.ProvisionState) && !n.Maintenance:
 		ferr = fault.New(fault.Conflict, "Can not delete node \"%s\" while it is in provision state \"%s\". Valid provision states to perform deletion are: \"%s\", or set the node into maintenance mode",
-			n.UUID, n.ProvisionState, pyTuple(fsm.DeleteAllowedStates()))
+			n.UUID, n.ProvisionState, pyrepr.StringTuple(fsm.DeleteAllowedStates()))
 	case n.InstanceUUID != "":
 		ferr = fault.New(fault.Conflict, "Node %s is associated with instance %s.", n.UUID, n.InstanceUUID)
 	}
@@ -221,14 +222,6 @@ func (c *Conductor) withdrawBoot(ctx context.Context, n *model.Node) {
 	if err := drv.Boot.CleanUpInstance(ctx, &driver.Task{Node: n}); err != nil {
 		c.log.Warn("withdrawing a deleted node's boot files failed", "node", n.UUID, "err", err)
 	}
-}
-
-func pyTuple(items []string) string {
-	q := make([]string, len(items))
-	for i, s := range items {
-		q[i] = "'" + s + "'"
-	}
-	return "(" + strings.Join(q, ", ") + ")"
 }
 
 // SetMaintenance sets or clears maintenance under the node lock.

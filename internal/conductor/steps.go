@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // Reserved steps any interface accepts (Ironic's): hold parks the node in
@@ -253,49 +253,13 @@ func stepJSON(s driver.Step) model.JSON {
 }
 
 // pyRepr renders a step as Ironic prints it, e.g.
-// {'interface': 'deploy', 'step': 'no_such_step'}.
+// {'interface': 'deploy', 'step': 'erase_devices', 'args': {}, 'priority': 10}.
 func pyRepr(m map[string]any) string {
-	order := []string{"interface", "step", "args", "priority"}
-	var parts []string
-	for _, k := range order {
-		if v, ok := m[k]; ok {
-			parts = append(parts, fmt.Sprintf("'%s': %s", k, pyValue(v)))
+	d := pyrepr.Dict{Values: m}
+	for _, k := range []string{"interface", "step", "args", "priority"} {
+		if _, ok := m[k]; ok {
+			d.Keys = append(d.Keys, k)
 		}
 	}
-	return "{" + strings.Join(parts, ", ") + "}"
-}
-
-func pyValue(v any) string {
-	switch x := v.(type) {
-	case string:
-		return "'" + x + "'"
-	case nil:
-		return "None"
-	case bool:
-		if x {
-			return "True"
-		}
-		return "False"
-	case int:
-		return fmt.Sprint(x)
-	case float64:
-		if x == float64(int64(x)) {
-			return fmt.Sprint(int64(x))
-		}
-		return fmt.Sprint(x)
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		parts := make([]string, len(keys))
-		for i, k := range keys {
-			parts[i] = fmt.Sprintf("'%s': %s", k, pyValue(x[k]))
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
-	default:
-		b, _ := json.Marshal(x)
-		return string(b)
-	}
+	return pyrepr.Repr(d)
 }

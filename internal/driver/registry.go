@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // HardwareType is what a node's "driver" field names: for each interface kind,
@@ -287,7 +288,7 @@ type InterfaceError struct {
 
 func (e *InterfaceError) Error() string {
 	return fmt.Sprintf("Could not find the following interface in the 'ironic.hardware.interfaces.%s' entrypoint: %s. Valid interfaces are %s.",
-		e.Kind, e.Name, pyList(e.Valid))
+		e.Kind, e.Name, pyrepr.Strings(e.Valid))
 }
 
 // IncompatibleError says a node names an enabled interface its hardware type
@@ -296,17 +297,6 @@ type IncompatibleError struct{ Kind, Name, Driver string }
 
 func (e *IncompatibleError) Error() string {
 	return fmt.Sprintf("%s interface implementation '%s' is not supported by hardware type %s.", e.Kind, e.Name, e.Driver)
-}
-
-func pyList(items []string) string {
-	s := "["
-	for i, it := range items {
-		if i > 0 {
-			s += ", "
-		}
-		s += "'" + it + "'"
-	}
-	return s + "]"
 }
 
 // check says whether a node of hardware type ht may use implementation name

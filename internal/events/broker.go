@@ -2,10 +2,11 @@ package events
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/anvil-metal/anvil/pkg/events"
 )
 
 // Errors a subscription ends with.
@@ -37,11 +38,11 @@ type Broker struct {
 	cfg Config
 
 	mu        sync.Mutex
-	seq       uint64  // ID of the last published event
-	ring      []Event // the last len(ring) events, oldest at head
+	seq       uint64         // ID of the last published event
+	ring      []events.Event // the last len(ring) events, oldest at head
 	head      int
 	subs      map[*Subscription]struct{}
-	observers []func(Event)
+	observers []func(events.Event)
 	closed    bool
 	stats     Stats
 }
@@ -73,7 +74,7 @@ func NewBroker(cfg Config) *Broker {
 	if cfg.IDBase == 0 {
 		cfg.IDBase = uint64(cfg.Now().UnixMicro())
 	}
-	return &Broker{cfg: cfg, seq: cfg.IDBase, ring: make([]Event, 0, cfg.Buffer),
+	return &Broker{cfg: cfg, seq: cfg.IDBase, ring: make([]events.Event, 0, cfg.Buffer),
 		subs: map[*Subscription]struct{}{}}
 }
 
@@ -82,7 +83,7 @@ func (b *Broker) Heartbeat() time.Duration { return b.cfg.Heartbeat }
 
 // Observe registers fn to be called with every published event, in order,
 // inside Publish: fn must be quick and must not call the broker.
-func (b *Broker) Observe(fn func(Event)) {
+func (b *Broker) Observe(fn func(events.Event)) {
 	b.mu.Lock()
 	b.observers = append(b.observers, fn)
 	b.mu.Unlock()
@@ -91,7 +92,7 @@ func (b *Broker) Observe(fn func(Event)) {
 // Publish numbers e, stamps its time (if zero), keeps it for resumption and
 // queues it for every matching subscriber, and returns it. It never blocks on
 // a subscriber. After Close it does nothing.
-func (b *Broker) Publish(e Event) Event {
+func (b *Broker) Publish(e events.Event) events.Event {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -102,7 +103,7 @@ func (b *Broker) Publish(e Event) Event {
 	}
 	b.seq++
 	e.ID = b.seq
-	e.data, _ = json.Marshal(e) // an Event always encodes
+	e.Encode()
 	if len(b.ring) < cap(b.ring) {
 		b.ring = append(b.ring, e)
 	} else {
@@ -123,7 +124,7 @@ func (b *Broker) Publish(e Event) Event {
 }
 
 // Subscribe follows the events published from now on that match f.
-func (b *Broker) Subscribe(f Filter) *Subscription {
+func (b *Broker) Subscribe(f events.Filter) *Subscription {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.subscribe(f, nil)
@@ -133,7 +134,7 @@ func (b *Broker) Subscribe(f Filter) *Subscription {
 // after, replaying those still kept. ok is false if some of them are no
 // longer kept, or after is not an ID of this broker's run: the subscription
 // then follows new events only, and the reader must re-read what it watches.
-func (b *Broker) Resume(f Filter, after uint64) (s *Subscription, ok bool) {
+func (b *Broker) Resume(f events.Filter, after uint64) (s *Subscription, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	oldest := b.seq + 1 - uint64(len(b.ring)) // ID of the oldest kept event
@@ -141,11 +142,11 @@ func (b *Broker) Resume(f Filter, after uint64) (s *Subscription, ok bool) {
 		b.stats.Resets++
 		return b.subscribe(f, nil), false
 	}
-	m := compile(f)
-	var backlog []Event
+	m := f.Compile()
+	var backlog []events.Event
 	for i := range b.ring {
 		e := &b.ring[(b.head+i)%len(b.ring)]
-		if e.ID > after && m.match(e) {
+		if e.ID > after && m.Match(e) {
 			backlog = append(backlog, *e)
 		}
 	}
@@ -153,8 +154,8 @@ func (b *Broker) Resume(f Filter, after uint64) (s *Subscription, ok bool) {
 }
 
 // subscribe registers a subscription; b.mu is held.
-func (b *Broker) subscribe(f Filter, backlog []Event) *Subscription {
-	s := &Subscription{b: b, m: compile(f), start: b.seq, pos: b.seq, queue: backlog,
+func (b *Broker) subscribe(f events.Filter, backlog []events.Event) *Subscription {
+	s := &Subscription{b: b, m: f.Compile(), start: b.seq, pos: b.seq, queue: backlog,
 		limit: b.cfg.SubscriberBuffer + len(backlog), wake: make(chan struct{}, 1)}
 	if len(backlog) > 0 {
 		s.signal()
@@ -201,12 +202,12 @@ func (b *Broker) unsubscribe(s *Subscription) {
 // concurrent use, but events are meant for one consumer.
 type Subscription struct {
 	b     *Broker
-	m     *matcher
+	m     *events.Matcher
 	start uint64 // the broker's last ID when the subscription began
 	wake  chan struct{}
 
 	mu    sync.Mutex
-	queue []Event
+	queue []events.Event
 	limit int
 	pos   uint64 // ID of the last event offered (queued or filtered out)
 	err   error  // why it ended; nil while open
@@ -214,8 +215,8 @@ type Subscription struct {
 
 // offer queues e if it matches. If the queue is full it ends the
 // subscription with an overflow event instead and reports true. b.mu is held.
-func (s *Subscription) offer(e *Event) (overflow bool) {
-	match := s.m.match(e)
+func (s *Subscription) offer(e *events.Event) (overflow bool) {
+	match := s.m.Match(e)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !match {
@@ -227,7 +228,7 @@ func (s *Subscription) offer(e *Event) (overflow bool) {
 		if n := len(s.queue); n > 0 {
 			last = s.queue[n-1].ID
 		}
-		s.queue = append(s.queue, Event{ID: last, Type: TypeOverflow, Time: e.Time})
+		s.queue = append(s.queue, events.Event{ID: last, Type: events.TypeOverflow, Time: e.Time})
 		s.endLocked(ErrOverflow)
 		return true
 	}
@@ -269,7 +270,7 @@ func (s *Subscription) Ready() <-chan struct{} { return s.wake }
 // position once they are delivered (a valid resume point even if the last
 // events were filtered out) and, once the queue is empty and the
 // subscription ended, why it ended (ErrOverflow, ErrClosed).
-func (s *Subscription) Take(buf []Event) ([]Event, uint64, error) {
+func (s *Subscription) Take(buf []events.Event) ([]events.Event, uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	buf = append(buf, s.queue...)
@@ -284,12 +285,12 @@ func (s *Subscription) Take(buf []Event) ([]Event, uint64, error) {
 
 // Next waits for the next event. It returns the subscription's error (after
 // the queued events, overflow included, are delivered) or ctx's.
-func (s *Subscription) Next(ctx context.Context) (Event, error) {
+func (s *Subscription) Next(ctx context.Context) (events.Event, error) {
 	for {
 		s.mu.Lock()
 		if len(s.queue) > 0 {
 			e := s.queue[0]
-			s.queue[0] = Event{}
+			s.queue[0] = events.Event{}
 			s.queue = s.queue[1:]
 			s.mu.Unlock()
 			return e, nil
@@ -297,12 +298,12 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 		err := s.err
 		s.mu.Unlock()
 		if err != nil {
-			return Event{}, err
+			return events.Event{}, err
 		}
 		select {
 		case <-s.wake:
 		case <-ctx.Done():
-			return Event{}, ctx.Err()
+			return events.Event{}, ctx.Err()
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/anvil-metal/anvil/pkg/events"
 )
 
 // testTimeout bounds every wait of these tests; nothing waits for it to pass.
@@ -24,24 +26,24 @@ func newTestBroker(cfg Config) *Broker {
 }
 
 // publishN publishes n updates of node "n<i%nodes>" and returns them.
-func publishN(b *Broker, n, nodes int) []Event {
-	out := make([]Event, 0, n)
+func publishN(b *Broker, n, nodes int) []events.Event {
+	out := make([]events.Event, 0, n)
 	for i := range n {
 		node := fmt.Sprintf("n%d", i%nodes)
-		out = append(out, b.Publish(Event{Type: TypeUpdated, Node: node, Changed: []string{FieldProvisionState},
-			State: &NodeState{ProvisionState: fmt.Sprintf("s%d", i)}}))
+		out = append(out, b.Publish(events.Event{Type: events.TypeUpdated, Node: node, Changed: []string{events.FieldProvisionState},
+			State: &events.NodeState{ProvisionState: fmt.Sprintf("s%d", i)}}))
 	}
 	return out
 }
 
 // drain takes everything queued on s.
-func drain(t *testing.T, s *Subscription) ([]Event, uint64, error) {
+func drain(t *testing.T, s *Subscription) ([]events.Event, uint64, error) {
 	t.Helper()
 	evs, pos, err := s.Take(nil)
 	return evs, pos, err
 }
 
-func ids(evs []Event) []uint64 {
+func ids(evs []events.Event) []uint64 {
 	out := make([]uint64, len(evs))
 	for i, e := range evs {
 		out[i] = e.ID
@@ -54,35 +56,35 @@ func TestResume(t *testing.T) {
 		name      string
 		buffer    int
 		published int
-		after     func(pub []Event) uint64
-		filter    Filter
+		after     func(pub []events.Event) uint64
+		filter    events.Filter
 		wantOK    bool
-		want      func(pub []Event) []Event // replayed backlog
+		want      func(pub []events.Event) []events.Event // replayed backlog
 	}{
 		{name: "from the middle replays the rest", buffer: 100, published: 10,
-			after: func(p []Event) uint64 { return p[4].ID }, wantOK: true,
-			want: func(p []Event) []Event { return p[5:] }},
+			after: func(p []events.Event) uint64 { return p[4].ID }, wantOK: true,
+			want: func(p []events.Event) []events.Event { return p[5:] }},
 		{name: "from the last event replays nothing", buffer: 100, published: 10,
-			after: func(p []Event) uint64 { return p[9].ID }, wantOK: true,
-			want: func([]Event) []Event { return nil }},
+			after: func(p []events.Event) uint64 { return p[9].ID }, wantOK: true,
+			want: func([]events.Event) []events.Event { return nil }},
 		{name: "from the event before the oldest kept replays the whole ring", buffer: 5, published: 10,
-			after: func(p []Event) uint64 { return p[4].ID }, wantOK: true,
-			want: func(p []Event) []Event { return p[5:] }},
+			after: func(p []events.Event) uint64 { return p[4].ID }, wantOK: true,
+			want: func(p []events.Event) []events.Event { return p[5:] }},
 		{name: "from an event no longer kept is a reset", buffer: 5, published: 10,
-			after: func(p []Event) uint64 { return p[3].ID }, wantOK: false,
-			want: func([]Event) []Event { return nil }},
+			after: func(p []events.Event) uint64 { return p[3].ID }, wantOK: false,
+			want: func([]events.Event) []events.Event { return nil }},
 		{name: "from an ID of a later run is a reset", buffer: 100, published: 3,
-			after: func(p []Event) uint64 { return p[2].ID + 1000 }, wantOK: false,
-			want: func([]Event) []Event { return nil }},
+			after: func(p []events.Event) uint64 { return p[2].ID + 1000 }, wantOK: false,
+			want: func([]events.Event) []events.Event { return nil }},
 		{name: "from an ID older than this run is a reset", buffer: 100, published: 3,
-			after: func(p []Event) uint64 { return 7 }, wantOK: false,
-			want: func([]Event) []Event { return nil }},
+			after: func(p []events.Event) uint64 { return 7 }, wantOK: false,
+			want: func([]events.Event) []events.Event { return nil }},
 		{name: "from the start of the run with nothing published", buffer: 100, published: 0,
-			after: func([]Event) uint64 { return 100 }, wantOK: true,
-			want: func([]Event) []Event { return nil }},
+			after: func([]events.Event) uint64 { return 100 }, wantOK: true,
+			want: func([]events.Event) []events.Event { return nil }},
 		{name: "replays only what the filter matches", buffer: 100, published: 10,
-			after: func(p []Event) uint64 { return p[1].ID }, filter: Filter{Nodes: []string{"n1"}}, wantOK: true,
-			want: func(p []Event) []Event { return []Event{p[3], p[5], p[7], p[9]} }},
+			after: func(p []events.Event) uint64 { return p[1].ID }, filter: events.Filter{Nodes: []string{"n1"}}, wantOK: true,
+			want: func(p []events.Event) []events.Event { return []events.Event{p[3], p[5], p[7], p[9]} }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,7 +103,7 @@ func TestResume(t *testing.T) {
 				t.Fatalf("replayed %v, want %v", ids(got), ids(want))
 			}
 			// Live events follow the backlog.
-			live := b.Publish(Event{Type: TypeUpdated, Node: "n1", Changed: []string{FieldPowerState}})
+			live := b.Publish(events.Event{Type: events.TypeUpdated, Node: "n1", Changed: []string{events.FieldPowerState}})
 			got, pos, err := drain(t, s)
 			if err != nil || len(got) != 1 || got[0].ID != live.ID || pos != live.ID {
 				t.Fatalf("live: %v pos %d err %v, want [%d]", ids(got), pos, err, live.ID)
@@ -114,9 +116,9 @@ func TestResume(t *testing.T) {
 // checks that resuming from its last event yields exactly the rest.
 func TestResumeLosesNothing(t *testing.T) {
 	b := newTestBroker(Config{Buffer: 1000})
-	all := b.Subscribe(Filter{})
+	all := b.Subscribe(events.Filter{})
 	defer all.Close()
-	first := b.Subscribe(Filter{})
+	first := b.Subscribe(events.Filter{})
 	pub := publishN(b, 50, 3)
 	got, _, _ := drain(t, first)
 	first.Close()
@@ -125,7 +127,7 @@ func TestResumeLosesNothing(t *testing.T) {
 		if cut > 0 {
 			after = got[cut-1].ID
 		}
-		s, ok := b.Resume(Filter{}, after)
+		s, ok := b.Resume(events.Filter{}, after)
 		rest, _, err := drain(t, s)
 		s.Close()
 		if !ok || err != nil {
@@ -144,14 +146,14 @@ func TestResumeLosesNothing(t *testing.T) {
 func TestStalledSubscriber(t *testing.T) {
 	const total = 10000
 	b := newTestBroker(Config{Buffer: 20000, SubscriberBuffer: 8})
-	stalled := b.Subscribe(Filter{})
-	reader := b.Subscribe(Filter{})
+	stalled := b.Subscribe(events.Filter{})
+	reader := b.Subscribe(events.Filter{})
 	defer reader.Close()
 
-	done := make(chan []Event)
+	done := make(chan []events.Event)
 	go func() {
-		var pub []Event
-		var got []Event
+		var pub []events.Event
+		var got []events.Event
 		for i := range total {
 			pub = append(pub, publishN(b, 1, 4)...)
 			if i%4 == 3 { // the reader keeps up; the stalled one never reads
@@ -164,7 +166,7 @@ func TestStalledSubscriber(t *testing.T) {
 		}
 		done <- pub
 	}()
-	var pub []Event
+	var pub []events.Event
 	select {
 	case pub = <-done:
 	case <-time.After(testTimeout):
@@ -179,14 +181,14 @@ func TestStalledSubscriber(t *testing.T) {
 		t.Fatalf("stalled subscriber got %v, want the first 8 events and an overflow", ids(evs))
 	}
 	last := evs[8]
-	if last.Type != TypeOverflow || last.ID != pub[7].ID {
+	if last.Type != events.TypeOverflow || last.ID != pub[7].ID {
 		t.Fatalf("final event %+v, want overflow with ID %d", last, pub[7].ID)
 	}
 	if st := b.Stats(); st.Overflows != 1 || st.Subscribers != 1 || st.Published != total {
 		t.Fatalf("stats %+v", st)
 	}
 	// Reconnecting from the overflow event's ID loses nothing.
-	s, ok := b.Resume(Filter{}, last.ID)
+	s, ok := b.Resume(events.Filter{}, last.ID)
 	defer s.Close()
 	rest, _, _ := s.Take(nil)
 	if !ok || !slices.Equal(ids(append(evs[:8], rest...)), ids(pub)) {
@@ -199,18 +201,18 @@ func TestStalledSubscriber(t *testing.T) {
 func TestConcurrentPublishers(t *testing.T) {
 	const writers, each = 8, 500
 	b := newTestBroker(Config{Buffer: writers * each, SubscriberBuffer: writers * each})
-	s := b.Subscribe(Filter{})
+	s := b.Subscribe(events.Filter{})
 	defer s.Close()
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Go(func() {
 			for i := range each {
-				b.Publish(Event{Type: TypeUpdated, Node: fmt.Sprintf("w%d", w), Changed: []string{FieldLastError},
-					State: &NodeState{LastError: fmt.Sprint(i)}})
+				b.Publish(events.Event{Type: events.TypeUpdated, Node: fmt.Sprintf("w%d", w), Changed: []string{events.FieldLastError},
+					State: &events.NodeState{LastError: fmt.Sprint(i)}})
 			}
 		})
 	}
-	var got []Event
+	var got []events.Event
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	for len(got) < writers*each {
@@ -237,7 +239,7 @@ func TestConcurrentPublishers(t *testing.T) {
 
 func TestPosition(t *testing.T) {
 	b := newTestBroker(Config{})
-	s := b.Subscribe(Filter{Nodes: []string{"n0"}})
+	s := b.Subscribe(events.Filter{Nodes: []string{"n0"}})
 	defer s.Close()
 	if s.Start() != 100 {
 		t.Fatalf("start %d", s.Start())
@@ -248,7 +250,7 @@ func TestPosition(t *testing.T) {
 	if err != nil || !slices.Equal(ids(evs), []uint64{pub[0].ID, pub[2].ID, pub[4].ID, pub[5].ID}) {
 		t.Fatalf("took %v, %v", ids(evs), err)
 	}
-	b.Publish(Event{Type: TypeUpdated, Node: "n1", Changed: []string{FieldFault}})
+	b.Publish(events.Event{Type: events.TypeUpdated, Node: "n1", Changed: []string{events.FieldFault}})
 	evs, pos, _ = s.Take(nil)
 	if len(evs) != 0 || pos != pub[5].ID+1 {
 		t.Fatalf("after a filtered-out event: %v pos %d, want none and pos %d", ids(evs), pos, pub[5].ID+1)
@@ -257,10 +259,10 @@ func TestPosition(t *testing.T) {
 
 func TestClose(t *testing.T) {
 	b := newTestBroker(Config{})
-	s := b.Subscribe(Filter{})
+	s := b.Subscribe(events.Filter{})
 	pub := publishN(b, 2, 1)
 	b.Close()
-	if e := b.Publish(Event{Type: TypeUpdated, Node: "n0"}); e.ID != 0 {
+	if e := b.Publish(events.Event{Type: events.TypeUpdated, Node: "n0"}); e.ID != 0 {
 		t.Fatalf("publish after close numbered %d", e.ID)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -273,7 +275,7 @@ func TestClose(t *testing.T) {
 	if _, err := s.Next(ctx); !errors.Is(err, ErrClosed) {
 		t.Fatalf("after draining: %v, want ErrClosed", err)
 	}
-	late := b.Subscribe(Filter{})
+	late := b.Subscribe(events.Filter{})
 	if _, err := late.Next(ctx); !errors.Is(err, ErrClosed) {
 		t.Fatalf("subscription after close: %v", err)
 	}
@@ -282,7 +284,7 @@ func TestClose(t *testing.T) {
 func TestObserve(t *testing.T) {
 	b := newTestBroker(Config{})
 	var seen []uint64
-	b.Observe(func(e Event) { seen = append(seen, e.ID) })
+	b.Observe(func(e events.Event) { seen = append(seen, e.ID) })
 	pub := publishN(b, 3, 1)
 	if !slices.Equal(seen, ids(pub)) {
 		t.Fatalf("observed %v", seen)

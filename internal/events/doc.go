@@ -1,8 +1,9 @@
-// Package events is Anvil's watch stream: a Broker that numbers node changes,
-// keeps the most recent ones for resumption and fans them out to bounded
-// subscriptions; a store decorator that publishes every successful node
-// write (so the conductor needs no hook); the server-sent-events wire format;
-// and a small client that follows a stream and reconnects with Last-Event-ID.
+// Package events is the server side of Anvil's watch stream: a Broker that
+// numbers node changes, keeps the most recent ones for resumption and fans
+// them out to bounded subscriptions, and a store decorator (Store) that
+// publishes every successful node write, so the conductor needs no hook.
+// The wire types, the SSE encoding and the Go client are public in
+// pkg/events; the stream is served by internal/api at GET /v1/events/stream.
 //
 // Invariants:
 //
@@ -20,6 +21,5 @@
 //     because the newer event already carries its changes.
 //   - An event carries the node's new values (and, for updates, the previous
 //     ones), so a reader never has to ask the API what changed.
-//
-// The stream is served by internal/api at GET /v1/events/stream.
+//   - Every event is JSON-encoded once, when published (Event.Encode).
 package events

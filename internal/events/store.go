@@ -6,10 +6,12 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
+
+	"github.com/anvil-metal/anvil/pkg/events"
 )
 
 // Publisher is a store that publishes its node changes (what Store returns).
-// The API finds the broker of its stream through it.
+// It satisfies api.Store: the API serves the stream of its Broker.
 type Publisher interface {
 	store.Store
 	Broker() *Broker
@@ -38,7 +40,7 @@ type publisher struct {
 type known struct {
 	version int64
 	name    string
-	state   NodeState
+	state   events.NodeState
 }
 
 func (p *publisher) Broker() *Broker { return p.b }
@@ -52,7 +54,7 @@ func (p *publisher) CreateNode(ctx context.Context, n *model.Node) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.known[n.UUID] = known{version: n.Version, name: n.Name, state: st}
-	p.b.Publish(Event{Type: TypeCreated, Node: n.UUID, Name: n.Name, State: &st})
+	p.b.Publish(events.Event{Type: events.TypeCreated, Node: n.UUID, Name: n.Name, State: &st})
 	return nil
 }
 
@@ -81,7 +83,7 @@ func (p *publisher) UpdateNode(ctx context.Context, n *model.Node) error {
 	// UpdateNode never writes the reservation: keep the one we know.
 	cur.Reservation = old.state.Reservation
 	p.known[n.UUID] = known{version: n.Version, name: n.Name, state: cur}
-	e := Event{Type: TypeUpdated, Node: n.UUID, Name: n.Name, State: &cur}
+	e := events.Event{Type: events.TypeUpdated, Node: n.UUID, Name: n.Name, State: &cur}
 	if ok {
 		prev := old.state
 		e.Previous = &prev
@@ -90,7 +92,7 @@ func (p *publisher) UpdateNode(ctx context.Context, n *model.Node) error {
 			return nil
 		}
 	} else {
-		e.Changed = Fields()
+		e.Changed = events.Fields()
 	}
 	p.b.Publish(e)
 	return nil
@@ -103,7 +105,7 @@ func (p *publisher) DeleteNode(ctx context.Context, uuid string) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	e := Event{Type: TypeDeleted, Node: uuid}
+	e := events.Event{Type: events.TypeDeleted, Node: uuid}
 	if k, ok := p.known[uuid]; ok {
 		e.Name, e.State = k.name, &k.state
 		delete(p.known, uuid)
@@ -121,7 +123,7 @@ func (p *publisher) ReserveNode(ctx context.Context, uuid, host string) (*model.
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	old, ok := p.known[n.UUID]
-	var cur NodeState
+	var cur events.NodeState
 	switch {
 	case ok && old.version >= n.Version:
 		// Nothing but the lock changed since (or a newer write is known).
@@ -141,14 +143,14 @@ func (p *publisher) ReserveNode(ctx context.Context, uuid, host string) (*model.
 
 // publishLock records cur as node uuid's state and publishes the change
 // from old, if any. p.mu is held.
-func (p *publisher) publishLock(uuid string, old known, cur NodeState) {
+func (p *publisher) publishLock(uuid string, old known, cur events.NodeState) {
 	p.known[uuid] = known{version: old.version, name: old.name, state: cur}
 	ch := changed(old.name, old.state, old.name, cur)
 	if len(ch) == 0 {
 		return
 	}
 	prev := old.state
-	p.b.Publish(Event{Type: TypeUpdated, Node: uuid, Name: old.name, Changed: ch,
+	p.b.Publish(events.Event{Type: events.TypeUpdated, Node: uuid, Name: old.name, Changed: ch,
 		State: &cur, Previous: &prev})
 }
 
@@ -204,7 +206,7 @@ func (p *publisher) AddHistory(ctx context.Context, e *model.HistoryEvent, keep 
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.b.Publish(Event{Type: TypeHistory, Node: e.NodeUUID, Name: p.known[e.NodeUUID].name,
+	p.b.Publish(events.Event{Type: events.TypeHistory, Node: e.NodeUUID, Name: p.known[e.NodeUUID].name,
 		History: historyOf(e)})
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
 	"github.com/anvil-metal/anvil/internal/store/sqlite"
+
+	"github.com/anvil-metal/anvil/pkg/events"
 )
 
 func newTestStore(t *testing.T) (store.Store, *Broker, Publisher) {
@@ -33,7 +35,7 @@ type want struct {
 func TestStorePublishes(t *testing.T) {
 	ctx := context.Background()
 	_, b, p := newTestStore(t)
-	sub := b.Subscribe(Filter{Types: []string{TypeCreated, TypeUpdated, TypeDeleted, TypeHistory}})
+	sub := b.Subscribe(events.Filter{Types: []string{events.TypeCreated, events.TypeUpdated, events.TypeDeleted, events.TypeHistory}})
 	defer sub.Close()
 	n := &model.Node{UUID: "2b1b3c4d-0000-4000-8000-000000000001", Name: "web1", Driver: "fake-hardware",
 		ProvisionState: "enroll"}
@@ -52,28 +54,28 @@ func TestStorePublishes(t *testing.T) {
 		do   func() error
 		want []want
 	}{
-		{"create", func() error { return p.CreateNode(ctx, n) }, []want{{typ: TypeCreated}}},
+		{"create", func() error { return p.CreateNode(ctx, n) }, []want{{typ: events.TypeCreated}}},
 		{"lock", func() error { _, err := p.ReserveNode(ctx, n.UUID, "c1"); return err },
-			[]want{{TypeUpdated, []string{FieldReservation}}}},
+			[]want{{events.TypeUpdated, []string{events.FieldReservation}}}},
 		{"transition", update(func(n *model.Node) { n.ProvisionState, n.TargetProvisionState = "verifying", "manageable" }),
-			[]want{{TypeUpdated, []string{FieldProvisionState, FieldTargetProvisionState}}}},
+			[]want{{events.TypeUpdated, []string{events.FieldProvisionState, events.FieldTargetProvisionState}}}},
 		{"unwatched field", update(func(n *model.Node) { n.Extra = model.JSON{"rack": "r1"} }), nil},
 		{"history", func() error {
 			return p.AddHistory(ctx, &model.HistoryEvent{NodeUUID: n.UUID, Severity: model.SeverityInfo,
 				EventType: "provisioning", FromState: "enroll", ToState: "verifying", Trigger: "manage"}, 10)
-		}, []want{{typ: TypeHistory}}},
+		}, []want{{typ: events.TypeHistory}}},
 		{"unlock", func() error { return p.ReleaseNode(ctx, n.UUID, "c1") },
-			[]want{{TypeUpdated, []string{FieldReservation}}}},
+			[]want{{events.TypeUpdated, []string{events.FieldReservation}}}},
 		{"unlock again", func() error { return p.ReleaseNode(ctx, n.UUID, "c1") }, nil},
 		{"rename and maintenance", update(func(n *model.Node) { n.Name, n.Maintenance, n.MaintenanceReason = "web2", true, "disk" }),
-			[]want{{TypeUpdated, []string{FieldName, FieldMaintenance, FieldMaintenanceReason}}}},
+			[]want{{events.TypeUpdated, []string{events.FieldName, events.FieldMaintenance, events.FieldMaintenanceReason}}}},
 		{"lock and release host", func() error {
 			if _, err := p.ReserveNode(ctx, n.UUID, "c2"); err != nil {
 				return err
 			}
 			_, err := p.ReleaseHost(ctx, "c2")
 			return err
-		}, []want{{TypeUpdated, []string{FieldReservation}}, {TypeUpdated, []string{FieldReservation}}}},
+		}, []want{{events.TypeUpdated, []string{events.FieldReservation}}, {events.TypeUpdated, []string{events.FieldReservation}}}},
 		{"failed lock publishes nothing", func() error {
 			if _, err := p.ReserveNode(ctx, n.UUID, "c3"); err != nil {
 				return err
@@ -82,7 +84,7 @@ func TestStorePublishes(t *testing.T) {
 				t.Error("second lock succeeded")
 			}
 			return p.ReleaseNode(ctx, n.UUID, "c3")
-		}, []want{{TypeUpdated, []string{FieldReservation}}, {TypeUpdated, []string{FieldReservation}}}},
+		}, []want{{events.TypeUpdated, []string{events.FieldReservation}}, {events.TypeUpdated, []string{events.FieldReservation}}}},
 		{"stale write publishes nothing", func() error {
 			stale, _ := p.GetNode(ctx, n.UUID)
 			if err := update(func(n *model.Node) { n.LastError = "boom" })(); err != nil {
@@ -93,8 +95,8 @@ func TestStorePublishes(t *testing.T) {
 				t.Error("stale write succeeded")
 			}
 			return nil
-		}, []want{{TypeUpdated, []string{FieldLastError}}}},
-		{"delete", func() error { return p.DeleteNode(ctx, n.UUID) }, []want{{typ: TypeDeleted}}},
+		}, []want{{events.TypeUpdated, []string{events.FieldLastError}}}},
+		{"delete", func() error { return p.DeleteNode(ctx, n.UUID) }, []want{{typ: events.TypeDeleted}}},
 		{"delete again publishes nothing", func() error {
 			if err := p.DeleteNode(ctx, n.UUID); err == nil {
 				t.Error("second delete succeeded")
@@ -102,7 +104,7 @@ func TestStorePublishes(t *testing.T) {
 			return nil
 		}, nil},
 	}
-	var prev *NodeState
+	var prev *events.NodeState
 	for _, step := range steps {
 		if err := step.do(); err != nil {
 			t.Fatalf("%s: %v", step.name, err)
@@ -116,7 +118,7 @@ func TestStorePublishes(t *testing.T) {
 			if e.Type != w.typ || !slices.Equal(e.Changed, w.changed) || e.Node != n.UUID {
 				t.Fatalf("%s: event %d is %s %v for %s, want %s %v", step.name, i, e.Type, e.Changed, e.Node, w.typ, w.changed)
 			}
-			if e.Type == TypeUpdated {
+			if e.Type == events.TypeUpdated {
 				// Each update starts where the previous one ended (but for
 				// updated_at: unwatched writes move it without an event).
 				if prev != nil && !sameState(*e.Previous, *prev) {
@@ -139,19 +141,19 @@ func TestStoreFirstWriteSeen(t *testing.T) {
 	if err := raw.CreateNode(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	sub := b.Subscribe(Filter{})
+	sub := b.Subscribe(events.Filter{})
 	defer sub.Close()
 	n.PowerState = "power on"
 	if err := p.UpdateNode(ctx, n); err != nil {
 		t.Fatal(err)
 	}
 	got, _, _ := sub.Take(nil)
-	if len(got) != 1 || !slices.Equal(got[0].Changed, []string{FieldPowerState}) || got[0].Previous.ProvisionState != "available" {
+	if len(got) != 1 || !slices.Equal(got[0].Changed, []string{events.FieldPowerState}) || got[0].Previous.ProvisionState != "available" {
 		t.Fatalf("got %+v", got)
 	}
 }
 
-func sameState(a, b NodeState) bool {
+func sameState(a, b events.NodeState) bool {
 	a.UpdatedAt = b.UpdatedAt
 	return a == b
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // Instrument counts and times the requests next serves, labelled with the
-// route pattern route names (e.g. api.Route), the method and the status.
+// route pattern route names (e.g. api.Server.Route), the method and the status.
 // Event streams (text/event-stream answers) are counted, not timed: their
 // duration is the client's choice.
 func (m *Metrics) Instrument(next http.Handler, route func(*http.Request) string) http.Handler {

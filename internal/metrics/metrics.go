@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/anvil-metal/anvil/internal/events"
+	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -35,7 +35,7 @@ type Config struct {
 	Store store.Store // nodes are counted from it at scrape time
 	// Broker feeds transition metrics (its node.history events) and the
 	// stream's own counters.
-	Broker *events.Broker
+	Broker *eventbus.Broker
 	Log    *slog.Logger
 	Now    func() time.Time
 	// ScrapeTimeout bounds the store queries of one scrape (10 s).

@@ -16,22 +16,23 @@ import (
 	"github.com/prometheus/common/expfmt"
 	pmodel "github.com/prometheus/common/model"
 
-	"github.com/anvil-metal/anvil/internal/events"
+	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
 	"github.com/anvil-metal/anvil/internal/store/sqlite"
+	"github.com/anvil-metal/anvil/pkg/events"
 )
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 
-func newTestMetrics(t testing.TB) (*Metrics, store.Store, *events.Broker) {
+func newTestMetrics(t testing.TB) (*Metrics, store.Store, *eventbus.Broker) {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "anvil.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	b := events.NewBroker(events.Config{IDBase: 1})
+	b := eventbus.NewBroker(eventbus.Config{IDBase: 1})
 	m := New(Config{Store: st, Broker: b, Now: func() time.Time { return t0 },
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	return m, st, b

@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/anvil-metal/anvil/internal/events"
+	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
@@ -136,7 +136,7 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // brokerCollector reports the event stream's counters.
-type brokerCollector struct{ b *events.Broker }
+type brokerCollector struct{ b *eventbus.Broker }
 
 var (
 	descPublished = prometheus.NewDesc(namespace+"_events_published_total",

@@ -1,9 +1,9 @@
 package metrics
 
 import (
-	"github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/pkg/events"
 )
 
 // Observe feeds the transition metrics from a published event: a node

@@ -1,8 +1,3 @@
-// Package server wires Anvil together for `anvil serve`: the store (wrapped
-// to publish node changes on the event broker and to count lock attempts),
-// the driver registry (the only place that imports driver implementations),
-// the conductor, the API with its watch stream, and /metrics; and runs them
-// until the context ends.
 package server
 
 import (
@@ -20,7 +15,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
 	"github.com/anvil-metal/anvil/internal/driver/pxe"
-	"github.com/anvil-metal/anvil/internal/events"
+	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/metrics"
 	"github.com/anvil-metal/anvil/internal/store/storeopen"
 )
@@ -38,7 +33,7 @@ type Config struct {
 	ShutdownTimeout time.Duration // grace for running work on SIGTERM
 	// Events configures the watch stream's broker (ring size, per-reader
 	// buffer, heartbeat interval); zero values take its defaults.
-	Events events.Config
+	Events eventbus.Config
 	// Ready, if set, is called with the bound address once serving.
 	Ready func(addr string)
 
@@ -86,10 +81,10 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer db.Close()
 	// Every node write goes through st: it is published on the broker (the
 	// watch stream and the transition metrics) and its lock attempts counted.
-	broker := events.NewBroker(cfg.Events)
+	broker := eventbus.NewBroker(cfg.Events)
 	defer broker.Close()
 	mx := metrics.New(metrics.Config{Store: db, Broker: broker, Log: cfg.Log, Process: true})
-	st := events.Store(mx.Store(db), broker)
+	st := eventbus.Store(mx.Store(db), broker)
 	ccfg := cfg.Conductor
 	// From flags, 0 means "disabled" (Ironic's meaning); the conductor reads
 	// 0 as "default" and a negative interval as "disabled".
@@ -106,9 +101,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	cctx, stopConductor := context.WithCancel(context.Background())
 	defer stopConductor()
-	if p, ok := any(cond).(metrics.Pool); ok {
-		mx.AddPool(p)
-	}
+	mx.AddPool(cond)
 	if err := cond.Start(cctx); err != nil {
 		return err
 	}
@@ -147,9 +140,9 @@ func Serve(ctx context.Context, cfg Config) error {
 
 // handler serves /metrics, the boot endpoint (bootH under bootPrefix, when
 // set) and, instrumented, the API.
-func handler(apiH http.Handler, mx *metrics.Metrics, bootPrefix string, bootH http.Handler) http.Handler {
+func handler(apiH *api.Server, mx *metrics.Metrics, bootPrefix string, bootH http.Handler) http.Handler {
 	metricsH := mx.Handler()
-	instrumented := mx.Instrument(apiH, func(r *http.Request) string { return api.Route(apiH, r) })
+	instrumented := mx.Instrument(apiH, apiH.Route)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" {
 			metricsH.ServeHTTP(w, r)

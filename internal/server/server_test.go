@@ -17,8 +17,8 @@ import (
 	pmodel "github.com/prometheus/common/model"
 
 	"github.com/anvil-metal/anvil/internal/conductor"
-	"github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/pkg/events"
 )
 
 // testTimeout bounds each wait; nothing waits for it to pass.
@@ -245,17 +245,26 @@ func TestServeMetricsMatchAPI(t *testing.T) {
 	if got := series(fams, "anvil_provision_failures_total", "state")[fsm.DeployFailed]; got != 1 {
 		t.Errorf("deploy failures %v, want 1", got)
 	}
-	// Waiting polled nothing: the only node reads are the stream's.
-	requests := fams["anvil_api_requests_total"]
-	perRoute := map[string]float64{}
-	for _, m := range requests.GetMetric() {
-		l := map[string]string{}
-		for _, lp := range m.GetLabel() {
-			l[lp.GetName()] = lp.GetValue()
+	// Waiting polled nothing: the only node reads are the stream's. A
+	// stream is counted when its handler returns, which may be just after
+	// the waiter went on: read the counters again until all are in.
+	getsByRoute := func(fams map[string]*dto.MetricFamily) map[string]float64 {
+		perRoute := map[string]float64{}
+		for _, m := range fams["anvil_api_requests_total"].GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			if l["method"] == "GET" {
+				perRoute[l["route"]] += m.GetCounter().GetValue()
+			}
 		}
-		if l["method"] == "GET" {
-			perRoute[l["route"]] += m.GetCounter().GetValue()
-		}
+		return perRoute
+	}
+	perRoute := getsByRoute(fams)
+	for deadline := time.Now().Add(testTimeout); perRoute[events.StreamPath] < float64(waits) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond) // bounded polling
+		perRoute = getsByRoute(s.metrics())
 	}
 	if perRoute["/v1/nodes/{ident}"] != 0 || perRoute[events.StreamPath] != float64(waits) {
 		t.Errorf("GET requests by route %v, want no node reads and %d streams", perRoute, waits)

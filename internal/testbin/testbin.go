@@ -1,6 +1,3 @@
-// Package testbin is what the end-to-end test packages share: building the
-// anvil binary once per test binary, a goroutine-safe output buffer, and
-// free loopback ports. It is imported by tests only.
 package testbin
 
 import (
@@ -118,4 +115,15 @@ func FreePort(t testing.TB) int {
 	var p int
 	fmt.Sscan(port, &p)
 	return p
+}
+
+// FreeUDPPort asks the kernel for a free UDP port on 127.0.0.1.
+func FreeUDPPort(t testing.TB) int {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free UDP port: %v", err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
 }

@@ -1,29 +1,15 @@
 package agent_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
 	"net/http"
 	"testing"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 func callVersion(t *testing.T, version, method, url string, body any) resp {
 	t.Helper()
-	b, _ := json.Marshal(body)
-	req, err := http.NewRequest(method, url, bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-OpenStack-Ironic-API-Version", version)
-	req.Header.Set("Content-Type", "application/json")
-	r, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer r.Body.Close()
-	out, _ := io.ReadAll(r.Body)
-	return resp{r.StatusCode, out}
+	return testbin.Call(t, version, method, url, body)
 }
 
 // TestContinueInspection: the test plays a ramdisk that pushes its inventory
@@ -34,7 +20,7 @@ func TestContinueInspection(t *testing.T) {
 	api := startServer(t)
 	const mac1, mac2 = "52:54:00:ee:00:01", "52:54:00:ee:00:02"
 	n := mustCall(t, 201, "POST", api+"/v1/nodes", map[string]any{"name": "push-node", "driver": "fake-hardware",
-		"inspect_interface": "agent"}).json(t)
+		"inspect_interface": "agent"}).JSON(t)
 	node := n["uuid"].(string)
 	mustCall(t, 201, "POST", api+"/v1/ports", map[string]any{"node_uuid": node, "address": mac1})
 	provision(t, api, node, "manage")
@@ -50,31 +36,31 @@ func TestContinueInspection(t *testing.T) {
 		"extra_plugin_field": "x",
 	}
 	// Not inspecting: a plain 404.
-	if r := callVersion(t, "1.84", "POST", api+"/v1/continue_inspection", data); r.status != http.StatusNotFound {
-		t.Fatalf("continue_inspection for a manageable node: HTTP %d: %s", r.status, r.body)
+	if r := callVersion(t, "1.84", "POST", api+"/v1/continue_inspection", data); r.Status != http.StatusNotFound {
+		t.Fatalf("continue_inspection for a manageable node: HTTP %d: %s", r.Status, r.Body)
 	}
 	provision(t, api, node, "inspect")
 	waitState(t, api, node, "inspect wait")
-	if r := callVersion(t, "1.83", "POST", api+"/v1/continue_inspection", data); r.status != http.StatusNotFound {
-		t.Fatalf("continue_inspection at 1.83: HTTP %d, want 404", r.status)
+	if r := callVersion(t, "1.83", "POST", api+"/v1/continue_inspection", data); r.Status != http.StatusNotFound {
+		t.Fatalf("continue_inspection at 1.83: HTTP %d, want 404", r.Status)
 	}
-	if r := callVersion(t, "1.84", "POST", api+"/v1/continue_inspection", map[string]any{"x": 1}); r.status != http.StatusBadRequest {
-		t.Fatalf("continue_inspection without an inventory: HTTP %d, want 400", r.status)
+	if r := callVersion(t, "1.84", "POST", api+"/v1/continue_inspection", map[string]any{"x": 1}); r.Status != http.StatusBadRequest {
+		t.Fatalf("continue_inspection without an inventory: HTTP %d, want 400", r.Status)
 	}
 	r := callVersion(t, "1.84", "POST", api+"/v1/continue_inspection", data)
-	if r.status != http.StatusAccepted || r.json(t)["uuid"] != node {
-		t.Fatalf("continue_inspection: HTTP %d: %s", r.status, r.body)
+	if r.Status != http.StatusAccepted || r.JSON(t)["uuid"] != node {
+		t.Fatalf("continue_inspection: HTTP %d: %s", r.Status, r.Body)
 	}
 	got := waitState(t, api, node, "manageable")
 	props := got["properties"].(map[string]any)
 	if props["cpus"] != float64(2) || props["memory_mb"] != float64(4096) || props["local_gb"] != float64(19) || props["cpu_arch"] != "x86_64" {
 		t.Errorf("properties after pushed inspection = %v", props)
 	}
-	ports := mustCall(t, 200, "GET", api+"/v1/ports?node="+node+"&fields=address", nil).json(t)["ports"].([]any)
+	ports := mustCall(t, 200, "GET", api+"/v1/ports?node="+node+"&fields=address", nil).JSON(t)["ports"].([]any)
 	if len(ports) != 2 {
 		t.Errorf("ports after pushed inspection = %v", ports)
 	}
-	inv := mustCall(t, 200, "GET", api+"/v1/nodes/"+node+"/inventory", nil).json(t)["inventory"].(map[string]any)
+	inv := mustCall(t, 200, "GET", api+"/v1/nodes/"+node+"/inventory", nil).JSON(t)["inventory"].(map[string]any)
 	if inv["cpu"].(map[string]any)["model_name"] != "Pushed CPU" {
 		t.Errorf("stored inventory = %v", inv)
 	}

@@ -51,8 +51,8 @@ func TestDeployLifecycle(t *testing.T) {
 
 	// Not expecting an agent: a plain 404.
 	r := call(t, "GET", api+"/v1/lookup?addresses="+mac, nil)
-	if r.status != http.StatusNotFound {
-		t.Fatalf("lookup of an enrolled node: HTTP %d, want 404: %s", r.status, r.body)
+	if r.Status != http.StatusNotFound {
+		t.Fatalf("lookup of an enrolled node: HTTP %d, want 404: %s", r.Status, r.Body)
 	}
 
 	startAgent(t, api, mac, disk)
@@ -107,13 +107,13 @@ func TestDeployLifecycle(t *testing.T) {
 	if n["power_state"] != "power on" {
 		t.Errorf("power_state = %v after deploy", n["power_state"])
 	}
-	bd := mustCall(t, 200, "GET", api+"/v1/nodes/"+node+"/management/boot_device", nil).json(t)
+	bd := mustCall(t, 200, "GET", api+"/v1/nodes/"+node+"/management/boot_device", nil).JSON(t)
 	if bd["boot_device"] != "disk" {
 		t.Errorf("boot device after deploy = %v, want disk", bd["boot_device"])
 	}
 	// Active: no agent expected, so no lookup.
-	if r := call(t, "GET", api+"/v1/lookup?addresses="+mac, nil); r.status != http.StatusNotFound {
-		t.Errorf("lookup of an active node: HTTP %d, want 404", r.status)
+	if r := call(t, "GET", api+"/v1/lookup?addresses="+mac, nil); r.Status != http.StatusNotFound {
+		t.Errorf("lookup of an active node: HTTP %d, want 404", r.Status)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"testing"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // TestDefaultHeartbeatSettings runs provide and deploy with the agent's
@@ -22,7 +24,7 @@ func TestDefaultHeartbeatSettings(t *testing.T) {
 	disk := tempDisk(t, 64*mib, 0xAA)
 	boot := func() *process {
 		return start(t, "anvil agent", "agent", "--api-url", api, "--mac", mac, "--disk", disk,
-			"--listen", freeAddr(t), "--log-level", "debug")
+			"--listen", testbin.FreeAddr(t), "--log-level", "debug")
 	}
 	agent := boot()
 
@@ -30,7 +32,7 @@ func TestDefaultHeartbeatSettings(t *testing.T) {
 	waitState(t, api, node, "manageable")
 	provision(t, api, node, "provide")
 	waitState(t, api, node, "available")
-	agent.stop(t)
+	_ = agent.Stop(t)
 	boot()
 	setImage(t, api, node, imgs.URL+"/good.img", sum)
 	provision(t, api, node, "active")

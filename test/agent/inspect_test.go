@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // writeFixture writes a machine's /proc and /sys (what ReadInventory and the
@@ -30,7 +32,7 @@ func writeFixture(t *testing.T, files map[string]string) string {
 func startAgentRoot(t *testing.T, api, root, disk string) *process {
 	t.Helper()
 	return start(t, "anvil agent", "agent", "--api-url", api, "--root-dir", root, "--disk", disk,
-		"--listen", freeAddr(t), "--heartbeat-interval", "100ms", "--log-level", "debug")
+		"--listen", testbin.FreeAddr(t), "--heartbeat-interval", "100ms", "--log-level", "debug")
 }
 
 // TestAgentInspection: a node with inspect_interface "agent" and a port for
@@ -66,14 +68,14 @@ func TestAgentInspection(t *testing.T) {
 		"sys/firmware/efi/.keep":             "",
 	})
 	n := mustCall(t, 201, "POST", api+"/v1/nodes", map[string]any{"name": "inspect-node", "driver": "fake-hardware",
-		"inspect_interface": "agent"}).json(t)
+		"inspect_interface": "agent"}).JSON(t)
 	node := n["uuid"].(string)
 	mustCall(t, 201, "POST", api+"/v1/ports", map[string]any{"node_uuid": node, "address": mac1})
 	provision(t, api, node, "manage")
 	waitState(t, api, node, "manageable")
 	// No inventory before inspection.
-	if r := call(t, "GET", api+"/v1/nodes/"+node+"/inventory", nil); r.status != http.StatusNotFound {
-		t.Fatalf("inventory before inspection: HTTP %d: %s", r.status, r.body)
+	if r := call(t, "GET", api+"/v1/nodes/"+node+"/inventory", nil); r.Status != http.StatusNotFound {
+		t.Fatalf("inventory before inspection: HTTP %d: %s", r.Status, r.Body)
 	}
 
 	startAgentRoot(t, api, root, tempDisk(t, mib, 0))
@@ -96,7 +98,7 @@ func TestAgentInspection(t *testing.T) {
 		t.Errorf("inspection_finished_at not set")
 	}
 
-	ports := mustCall(t, 200, "GET", api+"/v1/ports?node="+node+"&fields=address", nil).json(t)["ports"].([]any)
+	ports := mustCall(t, 200, "GET", api+"/v1/ports?node="+node+"&fields=address", nil).JSON(t)["ports"].([]any)
 	addrs := map[string]bool{}
 	for _, p := range ports {
 		addrs[p.(map[string]any)["address"].(string)] = true
@@ -106,10 +108,10 @@ func TestAgentInspection(t *testing.T) {
 	}
 
 	// The inventory has its own endpoint; node documents do not carry it.
-	if r := call(t, "GET", api+"/v1/nodes/"+node, nil); strings.Contains(string(r.body), "inspection_inventory") || strings.Contains(string(r.body), "system_vendor") {
-		t.Errorf("GET /v1/nodes/{node} carries the inventory: %s", r.body)
+	if r := call(t, "GET", api+"/v1/nodes/"+node, nil); strings.Contains(string(r.Body), "inspection_inventory") || strings.Contains(string(r.Body), "system_vendor") {
+		t.Errorf("GET /v1/nodes/{node} carries the inventory: %s", r.Body)
 	}
-	inv := mustCall(t, 200, "GET", api+"/v1/nodes/"+node+"/inventory", nil).json(t)
+	inv := mustCall(t, 200, "GET", api+"/v1/nodes/"+node+"/inventory", nil).JSON(t)
 	if _, ok := inv["plugin_data"].(map[string]any); !ok {
 		t.Errorf("inventory response has no plugin_data object: %v", inv)
 	}
@@ -151,14 +153,7 @@ func TestAgentInspection(t *testing.T) {
 	}
 
 	// Before 1.81 the endpoint does not exist.
-	req, _ := http.NewRequest("GET", api+"/v1/nodes/"+node+"/inventory", nil)
-	req.Header.Set("X-OpenStack-Ironic-API-Version", "1.80")
-	r, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Body.Close()
-	if r.StatusCode != http.StatusNotFound {
-		t.Errorf("inventory at 1.80: HTTP %d, want 404", r.StatusCode)
+	if r := testbin.Call(t, "1.80", "GET", api+"/v1/nodes/"+node+"/inventory", nil); r.Status != http.StatusNotFound {
+		t.Errorf("inventory at 1.80: HTTP %d, want 404", r.Status)
 	}
 }

@@ -58,7 +58,7 @@ func TestAgentKilledMidWrite(t *testing.T) {
 	case <-time.After(stateTimeout):
 		t.Fatal("the agent never started downloading")
 	}
-	ag.kill()
+	ag.Kill()
 	n := waitState(t, api, node, "deploy failed")
 	if le, _ := n["last_error"].(string); !strings.Contains(le, "Timeout reached while waiting for callback") {
 		t.Fatalf("last_error = %q", le)

@@ -19,7 +19,7 @@ func TestAgentRescue(t *testing.T) {
 	const mac = "52:54:00:dd:00:01"
 	const password = "Pl4in-Rescue-Secret-7f3a"
 	n := mustCall(t, 201, "POST", api+"/v1/nodes", map[string]any{"name": "rescue-node", "driver": "fake-hardware",
-		"rescue_interface": "agent"}).json(t)
+		"rescue_interface": "agent"}).JSON(t)
 	node := n["uuid"].(string)
 	mustCall(t, 201, "POST", api+"/v1/ports", map[string]any{"node_uuid": node, "address": mac})
 	provision(t, api, node, "manage")
@@ -33,13 +33,13 @@ func TestAgentRescue(t *testing.T) {
 	agent := startAgentRoot(t, api, root, tempDisk(t, mib, 0))
 	var responses strings.Builder
 	r := mustCall(t, 202, "PUT", api+"/v1/nodes/"+node+"/states/provision", map[string]any{"target": "rescue", "rescue_password": password})
-	responses.Write(r.body)
+	responses.Write(r.Body)
 	got := waitState(t, api, node, "rescue")
 	if got["last_error"] != nil {
 		t.Fatalf("last_error after rescue: %v", got["last_error"])
 	}
 	for _, path := range []string{"/v1/nodes/" + node, "/v1/nodes/detail", "/v1/nodes/" + node + "/history?detail=true"} {
-		responses.Write(mustCall(t, 200, "GET", api+path, nil).body)
+		responses.Write(mustCall(t, 200, "GET", api+path, nil).Body)
 	}
 	ii := getNode(t, api, node)["instance_info"].(map[string]any)
 	if _, ok := ii["rescue_password"]; ok {
@@ -69,22 +69,22 @@ func TestAgentRescue(t *testing.T) {
 	if ii := got["instance_info"].(map[string]any); ii["hashed_rescue_password"] != nil || ii["rescue_password"] != nil {
 		t.Errorf("instance_info after unrescue = %v", ii)
 	}
-	if bd := mustCall(t, 200, "GET", api+"/v1/nodes/"+node+"/management/boot_device", nil).json(t); bd["boot_device"] != "disk" {
+	if bd := mustCall(t, 200, "GET", api+"/v1/nodes/"+node+"/management/boot_device", nil).JSON(t); bd["boot_device"] != "disk" {
 		t.Errorf("boot device after unrescue = %v, want disk", bd["boot_device"])
 	}
 	if got["power_state"] != "power on" {
 		t.Errorf("power_state after unrescue = %v", got["power_state"])
 	}
-	responses.Write(mustCall(t, 200, "GET", api+"/v1/nodes/"+node+"/history?detail=true", nil).body)
+	responses.Write(mustCall(t, 200, "GET", api+"/v1/nodes/"+node+"/history?detail=true", nil).Body)
 
 	if strings.Contains(responses.String(), password) {
 		t.Errorf("the plain rescue password appears in an API response")
 	}
-	agent.stop(t)
-	if strings.Contains(agent.logs.String(), password) || strings.Contains(agent.logs.String(), hash) {
+	agent.Stop(t)
+	if strings.Contains(agent.Logs.String(), password) || strings.Contains(agent.Logs.String(), hash) {
 		t.Errorf("the agent logged the rescue password or its hash")
 	}
-	if strings.Contains(server.logs.String(), password) {
+	if strings.Contains(server.Logs.String(), password) {
 		t.Errorf("the server logged the plain rescue password")
 	}
 }

@@ -28,11 +28,11 @@ func TestHeartbeatToken(t *testing.T) {
 
 	// Before any lookup the token is already required.
 	hb := func(body map[string]any) resp { return call(t, "POST", api+"/v1/heartbeat/"+node, body) }
-	if r := hb(map[string]any{"callback_url": "http://127.0.0.1:1"}); r.status != http.StatusUnauthorized {
-		t.Fatalf("heartbeat without a token before lookup: HTTP %d: %s", r.status, r.body)
+	if r := hb(map[string]any{"callback_url": "http://127.0.0.1:1"}); r.Status != http.StatusUnauthorized {
+		t.Fatalf("heartbeat without a token before lookup: HTTP %d: %s", r.Status, r.Body)
 	}
 
-	lk := mustCall(t, 200, "GET", api+"/v1/lookup?addresses="+strings.ToUpper(mac), nil).json(t)
+	lk := mustCall(t, 200, "GET", api+"/v1/lookup?addresses="+strings.ToUpper(mac), nil).JSON(t)
 	cfg := lk["config"].(map[string]any)
 	token, _ := cfg["agent_token"].(string)
 	if len(token) < 32 || token == "******" || cfg["agent_token_required"] != true || cfg["heartbeat_timeout"] != float64(300) {
@@ -41,7 +41,7 @@ func TestHeartbeatToken(t *testing.T) {
 	if lk["node"].(map[string]any)["uuid"] != node {
 		t.Fatalf("lookup found %v", lk["node"])
 	}
-	again := mustCall(t, 200, "GET", api+"/v1/lookup?node_uuid="+node, nil).json(t)
+	again := mustCall(t, 200, "GET", api+"/v1/lookup?node_uuid="+node, nil).JSON(t)
 	if got := again["config"].(map[string]any)["agent_token"]; got != "******" {
 		t.Fatalf("second lookup handed out the token again: %v", got)
 	}
@@ -53,8 +53,8 @@ func TestHeartbeatToken(t *testing.T) {
 		"empty token": {"callback_url": agentURL, "agent_token": ""},
 	} {
 		r := hb(body)
-		if r.status != http.StatusUnauthorized || !strings.Contains(string(r.body), "Invalid or missing agent token") {
-			t.Fatalf("heartbeat with %s: HTTP %d: %s", name, r.status, r.body)
+		if r.Status != http.StatusUnauthorized || !strings.Contains(string(r.Body), "Invalid or missing agent token") {
+			t.Fatalf("heartbeat with %s: HTTP %d: %s", name, r.Status, r.Body)
 		}
 		n := getNode(t, api, node)
 		if n["provision_state"] != "wait call-back" {
@@ -66,7 +66,7 @@ func TestHeartbeatToken(t *testing.T) {
 	}
 
 	// The API never shows the token or its hashes.
-	raw := string(mustCall(t, 200, "GET", api+"/v1/nodes/"+node, nil).body)
+	raw := string(mustCall(t, 200, "GET", api+"/v1/nodes/"+node, nil).Body)
 	dii := getNode(t, api, node)["driver_internal_info"].(map[string]any)
 	for _, k := range []string{"agent_secret_token", "agent_command_token"} {
 		if dii[k] != "******" {
@@ -89,7 +89,7 @@ func TestHeartbeatToken(t *testing.T) {
 	}
 	// A different callback_url is refused.
 	r := hb(map[string]any{"callback_url": "http://127.0.0.1:2", "agent_token": token})
-	if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "callback_url") {
-		t.Fatalf("heartbeat with a changed callback_url: HTTP %d: %s", r.status, r.body)
+	if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "callback_url") {
+		t.Fatalf("heartbeat with a changed callback_url: HTTP %d: %s", r.Status, r.Body)
 	}
 }

@@ -8,19 +8,15 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,20 +24,12 @@ import (
 )
 
 const (
-	readyTimeout = 20 * time.Second
-	stopTimeout  = 10 * time.Second
 	// runTimeout bounds one CLI call or one script.
 	runTimeout = 90 * time.Second
 )
 
 // anvilBin is the binary TestMain builds; binDir holds it as `anvil`.
 var anvilBin, binDir string
-
-var httpClient = &http.Client{Timeout: 30 * time.Second}
-
-type syncBuffer = testbin.Buffer
-
-var freePort = testbin.FreePort
 
 func TestMain(m *testing.M) {
 	os.Exit(testbin.Main(m, &anvilBin, func(dir string) error {
@@ -54,52 +42,11 @@ func TestMain(m *testing.M) {
 }
 
 // startServer runs `anvil serve` with a fresh database on a free port and
-// returns its URL; it is stopped with SIGTERM when the test ends.
+// returns its URL; see testbin.Serve.
 func startServer(t *testing.T, extra ...string) string {
 	t.Helper()
-	dir := t.TempDir()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	logs := &syncBuffer{}
-	args := append([]string{"serve", "--listen", addr, "--database", filepath.Join(dir, "anvil.db"),
-		"--host-id", "cli-conductor"}, extra...)
-	cmd := exec.Command(anvilBin, args...)
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start anvil serve: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(stopTimeout):
-			t.Errorf("anvil serve still running %s after SIGTERM; killing it", stopTimeout)
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("anvil serve output:\n%s", logs.String())
-		}
-	})
-	base := "http://" + addr
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("anvil serve exited before it was ready: %v\n%s", err, logs.String())
-		default:
-		}
-		if resp, err := httpClient.Get(base + "/"); err == nil {
-			resp.Body.Close()
-			return base
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("anvil serve not ready on %s after %s\n%s", addr, readyTimeout, logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	base, _ := testbin.Serve(t, anvilBin, "cli-conductor", extra...)
+	return base
 }
 
 // result is what one process printed and its exit code.
@@ -165,30 +112,8 @@ func anvil(t *testing.T, base string, args ...string) string {
 // apiCall sends one request to the API at the latest microversion.
 func apiCall(t *testing.T, base, method, path string, body any) (int, []byte) {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(t.Context(), method, base+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-OpenStack-Ironic-API-Version", "latest")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, data
+	r := testbin.Call(t, "latest", method, base+path, body)
+	return r.Status, r.Body
 }
 
 // listNodes returns every node with the given fields.

@@ -4,56 +4,26 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // proc is an `anvil serve` the test starts, kills and restarts itself.
 type proc struct {
-	cmd    *exec.Cmd
-	base   string
-	logs   *syncBuffer
-	exited chan error
+	*testbin.Process
+	base string
 }
 
 // launch starts `anvil serve` on db with extra flags and waits until it answers.
 func launch(t *testing.T, db, host string, extra ...string) *proc {
 	t.Helper()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	args := append([]string{"serve", "--listen", addr, "--database", db, "--host-id", host, "--lock-retries", "0"}, extra...)
-	p := &proc{cmd: exec.Command(anvilBin, args...), base: "http://" + addr, logs: &syncBuffer{}, exited: make(chan error, 1)}
-	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.exited <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		if t.Failed() {
-			t.Logf("anvil serve (%s) output:\n%s", host, p.logs.String())
-		}
-	})
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		if resp, err := httpClient.Get(p.base + "/"); err == nil {
-			resp.Body.Close()
-			return p
-		}
-		select {
-		case err := <-p.exited:
-			t.Fatalf("anvil serve exited early: %v\n%s", err, p.logs.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("anvil serve not ready after %s", readyTimeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	base, p := testbin.ServeOn(t, anvilBin, db, host, append([]string{"--lock-retries", "0"}, extra...)...)
+	return &proc{Process: p, base: base}
 }
 
 // listAll returns every node with full detail.
@@ -141,7 +111,7 @@ func checkRecovered(t *testing.T, base string, ids []string, why string) {
 	}
 	for _, n := range nodes {
 		ps, _ := n["provision_state"].(string)
-		if n["reservation"] != nil || !(stableStates[ps] || failureStates[ps]) {
+		if n["reservation"] != nil || !(testbin.StableState(ps) || testbin.FailureState(ps)) {
 			t.Fatalf("node %v: state %q reservation %v", n["uuid"], ps, n["reservation"])
 		}
 		if ps != "deploy failed" || !strings.Contains(fmt.Sprint(n["last_error"]), why) {
@@ -174,10 +144,7 @@ func TestCrashRecoverySameHost(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "anvil.db")
 	p := launch(t, db, "crashy")
 	ids := deploySlowly(t, p.base, 100)
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-p.exited
+	p.Kill()
 	q := launch(t, db, "crashy", "--check-provision-state-interval", "1")
 	checkRecovered(t, q.base, ids, "conductor crashy restarted")
 }
@@ -188,8 +155,7 @@ func TestCrashRecoveryTakeOver(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "anvil.db")
 	p := launch(t, db, "doomed")
 	ids := deploySlowly(t, p.base, 20)
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.exited
+	p.Kill()
 	q := launch(t, db, "survivor", "--heartbeat-timeout", "1")
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -217,14 +183,8 @@ func TestSIGTERMDuringWork(t *testing.T) {
 	p := launch(t, db, "graceful", "--shutdown-timeout", "1")
 	ids := deploySlowly(t, p.base, 5)
 	start := time.Now()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.exited:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("anvil serve still running 15 s after SIGTERM with a 1 s grace period")
+	if err := p.Stop(t); err != nil { // fails the test after testbin.StopTimeout
+		t.Fatalf("exit after SIGTERM: %v", err)
 	}
 	t.Logf("exited %s after SIGTERM", time.Since(start).Round(time.Millisecond))
 	q := launch(t, db, "graceful")

@@ -412,7 +412,7 @@ func TestGophercloudPagination(t *testing.T) {
 	if err := json.Unmarshal(r.Body, &body); err != nil || len(body.Nodes) != 25 || body.Next == "" {
 		t.Errorf("GET /v1/nodes?limit=25: %d nodes, next %q, %v; want 25 and a next link", len(body.Nodes), body.Next, err)
 	}
-	if r := api(t, base, gcVersion, http.MethodGet, "/v1/nodes?limit=0", nil); r.Status != 400 || r.fault(t) != "Limit must be positive" {
+	if r := api(t, base, gcVersion, http.MethodGet, "/v1/nodes?limit=0", nil); r.Status != 400 || faultString(t, r.Body) != "Limit must be positive" {
 		t.Errorf("GET /v1/nodes?limit=0 = HTTP %d %s, want 400 Limit must be positive", r.Status, r.Body)
 	}
 }

@@ -5,14 +5,8 @@
 package emulator_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,81 +17,22 @@ var anvilBin string
 
 func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &anvilBin, nil)) }
 
-// syncBuffer collects a process's output safely.
-type syncBuffer = testbin.Buffer
-
-var freeAddr = testbin.FreeAddr
-
-var httpClient = &http.Client{Timeout: 30 * time.Second}
-
 // startServer runs `anvil serve` on a free loopback port until the test ends
 // and returns its URL and its output.
-func startServer(t *testing.T) (string, *syncBuffer) {
+func startServer(t *testing.T) (string, *testbin.Buffer) {
 	t.Helper()
-	addr := freeAddr(t)
-	logs := &syncBuffer{}
-	cmd := exec.Command(anvilBin, "serve", "--listen", addr, "--database", filepath.Join(t.TempDir(), "anvil.db"),
-		"--host-id", "emulator-e2e",
-		// The emulated machines boot the agent when their boot device is pxe:
-		// the fake boot interface, enabled for redfish nodes by naming it.
-		"--enabled-boot-interfaces", "fake,ipxe,pxe")
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start anvil serve: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			t.Errorf("anvil serve still running 15 s after SIGTERM; killing it")
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("anvil serve output:\n%s", logs.String())
-		}
-	})
-	base := "http://" + addr
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := httpClient.Get(base + "/"); err == nil {
-			resp.Body.Close()
-			return base, logs
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("anvil serve not ready on %s\n%s", addr, logs.String())
-	return "", nil
+	// The emulated machines boot the agent when their boot device is pxe:
+	// the fake boot interface, enabled for redfish nodes by naming it.
+	base, p := testbin.Serve(t, anvilBin, "emulator-e2e", "--enabled-boot-interfaces", "fake,ipxe,pxe")
+	return base, p.Logs
 }
 
-// call sends a JSON request to the API; want is the expected status.
+// call sends a JSON request to the API at the latest microversion; want is
+// the expected status.
 func call(t *testing.T, want int, method, url string, body any) map[string]any {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-OpenStack-Ironic-API-Version", "latest")
-	req.Header.Set("Content-Type", "application/json")
-	r, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer r.Body.Close()
-	b, _ := io.ReadAll(r.Body)
-	if r.StatusCode != want {
-		t.Fatalf("%s %s: HTTP %d, want %d: %s", method, url, r.StatusCode, want, b)
-	}
 	var m map[string]any
-	_ = json.Unmarshal(b, &m)
+	_ = json.Unmarshal(testbin.MustCall(t, want, method, url, body).Body, &m)
 	return m
 }
 

@@ -92,14 +92,15 @@ func list(raw []string) []string {
 	return out
 }
 
-// matcher is a compiled Filter.
-type matcher struct {
+// Matcher is a compiled Filter, for matching many events.
+type Matcher struct {
 	nodes  map[string]bool // nil: any node
 	fields map[string]bool // nil: any field
 	types  map[string]bool
 }
 
-func compile(f Filter) *matcher {
+// Compile returns f ready to match events.
+func (f Filter) Compile() *Matcher {
 	set := func(items []string) map[string]bool {
 		if len(items) == 0 {
 			return nil
@@ -110,7 +111,7 @@ func compile(f Filter) *matcher {
 		}
 		return m
 	}
-	m := &matcher{nodes: set(f.Nodes), fields: set(f.Fields), types: set(f.Types)}
+	m := &Matcher{nodes: set(f.Nodes), fields: set(f.Fields), types: set(f.Types)}
 	if m.types == nil {
 		m.types = set(defaultTypes)
 	}
@@ -118,9 +119,10 @@ func compile(f Filter) *matcher {
 }
 
 // Match reports whether e passes f.
-func (f Filter) Match(e *Event) bool { return compile(f).match(e) }
+func (f Filter) Match(e *Event) bool { return f.Compile().Match(e) }
 
-func (m *matcher) match(e *Event) bool {
+// Match reports whether e passes the filter.
+func (m *Matcher) Match(e *Event) bool {
 	if !m.types[e.Type] {
 		return false
 	}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/anvil-metal/anvil/internal/fsm"
-	"github.com/anvil-metal/anvil/internal/model"
 )
 
 // Event types. The node types are published by the store decorator; reset,
@@ -73,7 +72,15 @@ type Event struct {
 	History  *History   `json:"history,omitempty"`
 	Error    string     `json:"error,omitempty"` // TypeError only
 
-	data []byte // JSON encoding, filled once by Publish
+	data []byte // JSON encoding, filled by Encode
+}
+
+// Encode stores e's JSON encoding in e, so that AppendSSE writes it without
+// encoding again: a broker encodes an event once for all its readers. Call
+// it after the last change to e.
+func (e *Event) Encode() {
+	e.data = nil
+	e.data, _ = json.Marshal(e) // an Event always encodes
 }
 
 // NodeState is the part of a node the stream carries. Empty strings and zero
@@ -173,45 +180,6 @@ type History struct {
 	Trigger   string    `json:"trigger,omitempty"`
 	// Duration is the time spent in FromState, in seconds.
 	Duration float64 `json:"duration,omitempty"`
-}
-
-// StateOf extracts the streamed state of n.
-func StateOf(n *model.Node) NodeState {
-	return NodeState{
-		ProvisionState: n.ProvisionState, TargetProvisionState: n.TargetProvisionState,
-		ProvisionUpdatedAt: n.ProvisionUpdatedAt, PowerState: n.PowerState,
-		TargetPowerState: n.TargetPowerState, Maintenance: n.Maintenance,
-		MaintenanceReason: n.MaintenanceReason, Fault: n.Fault, LastError: n.LastError,
-		Reservation: n.Reservation, UpdatedAt: n.UpdatedAt,
-	}
-}
-
-// historyOf converts a stored history entry.
-func historyOf(e *model.HistoryEvent) *History {
-	return &History{UUID: e.UUID, CreatedAt: e.CreatedAt.UTC(), Severity: e.Severity,
-		EventType: e.EventType, Event: e.Event, Conductor: e.Conductor, User: e.User,
-		FromState: e.FromState, ToState: e.ToState, Trigger: e.Trigger, Duration: e.Duration.Seconds()}
-}
-
-// changed lists the watched fields that differ between two versions of a node.
-func changed(oldName string, old NodeState, newName string, cur NodeState) []string {
-	var out []string
-	add := func(differ bool, field string) {
-		if differ {
-			out = append(out, field)
-		}
-	}
-	add(oldName != newName, FieldName)
-	add(old.ProvisionState != cur.ProvisionState, FieldProvisionState)
-	add(old.TargetProvisionState != cur.TargetProvisionState, FieldTargetProvisionState)
-	add(old.PowerState != cur.PowerState, FieldPowerState)
-	add(old.TargetPowerState != cur.TargetPowerState, FieldTargetPowerState)
-	add(old.Maintenance != cur.Maintenance, FieldMaintenance)
-	add(old.MaintenanceReason != cur.MaintenanceReason, FieldMaintenanceReason)
-	add(old.Fault != cur.Fault, FieldFault)
-	add(old.LastError != cur.LastError, FieldLastError)
-	add(old.Reservation != cur.Reservation, FieldReservation)
-	return out
 }
 
 // Resting reports whether a node in state s has stopped moving: it holds no

@@ -8,9 +8,9 @@ import (
 )
 
 func TestSSERoundTrip(t *testing.T) {
-	b := newTestBroker(Config{})
-	e := b.Publish(Event{Type: TypeUpdated, Node: "u1", Name: "web1", Changed: []string{FieldLastError},
-		State: &NodeState{ProvisionState: "deploy failed", LastError: "line one\nline two"}})
+	e := Event{ID: 101, Type: TypeUpdated, Node: "u1", Name: "web1", Changed: []string{FieldLastError},
+		State: &NodeState{ProvisionState: "deploy failed", LastError: "line one\nline two"}}
+	e.Encode()
 	var wire []byte
 	wire = AppendSSE(wire, &e)
 	wire = AppendHeartbeat(wire, 7)

@@ -12,6 +12,9 @@ import (
 	"time"
 )
 
+// testTimeout bounds every wait of these tests; nothing waits for it to pass.
+const testTimeout = 10 * time.Second
+
 // scriptedServer answers each stream request with the next step of a script
 // and records the Last-Event-ID and query of each.
 type scriptedServer struct {

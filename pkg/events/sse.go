@@ -20,7 +20,7 @@ func AppendSSE(b []byte, e *Event) []byte {
 	b = append(b, e.Type...)
 	b = append(b, "\ndata: "...)
 	if e.data != nil {
-		b = append(b, e.data...)
+		b = append(b, e.data...) // see Encode
 	} else {
 		data, _ := json.Marshal(e)
 		b = append(b, data...)

@@ -1,0 +1,6 @@
+// Package server wires Anvil together for `anvil serve`: the store (wrapped
+// to publish node changes on the event broker and to count lock attempts),
+// the driver registry (the only place that imports driver implementations),
+// the conductor, the API with its watch stream, and /metrics; and runs them
+// until the context ends.
+package server
