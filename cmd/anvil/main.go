@@ -1,5 +1,11 @@
 // Command anvil is Anvil's one binary: `anvil serve` runs the Ironic-compatible
-// API and a conductor; `anvil states` prints the provision state machine.
+// API, a conductor and the network boot endpoint; `anvil agent` runs on a
+// machine being provisioned; `anvil demo` and `anvil bmc-emulator` emulate a
+// fleet; `anvil ramdisk build` makes the deploy ramdisk; `anvil boot
+// dnsmasq-config` prints a dnsmasq configuration; `anvil states` prints the
+// provision state machine; `anvil node|port|driver|conductor|fleet ...` are
+// the operator CLI. Each subcommand turns its flags into the config of the
+// package that does the work.
 package main
 
 import (
