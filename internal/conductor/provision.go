@@ -23,6 +23,20 @@ const (
 // (internal/api gateProvision); req.Minor is read here only for the abort
 // gates that depend on the node's state.
 func (c *Conductor) Provision(ctx context.Context, ident string, req ProvisionRequest) error {
+	// As Ironic's API does, a request the node's current state refuses is
+	// answered at once, without waiting for a busy node's lock: 409 while
+	// someone works on the node, else the refusal. The same check under
+	// the lock below is the one that decides.
+	n, err := c.getNode(ctx, ident)
+	if err != nil {
+		return err
+	}
+	if err := checkRequest(n, req); err != nil {
+		if n.Reservation != "" && !fsm.Allowed(n.ProvisionState, eventOf(req.Target)) {
+			return fault.NodeLocked(n.UUID, n.Reservation)
+		}
+		return err
+	}
 	t, err := c.acquire(ctx, ident, req.User)
 	if err != nil {
 		return err
@@ -51,6 +65,15 @@ func eventOf(target string) string {
 // node, in Ironic's order: maintenance for deploys, the state machine (the
 // one legality check), the arguments, then the concurrency caps.
 func (c *Conductor) checkProvision(ctx context.Context, n *model.Node, req ProvisionRequest) error {
+	if err := checkRequest(n, req); err != nil {
+		return err
+	}
+	return c.checkLimit(ctx, eventOf(req.Target))
+}
+
+// checkRequest is checkProvision without the concurrency caps: what the
+// node's state and the request's arguments decide.
+func checkRequest(n *model.Node, req ProvisionRequest) error {
 	event := eventOf(req.Target)
 	if (event == fsm.EvDeploy || event == fsm.EvRebuild) && n.Maintenance {
 		return inMaintenance(n.UUID)
@@ -58,10 +81,7 @@ func (c *Conductor) checkProvision(ctx context.Context, n *model.Node, req Provi
 	if !fsm.Allowed(n.ProvisionState, event) {
 		return fault.InvalidState(req.Target, n.UUID, n.ProvisionState)
 	}
-	if err := checkProvisionArgs(n, req, event); err != nil {
-		return err
-	}
-	return c.checkLimit(ctx, event)
+	return checkProvisionArgs(n, req, event)
 }
 
 func inMaintenance(uuid string) error {

@@ -17,6 +17,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
+	"github.com/anvil-metal/anvil/internal/testbin/ipmisim"
 )
 
 const (
@@ -92,35 +95,14 @@ func startBMC(t *testing.T, dir, st string) int {
 	if err := os.WriteFile(script, []byte(chassisScript), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	persist := filepath.Join(dir, "persist")
-	if err := os.Mkdir(persist, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	port := freeUDP(t)
-	lan := fmt.Sprintf(`name "anvil-vm"
-set_working_mc 0x20
-startlan 1
-  addr 127.0.0.1 %d
-  priv_limit admin
-  allowed_auths_callback none md2 md5 straight
-  allowed_auths_user none md2 md5 straight
-  allowed_auths_operator none md2 md5 straight
-  allowed_auths_admin none md2 md5 straight
-  guid a123456789abcdefa123456789abcdef
-endlan
-chassis_control "%s %s"
-user 2 true "admin" "%s" admin 10 none md2 md5 straight
-`, port, script, st, password)
-	emu := "mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02\nsel_enable 0x20 1000 0x0a\nmc_enable 0x20\n"
-	lanPath, emuPath := filepath.Join(dir, "lan.conf"), filepath.Join(dir, "bmc.emu")
-	if err := os.WriteFile(lanPath, []byte(lan), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(emuPath, []byte(emu), 0o600); err != nil {
+	port := testbin.FreeUDPPort(t)
+	args, err := ipmisim.Write(dir, ipmisim.Config{Name: "anvil-vm", Port: port, Password: password,
+		ChassisControl: script + " " + st})
+	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	cmd := exec.Command("ipmi_sim", "-n", "-c", lanPath, "-f", emuPath, "-s", persist)
+	cmd := exec.Command("ipmi_sim", args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -209,7 +191,7 @@ func TestVMDeployIPMI(t *testing.T) {
 	api := startServe(t, "--sync-power-state-interval", "3600", "--log-level", "debug",
 		"--enabled-boot-interfaces", "fake,ipxe,pxe")
 	apiPort := api[strings.LastIndex(api, ":")+1:]
-	hostfwd := freeTCP(t)
+	hostfwd := testbin.FreePort(t)
 
 	disk := filepath.Join(dir, "disk.raw")
 	if err := os.WriteFile(disk, nil, 0o600); err != nil {

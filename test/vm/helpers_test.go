@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -53,30 +52,10 @@ func missing(t *testing.T, format string, args ...any) {
 	t.Skip(msg)
 }
 
-func freeTCP(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-func freeUDP(t *testing.T) int {
-	t.Helper()
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port
-}
-
 // startServe runs `anvil serve` on a free loopback port and returns its URL.
 func startServe(t *testing.T, extra ...string) string {
 	t.Helper()
-	return startServeOn(t, freeTCP(t), extra...)
+	return startServeOn(t, testbin.FreePort(t), extra...)
 }
 
 // startServeOn runs `anvil serve` on 127.0.0.1:port and returns its URL.

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // diskBootMarker is what the deployed image prints when the VM boots it.
@@ -143,11 +145,11 @@ func TestVMNetbootIPMI(t *testing.T) {
 	// Anvil serves its boot endpoint under /boot/ on the API listener; the
 	// guest reaches the API's port at 10.0.2.100 through a guestfwd.
 	bmcPort := startBMC(t, dir, st)
-	apiPort := freeTCP(t)
+	apiPort := testbin.FreePort(t)
 	guestAPI := fmt.Sprintf("http://10.0.2.100:%d", apiPort)
 	api := startServeOn(t, apiPort, "--sync-power-state-interval", "3600", "--log-level", "debug",
 		"--http-url", guestAPI+"/boot", "--public-endpoint", guestAPI, "--http-root", filepath.Join(dir, "http-root"))
-	hostfwd := freeTCP(t)
+	hostfwd := testbin.FreePort(t)
 
 	disk := filepath.Join(dir, "disk.raw")
 	if err := os.WriteFile(disk, nil, 0o600); err != nil {
