@@ -46,7 +46,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newServe(stdout, stderr), newStates(stdout))
-	root.AddCommand(newAgent(stdout, stderr), newRamdisk(stdout, stderr))
+	root.AddCommand(newAgent(stdout, stderr), newRamdisk(stdout, stderr), newBootCommand(stdout))
 	root.AddCommand(operatorCommands(stdout, stderr)...)
 	root.AddCommand(hardwareCommands(stdout, stderr)...)
 	return root
@@ -169,5 +169,9 @@ func addBootFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&n.Root, "http-root", "./anvil-boot", "directory for network boot files and the image cache")
 	f.StringVar(&n.PublicEndpoint, "public-endpoint", "", "API URL agents are given on their kernel command line (ipa-api-url), e.g. http://10.0.2.100:6385")
 	f.StringSliceVar(&n.FileAllowedPaths, "file-url-allowed-paths", nil, "directories local deploy kernels and ramdisks may come from (default: any)")
+	f.StringVar(&n.DHCPProxy, "dhcp-proxy", "", "run the built-in proxyDHCP server on this UDP address (e.g. 0.0.0.0:67): PXE clients of known MACs get iPXE, never an address; off when empty")
+	f.StringVar(&n.ServerIP, "boot-server-ip", "", "this host's IPv4 address on the boot network, for PXE firmware's TFTP (default: the host of --http-url)")
+	f.StringVar(&n.TFTPListen, "tftp-listen", "", "run the built-in TFTP server of the iPXE binaries on this UDP address (e.g. 0.0.0.0:69); off when empty")
+	f.StringVar(&n.TFTPDir, "tftp-dir", "/usr/lib/ipxe", "directory of the iPXE binaries the TFTP server serves (Debian's ipxe package)")
 	f.StringVar(&cfg.KernelParams, "kernel-append-params", "", "kernel parameters added to network booted ramdisks (nodes' kernel_append_params override)")
 }

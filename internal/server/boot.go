@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -25,11 +26,24 @@ type BootConfig struct {
 	PublicEndpoint string
 	// FileAllowedPaths restricts local image files to these directories.
 	FileAllowedPaths []string
+	// DHCPProxy, when set, is the UDP address of the built-in proxyDHCP
+	// server (e.g. 0.0.0.0:67): it answers PXE clients of known MACs with
+	// boot information only, never an address.
+	DHCPProxy string
+	// ServerIP is this host's address on the boot network, handed to PXE
+	// firmware for TFTP (default: the host of HTTPURL).
+	ServerIP string
+	// TFTPListen, when set, is the UDP address of the built-in TFTP server
+	// of the iPXE binaries in TFTPDir (e.g. 0.0.0.0:69).
+	TFTPListen string
+	TFTPDir    string
 }
 
 // newBoot builds the boot service, the publisher the boot interfaces use and
 // the handler that serves HTTPURL's path on the API listener.
-func newBoot(cfg BootConfig, log *slog.Logger) (pxe.Publisher, string, http.Handler, error) {
+// The proxyDHCP and TFTP servers, when configured, are bound before it
+// returns and serve until ctx ends; a failure after that is sent on errc.
+func newBoot(ctx context.Context, cfg BootConfig, log *slog.Logger, errc chan<- error) (pxe.Publisher, string, http.Handler, error) {
 	u, err := url.Parse(cfg.HTTPURL)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("--http-url: %w", err)
@@ -43,7 +57,56 @@ func newBoot(cfg BootConfig, log *slog.Logger) (pxe.Publisher, string, http.Hand
 	if err != nil {
 		return nil, "", nil, err
 	}
+	if err := startBootServers(ctx, svc, cfg, u.Hostname(), log, errc); err != nil {
+		return nil, "", nil, err
+	}
 	return bootPublisher{svc}, prefix, http.StripPrefix(prefix, svc.Handler()), nil
+}
+
+// startBootServers binds and runs the optional proxyDHCP and TFTP servers.
+func startBootServers(ctx context.Context, svc *boot.Service, cfg BootConfig, urlHost string, log *slog.Logger, errc chan<- error) error {
+	run := func(name string, serve func(context.Context) error) {
+		go func() {
+			if err := serve(ctx); err != nil && ctx.Err() == nil {
+				select {
+				case errc <- fmt.Errorf("%s: %w", name, err):
+				default:
+				}
+			}
+		}()
+	}
+	if cfg.TFTPListen != "" {
+		dir := cfg.TFTPDir
+		if dir == "" {
+			dir = boot.DefaultTFTPDir
+		}
+		t, err := boot.NewTFTP(dir)
+		if err != nil {
+			return fmt.Errorf("--tftp-listen: %w", err)
+		}
+		t.Log = log
+		conn, err := (&net.ListenConfig{}).ListenPacket(ctx, "udp", cfg.TFTPListen)
+		if err != nil {
+			return fmt.Errorf("--tftp-listen: %w", err)
+		}
+		run("tftp", func(ctx context.Context) error { return t.Serve(ctx, conn) })
+	}
+	if cfg.DHCPProxy != "" {
+		ipText := cfg.ServerIP
+		if ipText == "" {
+			ipText = urlHost
+		}
+		ip := net.ParseIP(ipText).To4()
+		if ip == nil {
+			return fmt.Errorf("--dhcp-proxy needs --boot-server-ip (the IPv4 address PXE firmware fetches iPXE from; %q is not one)", ipText)
+		}
+		p, err := boot.NewProxyDHCP(svc, boot.ProxyDHCPConfig{Addr: cfg.DHCPProxy, ServerIP: ip, Log: log})
+		if err != nil {
+			return fmt.Errorf("--dhcp-proxy: %w", err)
+		}
+		run("proxydhcp", p.ListenAndServe)
+	}
+	return nil
 }
 
 // bootPublisher is the boot service as the boot interfaces see it.

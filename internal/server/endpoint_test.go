@@ -1,19 +1,25 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pin/tftp/v3"
 )
 
 func TestNewBoot(t *testing.T) {
-	if _, _, _, err := newBoot(BootConfig{HTTPURL: "http://10.0.2.100:6385", Root: t.TempDir()}, nil); err == nil {
+	if _, _, _, err := newBoot(context.Background(), BootConfig{HTTPURL: "http://10.0.2.100:6385", Root: t.TempDir()}, nil, nil); err == nil {
 		t.Error("an --http-url without a path was accepted (it would shadow the API)")
 	}
-	pub, prefix, h, err := newBoot(BootConfig{HTTPURL: "http://10.0.2.100:6385/boot/", Root: t.TempDir(),
-		PublicEndpoint: "http://10.0.2.100:6385"}, nil)
+	pub, prefix, h, err := newBoot(context.Background(), BootConfig{HTTPURL: "http://10.0.2.100:6385/boot/", Root: t.TempDir(),
+		PublicEndpoint: "http://10.0.2.100:6385"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,5 +49,70 @@ func TestNewBoot(t *testing.T) {
 	}
 	if code, _ := get("/boot/mac/52-54-00-00-00-01"); code != 404 {
 		t.Errorf("withdrawn MAC: %d", code)
+	}
+}
+
+// TestBootServers: --tftp-listen serves the iPXE binaries (read back with a
+// real TFTP client) and --dhcp-proxy binds its port; a bad server address
+// is refused at start.
+func TestBootServers(t *testing.T) {
+	const binary = "/usr/lib/ipxe/undionly.kpxe"
+	want, err := os.ReadFile(binary)
+	if err != nil {
+		t.Skipf("Debian's ipxe package is not installed: %v", err)
+	}
+	free := func() string {
+		c, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.LocalAddr().String()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	bad := BootConfig{HTTPURL: "http://boot.invalid/boot", Root: t.TempDir(), DHCPProxy: free()}
+	if _, _, _, err := newBoot(ctx, bad, nil, errc); err == nil || !strings.Contains(err.Error(), "--boot-server-ip") {
+		t.Errorf("proxyDHCP without an IPv4 server address: %v", err)
+	}
+	tftpAddr, dhcpAddr := free(), free()
+	cfg := BootConfig{HTTPURL: "http://127.0.0.1:6385/boot", Root: t.TempDir(), TFTPListen: tftpAddr, TFTPDir: "/usr/lib/ipxe",
+		DHCPProxy: dhcpAddr}
+	if _, _, _, err := newBoot(ctx, cfg, nil, errc); err != nil {
+		t.Fatal(err)
+	}
+	c, err := tftp.NewClient(tftpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetTimeout(5 * time.Second)
+	wt, err := c.Receive("undionly.kpxe", "octet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if _, err := wt.WriteTo(&got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Errorf("TFTP gave %d bytes, want %s's %d", got.Len(), binary, len(want))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := net.ListenPacket("udp4", dhcpAddr)
+		if err != nil {
+			break // bound by the proxyDHCP server
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the proxyDHCP server did not bind its address")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case err := <-errc:
+		t.Fatalf("boot server failed: %v", err)
+	default:
 	}
 }

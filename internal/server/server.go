@@ -65,8 +65,11 @@ func Serve(ctx context.Context, cfg Config) error {
 		bootH      http.Handler
 		err        error
 	)
+	bootCtx, stopBoot := context.WithCancel(context.Background())
+	defer stopBoot()
+	bootErr := make(chan error, 1)
 	if cfg.Boot == nil && cfg.Network.HTTPURL != "" {
-		if cfg.Boot, bootPrefix, bootH, err = newBoot(cfg.Network, cfg.Log); err != nil {
+		if cfg.Boot, bootPrefix, bootH, err = newBoot(bootCtx, cfg.Network, cfg.Log, bootErr); err != nil {
 			return fmt.Errorf("network boot: %w", err)
 		}
 	}
@@ -125,6 +128,8 @@ func Serve(ctx context.Context, cfg Config) error {
 	select {
 	case err := <-errc:
 		return err
+	case err := <-bootErr:
+		return fmt.Errorf("network boot: %w", err)
 	case <-ctx.Done():
 	}
 	cfg.Log.Info("shutting down")
