@@ -248,3 +248,36 @@ func TestDeployRefusedWithoutPort(t *testing.T) {
 		t.Errorf("published %v", got)
 	}
 }
+
+// TestBootImageUnreachable: with the real boot service, a deploy kernel URL
+// that answers 404 fails the deploy (nothing is booted) with a last_error
+// naming the URL, its password masked.
+func TestBootImageUnreachable(t *testing.T) {
+	files := httptest.NewServer(http.NotFoundHandler())
+	defer files.Close()
+	secret := "kernel-url-secret-7731"
+	kernel := strings.Replace(files.URL, "http://", "http://user:"+secret+"@", 1) + "/vmlinuz"
+	s := serveWith(t, func(c *Config) {
+		c.Network = BootConfig{HTTPURL: "http://127.0.0.1:1/boot", Root: t.TempDir(), PublicEndpoint: "http://127.0.0.1:1"}
+	})
+	n := s.do("POST", "/v1/nodes", `{"name":"pxe-404","driver":"fake-hardware","boot_interface":"ipxe","deploy_interface":"direct",
+		"driver_info":{"deploy_kernel":"`+kernel+`","deploy_ramdisk":"`+files.URL+`/initrd"},
+		"instance_info":{"image_source":"http://127.0.0.1:1/img","image_checksum":"`+strings.Repeat("ab", 32)+`"}}`, 201)
+	s.do("POST", "/v1/ports", `{"node_uuid":"`+n["uuid"].(string)+`","address":"52:54:00:00:04:04"}`, 201)
+	s.do("PUT", "/v1/nodes/pxe-404/states/provision", `{"target":"manage"}`, 202)
+	s.wait("pxe-404", "manageable")
+	s.do("PATCH", "/v1/nodes/pxe-404", `[{"op":"add","path":"/automated_clean","value":false}]`, 200)
+	s.do("PUT", "/v1/nodes/pxe-404/states/provision", `{"target":"provide"}`, 202)
+	s.wait("pxe-404", "available")
+	s.do("PUT", "/v1/nodes/pxe-404/states/provision", `{"target":"active"}`, 202)
+	s.wait("pxe-404", "deploy failed")
+	got := s.do("GET", "/v1/nodes/pxe-404", "", 200)
+	le, _ := got["last_error"].(string)
+	masked := strings.Replace(kernel, secret, "***", 1)
+	if !strings.Contains(le, masked) || !strings.Contains(le, "404") || strings.Contains(le, secret) {
+		t.Errorf("last_error = %q, want the masked URL %q and its 404", le, masked)
+	}
+	if got["power_state"] == "power on" {
+		t.Errorf("the node was powered on although its ramdisk could not be published")
+	}
+}
