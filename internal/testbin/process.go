@@ -111,7 +111,13 @@ func Serve(t testing.TB, bin, hostID string, extra ...string) (string, *Process)
 // expected to exit cleanly.
 func ServeOn(t testing.TB, bin, db, hostID string, extra ...string) (string, *Process) {
 	t.Helper()
-	addr := FreeAddr(t)
+	return ServeAt(t, bin, FreeAddr(t), db, hostID, extra...)
+}
+
+// ServeAt is ServeOn listening on addr, for a test that must know the
+// address before the server starts (e.g. to hand it to a VM).
+func ServeAt(t testing.TB, bin, addr, db, hostID string, extra ...string) (string, *Process) {
+	t.Helper()
 	args := append([]string{"serve", "--listen", addr, "--database", db, "--host-id", hostID}, extra...)
 	p := Start(t, "anvil serve ("+hostID+")", bin, args...)
 	t.Cleanup(func() {

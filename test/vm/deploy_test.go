@@ -232,7 +232,7 @@ func TestVMDeployIPMI(t *testing.T) {
 		"boot_interface": "fake", "deploy_interface": "direct", "driver_info": map[string]any{
 			"ipmi_address": "127.0.0.1", "ipmi_port": bmcPort, "ipmi_username": "admin",
 			"ipmi_password": password, "ipmi_cipher_suite": 3,
-		}}).json(t)
+		}}).JSON(t)
 	node := n["uuid"].(string)
 	mustCall(t, 201, "POST", api+"/v1/ports", map[string]any{"node_uuid": node, "address": vmMAC})
 
@@ -320,7 +320,7 @@ func (w *watcher) wait(want string) map[string]any {
 	}
 	last := ""
 	for {
-		n := mustCall(w.t, 200, "GET", w.api+"/v1/nodes/"+w.node, nil).json(w.t)
+		n := mustCall(w.t, 200, "GET", w.api+"/v1/nodes/"+w.node, nil).JSON(w.t)
 		ps, _ := n["provision_state"].(string)
 		if ps != last {
 			w.t.Logf("  %7.2fs %s", time.Since(w.since).Seconds(), ps)

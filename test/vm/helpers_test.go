@@ -14,18 +14,11 @@
 package vm_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/anvil-metal/anvil/internal/testbin"
 )
@@ -36,8 +29,6 @@ func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &anvilBin, nil)) }
 
 // syncBuffer collects a process's output safely.
 type syncBuffer = testbin.Buffer
-
-var httpClient = &http.Client{Timeout: 30 * time.Second}
 
 // mustRun reports whether a missing prerequisite fails the test instead of
 // skipping it.
@@ -61,78 +52,12 @@ func startServe(t *testing.T, extra ...string) string {
 // startServeOn runs `anvil serve` on 127.0.0.1:port and returns its URL.
 func startServeOn(t *testing.T, port int, extra ...string) string {
 	t.Helper()
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	args := append([]string{"serve", "--listen", addr, "--database", filepath.Join(t.TempDir(), "anvil.db"),
-		"--host-id", "vm-e2e"}, extra...)
-	logs := &syncBuffer{}
-	cmd := exec.Command(anvilBin, args...)
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("anvil serve output:\n%s", tail(logs.String(), 20000))
-		}
-	})
-	base := "http://" + addr
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if r, err := httpClient.Get(base + "/"); err == nil {
-			r.Body.Close()
-			return base
-		}
-	}
-	t.Fatalf("anvil serve not ready on %s", addr)
-	return ""
+	base, _ := testbin.ServeAt(t, anvilBin, fmt.Sprintf("127.0.0.1:%d", port), filepath.Join(t.TempDir(), "anvil.db"), "vm-e2e", extra...)
+	return base
 }
 
-type resp struct {
-	status int
-	body   []byte
-}
-
-func (r resp) json(t *testing.T) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.body, &m); err != nil {
-		t.Fatalf("decode %s: %v", r.body, err)
-	}
-	return m
-}
-
-func mustCall(t *testing.T, want int, method, url string, body any) resp {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-OpenStack-Ironic-API-Version", "1.81")
-	req.Header.Set("Content-Type", "application/json")
-	r, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer r.Body.Close()
-	b, _ := io.ReadAll(r.Body)
-	if r.StatusCode != want {
-		t.Fatalf("%s %s: HTTP %d, want %d: %s", method, url, r.StatusCode, want, b)
-	}
-	return resp{r.StatusCode, b}
-}
+// mustCall is testbin.MustCall: the JSON call helper every end-to-end test shares.
+var mustCall = testbin.MustCall
 
 func tail(s string, n int) string {
 	if len(s) > n {

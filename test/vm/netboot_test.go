@@ -181,7 +181,7 @@ func TestVMNetbootIPMI(t *testing.T) {
 			"ipmi_password": password, "ipmi_cipher_suite": 3,
 			"deploy_kernel": a.kernel, "deploy_ramdisk": a.initramfs,
 			"kernel_append_params": "console=ttyS0 " + nodeParams(hostfwd),
-		}}).json(t)
+		}}).JSON(t)
 	node := n["uuid"].(string)
 	if n["boot_interface"] != "ipxe" || n["deploy_interface"] != "direct" {
 		t.Fatalf("ipmi node interfaces: boot %v, deploy %v; want ipxe and direct", n["boot_interface"], n["deploy_interface"])
