@@ -144,28 +144,7 @@ func TestVMDeployIPMI(t *testing.T) {
 		missing(t, "ipmi_sim not found (apt-get install openipmi)")
 	}
 	a := buildRamdisk(t)
-	dir := t.TempDir()
-	if strings.ContainsAny(dir, " ,") {
-		t.Skipf("temp dir %q holds a space or comma", dir)
-	}
-	st := filepath.Join(dir, "state")
-	if err := os.Mkdir(st, 0o755); err != nil {
-		t.Fatal(err)
-	}
-
-	// Kill whatever VM is left, last (cleanups run in reverse order).
-	t.Cleanup(func() {
-		if b, err := os.ReadFile(filepath.Join(st, "qemu.pid")); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-		if t.Failed() {
-			t.Logf("chassis events:\n%s", readTail(filepath.Join(st, "events"), 2000))
-			t.Logf("qemu log:\n%s", readTail(filepath.Join(st, "qemu.log"), 2000))
-			t.Logf("VM console:\n%s", readTail(filepath.Join(st, "console.log"), 8000))
-		}
-	})
+	dir, st := vmStateDir(t)
 
 	// The image, on a loopback HTTP server the guest reaches as 10.0.2.101:80.
 	image := make([]byte, 16*mib)

@@ -17,7 +17,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/anvil-metal/anvil/internal/testbin"
@@ -81,4 +83,34 @@ func hasPrefixAny(s string, ps ...string) bool {
 		}
 	}
 	return false
+}
+
+// vmStateDir makes a test's working directory and, in it, the state
+// directory the chassis script and qemu share (power, boot device, pid,
+// events, logs). At cleanup — registered first, so it runs last — it kills
+// whatever VM is left and, when the test failed, logs the chassis events,
+// qemu's log and the VM console.
+func vmStateDir(t *testing.T) (dir, st string) {
+	t.Helper()
+	dir = t.TempDir()
+	if strings.ContainsAny(dir, " ,'") {
+		t.Skipf("temp dir %q holds a space, comma or quote", dir)
+	}
+	st = filepath.Join(dir, "state")
+	if err := os.Mkdir(st, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(filepath.Join(st, "qemu.pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		if t.Failed() {
+			t.Logf("chassis events:\n%s", readTail(filepath.Join(st, "events"), 3000))
+			t.Logf("qemu log:\n%s", readTail(filepath.Join(st, "qemu.log"), 2000))
+			t.Logf("VM console:\n%s", readTail(filepath.Join(st, "console.log"), 12000))
+		}
+	})
+	return dir, st
 }

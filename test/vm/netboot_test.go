@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -101,26 +100,7 @@ func TestVMNetbootIPMI(t *testing.T) {
 		missing(t, "%s not found (apt-get install ipxe-qemu)", stockIPXE)
 	}
 	a := buildRamdisk(t)
-	dir := t.TempDir()
-	if strings.ContainsAny(dir, " ,'") {
-		t.Skipf("temp dir %q holds a space, comma or quote", dir)
-	}
-	st := filepath.Join(dir, "state")
-	if err := os.Mkdir(st, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if b, err := os.ReadFile(filepath.Join(st, "qemu.pid")); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-		if t.Failed() {
-			t.Logf("chassis events:\n%s", readTail(filepath.Join(st, "events"), 3000))
-			t.Logf("qemu log:\n%s", readTail(filepath.Join(st, "qemu.log"), 2000))
-			t.Logf("VM console:\n%s", readTail(filepath.Join(st, "console.log"), 12000))
-		}
-	})
+	dir, st := vmStateDir(t)
 
 	// The instance image: a raw disk image whose first sector prints the
 	// marker, served on loopback; the guest reaches it as 10.0.2.101:80.
