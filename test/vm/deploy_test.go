@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -95,39 +94,7 @@ func startBMC(t *testing.T, dir, st string) int {
 	if err := os.WriteFile(script, []byte(chassisScript), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	port := testbin.FreeUDPPort(t)
-	args, err := ipmisim.Write(dir, ipmisim.Config{Name: "anvil-vm", Port: port, Password: password,
-		ChassisControl: script + " " + st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &syncBuffer{}
-	cmd := exec.Command("ipmi_sim", args...)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = logs, logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-		if t.Failed() {
-			t.Logf("ipmi_sim output:\n%s", tail(logs.String(), 4000))
-		}
-	})
-	// ipmi_sim answers once its UDP port is bound
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		c, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			return port
-		}
-		c.Close()
-	}
-	t.Fatalf("ipmi_sim did not bind 127.0.0.1:%d", port)
-	return 0
+	return ipmisim.Run(t, dir, ipmisim.Config{Name: "anvil-vm", Password: password, ChassisControl: script + " " + st})
 }
 
 // TestVMDeployIPMI takes an emulated machine from enroll to active through

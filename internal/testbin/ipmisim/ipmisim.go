@@ -1,12 +1,13 @@
 package ipmisim
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,17 +94,10 @@ func Write(dir string, c Config) ([]string, error) {
 
 // Start runs ipmi_sim with ChassisScript over a fresh state directory on a
 // free loopback port, as BMC name with password, until the test ends, and
-// returns the port once it is bound. A missing ipmi_sim skips the test, or
+// returns the port once it answers. A missing ipmi_sim skips the test, or
 // fails it in CI (environment variable CI set).
 func Start(t testing.TB, name, password string) int {
 	t.Helper()
-	bin, err := exec.LookPath("ipmi_sim")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("ipmi_sim not found: scripts/test.sh installs Debian's openipmi")
-		}
-		t.Skip("ipmi_sim not installed (apt-get install openipmi)")
-	}
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	if err := os.Mkdir(state, 0o755); err != nil {
@@ -113,36 +107,100 @@ func Start(t testing.TB, name, password string) int {
 	if err := os.WriteFile(script, []byte(ChassisScript), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	port := testbin.FreeUDPPort(t)
-	args, err := Write(dir, Config{Name: name, Port: port, Password: password, ChassisControl: script + " " + state})
+	return Run(t, dir, Config{Name: name, Password: password, ChassisControl: script + " " + state})
+}
+
+// Run runs ipmi_sim for c (its Port is chosen here: a free loopback UDP
+// port) with its files in dir, until the test ends, and returns the port
+// once the BMC answers an RMCP presence ping. The probe never binds the
+// port itself, and a port another process took between choosing and
+// binding is chosen again (a few times). ipmi_sim and what its chassis
+// control started are killed as a process group at the end.
+func Run(t testing.TB, dir string, c Config) int {
+	t.Helper()
+	bin, err := exec.LookPath("ipmi_sim")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("ipmi_sim not found: scripts/test.sh installs Debian's openipmi")
+		}
+		t.Skip("ipmi_sim not installed (apt-get install openipmi)")
+	}
+	for attempt := 1; ; attempt++ {
+		c.Port = testbin.FreeUDPPort(t)
+		logs, ok := run(t, bin, dir, c)
+		if ok {
+			return c.Port
+		}
+		if !strings.Contains(logs, "Address already in use") || attempt == 5 {
+			t.Fatalf("ipmi_sim did not answer on 127.0.0.1:%d\n%s", c.Port, logs)
+		}
+	}
+}
+
+// run starts one ipmi_sim and waits (10 s at most) until it answers a
+// presence ping or exits; on failure it returns its output.
+func run(t testing.TB, bin, dir string, c Config) (string, bool) {
+	args, err := Write(dir, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	logs := &testbin.Buffer{}
-	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		cancel()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("ipmi_sim output:\n%s", logs.String())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop := func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", c.Port)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		select {
+		case <-exited:
+			return logs.String(), false
+		default:
 		}
-	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		c, err := net.ListenPacket("udp", addr)
-		if err != nil {
-			return port // bound by ipmi_sim
-		}
-		c.Close()
-		if time.Now().After(deadline) {
-			t.Fatalf("ipmi_sim did not bind %s\n%s", addr, logs.String())
+		if Ping(addr, 100*time.Millisecond) == nil {
+			t.Cleanup(func() {
+				stop()
+				if t.Failed() {
+					t.Logf("ipmi_sim output:\n%s", logs.String())
+				}
+			})
+			return "", true
 		}
 	}
+	stop()
+	return logs.String(), false
+}
+
+// Ping sends one RMCP/ASF presence ping to addr and waits up to timeout
+// for the pong.
+func Ping(addr string, timeout time.Duration) error {
+	conn, err := net.Dial("udp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// RMCP v1.0, sequence 0xff (no ack), class ASF; ASF IANA 4542,
+	// message type 0x80 (presence ping), tag 0x01, no data.
+	ping := []byte{0x06, 0x00, 0xff, 0x06, 0x00, 0x00, 0x11, 0xbe, 0x80, 0x01, 0x00, 0x00}
+	if _, err := conn.Write(ping); err != nil {
+		return err
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(timeout))
+	buf := make([]byte, 64)
+	n, err := conn.Read(buf)
+	if err != nil {
+		return err
+	}
+	if n < 9 || buf[3] != 0x06 || buf[8] != 0x40 {
+		return fmt.Errorf("not a presence pong: % x", buf[:n])
+	}
+	return nil
 }
