@@ -59,8 +59,8 @@ type Partition struct {
 	Size   int64 // bytes
 }
 
-// label is the table type: explicit, else GPT for UEFI, MBR for BIOS.
-func (l Layout) label() string {
+// TableType is the partition table type: Label, else GPT for UEFI, MBR for BIOS.
+func (l Layout) TableType() string {
 	if l.Label != "" {
 		return l.Label
 	}
@@ -83,7 +83,7 @@ func (l Layout) Plan(diskSize int64) ([]Partition, error) {
 	if l.LocalBoot && l.BootMode == "uefi" {
 		ws = append(ws, want{RoleEFI, efiSystemMB})
 	}
-	if l.LocalBoot && l.BootMode != "uefi" && l.label() == LabelGPT {
+	if l.LocalBoot && l.BootMode != "uefi" && l.TableType() == LabelGPT {
 		ws = append(ws, want{RoleBIOSBoot, biosBootMB})
 	}
 	for _, w := range []want{{RoleEphemeral, l.EphemeralMB}, {RoleSwap, l.SwapMB}, {RoleConfigDrive, l.ConfigDriveMB}, {RoleRoot, l.RootMB}} {
@@ -94,7 +94,7 @@ func (l Layout) Plan(diskSize int64) ([]Partition, error) {
 			ws = append(ws, w)
 		}
 	}
-	if l.label() == LabelMSDOS && len(ws) > 4 {
+	if l.TableType() == LabelMSDOS && len(ws) > 4 {
 		return nil, fmt.Errorf("an msdos partition table holds 4 primary partitions, the layout needs %d", len(ws))
 	}
 	// GPT keeps 33 sectors at the end for its backup.

@@ -34,7 +34,7 @@ func TestPlanAndWriteTable(t *testing.T) {
 				t.Fatal(err)
 			}
 			disk := tempDisk(t, size, 0)
-			if err := WriteTable(disk, tc.layout.label(), parts); err != nil {
+			if err := WriteTable(disk, tc.layout.TableType(), parts); err != nil {
 				t.Fatal(err)
 			}
 			b := readAll(t, disk)

@@ -24,11 +24,13 @@ const (
 var ErrTooSmall = errors.New("disk too small")
 
 // Target is where an image goes: Path (a block device or a regular file)
-// from Offset, at most Limit bytes (0: to the end of the device).
+// from Offset, at most Limit bytes (0: to the end of the device). Grow
+// lets a regular file grow without limit (a download to a temporary file).
 type Target struct {
 	Path   string
 	Offset int64
 	Limit  int64
+	Grow   bool
 }
 
 // Size is a block device's or a file's size.
@@ -86,6 +88,9 @@ func Copy(ctx context.Context, t Target, src io.Reader, h hash.Hash, progress *a
 	limit := capacity - t.Offset
 	if t.Limit > 0 && t.Limit < limit {
 		limit = t.Limit
+	}
+	if t.Grow {
+		limit = 1<<63 - 1
 	}
 	w := &writer{f: f}
 	if st, err := f.Stat(); err == nil && st.Mode()&os.ModeDevice != 0 && t.Offset%align == 0 {
