@@ -2,11 +2,12 @@ package disk
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // Root device hints as Ironic and IPA define them (IPA's device_hints.py,
@@ -88,7 +89,7 @@ func ParseHints(raw map[string]any) (Hints, error) {
 		case kindString:
 			s, ok := v.(string)
 			if !ok {
-				return nil, fmt.Errorf(`Root device hint "%s" is not a string value. Hint expression: %s`, name, pyStr(v))
+				return nil, fmt.Errorf(`Root device hint "%s" is not a string value. Hint expression: %s`, name, pyrepr.Str(v))
 			}
 			op, values, err := splitExpression(s, name)
 			if err != nil {
@@ -102,17 +103,17 @@ func ParseHints(raw map[string]any) (Hints, error) {
 			}
 			out[name] = Hint{Op: op, Values: values}
 		case kindInt:
-			op, values, err := splitExpression(pyStr(v), name)
+			op, values, err := splitExpression(pyrepr.Str(v), name)
 			if err != nil {
 				return nil, err
 			}
 			for _, s := range values {
 				n, err := strconv.ParseInt(s, 10, 64)
 				if err != nil {
-					return nil, fmt.Errorf(`Root device hint "%s" is not an integer value. Current value: %s`, name, pyStr(v))
+					return nil, fmt.Errorf(`Root device hint "%s" is not an integer value. Current value: %s`, name, pyrepr.Str(v))
 				}
 				if n <= 0 {
-					return nil, fmt.Errorf(`Root device hint "%s" should be a positive integer. Current value: %s`, name, pyStr(v))
+					return nil, fmt.Errorf(`Root device hint "%s" should be a positive integer. Current value: %s`, name, pyrepr.Str(v))
 				}
 			}
 			if op == "" {
@@ -122,7 +123,7 @@ func ParseHints(raw map[string]any) (Hints, error) {
 		case kindBool:
 			b, ok := parseBool(v)
 			if !ok {
-				return nil, fmt.Errorf(`Root device hint "%s" is not a Boolean value. Current value: %s`, name, pyStr(v))
+				return nil, fmt.Errorf(`Root device hint "%s" is not a Boolean value. Current value: %s`, name, pyrepr.Str(v))
 			}
 			out[name] = Hint{Bool: b}
 		}
@@ -189,27 +190,6 @@ func parseBool(v any) (bool, bool) {
 		}
 	}
 	return false, false
-}
-
-// pyStr is str(v) as Python prints a JSON value in these messages.
-func pyStr(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case float64:
-		if x == math.Trunc(x) && math.Abs(x) < 1e15 {
-			return strconv.FormatInt(int64(x), 10)
-		}
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	case bool:
-		if x {
-			return "True"
-		}
-		return "False"
-	case nil:
-		return "None"
-	}
-	return fmt.Sprint(v)
 }
 
 // Match reports whether d satisfies every hint (find_devices_by_hints).
@@ -293,7 +273,7 @@ func matchValue(v string, h Hint) bool {
 type ErrNoDevice struct{ Hints map[string]any }
 
 func (e *ErrNoDevice) Error() string {
-	return "No suitable device was found for deployment using these hints " + pyDict(e.Hints)
+	return "No suitable device was found for deployment using these hints " + pyrepr.Repr(e.Hints)
 }
 
 // Select is IPA's get_os_install_device with hints: the first of devs
@@ -310,23 +290,4 @@ func Select(devs []Device, raw map[string]any) (Device, error) {
 		}
 	}
 	return Device{}, &ErrNoDevice{Hints: raw}
-}
-
-// pyDict renders hints as Python prints a dict of JSON values, keys sorted.
-func pyDict(m map[string]any) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		v := m[k]
-		s := pyStr(v)
-		if str, ok := v.(string); ok {
-			s = "'" + strings.ReplaceAll(str, "'", `\'`) + "'"
-		}
-		parts[i] = "'" + k + "': " + s
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
 }
