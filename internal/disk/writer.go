@@ -128,8 +128,11 @@ func (w *writer) writeAt(b []byte, off int64) error {
 	if len(b) == 0 {
 		return nil
 	}
-	_, err := w.f.WriteAt(b, off)
-	return err
+	if _, err := w.f.WriteAt(b, off); err != nil {
+		return err
+	}
+	startWriteback(w.f, off, int64(len(b)))
+	return nil
 }
 
 func (w *writer) sync() error {
