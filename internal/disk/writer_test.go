@@ -100,3 +100,34 @@ func TestAlignedBuf(t *testing.T) {
 		}
 	}
 }
+
+// TestWriterDirect writes through an O_DIRECT descriptor as Copy does on a
+// block device (here a regular file, where the filesystem allows it):
+// whole blocks go through it, the unaligned tail through the page cache.
+func TestWriterDirect(t *testing.T) {
+	disk := tempDisk(t, 4<<20, 0xAA)
+	d, err := openDirect(disk)
+	if err != nil {
+		t.Skipf("O_DIRECT unavailable here: %v", err)
+	}
+	defer d.Close()
+	f, err := os.OpenFile(disk, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := &writer{f: f, direct: d}
+	buf := alignedBuf(2 << 20)
+	copy(buf, randomBytes(t, len(buf)))
+	const n = 1<<20 + 777 // whole blocks and a tail
+	if err := w.writeAt(buf[:n], 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.sync(); err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, disk)
+	if !bytes.Equal(got[1<<20:1<<20+n], buf[:n]) || got[1<<20-1] != 0xAA || got[1<<20+n] != 0xAA {
+		t.Fatal("the O_DIRECT write did not land exactly")
+	}
+}
