@@ -64,6 +64,9 @@ var hctlRE = regexp.MustCompile(`^\d+:\d+:\d+:\d+$`)
 // ID_WWN_WITH_EXTENSION, ID_WWN_VENDOR_EXTENSION), by_path from
 // root/dev/disk/by-path.
 func Discover(root string) ([]Device, error) {
+	if root == "" {
+		root = "/"
+	}
 	sys := filepath.Join(root, "sys/block")
 	ents, err := os.ReadDir(sys)
 	if err != nil {

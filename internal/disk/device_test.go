@@ -3,6 +3,7 @@ package disk
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -96,6 +97,22 @@ func TestFileDisk(t *testing.T) {
 	for _, bad := range []string{p + ",colour=red", p + ",rotational=maybe", p + ",model", filepath.Join(t.TempDir(), "missing")} {
 		if _, err := FileDisk(bad); err == nil {
 			t.Errorf("FileDisk(%q) accepted", bad)
+		}
+	}
+}
+
+// TestDiscoverRealRoot: "" means the machine's own /sys (read only).
+func TestDiscoverRealRoot(t *testing.T) {
+	if _, err := os.Stat("/sys/block"); err != nil {
+		t.Skip("no /sys/block here")
+	}
+	devs, err := Discover("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range devs {
+		if !strings.HasPrefix(d.Name, "/dev/") || d.Size <= 0 {
+			t.Errorf("disk %+v", d)
 		}
 	}
 }

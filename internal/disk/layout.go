@@ -113,7 +113,9 @@ func (l Layout) Plan(diskSize int64) ([]Partition, error) {
 }
 
 // WriteTable writes a fresh partition table of type label holding parts
-// to the disk at path, as the only table on it.
+// to the disk at path, as the only table on it: the first and last MiB
+// are zeroed first (IPA's destroy_disk_metadata), so no earlier GPT or
+// its backup survives under a new MBR.
 func WriteTable(path, label string, parts []Partition) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -123,6 +125,12 @@ func WriteTable(path, label string, parts []Partition) error {
 	size, err := Size(f)
 	if err != nil {
 		return err
+	}
+	zero := make([]byte, min(mib, size))
+	for _, off := range []int64{0, max(0, size-mib)} {
+		if _, err := f.WriteAt(zero, off); err != nil {
+			return fmt.Errorf("wipe %s: %w", path, err)
+		}
 	}
 	if err := writeTable(f, size, label, parts); err != nil {
 		return fmt.Errorf("partition %s: %w", path, err)

@@ -57,6 +57,26 @@ func TestPlanAndWriteTable(t *testing.T) {
 	}
 }
 
+// TestWriteTableReplacesGPT: an MBR written over a GPT disk leaves no GPT
+// header nor backup behind.
+func TestWriteTableReplacesGPT(t *testing.T) {
+	disk := tempDisk(t, 16<<20, 0)
+	p := []Partition{{Role: RoleRoot, Number: 1, Start: 1 << 20, Size: 8 << 20}}
+	if err := WriteTable(disk, LabelGPT, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteTable(disk, LabelMSDOS, p); err != nil {
+		t.Fatal(err)
+	}
+	b := readAll(t, disk)
+	if bytes.Contains(b[512:1024], []byte("EFI PART")) || bytes.Contains(b[len(b)-512:], []byte("EFI PART")) {
+		t.Fatal("a GPT header survived the new MBR")
+	}
+	if got := readMBR(t, b); len(got) != 1 || got[0].typ != "0x83" {
+		t.Fatalf("MBR %+v", got)
+	}
+}
+
 func TestPlanErrors(t *testing.T) {
 	if _, err := (Layout{RootMB: 100}).Plan(64 << 20); !errors.Is(err, ErrTooSmall) {
 		t.Errorf("100 MiB root on a 64 MiB disk: %v", err)
