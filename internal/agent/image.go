@@ -95,6 +95,15 @@ func (w *imageWrite) run(ctx context.Context) (map[string]any, error) {
 			return nil, fmt.Errorf("write_image: swap: %w", err)
 		}
 	}
+	if p := find(parts, disk.RoleEphemeral); p.Number > 0 {
+		fs := w.req.EphemeralFormat
+		if fs == "" {
+			fs = "ext4" // Ironic's [pxe]default_ephemeral_format
+		}
+		if err := disk.FormatEphemeral(ctx, w.disk, p, fs); err != nil {
+			return nil, fmt.Errorf("write_image: ephemeral: %w", err)
+		}
+	}
 	if len(parts) > 0 {
 		out := map[string]any{}
 		for _, p := range parts {

@@ -26,8 +26,8 @@ type ImageRequest struct {
 	BootOption  string // local or netboot
 	RootDevice  map[string]any
 	ConfigDrive string // gzip+base64 or a URL; "" for none
-	// EphemeralFormat is accepted and reported: the agent creates the
-	// ephemeral partition but makes no filesystem on it.
+	// EphemeralFormat is the ephemeral partition's filesystem (one of
+	// disk.EphemeralFormats; "" for ext4).
 	EphemeralFormat string
 }
 

@@ -196,6 +196,12 @@ func TestWriteImagePartitionQcow2(t *testing.T) {
 	if string(swap[4086:]) != "SWAPSPACE2" {
 		t.Error("no swap signature on the swap partition")
 	}
+	if dumpe2fs, err := exec.LookPath("dumpe2fs"); err == nil {
+		out, err := exec.Command(dumpe2fs, "-h", disks[0]+"?offset="+strconv.Itoa(1<<20)).CombinedOutput()
+		if err != nil || !bytes.Contains(out, []byte("Filesystem volume name:   ephemeral0")) {
+			t.Errorf("no ext4 ephemeral0 on the ephemeral partition: %v %s", err, out)
+		}
+	}
 	cd := make([]byte, len(iso))
 	_, _ = f.ReadAt(cd, 6<<20)
 	if !bytes.Equal(cd, iso) {

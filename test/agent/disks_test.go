@@ -62,8 +62,8 @@ func sha(b []byte) string {
 // image lands on the disk the hints name, with a config drive (given as a
 // JSON object to the deploy) readable as config-2 at the end of that disk;
 // then a qcow2 partition image lands, converted, in a root partition of
-// root_gb on the disk instance_info's hints name, with swap and config
-// drive partitions.
+// root_gb on the disk instance_info's hints name, with ephemeral (ext4),
+// swap and config drive partitions.
 func TestDeployDisksHintsConfigDrivePartitionQcow2(t *testing.T) {
 	if _, err := exec.LookPath("qemu-img"); err != nil {
 		t.Skip("qemu-img not installed (scripts/test.sh installs qemu-utils)")
@@ -71,7 +71,7 @@ func TestDeployDisksHintsConfigDrivePartitionQcow2(t *testing.T) {
 	api := startServer(t)
 	const mac = "52:54:00:aa:bb:07"
 	node := createNode(t, api, "disks-node", mac)
-	disks := []string{sparseDisk(t, "a.img", 32<<20), sparseDisk(t, "b.img", 128<<20), sparseDisk(t, "c.img", 1100<<20)}
+	disks := []string{sparseDisk(t, "a.img", 32<<20), sparseDisk(t, "b.img", 128<<20), sparseDisk(t, "c.img", 2200<<20)}
 	start(t, "anvil agent", "agent", "--api-url", api, "--mac", mac, "--listen", "127.0.0.1:0",
 		"--disk", disks[0]+",model=Small HDD,serial=S-A,rotational=true",
 		"--disk", disks[1]+",model=Fast SSD,serial=S-B,vendor=ACME",
@@ -191,7 +191,7 @@ func TestDeployDisksHintsConfigDrivePartitionQcow2(t *testing.T) {
 	waitState(t, api, node, "available")
 	patch(add("/instance_info/image_source", imgs.URL+"/root.qcow2"), add("/instance_info/image_checksum", sha(qcow)),
 		add("/instance_info/image_disk_format", "qcow2"), add("/instance_info/kernel", imgs.URL+"/k"),
-		add("/instance_info/ramdisk", imgs.URL+"/r"), add("/instance_info/root_gb", 1), add("/instance_info/swap_mb", 8),
+		add("/instance_info/ramdisk", imgs.URL+"/r"), add("/instance_info/root_gb", 1), add("/instance_info/swap_mb", 8), add("/instance_info/ephemeral_gb", 1),
 		add("/instance_info/capabilities", map[string]any{"boot_option": "netboot"}),
 		add("/instance_info/root_device", map[string]any{"wwn": "0x5000C500CAFE", "size": ">= 1"}))
 	mustCall(t, 202, "PUT", api+"/v1/nodes/"+node+"/states/provision", map[string]any{"target": "active",
@@ -200,23 +200,30 @@ func TestDeployDisksHintsConfigDrivePartitionQcow2(t *testing.T) {
 	f, _ = os.Open(disks[2])
 	label, parts, err = disk.ReadTable(f)
 	f.Close()
-	if err != nil || label != disk.LabelGPT || len(parts) != 3 {
+	if err != nil || label != disk.LabelGPT || len(parts) != 4 {
 		t.Fatalf("disk S-C's table: %s %+v %v", label, parts, err)
 	}
-	// swap 8 MiB, config drive 1 MiB, root 1 GiB (last), from 1 MiB.
-	for i, want := range [][2]int64{{1, 8}, {9, 1}, {10, 1024}} {
+	// ephemeral 1 GiB, swap 8 MiB, config drive 1 MiB, root 1 GiB (last),
+	// from 1 MiB.
+	for i, want := range [][2]int64{{1, 1024}, {1025, 8}, {1033, 1}, {1034, 1024}} {
 		if parts[i].Start != want[0]<<20 || parts[i].Size != want[1]<<20 {
 			t.Fatalf("partition %d = %+v, want start %d MiB, %d MiB", i+1, parts[i], want[0], want[1])
 		}
 	}
-	if !bytes.Equal(readAt(t, disks[2], 10<<20, len(rootRaw)), rootRaw) {
+	if !bytes.Equal(readAt(t, disks[2], 1034<<20, len(rootRaw)), rootRaw) {
 		t.Fatal("the root partition does not hold the qcow2 image's content")
 	}
-	if string(readAt(t, disks[2], 1<<20+4086, 10)) != "SWAPSPACE2" {
+	if string(readAt(t, disks[2], 1025<<20+4086, 10)) != "SWAPSPACE2" {
 		t.Fatal("no swap signature on the swap partition")
 	}
-	if meta := readConfigDrive(t, disks[2], 9<<20, 1<<20); meta["hostname"] != "p" {
+	if meta := readConfigDrive(t, disks[2], 1033<<20, 1<<20); meta["hostname"] != "p" {
 		t.Fatalf("partition image config drive meta_data = %v", meta)
+	}
+	if dumpe2fs, err := exec.LookPath("dumpe2fs"); err == nil {
+		out, err := exec.Command(dumpe2fs, "-h", disks[2]+"?offset="+strconv.Itoa(1<<20)).CombinedOutput()
+		if err != nil || !bytes.Contains(out, []byte("Filesystem volume name:   ephemeral0")) {
+			t.Fatalf("no ext4 ephemeral0 filesystem on the ephemeral partition: %v %s", err, out)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -165,6 +166,9 @@ func partitionParams(n *model.Node, p map[string]any) error {
 		f := infoString(n, "ephemeral_format")
 		if f == "" {
 			f = defaultEphemeralFormat
+		}
+		if !slices.Contains(disk.EphemeralFormats, f) {
+			return fmt.Errorf("Invalid parameter ephemeral_format: %q is not a filesystem the agent makes (%s)", f, strings.Join(disk.EphemeralFormats, ", "))
 		}
 		p[agentapi.ParamEphemeralFormat] = f
 	}

@@ -54,6 +54,7 @@ func TestDeployParams(t *testing.T) {
 			want: map[string]any{"root_mb": int64(1024), "swap_mb": int64(0)}},
 		{name: "partition, no root_gb", info: netboot, wantErr: "Some parameters were missing in node's instance_info. Missing are: ['instance_info.root_gb']"},
 		{name: "partition, no ramdisk", info: with(netboot, "ramdisk", nil, "root_gb", 1.0), wantErr: "Missing are: ['instance_info.ramdisk']"},
+		{name: "partition, ephemeral xfs", info: with(netboot, "root_gb", 1.0, "ephemeral_gb", 1.0, "ephemeral_format", "xfs"), wantErr: `ephemeral_format: "xfs" is not a filesystem the agent makes (ext2, ext3, ext4)`},
 		{name: "partition, bad swap", info: with(netboot, "root_gb", 1.0, "swap_mb", "lots"), wantErr: "Invalid parameter swap_mb: lots is not an integer value."},
 		{name: "configdrive string", info: model.JSON{"image_source": "/i", "configdrive": "http://127.0.0.1/cd"}, want: map[string]any{"configdrive": "http://127.0.0.1/cd"}},
 		{name: "configdrive bad key", info: model.JSON{"image_source": "/i", "configdrive": map[string]any{"meta_data": map[string]any{}, "extra": 1.0}},
