@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 
@@ -63,17 +64,23 @@ type imageWrite struct {
 
 func (w *imageWrite) run(ctx context.Context) (map[string]any, error) {
 	res := map[string]any{"root_device": w.disk}
+	// The image is opened, and a qcow2 one downloaded and verified, before
+	// the disk is touched.
+	img, err := w.open(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("write_image: %w", err)
+	}
+	defer img.Close()
 	t := disk.Target{Path: w.disk}
 	var parts []disk.Partition
 	if w.req.ImageType == agentapi.ImagePartition {
-		var err error
 		if parts, err = w.partition(); err != nil {
 			return nil, fmt.Errorf("write_image: %w", err)
 		}
 		root := find(parts, disk.RoleRoot)
 		t = disk.Target{Path: w.disk, Offset: root.Start, Limit: root.Size}
 	}
-	n, err := w.write(ctx, t)
+	n, err := w.write(ctx, img, t)
 	if err != nil {
 		return nil, fmt.Errorf("write_image: %w", err)
 	}
@@ -145,33 +152,75 @@ func find(parts []disk.Partition, role string) disk.Partition {
 	return disk.Partition{}
 }
 
-// write streams the image into t, verifying its length and checksum; a
-// qcow2 image is downloaded (and verified) first, then converted into t.
-func (w *imageWrite) write(ctx context.Context, t disk.Target) (int64, error) {
+// image is the opened image: a raw stream, or a downloaded and verified
+// qcow2 file.
+type image struct {
+	raw   io.Reader
+	size  int64 // -1 when unknown
+	qcow2 string
+	close func()
+}
+
+func (i *image) Close() { i.close() }
+
+// open opens the image and looks at its first bytes: a qcow2 image
+// (image_disk_format qcow2, or by its magic unless raw was declared) is
+// downloaded to a temporary file and verified, and needs qemu-img.
+func (w *imageWrite) open(ctx context.Context) (*image, error) {
 	body, size, err := openImage(ctx, w.a.cfg.Client, w.req.Source)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer body.Close()
 	head := make([]byte, len(disk.Qcow2Magic))
 	k, _ := io.ReadFull(body, head)
 	head = head[:k]
 	isQcow2 := bytes.Equal(head, disk.Qcow2Magic)
 	switch {
 	case w.req.DiskFormat == "qcow2" && !isQcow2:
-		return 0, errors.New("image_disk_format is qcow2 but the image is not a qcow2 image")
+		body.Close()
+		return nil, errors.New("image_disk_format is qcow2 but the image is not a qcow2 image")
 	case w.req.DiskFormat == "raw":
 		isQcow2 = false
 	}
 	stream := io.MultiReader(bytes.NewReader(head), body)
-	if isQcow2 {
-		return w.writeQcow2(ctx, stream, size, t)
+	if !isQcow2 {
+		return &image{raw: stream, size: size, close: func() { body.Close() }}, nil
 	}
-	n, err := disk.Copy(ctx, t, stream, w.h, w.progress)
+	defer body.Close()
+	if _, err := exec.LookPath("qemu-img"); err != nil {
+		return nil, disk.ErrNoQemuImg
+	}
+	tmp, err := os.CreateTemp("", "anvil-image-*.qcow2")
+	if err != nil {
+		return nil, err
+	}
+	tmp.Close()
+	n, err := disk.Copy(ctx, disk.Target{Path: tmp.Name(), Grow: true}, stream, w.h, nil)
+	if err == nil {
+		err = w.verify(n, size)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return nil, err
+	}
+	return &image{qcow2: tmp.Name(), size: n, close: func() { os.Remove(tmp.Name()) }}, nil
+}
+
+// write puts the image into t: a raw stream through the pipeline, then
+// verified (length and checksum); a qcow2 file converted with qemu-img.
+func (w *imageWrite) write(ctx context.Context, img *image, t disk.Target) (int64, error) {
+	if img.qcow2 != "" {
+		if _, err := disk.ConvertQcow2(ctx, img.qcow2, t); err != nil {
+			return 0, err
+		}
+		w.progress.Store(img.size)
+		return img.size, nil
+	}
+	n, err := disk.Copy(ctx, t, img.raw, w.h, w.progress)
 	if err != nil {
 		return n, err
 	}
-	return n, w.verify(n, size)
+	return n, w.verify(n, img.size)
 }
 
 // verify checks the image was whole (size bytes, when known) and matches
@@ -192,30 +241,6 @@ func algoName(algo, sum string) string {
 		return algo
 	}
 	return map[int]string{64: "sha256", 128: "sha512", 32: "md5"}[len(sum)]
-}
-
-// writeQcow2 downloads the image to a temporary file (hashing it),
-// verifies it and converts it into t.
-func (w *imageWrite) writeQcow2(ctx context.Context, src io.Reader, size int64, t disk.Target) (int64, error) {
-	tmp, err := os.CreateTemp("", "anvil-image-*.qcow2")
-	if err != nil {
-		return 0, err
-	}
-	tmp.Close()
-	defer os.Remove(tmp.Name())
-	var dl atomic.Int64
-	n, err := disk.Copy(ctx, disk.Target{Path: tmp.Name(), Grow: true}, src, w.h, &dl)
-	if err != nil {
-		return 0, err
-	}
-	if err := w.verify(n, size); err != nil {
-		return 0, err
-	}
-	if _, err := disk.ConvertQcow2(ctx, tmp.Name(), t); err != nil {
-		return 0, err
-	}
-	w.progress.Store(n)
-	return n, nil
 }
 
 // writeAt writes b at off of the disk at path and fsyncs it.

@@ -229,3 +229,31 @@ func TestParseImageRequestErrors(t *testing.T) {
 		t.Errorf("New with a missing --disk: %v", err)
 	}
 }
+
+// TestWriteImageFailsBeforePartitioning: a qcow2 partition image with a
+// wrong checksum, or with no qemu-img to convert it, fails before the disk
+// is partitioned.
+func TestWriteImageFailsBeforePartitioning(t *testing.T) {
+	q := append(append([]byte(nil), disk.Qcow2Magic...), make([]byte, 4096)...)
+	src := imageFile(t, q)
+	s := sha256.Sum256(q)
+	for _, tc := range []struct {
+		name, sum, path, want string
+	}{
+		{"wrong checksum", strings.Repeat("0", 64), os.Getenv("PATH"), "checksum mismatch"},
+		{"no qemu-img", hex.EncodeToString(s[:]), t.TempDir(), "qemu-img, which is not installed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("PATH", tc.path)
+			a, disks := threeDisks(t)
+			_, err := a.writeImage(context.Background(), map[string]any{agentapi.ParamImageSource: src, agentapi.ParamChecksum: tc.sum,
+				agentapi.ParamImageType: agentapi.ImagePartition, agentapi.ParamRootMB: 4.0, agentapi.ParamBootOption: "netboot"}, new(atomic.Int64))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+			if b, _ := os.ReadFile(disks[0]); !bytes.Equal(b[:1<<20], make([]byte, 1<<20)) {
+				t.Fatal("the disk was partitioned or written")
+			}
+		})
+	}
+}

@@ -14,3 +14,6 @@ func openDirect(string) (*os.File, error) {
 
 // startWriteback is Linux only; elsewhere the final fsync flushes all.
 func startWriteback(*os.File, int64, int64) {}
+
+// rereadPartitions is Linux only.
+func rereadPartitions(*os.File) {}

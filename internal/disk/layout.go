@@ -135,7 +135,11 @@ func WriteTable(path, label string, parts []Partition) error {
 	if err := writeTable(f, size, label, parts); err != nil {
 		return fmt.Errorf("partition %s: %w", path, err)
 	}
-	return f.Sync()
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	rereadPartitions(f)
+	return nil
 }
 
 func writeTable(f *os.File, size int64, label string, parts []Partition) error {
@@ -232,7 +236,11 @@ func AddConfigDrivePartition(path string) (Partition, error) {
 	if err := writeTable(f, size, label, append(parts, cd)); err != nil {
 		return Partition{}, fmt.Errorf("config drive on %s: %w", path, err)
 	}
-	return cd, f.Sync()
+	if err := f.Sync(); err != nil {
+		return Partition{}, err
+	}
+	rereadPartitions(f)
+	return cd, nil
 }
 
 // ReadTable reads the disk's partition table: its label and partitions
