@@ -114,7 +114,7 @@ func (w *imageWrite) run(ctx context.Context) (map[string]any, error) {
 	if len(parts) > 0 {
 		out := map[string]any{}
 		for _, p := range parts {
-			out[p.Role] = map[string]any{"number": p.Number, "start": p.Start, "size": p.Size}
+			out[p.Role] = map[string]any{"number": p.Number, "start": p.Start, "size": p.Size, "part_uuid": p.UUID}
 		}
 		res["partitions"] = out
 	}

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/diskfs/go-diskfs/partition/gpt"
 	"github.com/diskfs/go-diskfs/partition/mbr"
+	"github.com/google/uuid"
 )
 
 const (
@@ -54,9 +56,10 @@ type Layout struct {
 // Partition is one planned or found partition.
 type Partition struct {
 	Role   string
-	Number int   // 1-based
-	Start  int64 // bytes
-	Size   int64 // bytes
+	Number int    // 1-based
+	Start  int64  // bytes
+	Size   int64  // bytes
+	UUID   string // GPT: the partition's unique GUID (set when written)
 }
 
 // TableType is the partition table type: Label, else GPT for UEFI, MBR for BIOS.
@@ -146,10 +149,13 @@ func writeTable(f *os.File, size int64, label string, parts []Partition) error {
 	switch label {
 	case LabelGPT:
 		t := &gpt.Table{LogicalSectorSize: sectorSize, PhysicalSectorSize: sectorSize, ProtectiveMBR: true}
-		for _, p := range parts {
+		for i, p := range parts {
+			if p.UUID == "" {
+				parts[i].UUID = strings.ToUpper(uuid.NewString())
+			}
 			t.Partitions = append(t.Partitions, &gpt.Partition{Index: p.Number,
 				Start: uint64(p.Start / sectorSize), End: uint64((p.Start+p.Size)/sectorSize - 1),
-				Size: uint64(p.Size), Type: gptType(p.Role), Name: gptName(p.Role)})
+				Size: uint64(p.Size), Type: gptType(p.Role), Name: gptName(p.Role), GUID: parts[i].UUID})
 		}
 		return t.Write(f, size)
 	case LabelMSDOS:
@@ -233,9 +239,11 @@ func AddConfigDrivePartition(path string) (Partition, error) {
 	if label == LabelGPT {
 		cd.Size = (end - start) &^ (sectorSize - 1)
 	}
-	if err := writeTable(f, size, label, append(parts, cd)); err != nil {
+	all := append(parts, cd)
+	if err := writeTable(f, size, label, all); err != nil {
 		return Partition{}, fmt.Errorf("config drive on %s: %w", path, err)
 	}
+	cd = all[len(all)-1]
 	if err := f.Sync(); err != nil {
 		return Partition{}, err
 	}
@@ -253,7 +261,7 @@ func ReadTable(f *os.File) (string, []Partition, error) {
 				continue
 			}
 			parts = append(parts, Partition{Role: string(p.Type), Number: i + 1,
-				Start: int64(p.Start) * sectorSize, Size: int64(p.End-p.Start+1) * sectorSize})
+				Start: int64(p.Start) * sectorSize, Size: int64(p.End-p.Start+1) * sectorSize, UUID: strings.ToUpper(p.GUID)})
 		}
 		return LabelGPT, parts, nil
 	}

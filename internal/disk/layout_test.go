@@ -49,6 +49,12 @@ func TestPlanAndWriteTable(t *testing.T) {
 			}
 			for i, w := range tc.want {
 				w.start, w.end = w.start<<20, w.end<<20
+				if tc.label == LabelGPT {
+					w.guid = parts[i].UUID // set by WriteTable
+					if len(w.guid) != 36 {
+						t.Fatalf("partition %d has no GUID: %+v", i+1, parts[i])
+					}
+				}
 				if got[i] != w {
 					t.Errorf("partition %d = %+v, want %+v", i+1, got[i], w)
 				}

@@ -17,6 +17,13 @@ type entry struct {
 	typ        string // GPT type GUID, or MBR type as 0xNN
 	start, end int64  // bytes, end exclusive
 	name       string
+	guid       string // GPT unique partition GUID
+}
+
+// guidString renders a GPT GUID (mixed-endian) in its text form.
+func guidString(g []byte) string {
+	return fmt.Sprintf("%08X-%04X-%04X-%X-%X", binary.LittleEndian.Uint32(g[0:]), binary.LittleEndian.Uint16(g[4:]),
+		binary.LittleEndian.Uint16(g[6:]), g[8:10], g[10:16])
 }
 
 // readGPT checks the primary GPT header's signature and both CRCs and
@@ -47,9 +54,7 @@ func readGPT(t *testing.T, disk []byte) []entry {
 	var out []entry
 	for i := int64(0); i < count; i++ {
 		e := arr[i*esize : (i+1)*esize]
-		g := e[:16]
-		typ := fmt.Sprintf("%08X-%04X-%04X-%X-%X", binary.LittleEndian.Uint32(g[0:]), binary.LittleEndian.Uint16(g[4:]),
-			binary.LittleEndian.Uint16(g[6:]), g[8:10], g[10:16])
+		typ := guidString(e[:16])
 		if typ == "00000000-0000-0000-0000-000000000000" {
 			continue
 		}
@@ -60,7 +65,7 @@ func readGPT(t *testing.T, disk []byte) []entry {
 			}
 		}
 		out = append(out, entry{typ: typ, start: int64(binary.LittleEndian.Uint64(e[32:])) * 512,
-			end: (int64(binary.LittleEndian.Uint64(e[40:])) + 1) * 512, name: string(utf16.Decode(u))})
+			end: (int64(binary.LittleEndian.Uint64(e[40:])) + 1) * 512, name: string(utf16.Decode(u)), guid: guidString(e[16:32])})
 	}
 	return out
 }

@@ -249,6 +249,13 @@ func readConfigDrive(t *testing.T, path string, off, size int64) map[string]any 
 	if got := strings.TrimSpace(fs.Label()); got != "config-2" {
 		t.Fatalf("config drive label %q", got)
 	}
+	// What cloud-init runs to find it (util-linux, independent of go-diskfs).
+	if blkid, err := exec.LookPath("blkid"); err == nil {
+		out, err := exec.Command(blkid, "-p", "-o", "export", part).Output()
+		if err != nil || !strings.Contains(string(out), "TYPE=iso9660") || !strings.Contains(string(out), "LABEL=config-2") {
+			t.Fatalf("blkid of the config drive partition: %v %s", err, out)
+		}
+	}
 	b, err := fs.ReadFile("openstack/latest/meta_data.json")
 	if err != nil {
 		t.Fatal(err)
