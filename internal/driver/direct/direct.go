@@ -137,7 +137,12 @@ func imageParams(n *model.Node, allowMD5 bool) (map[string]any, error) {
 	case algo != "sha256" && algo != "sha512" && algo != "md5":
 		return nil, fmt.Errorf("unsupported image hash algorithm %q", algo)
 	}
-	return map[string]any{agentapi.ParamImageSource: src, agentapi.ParamChecksum: sum, agentapi.ParamChecksumAlgo: algo}, nil
+	p, err := deployParams(n)
+	if err != nil {
+		return nil, err
+	}
+	p[agentapi.ParamImageSource], p[agentapi.ParamChecksum], p[agentapi.ParamChecksumAlgo] = src, sum, algo
+	return p, nil
 }
 
 var steps = map[driver.StepKind][]driver.Step{
@@ -176,6 +181,9 @@ func (d *Direct) ExecuteStep(ctx context.Context, t *driver.Task, kind driver.St
 // Deploy boots the node into the agent; the image is written once the
 // agent heartbeats (Continue).
 func (d *Direct) Deploy(ctx context.Context, t *driver.Task) (driver.Result, error) {
+	if err := storeConfigDrive(t.Node); err != nil {
+		return driver.Done, err
+	}
 	if _, err := imageParams(t.Node, d.cfg.AllowMD5); err != nil {
 		return driver.Done, err
 	}
