@@ -53,6 +53,11 @@ type Conductor interface {
 	SetBootDevice(ctx context.Context, ident string, dev conductor.BootDevice) error
 	SupportedBootDevices(ctx context.Context, ident string) ([]string, error)
 
+	// SetTraits replaces a node's traits with change(current) under its
+	// lock, in any state. Errors: fault NotFound, Conflict (locked), Invalid
+	// (more than 50 traits), and change's own.
+	SetTraits(ctx context.Context, ident string, change func(cur []string) ([]string, error)) (*model.Node, error)
+
 	// Ports change under their node's lock.
 	CreatePort(ctx context.Context, p *model.Port) error
 	UpdatePort(ctx context.Context, ident string, apply func(p *model.Port) error) (*model.Port, error)

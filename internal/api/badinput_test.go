@@ -19,6 +19,7 @@ var bodyEndpoints = []struct{ method, path string }{
 	{"PUT", "/v1/nodes/bad-input/management/boot_device"},
 	{"POST", "/v1/ports"},
 	{"PATCH", "/v1/ports/00000000-0000-0000-0000-0000000000aa"},
+	{"PUT", "/v1/nodes/bad-input/traits"},
 }
 
 func TestBadBodiesAre4xx(t *testing.T) {

@@ -110,6 +110,7 @@ func (s *Server) routes() {
 	s.historyRoutes()
 	s.inventoryRoutes()
 	s.portRoutes()
+	s.traitRoutes()
 	s.driverRoutes()
 	s.conductorRoutes()
 	s.agentRoutes()
