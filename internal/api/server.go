@@ -111,6 +111,8 @@ func (s *Server) routes() {
 	s.inventoryRoutes()
 	s.portRoutes()
 	s.traitRoutes()
+	s.portgroupRoutes()
+	s.vifRoutes()
 	s.driverRoutes()
 	s.conductorRoutes()
 	s.agentRoutes()
