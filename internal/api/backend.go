@@ -78,6 +78,12 @@ type Conductor interface {
 	AttachVIF(ctx context.Context, ident string, req conductor.VIFRequest) error
 	DetachVIF(ctx context.Context, ident, vif string) error
 
+	// Allocations (1.52): CreateAllocation stores an allocation and
+	// allocates a node in a worker, or backfills the given node at once.
+	CreateAllocation(ctx context.Context, a *model.Allocation, backfill string) error
+	UpdateAllocation(ctx context.Context, ident string, apply func(a *model.Allocation) error) (*model.Allocation, error)
+	DeleteAllocation(ctx context.Context, ident string) error
+
 	// Heartbeat is an agent's callback: it resumes a node in a wait state.
 	Heartbeat(ctx context.Context, ident string, hb conductor.HeartbeatRequest) error
 

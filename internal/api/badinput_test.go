@@ -23,6 +23,8 @@ var bodyEndpoints = []struct{ method, path string }{
 	{"POST", "/v1/portgroups"},
 	{"PATCH", "/v1/portgroups/bad-input-pg"},
 	{"POST", "/v1/nodes/bad-input/vifs"},
+	{"POST", "/v1/allocations"},
+	{"PATCH", "/v1/allocations/bad-input-alloc"},
 }
 
 func TestBadBodiesAre4xx(t *testing.T) {

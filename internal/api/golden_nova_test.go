@@ -49,6 +49,10 @@ func TestGoldenNovaShapes(t *testing.T) {
 		{"node-portgroup-detail-response.json", "GET", "/v1/nodes/" + n.UUID + "/portgroups/detail", "", shapeRules{
 			extra: map[string]string{"physical_network": "portgroup physical_network (1.102), in the other portgroup samples",
 				"category": "portgroup category (1.103), in the other portgroup samples"}}},
+		{"allocation-create-response.json", "POST", "/v1/allocations", `{"name": "allocation-2", "resource_class": "bm-large", "traits": ["CUSTOM_GOLD"]}`, shapeRules{}},
+		{"allocation-show-response.json", "GET", "/v1/allocations/allocation-2", "", shapeRules{}},
+		{"allocations-list-response.json", "GET", "/v1/allocations", "", shapeRules{}},
+		{"allocation-update-response.json", "PATCH", "/v1/allocations/allocation-2", `[{"op": "add", "path": "/extra/foo", "value": "bar"}]`, shapeRules{}},
 		{"portgroup-port-list-response.json", "GET", "/v1/portgroups/" + pg.UUID + "/ports", "", shapeRules{}},
 		{"portgroup-port-detail-response.json", "GET", "/v1/portgroups/" + pg.UUID + "/ports/detail", "", shapeRules{
 			extra: map[string]string{"name": "port name (1.88)", "description": "port description (1.97)",

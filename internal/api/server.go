@@ -113,6 +113,7 @@ func (s *Server) routes() {
 	s.traitRoutes()
 	s.portgroupRoutes()
 	s.vifRoutes()
+	s.allocationRoutes()
 	s.driverRoutes()
 	s.conductorRoutes()
 	s.agentRoutes()
