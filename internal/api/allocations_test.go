@@ -147,6 +147,16 @@ func TestAllocationFailures(t *testing.T) {
 	if rec := e.do("PATCH", "/v1/allocations/"+a["uuid"].(string), `[]`, at(56)); rec.Code != 405 {
 		t.Errorf("patch at 1.56: %d", rec.Code)
 	}
+	// Removing the instance of an allocated available node drops the allocation.
+	if rec := e.do("PATCH", "/v1/nodes/only", `[{"op": "remove", "path": "/instance_uuid"}]`, latest); rec.Code != 200 {
+		t.Fatalf("remove instance_uuid: %d %s", rec.Code, rec.Body.String())
+	}
+	if rec := e.do("GET", "/v1/allocations/"+a["uuid"].(string), "", latest); rec.Code != 404 {
+		t.Errorf("allocation after instance_uuid removal: %d", rec.Code)
+	}
+	if got := decode(t, e.do("GET", "/v1/nodes/only", "", latest))["allocation_uuid"]; got != nil {
+		t.Errorf("node allocation_uuid %v", got)
+	}
 }
 
 func TestAllocationBackfill(t *testing.T) {

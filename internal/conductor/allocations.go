@@ -364,3 +364,63 @@ func (c *Conductor) UpdateAllocation(ctx context.Context, ident string, apply fu
 	}
 	return &cp, nil
 }
+
+// resumeAllocations restarts the allocations left "allocating" with
+// host's affinity: this conductor's own after a restart (Ironic's
+// _resume_allocations), or a dead conductor's, taken over first by moving
+// the affinity here with a version-checked write so that one survivor wins
+// (Ironic's _check_orphan_allocations).
+func (c *Conductor) resumeAllocations(ctx context.Context, host string) error {
+	list, err := c.store.ListAllocations(ctx, store.AllocationQuery{State: model.AllocationAllocating})
+	if err != nil {
+		return fmt.Errorf("allocations to resume: %w", err)
+	}
+	for _, a := range list {
+		if a.ConductorAffinity != host {
+			continue
+		}
+		if host != c.cfg.Host {
+			a.ConductorAffinity = c.cfg.Host
+			if err := c.store.UpdateAllocation(ctx, a); err != nil {
+				continue // taken by another conductor, or gone
+			}
+			c.log.Warn("took over an allocation of a dead conductor", "allocation", a.UUID, "dead", host)
+		}
+		if err := c.reserveWorker(); err != nil {
+			return err
+		}
+		id := a.UUID
+		c.spawn(func(ctx context.Context) { c.allocate(ctx, id) })
+	}
+	return nil
+}
+
+// releaseAllocation deletes the allocation of a node being torn down and
+// clears it from the node (saved by the caller), as Ironic's tear down does.
+func (c *Conductor) releaseAllocation(ctx context.Context, n *model.Node) {
+	if n.AllocationUUID == "" {
+		return
+	}
+	if err := c.store.DeleteAllocation(ctx, n.AllocationUUID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		c.log.Error("deleting the allocation of a torn down node", "node", n.UUID, "allocation", n.AllocationUUID, "err", err)
+	}
+	n.AllocationUUID, n.InstanceUUID = "", ""
+}
+
+// dropAllocationOfUnassociated deletes the allocation of a node whose
+// instance_uuid an update removes (Ironic's update_node): allowed in the
+// states where interfaces may change, or in maintenance.
+func (c *Conductor) dropAllocationOfUnassociated(ctx context.Context, old, n *model.Node) error {
+	if old.AllocationUUID == "" || n.InstanceUUID != "" || old.InstanceUUID == "" {
+		return nil
+	}
+	if !old.Maintenance && !fsm.InterfaceUpdateAllowed(old.ProvisionState) {
+		return fault.New(fault.Conflict, "Node %s with an allocation can not have instance_uuid removed unless it is in one of allowed (%s) states or in maintenance mode. Current state is '%s'.",
+			old.UUID, strings.Join(fsm.InterfaceUpdateAllowedStates(), ", "), old.ProvisionState)
+	}
+	if err := c.store.DeleteAllocation(ctx, old.AllocationUUID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("delete allocation %s: %w", old.AllocationUUID, err)
+	}
+	n.AllocationUUID = ""
+	return nil
+}

@@ -157,6 +157,9 @@ func (c *Conductor) BreakDeadLocks(ctx context.Context) error {
 		if err := c.takeOver(ctx, cd.Hostname); err != nil {
 			return err
 		}
+		if err := c.resumeAllocations(ctx, cd.Hostname); err != nil {
+			return err
+		}
 		if cd.Online {
 			if err := c.store.UnregisterConductor(ctx, cd.Hostname); err != nil {
 				return err

@@ -240,3 +240,36 @@ func (c *Conductor) DetachVIF(ctx context.Context, ident, vif string) error {
 	}
 	return fault.New(fault.Invalid, "Unable to detach VIF %s from node %s because it is not attached to it.", vif, t.node.UUID)
 }
+
+// removeVIFs detaches every tenant VIF of a node (Ironic's
+// remove_vifs_from_node, run by tear down).
+func (c *Conductor) removeVIFs(ctx context.Context, n *model.Node) error {
+	if n.Interfaces.Network == "noop" {
+		return nil
+	}
+	ports, groups, err := c.nodePorts(ctx, n.UUID)
+	if err != nil {
+		return err
+	}
+	for _, p := range ports {
+		if (portLike{port: p}).vif() != "" {
+			cp := *p
+			cp.InternalInfo = withKey(cp.InternalInfo, TenantVIFKey, nil)
+			cp.Extra = withKey(cp.Extra, "vif_port_id", nil)
+			if err := c.store.UpdatePort(ctx, &cp); err != nil {
+				return fmt.Errorf("port %s: %w", p.UUID, err)
+			}
+		}
+	}
+	for _, g := range groups {
+		if (portLike{group: g}).vif() != "" {
+			cp := *g
+			cp.InternalInfo = withKey(cp.InternalInfo, TenantVIFKey, nil)
+			cp.Extra = withKey(cp.Extra, "vif_port_id", nil)
+			if err := c.store.UpdatePortgroup(ctx, &cp); err != nil {
+				return fmt.Errorf("portgroup %s: %w", g.UUID, err)
+			}
+		}
+	}
+	return nil
+}
