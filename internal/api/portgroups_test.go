@@ -294,3 +294,35 @@ func TestVIFsNoopAndBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestPortgroupStandalonePorts: on the flat network a group without
+// standalone port support takes no PXE-enabled port, and support cannot be
+// turned off while such a port is a member (Ironic's port_changed and
+// portgroup_changed).
+func TestPortgroupStandalonePorts(t *testing.T) {
+	e := newEnv(t)
+	n := nodeFixture("flatn")
+	n.Interfaces.Network = "flat"
+	e.mustNode(n)
+	strict := e.createPortgroup(`{"node_uuid": "` + n.UUID + `", "name": "strict", "standalone_ports_supported": false}`)["uuid"].(string)
+	loose := e.createPortgroup(`{"node_uuid": "` + n.UUID + `", "name": "loose"}`)["uuid"].(string)
+	port := e.createPort(`{"node_uuid": "` + n.UUID + `", "address": "52:54:00:00:00:21"}`)["uuid"].(string)
+	rec := e.do("PATCH", "/v1/ports/"+port, `[{"op": "add", "path": "/portgroup_uuid", "value": "`+strict+`"}]`, latest)
+	want := "Port group " + strict + " doesn't support standalone ports. This port " + port + " cannot be  a member of that port group because of: 'pxe_enabled' was set to True"
+	if _, msg := faultOf(t, rec); rec.Code != 409 || msg != want {
+		t.Fatalf("PXE port into strict group: %d %q", rec.Code, msg)
+	}
+	rec = e.do("PATCH", "/v1/ports/"+port, `[{"op": "add", "path": "/portgroup_uuid", "value": "`+strict+`"}, {"op": "replace", "path": "/pxe_enabled", "value": false}]`, latest)
+	if rec.Code != 200 {
+		t.Fatalf("non-PXE port into strict group: %d %s", rec.Code, rec.Body.String())
+	}
+	rec = e.do("PATCH", "/v1/ports/"+port, `[{"op": "replace", "path": "/portgroup_uuid", "value": "`+loose+`"}, {"op": "replace", "path": "/pxe_enabled", "value": true}]`, latest)
+	if rec.Code != 200 {
+		t.Fatalf("PXE port into loose group: %d %s", rec.Code, rec.Body.String())
+	}
+	rec = e.do("PATCH", "/v1/portgroups/loose", `[{"op": "replace", "path": "/standalone_ports_supported", "value": false}]`, latest)
+	want = "standalone_ports_supported can not be set to False, because the port group " + loose + " contains port with 'pxe_enabled' is set to True"
+	if _, msg := faultOf(t, rec); rec.Code != 409 || msg != want {
+		t.Fatalf("turn off standalone with a PXE member: %d %q", rec.Code, msg)
+	}
+}

@@ -83,6 +83,9 @@ func (c *Conductor) UpdatePortgroup(ctx context.Context, ident string, apply fun
 			return nil, err
 		}
 	}
+	if err := c.checkGroupStandalone(ctx, t.node, pg, &cp); err != nil {
+		return nil, err
+	}
 	if err := c.store.UpdatePortgroup(ctx, &cp); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, fault.NodeNotFound(cp.NodeUUID)
@@ -157,6 +160,59 @@ func (c *Conductor) DeletePortgroup(ctx context.Context, ident string) error {
 		return PortgroupNotFound(ident)
 	} else if err != nil {
 		return err
+	}
+	return nil
+}
+
+// standaloneConflict is Ironic's port_changed / portgroup_changed check for
+// nodes on the flat network: a port in a group without standalone port
+// support may be neither PXE-enabled nor hold a VIF. It checks port p
+// (old is its stored version, nil for none) against its group g.
+func standaloneConflict(n *model.Node, g *model.Portgroup, old, p *model.Port) error {
+	if n.Interfaces.Network != "flat" || g == nil || g.StandalonePortsSupported {
+		return nil
+	}
+	vif := portLike{port: p}.vif()
+	changed := old == nil || old.PXEEnabled != p.PXEEnabled || old.PortgroupUUID != p.PortgroupUUID
+	if !changed && vif == "" {
+		return nil
+	}
+	var reasons []string
+	if p.PXEEnabled {
+		reasons = append(reasons, "'pxe_enabled' was set to True")
+	}
+	if vif != "" {
+		reasons = append(reasons, "VIF "+vif+" is attached to the port")
+	}
+	if len(reasons) == 0 {
+		return nil
+	}
+	return fault.New(fault.Conflict, "Port group %s doesn't support standalone ports. This port %s cannot be  a member of that port group because of: %s",
+		g.UUID, p.UUID, strings.Join(reasons, ", "))
+}
+
+// checkGroupStandalone refuses to turn standalone port support off while a
+// member port is PXE-enabled or holds a VIF (flat network).
+func (c *Conductor) checkGroupStandalone(ctx context.Context, n *model.Node, old, g *model.Portgroup) error {
+	if n.Interfaces.Network != "flat" || g.StandalonePortsSupported || !old.StandalonePortsSupported {
+		return nil
+	}
+	ports, err := c.store.ListPorts(ctx, store.PortQuery{PortgroupUUID: g.UUID})
+	if err != nil {
+		return fmt.Errorf("ports of portgroup %s: %w", g.UUID, err)
+	}
+	for _, p := range ports {
+		var reasons []string
+		if p.PXEEnabled {
+			reasons = append(reasons, "'pxe_enabled' is set to True")
+		}
+		if vif := (portLike{port: p}).vif(); vif != "" {
+			reasons = append(reasons, "VIF "+vif+" is attached to this port")
+		}
+		if len(reasons) > 0 {
+			return fault.New(fault.Conflict, "standalone_ports_supported can not be set to False, because the port group %s contains port with %s",
+				g.UUID, strings.Join(reasons, ", "))
+		}
 	}
 	return nil
 }
