@@ -74,7 +74,9 @@
 //   - 1.89/1.93: unsupported. /v1/nodes/{node}/vmedia is 404.
 //   - 1.94: POST /v1/ports takes node_ident (UUID or name).
 //   - 1.95: node disable_power_off (create, PATCH, shown); power off and
-//     soft power off of such a node are 409 at any version.
+//     soft power off of such a node are 409 at any version, and the
+//     conductor never powers it off itself (power sync, timeouts, the
+//     agent's tear down and inspection; cleaning reboots it instead).
 //   - 1.96: unsupported. /v1/inspection_rules is 404.
 //   - 1.97, 1.100, 1.101: port description, vendor, category.
 //   - 1.98: PATCH paths may escape "~" and "/" in keys as ~0 and ~1.

@@ -172,6 +172,8 @@ func TestPortgroupMicroversions(t *testing.T) {
 		{"POST", "/v1/portgroups", `{"node_uuid": "` + n.UUID + `", "mode": "802.3ad"}`, 25, 406},
 		{"PATCH", "/v1/portgroups/pg1", `[{"op": "replace", "path": "/mode", "value": "802.3ad"}]`, 25, 406},
 		{"GET", "/v1/portgroups/pg1?fields=mode", "", 25, 406},
+		{"GET", "/v1/ports?portgroup=pg1", "", 23, 406},
+		{"GET", "/v1/ports?portgroup=pg1", "", 24, 200},
 		{"GET", "/v1/portgroups?shard=a", "", 105, 406},
 		{"GET", "/v1/portgroups?shard=a", "", 106, 200},
 	}

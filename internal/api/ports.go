@@ -518,7 +518,7 @@ func (rc *call) portOtherFilters(sel *portSelection, parentPG string, byNode, by
 		pg, byPortgroup = parentPG, true
 	}
 	if byPortgroup && parentPG == "" {
-		if rc.minor < minorPortgroups {
+		if rc.minor < minorPortgroupSub {
 			return notAcceptable()
 		}
 		if !isUUIDLike(pg) && !isValidLogicalName(pg) {
