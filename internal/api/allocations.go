@@ -79,14 +79,17 @@ func allocationsTooOld(status fault.Kind, text string) error {
 	return fault.New(status, "%s", text).AsRouting()
 }
 
+// noAllocations is Ironic's text for allocations below 1.52.
+const noAllocations = "The API version does not allow allocations"
+
 func (rc *call) allocationsAllowed(write bool) error {
 	if rc.minor >= minorAllocations {
 		return nil
 	}
 	if write {
-		return allocationsTooOld(fault.NotAllowed, "The API version does not allow allocations")
+		return allocationsTooOld(fault.NotAllowed, noAllocations)
 	}
-	return allocationsTooOld(fault.NotFound, "The API version does not allow allocations")
+	return allocationsTooOld(fault.NotFound, noAllocations)
 }
 
 // writeAllocation writes an allocation with the fields visible at the
@@ -385,7 +388,7 @@ func (s *Server) deleteAllocation(rc *call) error {
 // nodeAllocation finds the allocation of the node in the path.
 func (rc *call) nodeAllocation() (*model.Allocation, error) {
 	if rc.minor < minorAllocations {
-		return nil, allocationsTooOld(fault.NotFound, "The API version does not allow allocations")
+		return nil, allocationsTooOld(fault.NotFound, noAllocations)
 	}
 	n, raw, err := rc.loadNode()
 	if err != nil {

@@ -223,19 +223,13 @@ func (c *Conductor) DetachVIF(ctx context.Context, ident, vif string) error {
 		return err
 	}
 	for _, g := range groups {
-		if (portLike{group: g}).vif() == vif {
-			cp := *g
-			cp.InternalInfo = withKey(cp.InternalInfo, TenantVIFKey, nil)
-			cp.Extra = withKey(cp.Extra, "vif_port_id", nil)
-			return c.store.UpdatePortgroup(ctx, &cp)
+		if pl := (portLike{group: g}); pl.vif() == vif {
+			return c.clearVIF(ctx, pl)
 		}
 	}
 	for _, p := range ports {
-		if (portLike{port: p}).vif() == vif {
-			cp := *p
-			cp.InternalInfo = withKey(cp.InternalInfo, TenantVIFKey, nil)
-			cp.Extra = withKey(cp.Extra, "vif_port_id", nil)
-			return c.store.UpdatePort(ctx, &cp)
+		if pl := (portLike{port: p}); pl.vif() == vif {
+			return c.clearVIF(ctx, pl)
 		}
 	}
 	return fault.New(fault.Invalid, "Unable to detach VIF %s from node %s because it is not attached to it.", vif, t.node.UUID)
@@ -251,25 +245,34 @@ func (c *Conductor) removeVIFs(ctx context.Context, n *model.Node) error {
 	if err != nil {
 		return err
 	}
-	for _, p := range ports {
-		if (portLike{port: p}).vif() != "" {
-			cp := *p
-			cp.InternalInfo = withKey(cp.InternalInfo, TenantVIFKey, nil)
-			cp.Extra = withKey(cp.Extra, "vif_port_id", nil)
-			if err := c.store.UpdatePort(ctx, &cp); err != nil {
-				return fmt.Errorf("port %s: %w", p.UUID, err)
+	for _, pl := range portLikes(ports, groups) {
+		if pl.vif() != "" {
+			if err := c.clearVIF(ctx, pl); err != nil {
+				return err
 			}
 		}
 	}
-	for _, g := range groups {
-		if (portLike{group: g}).vif() != "" {
-			cp := *g
-			cp.InternalInfo = withKey(cp.InternalInfo, TenantVIFKey, nil)
-			cp.Extra = withKey(cp.Extra, "vif_port_id", nil)
-			if err := c.store.UpdatePortgroup(ctx, &cp); err != nil {
-				return fmt.Errorf("portgroup %s: %w", g.UUID, err)
-			}
+	return nil
+}
+
+// clearVIF detaches the tenant VIF of a port or portgroup: it leaves
+// internal_info's tenant_vif_port_id and extra's vif_port_id (Ironic's
+// _clear_vif_from_port_like_obj).
+func (c *Conductor) clearVIF(ctx context.Context, pl portLike) error {
+	if pl.group != nil {
+		cp := *pl.group
+		cp.InternalInfo = withKey(cp.InternalInfo, TenantVIFKey, nil)
+		cp.Extra = withKey(cp.Extra, "vif_port_id", nil)
+		if err := c.store.UpdatePortgroup(ctx, &cp); err != nil {
+			return fmt.Errorf("portgroup %s: %w", cp.UUID, err)
 		}
+		return nil
+	}
+	cp := *pl.port
+	cp.InternalInfo = withKey(cp.InternalInfo, TenantVIFKey, nil)
+	cp.Extra = withKey(cp.Extra, "vif_port_id", nil)
+	if err := c.store.UpdatePort(ctx, &cp); err != nil {
+		return fmt.Errorf("port %s: %w", cp.UUID, err)
 	}
 	return nil
 }
