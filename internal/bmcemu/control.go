@@ -111,7 +111,10 @@ func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 		e.SetKnobs(id, change)
 		if p.PowerState != nil {
 			for _, m := range targets {
-				m.SetPower(*p.PowerState == "On")
+				if err := m.SetPower(*p.PowerState == "On"); err != nil {
+					http.Error(w, err.Error(), http.StatusInternalServerError)
+					return
+				}
 			}
 		}
 	default:
