@@ -114,6 +114,7 @@ type Status struct {
 	// 127.0.0.1 port reaching QEMUConfig.GuestPort in the VM (QEMU mode).
 	Console       string `json:"console,omitempty"`
 	ForwardedPort int    `json:"forwarded_port,omitempty"`
+	VMPid         int    `json:"vm_pid,omitempty"` // the running qemu's process id
 	Media         Media  `json:"virtual_media"`
 }
 
@@ -125,7 +126,11 @@ func (m *Machine) Status() Status {
 	if m.power {
 		p = "On"
 	}
-	return Status{ID: m.ID, UUID: m.UUID, Power: p, BootTarget: m.bootTarget, BootEnabled: m.bootEnabled,
+	pid := 0
+	if m.vm != nil {
+		pid = m.vm.cmd.Process.Pid
+	}
+	return Status{VMPid: pid, ID: m.ID, UUID: m.UUID, Power: p, BootTarget: m.bootTarget, BootEnabled: m.bootEnabled,
 		BootMode: m.bootMode, Knobs: m.knobs, Calls: m.calls, Boots: m.boots,
 		MACs: append([]string(nil), m.HW.MACs...), IPMIPort: m.ipmiPort,
 		Running: m.running, AgentURL: m.agentAddr, Disk: m.disk, Console: m.Console(), ForwardedPort: m.fwdPort,
