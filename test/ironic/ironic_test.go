@@ -108,7 +108,7 @@ func TestIronicDrivesEmulator(t *testing.T) {
 			"boot_interface": "redfish-virtual-media", "deploy_interface": "direct",
 			"inspect_interface": "redfish", "management_interface": "redfish", "power_interface": "redfish",
 			"network_interface": "noop",
-			"properties": map[string]any{"capabilities": "boot_mode:bios"},
+			"properties":        map[string]any{"capabilities": "boot_mode:bios"},
 			"driver_info": map[string]any{
 				"redfish_address": bmc, "redfish_system_id": "/redfish/v1/Systems/" + id,
 				"redfish_username": "admin", "redfish_password": bmcPassword,
