@@ -167,6 +167,10 @@ their ports and deploy_interface "direct"; print the commands that walk a
 machine from enroll to active. A machine set to network boot runs "anvil
 agent" with its own file-backed disk, so a deploy streams the demo's image
 to that file through the agent, as on real hardware.
+With --qemu every machine is a real qemu VM instead: it network-boots the deploy
+ramdisk ('anvil ramdisk build', built on first use) with its NIC's stock iPXE
+from Anvil's boot endpoint, the agent in it writes the image to the VM's disk,
+and the VM then boots that disk. Progress is printed as it happens.
 Ctrl-C stops everything and removes the temporary files.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -183,5 +187,9 @@ Ctrl-C stops everything and removes the temporary files.`,
 	f.BoolVar(&cfg.IPMI, "ipmi", false, "also give every machine an IPMI endpoint")
 	f.DurationVar(&cfg.Latency, "bmc-latency", 0, "added to every BMC call")
 	f.StringVar(&cfg.Dir, "dir", "", "keep the database, log and nodes file here (default: a temporary directory)")
+	f.StringVar(&cfg.Driver, "driver", bmcemu.DriverRedfish, "the nodes' hardware type: redfish or ipmi (needs --ipmi)")
+	f.BoolVar(&cfg.QEMU, "qemu", false, "make every machine a real qemu VM that network-boots the deploy ramdisk (slow: use few machines, e.g. -n 1)")
+	f.StringVar(&cfg.Ramdisk, "ramdisk", "", "with --qemu: the directory 'anvil ramdisk build' wrote (default: build it into --dir)")
+	f.IntVar(&cfg.VMMemoryMiB, "vm-memory", 512, "with --qemu: memory of each VM, MiB")
 	return cmd
 }

@@ -32,22 +32,6 @@ func needQEMU(t *testing.T, tools ...string) {
 	}
 }
 
-// bootSector is a 512-byte boot record whose real-mode code writes msg to
-// COM1 and halts (no BIOS calls). Loaded at 0000:7C00 both by a BIOS disk
-// boot and by an El Torito no-emulation CD boot, so the same sector shows
-// which device the firmware booted.
-func bootSector(msg string) []byte {
-	code := []byte{0xFA, 0xFC, 0x31, 0xC0, 0x8E, 0xD8, 0xBE, 0, 0, 0xBA, 0xF8, 0x03,
-		0xAC, 0x84, 0xC0, 0x74, 0x03, 0xEE, 0xEB, 0xF8, 0xF4, 0xEB, 0xFD}
-	at := 0x7C00 + len(code)
-	code[7], code[8] = byte(at), byte(at>>8)
-	b := make([]byte, 512)
-	n := copy(b, code)
-	copy(b[n:], msg+"\r\n\x00")
-	b[510], b[511] = 0x55, 0xAA
-	return b
-}
-
 // waitUntil polls cond every 100 ms for up to d.
 func waitUntil(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
@@ -82,7 +66,7 @@ func TestQEMUPowerAndBootDevices(t *testing.T) {
 	if err := os.MkdirAll(isoDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(isoDir, "boot.bin"), bootSector("CD-BOOT-OK"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(isoDir, "boot.bin"), bmcemu.BootSector("CD-BOOT-OK"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	iso := filepath.Join(dir, "boot.iso")
@@ -104,7 +88,7 @@ func TestQEMUPowerAndBootDevices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Write(bootSector("DISK-BOOT-OK")); err != nil {
+	if _, err := f.Write(bmcemu.BootSector("DISK-BOOT-OK")); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
