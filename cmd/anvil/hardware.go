@@ -44,7 +44,8 @@ lanplus BMC on its own UDP port. Power state and boot device are remembered.
 Knobs apply to all machines from flags, or per machine at run time:
   curl -X PATCH http://ADDR/emulator/machines/node-03 -d '{"dead": true}'
   curl -X PATCH http://ADDR/emulator/machines -d '{"latency": "50ms", "failure_rate": 0.1}'
-  fields: latency, failure_rate, dead, reject_auth, power_state (On/Off)
+  fields: latency, failure_rate, dead, reject_auth, fail_insert_media,
+  power_state (On/Off)
 
 --nodes-file writes the fleet in 'baremetal create' format (BMC addresses,
 credentials and MACs) for enrolment.

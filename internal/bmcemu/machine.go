@@ -21,6 +21,9 @@ type Knobs struct {
 	// RejectAuth makes the BMC refuse every credential, as if its password
 	// had been changed behind the operator's back.
 	RejectAuth bool `json:"reject_auth"`
+	// FailInsertMedia makes the VirtualMedia InsertMedia action (and PATCH
+	// Image) answer HTTP 500, as a BMC whose media service is broken.
+	FailInsertMedia bool `json:"fail_insert_media"`
 }
 
 // Boot devices as Redfish names them (BootSourceOverrideTarget).

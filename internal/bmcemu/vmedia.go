@@ -289,6 +289,11 @@ func (e *Emulator) patchVirtualMedia(w http.ResponseWriter, r *http.Request, m *
 }
 
 func (e *Emulator) answerInsert(w http.ResponseWriter, r *http.Request, m *Machine, image string, wp bool) {
+	if m.Knobs().FailInsertMedia {
+		rfError(w, http.StatusInternalServerError, "Base.1.8.InternalError",
+			"The request failed due to an internal service error. The service is still operational.")
+		return
+	}
 	err := e.InsertMedia(r.Context(), m, image, wp)
 	var me *mediaError
 	switch {

@@ -154,6 +154,18 @@ func TestVirtualMediaInsertEject(t *testing.T) {
 	if r := do(t, "PATCH", cd, "admin", pw, `{}`); r.status != 400 {
 		t.Errorf("empty PATCH: %d", r.status)
 	}
+
+	// the fail_insert_media knob: a broken media service answers 500
+	if r := do(t, "PATCH", e.URL()+"/emulator/machines/node-01", "", "", `{"fail_insert_media": true}`); r.status != 200 ||
+		!strings.Contains(r.body, `"fail_insert_media":true`) {
+		t.Fatalf("knob: %d %s", r.status, r.body)
+	}
+	if r := do(t, "POST", insert, "admin", pw, `{"Image": "`+img.URL+`/boot-1.iso"}`); r.status != 500 {
+		t.Errorf("InsertMedia with fail_insert_media: %d %s", r.status, r.body)
+	}
+	if e.Machine("node-01").Media().Inserted {
+		t.Error("inserted despite fail_insert_media")
+	}
 }
 
 // TestBootOverrideCd: the override targets include Cd, Once is consumed by

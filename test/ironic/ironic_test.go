@@ -209,6 +209,21 @@ func TestIronicDrivesEmulator(t *testing.T) {
 		}
 		t.Logf("kernel %s", line)
 	}
+
+	// abort: Ironic tears cleaning down, ejecting its ISO through the
+	// emulator's EjectMedia and powering the VM off.
+	if n["provision_state"] == "cleaning" {
+		testbin.WaitState(t, api, u1, "clean wait", 2*time.Minute)
+	}
+	provision(t, api, u1, "abort")
+	if !poll(ctx, func() bool {
+		m := machine(t, bmc, "node-01")
+		return m["virtual_media"].(map[string]any)["inserted"] == false && m["power_state"] == "Off"
+	}) {
+		t.Fatalf("after abort: %v", machine(t, bmc, "node-01"))
+	}
+	n = testbin.GetNode(t, api, u1)
+	t.Logf("abort → %v: Ironic ejected the ISO and powered the VM off", n["provision_state"])
 }
 
 func provision(t *testing.T, api, node, target string) {
