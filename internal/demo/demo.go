@@ -1,13 +1,22 @@
 // Package demo is `anvil demo`: in one process, a throwaway Anvil (API and
 // conductor on SQLite in a temporary directory) and the BMC emulator with a
-// fleet of machines, enrolled with the redfish driver and their ports through
-// the HTTP API, plus the commands a newcomer types next. It runs until its
-// context ends and removes what it created.
+// fleet of machines, enrolled with the redfish (or ipmi) driver and their
+// ports through the HTTP API, plus the commands a newcomer types next. It
+// runs until its context ends and removes what it created.
 //
 // The nodes use deploy_interface "direct": a machine that powers on from the
 // network boots the deploy agent (in this process) on its own disk file under
 // <dir>/disks, and deploying writes the demo's image, a small raw image served
 // on loopback by the demo itself, verified against its sha256.
+//
+// With Config.QEMU the machines are the emulator's qemu VMs instead: the
+// nodes use the ipxe boot interface with the deploy ramdisk `anvil ramdisk
+// build` makes (built into <dir>/ramdisk on first use), Anvil's network boot
+// endpoint runs on the API listener, and the VMs reach only the API and the
+// image server (qemu user networking, restrict=on, guest forwards). The
+// image's first sector prints DiskMarker on the VM's serial console when it
+// boots from its disk. Node state changes and VM power-ons are printed as
+// they happen.
 package demo
 
 import (
@@ -75,6 +84,7 @@ type Info struct {
 	// <Consoles>/<node>/console.log.
 	Consoles string
 	GuestAPI string // the API as the VMs reach it (QEMU mode)
+	Driver   string // the nodes' hardware type
 }
 
 // DiskBytes is the size of every machine's disk file (sparse).
@@ -235,7 +245,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := emu.WriteNodesFile(nodesPath, cfg.Driver); err != nil {
 		return fail(err)
 	}
-	info := Info{API: api, BMC: emu.URL(), Dir: dir, NodesFile: nodesPath, LogFile: logPath, DiskDir: disks,
+	info := Info{API: api, BMC: emu.URL(), Dir: dir, NodesFile: nodesPath, LogFile: logPath, DiskDir: disks, Driver: cfg.Driver,
 		ImageURL: imageURL, ImageChecksum: img.sum}
 	nodes, err := emu.Nodes(cfg.Driver)
 	if err != nil {
@@ -317,7 +327,7 @@ func walkthrough(info Info, node string) []string {
 }
 
 func printInstructions(w io.Writer, info Info) {
-	fmt.Fprintf(w, `anvil demo: %d emulated machines enrolled with the redfish driver
+	fmt.Fprintf(w, `anvil demo: %d emulated machines enrolled with the %s driver
   API            %s
   BMC emulator   %s/redfish/v1 (knobs: %s/emulator/machines)
   server log     %s
@@ -326,7 +336,7 @@ func printInstructions(w io.Writer, info Info) {
 Walk a machine through its life (python3-ironicclient's baremetal CLI;
 'anvil node ...' takes the same arguments):
 
-`, len(info.Nodes), info.API, info.BMC, info.BMC, info.LogFile, info.NodesFile)
+`, len(info.Nodes), info.Driver, info.API, info.BMC, info.BMC, info.LogFile, info.NodesFile)
 	for _, c := range info.Commands {
 		fmt.Fprintf(w, "  %s\n", c)
 	}
