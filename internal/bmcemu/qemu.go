@@ -30,6 +30,11 @@ import (
 // Networking is qemu's user mode with restrict=on: the guest reaches the
 // host only through Forwards, and the host reaches one guest port through a
 // loopback port per machine (GuestPort).
+//
+// Limits: the firmware is always SeaBIOS (BootSourceOverrideMode UEFI is
+// recorded but boots BIOS: no OVMF here); virtual media inserted or ejected
+// while the VM runs takes effect at its next power-on or reset (which
+// restarts qemu), as the CD drive is part of qemu's command line.
 type QEMUConfig struct {
 	Binary    string // default qemu-system-x86_64
 	MemoryMiB int    // per VM (default 512)

@@ -20,6 +20,9 @@ const vmediaCd = "Cd"
 
 const rfManagers = rfRoot + "/Managers"
 
+// maxMediaBytes bounds a virtual media download (a DVD holds 8.5 GB).
+const maxMediaBytes = 10 << 30
+
 // media is a machine's virtual CD drive, under Machine.mu.
 type media struct {
 	image          string // URL the BMC was given
@@ -126,7 +129,10 @@ func (e *Emulator) download(ctx context.Context, rawURL, file string) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	_, err = io.Copy(tmp, resp.Body)
+	n, err := io.Copy(tmp, io.LimitReader(resp.Body, maxMediaBytes+1))
+	if err == nil && n > maxMediaBytes {
+		err = fmt.Errorf("the image is larger than %d GiB", maxMediaBytes>>30)
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
