@@ -54,6 +54,10 @@ type QEMUConfig struct {
 	// busybox is on PATH, else "nc").
 	Netcat          string
 	ShutdownTimeout time.Duration // graceful shutdown before the kill (default 30 s)
+	// NoNetworkBoot gives the NIC no option ROM: the VM cannot network-boot
+	// (a Pxe override boots the disk), as a machine deployed only through
+	// virtual media.
+	NoNetworkBoot bool
 }
 
 // Forward is one guest → host TCP forward.
@@ -263,7 +267,11 @@ func (e *Emulator) startVM(m *Machine, dev string) (*qemuVM, error) {
 		"-drive", "file=" + m.disk + ",format=raw,if=none,id=d0",
 		"-device", fmt.Sprintf("virtio-blk-pci,drive=d0,bootindex=%d", order["disk"]),
 		"-netdev", netdev,
-		"-device", fmt.Sprintf("virtio-net-pci,netdev=n0,mac=%s,bootindex=%d", m.HW.MACs[0], order["nic"]),
+	}
+	if q.NoNetworkBoot {
+		args = append(args, "-device", fmt.Sprintf("virtio-net-pci,netdev=n0,mac=%s,romfile=", m.HW.MACs[0]))
+	} else {
+		args = append(args, "-device", fmt.Sprintf("virtio-net-pci,netdev=n0,mac=%s,bootindex=%d", m.HW.MACs[0], order["nic"]))
 	}
 	if md.Inserted {
 		args = append(args, "-drive", "file="+md.File+",format=raw,if=none,id=cd0,media=cdrom,readonly=on",

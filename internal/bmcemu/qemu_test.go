@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -179,6 +180,42 @@ func TestQEMUPowerAndBootDevices(t *testing.T) {
 	e.Close()
 	if alive(pid) {
 		t.Errorf("qemu %d survives the emulator's Close", pid)
+	}
+}
+
+// TestQEMUNoNetworkBoot: a VM without a NIC boot ROM boots its disk even
+// with a Pxe override.
+func TestQEMUNoNetworkBoot(t *testing.T) {
+	needQEMU(t)
+	dir := t.TempDir()
+	e := start(t, bmcemu.Config{Count: 1, StateDir: dir,
+		QEMU: &bmcemu.QEMUConfig{MemoryMiB: 64, DiskBytes: 1 << 20, NoNetworkBoot: true}})
+	m := e.Machine("node-01")
+	f, err := os.OpenFile(m.Status().Disk, os.O_WRONLY, 0) // keeps its size
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(bmcemu.BootSector("DISK-BOOT-OK")); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	sys := e.URL() + "/redfish/v1/Systems/node-01"
+	if r := do(t, "PATCH", sys, "admin", pw, `{"Boot": {"BootSourceOverrideTarget": "Pxe"}}`); r.status != 204 {
+		t.Fatalf("boot override: %d %s", r.status, r.body)
+	}
+	if r := do(t, "POST", sys+"/Actions/ComputerSystem.Reset", "admin", pw, `{"ResetType": "On"}`); r.status != 204 {
+		t.Fatalf("On: %d %s", r.status, r.body)
+	}
+	console := m.Status().Console
+	if !waitUntil(60*time.Second, func() bool { return strings.Contains(lastBoot(console), "DISK-BOOT-OK") }) {
+		t.Fatalf("no disk boot:\n%s", lastBoot(console))
+	}
+	if lb := lastBoot(console); !strings.Contains(lb, "boot device pxe") {
+		t.Errorf("not the Pxe boot:\n%s", lb)
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, "node-01", "qemu.log"))
+	if !regexp.MustCompile(`virtio-net-pci,netdev=n0,mac=[0-9a-f:]+,romfile=(\s|$)`).Match(log) {
+		t.Errorf("the NIC has a boot ROM: %s", log)
 	}
 }
 
