@@ -179,6 +179,9 @@ Ctrl-C stops everything and removes the temporary files.`,
 			if strings.TrimSpace(cfg.Listen) == "" {
 				return fmt.Errorf("--listen must not be empty")
 			}
+			if cfg.QEMU && !cmd.Flags().Changed("machines") {
+				cfg.Machines = 1 // each is a whole VM in software emulation
+			}
 			return demo.Run(cmd.Context(), cfg)
 		},
 	}
@@ -190,7 +193,7 @@ Ctrl-C stops everything and removes the temporary files.`,
 	f.DurationVar(&cfg.Latency, "bmc-latency", 0, "added to every BMC call")
 	f.StringVar(&cfg.Dir, "dir", "", "keep the database, log and nodes file here (default: a temporary directory)")
 	f.StringVar(&cfg.Driver, "driver", bmcemu.DriverRedfish, "the nodes' hardware type: redfish or ipmi (needs --ipmi)")
-	f.BoolVar(&cfg.QEMU, "qemu", false, "make every machine a real qemu VM that network-boots the deploy ramdisk (slow: use few machines, e.g. -n 1)")
+	f.BoolVar(&cfg.QEMU, "qemu", false, "make every machine a real qemu VM that network-boots the deploy ramdisk (one machine unless -n says otherwise)")
 	f.StringVar(&cfg.Ramdisk, "ramdisk", "", "with --qemu: the directory 'anvil ramdisk build' wrote (default: build it into --dir)")
 	f.IntVar(&cfg.VMMemoryMiB, "vm-memory", 512, "with --qemu: memory of each VM, MiB")
 	return cmd

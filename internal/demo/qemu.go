@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -51,6 +52,9 @@ type qemuSetup struct {
 // the server starts), fills in the server's network boot settings and
 // builds (or finds) the deploy ramdisk.
 func prepareQEMU(ctx context.Context, cfg *Config, sc *server.Config, dir string, out io.Writer) (*qemuSetup, error) {
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		return nil, fmt.Errorf("--qemu needs qemu-system-x86_64 (apt-get install qemu-system-x86): %w", err)
+	}
 	host, port, err := net.SplitHostPort(cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("--listen %q: %w", cfg.Listen, err)
