@@ -32,9 +32,8 @@ import (
 // loopback port per machine (GuestPort).
 //
 // Limits: the firmware is always SeaBIOS (BootSourceOverrideMode UEFI is
-// recorded but boots BIOS: no OVMF here); virtual media inserted or ejected
-// while the VM runs takes effect at its next power-on or reset (which
-// restarts qemu), as the CD drive is part of qemu's command line.
+// recorded but boots BIOS: no OVMF here). Virtual media inserted or ejected
+// while the VM runs changes the medium in its CD drive at once (QMP).
 type QEMUConfig struct {
 	Binary    string // default qemu-system-x86_64
 	MemoryMiB int    // per VM (default 512)
@@ -273,10 +272,13 @@ func (e *Emulator) startVM(m *Machine, dev string) (*qemuVM, error) {
 	} else {
 		args = append(args, "-device", fmt.Sprintf("virtio-net-pci,netdev=n0,mac=%s,bootindex=%d", m.HW.MACs[0], order["nic"]))
 	}
+	// The CD drive is always there (empty without media), so media can be
+	// changed while the VM runs.
+	cd := "if=none,id=cd0,media=cdrom,readonly=on"
 	if md.Inserted {
-		args = append(args, "-drive", "file="+md.File+",format=raw,if=none,id=cd0,media=cdrom,readonly=on",
-			"-device", fmt.Sprintf("ide-cd,drive=cd0,bootindex=%d", order["cd"]))
+		cd = "file=" + md.File + ",format=raw," + cd
 	}
+	args = append(args, "-drive", cd, "-device", fmt.Sprintf("ide-cd,drive=cd0,id=%s,bootindex=%d", cdDevice, order["cd"]))
 	if !strings.Contains(netdev, "restrict=on") {
 		return nil, errors.New("user networking without restrict=on") // never
 	}
@@ -341,7 +343,7 @@ func (e *Emulator) shutdownVM(m *Machine) {
 		m.applyPower(false, false)
 		return
 	}
-	if err := qmpCommand(vm.qmp, "system_powerdown"); err != nil {
+	if err := qmpCommand(vm.qmp, "system_powerdown", nil); err != nil {
 		e.log.Warn("graceful shutdown: QMP failed, killing the VM", "machine", m.ID, "err", err)
 		_ = vm.cmd.Process.Kill()
 		return
@@ -358,8 +360,38 @@ func (e *Emulator) shutdownVM(m *Machine) {
 	}()
 }
 
-// qmpCommand runs one argument-less QMP command on the socket.
-func qmpCommand(sock, command string) error {
+// cdDevice is the qemu id of every VM's CD drive.
+const cdDevice = "cd"
+
+// vmMediaChanged puts the machine's current virtual media into its running
+// VM's CD drive (or empties it), as a BMC's virtual media shows up in a
+// running server. Called with mediaMu held.
+func (e *Emulator) vmMediaChanged(m *Machine) {
+	if e.cfg.QEMU == nil {
+		return
+	}
+	m.agentMu.Lock() // no VM starts or stops meanwhile
+	defer m.agentMu.Unlock()
+	m.mu.Lock()
+	vm, md := m.vm, m.media
+	m.mu.Unlock()
+	if vm == nil {
+		return // the next power-on attaches it
+	}
+	var err error
+	if md.inserted {
+		err = qmpCommand(vm.qmp, "blockdev-change-medium", map[string]any{"id": cdDevice, "filename": md.file,
+			"format": "raw", "read-only-mode": "read-only"})
+	} else {
+		err = qmpCommand(vm.qmp, "eject", map[string]any{"id": cdDevice, "force": true})
+	}
+	if err != nil {
+		e.log.Warn("virtual media: changing the running VM's CD failed", "machine", m.ID, "err", err)
+	}
+}
+
+// qmpCommand runs one QMP command (args may be nil) on the socket.
+func qmpCommand(sock, command string, args map[string]any) error {
 	conn, err := net.DialTimeout("unix", sock, 5*time.Second)
 	if err != nil {
 		return err
@@ -385,8 +417,12 @@ func qmpCommand(sock, command string) error {
 	if _, err := read(); err != nil { // the greeting
 		return err
 	}
-	for _, c := range []string{"qmp_capabilities", command} {
-		if _, err := fmt.Fprintf(conn, "{\"execute\": %q}\n", c); err != nil {
+	enc := json.NewEncoder(conn)
+	for _, c := range []map[string]any{{"execute": "qmp_capabilities"}, {"execute": command, "arguments": args}} {
+		if c["arguments"] == nil {
+			delete(c, "arguments")
+		}
+		if err := enc.Encode(c); err != nil {
 			return err
 		}
 		msg, err := read()
@@ -394,7 +430,7 @@ func qmpCommand(sock, command string) error {
 			return err
 		}
 		if e, ok := msg["error"]; ok {
-			return fmt.Errorf("QMP %s: %v", c, e)
+			return fmt.Errorf("QMP %s: %v", c["execute"], e)
 		}
 	}
 	return nil

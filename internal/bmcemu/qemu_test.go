@@ -2,7 +2,9 @@ package bmcemu_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -111,6 +113,24 @@ func TestQEMUPowerAndBootDevices(t *testing.T) {
 	if pid == 0 || !alive(pid) || m.Status().Power != "On" {
 		t.Fatalf("after power on: %+v", m.Status())
 	}
+	// media inserted and ejected while the VM runs change its CD drive
+	qmp := filepath.Join(dir, "state", "node-01", "qmp.sock")
+	if got := vmCD(t, qmp); got != "" {
+		t.Fatalf("CD drive holds %q before any insert", got)
+	}
+	vmedia := e.URL() + "/redfish/v1/Managers/node-01/VirtualMedia/Cd"
+	if r := do(t, "POST", vmedia+"/Actions/VirtualMedia.InsertMedia", "admin", pw, `{"Image": "`+files.URL+`/boot.iso"}`); r.status != 204 {
+		t.Fatalf("InsertMedia: %d %s", r.status, r.body)
+	}
+	if got := vmCD(t, qmp); got == "" || got != m.Media().File {
+		t.Errorf("running VM's CD drive holds %q after InsertMedia, want %q", got, m.Media().File)
+	}
+	if r := do(t, "POST", vmedia+"/Actions/VirtualMedia.EjectMedia", "admin", pw, `{}`); r.status != 204 {
+		t.Fatalf("EjectMedia: %d %s", r.status, r.body)
+	}
+	if got := vmCD(t, qmp); got != "" {
+		t.Errorf("running VM's CD drive holds %q after EjectMedia", got)
+	}
 	// ForceOff kills it
 	reset("ForceOff")
 	if m.PoweredOn() || alive(pid) {
@@ -217,6 +237,51 @@ func TestQEMUNoNetworkBoot(t *testing.T) {
 	if !regexp.MustCompile(`virtio-net-pci,netdev=n0,mac=[0-9a-f:]+,romfile=(\s|$)`).Match(log) {
 		t.Errorf("the NIC has a boot ROM: %s", log)
 	}
+}
+
+// vmCD asks the VM's QMP socket which file its CD drive holds ("" when
+// empty).
+func vmCD(t *testing.T, sock string) string {
+	t.Helper()
+	conn, err := net.DialTimeout("unix", sock, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	dec := json.NewDecoder(conn)
+	var msg map[string]any
+	next := func() {
+		for {
+			msg = nil
+			if err := dec.Decode(&msg); err != nil {
+				t.Fatalf("QMP: %v", err)
+			}
+			if _, ev := msg["event"]; !ev {
+				return
+			}
+		}
+	}
+	next() // greeting
+	for _, c := range []string{"qmp_capabilities", "query-block"} {
+		fmt.Fprintf(conn, "{\"execute\": %q}\n", c)
+		next()
+	}
+	blocks, _ := msg["return"].([]any)
+	for _, b := range blocks {
+		b := b.(map[string]any)
+		if qdev, _ := b["qdev"].(string); qdev != "cd" && !strings.Contains(qdev, "/cd/") {
+			continue
+		}
+		ins, ok := b["inserted"].(map[string]any)
+		if !ok {
+			return ""
+		}
+		f, _ := ins["file"].(string)
+		return f
+	}
+	t.Fatalf("no CD drive in query-block: %v", msg)
+	return ""
 }
 
 func isZombie(pid int) bool {

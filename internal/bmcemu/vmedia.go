@@ -78,6 +78,7 @@ func (e *Emulator) InsertMedia(ctx context.Context, m *Machine, rawURL string, w
 	m.media = media{image: rawURL, name: name, inserted: true, writeProtected: writeProtected, file: file}
 	m.mu.Unlock()
 	e.log.Info("virtual media inserted", "machine", m.ID, "image", rawURL)
+	e.vmMediaChanged(m)
 	return nil
 }
 
@@ -94,6 +95,7 @@ func (e *Emulator) ejectLocked(m *Machine) {
 	m.media = media{}
 	m.mu.Unlock()
 	if old.file != "" {
+		e.vmMediaChanged(m)
 		_ = os.Remove(old.file)
 		e.log.Info("virtual media ejected", "machine", m.ID, "image", old.image)
 	}
