@@ -16,7 +16,7 @@ command -v busybox >/dev/null 2>&1 || need_pkgs+=(busybox-static)
 [ -x /usr/sbin/dnsmasq ] || need_pkgs+=(dnsmasq-base)   # checks the config `anvil boot dnsmasq-config` prints
 command -v tftp >/dev/null 2>&1 || need_pkgs+=(tftp-hpa)          # a real TFTP client for the boot service
 [ -e /usr/lib/ipxe/undionly.kpxe ] || need_pkgs+=(ipxe)              # the iPXE binaries the TFTP service serves
-# test/ironic: Debian's Ironic (and its Redfish library) drives the BMC emulator; it builds ISOs with isolinux + mkisofs
+# test/ironic-emu: Debian's Ironic (and its Redfish library) drives the BMC emulator; it builds ISOs with isolinux + mkisofs
 /usr/bin/python3 -c 'import ironic' >/dev/null 2>&1 || need_pkgs+=(python3-ironic)
 /usr/bin/python3 -c 'import sushy' >/dev/null 2>&1 || need_pkgs+=(python3-sushy)
 command -v mkisofs >/dev/null 2>&1 || need_pkgs+=(genisoimage)

@@ -1,4 +1,4 @@
-// Package ironic_test is the acceptance test "real Ironic drives Anvil's
+// Package ironicemu_test is the acceptance test "real Ironic drives Anvil's
 // emulator": Debian's OpenStack Ironic 21.4 (python3-ironic, its redfish
 // hardware type on python3-sushy), started standalone on loopback (free
 // ports, SQLite in a temporary directory, noauth, rpc_transport=none),
@@ -7,7 +7,7 @@
 // qemu-system-x86, genisoimage (mkisofs), isolinux and syslinux-common
 // (scripts/test.sh installs them); without them it skips, unless CI or
 // ANVIL_IRONIC_TEST=1 is set, where it fails.
-package ironic_test
+package ironicemu_test
 
 import (
 	"context"

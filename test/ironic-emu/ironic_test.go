@@ -1,4 +1,4 @@
-package ironic_test
+package ironicemu_test
 
 import (
 	"context"
