@@ -134,6 +134,7 @@ only the --forward GUEST=HOST pairs, e.g.
 	f.IntVar(&vmDisk, "vm-disk-mib", 1024, "disk of each VM, MiB (--qemu)")
 	f.StringVar(&qcfg.BootFile, "boot-file", "", "boot file URL qemu's DHCP hands iPXE on network boot (--qemu)")
 	f.StringArrayVar(&forwards, "forward", nil, "GUEST=HOST: a TCP address the VMs reach (10.0.2.x:port) and the loopback address it leads to; repeatable (--qemu)")
+	f.StringVar(&qcfg.UEFIFirmware, "uefi-firmware", "", "OVMF code image (e.g. /usr/share/OVMF/OVMF_CODE_4M.fd): machines in UEFI boot mode boot it (--qemu; default: SeaBIOS only)")
 	f.BoolVar(&qcfg.NoNetworkBoot, "no-network-boot", false, "VMs without a NIC boot ROM: they boot only from disk or virtual media (--qemu)")
 	f.IntVar(&qcfg.GuestPort, "guest-port", 0, "a guest TCP port reachable from a loopback port per VM (GET /emulator/machines shows it) (--qemu)")
 	return cmd

@@ -127,8 +127,8 @@ func Start(ctx context.Context, cfg Config) (*Emulator, error) {
 			Username: cfg.Username, password: cfg.Password, onBoot: cfg.OnBoot, emu: e,
 			bootTarget: BootNone, bootEnabled: OverrideDisabled, bootMode: ModeUEFI, knobs: cfg.Knobs,
 		}
-		if e.cfg.QEMU != nil {
-			m.bootMode = ModeLegacy // SeaBIOS
+		if e.cfg.QEMU != nil && e.cfg.QEMU.UEFIFirmware == "" {
+			m.bootMode = ModeLegacy // SeaBIOS only
 		}
 		if cfg.Hardware != nil {
 			m.HW = *cfg.Hardware

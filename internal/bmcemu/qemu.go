@@ -31,9 +31,9 @@ import (
 // host only through Forwards, and the host reaches one guest port through a
 // loopback port per machine (GuestPort).
 //
-// Limits: the firmware is always SeaBIOS (BootSourceOverrideMode UEFI is
-// recorded but boots BIOS: no OVMF here). Virtual media inserted or ejected
-// while the VM runs changes the medium in its CD drive at once (QMP).
+// The firmware is SeaBIOS, or OVMF for machines in UEFI mode when
+// UEFIFirmware is set. Virtual media inserted or ejected while the VM runs
+// changes the medium in its CD drive at once (QMP).
 type QEMUConfig struct {
 	Binary    string // default qemu-system-x86_64
 	MemoryMiB int    // per VM (default 512)
@@ -57,6 +57,13 @@ type QEMUConfig struct {
 	// (a Pxe override boots the disk), as a machine deployed only through
 	// virtual media.
 	NoNetworkBoot bool
+	// UEFIFirmware is OVMF's code image (e.g. Debian's
+	// /usr/share/OVMF/OVMF_CODE_4M.fd, package ovmf): with it, a machine
+	// whose BootSourceOverrideMode is UEFI (the default then) boots OVMF,
+	// with its own copy of the variable store next to it (the file named
+	// with VARS for CODE); Legacy boots SeaBIOS. Without it every machine
+	// is a BIOS machine.
+	UEFIFirmware string
 }
 
 // Forward is one guest → host TCP forward.
@@ -119,10 +126,42 @@ func (e *Emulator) setupQEMU() error {
 			return fmt.Errorf("bmc emulator: forward host address %q is not a loopback address:port", f.Host)
 		}
 	}
-	if strings.ContainsAny(e.stateDir+q.Netcat+q.BootFile, ",") {
+	if q.UEFIFirmware != "" {
+		vars := uefiVarsTemplate(q.UEFIFirmware)
+		for _, f := range []string{q.UEFIFirmware, vars} {
+			if _, err := os.Stat(f); err != nil {
+				return fmt.Errorf("bmc emulator: UEFI firmware: %w", err)
+			}
+		}
+	}
+	if strings.ContainsAny(e.stateDir+q.Netcat+q.BootFile+q.UEFIFirmware, ",") {
 		return fmt.Errorf("bmc emulator: qemu: the state directory, netcat command and boot file must not hold a comma")
 	}
 	return nil
+}
+
+// uefiVarsTemplate is the variable store that goes with OVMF's code image:
+// the same name with VARS for CODE.
+func uefiVarsTemplate(code string) string {
+	return filepath.Join(filepath.Dir(code), strings.Replace(filepath.Base(code), "CODE", "VARS", 1))
+}
+
+// uefiArgs are the flash drives of an OVMF boot: the code read-only, the
+// machine's own variable store (copied from the template on first use).
+func (e *Emulator) uefiArgs(m *Machine) ([]string, error) {
+	q := e.cfg.QEMU
+	vars := filepath.Join(e.stateDir, m.ID, "OVMF_VARS.fd")
+	if _, err := os.Stat(vars); err != nil {
+		b, err := os.ReadFile(uefiVarsTemplate(q.UEFIFirmware))
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(vars, b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return []string{"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + q.UEFIFirmware,
+		"-drive", "if=pflash,format=raw,unit=1,file=" + vars}, nil
 }
 
 // setupVMs creates every machine's state directory and disk, and picks its
@@ -282,7 +321,15 @@ func (e *Emulator) startVM(m *Machine, dev string) (*qemuVM, error) {
 	if !strings.Contains(netdev, "restrict=on") {
 		return nil, errors.New("user networking without restrict=on") // never
 	}
-	mark := fmt.Sprintf("\n=== %s power on, boot device %s ===\n", time.Now().UTC().Format(time.RFC3339Nano), dev)
+	firmware := "bios"
+	if _, _, mode := m.boot(); mode == ModeUEFI && q.UEFIFirmware != "" {
+		fw, err := e.uefiArgs(m)
+		if err != nil {
+			return nil, fmt.Errorf("UEFI variable store: %w", err)
+		}
+		args, firmware = append(args, fw...), "uefi"
+	}
+	mark := fmt.Sprintf("\n=== %s power on, boot device %s, firmware %s ===\n", time.Now().UTC().Format(time.RFC3339Nano), dev, firmware)
 	if err := appendFile(console, mark); err != nil {
 		return nil, err
 	}

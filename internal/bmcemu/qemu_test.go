@@ -239,6 +239,64 @@ func TestQEMUNoNetworkBoot(t *testing.T) {
 	}
 }
 
+// TestQEMUUEFI: with UEFIFirmware a machine in UEFI mode boots OVMF (its
+// boot manager on the serial console; the BIOS boot sector is not run), and
+// switched to Legacy it boots SeaBIOS and the boot sector.
+func TestQEMUUEFI(t *testing.T) {
+	needQEMU(t)
+	const ovmf = "/usr/share/OVMF/OVMF_CODE_4M.fd"
+	if _, err := os.Stat(ovmf); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s not found (scripts/test.sh installs ovmf)", ovmf)
+		}
+		t.Skipf("%s not found (apt-get install ovmf)", ovmf)
+	}
+	dir := t.TempDir()
+	e := start(t, bmcemu.Config{Count: 1, StateDir: dir,
+		QEMU: &bmcemu.QEMUConfig{MemoryMiB: 128, DiskBytes: 1 << 20, NoNetworkBoot: true, UEFIFirmware: ovmf}})
+	m := e.Machine("node-01")
+	if st := m.Status(); st.BootMode != bmcemu.ModeUEFI {
+		t.Fatalf("boot mode with UEFI firmware: %s", st.BootMode)
+	}
+	f, err := os.OpenFile(m.Status().Disk, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(bmcemu.BootSector("BIOS-DISK-BOOT")); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	console := m.Status().Console
+	sys := e.URL() + "/redfish/v1/Systems/node-01"
+	reset := func(typ string) {
+		t.Helper()
+		if r := do(t, "POST", sys+"/Actions/ComputerSystem.Reset", "admin", pw, `{"ResetType": "`+typ+`"}`); r.status != 204 {
+			t.Fatalf("%s: %d %s", typ, r.status, r.body)
+		}
+	}
+	reset("On")
+	if !waitUntil(90*time.Second, func() bool { return strings.Contains(lastBoot(console), "BdsDxe") }) {
+		t.Fatalf("no OVMF boot manager on the console:\n%s", lastBoot(console))
+	}
+	if lb := lastBoot(console); !strings.Contains(lb, "firmware uefi") || strings.Contains(lb, "BIOS-DISK-BOOT") {
+		t.Errorf("UEFI boot:\n%s", lb)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node-01", "OVMF_VARS.fd")); err != nil {
+		t.Errorf("no variable store of its own: %v", err)
+	}
+	reset("ForceOff")
+	if r := do(t, "PATCH", sys, "admin", pw, `{"Boot": {"BootSourceOverrideMode": "Legacy"}}`); r.status != 204 {
+		t.Fatalf("PATCH Legacy: %d %s", r.status, r.body)
+	}
+	reset("On")
+	if !waitUntil(60*time.Second, func() bool { return strings.Contains(lastBoot(console), "BIOS-DISK-BOOT") }) {
+		t.Fatalf("Legacy mode did not boot the boot sector:\n%s", lastBoot(console))
+	}
+	if lb := lastBoot(console); !strings.Contains(lb, "firmware bios") {
+		t.Errorf("Legacy boot:\n%s", lb)
+	}
+}
+
 // vmCD asks the VM's QMP socket which file its CD drive holds ("" when
 // empty).
 func vmCD(t *testing.T, sock string) string {
