@@ -53,8 +53,8 @@ credentials and MACs) for enrolment.
 Every machine has a Redfish virtual CD (/redfish/v1/Managers/{id}/VirtualMedia/Cd,
 also under the System): InsertMedia downloads the image into --state-dir.
 
---qemu makes every machine a real qemu VM (software emulation, SeaBIOS, one
-virtio NIC and disk): power on starts it, off kills it (GracefulShutdown presses
+--qemu makes every machine a real qemu VM (software emulation, SeaBIOS or with
+--uefi-firmware OVMF for machines in UEFI boot mode, one virtio NIC and disk): power on starts it, off kills it (GracefulShutdown presses
 its ACPI power button first), reset restarts it; boot override Pxe network-boots
 the NIC's stock iPXE (qemu's DHCP names --boot-file), Cd boots the inserted
 virtual media, Hdd the disk. The serial console of each is

@@ -31,6 +31,8 @@
 // With Config.QEMU every machine is a real qemu VM (QEMUConfig): the BMC's
 // power and boot override drive the VM (Pxe: the NIC's stock iPXE; Cd: the
 // inserted image; Hdd: the VM's disk file), whether through Redfish or IPMI,
-// and the machine is off whenever qemu is not running. Close kills every VM;
+// the boot mode picks the firmware (SeaBIOS; OVMF for UEFI when
+// QEMUConfig.UEFIFirmware is set), and the machine is off whenever qemu is
+// not running. Close kills every VM;
 // qemu also dies with the emulator's process (parent-death signal).
 package bmcemu
