@@ -17,6 +17,13 @@ command -v qemu-img >/dev/null 2>&1 || need_pkgs+=(qemu-utils)     # makes and c
 [ -x /usr/sbin/dnsmasq ] || need_pkgs+=(dnsmasq-base)   # checks the config `anvil boot dnsmasq-config` prints
 command -v tftp >/dev/null 2>&1 || need_pkgs+=(tftp-hpa)          # a real TFTP client for the boot service
 [ -e /usr/lib/ipxe/undionly.kpxe ] || need_pkgs+=(ipxe)              # the iPXE binaries the TFTP service serves
+# test/ironic-emu: Debian's Ironic (and its Redfish library) drives the BMC emulator; it builds ISOs with isolinux + mkisofs
+/usr/bin/python3 -c 'import ironic' >/dev/null 2>&1 || need_pkgs+=(python3-ironic)
+/usr/bin/python3 -c 'import sushy' >/dev/null 2>&1 || need_pkgs+=(python3-sushy)
+command -v mkisofs >/dev/null 2>&1 || need_pkgs+=(genisoimage)
+[ -e /usr/lib/ISOLINUX/isolinux.bin ] || need_pkgs+=(isolinux)
+[ -e /usr/lib/syslinux/modules/bios/ldlinux.c32 ] || need_pkgs+=(syslinux-common)
+[ -e /usr/share/OVMF/OVMF_CODE_4M.fd ] || need_pkgs+=(ovmf)   # internal/bmcemu: UEFI machines of bmc-emulator --qemu
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "== installing test dependencies: ${need_pkgs[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
