@@ -164,6 +164,20 @@ func nodeWhere(q *store.NodeQuery) *where {
 	if q.ConductorGroup != nil {
 		w.add("conductor_group = ?", *q.ConductorGroup)
 	}
+	switch q.PowerState {
+	case "":
+	case store.NoPowerState:
+		w.add("power_state = ''")
+	default:
+		w.add("power_state = ?", q.PowerState)
+	}
+	if q.Search != "" {
+		low := strings.ToLower(q.Search)
+		like := strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(low)
+		w.add(`(uuid LIKE ? ESCAPE '\' OR LOWER(COALESCE(name, '')) LIKE ? ESCAPE '\'`+
+			` OR uuid IN (SELECT node_uuid FROM ports WHERE LOWER(address) = ?))`,
+			like+"%", "%"+like+"%", low)
+	}
 	if len(q.ProvisionStates) > 0 {
 		marks := strings.Repeat(", ?", len(q.ProvisionStates))[2:]
 		args := make([]any, len(q.ProvisionStates))
@@ -227,4 +241,27 @@ func (s *Store) CountNodes(ctx context.Context, q store.NodeQuery) (int, error) 
 		return 0, fmt.Errorf("count nodes: %w", err)
 	}
 	return n, nil
+}
+
+// CountNodeGroups implements store.Store; pagination fields of q are ignored.
+func (s *Store) CountNodeGroups(ctx context.Context, q store.NodeQuery) ([]store.NodeGroup, error) {
+	w := nodeWhere(&q)
+	rows, err := s.reader().query(ctx, "SELECT provision_state, power_state, maintenance, COALESCE(reservation, ''), COUNT(*) FROM nodes"+
+		w.String()+" GROUP BY provision_state, power_state, maintenance, COALESCE(reservation, '')", w.args...)
+	if err != nil {
+		return nil, fmt.Errorf("count node groups: %w", err)
+	}
+	defer rows.Close()
+	var out []store.NodeGroup
+	for rows.Next() {
+		var g store.NodeGroup
+		if err := rows.Scan(&g.ProvisionState, &g.PowerState, &g.Maintenance, &g.Reservation, &g.Count); err != nil {
+			return nil, fmt.Errorf("count node groups: %w", err)
+		}
+		out = append(out, g)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count node groups: %w", err)
+	}
+	return out, nil
 }

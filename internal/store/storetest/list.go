@@ -124,6 +124,16 @@ func nodeFilterCases(nodes []*model.Node) []filterCase {
 			func(n *model.Node) bool { return n.Reservation == "c2" }},
 		{"combined", store.NodeQuery{Driver: "ipmi", Maintenance: ptr(true), Reserved: ptr(false)},
 			func(n *model.Node) bool { return n.Driver == "ipmi" && n.Maintenance && n.Reservation == "" }},
+		{"power state", store.NodeQuery{PowerState: "power on"},
+			func(n *model.Node) bool { return n.PowerState == "power on" }},
+		{"no power state", store.NodeQuery{PowerState: store.NoPowerState},
+			func(n *model.Node) bool { return n.PowerState == "" }},
+		{"search name", store.NodeQuery{Search: "DE-3"},
+			func(n *model.Node) bool { return n.Name == "node-3" }},
+		{"search name is not a pattern", store.NodeQuery{Search: "node_"},
+			func(*model.Node) bool { return false }},
+		{"search uuid prefix", store.NodeQuery{Search: strings.ToUpper(nodes[4].UUID[:13])},
+			func(n *model.Node) bool { return strings.HasPrefix(n.UUID, nodes[4].UUID[:13]) }},
 		{"no match", store.NodeQuery{ProvisionState: "deploying"},
 			func(*model.Node) bool { return false }},
 	}
@@ -150,8 +160,31 @@ func listFilters(t *testing.T, s store.Store, nodes []*model.Node) {
 			if count, _ := s.CountNodes(t.Context(), c.q); count != len(want) {
 				t.Fatalf("CountNodes with pagination = %d, want %d: it applies filters only", count, len(want))
 			}
+			checkNodeGroups(t, s, c.q, want)
 		})
 	}
+}
+
+// checkNodeGroups compares CountNodeGroups with the groups of want.
+func checkNodeGroups(t *testing.T, s store.Store, q store.NodeQuery, want []*model.Node) {
+	t.Helper()
+	groups, err := s.CountNodeGroups(t.Context(), q)
+	wantErr(t, "CountNodeGroups", err, nil)
+	key := func(g store.NodeGroup) string {
+		return fmt.Sprintf("%s|%s|%t|%s", g.ProvisionState, g.PowerState, g.Maintenance, g.Reservation)
+	}
+	got, exp := map[string]int{}, map[string]int{}
+	for _, g := range groups {
+		if g.Count <= 0 {
+			t.Fatalf("CountNodeGroups returned an empty group %+v", g)
+		}
+		got[key(g)] += g.Count
+	}
+	for _, n := range want {
+		exp[key(store.NodeGroup{ProvisionState: n.ProvisionState, PowerState: n.PowerState,
+			Maintenance: n.Maintenance, Reservation: n.Reservation})]++
+	}
+	wantEqual(t, "CountNodeGroups", got, exp)
 }
 
 func want0(ns []*model.Node) string {
