@@ -12,6 +12,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/api"
 	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/dashboard"
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
 	"github.com/anvil-metal/anvil/internal/driver/pxe"
@@ -108,12 +109,16 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err := cond.Start(cctx); err != nil {
 		return err
 	}
+	dash, err := dashboard.New()
+	if err != nil {
+		return fmt.Errorf("dashboard: %w", err)
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH),
+		Handler:           handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH, dash),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	// Open watch streams end when shutdown begins, or Shutdown would wait
@@ -144,13 +149,22 @@ func Serve(ctx context.Context, cfg Config) error {
 }
 
 // handler serves /metrics, the boot endpoint (bootH under bootPrefix, when
-// set) and, instrumented, the API.
-func handler(apiH *api.Server, mx *metrics.Metrics, bootPrefix string, bootH http.Handler) http.Handler {
+// set), the dashboard (a browser's GET / is sent there) and, instrumented,
+// the API.
+func handler(apiH *api.Server, mx *metrics.Metrics, bootPrefix string, bootH http.Handler, dash *dashboard.Handler) http.Handler {
 	metricsH := mx.Handler()
 	instrumented := mx.Instrument(apiH, apiH.Route)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" {
 			metricsH.ServeHTTP(w, r)
+			return
+		}
+		if r.URL.Path == "/" && dashboard.WantsHTML(r) {
+			dashboard.RedirectRoot(w, r)
+			return
+		}
+		if r.URL.Path == dashboard.Path || strings.HasPrefix(r.URL.Path, dashboard.Path+"/") {
+			dash.ServeHTTP(w, r)
 			return
 		}
 		if bootH != nil && strings.HasPrefix(r.URL.Path, bootPrefix+"/") {
