@@ -16,6 +16,7 @@ command -v busybox >/dev/null 2>&1 || need_pkgs+=(busybox-static)
 [ -x /usr/sbin/dnsmasq ] || need_pkgs+=(dnsmasq-base)   # checks the config `anvil boot dnsmasq-config` prints
 command -v tftp >/dev/null 2>&1 || need_pkgs+=(tftp-hpa)          # a real TFTP client for the boot service
 [ -e /usr/lib/ipxe/undionly.kpxe ] || need_pkgs+=(ipxe)              # the iPXE binaries the TFTP service serves
+command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)         # the dashboard's browser tests (test/dashboard)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "== installing test dependencies: ${need_pkgs[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

@@ -49,7 +49,7 @@ export class NodePage {
       el('span', { class: 'ps ' + this.stateClass(n.provision_state), id: 'node-provision-state' }, show(n.provision_state)),
       n.target_provision_state ? ` → ${n.target_provision_state}` : '',
       ` for ${since(n.provision_updated_at)} · power `,
-      el('span', { id: 'node-power-state' }, show(n.power_state)),
+      el('span', { id: 'node-power-state' }, show(n.power_state) || 'unknown'),
       n.target_power_state ? ` → ${n.target_power_state}` : '',
       n.maintenance ? el('span', { class: 'bad' }, ` · maintenance: ${show(n.maintenance_reason)}`) : '',
       n.reservation ? ` · locked by ${n.reservation}` : '');
