@@ -32,12 +32,10 @@ var fleetNodeParams = []string{"fields", "power_state", "search"}
 var summaryNodeFields = []string{"uuid", "name", "provision_state", "target_provision_state",
 	"provision_updated_at", "power_state", "maintenance", "maintenance_reason", "fault", "last_error"}
 
-// Summary limits: the nodes listed per section by default and at most, and
-// how many stuck nodes a summary counts before it stops counting.
+// Summary limits: the nodes listed per section by default and at most.
 const (
 	summaryListDefault = 50
 	summaryListMax     = 1000
-	stuckCountMax      = 10000
 )
 
 func (s *Server) fleetRoutes() {
@@ -194,34 +192,24 @@ func (rc *call) summaryParams() (time.Duration, int, error) {
 }
 
 // stuckNodes returns the first limit stuck nodes, longest stuck first, and
-// how many there are (counted up to stuckCountMax). It scans the nodes in
-// the states that can stick, oldest provision_updated_at first, and stops
-// at the first node that is not stuck yet.
+// how many there are: nodes in a state that can stick (fleet.StuckStates)
+// since before now - after.
 func (rc *call) stuckNodes(now time.Time, after time.Duration, limit int) ([]*model.Node, int, error) {
-	q := store.NodeQuery{ProvisionStates: fleet.StuckStates(), SortKey: "provision_updated_at", Limit: 500}
-	var out []*model.Node
-	count := 0
-	for count < stuckCountMax {
-		page, err := rc.s.cfg.Store.ListNodes(rc.ctx, q)
-		if err != nil {
-			return nil, 0, err
+	q := store.NodeQuery{ProvisionStates: fleet.StuckStates(), ProvisionUpdatedBefore: now.Add(-after),
+		SortKey: "provision_updated_at", Limit: limit}
+	count, err := rc.s.cfg.Store.CountNodes(rc.ctx, q)
+	if err != nil {
+		return nil, 0, err
+	}
+	nodes, err := rc.s.cfg.Store.ListNodes(rc.ctx, q)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := nodes[:0]
+	for _, n := range nodes { // the store's rule and fleet.Stuck agree; keep the one rule
+		if fleet.Stuck(n.ProvisionState, n.ProvisionUpdatedAt, now, after) {
+			out = append(out, n)
 		}
-		for _, n := range page {
-			if n.ProvisionUpdatedAt.IsZero() {
-				continue // unknown time: sorted first, never stuck
-			}
-			if !fleet.Stuck(n.ProvisionState, n.ProvisionUpdatedAt, now, after) {
-				return out, count, nil
-			}
-			count++
-			if len(out) < limit {
-				out = append(out, n)
-			}
-		}
-		if len(page) < q.Limit {
-			break
-		}
-		q.Marker = page[len(page)-1].UUID
 	}
 	return out, count, nil
 }

@@ -32,7 +32,7 @@ func TestFleetNodes(t *testing.T) {
 		n.Maintenance = i == 5
 		uuids = append(uuids, e.mustNode(n).UUID)
 	}
-	port := &model.Port{Address: "52:54:00:AB:CD:07", NodeUUID: uuids[7]}
+	port := &model.Port{Address: "52:54:00:ab:cd:07", NodeUUID: uuids[7]}
 	if err := e.st.CreatePort(context.Background(), port); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestFleetNodes(t *testing.T) {
 		{"unknown power state", "power_state=None", []string{"rack1-n03", "rack1-n07", "rack1-n11"}, 3},
 		{"power and provision", "power_state=power+on&provision_state=active", []string{"rack1-n04"}, 1},
 		{"search by name part", "search=N1", []string{"rack1-n10", "rack1-n11"}, 2},
-		{"search by MAC", "search=52:54:00:ab:cd:07", []string{"rack1-n07"}, 1},
+		{"search by MAC", "search=52:54:00:AB:CD:07", []string{"rack1-n07"}, 1},
 		{"search by uuid prefix", "search=" + strings.ToUpper(uuids[3][:18]), []string{"rack1-n03"}, 1},
 		{"maintenance", "maintenance=true", []string{"rack1-n05"}, 1},
 		{"sorted and paged", "provision_state=available&sort_key=name&sort_dir=desc&limit=2",

@@ -70,8 +70,11 @@ type NodeQuery struct {
 	PowerState      string   // power_state equals this ("None": no power state)
 	// Search matches a node whose UUID starts with it, whose name contains
 	// it (both case-insensitive), or one of whose ports has it as its MAC
-	// address (case-insensitive, exact).
+	// address (exactly, once lowercased: the API stores MACs lowercase).
 	Search string
+	// ProvisionUpdatedBefore, when set, selects nodes whose
+	// provision_updated_at is known and earlier.
+	ProvisionUpdatedBefore time.Time
 
 	// Pagination: rows after the node with UUID Marker in (SortKey, id) order.
 	Limit   int

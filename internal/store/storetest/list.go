@@ -134,6 +134,10 @@ func nodeFilterCases(nodes []*model.Node) []filterCase {
 			func(*model.Node) bool { return false }},
 		{"search uuid prefix", store.NodeQuery{Search: strings.ToUpper(nodes[4].UUID[:13])},
 			func(n *model.Node) bool { return strings.HasPrefix(n.UUID, nodes[4].UUID[:13]) }},
+		{"provision updated before", store.NodeQuery{ProvisionUpdatedBefore: stamp(2)},
+			func(n *model.Node) bool {
+				return !n.ProvisionUpdatedAt.IsZero() && n.ProvisionUpdatedAt.Before(stamp(2))
+			}},
 		{"no match", store.NodeQuery{ProvisionState: "deploying"},
 			func(*model.Node) bool { return false }},
 	}
