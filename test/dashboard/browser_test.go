@@ -27,7 +27,7 @@ const secret = "s3cret-dashboard-pw"
 
 // browser is one headless Chromium tab with the console errors it saw.
 type browser struct {
-	t    *testing.T
+	t    testing.TB
 	ctx  context.Context
 	mu   sync.Mutex
 	errs []string
@@ -35,7 +35,7 @@ type browser struct {
 
 // startBrowser starts Chromium for the test, or skips (fails in CI) when it
 // is not installed.
-func startBrowser(t *testing.T) *browser {
+func startBrowser(t testing.TB) *browser {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
 	if err != nil {

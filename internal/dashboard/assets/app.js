@@ -22,6 +22,7 @@ async function main() {
   $('#diagram').innerHTML = await (await load('lifecycle.svg')).text();
   const overview = new Overview(machine, setLive);
   const nodePage = new NodePage(machine, setLive);
+  window.anvil = { overview, nodePage }; // for the console and the benchmarks
   let current = null;
   const route = () => {
     showError(null);

@@ -21,6 +21,9 @@ export class Overview {
     this.markers = [''];  // markers of the pages up to the current one
     this.seq = 0;         // the latest table request; older answers are dropped
     this.stream = null;
+    this.flashes = new Set();     // states whose count changed since the last paint
+    this.pendingRows = new Map(); // uuid → node values to show at the next paint
+    this.frame = null;
     this.form = $('#filters');
     const sel = this.form.elements.provision_state;
     for (const s of machine.states) sel.append(el('option', {}, s.name));
@@ -188,14 +191,12 @@ export class Overview {
   bump(state, delta) {
     if (!state) return;
     this.counts[state] = (this.counts[state] || 0) + delta;
-    const g = document.querySelector(`#lifecycle .state[data-state="${CSS.escape(state)}"]`);
-    if (g) {
-      g.classList.remove('flash');
-      void g.getBBox(); // restart the animation
-      g.classList.add('flash');
-    }
+    this.flashes.add(state);
   }
 
+  // onEvent applies a stream event to the counts in memory and queues the
+  // row it changes; the page is painted once per frame however many events
+  // arrive (a busy fleet sends thousands a second).
   onEvent(type, e) {
     if (type === 'reset') { this.loadSummary(); this.loadTable(); return; }
     const now = e.node_state || {};
@@ -206,11 +207,30 @@ export class Overview {
       this.bump(before.provision_state, -1);
       this.bump(now.provision_state, +1);
     }
-    this.paintCounts();
-    const tr = document.querySelector(`#nodes tr[data-uuid="${CSS.escape(e.node || '')}"]`);
-    if (tr && type === 'node.updated') this.fillRow(tr, { ...now, name: e.name });
+    if (type === 'node.updated' && e.node) {
+      this.pendingRows.set(e.node, { ...this.pendingRows.get(e.node), ...now, name: e.name });
+    }
     const filtered = filterNames.some((f) => this.params.get(f)) || this.params.get('sort_key');
-    if (type !== 'node.updated' || filtered || !tr) this.reloadTable();
+    if (type !== 'node.updated' || filtered) this.reloadTable();
     this.reloadSummary();
+    if (!this.frame) this.frame = requestAnimationFrame(() => this.paint());
+  }
+
+  paint() {
+    this.frame = null;
+    this.paintCounts();
+    for (const state of this.flashes) {
+      const g = document.querySelector(`#lifecycle .state[data-state="${CSS.escape(state)}"]`);
+      if (!g) continue;
+      g.classList.remove('flash');
+      void g.getBBox(); // restart the animation
+      g.classList.add('flash');
+    }
+    this.flashes.clear();
+    for (const [uuid, n] of this.pendingRows) {
+      const tr = document.querySelector(`#nodes tr[data-uuid="${CSS.escape(uuid)}"]`);
+      if (tr) this.fillRow(tr, n);
+    }
+    this.pendingRows.clear();
   }
 }
