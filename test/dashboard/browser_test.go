@@ -261,16 +261,23 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	t.Run("a transition through the API appears live", func(t *testing.T) {
 		b.eval(`window.__notReloaded = true`, nil)
+		// The page also re-reads the counts after events; switch that off so
+		// that only the stream's events can move the diagram.
+		b.eval(`(o => { o.savedLoadSummary = o.loadSummary; o.loadSummary = async () => {}; })(window.anvil.overview)`, nil)
 		before := apiCounts(t, base)
 		provision(t, base, uuids[10], "manage")
 		took := b.until("manageable count goes up", diagramCount("manageable")+" === "+js(fmt.Sprint(before["manageable"]+1)))
 		b.until("enroll count goes down", diagramCount("enroll")+" === "+js(fmt.Sprint(before["enroll"]-1)))
 		b.until("the filtered table gains the node", `[...document.querySelectorAll('#nodes tbody tr')].some(r => r.dataset.uuid === `+js(uuids[10])+`)`)
 		t.Logf("the diagram followed the transition %s after the API accepted it", took)
+		b.eval(`(o => { o.loadSummary = o.savedLoadSummary; })(window.anvil.overview)`, nil)
 		testbin.WaitState(t, base, uuids[10], "manageable", 0)
 		b.until("the row shows manageable", `document.querySelector('#nodes tr[data-uuid=`+js(uuids[10])+`] td[data-field=provision_state]').textContent === 'manageable'`)
+		// Likewise the table's re-reads: the row must follow the events alone.
+		b.eval(`(o => { o.savedLoadTable = o.loadTable; o.loadTable = async () => {}; })(window.anvil.overview)`, nil)
 		testbin.MustCall(t, http.StatusAccepted, "PUT", base+"/v1/nodes/"+uuids[2]+"/states/power", map[string]any{"target": "power on"})
 		b.until("the row's power state follows", `document.querySelector('#nodes tr[data-uuid=`+js(uuids[2])+`] td[data-field=power_state]').textContent === 'power on'`)
+		b.eval(`(o => { o.loadTable = o.savedLoadTable; })(window.anvil.overview)`, nil)
 		var same bool
 		b.eval(`window.__notReloaded === true`, &same)
 		if !same {
