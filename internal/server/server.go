@@ -37,6 +37,10 @@ type Config struct {
 	Events eventbus.Config
 	// Ready, if set, is called with the bound address once serving.
 	Ready func(addr string)
+	// Hurry, once shutdown has begun, cuts the grace short when it is
+	// closed (a second Ctrl-C): running work is interrupted at once and
+	// recorded as the conductor records interrupted work.
+	Hurry <-chan struct{}
 
 	// Interfaces is the operator's choice of enabled hardware types and
 	// interfaces (--enabled-*, --default-*); unset parts take the defaults.
@@ -137,14 +141,18 @@ func Serve(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("network boot: %w", err)
 	case <-ctx.Done():
 	}
-	cfg.Log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	stopWatch := watchShutdown(sctx, cancel, cfg, cond, st)
+	defer stopWatch()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		cfg.Log.Warn("http shutdown", "err", err)
 	}
 	err = cond.Shutdown(sctx)
 	stopConductor()
+	if err == nil {
+		cfg.Log.Info("shut down")
+	}
 	return err
 }
 
