@@ -19,7 +19,10 @@ import (
 //
 //	GET /v1/fleet/nodes    a node list with the filters of GET /v1/nodes and
 //	                       power_state and search, answering the number of
-//	                       matching nodes and the next page's marker
+//	                       matching nodes (counted by the store: filters
+//	                       applied while scanning, such as conductor,
+//	                       project or the child-node rule, are not in it)
+//	                       and the next page's marker
 //	GET /v1/fleet/summary  counts per provision and power state, failed,
 //	                       maintenance, power-error and stuck nodes (the
 //	                       rules of internal/fleet, as `anvil fleet report`),
