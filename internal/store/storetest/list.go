@@ -20,6 +20,35 @@ func testListNodes(t *testing.T, su suite) {
 	t.Run("filters", func(t *testing.T) { t.Parallel(); listFilters(t, s, nodes) })
 	t.Run("pagination", func(t *testing.T) { t.Parallel(); listPagination(t, s, nodes) })
 	t.Run("errors", func(t *testing.T) { t.Parallel(); listErrors(t, s) })
+	t.Run("search by MAC", func(t *testing.T) { listSearchMAC(t, su.fresh(t)) })
+}
+
+// listSearchMAC: Search finds a node by one of its ports' MAC (exactly,
+// whatever the case asked), together with the nodes it names otherwise.
+func listSearchMAC(t *testing.T, s store.Store) {
+	a := mustCreateNode(t, s, &model.Node{UUID: uuid.NewString(), Name: "mac-a", Driver: "fake-hardware", ProvisionState: "enroll"})
+	b := mustCreateNode(t, s, &model.Node{UUID: uuid.NewString(), Name: "52-owner", Driver: "fake-hardware", ProvisionState: "enroll"})
+	mustCreatePort(t, s, newPort(a.UUID, "52:54:00:aa:bb:01"))
+	mustCreatePort(t, s, newPort(b.UUID, "52:54:00:aa:bb:02"))
+	for search, want := range map[string][]string{
+		"52:54:00:AA:BB:01": {a.UUID},
+		"52:54:00:aa:bb:02": {b.UUID},
+		"52:54:00:aa:bb":    {},       // a MAC matches whole, not in part
+		"52-own":            {b.UUID}, // a name part (not a UUID prefix: not hex)
+	} {
+		got, err := s.ListNodes(t.Context(), store.NodeQuery{Search: search})
+		wantErr(t, "ListNodes", err, nil)
+		var ids []string
+		for _, n := range got {
+			ids = append(ids, n.UUID)
+		}
+		if strings.Join(ids, ",") != strings.Join(want, ",") {
+			t.Errorf("Search %q: %v, want %v", search, ids, want)
+		}
+		if n, err := s.CountNodes(t.Context(), store.NodeQuery{Search: search}); err != nil || n != len(want) {
+			t.Errorf("CountNodes(Search %q) = %d, %v; want %d", search, n, err, len(want))
+		}
+	}
 }
 
 // listFixture creates 10 nodes whose sortable fields repeat, are empty or
