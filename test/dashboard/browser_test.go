@@ -211,6 +211,14 @@ func TestDashboardInBrowser(t *testing.T) {
 	for _, i := range []int{2, 3, 4} {
 		testbin.WaitState(t, base, uuids[i], "manageable", 0)
 	}
+	// One node fails its deploy, to be shown as a failure state holding a node.
+	failed := uuids[54]
+	testbin.MustCall(t, http.StatusOK, "PATCH", base+"/v1/nodes/"+failed, []map[string]any{
+		{"op": "add", "path": "/driver_info/fake_fail", "value": "deploy"}})
+	for _, step := range [][2]string{{"manage", "manageable"}, {"provide", "available"}, {"deploy", "deploy failed"}} {
+		provision(t, base, failed, step[0])
+		testbin.WaitState(t, base, failed, step[1], 0)
+	}
 
 	// A browser asking for / lands on the dashboard.
 	b.do("open the dashboard", chromedp.Navigate(base+"/"))
@@ -228,9 +236,10 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 		var holding []string
 		b.eval(`[...document.querySelectorAll('#lifecycle .state.holding')].map(g => g.dataset.state).sort()`, &holding)
-		if !slices.Equal(holding, []string{"enroll", "manageable"}) {
+		if !slices.Equal(holding, []string{"deploy failed", "enroll", "manageable"}) {
 			t.Errorf("states marked as holding nodes: %v", holding)
 		}
+		b.until("the failed node in the fleet report", `[...document.querySelectorAll('#failed a')].some(a => a.textContent === 'dash-54')`)
 	})
 
 	t.Run("table pages match the API", func(t *testing.T) {
