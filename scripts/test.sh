@@ -24,6 +24,7 @@ command -v mkisofs >/dev/null 2>&1 || need_pkgs+=(genisoimage)
 [ -e /usr/lib/ISOLINUX/isolinux.bin ] || need_pkgs+=(isolinux)
 [ -e /usr/lib/syslinux/modules/bios/ldlinux.c32 ] || need_pkgs+=(syslinux-common)
 [ -e /usr/share/OVMF/OVMF_CODE_4M.fd ] || need_pkgs+=(ovmf)   # internal/bmcemu: UEFI machines of bmc-emulator --qemu
+command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)         # the dashboard's browser tests (test/dashboard)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "== installing test dependencies: ${need_pkgs[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

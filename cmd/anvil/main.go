@@ -36,6 +36,29 @@ func main() {
 	}
 }
 
+// secondInterrupt returns a channel closed on the second SIGINT or SIGTERM
+// (the first one, caught by main's context, starts the graceful shutdown),
+// and the function that stops listening.
+func secondInterrupt() (<-chan struct{}, func()) {
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	hurry, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		for seen := 0; ; {
+			select {
+			case <-sig:
+				if seen++; seen == 2 {
+					close(hurry)
+					return
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return hurry, func() { signal.Stop(sig); close(done) }
+}
+
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "anvil",
@@ -90,6 +113,9 @@ func newServe(stdout, stderr io.Writer) *cobra.Command {
 			cfg.Ready = func(addr string) {
 				fmt.Fprintf(stdout, "anvil: listening on http://%s (database %s, conductor %s)\n", addr, cfg.Database, cfg.HostID)
 			}
+			hurry, stopHurry := secondInterrupt()
+			defer stopHurry()
+			cfg.Hurry = hurry
 			return server.Serve(cmd.Context(), cfg)
 		},
 	}

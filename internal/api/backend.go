@@ -17,6 +17,8 @@ import (
 type Store interface {
 	GetNode(ctx context.Context, ident string) (*model.Node, error)
 	ListNodes(ctx context.Context, q store.NodeQuery) ([]*model.Node, error)
+	CountNodes(ctx context.Context, q store.NodeQuery) (int, error)
+	CountNodeGroups(ctx context.Context, q store.NodeQuery) ([]store.NodeGroup, error)
 	GetPort(ctx context.Context, ident string) (*model.Port, error)
 	ListPorts(ctx context.Context, q store.PortQuery) ([]*model.Port, error)
 	GetPortgroup(ctx context.Context, ident string) (*model.Portgroup, error)

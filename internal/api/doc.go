@@ -2,6 +2,11 @@
 // with the baremetal CLI (python-ironicclient) and gophercloud's
 // openstack/baremetal/v1.
 //
+// Besides Ironic's endpoints it serves Anvil's extensions: the watch stream
+// (GET /v1/events/stream, events.go) and the fleet views the dashboard
+// reads (GET /v1/fleet/nodes and /v1/fleet/summary, fleet.go), which render
+// nodes with the same field plan and masking as GET /v1/nodes.
+//
 // New builds an http.Handler over a Store (the reads the API makes, and the
 // broker of the store's change stream for GET /v1/events/stream) and a
 // Conductor (every write to a node or port goes through it, under the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/api"
 	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/dashboard"
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
 	"github.com/anvil-metal/anvil/internal/driver/pxe"
@@ -36,6 +37,10 @@ type Config struct {
 	Events eventbus.Config
 	// Ready, if set, is called with the bound address once serving.
 	Ready func(addr string)
+	// Hurry, once shutdown has begun, cuts the grace short when it is
+	// closed (a second Ctrl-C): running work is interrupted at once and
+	// recorded as the conductor records interrupted work.
+	Hurry <-chan struct{}
 
 	// Interfaces is the operator's choice of enabled hardware types and
 	// interfaces (--enabled-*, --default-*); unset parts take the defaults.
@@ -108,12 +113,16 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err := cond.Start(cctx); err != nil {
 		return err
 	}
+	dash, err := dashboard.New()
+	if err != nil {
+		return fmt.Errorf("dashboard: %w", err)
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH),
+		Handler:           handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH, dash),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	// Open watch streams end when shutdown begins, or Shutdown would wait
@@ -132,25 +141,38 @@ func Serve(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("network boot: %w", err)
 	case <-ctx.Done():
 	}
-	cfg.Log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	stopWatch := watchShutdown(sctx, cancel, cfg, cond, st)
+	defer stopWatch()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		cfg.Log.Warn("http shutdown", "err", err)
 	}
 	err = cond.Shutdown(sctx)
 	stopConductor()
+	if err == nil {
+		cfg.Log.Info("shut down")
+	}
 	return err
 }
 
 // handler serves /metrics, the boot endpoint (bootH under bootPrefix, when
-// set) and, instrumented, the API.
-func handler(apiH *api.Server, mx *metrics.Metrics, bootPrefix string, bootH http.Handler) http.Handler {
+// set), the dashboard (a browser's GET / is sent there) and, instrumented,
+// the API.
+func handler(apiH *api.Server, mx *metrics.Metrics, bootPrefix string, bootH http.Handler, dash *dashboard.Handler) http.Handler {
 	metricsH := mx.Handler()
 	instrumented := mx.Instrument(apiH, apiH.Route)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" {
 			metricsH.ServeHTTP(w, r)
+			return
+		}
+		if r.URL.Path == "/" && dashboard.WantsHTML(r) {
+			dashboard.RedirectRoot(w, r)
+			return
+		}
+		if r.URL.Path == dashboard.Path || strings.HasPrefix(r.URL.Path, dashboard.Path+"/") {
+			dash.ServeHTTP(w, r)
 			return
 		}
 		if bootH != nil && strings.HasPrefix(r.URL.Path, bootPrefix+"/") {
