@@ -74,6 +74,26 @@ type Management interface {
 	SupportedBootDevices(ctx context.Context, t *Task) ([]string, error)
 }
 
+// VirtualMedia is one virtual media device of a BMC (what Ironic's
+// GET /v1/nodes/{node}/vmedia lists).
+type VirtualMedia struct {
+	MediaTypes []string `json:"media_types"` // Redfish MediaTypes: CD, DVD, Floppy, USBStick
+	Inserted   bool     `json:"inserted"`
+	Image      string   `json:"image"`
+}
+
+// VirtualMediaManager is an optional Management capability: the virtual
+// media of Ironic's vmedia API. Device types are "cdrom", "floppy" and
+// "disk" (Ironic's boot_devices.VMEDIA_DEVICES). Management interfaces
+// without it answer Ironic's UnsupportedDriverExtension.
+type VirtualMediaManager interface {
+	GetVirtualMedia(ctx context.Context, t *Task) ([]VirtualMedia, error)
+	// AttachVirtualMedia inserts the image at url into a device of deviceType.
+	AttachVirtualMedia(ctx context.Context, t *Task, deviceType, url string) error
+	// DetachVirtualMedia ejects the devices of deviceTypes (none: every device).
+	DetachVirtualMedia(ctx context.Context, t *Task, deviceTypes []string) error
+}
+
 // Ramdisk modes: what a ramdisk is booted for (PrepareRamdisk).
 const (
 	RamdiskDeploy = "deploy" // deploy, clean, inspect and service: driver_info deploy_kernel/deploy_ramdisk

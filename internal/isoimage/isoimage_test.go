@@ -2,8 +2,8 @@ package isoimage_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"

@@ -54,6 +54,7 @@ type Config struct {
 	Timeout       time.Duration // one HTTP request (60 s)
 	PowerTimeout  time.Duration // wait for a power change to show ([conductor]power_state_change_timeout: 60 s)
 	PollInterval  time.Duration // between power reads while waiting (1 s)
+	MediaTimeout  time.Duration // wait for inserted virtual media to show (60 s)
 	// Transport replaces the HTTP transport (tests); nil builds one per TLS setting.
 	Transport http.RoundTripper
 	Sleep     func(ctx context.Context, d time.Duration) error // nil: real time
@@ -84,6 +85,9 @@ func New(cfg Config) *Driver {
 	if cfg.PowerTimeout <= 0 {
 		cfg.PowerTimeout = 60 * time.Second
 	}
+	if cfg.MediaTimeout <= 0 {
+		cfg.MediaTimeout = 60 * time.Second
+	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = time.Second
 	}
@@ -97,6 +101,8 @@ var (
 	_ driver.Power      = (*Driver)(nil)
 	_ driver.Management = (*Driver)(nil)
 	_ driver.Inspect    = (*Driver)(nil)
+
+	_ driver.VirtualMediaManager = (*Driver)(nil)
 )
 
 // Validate checks driver_info without contacting the BMC.
