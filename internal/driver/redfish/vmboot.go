@@ -115,11 +115,21 @@ func (b *VirtualMediaBoot) validate(n *model.Node, mode string) error {
 	if err != nil {
 		return err
 	}
-	if src.iso == "" && b.cfg.Publisher == nil {
+	if src.iso != "" {
+		return nil
+	}
+	if b.cfg.Publisher == nil {
 		return ErrBootNotConfigured
+	}
+	if lc, ok := b.cfg.Publisher.(loaderChecker); ok {
+		return lc.CheckISOLoaders()
 	}
 	return nil
 }
+
+// loaderChecker is an optional ISOPublisher capability: whether the boot
+// loaders ISOs need are installed (the error names their packages).
+type loaderChecker interface{ CheckISOLoaders() error }
 
 // Validate checks the BMC settings and the deploy ramdisk without
 // contacting the BMC.
