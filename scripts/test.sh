@@ -16,6 +16,10 @@ command -v busybox >/dev/null 2>&1 || need_pkgs+=(busybox-static)
 [ -x /usr/sbin/dnsmasq ] || need_pkgs+=(dnsmasq-base)   # checks the config `anvil boot dnsmasq-config` prints
 command -v tftp >/dev/null 2>&1 || need_pkgs+=(tftp-hpa)          # a real TFTP client for the boot service
 [ -e /usr/lib/ipxe/undionly.kpxe ] || need_pkgs+=(ipxe)              # the iPXE binaries the TFTP service serves
+[ -e /usr/lib/ISOLINUX/isolinux.bin ] || need_pkgs+=(isolinux)       # BIOS loader of virtual media ISOs
+[ -e /usr/lib/syslinux/modules/bios/ldlinux.c32 ] || need_pkgs+=(syslinux-common)
+[ -e /usr/lib/grub/x86_64-efi/monolithic/gcdx64.efi ] || need_pkgs+=(grub-efi-amd64-bin)  # UEFI loader of the ISOs
+[ -e /usr/share/OVMF/OVMF_CODE_4M.fd ] || need_pkgs+=(ovmf)          # UEFI firmware the ISO boot test runs
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "== installing test dependencies: ${need_pkgs[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
