@@ -92,6 +92,19 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// keepOnly drops the exchanges keep refuses.
+func (r *recorder) keepOnly(keep func(exchange) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []exchange
+	for _, ex := range r.log {
+		if keep(ex) {
+			out = append(out, ex)
+		}
+	}
+	r.log = out
+}
+
 func (r *recorder) save(t *testing.T, file string) {
 	t.Helper()
 	r.mu.Lock()

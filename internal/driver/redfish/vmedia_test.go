@@ -15,6 +15,7 @@ import (
 
 // fakeISOs is an ISOPublisher that remembers what is published.
 type fakeISOs struct {
+	base      string // URL the ISOs are served under ("" = a loopback address nothing fetches)
 	mu        sync.Mutex
 	published map[string]redfish.ISORamdisk
 	withdrawn int
@@ -31,7 +32,11 @@ func (f *fakeISOs) PublishISO(_ context.Context, node string, r redfish.ISORamdi
 		f.published = map[string]redfish.ISORamdisk{}
 	}
 	f.published[node] = r
-	return "http://127.0.0.1:6385/boot/n/TOKEN-" + node + "/boot.iso", nil
+	base := f.base
+	if base == "" {
+		base = "http://127.0.0.1:6385"
+	}
+	return base + "/boot/n/TOKEN-" + node + "/boot.iso", nil
 }
 
 func (f *fakeISOs) Withdraw(_ context.Context, node string) error {
