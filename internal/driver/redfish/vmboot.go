@@ -83,10 +83,16 @@ type bootSource struct {
 }
 
 // parseBootInfo reads mode's ISO or kernel and ramdisk from driver_info
-// (Ironic's _parse_driver_info), with Ironic's message when missing.
+// (Ironic's _parse_driver_info), with Ironic's message when missing;
+// redfish_deploy_iso and redfish_rescue_iso are Ironic's deprecated names
+// of the ISOs.
 func parseBootInfo(n *model.Node, mode string) (bootSource, error) {
 	str := func(k string) string { s, _ := n.DriverInfo[k].(string); return strings.TrimSpace(s) }
-	if iso := str(mode + "_iso"); iso != "" {
+	iso := str(mode + "_iso")
+	if iso == "" {
+		iso = str("redfish_" + mode + "_iso")
+	}
+	if iso != "" {
 		u, err := url.Parse(iso)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return bootSource{}, fmt.Errorf("Invalid %s_iso %q of node %s: the BMC needs an http(s) URL", mode, iso, n.UUID)

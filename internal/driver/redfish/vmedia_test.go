@@ -258,6 +258,14 @@ func TestVirtualMediaBootValidation(t *testing.T) {
 		t.Errorf("CD image %v, want deploy_iso", cd["Image"])
 	}
 	delete(n.DriverInfo, "deploy_iso")
+	n.DriverInfo["redfish_deploy_iso"] = "http://127.0.0.1:8080/deprecated.iso" // Ironic's deprecated name
+	if err := nob.PrepareRamdisk(context.Background(), &driver.Task{Node: n}, driver.RamdiskDeploy); err != nil {
+		t.Fatal(err)
+	}
+	if cd := v.res(v.cd); cd["Image"] != "http://127.0.0.1:8080/deprecated.iso" {
+		t.Errorf("CD image %v, want redfish_deploy_iso", cd["Image"])
+	}
+	delete(n.DriverInfo, "redfish_deploy_iso")
 	if err := nob.Validate(vmNode(n)); !errors.Is(err, redfish.ErrBootNotConfigured) {
 		t.Errorf("kernel and ramdisk without a boot endpoint: %v", err)
 	}
