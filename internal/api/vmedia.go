@@ -128,7 +128,7 @@ func parseVmediaAttach(body any) (conductor.VirtualMediaAttach, error) {
 			return conductor.VirtualMediaAttach{}, err
 		}
 		if p.enum != nil && !slices.Contains(p.enum, v.(string)) {
-			return conductor.VirtualMediaAttach{}, schemaError(what, "%s is not one of %s", pyrepr.Repr(v), pyList(p.enum))
+			return conductor.VirtualMediaAttach{}, schemaError(what, "%s is not one of %s", pyrepr.Repr(v), pyrepr.Strings(p.enum))
 		}
 	}
 	req := conductor.VirtualMediaAttach{DeviceType: doc["device_type"].(string), ImageURL: doc["image_url"].(string), DownloadSource: "local"}
@@ -152,14 +152,6 @@ func urlScheme(s string) string {
 		return strings.ToLower(scheme)
 	}
 	return strings.ToLower(u.Scheme)
-}
-
-func pyList(items []string) string {
-	q := make([]string, len(items))
-	for i, s := range items {
-		q[i] = pyrepr.Quote(s)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
 }
 
 // DELETE /v1/nodes/{ident}/vmedia[/{device}] (1.89): detach the devices of

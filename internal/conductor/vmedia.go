@@ -3,11 +3,11 @@ package conductor
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // VirtualMediaAttach is a request to attach an image (POST /v1/nodes/{node}/vmedia).
@@ -90,11 +90,7 @@ func pyTypes(types []string) string {
 	if types == nil {
 		return "None"
 	}
-	q := make([]string, len(types))
-	for i, s := range types {
-		q[i] = "'" + s + "'"
-	}
-	return "[" + strings.Join(q, ", ") + "]"
+	return pyrepr.Strings(types)
 }
 
 // vmediaAction locks the node, validates its management interface, clears

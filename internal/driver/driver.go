@@ -11,6 +11,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/anvil-metal/anvil/internal/model"
 )
@@ -92,6 +93,19 @@ type VirtualMediaManager interface {
 	AttachVirtualMedia(ctx context.Context, t *Task, deviceType, url string) error
 	// DetachVirtualMedia ejects the devices of deviceTypes (none: every device).
 	DetachVirtualMedia(ctx context.Context, t *Task, deviceTypes []string) error
+}
+
+// KernelAppendParams is the kernel command line addition a boot interface
+// gives a node's ramdisk: kernel_append_params from instance_info, else
+// driver_info, else def (the interface's configured default); "%default%"
+// in the node's value stands for def (Ironic's rule).
+func KernelAppendParams(n *model.Node, def string) string {
+	for _, m := range []model.JSON{n.InstanceInfo, n.DriverInfo} {
+		if v, ok := m["kernel_append_params"].(string); ok {
+			return strings.TrimSpace(strings.ReplaceAll(v, "%default%", def))
+		}
+	}
+	return def
 }
 
 // Ramdisk modes: what a ramdisk is booted for (PrepareRamdisk).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // VirtualMediaName is the boot interface's name (Ironic's).
@@ -102,13 +103,13 @@ func parseBootInfo(n *model.Node, mode string) (bootSource, error) {
 	src := bootSource{kernel: str(mode + "_kernel"), ramdisk: str(mode + "_ramdisk")}
 	var missing []string
 	if src.kernel == "" {
-		missing = append(missing, "'"+mode+"_kernel'")
+		missing = append(missing, mode+"_kernel")
 	}
 	if src.ramdisk == "" {
-		missing = append(missing, "'"+mode+"_ramdisk'")
+		missing = append(missing, mode+"_ramdisk")
 	}
 	if missing != nil {
-		return bootSource{}, fmt.Errorf("Error validating Redfish virtual media. Some parameters were missing in node's driver_info. Missing are: [%s]", strings.Join(missing, ", "))
+		return bootSource{}, fmt.Errorf("Error validating Redfish virtual media. Some parameters were missing in node's driver_info. Missing are: %s", pyrepr.Strings(missing))
 	}
 	return src, nil
 }
@@ -146,15 +147,9 @@ func (b *VirtualMediaBoot) ValidateRescue(n *model.Node) error {
 	return b.validate(n, driver.RamdiskRescue)
 }
 
-// kernelParams is kernel_append_params from instance_info, else
-// driver_info, else the default; "%default%" stands for the default.
+// kernelParams is the node's kernel_append_params over the default.
 func (b *VirtualMediaBoot) kernelParams(n *model.Node) string {
-	for _, m := range []model.JSON{n.InstanceInfo, n.DriverInfo} {
-		if v, ok := m["kernel_append_params"].(string); ok {
-			return strings.TrimSpace(strings.ReplaceAll(v, "%default%", b.cfg.KernelParams))
-		}
-	}
-	return b.cfg.KernelParams
+	return driver.KernelAppendParams(n, b.cfg.KernelParams)
 }
 
 // PrepareRamdisk publishes mode's ISO (or takes the operator's), inserts
