@@ -25,11 +25,14 @@ const Version = "anvil-agent-1.0"
 
 // Config configures an Agent.
 type Config struct {
-	APIURL       string   // the Ironic-compatible API, e.g. http://127.0.0.1:6385
-	MACs         []string // addresses to look up by (default: the machine's NICs)
-	Disk         string   // block device or file the image is written to
-	Listen       string   // command API address (127.0.0.1:9999)
-	AdvertiseURL string   // callback_url reported in heartbeats (http://<listen>)
+	APIURL string   // the Ironic-compatible API, e.g. http://127.0.0.1:6385
+	MACs   []string // addresses to look up by (default: the machine's NICs)
+	Disk   string   // block device or file the image is written to
+	// Disks are --disk's specs (PATH[,attr=value...], disk.FileDisk): the
+	// disks root device hints choose among; the first is Disk's default.
+	Disks        []string
+	Listen       string // command API address (127.0.0.1:9999)
+	AdvertiseURL string // callback_url reported in heartbeats (http://<listen>)
 	// HeartbeatInterval overrides the jittered 0.3–0.6 × heartbeat_timeout.
 	HeartbeatInterval time.Duration
 	// RootDir prefixes /proc and /sys when reading the inventory (tests).
@@ -75,6 +78,11 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if len(cfg.MACs) == 0 {
 		cfg.MACs = systemMACs(cfg.RootDir)
+	}
+	if devs, err := fileDisks(cfg.Disks); err != nil {
+		return nil, err
+	} else if len(devs) > 0 && cfg.Disk == "" {
+		cfg.Disk = devs[0].Name
 	}
 	a := &Agent{cfg: cfg, log: cfg.Log, wake: make(chan struct{}, 1)}
 	a.cmd = newCommands(a)

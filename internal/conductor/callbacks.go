@@ -200,7 +200,7 @@ func (c *Conductor) timeOut(ctx context.Context, t *task, now time.Time) {
 	default:
 		t.failWith(msg)
 	}
-	if (state == fsm.DeployWait || state == fsm.RescueWait) && t.drv.Power != nil {
+	if (state == fsm.DeployWait || state == fsm.RescueWait) && t.drv.Power != nil && !n.DisablePowerOff {
 		if err := t.drv.Power.SetPowerState(ctx, t.driverTask(ctx), fsm.PowerOff); err != nil {
 			n.LastError += fmt.Sprintf(". Also failed to power off the node: %v", err)
 		} else {

@@ -32,6 +32,12 @@
 // is saved, so "no free worker" (503) changes nothing; on start a conductor
 // fails the transient work it left behind and releases its own locks.
 //
+// Beside nodes it owns what changes under a node's lock: ports,
+// portgroups (ports.go, portgroups.go), traits (traits.go), VIFs (vifs.go,
+// Ironic's noop and flat network semantics) and allocations
+// (allocations.go: a worker picks and locks a matching node; unfinished
+// allocations resume on start and are taken over from dead conductors).
+//
 // Flows are tested as transcripts (testdata/*.txt, regenerated with
 // `go test ./internal/conductor -run Transcript -rewrite`).
 package conductor

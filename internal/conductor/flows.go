@@ -105,7 +105,12 @@ func (c *Conductor) tearDownFlow(ctx context.Context, t *task) {
 			return
 		}
 	}
+	if err := c.removeVIFs(ctx, n); err != nil {
+		t.failWith(fmt.Sprintf("Failed to tear down: %v", err))
+		return
+	}
 	n.InstanceInfo, n.InstanceUUID = nil, ""
+	c.releaseAllocation(ctx, n)
 	for _, k := range []string{"user_deploy_steps", "deploy_steps", "agent_url", "agent_secret_token"} {
 		delete(n.DriverInternalInfo, k)
 	}

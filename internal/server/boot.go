@@ -113,7 +113,11 @@ func startBootServers(ctx context.Context, svc *boot.Service, cfg BootConfig, ur
 		if err != nil {
 			return fmt.Errorf("--dhcp-proxy: %w", err)
 		}
-		run("proxydhcp", p.ListenAndServe)
+		conn, err := p.Listen(ctx)
+		if err != nil {
+			return fmt.Errorf("--dhcp-proxy: %w", err)
+		}
+		run("proxydhcp", func(ctx context.Context) error { return p.Serve(ctx, conn) })
 	}
 	return nil
 }

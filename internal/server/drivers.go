@@ -40,8 +40,17 @@ type Drivers struct {
 	Interfaces driver.Enablement
 }
 
+// IDRAC is Dell's hardware type and IDRACRedfish its Redfish interfaces'
+// name (enabled with --enabled-hardware-types and, for inspection,
+// --enabled-inspect-interfaces).
+const (
+	IDRAC        = "idrac"
+	IDRACRedfish = "idrac-redfish"
+)
+
 // DefaultHardwareTypes are the hardware types enabled unless the operator
-// says otherwise (--enabled-hardware-types).
+// says otherwise (--enabled-hardware-types): Ironic's ipmi and redfish,
+// and fake-hardware.
 var DefaultHardwareTypes = []string{fake.Name, ipmi.Name, redfish.Name}
 
 // DefaultInterfaces are the enabled implementations of each kind unless the
@@ -139,6 +148,13 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	r.AddInterface("power", redfish.Name, d.Redfish)
 	r.AddInterface("management", redfish.Name, d.Redfish)
 	r.AddInterface("inspect", redfish.Name, d.Redfish)
+	// idrac is redfish under Dell's interface names (Ironic's idrac
+	// hardware type): its idrac-redfish power, management and inspect are
+	// the redfish implementations. Its BIOS, RAID and virtual media
+	// interfaces are not offered until they are real.
+	r.AddInterface("power", IDRACRedfish, d.Redfish)
+	r.AddInterface("management", IDRACRedfish, d.Redfish)
+	r.AddInterface("inspect", IDRACRedfish, d.Redfish)
 	r.AddInterface("power", ipmi.Interface, d.IPMI)
 	r.AddInterface("management", ipmi.Interface, d.IPMI)
 
@@ -153,6 +169,12 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 			"power":      {redfish.Name},
 			"management": {redfish.Name},
 			"inspect":    {redfish.Name, direct.InterfaceName, noop.Names["inspect"]},
+		})})
+	r.AddHardwareType(driver.HardwareType{Name: IDRAC, Properties: withBoot(redfish.Properties()), OptIn: optInFake(),
+		Supported: withGeneric(map[string][]string{
+			"power":      {IDRACRedfish},
+			"management": {IDRACRedfish},
+			"inspect":    {IDRACRedfish, direct.InterfaceName, noop.Names["inspect"]},
 		})})
 	r.AddHardwareType(driver.HardwareType{Name: ipmi.Name, Properties: withBoot(ipmi.Properties()), OptIn: optInFake(),
 		Supported: withGeneric(map[string][]string{

@@ -137,7 +137,12 @@ func imageParams(n *model.Node, allowMD5 bool) (map[string]any, error) {
 	case algo != "sha256" && algo != "sha512" && algo != "md5":
 		return nil, fmt.Errorf("unsupported image hash algorithm %q", algo)
 	}
-	return map[string]any{agentapi.ParamImageSource: src, agentapi.ParamChecksum: sum, agentapi.ParamChecksumAlgo: algo}, nil
+	p, err := deployParams(n)
+	if err != nil {
+		return nil, err
+	}
+	p[agentapi.ParamImageSource], p[agentapi.ParamChecksum], p[agentapi.ParamChecksumAlgo] = src, sum, algo
+	return p, nil
 }
 
 var steps = map[driver.StepKind][]driver.Step{
@@ -176,6 +181,9 @@ func (d *Direct) ExecuteStep(ctx context.Context, t *driver.Task, kind driver.St
 // Deploy boots the node into the agent; the image is written once the
 // agent heartbeats (Continue).
 func (d *Direct) Deploy(ctx context.Context, t *driver.Task) (driver.Result, error) {
+	if err := storeConfigDrive(t.Node); err != nil {
+		return driver.Done, err
+	}
 	if _, err := imageParams(t.Node, d.cfg.AllowMD5); err != nil {
 		return driver.Done, err
 	}
@@ -332,19 +340,36 @@ func (d *Direct) bootFromDisk(ctx context.Context, t *driver.Task) error {
 }
 
 // FinishCleaning ends cleaning as Ironic's tear_down_cleaning does: the node
-// is powered off, the cleaning agent forgotten and its ramdisk withdrawn.
+// is powered off, the cleaning agent forgotten and its ramdisk withdrawn. A
+// node with disable_power_off (1.95) is not powered off but rebooted once
+// the ramdisk is withdrawn.
 func (d *Direct) FinishCleaning(ctx context.Context, t *driver.Task) error {
-	return d.powerOff(ctx, t, "", driver.Boot.CleanUpRamdisk)
+	if err := d.powerOff(ctx, t, "", driver.Boot.CleanUpRamdisk); err != nil {
+		return err
+	}
+	if !t.Node.DisablePowerOff {
+		return nil
+	}
+	drv, err := d.cfg.Drivers.For(t.Node)
+	if err != nil || drv.Power == nil {
+		return err
+	}
+	if err := drv.Power.SetPowerState(ctx, t, fsm.Rebooting); err != nil {
+		return fmt.Errorf("rebooting after cleaning: %w", err)
+	}
+	t.Node.PowerState = fsm.PowerOn
+	return nil
 }
 
-// TearDown powers the node off, forgets the agent and has the boot
-// interface withdraw the instance's boot files.
+// TearDown powers the node off (unless disable_power_off), forgets the
+// agent and has the boot interface withdraw the instance's boot files.
 func (d *Direct) TearDown(ctx context.Context, t *driver.Task) error {
 	return d.powerOff(ctx, t, "", driver.Boot.CleanUpInstance)
 }
 
-// powerOff forgets the agent, powers the node off and runs cleanUp on its
-// boot interface; what names the operation in the power error ("" for none).
+// powerOff forgets the agent, powers the node off (not one with
+// disable_power_off, as Ironic) and runs cleanUp on its boot interface;
+// what names the operation in the power error ("" for none).
 func (d *Direct) powerOff(ctx context.Context, t *driver.Task, what string, cleanUp func(driver.Boot, context.Context, *driver.Task) error) error {
 	forgetAgent(t.Node)
 	delete(t.Node.DriverInternalInfo, keyProgress)
@@ -352,7 +377,7 @@ func (d *Direct) powerOff(ctx context.Context, t *driver.Task, what string, clea
 	if err != nil {
 		return err
 	}
-	if drv.Power != nil {
+	if drv.Power != nil && !t.Node.DisablePowerOff {
 		if err := drv.Power.SetPowerState(ctx, t, fsm.PowerOff); err != nil {
 			return fmt.Errorf("powering off%s: %w", what, err)
 		}
