@@ -21,9 +21,10 @@ command -v tftp >/dev/null 2>&1 || need_pkgs+=(tftp-hpa)          # a real TFTP 
 /usr/bin/python3 -c 'import ironic' >/dev/null 2>&1 || need_pkgs+=(python3-ironic)
 /usr/bin/python3 -c 'import sushy' >/dev/null 2>&1 || need_pkgs+=(python3-sushy)
 command -v mkisofs >/dev/null 2>&1 || need_pkgs+=(genisoimage)
-[ -e /usr/lib/ISOLINUX/isolinux.bin ] || need_pkgs+=(isolinux)
+[ -e /usr/lib/ISOLINUX/isolinux.bin ] || need_pkgs+=(isolinux)       # BIOS loader of virtual media ISOs (Anvil's and Ironic's)
 [ -e /usr/lib/syslinux/modules/bios/ldlinux.c32 ] || need_pkgs+=(syslinux-common)
-[ -e /usr/share/OVMF/OVMF_CODE_4M.fd ] || need_pkgs+=(ovmf)   # internal/bmcemu: UEFI machines of bmc-emulator --qemu
+[ -e /usr/lib/grub/x86_64-efi/monolithic/gcdx64.efi ] || need_pkgs+=(grub-efi-amd64-bin)  # UEFI loader of the ISOs
+[ -e /usr/share/OVMF/OVMF_CODE_4M.fd ] || need_pkgs+=(ovmf)   # UEFI firmware: the ISO boot test, bmc-emulator --qemu UEFI machines
 command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)         # the dashboard's browser tests (test/dashboard)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "== installing test dependencies: ${need_pkgs[*]}"

@@ -24,6 +24,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/config"
 	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/isoimage"
 	"github.com/anvil-metal/anvil/internal/server"
 )
 
@@ -199,5 +200,9 @@ func addBootFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&n.ServerIP, "boot-server-ip", "", "this host's IPv4 address on the boot network, for PXE firmware's TFTP (default: the host of --http-url)")
 	f.StringVar(&n.TFTPListen, "tftp-listen", "", "run the built-in TFTP server of the iPXE binaries on this UDP address (e.g. 0.0.0.0:69); off when empty")
 	f.StringVar(&n.TFTPDir, "tftp-dir", "/usr/lib/ipxe", "directory of the iPXE binaries the TFTP server serves (Debian's ipxe package)")
-	f.StringVar(&cfg.KernelParams, "kernel-append-params", "", "kernel parameters added to network booted ramdisks (nodes' kernel_append_params override)")
+	f.StringVar(&cfg.KernelParams, "kernel-append-params", "", "kernel parameters added to network and virtual media booted ramdisks (nodes' kernel_append_params override)")
+	d := isoimage.DefaultLoaders()
+	f.StringVar(&n.ISOLoaders.ISOLinux, "iso-isolinux", d.ISOLinux, "isolinux.bin for BIOS boot of virtual media ISOs (Debian package isolinux)")
+	f.StringVar(&n.ISOLoaders.LDLinux, "iso-ldlinux", d.LDLinux, "ldlinux.c32 for BIOS boot of virtual media ISOs (Debian package syslinux-common)")
+	f.StringVar(&n.ISOLoaders.EFI, "iso-efi-loader", d.EFI, "EFI loader of virtual media ISOs, GRUB for CD boot reading /boot/grub/grub.cfg (Debian package grub-efi-amd64-bin)")
 }

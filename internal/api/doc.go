@@ -76,7 +76,9 @@
 //   - 1.92: unsupported. There is no /v1/runbooks (404); a provision
 //     request naming a runbook is 406 below 1.92 and 400 "Runbooks are not
 //     supported by this Anvil server" from it (an empty one is ignored).
-//   - 1.89/1.93: unsupported. /v1/nodes/{node}/vmedia is 404.
+//   - 1.89: POST /v1/nodes/{node}/vmedia attaches an image (204; a failure
+//     shows in last_error), DELETE detaches (?device_types=, or
+//     .../vmedia/{device}); 1.93: GET lists the devices. 404 below them.
 //   - 1.94: POST /v1/ports takes node_ident (UUID or name).
 //   - 1.95: node disable_power_off (create, PATCH, shown); power off and
 //     soft power off of such a node are 409 at any version, and the

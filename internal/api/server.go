@@ -109,6 +109,7 @@ func (s *Server) routes() {
 	s.nodeStateRoutes()
 	s.historyRoutes()
 	s.inventoryRoutes()
+	s.vmediaRoutes()
 	s.portRoutes()
 	s.traitRoutes()
 	s.portgroupRoutes()

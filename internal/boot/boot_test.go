@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/isoimage"
 )
 
 // imageServer serves named blobs over real HTTP and counts GETs per path.
@@ -78,6 +80,7 @@ type fixture struct {
 	ramdisk []byte
 	rd      Ramdisk
 	handler atomic.Pointer[http.Handler]
+	loaders isoimage.Loaders // for PublishISO (zero: Debian's paths)
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -103,7 +106,7 @@ func newFixture(t *testing.T) *fixture {
 // restart makes a new Service on the same Root, as a restarted Anvil does.
 func (f *fixture) restart(t *testing.T) {
 	t.Helper()
-	svc, err := New(Config{Root: f.root, HTTPURL: f.bootURL(), APIURL: "http://10.0.2.100:6385", HTTPClient: f.images.Client()})
+	svc, err := New(Config{Root: f.root, HTTPURL: f.bootURL(), APIURL: "http://10.0.2.100:6385", HTTPClient: f.images.Client(), ISOLoaders: f.loaders})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
 	"github.com/anvil-metal/anvil/internal/driver/pxe"
+	"github.com/anvil-metal/anvil/internal/driver/redfish"
 	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/metrics"
 	"github.com/anvil-metal/anvil/internal/store/storeopen"
@@ -48,8 +49,11 @@ type Config struct {
 	// Boot is the boot service the ipxe and pxe boot interfaces publish on;
 	// nil leaves them failing validation (network boot is not configured).
 	Boot pxe.Publisher
+	// ISO builds and serves redfish-virtual-media's ISOs; nil with Boot nil
+	// and Network.HTTPURL set takes the boot endpoint's.
+	ISO redfish.ISOPublisher
 	// KernelParams is the default kernel command line addition for network
-	// booted ramdisks.
+	// and virtual media booted ramdisks.
 	KernelParams string
 	// Network, when its HTTPURL is set and Boot is nil, runs the network
 	// boot endpoint on the API listener and publishes on it.
@@ -74,11 +78,16 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer stopBoot()
 	bootErr := make(chan error, 1)
 	if cfg.Boot == nil && cfg.Network.HTTPURL != "" {
-		if cfg.Boot, bootPrefix, bootH, err = newBoot(bootCtx, cfg.Network, cfg.Log, bootErr); err != nil {
+		var pub bootPublisher
+		if pub, bootPrefix, bootH, err = newBoot(bootCtx, cfg.Network, cfg.Log, bootErr); err != nil {
 			return fmt.Errorf("network boot: %w", err)
 		}
+		cfg.Boot = pub
+		if cfg.ISO == nil {
+			cfg.ISO = pub
+		}
 	}
-	reg, err := BuildRegistry(Drivers{Fake: fake.New(), Boot: cfg.Boot, KernelParams: cfg.KernelParams, Interfaces: cfg.Interfaces})
+	reg, err := BuildRegistry(Drivers{Fake: fake.New(), Boot: cfg.Boot, ISO: cfg.ISO, KernelParams: cfg.KernelParams, Interfaces: cfg.Interfaces})
 	if err != nil {
 		return fmt.Errorf("drivers: %w", err)
 	}
