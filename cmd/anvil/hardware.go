@@ -173,7 +173,10 @@ to that file through the agent, as on real hardware.
 With --qemu every machine is a real qemu VM instead: it network-boots the deploy
 ramdisk ('anvil ramdisk build', built on first use) with its NIC's stock iPXE
 from Anvil's boot endpoint, the agent in it writes the image to the VM's disk,
-and the VM then boots that disk. Progress is printed as it happens.
+and the VM then boots that disk. With --qemu --virtual-media the VMs have no
+network boot: Anvil builds an ISO of the ramdisk, the BMC inserts it as a
+virtual CD and the VM boots it (redfish-virtual-media boot interface).
+Progress is printed as it happens.
 Ctrl-C stops everything and removes the temporary files.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -195,6 +198,7 @@ Ctrl-C stops everything and removes the temporary files.`,
 	f.StringVar(&cfg.Dir, "dir", "", "keep the database, log and nodes file here (default: a temporary directory)")
 	f.StringVar(&cfg.Driver, "driver", bmcemu.DriverRedfish, "the nodes' hardware type: redfish or ipmi (needs --ipmi)")
 	f.BoolVar(&cfg.QEMU, "qemu", false, "make every machine a real qemu VM that network-boots the deploy ramdisk (one machine unless -n says otherwise)")
+	f.BoolVar(&cfg.VirtualMedia, "virtual-media", false, "with --qemu: boot the deploy ramdisk from an ISO the BMC inserts as a virtual CD (redfish-virtual-media); the VMs cannot network-boot")
 	f.StringVar(&cfg.Ramdisk, "ramdisk", "", "with --qemu: the directory 'anvil ramdisk build' wrote (default: build it into --dir)")
 	f.IntVar(&cfg.VMMemoryMiB, "vm-memory", 512, "with --qemu: memory of each VM, MiB")
 	return cmd

@@ -58,6 +58,10 @@ type Config struct {
 	// ramdisk through Anvil's boot endpoint (ipxe boot interface) and then
 	// boots the deployed image from its disk; progress is printed.
 	QEMU bool
+	// VirtualMedia (QEMU mode, redfish) boots the deploy ramdisk from an
+	// ISO Anvil builds and the BMC inserts as a virtual CD
+	// (redfish-virtual-media boot interface); the VMs have no network boot.
+	VirtualMedia bool
 	// Ramdisk is the directory `anvil ramdisk build` wrote (vmlinuz,
 	// initramfs); "" builds it into the working directory (QEMU mode).
 	Ramdisk     string
@@ -151,6 +155,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if cfg.Driver == "" {
 		cfg.Driver = bmcemu.DriverRedfish
+	}
+	if cfg.VirtualMedia && (!cfg.QEMU || cfg.Driver != bmcemu.DriverRedfish) {
+		return fmt.Errorf("--virtual-media needs --qemu and the redfish driver")
 	}
 	if cfg.QEMU {
 		cfg.Out = &syncWriter{w: cfg.Out} // progress comes from other goroutines
@@ -254,7 +261,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var extra func(name string, body map[string]any)
 	if q != nil {
 		info.Consoles, info.GuestAPI = disks, q.guestAPI
-		extra = func(name string, body map[string]any) { q.nodeFields(emu.Machine(name), body) }
+		extra = func(name string, body map[string]any) { q.nodeFields(emu.Machine(name), body, cfg.VirtualMedia) }
 	}
 	if err := enroll(ctx, api, nodes, info, extra); err != nil {
 		return fail(err)

@@ -72,6 +72,11 @@ func prepareQEMU(ctx context.Context, cfg *Config, sc *server.Config, dir string
 	}
 	q := &qemuSetup{apiPort: p, guestAPI: fmt.Sprintf("http://%s:%d", guestAPIHost, p)}
 	sc.Network = server.BootConfig{HTTPURL: q.guestAPI + "/boot", Root: filepath.Join(dir, "boot"), PublicEndpoint: q.guestAPI}
+	if cfg.VirtualMedia {
+		// The BMC, on this host, downloads the ISO; the agent in it still
+		// reaches the API as the guest sees it (PublicEndpoint).
+		sc.Network.HTTPURL = fmt.Sprintf("http://127.0.0.1:%d/boot", p)
+	}
 	rd := cfg.Ramdisk
 	if rd == "" {
 		rd = filepath.Join(dir, "ramdisk")
@@ -94,9 +99,13 @@ func prepareQEMU(ctx context.Context, cfg *Config, sc *server.Config, dir string
 // emulatorConfig is the emulator's QEMU configuration: network boot through
 // Anvil's boot endpoint, the API and the image reachable from the guests.
 func (q *qemuSetup) emulatorConfig(cfg Config, imagePort int) *bmcemu.QEMUConfig {
+	bootFile := q.guestAPI + "/boot/boot.ipxe"
+	if cfg.VirtualMedia {
+		bootFile = ""
+	}
 	return &bmcemu.QEMUConfig{
 		MemoryMiB: cfg.VMMemoryMiB, DiskBytes: DiskBytes,
-		BootFile: q.guestAPI + "/boot/boot.ipxe",
+		BootFile: bootFile, NoNetworkBoot: cfg.VirtualMedia,
 		Forwards: []bmcemu.Forward{
 			{Guest: fmt.Sprintf("%s:%d", guestAPIHost, q.apiPort), Host: fmt.Sprintf("127.0.0.1:%d", q.apiPort)},
 			{Guest: guestImageHost + ":80", Host: fmt.Sprintf("127.0.0.1:%d", imagePort)},
@@ -105,15 +114,18 @@ func (q *qemuSetup) emulatorConfig(cfg Config, imagePort int) *bmcemu.QEMUConfig
 	}
 }
 
-// nodeFields is what a VM's node needs beyond the BMC: network boot of the
-// ramdisk, whose agent the conductor reaches through the VM's forwarded
-// port.
-func (q *qemuSetup) nodeFields(m *bmcemu.Machine, body map[string]any) {
+// nodeFields is what a VM's node needs beyond the BMC: network (or virtual
+// media) boot of the ramdisk, whose agent the conductor reaches through the
+// VM's forwarded port.
+func (q *qemuSetup) nodeFields(m *bmcemu.Machine, body map[string]any, virtualMedia bool) {
 	di := body["driver_info"].(map[string]any)
 	di["deploy_kernel"], di["deploy_ramdisk"] = q.kernel, q.ramdisk
 	di["kernel_append_params"] = fmt.Sprintf("console=ttyS0 ipa-advertise-host=127.0.0.1 ipa-advertise-port=%d anvil.min-disk-size=32MiB",
 		m.Status().ForwardedPort)
 	body["boot_interface"] = "ipxe"
+	if virtualMedia {
+		body["boot_interface"] = "redfish-virtual-media"
+	}
 	delete(body, "rescue_interface")
 }
 

@@ -23,7 +23,17 @@ import (
 // ramdisk) → active, the VM then boots the deployed image from its disk (the
 // marker on its serial console), the progress lines show it, and Ctrl-C
 // stops the VM. Skips without qemu (fails in CI).
-func TestDemoQEMU(t *testing.T) {
+func TestDemoQEMU(t *testing.T) { demoQEMU(t, false) }
+
+// TestDemoQEMUVirtualMedia is the virtual media path end to end: with
+// --virtual-media the VM has no network boot; for cleaning and deploy
+// Anvil builds an ISO of the ramdisk, the emulator (a Redfish BMC) inserts
+// it and the VM boots it from its CD, the agent deploys, the VM then boots
+// the deployed disk; undeploy cleans through the CD again → available, and
+// the ISO is ejected each time.
+func TestDemoQEMUVirtualMedia(t *testing.T) { demoQEMU(t, true) }
+
+func demoQEMU(t *testing.T, vmedia bool) {
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("qemu-system-x86_64 not found (scripts/test.sh installs qemu-system-x86)")
@@ -31,7 +41,12 @@ func TestDemoQEMU(t *testing.T) {
 		t.Skip("qemu-system-x86_64 not found")
 	}
 	dir := filepath.Join(t.TempDir(), "demo")
-	p := testbin.Start(t, "anvil demo", anvilBin, "demo", "--qemu", "-n", "1", "--listen", testbin.FreeAddr(t), "--dir", dir)
+	args := []string{"demo", "--qemu", "-n", "1", "--listen", testbin.FreeAddr(t), "--dir", dir}
+	bootDev := "pxe"
+	if vmedia {
+		args, bootDev = append(args, "--virtual-media"), "cdrom"
+	}
+	p := testbin.Start(t, "anvil demo", anvilBin, args...)
 	re := regexp.MustCompile(`OS_ENDPOINT=(http://\S+)`)
 	var api string
 	deadline := time.Now().Add(5 * time.Minute) // the first run downloads Debian's kernel and busybox
@@ -71,7 +86,7 @@ func TestDemoQEMU(t *testing.T) {
 	waitAll(t, api, []string{"node-01"}, "manageable", time.Minute)
 	call(t, 202, "PUT", api+"/v1/nodes/node-01/states/provision", map[string]any{"target": "provide"})
 	waitAll(t, api, []string{"node-01"}, "available", 4*time.Minute)
-	t.Logf("available (cleaning in the network-booted VM) after %v", time.Since(start).Round(time.Second))
+	t.Logf("available (cleaning in the VM booted from %s) after %v", bootDev, time.Since(start).Round(time.Second))
 	call(t, 202, "PUT", api+"/v1/nodes/node-01/states/provision", map[string]any{"target": "active"})
 	waitAll(t, api, []string{"node-01"}, "active", 4*time.Minute)
 	t.Logf("active after %v", time.Since(start).Round(time.Second))
@@ -88,8 +103,16 @@ func TestDemoQEMU(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	if n := strings.Count(readFile(console), "boot device pxe"); n < 2 {
-		t.Errorf("%d network boots on the console, want 2 (cleaning, deploy)", n)
+	if n := strings.Count(readFile(console), "boot device "+bootDev); n < 2 {
+		t.Errorf("%d boots from %s on the console, want 2 (cleaning, deploy)", n, bootDev)
+	}
+	if vmedia {
+		if n := strings.Count(readFile(console), "boot device pxe"); n != 0 {
+			t.Errorf("%d network boots of a VM without network boot", n)
+		}
+		if inserted := emulatorMedia(t, bmc[1]); inserted {
+			t.Error("the ISO is still inserted after the deploy")
+		}
 	}
 	// the progress reporter polls the API every second
 	deadline = time.Now().Add(10 * time.Second)
@@ -97,7 +120,7 @@ func TestDemoQEMU(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	out := p.Logs.String()
-	for _, want := range []string{"node-01: VM powered on, booting from pxe", "node-01: VM powered on, booting from disk", "→ active"} {
+	for _, want := range []string{"node-01: VM powered on, booting from " + bootDev, "node-01: VM powered on, booting from disk", "→ active"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the demo's progress lacks %q:\n%s", want, out)
 		}
@@ -114,6 +137,19 @@ func TestDemoQEMU(t *testing.T) {
 	if m.Pid == 0 {
 		t.Fatal("the active machine has no VM")
 	}
+	if vmedia {
+		// undeploy: tear down, then cleaning boots the ISO once more
+		boots := strings.Count(readFile(console), "boot device cdrom")
+		call(t, 202, "PUT", api+"/v1/nodes/node-01/states/provision", map[string]any{"target": "deleted"})
+		waitAll(t, api, []string{"node-01"}, "available", 4*time.Minute)
+		t.Logf("available again (undeployed) after %v", time.Since(start).Round(time.Second))
+		if n := strings.Count(readFile(console), "boot device cdrom"); n <= boots {
+			t.Errorf("undeploy's cleaning did not boot the ISO (%d CD boots before, %d after)", boots, n)
+		}
+		if emulatorMedia(t, bmc[1]) {
+			t.Error("the ISO is still inserted after the undeploy")
+		}
+	}
 	_ = p.Cmd.Process.Signal(syscall.SIGINT)
 	if err := p.Stop(t); err != nil {
 		t.Errorf("the demo exited with %v", err)
@@ -121,6 +157,25 @@ func TestDemoQEMU(t *testing.T) {
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.Pid)); err == nil && !strings.Contains(string(b), ") Z") {
 		t.Errorf("qemu %d survives the demo", m.Pid)
 	}
+}
+
+// emulatorMedia reports whether node-01's virtual CD holds an image.
+func emulatorMedia(t *testing.T, bmc string) bool {
+	t.Helper()
+	resp, err := http.Get(bmc + "/emulator/machines/node-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m struct {
+		Media struct {
+			Inserted bool `json:"inserted"`
+		} `json:"virtual_media"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.Media.Inserted
 }
 
 func readFile(p string) string {
