@@ -3,9 +3,6 @@ package agent
 import (
 	"bytes"
 	"context"
-	"crypto/md5" //nolint:gosec // only when the operator allows md5 checksums
-	"crypto/sha256"
-	"crypto/sha512"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -18,6 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/anvil-metal/anvil/internal/agent/agentapi"
+	"github.com/anvil-metal/anvil/internal/ipa"
 )
 
 var errNotImplemented = errors.New("not implemented by this agent")
@@ -34,7 +32,7 @@ func (a *Agent) writeImage(ctx context.Context, p map[string]any, progress *atom
 	if src == "" {
 		return nil, errors.New("write_image: image_source is missing")
 	}
-	h, err := newHash(algo, sum, a.cfg.AllowMD5)
+	h, err := newHash(algo, sum, a.allowMD5())
 	if err != nil {
 		return nil, err
 	}
@@ -53,30 +51,14 @@ func (a *Agent) writeImage(ctx context.Context, p map[string]any, progress *atom
 	return WriteRaw(ctx, a.cfg.Disk, stream, size, h, sum, algo, progress)
 }
 
-// newHash picks the checksum algorithm: the one named, or by digest length
-// (64 hex: sha256, 128: sha512, 32: md5).
+// newHash returns the hash verifying sum; the checksum rules are
+// ipa.ParseChecksum's (the conductor already applied them).
 func newHash(algo, sum string, allowMD5 bool) (hash.Hash, error) {
-	if sum == "" {
-		return nil, errors.New("write_image: no image checksum given")
+	c, err := ipa.ParseChecksum(algo, sum, allowMD5)
+	if err != nil {
+		return nil, fmt.Errorf("write_image: %w", err)
 	}
-	if _, err := hex.DecodeString(sum); err != nil {
-		return nil, fmt.Errorf("write_image: image checksum %q is not hexadecimal", sum)
-	}
-	if algo == "" {
-		algo = map[int]string{64: "sha256", 128: "sha512", 32: "md5"}[len(sum)]
-	}
-	switch strings.ToLower(algo) {
-	case "sha256":
-		return sha256.New(), nil
-	case "sha512":
-		return sha512.New(), nil
-	case "md5":
-		if !allowMD5 {
-			return nil, errors.New("write_image: md5 checksums are not allowed")
-		}
-		return md5.New(), nil //nolint:gosec
-	}
-	return nil, fmt.Errorf("write_image: unsupported checksum algorithm %q (checksum of %d hex digits)", algo, len(sum))
+	return c.NewHash(), nil
 }
 
 // openImage opens an http(s) URL, a file:// URL or a local path; size is -1

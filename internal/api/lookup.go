@@ -40,6 +40,8 @@ func (s *Server) lookup(rc *call) error {
 	w.obj()
 	w.key("uuid")
 	w.str(n.UUID)
+	w.key("provision_state") // Anvil's addition: tells its agent to inspect (ipa.LookupNode)
+	w.str(string(n.ProvisionState))
 	w.key("properties")
 	w.object(n.Properties)
 	w.key("instance_info")

@@ -68,7 +68,7 @@ func TestHeartbeatToken(t *testing.T) {
 	// The API never shows the token or its hashes.
 	raw := string(mustCall(t, 200, "GET", api+"/v1/nodes/"+node, nil).Body)
 	dii := getNode(t, api, node)["driver_internal_info"].(map[string]any)
-	for _, k := range []string{"agent_secret_token", "agent_command_token"} {
+	for _, k := range []string{"agent_secret_token"} {
 		if dii[k] != "******" {
 			t.Errorf("driver_internal_info.%s = %v, want ******", k, dii[k])
 		}

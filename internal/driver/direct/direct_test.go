@@ -7,7 +7,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/model"
 )
 
-func TestImageParams(t *testing.T) {
+func TestImageInfo(t *testing.T) {
 	sha256 := strings.Repeat("ab", 32)
 	tests := []struct {
 		name     string
@@ -29,14 +29,14 @@ func TestImageParams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := imageParams(&model.Node{InstanceInfo: tt.info}, tt.allowMD5)
+			p, err := imageInfo(&model.Node{InstanceInfo: tt.info}, tt.allowMD5)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
 				}
 				return
 			}
-			if err != nil || p["checksum_algo"] != tt.algo {
+			if err != nil || p["image_info"].(map[string]any)["os_hash_algo"] != tt.algo {
 				t.Fatalf("params = %v, err = %v; want algo %s", p, err, tt.algo)
 			}
 		})
