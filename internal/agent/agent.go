@@ -272,6 +272,10 @@ func (a *Agent) lookup(ctx context.Context) error {
 	a.timeout = time.Duration(lr.Config.HeartbeatTimeout * float64(time.Second))
 	a.md5Enabled = lr.Config.AgentMD5ChecksumEnable
 	a.mu.Unlock()
+	// A new token means a new boot to the conductor: like a freshly booted
+	// IPA, the agent has run no command yet (Ironic 21.4 reads an empty
+	// history, or only get_<kind>_steps, as "freshly booted").
+	a.cmd.forgetFinished()
 	a.log.Info("node found", "node", lr.Node.UUID)
 	a.mu.Lock()
 	a.inspectPending = lr.Node.ProvisionState == inspectWait

@@ -164,6 +164,22 @@ func (c *commands) finish(cmd *command, name string) func(map[string]any, error)
 	}
 }
 
+// forgetFinished drops the results of finished commands (a running one is
+// kept, to be polled and to keep the agent busy).
+func (c *commands) forgetFinished() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kept := c.order[:0]
+	for _, cmd := range c.order {
+		if cmd.isDone() {
+			delete(c.byID, cmd.res.ID)
+			continue
+		}
+		kept = append(kept, cmd)
+	}
+	c.order = kept
+}
+
 func (cmd *command) isDone() bool {
 	select {
 	case <-cmd.done:

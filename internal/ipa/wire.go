@@ -164,7 +164,10 @@ type LookupConfig struct {
 	AgentToken             string  `json:"agent_token"`
 	AgentTokenRequired     bool    `json:"agent_token_required"`
 	AgentMD5ChecksumEnable bool    `json:"agent_md5_checksum_enable"`
-	MetricsEnabled         bool    `json:"metrics"`
+	// Metrics and MetricsStatsd configure the agent's metrics (Ironic's
+	// [metrics]agent_* options); Anvil's agent sends none.
+	Metrics       map[string]any `json:"metrics,omitempty"`
+	MetricsStatsd map[string]any `json:"metrics_statsd,omitempty"`
 }
 
 // MaskedToken is what a lookup answers once the token was handed out.
