@@ -19,7 +19,9 @@ func (s *Server) continueInspectionRoutes() {
 // lookup issued, else 401 and nothing changes. The other keys become the
 // node's plugin_data. Answers 202 {"uuid"}.
 func (s *Server) continueInspection(rc *call) error {
-	if rc.minor < minorContinueInspection {
+	// Also at the base version 1.1 (no version header), as Ironic allows,
+	// for ramdisks that post inspector-style (IPA's inspector.py sends none).
+	if rc.minor < minorContinueInspection && rc.minor != 1 {
 		return errNotFound()
 	}
 	v, err := rc.decodeBody(s.cfg.MaxBodyBytes)
