@@ -56,11 +56,13 @@ func ParseChecksum(algo, value string, allowMD5 bool) (Checksum, error) {
 		}
 		algo, value = a, v
 	}
-	if _, err := hex.DecodeString(value); err != nil || len(value)%2 != 0 {
-		return Checksum{}, fmt.Errorf("image checksum %q is not hexadecimal", value)
-	}
+	_, err := hex.DecodeString(value)
+	isHex := err == nil
 	algo = strings.ToLower(algo)
 	if algo == "" {
+		if !isHex {
+			return Checksum{}, fmt.Errorf("image checksum %q is not hexadecimal", value)
+		}
 		for a, n := range hexLen {
 			if n == len(value) {
 				algo = a
@@ -76,8 +78,8 @@ func ParseChecksum(algo, value string, allowMD5 bool) (Checksum, error) {
 		return Checksum{}, fmt.Errorf("unsupported image hash algorithm %q (use sha256 or sha512)", algo)
 	case algo == "md5" && !allowMD5:
 		return Checksum{}, errors.New("md5 image checksums are not allowed; use sha256 or sha512")
-	case n != len(value):
-		return Checksum{}, fmt.Errorf("image checksum %q: want %d hex digits for %s", value, n, algo)
+	case !isHex || n != len(value):
+		return Checksum{}, fmt.Errorf("image checksum %q is not hexadecimal of %d hex digits for %s", value, n, algo)
 	}
 	return Checksum{Algo: algo, Value: strings.ToLower(value)}, nil
 }
