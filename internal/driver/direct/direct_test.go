@@ -1,9 +1,13 @@
 package direct
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/model"
 )
 
@@ -41,4 +45,32 @@ func TestImageInfo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClientNeverShowsToken: the token travels in the query (IPA's place),
+// and no error text carries it: not a refused connection's, not an HTTP
+// error's.
+func TestClientNeverShowsToken(t *testing.T) {
+	const token = "TOKEN-5ecret-in-query"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("agent_token") != token {
+			t.Errorf("token not in the query: %q", r.URL.RawQuery)
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"faultcode":"Client","faultstring":"401 Unauthorized: Token invalid."}`))
+	}))
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	c := NewClient()
+	for _, u := range []string{srv.URL, closed.URL} {
+		_, err := c.Run(context.Background(), u, token, ipa.CmdSync, nil, false)
+		if err == nil || strings.Contains(err.Error(), token) || strings.Contains(err.Error(), "agent_token") {
+			t.Errorf("Run against %s: err = %v", u, err)
+		}
+		_, err = c.Status(context.Background(), u, token, "id")
+		if err == nil || strings.Contains(err.Error(), token) {
+			t.Errorf("Status against %s: err = %v", u, err)
+		}
+	}
+	srv.Close()
 }
