@@ -98,10 +98,13 @@ func validateImageInfo(p map[string]any) error {
 // gives (the conductor decided which; ipa.ImageInfoChecksum reads it).
 func (a *Agent) prepareImage(ctx context.Context, p map[string]any, progress *atomic.Int64) (map[string]any, error) {
 	info, _ := p["image_info"].(map[string]any)
-	return a.writeImageInfo(ctx, info, progress)
+	return a.writeImageInfo(ctx, info, p["configdrive"], progress)
 }
 
-func (a *Agent) writeImageInfo(ctx context.Context, info map[string]any, progress *atomic.Int64) (map[string]any, error) {
+// writeImageInfo hands image_info to the image writer: its first URL, the
+// checksum image_info names, and image_info and configdrive themselves (a
+// configdrive inside image_info too, as older Ironic sends it).
+func (a *Agent) writeImageInfo(ctx context.Context, info map[string]any, configdrive any, progress *atomic.Int64) (map[string]any, error) {
 	if info == nil {
 		return nil, errors.New("prepare_image: image_info is missing")
 	}
@@ -111,8 +114,12 @@ func (a *Agent) writeImageInfo(ctx context.Context, info map[string]any, progres
 	if err != nil {
 		return nil, fmt.Errorf("prepare_image: %w", err)
 	}
+	if configdrive == nil {
+		configdrive = info["configdrive"]
+	}
 	res, err := a.writeImage(ctx, map[string]any{agentapi.ParamImageSource: src,
-		agentapi.ParamChecksum: sum.Value, agentapi.ParamChecksumAlgo: sum.Algo}, progress)
+		agentapi.ParamChecksum: sum.Value, agentapi.ParamChecksumAlgo: sum.Algo,
+		agentapi.ParamImageInfo: info, agentapi.ParamConfigdrive: configdrive}, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +231,7 @@ func (a *Agent) executeStep(kind string, offered func() []ipa.Step) runFunc {
 		case ipa.StepWriteImage:
 			info, _ := args["image_info"].(map[string]any)
 			if err = validateImageInfo(args); err == nil {
-				res, err = a.writeImageInfo(ctx, info, progress)
+				res, err = a.writeImageInfo(ctx, info, args["configdrive"], progress)
 			}
 		}
 		if err != nil {

@@ -10,6 +10,11 @@ const (
 	ParamImageSource  = "image_source"  // http(s):// URL, file:// URL or a local path
 	ParamChecksum     = "checksum"      // hex digest
 	ParamChecksumAlgo = "checksum_algo" // sha256, sha512 (md5 only when allowed)
+	// ParamImageInfo is prepare_image's whole image_info (disk_format,
+	// image_type, root_mb, ... for the writer to read) and ParamConfigdrive
+	// its configdrive (a dict, or Ironic's gzip+base64 string or URL).
+	ParamImageInfo   = "image_info"
+	ParamConfigdrive = "configdrive"
 )
 
 // FinalizeRescue parameters (IPA's rescue.finalize_rescue).

@@ -390,12 +390,13 @@ func runCommand(ctx context.Context, c *Client, n *model.Node, name string, para
 	return res, false, fmt.Errorf("agent command %s %s: %s", name, strings.ToLower(res.Status), res.ErrorText())
 }
 
-// AgentNode is the node as the agent sees it in lookups and step commands
-// (Ironic's _LOOKUP_RETURN_FIELDS, without the agent's token).
+// AgentNode is the node as the agent sees it in step commands (Ironic's
+// _LOOKUP_RETURN_FIELDS), without the agent's token, secrets of
+// instance_info, and the stored inspection data.
 func AgentNode(n *model.Node) map[string]any {
 	dii := map[string]any{}
 	for k, v := range n.DriverInternalInfo {
-		if k != ipa.KeyToken {
+		if k != ipa.KeyToken && k != KeyInventory && k != KeyPluginData {
 			dii[k] = v
 		}
 	}
