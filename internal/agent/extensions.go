@@ -243,11 +243,12 @@ func (a *Agent) executeStep(kind string, offered func() []ipa.Step) runFunc {
 
 // finalizeRescue is rescue.finalize_rescue: it stores the rescue password's
 // hash (a real ramdisk would put it in /etc/shadow for the rescue user).
-// Only a crypt hash is accepted; the value is never logged nor returned.
+// Only a SHA-crypt hash is accepted (Anvil sends SHA-512, Ironic 21.4
+// SHA-256 by default); the value is never logged nor returned.
 func (a *Agent) finalizeRescue(_ context.Context, params map[string]any, _ *atomic.Int64) (map[string]any, error) {
 	hash, _ := params[agentapi.ParamRescuePassword].(string)
-	if hashed, _ := params[agentapi.ParamHashed].(bool); !hashed || !agentapi.IsCryptHash(hash) {
-		return nil, errors.New("finalize_rescue: rescue_password must be a SHA-512 crypt hash (hashed=true)")
+	if hashed, _ := params[agentapi.ParamHashed].(bool); !hashed || !agentapi.IsShadowHash(hash) {
+		return nil, errors.New("finalize_rescue: rescue_password must be a SHA-256 or SHA-512 crypt hash (hashed=true)")
 	}
 	root := a.cfg.RootDir
 	if root == "" {

@@ -1,6 +1,6 @@
 // Package agentapi holds what the agent and the conductor share beyond
 // IPA's wire contract (internal/ipa): the rescue password's SHA-512 crypt
-// hash (HashRescuePassword, IsCryptHash, as rescue.finalize_rescue carries
+// hash (HashRescuePassword, IsCryptHash; IsShadowHash for what the agent accepts, as rescue.finalize_rescue carries
 // it) and the parameter names of the agent's image writer.
 package agentapi
 
