@@ -31,6 +31,10 @@ type Config struct {
 	Client  *Client
 	// AllowMD5 accepts md5 image checksums (Ironic's [agent]allow_md5_checksum).
 	AllowMD5 bool
+	// LogsDir, when set, receives the agent's system logs
+	// (log.collect_system_logs) when one of its commands fails, as Ironic's
+	// [agent]deploy_logs_collect=on_failure with deploy_logs_local_path.
+	LogsDir string
 }
 
 // Direct is the direct deploy interface.
@@ -241,6 +245,14 @@ func forgetAgent(n *model.Node) {
 // Continue runs on each heartbeat of the agent: it starts the operation's
 // command, or polls it, and finishes the operation when it is done.
 func (d *Direct) Continue(ctx context.Context, t *driver.Task, op string) (driver.Result, error) {
+	res, err := d.continueOp(ctx, t, op)
+	if errors.Is(err, errCommandFailed) && d.cfg.LogsDir != "" {
+		err = fmt.Errorf("%w (%s)", err, d.saveLogs(ctx, t.Node, op))
+	}
+	return res, err
+}
+
+func (d *Direct) continueOp(ctx context.Context, t *driver.Task, op string) (driver.Result, error) {
 	n := t.Node
 	if !agentKnown(n) {
 		return driver.Wait, nil // not heard from the agent yet
@@ -387,8 +399,12 @@ func runCommand(ctx context.Context, c *Client, n *model.Node, name string, para
 	}
 	delete(info, keyCommandID)
 	delete(info, keyCommandName)
-	return res, false, fmt.Errorf("agent command %s %s: %s", name, strings.ToLower(res.Status), res.ErrorText())
+	return res, false, fmt.Errorf("%w: %s %s: %s", errCommandFailed, name, strings.ToLower(res.Status), res.ErrorText())
 }
+
+// errCommandFailed marks an agent command that ran and failed (not an
+// unreachable agent).
+var errCommandFailed = errors.New("agent command failed")
 
 // AgentNode is the node as the agent sees it in step commands (Ironic's
 // _LOOKUP_RETURN_FIELDS), without the agent's token, secrets of

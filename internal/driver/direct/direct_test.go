@@ -1,12 +1,18 @@
 package direct
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/model"
 )
@@ -73,4 +79,45 @@ func TestClientNeverShowsToken(t *testing.T) {
 		}
 	}
 	srv.Close()
+}
+
+// TestFailedCommandSavesLogs: when the agent's prepare_image fails, the
+// agent's logs (log.collect_system_logs) are saved to LogsDir, and the
+// failure says where, with IPA's error details.
+func TestFailedCommandSavesLogs(t *testing.T) {
+	logs := []byte("\x1f\x8b fake tarball")
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req ipa.CommandRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		res := ipa.CommandResult{ID: "c", Status: ipa.StatusSucceeded}
+		switch req.Name {
+		case ipa.CmdPrepareImage:
+			res.Status, res.Error = ipa.StatusFailed, &ipa.RESTError{Type: "ImageDownloadError", Code: 500,
+				Message: "Error downloading image", Details: "HTTP 404"}
+		case ipa.CmdCollectSystemLogs:
+			if r.URL.Query().Get("wait") != "true" {
+				t.Errorf("collect_system_logs without wait=true")
+			}
+			res.Result = map[string]any{"system_logs": base64.StdEncoding.EncodeToString(logs)}
+		default:
+			t.Errorf("unexpected command %s", req.Name)
+		}
+		_ = json.NewEncoder(w).Encode(res)
+	}))
+	defer agent.Close()
+	dir := t.TempDir()
+	d := New(Config{LogsDir: dir})
+	n := &model.Node{UUID: "n1", InstanceInfo: model.JSON{"image_source": "http://127.0.0.1:1/i", "image_checksum": strings.Repeat("ab", 32)},
+		DriverInternalInfo: model.JSON{ipa.KeyURL: agent.URL, ipa.KeyToken: "tok"}}
+	_, err := d.Continue(context.Background(), &driver.Task{Node: n}, string(driver.DeploySteps))
+	if err == nil || !strings.Contains(err.Error(), "HTTP 404") || !strings.Contains(err.Error(), "the agent's logs are in "+dir) {
+		t.Fatalf("err = %v", err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "n1_deploy_*.tar.gz"))
+	if len(files) != 1 {
+		t.Fatalf("saved logs = %v", files)
+	}
+	if b, _ := os.ReadFile(files[0]); !bytes.Equal(b, logs) {
+		t.Fatalf("saved logs = %q", b)
+	}
 }

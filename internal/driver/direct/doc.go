@@ -12,7 +12,9 @@
 // automated cleaning, erase_devices on demand) run with
 // clean.execute_clean_step; the "agent" rescue interface sends
 // rescue.finalize_rescue; the "agent" inspect interface waits for the
-// inventory the agent posts to /v1/continue_inspection.
+// inventory the agent posts to /v1/continue_inspection. When an agent
+// command fails and Config.LogsDir is set, the agent's logs
+// (log.collect_system_logs) are saved there and the failure names the file.
 //
 // Every command to the agent is polled on the node's heartbeats: Continue
 // answers driver.Wait until the agent reports the command done (the agent
