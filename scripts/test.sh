@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 
 need_pkgs=()
 command -v baremetal >/dev/null 2>&1 || need_pkgs+=(python3-ironicclient)
+/usr/bin/python3 -c 'import ironic.cmd.singleprocess' 2>/dev/null || need_pkgs+=(python3-ironic)   # test/ironic: real Ironic drives anvil agent
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_pkgs+=(postgresql)
 command -v ipmi_sim >/dev/null 2>&1 || need_pkgs+=(openipmi)
 command -v qemu-system-x86_64 >/dev/null 2>&1 || need_pkgs+=(qemu-system-x86)

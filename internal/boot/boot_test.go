@@ -423,7 +423,7 @@ func TestImageErrors(t *testing.T) {
 		{"404 with credentials", Image{Source: withCreds + "/missing"}, []string{"admin:***@", "/missing", "404"}, false, true},
 		{"unreachable", Image{Source: strings.Replace(deadURL, "http://", "http://u:pw9@", 1) + "/k"}, []string{"u:***@", "/k", "refused"}, false, true},
 		{"checksum mismatch", Image{Source: f.images.URL + "/vmlinuz", Checksum: sha256Of([]byte("other"))}, []string{"checksum mismatch", "/vmlinuz"}, false, true},
-		{"md5 refused", Image{Source: f.images.URL + "/vmlinuz", Checksum: strings.Repeat("a", 32)}, []string{"md5 is not allowed"}, false, true},
+		{"md5 refused", Image{Source: f.images.URL + "/vmlinuz", Checksum: strings.Repeat("a", 32)}, []string{"md5 image checksums are not allowed"}, false, true},
 		{"bad checksum", Image{Source: f.images.URL + "/vmlinuz", Checksum: "sha256:xyz"}, []string{"64 hex digits"}, false, true},
 		{"missing local file", Image{Source: filepath.Join(t.TempDir(), "nope")}, []string{"nope", "no such file"}, false, true},
 		{"unsupported scheme", Image{Source: "ftp://host/k"}, []string{"unsupported scheme"}, false, true},
