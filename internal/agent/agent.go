@@ -47,6 +47,10 @@ type Config struct {
 	Client   *http.Client
 	// Ready is called with the command API's address once it listens.
 	Ready func(addr string)
+	// AgentToken is a token handed over by the boot media (IPA's
+	// ipa-agent-token): used when the lookup answers the token masked, as
+	// it does for a pregenerated one. Never logged.
+	AgentToken string
 }
 
 // Agent is one running agent.
@@ -272,11 +276,16 @@ func (a *Agent) lookup(ctx context.Context) error {
 	if err := a.do(req, &lr); err != nil {
 		return err
 	}
-	if lr.Config.AgentToken == "" || lr.Config.AgentToken == ipa.MaskedToken {
-		return errors.New("lookup found the node but its token was already handed out")
+	token := lr.Config.AgentToken
+	if token == "" || token == ipa.MaskedToken {
+		// IPA: a masked token is the one the boot media carries, if any
+		if a.cfg.AgentToken == "" {
+			return errors.New("lookup found the node but its token was already handed out (and no ipa-agent-token was given)")
+		}
+		token = a.cfg.AgentToken
 	}
 	a.mu.Lock()
-	a.nodeUUID, a.token = lr.Node.UUID, lr.Config.AgentToken
+	a.nodeUUID, a.token = lr.Node.UUID, token
 	a.timeout = time.Duration(lr.Config.HeartbeatTimeout * float64(time.Second))
 	a.md5Enabled = lr.Config.AgentMD5ChecksumEnable
 	a.mu.Unlock()
