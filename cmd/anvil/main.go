@@ -200,6 +200,7 @@ func addBootFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&n.ServerIP, "boot-server-ip", "", "this host's IPv4 address on the boot network, for PXE firmware's TFTP (default: the host of --http-url)")
 	f.StringVar(&n.TFTPListen, "tftp-listen", "", "run the built-in TFTP server of the iPXE binaries on this UDP address (e.g. 0.0.0.0:69); off when empty")
 	f.StringVar(&n.TFTPDir, "tftp-dir", "/usr/lib/ipxe", "directory of the iPXE binaries the TFTP server serves (Debian's ipxe package)")
+	f.StringVar(&cfg.DeployLogsPath, "deploy-logs-local-path", "", "directory the agent's logs are saved to when an agent command fails (Ironic's [agent]deploy_logs_local_path; empty: not collected)")
 	f.StringVar(&cfg.KernelParams, "kernel-append-params", "", "kernel parameters added to network and virtual media booted ramdisks (nodes' kernel_append_params override)")
 	d := isoimage.DefaultLoaders()
 	f.StringVar(&n.ISOLoaders.ISOLinux, "iso-isolinux", d.ISOLinux, "isolinux.bin for BIOS boot of virtual media ISOs (Debian package isolinux)")

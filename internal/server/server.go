@@ -14,6 +14,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/dashboard"
 	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/driver/direct"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
 	"github.com/anvil-metal/anvil/internal/driver/pxe"
 	"github.com/anvil-metal/anvil/internal/driver/redfish"
@@ -55,6 +56,10 @@ type Config struct {
 	// KernelParams is the default kernel command line addition for network
 	// and virtual media booted ramdisks.
 	KernelParams string
+	// DeployLogsPath, when set, receives the agent's system logs after a
+	// failed agent command (Ironic's [agent]deploy_logs_local_path with
+	// deploy_logs_collect=on_failure).
+	DeployLogsPath string
 	// Network, when its HTTPURL is set and Boot is nil, runs the network
 	// boot endpoint on the API listener and publishes on it.
 	Network BootConfig
@@ -87,7 +92,8 @@ func Serve(ctx context.Context, cfg Config) error {
 			cfg.ISO = pub
 		}
 	}
-	reg, err := BuildRegistry(Drivers{Fake: fake.New(), Boot: cfg.Boot, ISO: cfg.ISO, KernelParams: cfg.KernelParams, Interfaces: cfg.Interfaces})
+	reg, err := BuildRegistry(Drivers{Fake: fake.New(), Boot: cfg.Boot, ISO: cfg.ISO, KernelParams: cfg.KernelParams, Interfaces: cfg.Interfaces,
+		Agent: direct.Config{LogsDir: cfg.DeployLogsPath}})
 	if err != nil {
 		return fmt.Errorf("drivers: %w", err)
 	}
