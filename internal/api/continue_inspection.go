@@ -14,9 +14,9 @@ func (s *Server) continueInspectionRoutes() {
 // POST /v1/continue_inspection[?node_uuid=]: a ramdisk pushes its inventory
 // ({"inventory": {...}, plugin data...}) for a node in inspect wait, found
 // by node_uuid or by the MACs of the inventory's interfaces (public in
-// Ironic). The token is checked as the heartbeat's (the conductor's
-// checkToken): once required, the body's "agent_token" must be the one the
-// lookup issued, else 401 and nothing changes. The other keys become the
+// Ironic). Once a lookup issued the node's token, the body's "agent_token"
+// must be it (the heartbeat's rule), else 401 and nothing changes; before
+// that (IPA posts first, then looks up) none is needed, as in Ironic. The other keys become the
 // node's plugin_data. Answers 202 {"uuid"}.
 func (s *Server) continueInspection(rc *call) error {
 	// Also at the base version 1.1 (no version header), as Ironic allows,

@@ -170,10 +170,16 @@ func (c *Conductor) ContinueInspection(ctx context.Context, macs []string, nodeU
 		t.release()
 		return nil, errLookupNotFound()
 	}
-	if err := checkToken(n, token); err != nil {
-		t.release()
-		c.log.Warn("inspection data refused", "node", n.UUID, "reason", "invalid agent token")
-		return nil, err
+	// IPA posts its inventory before its lookup (Ironic accepts that, with
+	// no token): accepted while no token was issued for this boot. Once one
+	// was, it is required, as for a heartbeat. Refusing the earlier post
+	// would protect nothing: the lookup, by MAC, hands the token out then.
+	if tokenIssued(n) || token != "" {
+		if err := checkToken(n, token); err != nil {
+			t.release()
+			c.log.Warn("inspection data refused", "node", n.UUID, "reason", "invalid agent token")
+			return nil, err
+		}
 	}
 	recv, ok := t.drv.Inspect.(InventoryReceiver)
 	if !ok {
