@@ -104,6 +104,7 @@ type fakeIPA struct {
 	params  map[string]map[string]any
 	seen    []string // every command name Anvil sent, in order
 	failing string   // a command to fail once with its recorded failure
+	held    bool     // the main loop is paused (IPA still collecting its inventory)
 	errs    []string // protocol violations seen
 }
 
@@ -189,8 +190,11 @@ func (f *fakeIPA) send(r request, vars map[string]string, extra map[string]any) 
 func (f *fakeIPA) beat() {
 	f.mu.Lock()
 	vars := f.vars()
-	have := f.token != ""
+	have, held := f.token != "", f.held
 	f.mu.Unlock()
+	if held {
+		return
+	}
 	if !have {
 		st, b := f.send(f.ex.Lookup, vars, nil)
 		if st != http.StatusOK {
@@ -371,21 +375,38 @@ func TestAnvilDrivesIPA(t *testing.T) {
 		}
 	}
 
-	// Inspection: IPA posts its inventory before looking up, without a
-	// token; Anvil requires the token once the agent is booted, so that
-	// post is refused (401) and changes nothing; with the token it is taken.
+	// Inspection: stock IPA posts its inventory before it looks its node
+	// up, so without a token (ironic-python-agent's inspector.py runs
+	// before the heartbeat loop); Anvil takes it as Ironic does while no
+	// token was issued for the node.
+	hold := func(h bool) { ipa.mu.Lock(); ipa.held = h; ipa.mu.Unlock() }
+	hold(true)
 	provision(t, api, node, "manage")
 	waitState(t, api, node, "manageable")
 	provision(t, api, node, "inspect")
 	waitState(t, api, node, "inspect wait")
-	if st, b := ipa.send(ipa.ex.Inspect, map[string]string{"mac": mac}, nil); st != http.StatusUnauthorized {
-		t.Fatalf("IPA's token-less inspection data: HTTP %d %s, want 401", st, b)
+	if st, b := ipa.send(ipa.ex.Inspect, map[string]string{"mac": mac}, nil); st != http.StatusAccepted {
+		t.Fatalf("IPA's token-less inspection data before any lookup: HTTP %d %s, want 202", st, b)
 	}
+	got := waitState(t, api, node, "manageable")
+	if p := got["properties"].(map[string]any); p["cpus"] != float64(4) || p["memory_mb"] != float64(4096) || p["local_gb"] != float64(19) {
+		t.Errorf("properties from IPA's token-less inventory = %v", p)
+	}
+
+	// Once the agent looked up and holds a token, the token is required:
+	// a token-less post is refused (401) and changes nothing; with the
+	// token it is taken.
+	provision(t, api, node, "inspect")
+	waitState(t, api, node, "inspect wait")
+	hold(false)
 	for deadline := time.Now().Add(stateTimeout); ; {
 		ipa.mu.Lock()
 		tok := ipa.token
 		ipa.mu.Unlock()
 		if tok != "" {
+			if st, b := ipa.send(ipa.ex.Inspect, map[string]string{"mac": mac}, nil); st != http.StatusUnauthorized {
+				t.Fatalf("token-less inspection data after the lookup: HTTP %d %s, want 401", st, b)
+			}
 			if st, b := ipa.send(ipa.ex.Inspect, map[string]string{"mac": mac}, map[string]any{"agent_token": tok}); st != http.StatusAccepted {
 				t.Fatalf("inspection data with the token: HTTP %d %s", st, b)
 			}
@@ -396,7 +417,7 @@ func TestAnvilDrivesIPA(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	got := waitState(t, api, node, "manageable")
+	got = waitState(t, api, node, "manageable")
 	if p := got["properties"].(map[string]any); p["cpus"] != float64(4) || p["memory_mb"] != float64(4096) || p["local_gb"] != float64(19) {
 		t.Errorf("properties from IPA's inventory = %v", p)
 	}
