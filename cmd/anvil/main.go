@@ -104,6 +104,7 @@ func newServe(stdout, stderr io.Writer) *cobra.Command {
 	addConductorFlags(f, &cfg)
 	addInterfaceFlags(f, &cfg.Interfaces)
 	addBootFlags(f, &cfg)
+	addSecurityFlags(f, &cfg)
 	return cmd
 }
 

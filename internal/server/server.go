@@ -49,6 +49,9 @@ type Config struct {
 	// Network, when its HTTPURL is set and Boot is nil, runs the network
 	// boot endpoint on the API listener and publishes on it.
 	Network BootConfig
+	// Limits bounds what clients can hold of the listener (timeouts, open
+	// connections); zero values take the defaults.
+	Limits Limits
 }
 
 // Serve runs the API and a conductor until ctx ends, then shuts down cleanly:
@@ -112,10 +115,10 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	lim := cfg.Limits.withDefaults()
+	ln = limitListener(ln, lim)
+	h := handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH)
+	srv := newHTTPServer(withLimits(h, bootPrefix, lim), lim)
 	// Open watch streams end when shutdown begins, or Shutdown would wait
 	// for them until its deadline.
 	srv.RegisterOnShutdown(broker.Close)
