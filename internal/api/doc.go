@@ -71,7 +71,7 @@
 // Files: server.go (config, routing, headers), version.go, errors.go,
 // backend.go (Store, Conductor), decode.go (bodies, arguments; Python
 // reprs in messages come from internal/pyrepr), paging.go,
-// patch.go (RFC 6902 via evanphx/json-patch), jsonw.go and mask.go
+// patch.go (RFC 6902 on the decoded document, linear, at most 1000 operations), jsonw.go and mask.go
 // (rendering), and one file per resource: root.go, nodes.go, node_list.go,
 // node_body.go, render_node.go, node_states.go, history.go, ports.go,
 // port_body.go, drivers.go, conductors.go, lookup.go, agent.go,
