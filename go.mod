@@ -4,7 +4,6 @@ go 1.26.8
 
 require (
 	github.com/bougou/go-ipmi v0.9.1
-	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/google/uuid v1.6.0
 	github.com/gophercloud/gophercloud/v2 v2.16.0
 	github.com/insomniacslk/dhcp v0.0.0-20260901064844-234b97448fae
@@ -16,6 +15,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
 	github.com/stmcginnis/gofish v0.20.0
+	golang.org/x/crypto v0.59.0
 	golang.org/x/net v0.62.0
 	golang.org/x/sync v0.25.0
 	modernc.org/sqlite v1.62.0

@@ -88,7 +88,7 @@ func newServe(stdout, stderr io.Writer) *cobra.Command {
 			}
 			cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 			cfg.Ready = func(addr string) {
-				fmt.Fprintf(stdout, "anvil: listening on http://%s (database %s, conductor %s)\n", addr, cfg.Database, cfg.HostID)
+				fmt.Fprintf(stdout, "anvil: listening on %s://%s (database %s, conductor %s)\n", scheme(&cfg), addr, cfg.Database, cfg.HostID)
 			}
 			return server.Serve(cmd.Context(), cfg)
 		},

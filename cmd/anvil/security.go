@@ -5,12 +5,13 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/anvil-metal/anvil/internal/auth"
 	"github.com/anvil-metal/anvil/internal/config"
 	"github.com/anvil-metal/anvil/internal/server"
 )
 
-// addSecurityFlags adds what guards the API listener: timeouts and the
-// connection cap.
+// addSecurityFlags adds what guards the API listener: timeouts, the
+// connection cap, authentication, the Host allow-list and TLS.
 func addSecurityFlags(f *pflag.FlagSet, cfg *server.Config) {
 	l := &cfg.Limits
 	secs := func(d *time.Duration, name string, def time.Duration, usage string) {
@@ -22,4 +23,18 @@ func addSecurityFlags(f *pflag.FlagSet, cfg *server.Config) {
 	secs(&l.WriteTimeout, "api-write-timeout", server.DefaultWriteTimeout, "an answer must be written within this (event streams and boot files: per write)")
 	secs(&l.IdleTimeout, "api-idle-timeout", server.DefaultIdleTimeout, "keep-alive connections idle this long are closed")
 	f.IntVar(&l.MaxConnections, "api-max-connections", server.DefaultMaxConnections, "open API connections at most; more wait in the listen backlog")
+	s := &cfg.Security
+	f.StringVar(&s.Auth.Strategy, "auth-strategy", auth.NoAuth, "noauth or http_basic (Ironic's auth_strategy); the root, /v1 and the agent's endpoints stay public")
+	f.StringVar(&s.Auth.UserFile, "http-basic-auth-user-file", "/etc/anvil/htpasswd", "Apache htpasswd file of bcrypt entries for http_basic (htpasswd -B)")
+	f.StringSliceVar(&s.AllowedHosts, "allowed-hosts", nil, "host names requests may carry in Host besides IP addresses, localhost and the --http-url/--public-endpoint hosts (against DNS rebinding); * allows any")
+	f.StringVar(&s.TLSCertFile, "tls-cert-file", "", "serve HTTPS with this PEM certificate (chain); needs --tls-key-file")
+	f.StringVar(&s.TLSKeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file")
+}
+
+// scheme is the URL scheme the API is served on.
+func scheme(cfg *server.Config) string {
+	if cfg.Security.TLSCertFile != "" {
+		return "https"
+	}
+	return "http"
 }

@@ -52,6 +52,8 @@ type Config struct {
 	// Limits bounds what clients can hold of the listener (timeouts, open
 	// connections); zero values take the defaults.
 	Limits Limits
+	// Security is authentication, the Host allow-list and TLS.
+	Security Security
 }
 
 // Serve runs the API and a conductor until ctx ends, then shuts down cleanly:
@@ -116,9 +118,18 @@ func Serve(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	lim := cfg.Limits.withDefaults()
-	ln = limitListener(ln, lim)
-	h := handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH)
+	h, err := guard(handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH), cfg, bootPrefix)
+	var sln net.Listener
+	if err == nil {
+		sln, err = secureListener(limitListener(ln, lim), cfg.Security, cfg.Log)
+	}
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	ln = sln
 	srv := newHTTPServer(withLimits(h, bootPrefix, lim), lim)
+	srv.ErrorLog = slog.NewLogLogger(cfg.Log.Handler(), slog.LevelInfo) // TLS handshake failures and the like
 	// Open watch streams end when shutdown begins, or Shutdown would wait
 	// for them until its deadline.
 	srv.RegisterOnShutdown(broker.Close)
