@@ -11,6 +11,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/pyrepr"
+	"github.com/anvil-metal/anvil/internal/secret"
 )
 
 // patchOp is one validated RFC 6902 operation of a PATCH body.
@@ -105,14 +106,25 @@ func parsePatchOp(item any, pathRe *regexp.Regexp, pathText string) (patchOp, er
 	return patchOp{Op: op, Path: path, Value: val, HasValue: has}, nil
 }
 
-// repr is Python's repr() of the operation, as Ironic quotes it.
+// repr is Python's repr() of the operation, as Ironic quotes it, with the
+// value masked when the path names a secret (an error text must not echo
+// a password).
 func (p patchOp) repr() string {
 	d := pyrepr.Dict{Keys: []string{"op", "path"}, Values: map[string]any{"op": p.Op, "path": p.Path}}
 	if p.HasValue {
 		d.Keys = append(d.Keys, "value")
-		d.Values["value"] = p.Value
+		d.Values["value"] = maskPatchValue(p.Path, p.Value)
 	}
 	return pyrepr.Repr(d)
+}
+
+// maskPatchValue is v as it may be shown: Mask when a segment of path
+// names a secret, else with its inner secrets masked.
+func maskPatchValue(path string, v any) any {
+	if secret.Path(path) {
+		return secret.Mask
+	}
+	return secret.Value(v)
 }
 
 // field is the top-level attribute an operation touches, with RFC 6901's
@@ -326,7 +338,7 @@ func step(cur any, part string) (any, string) {
 	case map[string]any:
 		v, ok := c[part]
 		if !ok {
-			return nil, fmt.Sprintf("member '%s' not found in %s", part, pyrepr.Repr(c))
+			return nil, fmt.Sprintf("member '%s' not found in %s", part, pyrepr.Repr(secret.Value(c)))
 		}
 		return v, ""
 	case []any:

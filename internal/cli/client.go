@@ -10,10 +10,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/secret"
 )
 
 // DefaultAPIVersion is the microversion the CLI asks for unless told
@@ -37,7 +38,9 @@ type ClientConfig struct {
 	Username      string        // HTTP basic auth when set
 	Password      string
 	Debug         io.Writer // request log, or nil
-	HTTP          *http.Client
+	// Transport, when set, carries the requests (a CA bundle for https).
+	Transport http.RoundTripper
+	HTTP      *http.Client
 	// Sleep pauses between retries; nil means a context-aware timer.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
@@ -78,7 +81,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		if t <= 0 {
 			t = 60 * time.Second
 		}
-		c.http = &http.Client{Timeout: t}
+		c.http = &http.Client{Timeout: t, Transport: cfg.Transport}
+		if cfg.Transport != nil {
+			c.cfg.HTTP = &http.Client{Transport: cfg.Transport} // event streams: no timeout
+		}
 	}
 	if c.sleep == nil {
 		c.sleep = sleepCtx
@@ -303,7 +309,7 @@ func (c *Client) once(ctx context.Context, method, target string, body []byte) (
 	if c.cfg.Username != "" {
 		hr.SetBasicAuth(c.cfg.Username, c.cfg.Password)
 	}
-	c.debugf("REQ: %s %s %s", method, target, redactSecrets(body))
+	c.debugf("REQ: %s %s %s", method, secret.String(target), secret.JSON(body))
 	resp, err := c.http.Do(hr)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -316,7 +322,7 @@ func (c *Client) once(ctx context.Context, method, target string, body []byte) (
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: read answer: %w", method, target, err)
 	}
-	c.debugf("RESP: %d %s", resp.StatusCode, data)
+	c.debugf("RESP: %d %s", resp.StatusCode, secret.JSON(data))
 	if resp.StatusCode >= 400 {
 		ae := parseError(resp.StatusCode, data)
 		ae.maxVersion = resp.Header.Get(hdrMaxVersion)
@@ -325,12 +331,6 @@ func (c *Client) once(ctx context.Context, method, target string, body []byte) (
 	}
 	return data, nil
 }
-
-// secretRE matches JSON members whose name says they hold a password.
-var secretRE = regexp.MustCompile(`("[A-Za-z_]*password[A-Za-z_]*"\s*:\s*)"(?:[^"\\]|\\.)*"`)
-
-// redactSecrets hides passwords in a logged request body.
-func redactSecrets(body []byte) []byte { return secretRE.ReplaceAll(body, []byte(`$1"******"`)) }
 
 func unwrapURLError(err error) error {
 	var ue *url.Error

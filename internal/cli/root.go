@@ -57,6 +57,8 @@ type globalOpts struct {
 	maxRetries    int
 	retryInterval float64
 	debug         bool
+	cacert        string
+	insecure      bool
 }
 
 // Commands returns the operator commands: node, port, driver, conductor
@@ -107,7 +109,9 @@ func (a *app) addGlobalFlags(c *cobra.Command) {
 	f.StringVar(&a.opts.password, "os-password", "", "password for http_basic (env OS_PASSWORD)")
 	f.IntVar(&a.opts.maxRetries, "max-retries", 5, "retries of a request answered 409 (node locked) or 503")
 	f.Float64Var(&a.opts.retryInterval, "retry-interval", 2, "seconds before the first retry; later retries back off")
-	f.BoolVar(&a.opts.debug, "debug", false, "log every request and answer to stderr")
+	f.BoolVar(&a.opts.debug, "debug", false, "log every request and answer to stderr (secrets masked)")
+	f.StringVar(&a.opts.cacert, "os-cacert", "", "PEM CA bundle that verifies an https endpoint (env OS_CACERT)")
+	f.BoolVar(&a.opts.insecure, "insecure", false, "do not verify an https endpoint's certificate")
 }
 
 // client builds the API client from the options and the environment.
@@ -132,6 +136,11 @@ func (a *app) client() (*Client, error) {
 	if o.debug {
 		cfg.Debug = a.env.Stderr
 	}
+	tr, err := tlsTransport(firstNonEmpty(o.cacert, a.env.Getenv("OS_CACERT")), o.insecure)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Transport = tr
 	return NewClient(cfg)
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver/pxe"
 	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/metrics"
+	"github.com/anvil-metal/anvil/internal/secret"
 	"github.com/anvil-metal/anvil/internal/store/storeopen"
 )
 
@@ -62,6 +63,8 @@ func Serve(ctx context.Context, cfg Config) error {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	// Every log line of the server is masked, whoever built the logger.
+	cfg.Log = slog.New(secret.Handler(cfg.Log.Handler()))
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
 	}
