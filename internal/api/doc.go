@@ -32,8 +32,10 @@
 //     depth-checked before decoding (400), must be JSON (415), and every
 //     argument is type-checked with Ironic's wording (400).
 //   - Secrets (driver_info passwords, tokens, instance_info configdrive and
-//     image_url, ...) are masked as "******" in every response; PATCH works
-//     on the real values.
+//     image_url, "password=..." inside strings, ...) are masked as "******"
+//     in every response, last_error and error text, by internal/secret;
+//     PATCH works on the real values.
+//   - A request whose client left is answered 499 (counted apart from 5xx).
 //   - Nodes render from a per-version field plan straight into a byte
 //     buffer (jsonw.go), in Ironic's key order, with no per-node maps.
 //
