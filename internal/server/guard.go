@@ -1,13 +1,18 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"os/signal"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/anvil-metal/anvil/internal/auth"
 )
@@ -50,18 +55,20 @@ func guard(h http.Handler, cfg Config, bootPrefix string) (http.Handler, error) 
 
 // secureListener wraps ln in TLS when a certificate is configured, and
 // warns when the API is reachable beyond loopback without authentication
-// or without TLS.
-func secureListener(ln net.Listener, sec Security, log *slog.Logger) (net.Listener, error) {
+// or without TLS. With TLS, reload re-reads the certificate and key (on
+// SIGHUP); it is nil without.
+func secureListener(ln net.Listener, sec Security, log *slog.Logger) (_ net.Listener, reload func() error, _ error) {
 	if (sec.TLSCertFile == "") != (sec.TLSKeyFile == "") {
-		return nil, fmt.Errorf("--tls-cert-file and --tls-key-file go together")
+		return nil, nil, fmt.Errorf("--tls-cert-file and --tls-key-file go together")
 	}
 	tlsOn := sec.TLSCertFile != ""
 	if tlsOn {
-		cert, err := tls.LoadX509KeyPair(sec.TLSCertFile, sec.TLSKeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls: %w", err)
+		kp := &keyPair{certFile: sec.TLSCertFile, keyFile: sec.TLSKeyFile}
+		if err := kp.load(); err != nil {
+			return nil, nil, err
 		}
-		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		ln = tls.NewListener(ln, &tls.Config{GetCertificate: kp.get, MinVersion: tls.VersionTLS12})
+		reload = kp.load
 	}
 	if !isLoopback(ln.Addr()) {
 		if sec.Auth.Strategy == "" || sec.Auth.Strategy == auth.NoAuth {
@@ -71,7 +78,53 @@ func secureListener(ln net.Listener, sec Security, log *slog.Logger) (net.Listen
 			log.Warn("INSECURE: the API listens beyond loopback without TLS: passwords and tokens cross the network in clear; use --tls-cert-file and --tls-key-file", "listen", ln.Addr().String())
 		}
 	}
-	return ln, nil
+	return ln, reload, nil
+}
+
+// keyPair is the served certificate, replaced by load.
+type keyPair struct {
+	certFile, keyFile string
+	mu                sync.RWMutex
+	cert              *tls.Certificate
+}
+
+// load reads the files; on error the certificate in use stays.
+func (k *keyPair) load() error {
+	cert, err := tls.LoadX509KeyPair(k.certFile, k.keyFile)
+	if err != nil {
+		return fmt.Errorf("tls: %w", err)
+	}
+	k.mu.Lock()
+	k.cert = &cert
+	k.mu.Unlock()
+	return nil
+}
+
+func (k *keyPair) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.cert, nil
+}
+
+// reloadOnHUP calls reload on every SIGHUP until ctx ends.
+func reloadOnHUP(ctx context.Context, reload func() error, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if err := reload(); err != nil {
+					log.Error("TLS certificate reload failed; the previous one stays", "err", err)
+					continue
+				}
+				log.Info("TLS certificate reloaded")
+			}
+		}
+	}()
 }
 
 func isLoopback(a net.Addr) bool {

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -215,6 +216,44 @@ func TestTLS(t *testing.T) {
 	}
 }
 
+// TestTLSReloadOnHUP: new certificate files are served after SIGHUP.
+func TestTLSReloadOnHUP(t *testing.T) {
+	cert, key, pool := selfSigned(t)
+	s := serveWith(t, func(c *Config) { c.Security.TLSCertFile, c.Security.TLSKeyFile = cert, key })
+	base := strings.Replace(s.base, "http://", "https://", 1)
+	trusting := func(p *x509.CertPool) *http.Client {
+		return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p}, DisableKeepAlives: true}}
+	}
+	if st, body := request(t, trusting(pool), base, "GET", "/v1", "", "", "", ""); st != 200 {
+		t.Fatalf("before reload: %d %s", st, body)
+	}
+	cert2, key2, pool2 := selfSigned(t)
+	for src, dst := range map[string]string{cert2: cert, key2: key} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(testTimeout)
+	for {
+		resp, err := trusting(pool2).Get(base + "/v1")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the new certificate was never served: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+}
+
 // TestInsecureWarnings: listening beyond loopback without auth and TLS is
 // warned about; on loopback it is not.
 func TestInsecureWarnings(t *testing.T) {
@@ -227,7 +266,7 @@ func TestInsecureWarnings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sln, err := secureListener(ln, Security{}, slog.New(slog.NewTextHandler(&buf, nil)))
+		sln, _, err := secureListener(ln, Security{}, slog.New(slog.NewTextHandler(&buf, nil)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -122,15 +122,21 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	lim := cfg.Limits.withDefaults()
 	h, err := guard(handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH), cfg, bootPrefix)
-	var sln net.Listener
+	var (
+		sln    net.Listener
+		reload func() error
+	)
 	if err == nil {
-		sln, err = secureListener(limitListener(ln, lim), cfg.Security, cfg.Log)
+		sln, reload, err = secureListener(limitListener(ln, lim), cfg.Security, cfg.Log)
 	}
 	if err != nil {
 		_ = ln.Close()
 		return err
 	}
 	ln = sln
+	if reload != nil {
+		reloadOnHUP(ctx, reload, cfg.Log)
+	}
 	srv := newHTTPServer(withLimits(h, bootPrefix, lim), lim)
 	srv.ErrorLog = slog.NewLogLogger(cfg.Log.Handler(), slog.LevelInfo) // TLS handshake failures and the like
 	// Open watch streams end when shutdown begins, or Shutdown would wait
