@@ -22,7 +22,7 @@ func addSecurityFlags(f *pflag.FlagSet, cfg *server.Config) {
 	secs(&l.ReadTimeout, "api-read-timeout", server.DefaultReadTimeout, "a client must send its whole request (body included) within this")
 	secs(&l.WriteTimeout, "api-write-timeout", server.DefaultWriteTimeout, "an answer must be written within this (event streams and boot files: per write)")
 	secs(&l.IdleTimeout, "api-idle-timeout", server.DefaultIdleTimeout, "keep-alive connections idle this long are closed")
-	f.IntVar(&l.MaxConnections, "api-max-connections", server.DefaultMaxConnections, "open API connections at most; more wait in the listen backlog")
+	f.IntVar(&l.MaxConnections, "api-max-connections", server.DefaultMaxConnections, "open API connections at most; at the cap idle ones are closed for new clients, else new clients wait")
 	s := &cfg.Security
 	f.StringVar(&s.Auth.Strategy, "auth-strategy", auth.NoAuth, "noauth or http_basic (Ironic's auth_strategy); the root, /v1 and the agent's endpoints stay public")
 	f.StringVar(&s.Auth.UserFile, "http-basic-auth-user-file", "/etc/anvil/htpasswd", "Apache htpasswd file of bcrypt entries for http_basic (htpasswd -B)")

@@ -4,9 +4,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"time"
-
-	"golang.org/x/net/netutil"
 
 	"github.com/anvil-metal/anvil/pkg/events"
 )
@@ -25,8 +24,10 @@ type Limits struct {
 	WriteTimeout time.Duration
 	// IdleTimeout reaps keep-alive connections with no request.
 	IdleTimeout time.Duration
-	// MaxConnections caps open connections; further clients wait in the
-	// listen backlog until one closes.
+	// MaxConnections caps open connections. At the cap, the oldest idle
+	// keep-alive connection (or one that has not sent its headers within a
+	// second) is closed for a new client; if every connection is busy,
+	// new clients wait in the listen backlog.
 	MaxConnections int
 }
 
@@ -66,9 +67,114 @@ func newHTTPServer(h http.Handler, l Limits) *http.Server {
 	}
 }
 
-// limitListener caps ln at l.MaxConnections open connections.
-func limitListener(ln net.Listener, l Limits) net.Listener {
-	return netutil.LimitListener(ln, l.MaxConnections)
+// connCap caps open connections at max. When full, a new client is not
+// left waiting behind connections that do nothing: the oldest idle
+// keep-alive connection, or else the oldest one that has not sent its
+// request headers within staleNew, is closed to make room. Only when every
+// connection is busy with a request does the new one wait in the backlog
+// (until a request ends or a timeout cuts a stalled one). Its track method
+// must be the http.Server's ConnState.
+type connCap struct {
+	net.Listener
+	max      int
+	staleNew time.Duration
+	mu       sync.Mutex
+	conns    map[net.Conn]*connInfo
+	freed    chan struct{} // a token per released connection
+	done     chan struct{} // closed by Close
+	once     sync.Once
+}
+
+type connInfo struct {
+	state http.ConnState
+	since time.Time // accepted (new) or idle since
+}
+
+func newConnCap(ln net.Listener, n int) *connCap {
+	return &connCap{Listener: ln, max: n, staleNew: time.Second, conns: map[net.Conn]*connInfo{},
+		freed: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// Accept waits for room, then accepts.
+func (l *connCap) Accept() (net.Conn, error) {
+	for !l.room() {
+		select {
+		case <-l.freed:
+		case <-l.done:
+			return nil, net.ErrClosed
+		case <-time.After(l.staleNew / 4): // a new connection may have gone stale
+		}
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	l.conns[c] = &connInfo{state: http.StateNew, since: time.Now()}
+	l.mu.Unlock()
+	return c, nil
+}
+
+// room reports whether a connection may be accepted, evicting an idle or
+// stale new connection when the cap is reached.
+func (l *connCap) room() bool {
+	l.mu.Lock()
+	if len(l.conns) < l.max {
+		l.mu.Unlock()
+		return true
+	}
+	var victim net.Conn
+	var vInfo *connInfo
+	now := time.Now()
+	for c, in := range l.conns {
+		switch {
+		case in.state == http.StateIdle:
+			if vInfo == nil || vInfo.state != http.StateIdle || in.since.Before(vInfo.since) {
+				victim, vInfo = c, in
+			}
+		case in.state == http.StateNew && now.Sub(in.since) >= l.staleNew:
+			if vInfo == nil || vInfo.state == http.StateNew && in.since.Before(vInfo.since) {
+				victim, vInfo = c, in
+			}
+		}
+	}
+	if victim != nil {
+		delete(l.conns, victim)
+	}
+	l.mu.Unlock()
+	if victim == nil {
+		return false
+	}
+	go victim.Close() // a TLS close may wait on the peer
+	return true
+}
+
+// track follows the server's connection states.
+func (l *connCap) track(c net.Conn, st http.ConnState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	in, ok := l.conns[c]
+	if !ok {
+		return
+	}
+	switch st {
+	case http.StateClosed, http.StateHijacked:
+		delete(l.conns, c)
+		select {
+		case l.freed <- struct{}{}:
+		default:
+		}
+	case http.StateIdle:
+		in.state, in.since = st, time.Now()
+	default:
+		in.state = st
+	}
+}
+
+// Close stops accepting.
+func (l *connCap) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return l.Listener.Close()
 }
 
 // isLongLived reports whether r is answered by a long response: the event

@@ -133,3 +133,54 @@ func TestStreamOutlivesTimeouts(t *testing.T) {
 		t.Fatalf("stream ended after %v (%d lines read): %v", time.Since(start), beats, sc.Err())
 	}
 }
+
+// TestCapEvictsIdlers: with every connection slot held by an idle
+// keep-alive connection or a client that never finishes its headers, a new
+// client is served long before the timeouts (set beyond the test's wait)
+// would cut them.
+func TestCapEvictsIdlers(t *testing.T) {
+	for _, kind := range []string{"idle", "silent"} {
+		t.Run(kind, func(t *testing.T) {
+			s := serveWith(t, func(c *Config) {
+				c.Limits = Limits{ReadHeaderTimeout: 2 * testTimeout, IdleTimeout: 2 * testTimeout, MaxConnections: 4}
+			})
+			for range 4 {
+				c := dial(t, s.base)
+				if kind == "silent" {
+					_, _ = io.WriteString(c, "GET /v1 HTTP/1.1\r\n")
+					continue
+				}
+				_, _ = io.WriteString(c, "GET /v1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/v1", nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("a new client was not served beside %d %s connections: %v", 4, kind, err)
+			}
+			resp.Body.Close()
+		})
+	}
+}
+
+// TestCapHolds: connections busy with a request, or just accepted, are not
+// evicted; room comes back when one closes.
+func TestCapHolds(t *testing.T) {
+	l := newConnCap(nil, 2)
+	a, b := &net.TCPConn{}, &net.TCPConn{}
+	l.conns[a] = &connInfo{state: http.StateActive, since: time.Now().Add(-time.Hour)}
+	l.conns[b] = &connInfo{state: http.StateNew, since: time.Now()}
+	if l.room() {
+		t.Fatal("room made by evicting an active or a fresh connection")
+	}
+	l.track(a, http.StateClosed)
+	if !l.room() {
+		t.Fatal("no room after a connection closed")
+	}
+}

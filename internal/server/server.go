@@ -127,18 +127,20 @@ func Serve(ctx context.Context, cfg Config) error {
 		reload func() error
 	)
 	if err == nil {
-		sln, reload, err = secureListener(limitListener(ln, lim), cfg.Security, cfg.Log)
+		sln, reload, err = secureListener(ln, cfg.Security, cfg.Log)
 	}
 	if err != nil {
 		_ = ln.Close()
 		return err
 	}
-	ln = sln
+	capped := newConnCap(sln, lim.MaxConnections)
+	ln = capped
 	if reload != nil {
 		reloadOnHUP(ctx, reload, cfg.Log)
 	}
 	srv := newHTTPServer(withLimits(h, bootPrefix, lim), lim)
 	srv.ErrorLog = slog.NewLogLogger(cfg.Log.Handler(), slog.LevelInfo) // TLS handshake failures and the like
+	srv.ConnState = capped.track
 	// Open watch streams end when shutdown begins, or Shutdown would wait
 	// for them until its deadline.
 	srv.RegisterOnShutdown(broker.Close)
