@@ -26,6 +26,9 @@ type Security struct {
 	AllowedHosts []string
 	// TLSCertFile and TLSKeyFile, both set, serve HTTPS.
 	TLSCertFile, TLSKeyFile string
+	// AllowInsecureNoAuth lets noauth listen beyond loopback (with a
+	// warning); without it, Serve refuses.
+	AllowInsecureNoAuth bool
 }
 
 // guard puts the Host check and authentication in front of h. Boot files
@@ -53,9 +56,9 @@ func guard(h http.Handler, cfg Config, bootPrefix string) (http.Handler, error) 
 	return hostGuard(h, allowed), nil
 }
 
-// secureListener wraps ln in TLS when a certificate is configured, and
-// warns when the API is reachable beyond loopback without authentication
-// or without TLS. With TLS, reload re-reads the certificate and key (on
+// secureListener wraps ln in TLS when a certificate is configured. Beyond
+// loopback, it refuses noauth unless AllowInsecureNoAuth, and warns about
+// noauth (so allowed) and about plain HTTP. With TLS, reload re-reads the certificate and key (on
 // SIGHUP); it is nil without.
 func secureListener(ln net.Listener, sec Security, log *slog.Logger) (_ net.Listener, reload func() error, _ error) {
 	if (sec.TLSCertFile == "") != (sec.TLSKeyFile == "") {
@@ -72,6 +75,9 @@ func secureListener(ln net.Listener, sec Security, log *slog.Logger) (_ net.List
 	}
 	if !isLoopback(ln.Addr()) {
 		if sec.Auth.Strategy == "" || sec.Auth.Strategy == auth.NoAuth {
+			if !sec.AllowInsecureNoAuth {
+				return nil, nil, fmt.Errorf("refusing to serve on %s without authentication: anyone who reaches it could power off machines and wipe disks; use --auth-strategy http_basic, listen on 127.0.0.1, or accept the risk with --allow-insecure-noauth", ln.Addr())
+			}
 			log.Warn("INSECURE: the API listens beyond loopback without authentication: anyone who reaches it can power off machines and wipe disks; use --auth-strategy http_basic", "listen", ln.Addr().String())
 		}
 		if !tlsOn {

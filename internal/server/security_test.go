@@ -254,21 +254,27 @@ func TestTLSReloadOnHUP(t *testing.T) {
 	}
 }
 
-// TestInsecureWarnings: listening beyond loopback without auth and TLS is
-// warned about; on loopback it is not.
+// TestInsecureWarnings: beyond loopback, noauth is refused unless allowed,
+// and then warned about, as is plain HTTP; on loopback neither.
 func TestInsecureWarnings(t *testing.T) {
 	for _, c := range []struct {
-		addr string
-		warn bool
-	}{{"127.0.0.1:0", false}, {"0.0.0.0:0", true}} {
+		addr         string
+		allow, fails bool
+		warn         bool
+	}{{"127.0.0.1:0", false, false, false}, {"0.0.0.0:0", false, true, false}, {"0.0.0.0:0", true, false, true}} {
 		var buf syncBuffer
 		ln, err := net.Listen("tcp", c.addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sln, _, err := secureListener(ln, Security{}, slog.New(slog.NewTextHandler(&buf, nil)))
+		sln, _, err := secureListener(ln, Security{AllowInsecureNoAuth: c.allow}, slog.New(slog.NewTextHandler(&buf, nil)))
+		ln.Close()
+		if c.fails != (err != nil) || c.fails && !strings.Contains(err.Error(), "--allow-insecure-noauth") {
+			t.Errorf("%s allow=%v: %v", c.addr, c.allow, err)
+			continue
+		}
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
 		sln.Close()
 		got := buf.String()
