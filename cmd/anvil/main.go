@@ -45,7 +45,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServe(stdout, stderr), newStates(stdout))
+	root.AddCommand(newServe(stdout, stderr), newStates(stdout), newAudit(stdout))
 	root.AddCommand(newAgent(stdout, stderr), newRamdisk(stdout, stderr), newBootCommand(stdout))
 	root.AddCommand(operatorCommands(stdout, stderr)...)
 	root.AddCommand(hardwareCommands(stdout, stderr)...)

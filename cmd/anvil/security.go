@@ -28,6 +28,7 @@ func addSecurityFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&s.Auth.UserFile, "http-basic-auth-user-file", "/etc/anvil/htpasswd", "Apache htpasswd file of bcrypt entries for http_basic (htpasswd -B)")
 	f.BoolVar(&s.AllowInsecureNoAuth, "allow-insecure-noauth", false, "let noauth serve beyond loopback (refused otherwise: anyone reaching the port could wipe disks)")
 	f.StringSliceVar(&s.AllowedHosts, "allowed-hosts", nil, "host names requests may carry in Host besides IP addresses, localhost and the --http-url/--public-endpoint hosts (against DNS rebinding); * allows any")
+	f.StringVar(&s.AuditLog, "audit-log", "", "append an audit record of every write (user, remote, method, path, node, status, request id) to this JSON-lines file (0600); read it with `anvil audit`; default: the log")
 	f.StringVar(&s.TLSCertFile, "tls-cert-file", "", "serve HTTPS with this PEM certificate (chain); needs --tls-key-file; both are re-read on SIGHUP")
 	f.StringVar(&s.TLSKeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file")
 }

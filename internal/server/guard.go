@@ -29,17 +29,21 @@ type Security struct {
 	// AllowInsecureNoAuth lets noauth listen beyond loopback (with a
 	// warning); without it, Serve refuses.
 	AllowInsecureNoAuth bool
+	// AuditLog, when set, is the JSON-lines file audit records are
+	// appended to (created 0600); empty sends them to the log.
+	AuditLog string
 }
 
-// guard puts the Host check and authentication in front of h. Boot files
-// are public: machines fetch them before they hold any credential.
-func guard(h http.Handler, cfg Config, bootPrefix string) (http.Handler, error) {
+// guard puts the Host check, authentication and the audit record in front
+// of h, auditing to auditLog. Boot files are public: machines fetch them
+// before they hold any credential.
+func guard(h http.Handler, cfg Config, bootPrefix string, auditLog *slog.Logger) (http.Handler, error) {
 	ac := cfg.Security.Auth
 	ac.Log = cfg.Log
 	ac.Public = func(p string) bool {
 		return auth.PublicPath(p) || bootPrefix != "" && strings.HasPrefix(p, bootPrefix+"/")
 	}
-	h = audit(h, cfg.Log)
+	h = audit(h, auditLog)
 	h, err := auth.Middleware(h, ac)
 	if err != nil {
 		return nil, err

@@ -121,7 +121,13 @@ func Serve(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	lim := cfg.Limits.withDefaults()
-	h, err := guard(handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH), cfg, bootPrefix)
+	auditLog, closeAudit, err := openAudit(cfg.Security.AuditLog, cfg.Log)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	defer closeAudit()
+	h, err := guard(handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH), cfg, bootPrefix, auditLog)
 	var (
 		sln    net.Listener
 		reload func() error
