@@ -30,8 +30,9 @@ const Realm = `Basic realm="Baremetal API"`
 
 // Config selects and configures the strategy.
 type Config struct {
-	Strategy string // NoAuth (or "") or HTTPBasic
+	Strategy string // NoAuth (or ""), HTTPBasic or JWT
 	UserFile string // htpasswd file for HTTPBasic
+	JWT      JWTConfig
 	// Public reports whether a path is served without credentials; nil
 	// uses PublicPath.
 	Public func(path string) bool
@@ -57,34 +58,46 @@ func User(ctx context.Context) string {
 }
 
 // Middleware wraps h with the configured strategy; a bad configuration
-// (unknown strategy, unreadable or non-bcrypt user file) is an error.
-func Middleware(h http.Handler, cfg Config) (http.Handler, error) {
+// (unknown strategy, unreadable or non-bcrypt user file, unreachable
+// issuer) is an error. ctx bounds the issuer's discovery.
+func Middleware(ctx context.Context, h http.Handler, cfg Config) (http.Handler, error) {
 	if cfg.Public == nil {
 		cfg.Public = PublicPath
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	var check func(*http.Request) (string, int, string)
+	challenge := Realm
 	switch cfg.Strategy {
 	case "", NoAuth:
 		return h, nil
 	case HTTPBasic:
+		users := &userFile{path: cfg.UserFile}
+		if _, err := users.load(); err != nil {
+			return nil, err
+		}
+		check = (&basic{users: users, log: cfg.Log, cache: map[[32]byte]bool{}}).check
+	case JWT:
+		j, err := newJWT(ctx, cfg.JWT)
+		if err != nil {
+			return nil, err
+		}
+		check, challenge = j.check, `Bearer realm="Baremetal API"`
 	default:
-		return nil, fmt.Errorf("auth strategy %q: want %s or %s", cfg.Strategy, NoAuth, HTTPBasic)
+		return nil, fmt.Errorf("auth strategy %q: want %s, %s or %s", cfg.Strategy, NoAuth, HTTPBasic, JWT)
 	}
-	users := &userFile{path: cfg.UserFile}
-	if _, err := users.load(); err != nil {
-		return nil, err
-	}
-	b := &basic{users: users, log: cfg.Log, cache: map[[32]byte]bool{}}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if cfg.Public(r.URL.Path) {
 			h.ServeHTTP(w, r)
 			return
 		}
-		user, status, msg := b.check(r)
+		user, status, msg := check(r)
 		if status != 0 {
-			writeAuthError(w, status, msg)
+			if status == http.StatusForbidden {
+				cfg.Log.Info("access denied", "user", truncate(user), "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
+			}
+			writeAuthError(w, status, msg, challenge)
 			return
 		}
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
@@ -92,9 +105,9 @@ func Middleware(h http.Handler, cfg Config) (http.Handler, error) {
 }
 
 // writeAuthError is Ironic's BasicAuthMiddleware answer.
-func writeAuthError(w http.ResponseWriter, status int, msg string) {
+func writeAuthError(w http.ResponseWriter, status int, msg, challenge string) {
 	if status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", Realm)
+		w.Header().Set("WWW-Authenticate", challenge)
 	}
 	body, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "code": status}})
 	w.Header().Set("Content-Type", "application/json")

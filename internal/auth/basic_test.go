@@ -43,7 +43,7 @@ func TestBasic(t *testing.T) {
 	path := userFile(t, "admin", "pw-Φ:colon")
 	var seenUser string
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seenUser = auth.User(r.Context()) })
-	h, err := auth.Middleware(inner, auth.Config{Strategy: auth.HTTPBasic, UserFile: path,
+	h, err := auth.Middleware(t.Context(), inner, auth.Config{Strategy: auth.HTTPBasic, UserFile: path,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +109,7 @@ func TestBasic(t *testing.T) {
 // restart.
 func TestUserFileReloaded(t *testing.T) {
 	path := userFile(t, "a", "1")
-	h, err := auth.Middleware(http.NotFoundHandler(), auth.Config{Strategy: auth.HTTPBasic, UserFile: path,
+	h, err := auth.Middleware(t.Context(), http.NotFoundHandler(), auth.Config{Strategy: auth.HTTPBasic, UserFile: path,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +144,7 @@ func TestConfigErrors(t *testing.T) {
 		"missing file":     {Strategy: auth.HTTPBasic, UserFile: filepath.Join(t.TempDir(), "none")},
 		"md5 entry":        {Strategy: auth.HTTPBasic, UserFile: md5},
 	} {
-		if _, err := auth.Middleware(http.NotFoundHandler(), cfg); err == nil {
+		if _, err := auth.Middleware(t.Context(), http.NotFoundHandler(), cfg); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -156,7 +156,7 @@ func BenchmarkBasicCached(b *testing.B) {
 	h, _ := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.DefaultCost)
 	p := filepath.Join(b.TempDir(), "htpasswd")
 	_ = os.WriteFile(p, []byte("admin:"+string(h)+"\n"), 0o600)
-	mw, err := auth.Middleware(http.NotFoundHandler(), auth.Config{Strategy: auth.HTTPBasic, UserFile: p})
+	mw, err := auth.Middleware(b.Context(), http.NotFoundHandler(), auth.Config{Strategy: auth.HTTPBasic, UserFile: p})
 	if err != nil {
 		b.Fatal(err)
 	}

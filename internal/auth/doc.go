@@ -5,7 +5,13 @@
 // Apache htpasswd file of bcrypt entries (Ironic's
 // http_basic_auth_user_file), answering 401 with
 // `WWW-Authenticate: Basic realm="Baremetal API"` and Ironic's
-// {"error": {"message", "code"}} body.
+// {"error": {"message", "code"}} body; "jwt" verifies bearer tokens
+// (Authorization: Bearer, or X-Auth-Token as OpenStack clients send) of an
+// OpenID Connect issuer with coreos/go-oidc and maps a roles claim to
+// Ironic's roles: admin and member may write, reader may only read (403).
+// A token with a project claim is refused (403): project scoping
+// (owner/lessee) is not implemented, and such a token must not see every
+// project's nodes.
 //
 // Invariants:
 //   - public routes (the root document, /v1, and the agent's lookup,

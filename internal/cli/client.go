@@ -37,6 +37,7 @@ type ClientConfig struct {
 	Timeout       time.Duration // per HTTP request; 0 means 60 s
 	Username      string        // HTTP basic auth when set
 	Password      string
+	Token         string    // sent as X-Auth-Token when set (jwt, keystone)
 	Debug         io.Writer // request log, or nil
 	// Transport, when set, carries the requests (a CA bundle for https).
 	Transport http.RoundTripper
@@ -306,8 +307,8 @@ func (c *Client) once(ctx context.Context, method, target string, body []byte) (
 	if body != nil {
 		hr.Header.Set("Content-Type", "application/json")
 	}
-	if c.cfg.Username != "" {
-		hr.SetBasicAuth(c.cfg.Username, c.cfg.Password)
+	for k, v := range c.authHeader() {
+		hr.Header[k] = v
 	}
 	c.debugf("REQ: %s %s %s", method, secret.String(target), secret.JSON(body))
 	resp, err := c.http.Do(hr)
@@ -344,6 +345,19 @@ func (c *Client) debugf(format string, args ...any) {
 	if c.cfg.Debug != nil {
 		fmt.Fprintf(c.cfg.Debug, format+"\n", args...)
 	}
+}
+
+// authHeader is the credentials every request carries (API and streams).
+func (c *Client) authHeader() http.Header {
+	h := http.Header{}
+	if c.cfg.Username != "" {
+		r := &http.Request{Header: h}
+		r.SetBasicAuth(c.cfg.Username, c.cfg.Password)
+	}
+	if c.cfg.Token != "" {
+		h.Set("X-Auth-Token", c.cfg.Token)
+	}
+	return h
 }
 
 // Get fetches path into out.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 
@@ -34,12 +33,7 @@ func (a *app) nodeWatchCmd() *cobra.Command {
 		if history {
 			f.Types = []string{events.TypeCreated, events.TypeUpdated, events.TypeDeleted, events.TypeHistory}
 		}
-		sc := &events.Client{BaseURL: c.Endpoint(), HTTP: c.cfg.HTTP}
-		if c.cfg.Username != "" {
-			r := &http.Request{Header: http.Header{}}
-			r.SetBasicAuth(c.cfg.Username, c.cfg.Password)
-			sc.Header = r.Header
-		}
+		sc := &events.Client{BaseURL: c.Endpoint(), HTTP: c.cfg.HTTP, Header: c.authHeader()}
 		ch, err := sc.Subscribe(ctx, f)
 		if err != nil {
 			return err

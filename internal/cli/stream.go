@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/anvil-metal/anvil/pkg/events"
@@ -23,13 +22,7 @@ type StreamWaiter struct {
 func (w *StreamWaiter) Wait(ctx context.Context, nodes []string, want Want) []Outcome {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sc := &events.Client{BaseURL: w.Client.Endpoint(), HTTP: w.Client.cfg.HTTP}
-	if w.Client.cfg.Username != "" {
-		h := http.Header{}
-		r := &http.Request{Header: h}
-		r.SetBasicAuth(w.Client.cfg.Username, w.Client.cfg.Password)
-		sc.Header = h
-	}
+	sc := &events.Client{BaseURL: w.Client.Endpoint(), HTTP: w.Client.cfg.HTTP, Header: w.Client.authHeader()}
 	ch, err := sc.Subscribe(ctx, events.Filter{Nodes: nodes})
 	if err != nil {
 		return (&Poller{Client: w.Client, Now: w.Now}).Wait(ctx, nodes, want)

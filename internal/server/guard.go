@@ -37,14 +37,14 @@ type Security struct {
 // guard puts the Host check, authentication and the audit record in front
 // of h, auditing to auditLog. Boot files are public: machines fetch them
 // before they hold any credential.
-func guard(h http.Handler, cfg Config, bootPrefix string, auditLog *slog.Logger) (http.Handler, error) {
+func guard(ctx context.Context, h http.Handler, cfg Config, bootPrefix string, auditLog *slog.Logger) (http.Handler, error) {
 	ac := cfg.Security.Auth
 	ac.Log = cfg.Log
 	ac.Public = func(p string) bool {
 		return auth.PublicPath(p) || bootPrefix != "" && strings.HasPrefix(p, bootPrefix+"/")
 	}
 	h = audit(h, auditLog)
-	h, err := auth.Middleware(h, ac)
+	h, err := auth.Middleware(ctx, h, ac)
 	if err != nil {
 		return nil, err
 	}
