@@ -28,7 +28,7 @@ func addSecurityFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&s.Auth.JWT.Issuer, "jwt-issuer", "", "jwt: the OpenID Connect issuer URL (Keycloak realm, Dex, ...)")
 	f.StringVar(&s.Auth.JWT.Audience, "jwt-audience", "", "jwt: the client ID tokens must be issued for (empty: not checked)")
 	f.StringVar(&s.Auth.JWT.RolesClaim, "jwt-roles-claim", "roles", "jwt: claim (dotted path) listing the roles admin, member, reader; Keycloak: realm_access.roles")
-	f.StringVar(&s.Auth.JWT.ProjectClaim, "jwt-project-claim", "project_id", "jwt: claim of a project-scoped token (such tokens are refused: project scoping is not implemented)")
+	f.StringVar(&s.Auth.JWT.ProjectClaim, "jwt-project-claim", "project_id", "jwt: claim naming a token's project: such a token sees and acts only on nodes its project owns or leases")
 	f.StringVar(&s.Auth.UserFile, "http-basic-auth-user-file", "/etc/anvil/htpasswd", "Apache htpasswd file of bcrypt entries for http_basic (htpasswd -B)")
 	f.BoolVar(&s.AllowInsecureNoAuth, "allow-insecure-noauth", false, "let noauth serve beyond loopback (refused otherwise: anyone reaching the port could wipe disks)")
 	f.StringSliceVar(&s.AllowedHosts, "allowed-hosts", nil, "host names requests may carry in Host besides IP addresses, localhost and the --http-url/--public-endpoint hosts (against DNS rebinding); * allows any")

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -48,13 +49,35 @@ func PublicPath(path string) bool {
 	return publicRe.MatchString(strings.TrimRight(path, "/"))
 }
 
-type userKey struct{}
+type principalKey struct{}
+
+// Principal is who a request is from: a user, the roles of its token and,
+// for a project-scoped token, its project. http_basic users have no roles
+// and no project: they are system administrators, as in Ironic.
+type Principal struct {
+	User    string
+	Project string
+	Roles   []string
+}
+
+// Scoped reports whether the principal acts for one project only.
+func (p Principal) Scoped() bool { return p.Project != "" }
+
+// HasRole reports whether the principal holds role.
+func (p Principal) HasRole(role string) bool { return slices.Contains(p.Roles, role) }
+
+// PrincipalOf returns the principal of a request's context; ok is false
+// under noauth and on public routes.
+func PrincipalOf(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
 
 // User returns the authenticated user of a request's context ("" under
 // noauth or on a public route).
 func User(ctx context.Context) string {
-	u, _ := ctx.Value(userKey{}).(string)
-	return u
+	p, _ := PrincipalOf(ctx)
+	return p.User
 }
 
 // Middleware wraps h with the configured strategy; a bad configuration
@@ -67,7 +90,7 @@ func Middleware(ctx context.Context, h http.Handler, cfg Config) (http.Handler, 
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	var check func(*http.Request) (string, int, string)
+	var check func(*http.Request) (Principal, int, string)
 	challenge := Realm
 	switch cfg.Strategy {
 	case "", NoAuth:
@@ -77,7 +100,11 @@ func Middleware(ctx context.Context, h http.Handler, cfg Config) (http.Handler, 
 		if _, err := users.load(); err != nil {
 			return nil, err
 		}
-		check = (&basic{users: users, log: cfg.Log, cache: map[[32]byte]bool{}}).check
+		b := &basic{users: users, log: cfg.Log, cache: map[[32]byte]bool{}}
+		check = func(r *http.Request) (Principal, int, string) {
+			user, status, msg := b.check(r)
+			return Principal{User: user}, status, msg
+		}
 	case JWT:
 		j, err := newJWT(ctx, cfg.JWT)
 		if err != nil {
@@ -92,15 +119,15 @@ func Middleware(ctx context.Context, h http.Handler, cfg Config) (http.Handler, 
 			h.ServeHTTP(w, r)
 			return
 		}
-		user, status, msg := check(r)
+		who, status, msg := check(r)
 		if status != 0 {
 			if status == http.StatusForbidden {
-				cfg.Log.Info("access denied", "user", truncate(user), "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
+				cfg.Log.Info("access denied", "user", truncate(who.User), "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
 			}
 			writeAuthError(w, status, msg, challenge)
 			return
 		}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, who)))
 	}), nil
 }
 

@@ -9,9 +9,9 @@
 // (Authorization: Bearer, or X-Auth-Token as OpenStack clients send) of an
 // OpenID Connect issuer with coreos/go-oidc and maps a roles claim to
 // Ironic's roles: admin and member may write, reader may only read (403).
-// A token with a project claim is refused (403): project scoping
-// (owner/lessee) is not implemented, and such a token must not see every
-// project's nodes.
+// A token with a project claim yields a project-scoped Principal; which
+// nodes it may see and change (owner, lessee) is internal/server's project
+// policy.
 //
 // Invariants:
 //   - public routes (the root document, /v1, and the agent's lookup,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -74,40 +73,37 @@ func bearer(r *http.Request) string {
 	return ""
 }
 
-// check returns the user, or the status and message of the refusal.
-func (j *jwtAuth) check(r *http.Request) (string, int, string) {
+// check returns the principal, or the status and message of the refusal.
+// What a project-scoped principal may do to which node is decided after
+// authentication, by the project policy (internal/server/policy.go).
+func (j *jwtAuth) check(r *http.Request) (Principal, int, string) {
 	raw := bearer(r)
 	if raw == "" {
-		return "", http.StatusUnauthorized, "Authorization required"
+		return Principal{}, http.StatusUnauthorized, "Authorization required"
 	}
 	tok, err := j.verifier.Verify(r.Context(), raw)
 	if err != nil {
-		return "", http.StatusUnauthorized, "Invalid or expired token"
+		return Principal{}, http.StatusUnauthorized, "Invalid or expired token"
 	}
 	var claims map[string]any
 	if err := tok.Claims(&claims); err != nil {
-		return "", http.StatusUnauthorized, "Invalid or expired token"
+		return Principal{}, http.StatusUnauthorized, "Invalid or expired token"
 	}
-	user := tok.Subject
+	who := Principal{User: tok.Subject, Roles: stringList(claim(claims, j.cfg.RolesClaim))}
 	if name, ok := claims["preferred_username"].(string); ok && name != "" {
-		user = name
+		who.User = name
 	}
-	if p, _ := claim(claims, j.cfg.ProjectClaim).(string); p != "" {
-		// Project scoping (owner/lessee) is not implemented: a project
-		// token must not see every project's nodes.
-		return user, http.StatusForbidden, "Project-scoped tokens are not supported; use a token without " + j.cfg.ProjectClaim
-	}
-	roles := stringList(claim(claims, j.cfg.RolesClaim))
+	who.Project, _ = claim(claims, j.cfg.ProjectClaim).(string)
 	switch {
-	case slices.Contains(roles, RoleAdmin), slices.Contains(roles, RoleMember):
-	case slices.Contains(roles, RoleReader):
+	case who.HasRole(RoleAdmin), who.HasRole(RoleMember):
+	case who.HasRole(RoleReader):
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			return user, http.StatusForbidden, "The reader role may not change anything"
+			return who, http.StatusForbidden, "The reader role may not change anything"
 		}
 	default:
-		return user, http.StatusForbidden, "The token has none of the roles admin, member, reader"
+		return who, http.StatusForbidden, "The token has none of the roles admin, member, reader"
 	}
-	return user, 0, ""
+	return who, 0, ""
 }
 
 // claim follows a dotted path through nested claims.

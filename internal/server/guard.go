@@ -34,16 +34,16 @@ type Security struct {
 	AuditLog string
 }
 
-// guard puts the Host check, authentication and the audit record in front
-// of h, auditing to auditLog. Boot files are public: machines fetch them
+// guard puts the Host check, authentication, the audit record and the
+// project policy (reading nodes) in front of h, auditing to auditLog. Boot files are public: machines fetch them
 // before they hold any credential.
-func guard(ctx context.Context, h http.Handler, cfg Config, bootPrefix string, auditLog *slog.Logger) (http.Handler, error) {
+func guard(ctx context.Context, h http.Handler, cfg Config, bootPrefix string, auditLog *slog.Logger, nodes nodeReader) (http.Handler, error) {
 	ac := cfg.Security.Auth
 	ac.Log = cfg.Log
 	ac.Public = func(p string) bool {
 		return auth.PublicPath(p) || bootPrefix != "" && strings.HasPrefix(p, bootPrefix+"/")
 	}
-	h = audit(h, auditLog)
+	h = audit(&projectPolicy{nodes: nodes, next: h}, auditLog)
 	h, err := auth.Middleware(ctx, h, ac)
 	if err != nil {
 		return nil, err

@@ -127,7 +127,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer closeAudit()
-	h, err := guard(ctx, handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH), cfg, bootPrefix, auditLog)
+	h, err := guard(ctx, handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH), cfg, bootPrefix, auditLog, st)
 	var (
 		sln    net.Listener
 		reload func() error
