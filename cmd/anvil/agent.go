@@ -52,7 +52,7 @@ does: the smallest whole non-removable disk of at least 4 GiB.`,
 	f := cmd.Flags()
 	f.StringVar(&cfg.APIURL, "api-url", "http://127.0.0.1:6385", "the Anvil (Ironic) API to look the node up on")
 	f.StringArrayVar(&cfg.MACs, "mac", nil, "MAC address to look up by (repeatable; default: the NICs in /sys/class/net)")
-	f.StringVar(&cfg.Disk, "disk", "", "block device or file images are written to (default: chosen as IPA does)")
+	f.StringArrayVar(&cfg.Disks, "disk", nil, "block device or file images are written to, as PATH[,model=M,serial=S,vendor=V,wwn=W,hctl=H,by_path=P,rotational=true]; repeatable: root device hints choose among them, the first is the default (default: chosen as IPA does)")
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:9999", "address of the command API")
 	f.StringVar(&cfg.AdvertiseURL, "advertise-url", "", "callback_url reported in heartbeats (default http://<listen>)")
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", 0, "fixed heartbeat interval (default: 0.3-0.6 x the lookup's heartbeat_timeout)")

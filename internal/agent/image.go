@@ -3,9 +3,6 @@ package agent
 import (
 	"bytes"
 	"context"
-	"crypto/md5" //nolint:gosec // only when the operator allows md5 checksums
-	"crypto/sha256"
-	"crypto/sha512"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -18,65 +15,236 @@ import (
 	"sync/atomic"
 
 	"github.com/anvil-metal/anvil/internal/agent/agentapi"
+	"github.com/anvil-metal/anvil/internal/disk"
+	"github.com/anvil-metal/anvil/internal/ipa"
 )
 
 var errNotImplemented = errors.New("not implemented by this agent")
 
-// qcow2Magic starts every qcow2 image.
-var qcow2Magic = []byte{'Q', 'F', 'I', 0xfb}
-
-// writeImage streams image_source to the disk while hashing it, verifies
-// the checksum and fsyncs. qcow2 images are converted with qemu-img.
+// writeImage is the image command (IPA's standby.prepare_image): it picks
+// the install disk (root device hints, checked before anything is
+// written), then writes a whole-disk image to it, or partitions it as IPA
+// does and writes a partition image into the root partition, converting
+// qcow2 with qemu-img; the image's checksum is verified and the disk
+// fsynced before success; a config drive is written to its partition last.
 func (a *Agent) writeImage(ctx context.Context, p map[string]any, progress *atomic.Int64) (map[string]any, error) {
-	src, _ := p[agentapi.ParamImageSource].(string)
-	sum, _ := p[agentapi.ParamChecksum].(string)
-	algo, _ := p[agentapi.ParamChecksumAlgo].(string)
-	if src == "" {
-		return nil, errors.New("write_image: image_source is missing")
-	}
-	h, err := newHash(algo, sum, a.cfg.AllowMD5)
+	req, err := ParseImageRequest(p)
 	if err != nil {
 		return nil, err
 	}
-	body, size, err := openImage(ctx, a.cfg.Client, src)
+	target, err := a.installDevice(req.RootDevice)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("write_image: %w", err)
 	}
-	defer body.Close()
-	head := make([]byte, 4)
-	n, _ := io.ReadFull(body, head)
-	head = head[:n]
-	stream := io.MultiReader(bytes.NewReader(head), body)
-	if bytes.Equal(head, qcow2Magic) {
-		return a.writeQcow2(ctx, stream, h, sum, algo, progress)
+	sum, err := ipa.ParseChecksum(req.Algo, req.Checksum, a.allowMD5())
+	if err != nil {
+		return nil, fmt.Errorf("write_image: %w", err)
 	}
-	return WriteRaw(ctx, a.cfg.Disk, stream, size, h, sum, algo, progress)
+	var cd []byte
+	if req.ConfigDrive != "" {
+		if cd, err = disk.FetchConfigDrive(ctx, a.cfg.Client, req.ConfigDrive); err != nil {
+			return nil, fmt.Errorf("write_image: %w", err)
+		}
+	}
+	w := imageWrite{a: a, req: req, sum: sum, h: sum.NewHash(), progress: progress, disk: target, configDrive: cd}
+	return w.run(ctx)
 }
 
-// newHash picks the checksum algorithm: the one named, or by digest length
-// (64 hex: sha256, 128: sha512, 32: md5).
-func newHash(algo, sum string, allowMD5 bool) (hash.Hash, error) {
-	if sum == "" {
-		return nil, errors.New("write_image: no image checksum given")
+// imageWrite is one run of the image command.
+type imageWrite struct {
+	a           *Agent
+	req         ImageRequest
+	sum         ipa.Checksum // what the image must hash to
+	h           hash.Hash
+	progress    *atomic.Int64
+	disk        string
+	configDrive []byte
+}
+
+func (w *imageWrite) run(ctx context.Context) (map[string]any, error) {
+	res := map[string]any{"root_device": w.disk}
+	// The image is opened, and a qcow2 one downloaded and verified, before
+	// the disk is touched.
+	img, err := w.open(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("write_image: %w", err)
 	}
-	if _, err := hex.DecodeString(sum); err != nil {
-		return nil, fmt.Errorf("write_image: image checksum %q is not hexadecimal", sum)
-	}
-	if algo == "" {
-		algo = map[int]string{64: "sha256", 128: "sha512", 32: "md5"}[len(sum)]
-	}
-	switch strings.ToLower(algo) {
-	case "sha256":
-		return sha256.New(), nil
-	case "sha512":
-		return sha512.New(), nil
-	case "md5":
-		if !allowMD5 {
-			return nil, errors.New("write_image: md5 checksums are not allowed")
+	defer img.Close()
+	t := disk.Target{Path: w.disk}
+	var parts []disk.Partition
+	if w.req.ImageType == agentapi.ImagePartition {
+		if parts, err = w.partition(); err != nil {
+			return nil, fmt.Errorf("write_image: %w", err)
 		}
-		return md5.New(), nil //nolint:gosec
+		root := find(parts, disk.RoleRoot)
+		t = disk.Target{Path: w.disk, Offset: root.Start, Limit: root.Size}
 	}
-	return nil, fmt.Errorf("write_image: unsupported checksum algorithm %q (checksum of %d hex digits)", algo, len(sum))
+	n, err := w.write(ctx, img, t)
+	if err != nil {
+		return nil, fmt.Errorf("write_image: %w", err)
+	}
+	res["bytes_written"], res["checksum"] = n, hex.EncodeToString(w.h.Sum(nil))
+	if w.req.ImageType == agentapi.ImageWholeDisk && w.configDrive != nil {
+		p, err := disk.AddConfigDrivePartition(w.disk)
+		if err != nil {
+			return nil, fmt.Errorf("write_image: %w", err)
+		}
+		parts = append(parts, p)
+	}
+	if p := find(parts, disk.RoleConfigDrive); p.Number > 0 {
+		if err := writeAt(w.disk, w.configDrive, p.Start); err != nil {
+			return nil, fmt.Errorf("write_image: config drive: %w", err)
+		}
+	}
+	if p := find(parts, disk.RoleSwap); p.Number > 0 {
+		if err := disk.FormatSwap(w.disk, p, "swap1"); err != nil {
+			return nil, fmt.Errorf("write_image: swap: %w", err)
+		}
+	}
+	if p := find(parts, disk.RoleEphemeral); p.Number > 0 {
+		fs := w.req.EphemeralFormat
+		if fs == "" {
+			fs = "ext4" // Ironic's [pxe]default_ephemeral_format
+		}
+		if err := disk.FormatEphemeral(ctx, w.disk, p, fs); err != nil {
+			return nil, fmt.Errorf("write_image: ephemeral: %w", err)
+		}
+	}
+	if len(parts) > 0 {
+		out := map[string]any{}
+		for _, p := range parts {
+			out[p.Role] = map[string]any{"number": p.Number, "start": p.Start, "size": p.Size, "part_uuid": p.UUID}
+		}
+		res["partitions"] = out
+	}
+	return res, nil
+}
+
+// partition plans the partition image's layout on the disk (IPA's
+// make_partitions) and writes the table.
+func (w *imageWrite) partition() ([]disk.Partition, error) {
+	f, err := os.Open(w.disk)
+	if err != nil {
+		return nil, fmt.Errorf("open disk %s: %w", w.disk, err)
+	}
+	size, err := disk.Size(f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	l := disk.Layout{Label: w.req.DiskLabel, BootMode: w.req.BootMode, LocalBoot: w.req.BootOption != "netboot",
+		RootMB: w.req.RootMB, SwapMB: w.req.SwapMB, EphemeralMB: w.req.EphemeralMB,
+		ConfigDriveMB: (int64(len(w.configDrive)) + 1<<20 - 1) >> 20}
+	parts, err := l.Plan(size)
+	if err != nil {
+		return nil, err
+	}
+	return parts, disk.WriteTable(w.disk, l.TableType(), parts)
+}
+
+func find(parts []disk.Partition, role string) disk.Partition {
+	for _, p := range parts {
+		if p.Role == role {
+			return p
+		}
+	}
+	return disk.Partition{}
+}
+
+// image is the opened image: a raw stream, or a downloaded and verified
+// qcow2 file.
+type image struct {
+	raw   io.Reader
+	size  int64 // -1 when unknown
+	qcow2 string
+	close func()
+}
+
+func (i *image) Close() { i.close() }
+
+// open opens the image and looks at its first bytes: a qcow2 image
+// (image_disk_format qcow2, or by its magic unless raw was declared) is
+// downloaded to a temporary file and verified, and needs qemu-img.
+func (w *imageWrite) open(ctx context.Context) (*image, error) {
+	body, size, err := openImage(ctx, w.a.cfg.Client, w.req.Source)
+	if err != nil {
+		return nil, err
+	}
+	head := make([]byte, len(disk.Qcow2Magic))
+	k, _ := io.ReadFull(body, head)
+	head = head[:k]
+	isQcow2 := bytes.Equal(head, disk.Qcow2Magic)
+	switch {
+	case w.req.DiskFormat == "qcow2" && !isQcow2:
+		body.Close()
+		return nil, errors.New("image_disk_format is qcow2 but the image is not a qcow2 image")
+	case w.req.DiskFormat == "raw":
+		isQcow2 = false
+	}
+	stream := io.MultiReader(bytes.NewReader(head), body)
+	if !isQcow2 {
+		return &image{raw: stream, size: size, close: func() { body.Close() }}, nil
+	}
+	defer body.Close()
+	if _, err := exec.LookPath("qemu-img"); err != nil {
+		return nil, disk.ErrNoQemuImg
+	}
+	tmp, err := os.CreateTemp("", "anvil-image-*.qcow2")
+	if err != nil {
+		return nil, err
+	}
+	tmp.Close()
+	n, err := disk.Copy(ctx, disk.Target{Path: tmp.Name(), Grow: true}, stream, w.h, nil)
+	if err == nil {
+		err = w.verify(n, size)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return nil, err
+	}
+	return &image{qcow2: tmp.Name(), size: n, close: func() { os.Remove(tmp.Name()) }}, nil
+}
+
+// write puts the image into t: a raw stream through the pipeline, then
+// verified (length and checksum); a qcow2 file converted with qemu-img.
+func (w *imageWrite) write(ctx context.Context, img *image, t disk.Target) (int64, error) {
+	if img.qcow2 != "" {
+		if _, err := disk.ConvertQcow2(ctx, img.qcow2, t); err != nil {
+			return 0, err
+		}
+		w.progress.Store(img.size)
+		return img.size, nil
+	}
+	n, err := disk.Copy(ctx, t, img.raw, w.h, w.progress)
+	if err != nil {
+		return n, err
+	}
+	return n, w.verify(n, img.size)
+}
+
+// verify checks the image was whole (size bytes, when known) and matches
+// its checksum.
+func (w *imageWrite) verify(n, size int64) error {
+	if size >= 0 && n != size {
+		return fmt.Errorf("image truncated: got %d of %d bytes", n, size)
+	}
+	if got := w.h.Sum(nil); !w.sum.Matches(got) {
+		return fmt.Errorf("image checksum mismatch: expected %s %s, got %x", w.sum.Algo, w.sum.Value, got)
+	}
+	return nil
+}
+
+// writeAt writes b at off of the disk at path and fsyncs it.
+func writeAt(path string, b []byte, off int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(b, off); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 // openImage opens an http(s) URL, a file:// URL or a local path; size is -1
@@ -112,162 +280,6 @@ func openImage(ctx context.Context, client *http.Client, src string) (io.ReadClo
 	return f, st.Size(), nil
 }
 
-// diskSize is a block device's or a file's size.
-func diskSize(f *os.File) (int64, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	if st.Mode().IsRegular() {
-		return st.Size(), nil
-	}
-	end, err := f.Seek(0, io.SeekEnd)
-	if err != nil {
-		return 0, err
-	}
-	_, err = f.Seek(0, io.SeekStart)
-	return end, err
-}
-
-// WriteRaw copies src (size bytes, -1 if unknown) to the start of disk,
-// hashing as it goes, then fsyncs and checks the digest against want. It
-// refuses an image larger than the disk (a file disk never grows).
-func WriteRaw(ctx context.Context, disk string, src io.Reader, size int64, h hash.Hash, want, algo string, progress *atomic.Int64) (map[string]any, error) {
-	f, err := os.OpenFile(disk, os.O_WRONLY, 0)
-	if err != nil {
-		return nil, fmt.Errorf("write_image: open disk %s: %w", disk, err)
-	}
-	defer f.Close()
-	capacity, err := diskSize(f)
-	if err != nil {
-		return nil, fmt.Errorf("write_image: size of disk %s: %w", disk, err)
-	}
-	if size > capacity {
-		return nil, fmt.Errorf("write_image: disk too small: image is %d bytes, disk %s holds %d bytes", size, disk, capacity)
-	}
-	n, err := copyHashed(ctx, f, src, h, capacity, progress)
-	if err != nil {
-		return nil, err
-	}
-	if size >= 0 && n != size {
-		return nil, fmt.Errorf("write_image: image truncated: got %d of %d bytes", n, size)
-	}
-	if err := f.Sync(); err != nil {
-		return nil, fmt.Errorf("write_image: fsync %s: %w", disk, err)
-	}
-	got := hex.EncodeToString(h.Sum(nil))
-	if !strings.EqualFold(got, want) {
-		return nil, fmt.Errorf("write_image: image checksum mismatch: expected %s %s, got %s", algoName(algo, want), want, got)
-	}
-	return map[string]any{"bytes_written": n, "checksum": got}, nil
-}
-
-func algoName(algo, sum string) string {
-	if algo != "" {
-		return algo
-	}
-	return map[int]string{64: "sha256", 128: "sha512", 32: "md5"}[len(sum)]
-}
-
-// copyHashed streams src into dst and h with two buffers in flight: one
-// being read and hashed while the other is written.
-func copyHashed(ctx context.Context, dst io.Writer, src io.Reader, h hash.Hash, capacity int64, progress *atomic.Int64) (int64, error) {
-	const bufSize = 4 << 20
-	type chunk struct {
-		b []byte
-		n int
-	}
-	free := make(chan []byte, 2)
-	full := make(chan chunk, 2)
-	free <- make([]byte, bufSize)
-	free <- make([]byte, bufSize)
-	werr := make(chan error, 1)
-	go func() {
-		var err error
-		for c := range full {
-			if err == nil {
-				_, err = dst.Write(c.b[:c.n])
-				if err == nil {
-					progress.Add(int64(c.n))
-				}
-			}
-			free <- c.b
-		}
-		werr <- err
-	}()
-	var total int64
-	var rerr error
-	for rerr == nil {
-		if err := ctx.Err(); err != nil {
-			rerr = err
-			break
-		}
-		b := <-free
-		n, err := io.ReadFull(src, b)
-		if n > 0 {
-			if total+int64(n) > capacity {
-				rerr = fmt.Errorf("write_image: disk too small: image exceeds the disk's %d bytes", capacity)
-				free <- b
-				break
-			}
-			h.Write(b[:n])
-			total += int64(n)
-			full <- chunk{b, n}
-		} else {
-			free <- b
-		}
-		switch {
-		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-			close(full)
-			if e := <-werr; e != nil {
-				return total, fmt.Errorf("write_image: writing the disk: %w", e)
-			}
-			return total, nil
-		case err != nil:
-			rerr = fmt.Errorf("write_image: reading the image: %w", err)
-		}
-	}
-	close(full)
-	<-werr
-	return total, rerr
-}
-
-// writeQcow2 saves the image to a temporary file (hashing it), verifies it
-// and converts it onto the disk with qemu-img.
-func (a *Agent) writeQcow2(ctx context.Context, src io.Reader, h hash.Hash, want, algo string, progress *atomic.Int64) (map[string]any, error) {
-	qemu, err := exec.LookPath("qemu-img")
-	if err != nil {
-		return nil, errors.New("write_image: the image is qcow2 and converting it needs qemu-img, which is not installed on this machine")
-	}
-	tmp, err := os.CreateTemp("", "anvil-image-*.qcow2")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
-	var dl atomic.Int64
-	if _, err := copyHashed(ctx, tmp, src, h, 1<<62, &dl); err != nil {
-		return nil, err
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, want) {
-		return nil, fmt.Errorf("write_image: image checksum mismatch: expected %s %s, got %s", algoName(algo, want), want, got)
-	}
-	out, err := exec.CommandContext(ctx, qemu, "convert", "-f", "qcow2", "-O", "raw", "-n", tmp.Name(), a.cfg.Disk).CombinedOutput()
-	if err != nil {
-		return nil, fmt.Errorf("write_image: qemu-img convert: %v: %s", err, strings.TrimSpace(string(out)))
-	}
-	f, err := os.OpenFile(a.cfg.Disk, os.O_WRONLY, 0)
-	if err == nil {
-		err = f.Sync()
-		f.Close()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("write_image: fsync %s: %w", a.cfg.Disk, err)
-	}
-	progress.Store(dl.Load())
-	return map[string]any{"bytes_written": dl.Load(), "format": "qcow2"}, nil
-}
-
 // eraseMetadata wipes partition tables and filesystem signatures: the first
 // and last MiB of the disk (GPT keeps a backup header at the end).
 func (a *Agent) eraseMetadata(ctx context.Context, _ map[string]any, progress *atomic.Int64) (map[string]any, error) {
@@ -276,7 +288,7 @@ func (a *Agent) eraseMetadata(ctx context.Context, _ map[string]any, progress *a
 		return nil, fmt.Errorf("erase_devices_metadata: open disk %s: %w", a.cfg.Disk, err)
 	}
 	defer f.Close()
-	size, err := diskSize(f)
+	size, err := disk.Size(f)
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +313,7 @@ func (a *Agent) eraseDevices(ctx context.Context, _ map[string]any, progress *at
 		return nil, fmt.Errorf("erase_devices: open disk %s: %w", a.cfg.Disk, err)
 	}
 	defer f.Close()
-	size, err := diskSize(f)
+	size, err := disk.Size(f)
 	if err != nil {
 		return nil, err
 	}

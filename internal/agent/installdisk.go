@@ -4,12 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/disk"
 )
 
 // DefaultMinDiskSize is IPA's minimum install disk size (guess_root_disk's
@@ -25,38 +23,17 @@ const (
 // InstallDisk chooses the disk an image goes to when none is named, as IPA
 // does without root device hints (hardware.get_os_install_device →
 // utils.guess_root_disk): among the whole disks under root's /sys/block
-// (no partitions, loop, ram, zram, floppy, optical, device-mapper or
-// removable devices; none of size 0), ordered by size then name, the first
-// of at least min bytes. It returns the device path (/dev/NAME).
+// (disk.Discover), ordered by size then name, the first of at least min
+// bytes. It returns the device path (/dev/NAME).
 func InstallDisk(root string, min int64) (string, error) {
-	type disk struct {
-		name string
-		size int64
-	}
-	ents, err := os.ReadDir(filepath.Join(root, "/sys/block"))
+	disks, err := disk.Discover(root)
 	if err != nil {
-		return "", fmt.Errorf("agent: list disks: %w", err)
+		return "", fmt.Errorf("agent: %w", err)
 	}
-	read := func(name, file string) string {
-		b, _ := os.ReadFile(filepath.Join(root, "/sys/block", name, file))
-		return strings.TrimSpace(string(b))
-	}
-	var disks []disk
-	for _, e := range ents {
-		n := e.Name()
-		if hasAnyPrefix(n, "loop", "ram", "zram", "fd", "sr", "dm-", "nbd") || read(n, "removable") == "1" {
-			continue
-		}
-		sectors, _ := strconv.ParseInt(read(n, "size"), 10, 64)
-		if sectors <= 0 {
-			continue
-		}
-		disks = append(disks, disk{n, sectors * 512})
-	}
-	slices.SortFunc(disks, func(a, b disk) int { return cmp.Or(cmp.Compare(a.size, b.size), cmp.Compare(a.name, b.name)) })
+	slices.SortFunc(disks, func(a, b disk.Device) int { return cmp.Or(cmp.Compare(a.Size, b.Size), cmp.Compare(a.Name, b.Name)) })
 	for _, d := range disks {
-		if d.size >= min {
-			return "/dev/" + d.name, nil
+		if d.Size >= min {
+			return d.Name, nil
 		}
 	}
 	return "", fmt.Errorf("agent: no install disk: %d disks found, none of at least %d bytes", len(disks), min)
@@ -76,11 +53,50 @@ func waitInstallDisk(ctx context.Context, root string, min int64, attempts int) 
 	}
 }
 
-func hasAnyPrefix(s string, prefixes ...string) bool {
-	for _, p := range prefixes {
-		if strings.HasPrefix(s, p) {
-			return true
+// fileDisks parses the --disk specs (disk.FileDisk: PATH[,attr=value...]).
+func fileDisks(specs []string) ([]disk.Device, error) {
+	var out []disk.Device
+	for _, s := range specs {
+		d, err := disk.FileDisk(s)
+		if err != nil {
+			return nil, fmt.Errorf("agent: --disk: %w", err)
 		}
+		out = append(out, d)
 	}
-	return false
+	return out, nil
+}
+
+// devices are the disks root device hints choose among: the disks named
+// with --disk when there are any (the machine's own disks are then never
+// considered), else the machine's (disk.Discover under RootDir).
+func (a *Agent) devices() ([]disk.Device, error) {
+	if len(a.cfg.Disks) > 0 {
+		return fileDisks(a.cfg.Disks) // re-read: sizes may change between deploys
+	}
+	return disk.Discover(a.cfg.RootDir)
+}
+
+// installDevice is the disk an image goes to: the first device matching
+// the root device hints (IPA's get_os_install_device), else the agent's
+// disk (the first --disk, or the one InstallDisk chose).
+func (a *Agent) installDevice(hints map[string]any) (string, error) {
+	if len(hints) == 0 {
+		if a.cfg.Disk == "" {
+			return "", fmt.Errorf("no install disk")
+		}
+		return a.cfg.Disk, nil
+	}
+	if _, err := disk.ParseHints(hints); err != nil {
+		return "", err
+	}
+	devs, err := a.devices()
+	if err != nil {
+		return "", err
+	}
+	d, err := disk.Select(devs, hints)
+	if err != nil {
+		return "", err
+	}
+	a.log.Info("install disk chosen by root device hints", "disk", d.Name)
+	return d.Name, nil
 }

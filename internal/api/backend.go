@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/driver"
 	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
@@ -17,8 +18,14 @@ import (
 type Store interface {
 	GetNode(ctx context.Context, ident string) (*model.Node, error)
 	ListNodes(ctx context.Context, q store.NodeQuery) ([]*model.Node, error)
+	CountNodes(ctx context.Context, q store.NodeQuery) (int, error)
+	CountNodeGroups(ctx context.Context, q store.NodeQuery) ([]store.NodeGroup, error)
 	GetPort(ctx context.Context, ident string) (*model.Port, error)
 	ListPorts(ctx context.Context, q store.PortQuery) ([]*model.Port, error)
+	GetPortgroup(ctx context.Context, ident string) (*model.Portgroup, error)
+	ListPortgroups(ctx context.Context, q store.PortgroupQuery) ([]*model.Portgroup, error)
+	GetAllocation(ctx context.Context, ident string) (*model.Allocation, error)
+	ListAllocations(ctx context.Context, q store.AllocationQuery) ([]*model.Allocation, error)
 	GetConductor(ctx context.Context, hostname string) (*model.Conductor, error)
 	ListConductors(ctx context.Context) ([]*model.Conductor, error)
 	ListHistory(ctx context.Context, nodeUUID string) ([]*model.HistoryEvent, error)
@@ -52,11 +59,40 @@ type Conductor interface {
 	GetBootDevice(ctx context.Context, ident string) (conductor.BootDevice, error)
 	SetBootDevice(ctx context.Context, ident string, dev conductor.BootDevice) error
 	SupportedBootDevices(ctx context.Context, ident string) ([]string, error)
+	// GetVirtualMedia lists the node's virtual media devices; Attach and
+	// Detach start a worker (failures show in last_error). A management
+	// interface without virtual media answers fault Invalid
+	// (UnsupportedDriverExtension).
+	GetVirtualMedia(ctx context.Context, ident string) ([]driver.VirtualMedia, error)
+	AttachVirtualMedia(ctx context.Context, ident string, req conductor.VirtualMediaAttach) error
+	DetachVirtualMedia(ctx context.Context, ident, user string, deviceTypes []string) error
+
+	// SetTraits replaces a node's traits with change(current) under its
+	// lock, in any state. Errors: fault NotFound, Conflict (locked), Invalid
+	// (more than 50 traits), and change's own.
+	SetTraits(ctx context.Context, ident string, change func(cur []string) ([]string, error)) (*model.Node, error)
 
 	// Ports change under their node's lock.
 	CreatePort(ctx context.Context, p *model.Port) error
 	UpdatePort(ctx context.Context, ident string, apply func(p *model.Port) error) (*model.Port, error)
 	DeletePort(ctx context.Context, ident string) error
+
+	// Portgroups change under their node's lock (created without it).
+	CreatePortgroup(ctx context.Context, pg *model.Portgroup) error
+	UpdatePortgroup(ctx context.Context, ident string, apply func(pg *model.Portgroup) error) (*model.Portgroup, error)
+	DeletePortgroup(ctx context.Context, ident string) error
+
+	// VIFs (1.28) follow the node's network interface: noop keeps none,
+	// flat records them on a free portgroup or port.
+	ListVIFs(ctx context.Context, ident string) ([]string, error)
+	AttachVIF(ctx context.Context, ident string, req conductor.VIFRequest) error
+	DetachVIF(ctx context.Context, ident, vif string) error
+
+	// Allocations (1.52): CreateAllocation stores an allocation and
+	// allocates a node in a worker, or backfills the given node at once.
+	CreateAllocation(ctx context.Context, a *model.Allocation, backfill string) error
+	UpdateAllocation(ctx context.Context, ident string, apply func(a *model.Allocation) error) (*model.Allocation, error)
+	DeleteAllocation(ctx context.Context, ident string) error
 
 	// Heartbeat is an agent's callback: it resumes a node in a wait state.
 	Heartbeat(ctx context.Context, ident string, hb conductor.HeartbeatRequest) error

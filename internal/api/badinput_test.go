@@ -19,6 +19,12 @@ var bodyEndpoints = []struct{ method, path string }{
 	{"PUT", "/v1/nodes/bad-input/management/boot_device"},
 	{"POST", "/v1/ports"},
 	{"PATCH", "/v1/ports/00000000-0000-0000-0000-0000000000aa"},
+	{"PUT", "/v1/nodes/bad-input/traits"},
+	{"POST", "/v1/portgroups"},
+	{"PATCH", "/v1/portgroups/bad-input-pg"},
+	{"POST", "/v1/nodes/bad-input/vifs"},
+	{"POST", "/v1/allocations"},
+	{"PATCH", "/v1/allocations/bad-input-alloc"},
 }
 
 func TestBadBodiesAre4xx(t *testing.T) {

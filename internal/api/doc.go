@@ -2,6 +2,11 @@
 // with the baremetal CLI (python-ironicclient) and gophercloud's
 // openstack/baremetal/v1.
 //
+// Besides Ironic's endpoints it serves Anvil's extensions: the watch stream
+// (GET /v1/events/stream, events.go) and the fleet views the dashboard
+// reads (GET /v1/fleet/nodes and /v1/fleet/summary, fleet.go), which render
+// nodes with the same field plan and masking as GET /v1/nodes.
+//
 // New builds an http.Handler over a Store (the reads the API makes, and the
 // broker of the store's change stream for GET /v1/events/stream) and a
 // Conductor (every write to a node or port goes through it, under the
@@ -39,6 +44,27 @@
 //   - Nodes render from a per-version field plan straight into a byte
 //     buffer (jsonw.go), in Ironic's key order, with no per-node maps.
 //
+// Resources Nova's ironic driver and gophercloud use, by version:
+//
+//   - 1.23/1.24/1.26: /v1/portgroups (404 below 1.23) with
+//     /v1/nodes/{node}/portgroups and /v1/portgroups/{pg}/ports (404 below
+//     1.24); mode and properties from 1.26 (406 below, in bodies, PATCH
+//     paths and ?fields=). A port's portgroup_uuid must name a group of the
+//     same node; a group with ports cannot be deleted or moved.
+//   - 1.28/1.67: /v1/nodes/{node}/vifs (404 below 1.28). With the noop
+//     network interface attach does nothing and the list is empty; with
+//     flat the VIF goes to internal_info.tenant_vif_port_id of a free
+//     portgroup (preferred) or port (PXE-enabled first), as Ironic without
+//     Neutron; port_uuid/portgroup_uuid choose one (1.67).
+//   - 1.37: /v1/nodes/{node}/traits (404 below): CUSTOM_* or os-traits
+//     2.9.0 standard names (ostraits.go, generated from Debian's
+//     python3-os-traits by scripts/gen-ostraits.sh), at most 50.
+//   - 1.52/1.57/1.58/1.60: /v1/allocations and /v1/nodes/{node}/allocation
+//     (404 to read, 405 to write below 1.52; PATCH of name and extra from
+//     1.57, 405 below; backfill with "node" from 1.58; owner from 1.60,
+//     406 below). The conductor allocates in a worker; the node's
+//     allocation_uuid is real.
+//
 // Microversions 1.90 to 1.110 (Metal3 picks 1.110, 1.109, 1.95, 1.93 or
 // 1.89), version by version:
 //
@@ -52,16 +78,22 @@
 //   - 1.92: unsupported. There is no /v1/runbooks (404); a provision
 //     request naming a runbook is 406 below 1.92 and 400 "Runbooks are not
 //     supported by this Anvil server" from it (an empty one is ignored).
-//   - 1.89/1.93: unsupported. /v1/nodes/{node}/vmedia is 404.
+//   - 1.89: POST /v1/nodes/{node}/vmedia attaches an image (204; a failure
+//     shows in last_error), DELETE detaches (?device_types=, or
+//     .../vmedia/{device}); 1.93: GET lists the devices. 404 below them.
 //   - 1.94: POST /v1/ports takes node_ident (UUID or name).
 //   - 1.95: node disable_power_off (create, PATCH, shown); power off and
-//     soft power off of such a node are 409 at any version.
+//     soft power off of such a node are 409 at any version, and the
+//     conductor never powers it off itself (power sync, timeouts, the
+//     agent's tear down and inspection; cleaning reboots it instead).
 //   - 1.96: unsupported. /v1/inspection_rules is 404.
 //   - 1.97, 1.100, 1.101: port description, vendor, category.
 //   - 1.98: PATCH paths may escape "~" and "/" in keys as ~0 and ~1.
 //   - 1.99: GET /v1/ports?conductor_groups= (not with node, address or
 //     portgroup; ignored with shard, as in Ironic).
-//   - 1.102, 1.103, 1.106: portgroup changes; Anvil has no portgroups.
+//   - 1.102, 1.103, 1.106: portgroup physical_network (shown from 1.102;
+//     a new one is given to the group's ports), category (shown from
+//     1.103), GET /v1/portgroups?shard= (406 below 1.106).
 //   - 1.104: node instance_name (create, PATCH, filter; a PATCH of
 //     instance_info fills it from display_name when empty).
 //   - 1.107: X-OpenStack-Request-Id mirrors Openstack-Request-Id (on every
@@ -76,7 +108,8 @@
 // patch.go (RFC 6902 on the decoded document, linear, at most 1000 operations), jsonw.go and mask.go
 // (rendering), and one file per resource: root.go, nodes.go, node_list.go,
 // node_body.go, render_node.go, node_states.go, history.go, ports.go,
-// port_body.go, drivers.go, conductors.go, lookup.go, agent.go,
+// port_body.go, portgroups.go, portgroup_body.go, vifs.go, traits.go
+// (with ostraits.go), allocations.go, drivers.go, conductors.go, lookup.go, agent.go,
 // continue_inspection.go, inventory.go, events.go (the watch stream) and
 // metrics.go (route names for request metrics).
 package api

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
@@ -123,12 +124,17 @@ func FuzzApplyPatch(f *testing.F) {
 func FuzzRequestBodies(f *testing.F) {
 	for i := range bodyEndpoints {
 		for _, s := range []string{`{}`, `[]`, `{"target":"manage"}`, `[{"op":"replace","path":"/name","value":"x"}]`,
-			`{"driver":"fake-hardware","name":"n"}`, `{"address":"52:54:00:aa:bb:cc","node_uuid":"x"}`} {
+			`{"driver":"fake-hardware","name":"n"}`, `{"address":"52:54:00:aa:bb:cc","node_uuid":"x"}`,
+			`{"traits":["CUSTOM_A","HW_CPU_X86_VMX"]}`, `{"id":"vif-1","port_uuid":"x"}`,
+			`[{"op":"replace","path":"/mode","value":"802.3ad"}]`, `{"resource_class":"gpu","traits":["CUSTOM_A"]}`} {
 			f.Add(uint8(i), []byte(s))
 		}
 	}
 	e := newEnv(f)
-	e.mustNode(nodeFixture("bad-input"))
+	n := e.mustNode(nodeFixture("bad-input"))
+	if err := e.st.CreatePortgroup(f.Context(), &model.Portgroup{NodeUUID: n.UUID, Name: "bad-input-pg", Mode: "active-backup"}); err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		ep := bodyEndpoints[int(which)%len(bodyEndpoints)]
 		rec := e.with(t).do(ep.method, ep.path, string(body), latest)

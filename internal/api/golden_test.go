@@ -224,7 +224,8 @@ func goldenShapesAt(t *testing.T, minor int) {
 		extra:   map[string]string{"enabled_firmware_interfaces": "Ironic's real key (the sample misspells it)"},
 	}
 	v1Rules := shapeRules{
-		extra:  map[string]string{"conductors": "advertised by Ironic from 1.49", "version": "part of Ironic's v1() document (observed)"},
+		extra: map[string]string{"conductors": "advertised by Ironic from 1.49", "allocations": "advertised by Ironic from 1.52 (observed)",
+			"version": "part of Ironic's v1() document (observed)"},
 		retype: map[string]string{"media_types": "Ironic returns an object (observed on 21.4 and in v1/__init__.py); the sample shows a list"},
 	}
 	tests := []struct {

@@ -281,12 +281,10 @@ func applyPortDoc(p *model.Port, doc map[string]any) {
 }
 
 // checkPortSemantics is the part of Ironic's port create/patch checks that
-// looks at values: Anvil has no portgroups, a new smart NIC port needs a
-// port_id and hostname, and a physical network may not be empty.
+// looks at values alone (the portgroup is checkPortPortgroup's): a new
+// smart NIC port needs a port_id and hostname, and a physical network may
+// not be empty.
 func checkPortSemantics(doc map[string]any, old *model.Port, physTouched bool) error {
-	if pg, _ := doc["portgroup_uuid"].(string); pg != "" && (old == nil || pg != old.PortgroupUUID) {
-		return invalid("Portgroup %s could not be found.", pg)
-	}
 	if b, _ := doc["is_smartnic"].(bool); b && old == nil {
 		llc, _ := doc["local_link_connection"].(map[string]any)
 		_, pid := llc["port_id"]

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
@@ -175,6 +176,9 @@ func (s *Server) createPort(rc *call) error {
 		return err
 	}
 	_, phys := doc["physical_network"]
+	if err := rc.checkPortPortgroup(doc, nil); err != nil {
+		return err
+	}
 	if err := checkPortSemantics(doc, nil, phys); err != nil {
 		return err
 	}
@@ -297,6 +301,9 @@ func (rc *call) applyPortPatch(p *model.Port, ops []patchOp) error {
 	if err != nil {
 		return err
 	}
+	if err := rc.checkPortPortgroup(doc, p); err != nil {
+		return err
+	}
 	if err := checkPortSemantics(doc, p, touches(ops, "/physical_network")); err != nil {
 		return err
 	}
@@ -342,13 +349,32 @@ func (s *Server) deletePort(rc *call) error {
 	return rc.noContent()
 }
 
-func (s *Server) listPorts(rc *call) error       { return s.portList(rc, false, "") }
-func (s *Server) listPortsDetail(rc *call) error { return s.portList(rc, true, "") }
+func (s *Server) listPorts(rc *call) error       { return s.portListIn(rc, false, "", "") }
+func (s *Server) listPortsDetail(rc *call) error { return s.portListIn(rc, true, "", "") }
 func (s *Server) listNodePorts(rc *call) error {
-	return s.portList(rc, false, rc.r.PathValue("ident"))
+	return s.portListIn(rc, false, rc.r.PathValue("ident"), "")
 }
 func (s *Server) listNodePortsDetail(rc *call) error {
-	return s.portList(rc, true, rc.r.PathValue("ident"))
+	return s.portListIn(rc, true, rc.r.PathValue("ident"), "")
+}
+
+// checkPortPortgroup checks the portgroup a port joins: it must exist and
+// belong to the port's node.
+func (rc *call) checkPortPortgroup(doc map[string]any, old *model.Port) error {
+	pgUUID, _ := doc["portgroup_uuid"].(string)
+	if pgUUID == "" || (old != nil && pgUUID == old.PortgroupUUID && docString(doc["node_uuid"]) == old.NodeUUID) {
+		return nil
+	}
+	pg, err := rc.s.cfg.Store.GetPortgroup(rc.ctx, pgUUID)
+	if errors.Is(err, store.ErrNotFound) {
+		return invalid("Portgroup %s could not be found.", pgUUID)
+	} else if err != nil {
+		return err
+	}
+	if pg.NodeUUID != docString(doc["node_uuid"]) {
+		return invalid("Port can not be added to a portgroup belonging to a different node.")
+	}
+	return nil
 }
 
 // portSelection is a parsed port list request.
@@ -358,8 +384,9 @@ type portSelection struct {
 	link [][2]string
 }
 
-// portList serves GET /v1/ports[/detail] and /v1/nodes/{node}/ports[/detail].
-func (s *Server) portList(rc *call, detailPath bool, parentNode string) error {
+// portListIn serves GET /v1/ports[/detail], /v1/nodes/{node}/ports[/detail]
+// and /v1/portgroups/{pg}/ports[/detail].
+func (s *Server) portListIn(rc *call, detailPath bool, parentNode, parentPG string) error {
 	allowed := portListParams
 	if !detailPath {
 		allowed = append(slices.Clone(portListParams), "fields", "detail")
@@ -374,7 +401,7 @@ func (s *Server) portList(rc *call, detailPath bool, parentNode string) error {
 	if err := rc.markerParam(&p); err != nil {
 		return err
 	}
-	sel, err := rc.portSelection(parentNode)
+	sel, err := rc.portSelection(parentNode, parentPG)
 	if err != nil {
 		return err
 	}
@@ -385,7 +412,14 @@ func (s *Server) portList(rc *call, detailPath bool, parentNode string) error {
 	if err != nil {
 		return err
 	}
-	return rc.writePortList(ports, p, sel, detailPath, parentNode)
+	parent := ""
+	switch {
+	case parentNode != "":
+		parent = "nodes/" + pathEscape(parentNode)
+	case parentPG != "":
+		parent = "portgroups/" + pathEscape(parentPG)
+	}
+	return rc.writePortList(ports, p, sel, detailPath, parent)
 }
 
 func (rc *call) checkPortListPage(p *page) error {
@@ -415,7 +449,7 @@ func (rc *call) checkPortListPage(p *page) error {
 }
 
 // portSelection parses the port filters with their checks.
-func (rc *call) portSelection(parentNode string) (portSelection, error) {
+func (rc *call) portSelection(parentNode, parentPG string) (portSelection, error) {
 	var sel portSelection
 	node, hasNode := rc.param("node")
 	if parentNode != "" {
@@ -431,7 +465,7 @@ func (rc *call) portSelection(parentNode string) (portSelection, error) {
 	if err := rc.portAddressFilter(&sel); err != nil {
 		return sel, err
 	}
-	if err := rc.portOtherFilters(&sel, hasNode || nodeUUID != "", sel.q.Address != ""); err != nil {
+	if err := rc.portOtherFilters(&sel, parentPG, hasNode || nodeUUID != "", sel.q.Address != ""); err != nil {
 		return sel, err
 	}
 	if nodeUUID == "" && hasNode {
@@ -478,10 +512,13 @@ func (rc *call) portAddressFilter(sel *portSelection) error {
 	return nil
 }
 
-func (rc *call) portOtherFilters(sel *portSelection, byNode, byAddress bool) error {
+func (rc *call) portOtherFilters(sel *portSelection, parentPG string, byNode, byAddress bool) error {
 	pg, byPortgroup := rc.param("portgroup")
-	if byPortgroup {
-		if rc.minor < minorPortgroups {
+	if parentPG != "" {
+		pg, byPortgroup = parentPG, true
+	}
+	if byPortgroup && parentPG == "" {
+		if rc.minor < minorPortgroupSub {
 			return notAcceptable()
 		}
 		if !isUUIDLike(pg) && !isValidLogicalName(pg) {
@@ -505,8 +542,20 @@ func (rc *call) portOtherFilters(sel *portSelection, byNode, byAddress bool) err
 	if len(groups) > 0 && (byNode || byPortgroup || byAddress) {
 		return invalid("Filtering by conductor_groups cannot be combined with node_ident, portgroup_ident, or node address filters.")
 	}
+	if byPortgroup && byNode && !byShard {
+		return invalid("Operation not permitted.")
+	}
 	if byPortgroup {
-		return fault.New(fault.NotFound, "Portgroup %s could not be found.", pg)
+		got, err := rc.s.cfg.Store.GetPortgroup(rc.ctx, nodeIdentForLookup(pg))
+		if errors.Is(err, store.ErrNotFound) {
+			return conductor.PortgroupNotFound(pg)
+		} else if err != nil {
+			return err
+		}
+		sel.q.PortgroupUUID = got.UUID
+		if parentPG == "" {
+			sel.link = append(sel.link, [2]string{"portgroup", pg})
+		}
 	}
 	switch {
 	case byShard:
@@ -577,7 +626,7 @@ func (rc *call) fetchPorts(sel *portSelection, p page) ([]*model.Port, error) {
 }
 
 // writePortList renders {"ports": [...], "next": ...}.
-func (rc *call) writePortList(ports []*model.Port, p page, sel portSelection, detailPath bool, parentNode string) error {
+func (rc *call) writePortList(ports []*model.Port, p page, sel portSelection, detailPath bool, parent string) error {
 	fields := p.fields
 	full := detailPath || (p.detail != nil && *p.detail)
 	if full {
@@ -603,8 +652,8 @@ func (rc *call) writePortList(ports []*model.Port, p page, sel portSelection, de
 			params = append(params, [2]string{"fields", strings.Join(fields, ",")})
 		}
 		resource := "ports"
-		if parentNode != "" {
-			resource = "nodes/" + pathEscape(parentNode) + "/ports"
+		if parent != "" {
+			resource = parent + "/ports"
 		}
 		if detailPath {
 			resource += "/detail"

@@ -48,10 +48,6 @@ func ifaceField(kind string, minor int) nodeField {
 	return strField(kind+"_interface", minor, func(n *model.Node) string { return n.Interfaces.Get(kind) })
 }
 
-func nullField(name string, minor int, place int) nodeField {
-	return fld(name, minor, place, func(w *jw, _ *call, _ *model.Node) { w.null() })
-}
-
 func subLinks(name string, minor int) nodeField {
 	return fld(name, minor, placeSubLinks, func(w *jw, rc *call, n *model.Node) {
 		rc.links(w, "nodes", n.UUID, name)
@@ -127,7 +123,7 @@ func nodeFieldTable() []nodeField {
 		ifaceField("vendor", 31),
 		fld("links", 1, placeLinks, func(w *jw, rc *call, n *model.Node) { rc.links(w, "nodes", n.UUID) }),
 		fld("conductor", 49, placeAPI, func(w *jw, rc *call, n *model.Node) { w.strOrNull(rc.conductorFor(n)) }),
-		nullField("allocation_uuid", 52, placeAPI),
+		fld("allocation_uuid", 52, placeAPI, func(w *jw, _ *call, n *model.Node) { w.strOrNull(n.AllocationUUID) }),
 		fld("chassis_uuid", 1, placeAPI, func(w *jw, _ *call, n *model.Node) { w.strOrNull(n.ChassisUUID) }),
 		subLinks("ports", 1),
 		subLinks("states", 14),

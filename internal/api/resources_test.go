@@ -27,7 +27,9 @@ func TestRootAndV1(t *testing.T) {
 	}{
 		{"", []string{"chassis", "drivers", "id", "links", "media_types", "nodes", "ports", "version"}},
 		{at(22), []string{"chassis", "drivers", "heartbeat", "id", "links", "lookup", "media_types", "nodes", "ports", "version"}},
-		{latest, []string{"chassis", "conductors", "drivers", "heartbeat", "id", "links", "lookup", "media_types",
+		{at(51), []string{"chassis", "conductors", "drivers", "heartbeat", "id", "links", "lookup", "media_types",
+			"nodes", "portgroups", "ports", "version", "volume"}},
+		{latest, []string{"allocations", "chassis", "conductors", "drivers", "heartbeat", "id", "links", "lookup", "media_types",
 			"nodes", "portgroups", "ports", "version", "volume"}},
 	}
 	for _, tc := range tests {

@@ -11,6 +11,7 @@ const (
 	minorPortgroups      = 23
 	minorVolume          = 32
 	minorConductors      = 49
+	minorAllocationsRoot = 52
 )
 
 // v1Resources are the controllers GET /v1 advertises, with the version that
@@ -22,7 +23,7 @@ var v1Resources = []struct {
 	{"chassis", 1}, {"nodes", 1}, {"ports", 1}, {"drivers", 1},
 	{"portgroups", minorPortgroups}, {"volume", minorVolume},
 	{"lookup", minorLookupHeartbeat}, {"heartbeat", minorLookupHeartbeat},
-	{"conductors", minorConductors},
+	{"conductors", minorConductors}, {"allocations", minorAllocationsRoot},
 }
 
 // GET / — version discovery.

@@ -83,18 +83,27 @@ func NewProxyDHCP(svc *Service, cfg ProxyDHCPConfig) (*ProxyDHCP, error) {
 	return &ProxyDHCP{svc: svc, cfg: cfg, log: log.With("component", "proxydhcp")}, nil
 }
 
-// ListenAndServe binds cfg.Addr (with SO_BROADCAST, since clients without
-// an address are answered by broadcast) and serves until ctx ends.
+// ListenAndServe binds (Listen) and serves until ctx ends.
 func (p *ProxyDHCP) ListenAndServe(ctx context.Context) error {
+	conn, err := p.Listen(ctx)
+	if err != nil {
+		return err
+	}
+	return p.Serve(ctx, conn)
+}
+
+// Listen binds cfg.Addr with SO_BROADCAST, since clients without an
+// address are answered by broadcast.
+func (p *ProxyDHCP) Listen(ctx context.Context) (net.PacketConn, error) {
 	if p.cfg.Addr == "" {
-		return errors.New("proxydhcp: no listen address")
+		return nil, errors.New("proxydhcp: no listen address")
 	}
 	lc := net.ListenConfig{Control: enableBroadcast}
 	conn, err := lc.ListenPacket(ctx, "udp4", p.cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("proxydhcp: %w", err)
+		return nil, fmt.Errorf("proxydhcp: %w", err)
 	}
-	return p.Serve(ctx, conn)
+	return conn, nil
 }
 
 // Serve answers packets arriving on conn until ctx ends; it closes conn.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -35,6 +36,9 @@ func (a *app) nodeWatchCmd() *cobra.Command {
 		}
 		sc := &events.Client{BaseURL: c.Endpoint(), HTTP: c.cfg.HTTP, Header: c.authHeader()}
 		ch, err := sc.Subscribe(ctx, f)
+		if se, ok := errors.AsType[*events.StatusError](err); ok {
+			return &APIError{Status: se.Status, Message: se.Message} // as `node show` says it
+		}
 		if err != nil {
 			return err
 		}

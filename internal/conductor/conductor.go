@@ -144,7 +144,8 @@ func New(cfg Config) (*Conductor, error) {
 func (c *Conductor) Host() string { return c.cfg.Host }
 
 // Start registers the conductor, recovers nodes a previous run of this host
-// left mid-operation, and heartbeats until ctx ends.
+// left mid-operation, resumes its unfinished allocations, and heartbeats
+// until ctx ends.
 func (c *Conductor) Start(ctx context.Context) error {
 	names := make([]string, 0)
 	for _, ht := range c.reg.HardwareTypes() {
@@ -157,6 +158,9 @@ func (c *Conductor) Start(ctx context.Context) error {
 	}
 	if err := c.recover(ctx); err != nil {
 		return fmt.Errorf("recover: %w", err)
+	}
+	if err := c.resumeAllocations(ctx, c.cfg.Host); err != nil {
+		return fmt.Errorf("resume allocations: %w", err)
 	}
 	go c.heartbeat(ctx)
 	go c.every(ctx, c.cfg.CheckProvisionStateInterval, "check provision state timeouts", c.CheckTimeouts)

@@ -19,12 +19,24 @@
 //     is logged, recorded as last_error and fails the node rather than
 //     leaving it in a transient state.
 //
+// Requests outside the state machine follow Ironic's pattern too: power
+// (SetPower) and virtual media attach/detach (AttachVirtualMedia,
+// DetachVirtualMedia, vmedia.go) lock the node, validate, clear last_error
+// and run in a worker that records a failure in last_error and history;
+// boot device and GetVirtualMedia answer synchronously.
+//
 // The conductor takes a [Store], the part of the storage contract it uses.
 //
 // Invariants: a lock is always released (even on cancellation: release uses
 // its own context); a worker slot is taken before a transition that needs one
 // is saved, so "no free worker" (503) changes nothing; on start a conductor
 // fails the transient work it left behind and releases its own locks.
+//
+// Beside nodes it owns what changes under a node's lock: ports,
+// portgroups (ports.go, portgroups.go), traits (traits.go), VIFs (vifs.go,
+// Ironic's noop and flat network semantics) and allocations
+// (allocations.go: a worker picks and locks a matching node; unfinished
+// allocations resume on start and are taken over from dead conductors).
 //
 // Flows are tested as transcripts (testdata/*.txt, regenerated with
 // `go test ./internal/conductor -run Transcript -rewrite`).

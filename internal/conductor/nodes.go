@@ -99,6 +99,9 @@ func (c *Conductor) UpdateNode(ctx context.Context, ident string, apply func(n *
 	if err := c.checkUpdate(old, n); err != nil {
 		return nil, err
 	}
+	if err := c.dropAllocationOfUnassociated(ctx, old, n); err != nil {
+		return nil, err
+	}
 	if err := c.store.UpdateNode(ctx, n); err != nil {
 		return nil, duplicate(err)
 	}

@@ -103,7 +103,9 @@ func (c *Conductor) syncPower(ctx context.Context, n *model.Node) {
 	if state == n.PowerState || state == "" {
 		return
 	}
-	if n.PowerState == "" || !c.cfg.ForcePowerStateDuringSync || (state != fsm.PowerOn && state != fsm.PowerOff) {
+	// As Ironic, a node with disable_power_off is never forced: the
+	// database follows the hardware.
+	if n.PowerState == "" || !c.cfg.ForcePowerStateDuringSync || n.DisablePowerOff || (state != fsm.PowerOn && state != fsm.PowerOff) {
 		t.record(&model.HistoryEvent{Severity: model.SeverityInfo, EventType: "power",
 			Event: fmt.Sprintf("Power state of the node was %s in the database and %s on the hardware; updated the database", powerName(n.PowerState), state)})
 		n.PowerState = state
@@ -155,6 +157,9 @@ func (c *Conductor) BreakDeadLocks(ctx context.Context) error {
 			continue
 		}
 		if err := c.takeOver(ctx, cd.Hostname); err != nil {
+			return err
+		}
+		if err := c.resumeAllocations(ctx, cd.Hostname); err != nil {
 			return err
 		}
 		if cd.Online {

@@ -69,6 +69,15 @@ func (c *Conductor) UpdatePort(ctx context.Context, ident string, apply func(p *
 			return nil, err
 		}
 	}
+	if cp.PortgroupUUID != "" {
+		g, err := c.store.GetPortgroup(ctx, cp.PortgroupUUID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		if err := standaloneConflict(t.node, g, p, &cp); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.store.UpdatePort(ctx, &cp); err != nil {
 		return nil, portDuplicate(err)
 	}

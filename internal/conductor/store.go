@@ -15,6 +15,8 @@ type Store interface {
 	NodeStore
 	LockStore
 	PortStore
+	PortgroupStore
+	AllocationStore
 	ConductorStore
 	// AddHistory appends a node history entry and prunes to the newest keep.
 	AddHistory(ctx context.Context, e *model.HistoryEvent, keep int) error
@@ -45,6 +47,24 @@ type PortStore interface {
 	ListPorts(ctx context.Context, q store.PortQuery) ([]*model.Port, error)
 	UpdatePort(ctx context.Context, p *model.Port) error
 	DeletePort(ctx context.Context, uuid string) error
+}
+
+// PortgroupStore reads and writes portgroups.
+type PortgroupStore interface {
+	CreatePortgroup(ctx context.Context, pg *model.Portgroup) error
+	GetPortgroup(ctx context.Context, ident string) (*model.Portgroup, error)
+	ListPortgroups(ctx context.Context, q store.PortgroupQuery) ([]*model.Portgroup, error)
+	UpdatePortgroup(ctx context.Context, pg *model.Portgroup) error
+	DeletePortgroup(ctx context.Context, uuid string) error
+}
+
+// AllocationStore reads and writes allocations.
+type AllocationStore interface {
+	CreateAllocation(ctx context.Context, a *model.Allocation) error
+	GetAllocation(ctx context.Context, ident string) (*model.Allocation, error)
+	ListAllocations(ctx context.Context, q store.AllocationQuery) ([]*model.Allocation, error)
+	UpdateAllocation(ctx context.Context, a *model.Allocation) error
+	DeleteAllocation(ctx context.Context, uuid string) error
 }
 
 // ConductorStore keeps the conductor rows (registration and heartbeat).

@@ -127,6 +127,29 @@ func TestWaitStatesTimeOut(t *testing.T) {
 	}
 }
 
+// TestTimedOutDeployKeepsPowerWithDisablePowerOff: Ironic never powers off
+// a node with disable_power_off, not even after a deploy timeout.
+func TestTimedOutDeployKeepsPowerWithDisablePowerOff(t *testing.T) {
+	tc := waitCases()[0]
+	e, clk := newClockEnv(t)
+	id := e.park(tc)
+	parked := e.get(id) // set behind the API's back: a waiting node takes no updates
+	parked.DisablePowerOff = true
+	if err := e.st.UpdateNode(e.ctx, parked); err != nil {
+		t.Fatal(err)
+	}
+	e.fake.SetPower(id, fsm.PowerOn)
+	clk.Advance(30*time.Minute + time.Second)
+	if err := e.c.CheckTimeouts(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := e.get(id)
+	dt, _ := e.fake.PowerState(e.ctx, driverTask(n))
+	if n.ProvisionState != tc.timedOut || dt != fsm.PowerOn {
+		t.Fatalf("after timeout: %s, hardware %q, want %s and power on", n.ProvisionState, dt, tc.timedOut)
+	}
+}
+
 func TestAbortFromEveryAllowedState(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -249,6 +272,27 @@ func TestPowerSync(t *testing.T) {
 			t.Fatalf("db %q hardware %q, want both power on", n.PowerState, dt)
 		}
 		assertHistory(t, e, id, "forced the hardware back to power on")
+	})
+	t.Run("disable_power_off is never forced", func(t *testing.T) {
+		e, _ := newClockEnv(t)
+		id := e.create(nil).UUID
+		if err := e.c.SetPower(e.ctx, id, conductor.PowerRequest{Target: fsm.PowerOff}); err != nil {
+			t.Fatal(err)
+		}
+		e.c.WaitIdle()
+		if _, err := e.c.UpdateNode(e.ctx, id, func(n *model.Node) error { n.DisablePowerOff = true; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		e.fake.SetPower(id, fsm.PowerOn)
+		if err := e.c.SyncPowerStates(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		n := e.get(id)
+		dt, _ := e.fake.PowerState(e.ctx, driverTask(n))
+		if n.PowerState != fsm.PowerOn || dt != fsm.PowerOn {
+			t.Fatalf("db %q hardware %q, want both power on (the hardware's)", n.PowerState, dt)
+		}
+		assertHistory(t, e, id, "updated the database")
 	})
 	t.Run("record the hardware state", func(t *testing.T) {
 		e := newEnv(t, func(c *conductor.Config) { c.ForcePowerStateDuringSync = false })

@@ -31,6 +31,9 @@ type Node struct {
 	Shard              string   `json:"shard,omitempty"`
 	ParentNode         string   `json:"parent_node,omitempty"`
 	Traits             []string `json:"traits,omitempty"`
+	// AllocationUUID is the allocation holding the node (1.52); only the
+	// conductor's allocation flow sets and clears it.
+	AllocationUUID string `json:"allocation_uuid,omitempty"`
 
 	Interfaces Interfaces `json:"interfaces"`
 
@@ -166,6 +169,56 @@ type Port struct {
 	Description         string `json:"description,omitempty"`
 	Vendor              string `json:"vendor,omitempty"`
 	Category            string `json:"category,omitempty"`
+
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}
+
+// Portgroup is a group of a node's ports bonded together (Ironic's
+// portgroup). Address is a lower-case MAC or "" (null).
+type Portgroup struct {
+	ID                       int64  `json:"-"`
+	Version                  int64  `json:"-"`
+	UUID                     string `json:"uuid"`
+	Name                     string `json:"name,omitempty"`
+	Address                  string `json:"address,omitempty"`
+	NodeUUID                 string `json:"node_uuid"`
+	Extra                    JSON   `json:"extra,omitempty"`
+	InternalInfo             JSON   `json:"internal_info,omitempty"`
+	Mode                     string `json:"mode,omitempty"`
+	Properties               JSON   `json:"properties,omitempty"`
+	StandalonePortsSupported bool   `json:"standalone_ports_supported"`
+	PhysicalNetwork          string `json:"physical_network,omitempty"`
+	Category                 string `json:"category,omitempty"`
+
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}
+
+// Allocation states (Ironic's allocation states).
+const (
+	AllocationAllocating = "allocating"
+	AllocationActive     = "active"
+	AllocationError      = "error"
+)
+
+// Allocation is a request for a node matching a resource class, traits
+// and candidates (Ironic's allocation, API 1.52).
+type Allocation struct {
+	ID             int64    `json:"-"`
+	Version        int64    `json:"-"`
+	UUID           string   `json:"uuid"`
+	Name           string   `json:"name,omitempty"`
+	NodeUUID       string   `json:"node_uuid,omitempty"`
+	State          string   `json:"state"`
+	LastError      string   `json:"last_error,omitempty"`
+	ResourceClass  string   `json:"resource_class,omitempty"`
+	Traits         []string `json:"traits,omitempty"`
+	CandidateNodes []string `json:"candidate_nodes,omitempty"` // node UUIDs
+	Owner          string   `json:"owner,omitempty"`
+	Extra          JSON     `json:"extra,omitempty"`
+	// ConductorAffinity is the conductor that processes the allocation.
+	ConductorAffinity string `json:"conductor_affinity,omitempty"`
 
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`

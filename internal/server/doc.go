@@ -1,14 +1,16 @@
 // Package server wires Anvil together for `anvil serve`: the store (wrapped
 // to publish node changes on the event broker and to count lock attempts),
 // the driver registry (the only place that imports driver implementations),
-// the conductor, the API with its watch stream, and /metrics; and runs them
-// until the context ends.
+// the conductor, the API with its watch stream, /metrics and the dashboard
+// (/dashboard; a browser's GET / is redirected there, an API client's GET /
+// is Ironic's root); and runs them until the context ends.
 //
-// It also guards the listener (guard.go, hosts.go, http.go, audit.go):
-// outermost the Host check against DNS rebinding, then authentication
-// (internal/auth; boot files and Ironic's public routes stay open), then the
-// audit record of each write; the http.Server has read, write and idle
-// timeouts, long answers (event stream, boot files) get the write timeout
-// per write, and a listener cap bounds open connections; TLS when a
-// certificate is configured. Every log line goes through secret.Handler.
+// It also guards the listener (guard.go, hosts.go, http.go, audit.go,
+// policy.go): outermost the Host check against DNS rebinding, then
+// authentication (internal/auth; boot files and Ironic's public routes stay
+// open), then the audit record of each write, then the project policy of
+// project-scoped tokens; the http.Server has read, write and idle timeouts,
+// long answers (event stream, boot files) get the write timeout per write,
+// and a listener cap bounds open connections; TLS when a certificate is
+// configured. Every log line goes through secret.Handler.
 package server

@@ -1,6 +1,7 @@
-// Package store is the storage contract of Anvil: nodes, ports, conductors and node
-// history, with the node lock kept in the nodes.reservation column and taken by
-// compare-and-set. Implementations: sqlite (embedded default) and postgres.
+// Package store is the storage contract of Anvil: nodes, ports, portgroups,
+// allocations, conductors and node history, with the node lock kept in the
+// nodes.reservation column and taken by compare-and-set. Implementations:
+// sqlite (embedded default) and postgres.
 //
 // Invariants every implementation keeps (checked by storetest):
 //   - UpdateNode never writes reservation; only ReserveNode/ReleaseNode do.
@@ -67,12 +68,33 @@ type NodeQuery struct {
 	Reserved        *bool    // reservation set or not
 	ReservedBy      string   // reservation equals this host
 	ProvisionStates []string // provision_state IN (...)
+	PowerState      string   // power_state equals this ("None": no power state)
+	// Search matches a node whose UUID starts with it, whose name contains
+	// it (both case-insensitive), or one of whose ports has it as its MAC
+	// address (exactly, once lowercased: the API stores MACs lowercase).
+	Search string
+	// ProvisionUpdatedBefore, when set, selects nodes whose
+	// provision_updated_at is known and earlier.
+	ProvisionUpdatedBefore time.Time
 
 	// Pagination: rows after the node with UUID Marker in (SortKey, id) order.
 	Limit   int
 	Marker  string
 	SortKey string // one of NodeSortKeys; "" means "id"
 	SortDir string // "asc" (default) or "desc"
+}
+
+// NoPowerState is the NodeQuery.PowerState that selects nodes whose power
+// state is unknown (null in the API, "None" in the CLI).
+const NoPowerState = "None"
+
+// NodeGroup is one group of CountNodeGroups: the nodes sharing these values.
+type NodeGroup struct {
+	ProvisionState string
+	PowerState     string // "" when unknown
+	Maintenance    bool
+	Reservation    string // "" when unlocked
+	Count          int
 }
 
 // NodeSortKeys are the sort keys a NodeQuery accepts.
@@ -95,6 +117,35 @@ type PortQuery struct {
 // PortSortKeys are the sort keys a PortQuery accepts.
 var PortSortKeys = []string{"id", "uuid", "address", "node_uuid", "created_at", "updated_at", "pxe_enabled", "name"}
 
+// PortgroupQuery selects portgroups.
+type PortgroupQuery struct {
+	NodeUUID string
+	Address  string
+	Limit    int
+	Marker   string
+	SortKey  string // one of PortgroupSortKeys; "" means "id"
+	SortDir  string
+}
+
+// PortgroupSortKeys are the sort keys a PortgroupQuery accepts.
+var PortgroupSortKeys = []string{"id", "uuid", "name", "address", "node_uuid", "created_at", "updated_at"}
+
+// AllocationQuery selects allocations.
+type AllocationQuery struct {
+	NodeUUID      string
+	State         string
+	ResourceClass string
+	Owner         string
+	Limit         int
+	Marker        string
+	SortKey       string // one of AllocationSortKeys; "" means "id"
+	SortDir       string
+}
+
+// AllocationSortKeys are the sort keys an AllocationQuery accepts.
+var AllocationSortKeys = []string{"id", "uuid", "name", "node_uuid", "state", "resource_class",
+	"owner", "created_at", "updated_at"}
+
 // Store is the storage contract.
 type Store interface {
 	// CreateNode inserts n, setting n.ID, n.Version=1 and CreatedAt if zero.
@@ -107,11 +158,16 @@ type Store interface {
 	ListNodes(ctx context.Context, q NodeQuery) ([]*model.Node, error)
 	// CountNodes returns the number of nodes matching q's filters.
 	CountNodes(ctx context.Context, q NodeQuery) (int, error)
+	// CountNodeGroups counts the nodes matching q's filters in one pass,
+	// grouped by provision state, power state, maintenance and reservation
+	// (groups in no particular order, none empty).
+	CountNodeGroups(ctx context.Context, q NodeQuery) ([]NodeGroup, error)
 	// UpdateNode writes every field of n but reservation, if n.Version is current;
 	// on success n.Version is bumped and n.UpdatedAt set.
 	// Errors: ErrNotFound, ErrStale, *DuplicateError.
 	UpdateNode(ctx context.Context, n *model.Node) error
-	// DeleteNode removes the node and its ports and history. Errors: ErrNotFound.
+	// DeleteNode removes the node and its ports, portgroups, allocation and
+	// history. Errors: ErrNotFound.
 	DeleteNode(ctx context.Context, uuid string) error
 
 	// ReserveNode sets reservation=host if it is empty (compare-and-set) and
@@ -134,6 +190,28 @@ type Store interface {
 	// UpdatePort is version-checked like UpdateNode.
 	UpdatePort(ctx context.Context, p *model.Port) error
 	DeletePort(ctx context.Context, uuid string) error
+
+	// CreatePortgroup inserts pg. Errors: *DuplicateError (uuid, address,
+	// name), ErrNotFound if the node does not exist.
+	CreatePortgroup(ctx context.Context, pg *model.Portgroup) error
+	// GetPortgroup finds a portgroup by UUID, or by name. Errors: ErrNotFound.
+	GetPortgroup(ctx context.Context, ident string) (*model.Portgroup, error)
+	ListPortgroups(ctx context.Context, q PortgroupQuery) ([]*model.Portgroup, error)
+	// UpdatePortgroup is version-checked like UpdateNode.
+	UpdatePortgroup(ctx context.Context, pg *model.Portgroup) error
+	// DeletePortgroup removes a portgroup (whether it has ports is the
+	// caller's rule). Errors: ErrNotFound.
+	DeletePortgroup(ctx context.Context, uuid string) error
+
+	// CreateAllocation inserts a. Errors: *DuplicateError (uuid, name,
+	// node_uuid), ErrNotFound if it names a node that does not exist.
+	CreateAllocation(ctx context.Context, a *model.Allocation) error
+	// GetAllocation finds an allocation by UUID, or by name. Errors: ErrNotFound.
+	GetAllocation(ctx context.Context, ident string) (*model.Allocation, error)
+	ListAllocations(ctx context.Context, q AllocationQuery) ([]*model.Allocation, error)
+	// UpdateAllocation is version-checked like UpdateNode.
+	UpdateAllocation(ctx context.Context, a *model.Allocation) error
+	DeleteAllocation(ctx context.Context, uuid string) error
 
 	// RegisterConductor creates or refreshes the conductor row (online, heartbeat now).
 	RegisterConductor(ctx context.Context, c *model.Conductor) error

@@ -163,8 +163,10 @@ func (s *Store) DeleteNode(ctx context.Context, id string) error {
 		if _, err := c.exec(ctx, "DELETE FROM node_history WHERE node_uuid = ?", id); err != nil {
 			return err
 		}
-		if _, err := c.exec(ctx, "DELETE FROM ports WHERE node_uuid = ?", id); err != nil {
-			return err
+		for _, table := range []string{"ports", "portgroups", "allocations"} {
+			if _, err := c.exec(ctx, "DELETE FROM "+table+" WHERE node_uuid = ?", id); err != nil {
+				return err
+			}
 		}
 		return deleteOne(ctx, c, "DELETE FROM nodes WHERE uuid = ?", id)
 	})

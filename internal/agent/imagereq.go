@@ -1,0 +1,117 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/anvil-metal/anvil/internal/agent/agentapi"
+)
+
+// ImageRequest is what the image command (write_image, IPA's
+// standby.prepare_image) asks for. New settings become fields here, so the
+// command's handler keeps one signature.
+type ImageRequest struct {
+	Source      string // http(s) URL, file:// URL or local path
+	Checksum    string // hex digest
+	Algo        string // sha256, sha512, md5 ("": by the digest's length)
+	DiskFormat  string // raw, qcow2, or "" (by the image's first bytes)
+	ImageType   string // agentapi.ImageWholeDisk or agentapi.ImagePartition
+	RootMB      int64
+	SwapMB      int64
+	EphemeralMB int64
+	DiskLabel   string // gpt, msdos, or "" (by BootMode)
+	BootMode    string // uefi or bios
+	BootOption  string // local or netboot
+	RootDevice  map[string]any
+	ConfigDrive string // gzip+base64 or a URL; "" for none
+	// EphemeralFormat is the ephemeral partition's filesystem (one of
+	// disk.EphemeralFormats; "" for ext4).
+	EphemeralFormat string
+}
+
+// ParseImageRequest reads the command's parameters: Anvil's flat form
+// (image_source, checksum, checksum_algo and the agentapi.Param* keys) or
+// IPA's (image_info with urls, os_hash_algo/os_hash_value or checksum, and
+// configdrive beside it).
+func ParseImageRequest(p map[string]any) (ImageRequest, error) {
+	info := p
+	if ii, ok := p[agentapi.ParamImageInfo].(map[string]any); ok {
+		info = ii
+	}
+	str := func(k string) string { s, _ := info[k].(string); return s }
+	r := ImageRequest{
+		Source: str(agentapi.ParamImageSource), Checksum: str(agentapi.ParamChecksum), Algo: str(agentapi.ParamChecksumAlgo),
+		DiskFormat: strings.ToLower(str(agentapi.ParamDiskFormat)), ImageType: str(agentapi.ParamImageType),
+		DiskLabel: str(agentapi.ParamDiskLabel), BootMode: str(agentapi.ParamBootMode), BootOption: str(agentapi.ParamBootOption),
+		EphemeralFormat: str(agentapi.ParamEphemeralFormat),
+	}
+	if urls, ok := info[agentapi.ParamURLs].([]any); ok && r.Source == "" && len(urls) > 0 {
+		r.Source, _ = urls[0].(string)
+	}
+	if v := str(agentapi.ParamOSHashValue); v != "" {
+		r.Checksum, r.Algo = v, str(agentapi.ParamOSHashAlgo)
+	}
+	if r.Source == "" {
+		return r, errors.New("write_image: image_source is missing")
+	}
+	var err error
+	for _, f := range []struct {
+		key string
+		dst *int64
+	}{{agentapi.ParamRootMB, &r.RootMB}, {agentapi.ParamSwapMB, &r.SwapMB}, {agentapi.ParamEphemeralMB, &r.EphemeralMB}} {
+		if *f.dst, err = intParam(info, f.key); err != nil {
+			return r, err
+		}
+	}
+	if hints, ok := info[agentapi.ParamRootDevice].(map[string]any); ok {
+		r.RootDevice = hints
+	} else if info[agentapi.ParamRootDevice] != nil {
+		return r, errors.New("write_image: root_device must be an object of root device hints")
+	}
+	cd := p[agentapi.ParamConfigDrive]
+	if cd == nil {
+		cd = info[agentapi.ParamConfigDrive]
+	}
+	switch c := cd.(type) {
+	case nil:
+	case string:
+		r.ConfigDrive = c
+	default:
+		return r, errors.New("write_image: configdrive must be a gzip+base64 string or a URL (the conductor builds the image from an object)")
+	}
+	switch r.ImageType {
+	case "":
+		r.ImageType = agentapi.ImageWholeDisk
+	case agentapi.ImageWholeDisk, agentapi.ImagePartition:
+	default:
+		return r, fmt.Errorf("write_image: unknown image_type %q (whole-disk or partition)", r.ImageType)
+	}
+	switch r.DiskFormat {
+	case "", "raw", "qcow2":
+	default:
+		return r, fmt.Errorf("write_image: disk_format %q is not supported (raw or qcow2)", r.DiskFormat)
+	}
+	if r.ImageType == agentapi.ImagePartition && r.RootMB <= 0 {
+		return r, errors.New("write_image: a partition image needs root_mb, the root partition's size")
+	}
+	return r, nil
+}
+
+// intParam reads a non-negative integer given as a JSON number or string.
+func intParam(m map[string]any, k string) (int64, error) {
+	switch v := m[k].(type) {
+	case nil:
+		return 0, nil
+	case float64:
+		if v >= 0 && v == float64(int64(v)) {
+			return int64(v), nil
+		}
+	case string:
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("write_image: %s must be a non-negative integer, got %v", k, m[k])
+}

@@ -1,0 +1,207 @@
+package api
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
+)
+
+// minorTraits is the version that added /v1/nodes/{node}/traits.
+const minorTraits = 37
+
+// customTraitRe is Ironic's CUSTOM_TRAIT_PATTERN.
+var customTraitRe = regexp.MustCompile(`^CUSTOM_[A-Z0-9_]+$`)
+
+// checkTrait is Ironic's TRAITS_SCHEMA (a CUSTOM_ name or one of
+// os_traits' standard names, 1 to 255 characters), with jsonschema's
+// message for what, the argument's name ("trait", or "body" for the list).
+func checkTrait(what string, v any) error {
+	s, ok := v.(string)
+	switch {
+	case !ok:
+		return schemaError(what, "%s is not of type 'string'", pyrepr.Repr(v))
+	case s == "":
+		return schemaError(what, "%s is too short", pyrepr.Repr(s))
+	case len(s) > 255:
+		return schemaError(what, "%s is too long", pyrepr.Repr(s))
+	case customTraitRe.MatchString(s) || isStandardTrait(s):
+		return nil
+	}
+	return schemaError(what, "%s is not valid under any of the given schemas. Possible root cause: %s does not match '^CUSTOM_[A-Z0-9_]+$'",
+		pyrepr.Repr(s), pyrepr.Repr(s))
+}
+
+func isStandardTrait(s string) bool {
+	return !strings.Contains(s, "\n") && strings.Contains(standardTraitList, "\n"+s+"\n")
+}
+
+func (s *Server) traitRoutes() {
+	s.handle(endpoint{"GET": s.listTraits, "PUT": s.putTraits, "DELETE": s.deleteTraits},
+		"/v1/nodes/{ident}/traits")
+	s.handle(endpoint{"PUT": s.putTraits, "DELETE": s.deleteTraits}, "/v1/nodes/{ident}/traits/{trait}")
+}
+
+func traitsNotFound() error { return errNotFound() }
+
+// GET /v1/nodes/{ident}/traits
+func (s *Server) listTraits(rc *call) error {
+	if rc.minor < minorTraits {
+		return traitsNotFound()
+	}
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	n, _, err := rc.loadNode()
+	if err != nil {
+		return err
+	}
+	w := &jw{}
+	w.rootObj()
+	w.key("traits")
+	w.strings(nonNilStrings(n.Traits))
+	w.endObj()
+	return rc.json(200, w)
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// PUT /v1/nodes/{ident}/traits (replace all, body {"traits": [...]}) and
+// PUT /v1/nodes/{ident}/traits/{trait} (add one, no body).
+func (s *Server) putTraits(rc *call) error {
+	if rc.minor < minorTraits {
+		return traitsNotFound()
+	}
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	trait, one := rc.r.PathValue("trait"), rc.r.PathValue("trait") != ""
+	if one {
+		if err := checkTrait("trait", trait); err != nil {
+			return err
+		}
+	}
+	body, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	list, hasList, err := traitsBody(body)
+	if err != nil {
+		return err
+	}
+	n, raw, err := rc.loadNode()
+	if err != nil {
+		return err
+	}
+	if one == hasList {
+		return invalid("A single node trait may be added via PUT /v1/nodes/<node identifier>/traits/<trait> with no body, or all node traits may be replaced via PUT /v1/nodes/<node identifier>/traits with the list of traits specified in the request body.")
+	}
+	if one && isTruthy(body) {
+		return invalid("No body should be provided when adding a trait")
+	}
+	_, err = s.cfg.Conductor.SetTraits(rc.ctx, n.UUID, func(cur []string) ([]string, error) {
+		if one {
+			return append(cur, trait), nil
+		}
+		return list, nil
+	})
+	if err != nil {
+		return err
+	}
+	if one {
+		rc.w.Header().Set("Location", rc.link(false, "nodes", raw, "traits", trait))
+	}
+	return rc.noContent()
+}
+
+// traitsBody validates the body of PUT .../traits (Ironic's node
+// TRAITS_SCHEMA); hasList reports a "traits" key.
+func traitsBody(body any) (list []string, hasList bool, err error) {
+	if body == nil {
+		return nil, false, nil
+	}
+	doc, ok := body.(map[string]any)
+	if !ok {
+		return nil, false, schemaError("body", "%s is not of type 'object'", pyrepr.Repr(body))
+	}
+	var extra []string
+	for k := range doc {
+		if k != "traits" {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) > 0 {
+		return nil, false, additionalProps("body", extra)
+	}
+	v, ok := doc["traits"]
+	if !ok {
+		return nil, false, nil
+	}
+	items, ok := v.([]any)
+	if !ok {
+		return nil, false, schemaError("body", "%s is not of type 'array'", pyrepr.Repr(v))
+	}
+	list = make([]string, 0, len(items))
+	for _, it := range items {
+		if err := checkTrait("body", it); err != nil {
+			return nil, false, err
+		}
+		list = append(list, it.(string))
+	}
+	return list, true, nil
+}
+
+// isTruthy is Python's truth of a decoded JSON body.
+func isTruthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case map[string]any:
+		return len(x) > 0
+	case []any:
+		return len(x) > 0
+	case string:
+		return x != ""
+	case bool:
+		return x
+	case float64:
+		return x != 0
+	}
+	return true
+}
+
+// DELETE /v1/nodes/{ident}/traits (all) and .../traits/{trait} (one).
+func (s *Server) deleteTraits(rc *call) error {
+	if rc.minor < minorTraits {
+		return traitsNotFound()
+	}
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	n, _, err := rc.loadNode()
+	if err != nil {
+		return err
+	}
+	trait := rc.r.PathValue("trait")
+	_, err = s.cfg.Conductor.SetTraits(rc.ctx, n.UUID, func(cur []string) ([]string, error) {
+		if trait == "" {
+			return nil, nil
+		}
+		i := slices.Index(cur, trait)
+		if i < 0 {
+			return nil, fault.New(fault.NotFound, "Node %s doesn't have a trait '%s'", n.UUID, trait)
+		}
+		return slices.Delete(cur, i, i+1), nil
+	})
+	if err != nil {
+		return err
+	}
+	return rc.noContent()
+}

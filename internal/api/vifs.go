@@ -1,0 +1,127 @@
+package api
+
+import (
+	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
+)
+
+// Minor versions of VIF behaviour.
+const (
+	minorVIFs          = 28 // /v1/nodes/{node}/vifs
+	minorVIFAttachPort = 67 // port_uuid or portgroup_uuid in the attach body
+)
+
+func (s *Server) vifRoutes() {
+	s.handle(endpoint{"GET": s.listVIFs, "POST": s.attachVIF}, "/v1/nodes/{ident}/vifs")
+	s.handle(endpoint{"DELETE": s.detachVIF}, "/v1/nodes/{ident}/vifs/{vif}")
+}
+
+// GET /v1/nodes/{ident}/vifs
+func (s *Server) listVIFs(rc *call) error {
+	if rc.minor < minorVIFs {
+		return errNotFound()
+	}
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	n, _, err := rc.loadNode()
+	if err != nil {
+		return err
+	}
+	vifs, err := s.cfg.Conductor.ListVIFs(rc.ctx, n.UUID)
+	if err != nil {
+		return err
+	}
+	w := &jw{}
+	w.rootObj()
+	w.key("vifs")
+	w.arr()
+	for _, v := range vifs {
+		w.obj()
+		w.key("id")
+		w.str(v)
+		w.endObj()
+	}
+	w.endArr()
+	w.endObj()
+	return rc.json(200, w)
+}
+
+// POST /v1/nodes/{ident}/vifs
+func (s *Server) attachVIF(rc *call) error {
+	if rc.minor < minorVIFs {
+		return errNotFound()
+	}
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	body, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	req, err := vifBody(body)
+	if err != nil {
+		return err
+	}
+	n, _, err := rc.loadNode()
+	if err != nil {
+		return err
+	}
+	if rc.minor >= minorVIFAttachPort {
+		if req.PortUUID != "" && req.PortgroupUUID != "" {
+			return invalid("Cannot specify both port_uuid and portgroup_uuid")
+		}
+	}
+	if err := s.cfg.Conductor.AttachVIF(rc.ctx, n.UUID, req); err != nil {
+		return err
+	}
+	return rc.noContent()
+}
+
+// vifBody is Ironic's VIF_VALIDATOR: an object with a string "id" that is
+// a UUID or a logical name; other keys are allowed (port_uuid and
+// portgroup_uuid choose the target).
+func vifBody(body any) (conductor.VIFRequest, error) {
+	var req conductor.VIFRequest
+	doc, ok := body.(map[string]any)
+	if !ok {
+		return req, schemaError("vif", "%s is not of type 'object'", pyrepr.Repr(body))
+	}
+	id, ok := doc["id"]
+	if !ok {
+		return req, schemaError("vif", "'id' is a required property")
+	}
+	s, ok := id.(string)
+	if !ok {
+		return req, schemaError("vif", "%s is not of type 'string'", pyrepr.Repr(id))
+	}
+	if !isUUIDLike(s) && !isValidLogicalName(s) {
+		return req, invalid("Expected UUID or name for id: %s", s)
+	}
+	req.ID = s
+	req.PortUUID, _ = doc["port_uuid"].(string)
+	req.PortgroupUUID, _ = doc["portgroup_uuid"].(string)
+	return req, nil
+}
+
+// DELETE /v1/nodes/{ident}/vifs/{vif}
+func (s *Server) detachVIF(rc *call) error {
+	if rc.minor < minorVIFs {
+		return errNotFound()
+	}
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	vif := rc.r.PathValue("vif")
+	if !isUUIDLike(vif) && !isValidLogicalName(vif) {
+		return invalid("Expected UUID or name for vif_id: %s", vif)
+	}
+	n, _, err := rc.loadNode()
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Conductor.DetachVIF(rc.ctx, n.UUID, vif); err != nil {
+		return err
+	}
+	return rc.noContent()
+}

@@ -1,0 +1,5 @@
+package disk
+
+import "unsafe"
+
+func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }

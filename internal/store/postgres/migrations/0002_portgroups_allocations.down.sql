@@ -1,0 +1,2 @@
+DROP TABLE allocations;
+DROP TABLE portgroups;
