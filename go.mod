@@ -5,8 +5,9 @@ go 1.26.8
 require (
 	github.com/bougou/go-ipmi v0.9.1
 	github.com/chromedp/chromedp v0.23.1
+	github.com/coreos/go-oidc/v3 v3.21.0
 	github.com/diskfs/go-diskfs v1.9.4
-	github.com/evanphx/json-patch/v5 v5.9.11
+	github.com/go-jose/go-jose/v4 v4.1.4
 	github.com/google/uuid v1.6.0
 	github.com/gophercloud/gophercloud/v2 v2.16.0
 	github.com/insomniacslk/dhcp v0.0.0-20260901064844-234b97448fae
@@ -18,8 +19,9 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
 	github.com/stmcginnis/gofish v0.20.0
-	golang.org/x/sync v0.24.0
-	golang.org/x/sys v0.49.0
+	golang.org/x/crypto v0.59.0
+	golang.org/x/sync v0.25.0
+	golang.org/x/sys v0.50.0
 	modernc.org/sqlite v1.62.0
 )
 
@@ -56,8 +58,9 @@ require (
 	github.com/rogpeppe/go-internal v1.6.1 // indirect
 	github.com/u-root/uio v0.0.0-20230220225925-ffce2a382923 // indirect
 	golang.org/x/net v0.62.0 // indirect
-	golang.org/x/term v0.47.0 // indirect
-	golang.org/x/text v0.43.0 // indirect
+	golang.org/x/oauth2 v0.38.0 // indirect
+	golang.org/x/term v0.48.0 // indirect
+	golang.org/x/text v0.44.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect

@@ -24,15 +24,15 @@ anvil.heartbeat-interval=. Without --disk the install disk is chosen as IPA
 does: the smallest whole non-removable disk of at least 4 GiB.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var lvl slog.Level
-			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
+			lvl, err := parseLogLevel(logLevel)
+			if err != nil {
+				return err
 			}
 			kernel, cmdlineErr := agent.ReadCmdline(cmdline)
 			if kernel.Debug && !cmd.Flags().Changed("log-level") {
 				lvl = slog.LevelDebug
 			}
-			cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+			cfg.Log = newLogger(stderr, lvl)
 			if cmdlineErr != nil {
 				cfg.Log.Warn("kernel command line: ignoring malformed settings", "err", cmdlineErr)
 			}

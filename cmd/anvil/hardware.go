@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -63,16 +62,16 @@ only the --forward GUEST=HOST pairs, e.g.
   --forward 10.0.2.100:6385=127.0.0.1:6385 --boot-file http://10.0.2.100:6385/boot/boot.ipxe`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var lvl slog.Level
-			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
+			lvl, err := parseLogLevel(logLevel)
+			if err != nil {
+				return err
 			}
 			if failureRate < 0 || failureRate > 1 {
 				return fmt.Errorf("--failure-rate %v is not in [0, 1]", failureRate)
 			}
 			cfg.Count, cfg.IPMIBasePort, cfg.Seed = machines, ipmiBase, seed
 			cfg.Knobs = bmcemu.Knobs{Latency: latency, FailureRate: failureRate, Dead: dead, RejectAuth: rejectAuth}
-			cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+			cfg.Log = newLogger(stderr, lvl)
 			if useQEMU {
 				q, err := qemuConfig(qcfg, vmDisk, forwards)
 				if err != nil {

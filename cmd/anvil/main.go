@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -69,7 +68,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServe(stdout, stderr), newStates(stdout))
+	root.AddCommand(newServe(stdout, stderr), newStates(stdout), newAudit(stdout))
 	root.AddCommand(newAgent(stdout, stderr), newRamdisk(stdout, stderr), newBootCommand(stdout))
 	root.AddCommand(operatorCommands(stdout, stderr)...)
 	root.AddCommand(hardwareCommands(stdout, stderr)...)
@@ -106,13 +105,13 @@ func newServe(stdout, stderr io.Writer) *cobra.Command {
 			if os.Getenv("GOGC") == "" {
 				debug.SetGCPercent(gcPercent)
 			}
-			var lvl slog.Level
-			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
+			lvl, err := parseLogLevel(logLevel)
+			if err != nil {
+				return err
 			}
-			cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+			cfg.Log = newLogger(stderr, lvl)
 			cfg.Ready = func(addr string) {
-				fmt.Fprintf(stdout, "anvil: listening on http://%s (database %s, conductor %s)\n", addr, cfg.Database, cfg.HostID)
+				fmt.Fprintf(stdout, "anvil: listening on %s://%s (database %s, conductor %s)\n", scheme(&cfg), addr, cfg.Database, cfg.HostID)
 			}
 			hurry, stopHurry := secondInterrupt()
 			defer stopHurry()
@@ -131,6 +130,7 @@ func newServe(stdout, stderr io.Writer) *cobra.Command {
 	addConductorFlags(f, &cfg)
 	addInterfaceFlags(f, &cfg.Interfaces)
 	addBootFlags(f, &cfg)
+	addSecurityFlags(f, &cfg)
 	return cmd
 }
 

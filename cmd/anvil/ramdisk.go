@@ -29,7 +29,7 @@ The agent reads its settings from the kernel command line (ipa-api-url=,
 BOOTIF=, ipa-advertise-host=, ...), so one ramdisk serves every node.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.Log = slog.New(slog.NewTextHandler(stderr, nil))
+			o.Log = newLogger(stderr, slog.LevelInfo)
 			r, err := ramdisk.Build(cmd.Context(), o)
 			if err != nil {
 				return err

@@ -340,7 +340,7 @@ func (s *Server) patchAllocation(rc *call) error {
 		}
 	}
 	a, err := s.cfg.Conductor.UpdateAllocation(rc.ctx, cur.UUID, func(a *model.Allocation) error {
-		patched, err := applyPatch(map[string]any{"name": nilIfEmpty(a.Name), "extra": orEmpty(a.Extra)}, ops)
+		patched, err := applyPatch(rc.ctx, map[string]any{"name": nilIfEmpty(a.Name), "extra": orEmpty(a.Extra)}, ops)
 		if err != nil {
 			return err
 		}

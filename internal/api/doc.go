@@ -37,8 +37,10 @@
 //     depth-checked before decoding (400), must be JSON (415), and every
 //     argument is type-checked with Ironic's wording (400).
 //   - Secrets (driver_info passwords, tokens, instance_info configdrive and
-//     image_url, ...) are masked as "******" in every response; PATCH works
-//     on the real values.
+//     image_url, "password=..." inside strings, ...) are masked as "******"
+//     in every response, last_error and error text, by internal/secret;
+//     PATCH works on the real values.
+//   - A request whose client left is answered 499 (counted apart from 5xx).
 //   - Nodes render from a per-version field plan straight into a byte
 //     buffer (jsonw.go), in Ironic's key order, with no per-node maps.
 //
@@ -103,7 +105,7 @@
 // Files: server.go (config, routing, headers), version.go, errors.go,
 // backend.go (Store, Conductor), decode.go (bodies, arguments; Python
 // reprs in messages come from internal/pyrepr), paging.go,
-// patch.go (RFC 6902 via evanphx/json-patch), jsonw.go and mask.go
+// patch.go (RFC 6902 on the decoded document, linear, at most 1000 operations), jsonw.go and mask.go
 // (rendering), and one file per resource: root.go, nodes.go, node_list.go,
 // node_body.go, render_node.go, node_states.go, history.go, ports.go,
 // port_body.go, portgroups.go, portgroup_body.go, vifs.go, traits.go

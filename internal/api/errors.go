@@ -23,6 +23,10 @@ var kindStatus = map[fault.Kind]int{
 	fault.Unavailable:   http.StatusServiceUnavailable,
 }
 
+// statusClientClosed records a request whose client disconnected before
+// the answer (nginx's 499).
+const statusClientClosed = 499
+
 // classify maps any error to its HTTP status and the client-visible text.
 // It is the only place that decides a status from an error. ok is false for
 // internal errors, whose text must never reach the client.
@@ -71,6 +75,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, reqID string
 	status, msg, ok := classify(err)
 	if f, isFault := fault.As(err); isFault && f.Routing && ok {
 		writeRaw(w, status, routingErrorBody(status, msg))
+		return
+	}
+	if !ok && errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		// The client left: nobody reads the answer, and it is no server
+		// error (a 5xx alert must not fire on client timeouts).
+		s.log.Info("client disconnected", "request_id", reqID, "method", r.Method, "path", r.URL.Path)
+		w.WriteHeader(statusClientClosed)
 		return
 	}
 	if !ok {
@@ -153,3 +164,9 @@ func minVersionRequired(minor int) error {
 
 // invalid is a 400 with a formatted text.
 func invalid(format string, args ...any) error { return fault.New(fault.Invalid, format, args...) }
+
+// WriteError answers with Ironic's error body, for the guards in front of
+// the API (Host check, authentication).
+func WriteError(w http.ResponseWriter, status int, msg string) {
+	writeRaw(w, status, errorBody(status, msg))
+}

@@ -106,7 +106,7 @@ func FuzzApplyPatch(f *testing.F) {
 		}
 		n := nodeFixture("f")
 		n.Extra = map[string]any{"k": "v"}
-		out, err := applyPatch(nodeDoc(n), ops)
+		out, err := applyPatch(t.Context(), nodeDoc(n), ops)
 		if err != nil {
 			if fault.KindOf(err) != fault.Invalid {
 				t.Fatalf("apply: %v", err)

@@ -19,7 +19,7 @@ type jw struct {
 	valued bool  // a key was just written: the next value takes no separator
 
 	keyBuf  []string        // scratch for sorting map keys (a stack)
-	secrets map[string]bool // isSecretKey answers, per response
+	secrets map[string]bool // secret.IsKey answers, per response
 	pooled  *[]byte         // where b goes back to when pooled
 }
 

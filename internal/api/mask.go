@@ -1,20 +1,9 @@
 package api
 
-import "strings"
+import "github.com/anvil-metal/anvil/internal/secret"
 
 // secretMask replaces secret values in responses, as in Ironic.
-const secretMask = "******"
-
-// sanitizeKeys are oslo.utils' _SANITIZE_KEYS: a key containing any of them
-// (case-insensitively) holds a secret.
-var sanitizeKeys = []string{"adminpass", "admin_pass", "password", "admin_password",
-	"auth_token", "new_pass", "auth_password", "secret_uuid", "secret", "sys_pswd",
-	"token", "configdrive", "chappassword", "encrypted_key", "private_key", "fernetkey",
-	"sslkey", "passphrase", "cephclusterfsid", "octaviaheartbeatkey", "rabbitcookie",
-	"cephmanilaclientkey", "pacemakerremoteauthkey", "designaterndckey", "cephadminkey",
-	"heatauthencryptionkey", "cephclientkey", "keystonecredential",
-	"barbicansimplecryptokek", "cephrgwkey", "swifthashsuffix", "migrationsshkey",
-	"cephmdskey", "cephmonkey"}
+const secretMask = secret.Mask
 
 // Keys Ironic masks besides the generic ones, when they hold a value.
 var (
@@ -22,24 +11,11 @@ var (
 	instanceInfoSecrets = []string{"configdrive", "image_url"}
 )
 
-// isSecretKey reports whether a dict key names a secret: oslo's list, plus
-// any key ending in "_key" (BMC and SNMP keys oslo's list misses).
-func isSecretKey(k string) bool {
-	lk := strings.ToLower(k)
-	if strings.HasSuffix(lk, "_key") {
-		return true
-	}
-	for _, s := range sanitizeKeys {
-		if strings.Contains(lk, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// masked writes m (nil as {}) with its secrets replaced by "******": keys
-// naming a secret, recursively through nested objects and lists, plus the
-// top-level extra keys whenever their value is truthy.
+// masked writes m (nil as {}) with its secrets replaced by "******" as
+// Ironic's mask_dict_password: keys naming a secret, recursively through
+// nested objects and lists, "password=..." and the like inside any other
+// string (secret.String), plus the top-level extra keys whenever their
+// value is truthy.
 func (w *jw) masked(m map[string]any, extra ...string) {
 	if len(m) == 0 {
 		w.object(nil)
@@ -62,7 +38,7 @@ func (w *jw) masked(m map[string]any, extra ...string) {
 	w.endObj()
 }
 
-// secret answers isSecretKey, remembering answers for this response.
+// secret answers secret.IsKey, remembering answers for this response.
 func (w *jw) secret(k string) bool {
 	if s, ok := w.secrets[k]; ok {
 		return s
@@ -70,7 +46,7 @@ func (w *jw) secret(k string) bool {
 	if w.secrets == nil {
 		w.secrets = make(map[string]bool)
 	}
-	s := isSecretKey(k)
+	s := secret.IsKey(k)
 	w.secrets[k] = s
 	return s
 }
@@ -92,6 +68,10 @@ func (w *jw) maskedValue(k string, v any) {
 	default:
 		if k != "" && w.secret(k) {
 			w.str(secretMask)
+			return
+		}
+		if str, ok := v.(string); ok {
+			w.str(secret.String(str))
 			return
 		}
 		w.any(v)

@@ -304,7 +304,7 @@ func (rc *call) applyNodePatch(n *model.Node, raw string, ops []patchOp, reset b
 	case n.ProvisionState == fsm.Inspecting && rc.minor >= minorInspectWait:
 		return fault.New(fault.Conflict, "Cannot update node \"%s\" while it is in state \"%s\".", n.UUID, fsm.Inspecting)
 	}
-	patched, err := applyPatch(nodeDoc(n), ops)
+	patched, err := applyPatch(rc.ctx, nodeDoc(n), ops)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -8,10 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
-
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/pyrepr"
+	"github.com/anvil-metal/anvil/internal/secret"
 )
 
 // patchOp is one validated RFC 6902 operation of a PATCH body.
@@ -54,6 +54,9 @@ func parsePatch(v any, minor int) ([]patchOp, error) {
 	re, text := patchPathRe, patchPathText
 	if minor >= minorPatchEscapes {
 		re, text = patchPathEscRe, patchPathEscText
+	}
+	if len(list) > maxPatchOps {
+		return nil, invalid("A patch may have at most %d operations, not %d.", maxPatchOps, len(list))
 	}
 	ops := make([]patchOp, 0, len(list))
 	for _, item := range list {
@@ -103,14 +106,25 @@ func parsePatchOp(item any, pathRe *regexp.Regexp, pathText string) (patchOp, er
 	return patchOp{Op: op, Path: path, Value: val, HasValue: has}, nil
 }
 
-// repr is Python's repr() of the operation, as Ironic quotes it.
+// repr is Python's repr() of the operation, as Ironic quotes it, with the
+// value masked when the path names a secret (an error text must not echo
+// a password).
 func (p patchOp) repr() string {
 	d := pyrepr.Dict{Keys: []string{"op", "path"}, Values: map[string]any{"op": p.Op, "path": p.Path}}
 	if p.HasValue {
 		d.Keys = append(d.Keys, "value")
-		d.Values["value"] = p.Value
+		d.Values["value"] = maskPatchValue(p.Path, p.Value)
 	}
 	return pyrepr.Repr(d)
+}
+
+// maskPatchValue is v as it may be shown: Mask when a segment of path
+// names a secret, else with its inner secrets masked.
+func maskPatchValue(path string, v any) any {
+	if secret.Path(path) {
+		return secret.Mask
+	}
+	return secret.Value(v)
 }
 
 // field is the top-level attribute an operation touches, with RFC 6901's
@@ -168,9 +182,15 @@ func fillRemoved(doc map[string]any, props []nodeProp) {
 	}
 }
 
-// applyPatch applies the operations one at a time to a JSON object (with
-// evanphx/json-patch), reporting the first failing one as Ironic does.
-func applyPatch(doc map[string]any, ops []patchOp) (map[string]any, error) {
+// maxPatchOps caps the operations of one PATCH. Ironic sets no cap; a node
+// has a few dozen fields, so no real patch comes near it.
+const maxPatchOps = 1000
+
+// applyPatch applies the operations one at a time to a copy of a JSON
+// object, reporting the first failing one as Ironic does. It works on the
+// decoded document, so its cost is linear in the patch and the document;
+// it stops when ctx ends (the client left).
+func applyPatch(ctx context.Context, doc map[string]any, ops []patchOp) (map[string]any, error) {
 	for _, p := range ops {
 		if p.Op == "add" && strings.Count(p.Path, "/") == 1 {
 			if _, ok := doc[p.field()]; !ok {
@@ -178,22 +198,29 @@ func applyPatch(doc map[string]any, ops []patchOp) (map[string]any, error) {
 			}
 		}
 	}
-	raw, err := json.Marshal(doc)
-	if err != nil {
-		return nil, fmt.Errorf("marshal patch document: %w", err)
+	var out map[string]any
+	if err := jsonCopy(doc, &out); err != nil {
+		return nil, fmt.Errorf("copy patch document: %w", err)
 	}
-	opts := jsonpatch.NewApplyOptions()
-	opts.SupportNegativeIndices = false
-	for _, p := range ops {
-		if raw, err = applyOne(raw, p, opts); err != nil {
+	for i, p := range ops {
+		if i%64 == 0 && ctx.Err() != nil {
+			return nil, fmt.Errorf("apply patch: %w", ctx.Err())
+		}
+		if err := applyOne(out, p); err != nil {
 			return nil, err
 		}
 	}
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, fmt.Errorf("unmarshal patched document: %w", err)
-	}
 	return out, nil
+}
+
+// jsonCopy is a deep copy through JSON, giving the types a decoded body
+// has (float64 numbers, []any, map[string]any).
+func jsonCopy(v any, out any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, out)
 }
 
 func patchError(p patchOp, reason string) error {
@@ -201,36 +228,79 @@ func patchError(p patchOp, reason string) error {
 }
 
 // applyOne checks one operation against the document with jsonpatch's
-// (Python) wording, then applies it.
-func applyOne(raw []byte, p patchOp, opts *jsonpatch.ApplyOptions) (out []byte, err error) {
+// (Python) wording, then applies it in place.
+func applyOne(doc map[string]any, p patchOp) error {
 	if (p.Op == "add" || p.Op == "replace") && !p.HasValue {
-		return nil, patchError(p, "The operation does not contain a 'value' member")
-	}
-	var doc any
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, fmt.Errorf("unmarshal patch document: %w", err)
+		return patchError(p, "The operation does not contain a 'value' member")
 	}
 	if reason := precheck(doc, p); reason != "" {
-		return nil, patchError(p, reason)
+		return patchError(p, reason)
 	}
-	opJSON, err := json.Marshal([]map[string]any{patchOpMap(p)})
-	if err != nil {
-		return nil, patchError(p, "the value can not be encoded")
-	}
-	patch, err := jsonpatch.DecodePatch(opJSON)
-	if err != nil {
-		return nil, patchError(p, err.Error())
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			out, err = nil, patchError(p, fmt.Sprint(r))
+	var val any
+	if p.HasValue {
+		if err := jsonCopy(p.Value, &val); err != nil {
+			return patchError(p, "the value can not be encoded")
 		}
-	}()
-	out, err = patch.ApplyWithOptions(raw, opts)
-	if err != nil {
-		return nil, patchError(p, err.Error())
 	}
-	return out, nil
+	parts := pointerParts(p.Path)
+	var parent any = doc
+	for _, part := range parts[:len(parts)-1] {
+		parent, _ = step(parent, part)
+	}
+	last := parts[len(parts)-1]
+	switch c := parent.(type) {
+	case map[string]any:
+		if p.Op == "remove" {
+			delete(c, last)
+		} else {
+			c[last] = val
+		}
+	case []any:
+		next := c
+		switch {
+		case p.Op == "add" && last == "-":
+			next = append(c, val)
+		case p.Op == "add":
+			idx, _ := listIndex(last)
+			next = slices.Insert(c, idx, val)
+		case p.Op == "replace":
+			idx, _ := listIndex(last)
+			c[idx] = val
+		default:
+			idx, _ := listIndex(last)
+			next = slices.Delete(c, idx, idx+1)
+		}
+		setChild(doc, parts[:len(parts)-1], next)
+	}
+	return nil
+}
+
+// setChild stores a list that may have moved (append, insert, delete) back
+// under its parent.
+func setChild(doc map[string]any, parts []string, v any) {
+	var cur any = doc
+	for i, part := range parts {
+		if i == len(parts)-1 {
+			switch c := cur.(type) {
+			case map[string]any:
+				c[part] = v
+			case []any:
+				idx, _ := listIndex(part)
+				c[idx] = v
+			}
+			return
+		}
+		cur, _ = step(cur, part)
+	}
+}
+
+// pointerParts splits a JSON pointer into its decoded tokens.
+func pointerParts(path string) []string {
+	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	for i, part := range parts {
+		parts[i] = decodePointerToken(part)
+	}
+	return parts
 }
 
 func patchOpMap(p patchOp) map[string]any {
@@ -244,10 +314,7 @@ func patchOpMap(p patchOp) map[string]any {
 // precheck walks the JSON pointer the way python-jsonpointer does and
 // returns jsonpatch's reason for an operation that cannot apply.
 func precheck(doc any, p patchOp) string {
-	parts := strings.Split(strings.TrimPrefix(p.Path, "/"), "/")
-	for i, part := range parts {
-		parts[i] = decodePointerToken(part)
-	}
+	parts := pointerParts(p.Path)
 	cur := doc
 	for _, part := range parts[:len(parts)-1] {
 		next, reason := step(cur, part)
@@ -271,7 +338,7 @@ func step(cur any, part string) (any, string) {
 	case map[string]any:
 		v, ok := c[part]
 		if !ok {
-			return nil, fmt.Sprintf("member '%s' not found in %s", part, pyrepr.Repr(c))
+			return nil, fmt.Sprintf("member '%s' not found in %s", part, pyrepr.Repr(secret.Value(c)))
 		}
 		return v, ""
 	case []any:

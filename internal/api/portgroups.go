@@ -204,7 +204,7 @@ func (rc *call) applyPortgroupPatch(pg *model.Portgroup, ops []patchOp) error {
 			return err
 		}
 	}
-	patched, err := applyPatch(portgroupDoc(pg), ops)
+	patched, err := applyPatch(rc.ctx, portgroupDoc(pg), ops)
 	if err != nil {
 		return err
 	}

@@ -285,7 +285,7 @@ func (rc *call) applyPortPatch(p *model.Port, ops []patchOp) error {
 			return err
 		}
 	}
-	patched, err := applyPatch(portDoc(p), ops)
+	patched, err := applyPatch(rc.ctx, portDoc(p), ops)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/pyrepr"
+	"github.com/anvil-metal/anvil/internal/secret"
 )
 
 // Node field placement: plain attributes come first, then the links, then
@@ -85,7 +86,7 @@ func nodeFieldTable() []nodeField {
 		fld("instance_info", 1, placeAttr, func(w *jw, _ *call, n *model.Node) { w.masked(n.InstanceInfo, instanceInfoSecrets...) }),
 		strField("instance_name", 104, func(n *model.Node) string { return n.InstanceName }),
 		strField("instance_uuid", 1, func(n *model.Node) string { return n.InstanceUUID }),
-		strField("last_error", 1, func(n *model.Node) string { return n.LastError }),
+		strField("last_error", 1, func(n *model.Node) string { return secret.String(n.LastError) }),
 		strField("lessee", 65, func(n *model.Node) string { return n.Lessee }),
 		boolField("maintenance", 1, func(n *model.Node) bool { return n.Maintenance }),
 		strField("maintenance_reason", 1, func(n *model.Node) string { return n.MaintenanceReason }),

@@ -10,10 +10,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/secret"
 )
 
 // DefaultAPIVersion is the microversion the CLI asks for unless told
@@ -36,8 +37,11 @@ type ClientConfig struct {
 	Timeout       time.Duration // per HTTP request; 0 means 60 s
 	Username      string        // HTTP basic auth when set
 	Password      string
+	Token         string    // sent as X-Auth-Token when set (jwt, keystone)
 	Debug         io.Writer // request log, or nil
-	HTTP          *http.Client
+	// Transport, when set, carries the requests (a CA bundle for https).
+	Transport http.RoundTripper
+	HTTP      *http.Client
 	// Sleep pauses between retries; nil means a context-aware timer.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
@@ -78,7 +82,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		if t <= 0 {
 			t = 60 * time.Second
 		}
-		c.http = &http.Client{Timeout: t}
+		c.http = &http.Client{Timeout: t, Transport: cfg.Transport}
+		if cfg.Transport != nil {
+			c.cfg.HTTP = &http.Client{Transport: cfg.Transport} // event streams: no timeout
+		}
 	}
 	if c.sleep == nil {
 		c.sleep = sleepCtx
@@ -300,10 +307,10 @@ func (c *Client) once(ctx context.Context, method, target string, body []byte) (
 	if body != nil {
 		hr.Header.Set("Content-Type", "application/json")
 	}
-	if c.cfg.Username != "" {
-		hr.SetBasicAuth(c.cfg.Username, c.cfg.Password)
+	for k, v := range c.authHeader() {
+		hr.Header[k] = v
 	}
-	c.debugf("REQ: %s %s %s", method, target, redactSecrets(body))
+	c.debugf("REQ: %s %s %s", method, secret.String(target), secret.JSON(body))
 	resp, err := c.http.Do(hr)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -316,7 +323,7 @@ func (c *Client) once(ctx context.Context, method, target string, body []byte) (
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: read answer: %w", method, target, err)
 	}
-	c.debugf("RESP: %d %s", resp.StatusCode, data)
+	c.debugf("RESP: %d %s", resp.StatusCode, secret.JSON(data))
 	if resp.StatusCode >= 400 {
 		ae := parseError(resp.StatusCode, data)
 		ae.maxVersion = resp.Header.Get(hdrMaxVersion)
@@ -325,12 +332,6 @@ func (c *Client) once(ctx context.Context, method, target string, body []byte) (
 	}
 	return data, nil
 }
-
-// secretRE matches JSON members whose name says they hold a password.
-var secretRE = regexp.MustCompile(`("[A-Za-z_]*password[A-Za-z_]*"\s*:\s*)"(?:[^"\\]|\\.)*"`)
-
-// redactSecrets hides passwords in a logged request body.
-func redactSecrets(body []byte) []byte { return secretRE.ReplaceAll(body, []byte(`$1"******"`)) }
 
 func unwrapURLError(err error) error {
 	var ue *url.Error
@@ -344,6 +345,19 @@ func (c *Client) debugf(format string, args ...any) {
 	if c.cfg.Debug != nil {
 		fmt.Fprintf(c.cfg.Debug, format+"\n", args...)
 	}
+}
+
+// authHeader is the credentials every request carries (API and streams).
+func (c *Client) authHeader() http.Header {
+	h := http.Header{}
+	if c.cfg.Username != "" {
+		r := &http.Request{Header: h}
+		r.SetBasicAuth(c.cfg.Username, c.cfg.Password)
+	}
+	if c.cfg.Token != "" {
+		h.Set("X-Auth-Token", c.cfg.Token)
+	}
+	return h
 }
 
 // Get fetches path into out.

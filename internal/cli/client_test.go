@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -239,10 +242,40 @@ func TestErrorCarriesRequestID(t *testing.T) {
 	}
 }
 
-func TestDebugLogHidesPasswords(t *testing.T) {
-	got := string(redactSecrets([]byte(`{"target": "rescue", "rescue_password": "s3\"cret", "driver_info": {"ipmi_password": "pw", "ipmi_username": "admin"}}`)))
-	want := `{"target": "rescue", "rescue_password": "******", "driver_info": {"ipmi_password": "******", "ipmi_username": "admin"}}`
-	if got != want {
-		t.Errorf("got  %s\nwant %s", got, want)
+// TestDebugLogHidesSecrets: --debug shows requests and answers with every
+// secret masked: PATCHed passwords, config drives, tokens, keys, passwords
+// inside strings and URLs, in both directions.
+func TestDebugLogHidesSecrets(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, `{"node": {"uuid": "u1"}, "config": {"agent_token": "RespTok3n",
+			"driver_info": {"ipmi_password": "RespPassw0rd", "snmp_priv_key": "RespK3y",
+			"kernel_append_params": "nofb password=RespKernel"}}}`)
+	}))
+	defer srv.Close()
+	var debug bytes.Buffer
+	c, err := NewClient(ClientConfig{Endpoint: srv.URL + "/v1/", Username: "u", Password: "BasicPassw0rd", Debug: &debug})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []any{
+		map[string]any{"op": "add", "path": "/driver_info/ipmi_password", "value": "PatchPassw0rd"},
+		map[string]any{"op": "add", "path": "/instance_info/configdrive", "value": "H4sIConfigDrive"},
+		map[string]any{"op": "add", "path": "/driver_info/redfish_address", "value": "https://bmc/?password=QueryPassw0rd"},
+		map[string]any{"op": "add", "path": "/extra/bmc", "value": "http://root:UrlPassw0rd@10.0.0.1/"},
+		map[string]any{"op": "add", "path": "/rescue_password", "value": map[string]any{"token": "NestedTok3n"}},
+	}
+	q := url.Values{"password": {"QueryStringPassw0rd"}}
+	if err := c.Do(t.Context(), Request{Method: "PATCH", Path: "/v1/nodes/n1", Query: q, Body: body}, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := debug.String()
+	for _, s := range []string{"RespTok3n", "RespPassw0rd", "RespK3y", "RespKernel", "BasicPassw0rd", "PatchPassw0rd",
+		"H4sIConfigDrive", "QueryPassw0rd", "UrlPassw0rd", "NestedTok3n", "QueryStringPassw0rd"} {
+		if strings.Contains(out, s) {
+			t.Errorf("--debug shows %s:\n%s", s, out)
+		}
+	}
+	if !strings.Contains(out, "/driver_info/ipmi_password") || !strings.Contains(out, "REQ: PATCH") || !strings.Contains(out, "RESP: 200") {
+		t.Errorf("--debug lost what it is for:\n%s", out)
 	}
 }

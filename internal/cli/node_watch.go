@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 
@@ -35,12 +34,7 @@ func (a *app) nodeWatchCmd() *cobra.Command {
 		if history {
 			f.Types = []string{events.TypeCreated, events.TypeUpdated, events.TypeDeleted, events.TypeHistory}
 		}
-		sc := &events.Client{BaseURL: c.Endpoint(), HTTP: c.cfg.HTTP}
-		if c.cfg.Username != "" {
-			r := &http.Request{Header: http.Header{}}
-			r.SetBasicAuth(c.cfg.Username, c.cfg.Password)
-			sc.Header = r.Header
-		}
+		sc := &events.Client{BaseURL: c.Endpoint(), HTTP: c.cfg.HTTP, Header: c.authHeader()}
 		ch, err := sc.Subscribe(ctx, f)
 		if se, ok := errors.AsType[*events.StatusError](err); ok {
 			return &APIError{Status: se.Status, Message: se.Message} // as `node show` says it

@@ -57,6 +57,9 @@ type globalOpts struct {
 	maxRetries    int
 	retryInterval float64
 	debug         bool
+	cacert        string
+	insecure      bool
+	token         string
 }
 
 // Commands returns the operator commands: node, port, driver, conductor
@@ -102,19 +105,27 @@ func (a *app) addGlobalFlags(c *cobra.Command) {
 		"the API endpoint (env ANVIL_URL, then OS_ENDPOINT; default "+DefaultEndpoint+")")
 	f.StringVar(&a.opts.apiVersion, "os-baremetal-api-version", "",
 		"the API microversion, 1.N or latest (env OS_BAREMETAL_API_VERSION; default "+DefaultAPIVersion+", lowered to the server's maximum)")
-	f.StringVar(&a.opts.authType, "os-auth-type", "", "none or http_basic (env OS_AUTH_TYPE)")
+	f.StringVar(&a.opts.authType, "os-auth-type", "", "none, http_basic or token (env OS_AUTH_TYPE; default token when OS_TOKEN is set, else none)")
+	f.StringVar(&a.opts.token, "os-token", "", "bearer token for token auth, sent as X-Auth-Token (env OS_TOKEN)")
 	f.StringVar(&a.opts.username, "os-username", "", "user for http_basic (env OS_USERNAME)")
 	f.StringVar(&a.opts.password, "os-password", "", "password for http_basic (env OS_PASSWORD)")
 	f.IntVar(&a.opts.maxRetries, "max-retries", 5, "retries of a request answered 409 (node locked) or 503")
 	f.Float64Var(&a.opts.retryInterval, "retry-interval", 2, "seconds before the first retry; later retries back off")
-	f.BoolVar(&a.opts.debug, "debug", false, "log every request and answer to stderr")
+	f.BoolVar(&a.opts.debug, "debug", false, "log every request and answer to stderr (secrets masked)")
+	f.StringVar(&a.opts.cacert, "os-cacert", "", "PEM CA bundle that verifies an https endpoint (env OS_CACERT)")
+	f.BoolVar(&a.opts.insecure, "insecure", false, "do not verify an https endpoint's certificate")
 }
 
 // client builds the API client from the options and the environment.
 func (a *app) client() (*Client, error) {
 	o := a.opts
 	endpoint := firstNonEmpty(o.endpoint, a.env.Getenv("ANVIL_URL"), a.env.Getenv("OS_ENDPOINT"), DefaultEndpoint)
-	auth := firstNonEmpty(o.authType, a.env.Getenv("OS_AUTH_TYPE"), "none")
+	token := firstNonEmpty(o.token, a.env.Getenv("OS_TOKEN"))
+	defAuth := "none"
+	if token != "" {
+		defAuth = "token"
+	}
+	auth := firstNonEmpty(o.authType, a.env.Getenv("OS_AUTH_TYPE"), defAuth)
 	cfg := ClientConfig{
 		Endpoint:      endpoint,
 		APIVersion:    firstNonEmpty(o.apiVersion, a.env.Getenv("OS_BAREMETAL_API_VERSION")),
@@ -126,12 +137,22 @@ func (a *app) client() (*Client, error) {
 	case "http_basic":
 		cfg.Username = firstNonEmpty(o.username, a.env.Getenv("OS_USERNAME"))
 		cfg.Password = firstNonEmpty(o.password, a.env.Getenv("OS_PASSWORD"))
+	case "token", "admin_token", "v3token":
+		if token == "" {
+			return nil, fmt.Errorf("--os-auth-type %s needs --os-token or OS_TOKEN", auth)
+		}
+		cfg.Token = token
 	default:
-		return nil, fmt.Errorf("unsupported --os-auth-type %q: use none or http_basic", auth)
+		return nil, fmt.Errorf("unsupported --os-auth-type %q: use none, http_basic or token", auth)
 	}
 	if o.debug {
 		cfg.Debug = a.env.Stderr
 	}
+	tr, err := tlsTransport(firstNonEmpty(o.cacert, a.env.Getenv("OS_CACERT")), o.insecure)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Transport = tr
 	return NewClient(cfg)
 }
 

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/anvil-metal/anvil/pkg/events"
@@ -30,15 +29,9 @@ const DefaultLostAfter = 30 * time.Second
 func (w *StreamWaiter) Wait(ctx context.Context, nodes []string, want Want) []Outcome {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sc := &events.Client{BaseURL: w.Client.Endpoint(), HTTP: w.Client.cfg.HTTP, GiveUpAfter: w.LostAfter}
+	sc := &events.Client{BaseURL: w.Client.Endpoint(), HTTP: w.Client.cfg.HTTP, Header: w.Client.authHeader(), GiveUpAfter: w.LostAfter}
 	if sc.GiveUpAfter <= 0 {
 		sc.GiveUpAfter = DefaultLostAfter
-	}
-	if w.Client.cfg.Username != "" {
-		h := http.Header{}
-		r := &http.Request{Header: h}
-		r.SetBasicAuth(w.Client.cfg.Username, w.Client.cfg.Password)
-		sc.Header = h
 	}
 	ch, err := sc.Subscribe(ctx, events.Filter{Nodes: nodes})
 	if err != nil {

@@ -2,6 +2,7 @@ package events
 
 import (
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/secret"
 	"github.com/anvil-metal/anvil/pkg/events"
 )
 
@@ -11,7 +12,7 @@ func StateOf(n *model.Node) events.NodeState {
 		ProvisionState: n.ProvisionState, TargetProvisionState: n.TargetProvisionState,
 		ProvisionUpdatedAt: n.ProvisionUpdatedAt, PowerState: n.PowerState,
 		TargetPowerState: n.TargetPowerState, Maintenance: n.Maintenance,
-		MaintenanceReason: n.MaintenanceReason, Fault: n.Fault, LastError: n.LastError,
+		MaintenanceReason: n.MaintenanceReason, Fault: n.Fault, LastError: secret.String(n.LastError),
 		Reservation: n.Reservation, UpdatedAt: n.UpdatedAt,
 	}
 }

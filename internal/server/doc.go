@@ -4,4 +4,13 @@
 // the conductor, the API with its watch stream, /metrics and the dashboard
 // (/dashboard; a browser's GET / is redirected there, an API client's GET /
 // is Ironic's root); and runs them until the context ends.
+//
+// It also guards the listener (guard.go, hosts.go, http.go, audit.go,
+// policy.go): outermost the Host check against DNS rebinding, then
+// authentication (internal/auth; boot files and Ironic's public routes stay
+// open), then the audit record of each write, then the project policy of
+// project-scoped tokens; the http.Server has read, write and idle timeouts,
+// long answers (event stream, boot files) get the write timeout per write,
+// and a listener cap bounds open connections; TLS when a certificate is
+// configured. Every log line goes through secret.Handler.
 package server

@@ -20,6 +20,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver/redfish"
 	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/metrics"
+	"github.com/anvil-metal/anvil/internal/secret"
 	"github.com/anvil-metal/anvil/internal/store/storeopen"
 )
 
@@ -63,6 +64,11 @@ type Config struct {
 	// Network, when its HTTPURL is set and Boot is nil, runs the network
 	// boot endpoint on the API listener and publishes on it.
 	Network BootConfig
+	// Limits bounds what clients can hold of the listener (timeouts, open
+	// connections); zero values take the defaults.
+	Limits Limits
+	// Security is authentication, the Host allow-list and TLS.
+	Security Security
 }
 
 // Serve runs the API and a conductor until ctx ends, then shuts down cleanly:
@@ -71,6 +77,8 @@ func Serve(ctx context.Context, cfg Config) error {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	// Every log line of the server is masked, whoever built the logger.
+	cfg.Log = slog.New(secret.Handler(cfg.Log.Handler()))
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
 	}
@@ -136,10 +144,33 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH, dash),
-		ReadHeaderTimeout: 10 * time.Second,
+	lim := cfg.Limits.withDefaults()
+	auditLog, closeAudit, err := openAudit(cfg.Security.AuditLog, cfg.Log)
+	if err != nil {
+		_ = ln.Close()
+		return err
 	}
+	defer closeAudit()
+	h, err := guard(ctx, handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH, dash), cfg, bootPrefix, auditLog, st)
+	var (
+		sln    net.Listener
+		reload func() error
+	)
+	if err == nil {
+		sln, reload, err = secureListener(ln, cfg.Security, cfg.Log)
+	}
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	capped := newConnCap(sln, lim.MaxConnections)
+	ln = capped
+	if reload != nil {
+		reloadOnHUP(ctx, reload, cfg.Log)
+	}
+	srv := newHTTPServer(withLimits(h, bootPrefix, lim), lim)
+	srv.ErrorLog = slog.NewLogLogger(cfg.Log.Handler(), slog.LevelInfo) // TLS handshake failures and the like
+	srv.ConnState = capped.track
 	// Open watch streams end when shutdown begins, or Shutdown would wait
 	// for them until its deadline.
 	srv.RegisterOnShutdown(broker.Close)

@@ -26,16 +26,16 @@ const testTimeout = 30 * time.Second
 
 // served is a running `anvil serve`.
 type served struct {
-	t    *testing.T
+	t    testing.TB
 	base string
 	stop context.CancelFunc
 	done chan error
 }
 
-func serve(t *testing.T) *served { t.Helper(); return serveWith(t, nil) }
+func serve(t testing.TB) *served { t.Helper(); return serveWith(t, nil) }
 
 // serveWith is serve with the configuration changed by mutate first.
-func serveWith(t *testing.T, mutate func(*Config)) *served {
+func serveWith(t testing.TB, mutate func(*Config)) *served {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)

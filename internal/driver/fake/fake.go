@@ -17,6 +17,7 @@ package fake
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,6 +92,11 @@ func (h *Hardware) Validate(n *model.Node) error {
 				return fmt.Errorf("driver_info %s: %w", k, err)
 			}
 		}
+		if k == "fake_fail" || k == "fake_wait" {
+			if _, err := opList(v); err != nil {
+				return fmt.Errorf("driver_info %s: %w", k, err)
+			}
+		}
 	}
 	return nil
 }
@@ -136,13 +142,39 @@ func (h *Hardware) Continue(ctx context.Context, t *driver.Task, op string) (dri
 }
 
 func listed(n *model.Node, knob, op string) bool {
-	s, _ := n.DriverInfo[knob].(string)
-	for _, f := range strings.Split(s, ",") {
-		if strings.TrimSpace(f) == op {
+	ops, _ := opList(n.DriverInfo[knob])
+	for _, f := range ops {
+		if f == op {
 			return true
 		}
 	}
 	return false
+}
+
+// opList reads a fake_fail or fake_wait knob: a comma-separated string or
+// a list of strings; anything else is an error.
+func opList(v any) ([]string, error) {
+	var out []string
+	switch x := v.(type) {
+	case nil:
+	case string:
+		for _, f := range strings.Split(x, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				out = append(out, f)
+			}
+		}
+	case []any:
+		for _, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("%v is not an operation name", e)
+			}
+			out = append(out, strings.TrimSpace(s))
+		}
+	default:
+		return nil, fmt.Errorf("%v is neither a comma-separated string nor a list of operations", v)
+	}
+	return out, nil
 }
 
 func seconds(v any) (time.Duration, error) {
@@ -163,7 +195,10 @@ func seconds(v any) (time.Duration, error) {
 	default:
 		return 0, fmt.Errorf("%v is not a number of seconds", v)
 	}
-	if f < 0 || f > 86400 {
+	if !(f >= 0 && f <= 86400) { // also refuses NaN
+		if math.IsNaN(f) {
+			return 0, fmt.Errorf("%v is not a number of seconds", v)
+		}
 		return 0, fmt.Errorf("%v seconds is out of range [0, 86400]", f)
 	}
 	return time.Duration(f * float64(time.Second)), nil

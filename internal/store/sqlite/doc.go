@@ -9,5 +9,9 @@
 //     concurrent writers queue in Go and never see "database is locked"; reads
 //     go through a separate pool of read-only connections that WAL lets run
 //     beside the writer;
-//   - Open applies the pending migrations before returning.
+//   - Open applies the pending migrations before returning;
+//   - the database and its -wal and -shm files are mode 0600 (they hold BMC
+//     passwords and agent keys): Open creates the file 0600 before SQLite
+//     does, narrows an existing one, and refuses a directory every user may
+//     write to (unless sticky).
 package sqlite

@@ -27,6 +27,9 @@ func Open(ctx context.Context, path string, opts ...sqlstore.Option) (store.Stor
 	if path == "" {
 		return nil, errors.New("sqlite: empty database path")
 	}
+	if err := secure(path); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
 	w, err := openPool(ctx, dsn(path, writerParams), 1)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)

@@ -1,0 +1,271 @@
+package auth
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Strategy names, as Ironic's auth_strategy.
+const (
+	NoAuth    = "noauth"
+	HTTPBasic = "http_basic"
+)
+
+// Realm is the WWW-Authenticate challenge Ironic sends.
+const Realm = `Basic realm="Baremetal API"`
+
+// Config selects and configures the strategy.
+type Config struct {
+	Strategy string // NoAuth (or ""), HTTPBasic or JWT
+	UserFile string // htpasswd file for HTTPBasic
+	JWT      JWTConfig
+	// Public reports whether a path is served without credentials; nil
+	// uses PublicPath.
+	Public func(path string) bool
+	Log    *slog.Logger
+}
+
+// publicRe is Ironic's acl_public_routes, with its optional .json/.xml
+// suffix, matched on the path without trailing slashes.
+var publicRe = regexp.MustCompile(`^(|/|/v1|/v1/lookup|/v1/heartbeat/[a-z0-9\-]+|/v1/continue_inspection)(\.json|\.xml)?$`)
+
+// PublicPath reports whether path is one of Ironic's public routes.
+func PublicPath(path string) bool {
+	return publicRe.MatchString(strings.TrimRight(path, "/"))
+}
+
+type principalKey struct{}
+
+// Principal is who a request is from: a user, the roles of its token and,
+// for a project-scoped token, its project. http_basic users have no roles
+// and no project: they are system administrators, as in Ironic.
+type Principal struct {
+	User    string
+	Project string
+	Roles   []string
+}
+
+// Scoped reports whether the principal acts for one project only.
+func (p Principal) Scoped() bool { return p.Project != "" }
+
+// HasRole reports whether the principal holds role.
+func (p Principal) HasRole(role string) bool { return slices.Contains(p.Roles, role) }
+
+// PrincipalOf returns the principal of a request's context; ok is false
+// under noauth and on public routes.
+func PrincipalOf(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
+// User returns the authenticated user of a request's context ("" under
+// noauth or on a public route).
+func User(ctx context.Context) string {
+	p, _ := PrincipalOf(ctx)
+	return p.User
+}
+
+// Middleware wraps h with the configured strategy; a bad configuration
+// (unknown strategy, unreadable or non-bcrypt user file, unreachable
+// issuer) is an error. ctx bounds the issuer's discovery.
+func Middleware(ctx context.Context, h http.Handler, cfg Config) (http.Handler, error) {
+	if cfg.Public == nil {
+		cfg.Public = PublicPath
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	var check func(*http.Request) (Principal, int, string)
+	challenge := Realm
+	switch cfg.Strategy {
+	case "", NoAuth:
+		return h, nil
+	case HTTPBasic:
+		users := &userFile{path: cfg.UserFile}
+		if _, err := users.load(); err != nil {
+			return nil, err
+		}
+		b := &basic{users: users, log: cfg.Log, cache: map[[32]byte]bool{}}
+		check = func(r *http.Request) (Principal, int, string) {
+			user, status, msg := b.check(r)
+			return Principal{User: user}, status, msg
+		}
+	case JWT:
+		j, err := newJWT(ctx, cfg.JWT)
+		if err != nil {
+			return nil, err
+		}
+		check, challenge = j.check, `Bearer realm="Baremetal API"`
+	default:
+		return nil, fmt.Errorf("auth strategy %q: want %s, %s or %s", cfg.Strategy, NoAuth, HTTPBasic, JWT)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if cfg.Public(r.URL.Path) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		who, status, msg := check(r)
+		if status != 0 {
+			if status == http.StatusForbidden {
+				cfg.Log.Info("access denied", "user", truncate(who.User), "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
+			}
+			writeAuthError(w, status, msg, challenge)
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, who)))
+	}), nil
+}
+
+// writeAuthError is Ironic's BasicAuthMiddleware answer.
+func writeAuthError(w http.ResponseWriter, status int, msg, challenge string) {
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", challenge)
+	}
+	body, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "code": status}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+type basic struct {
+	users *userFile
+	log   *slog.Logger
+	mu    sync.Mutex
+	cache map[[32]byte]bool // hash of user, password and entry → match
+}
+
+// cacheMax bounds the bcrypt result cache (Ironic's lru_cache maxsize).
+const cacheMax = 256
+
+// check returns the user, or the status and message of the refusal.
+func (b *basic) check(r *http.Request) (string, int, string) {
+	hdr := r.Header.Get("Authorization")
+	if hdr == "" {
+		return "", http.StatusUnauthorized, "Authorization required"
+	}
+	kind, token, ok := strings.Cut(strings.TrimSpace(hdr), " ")
+	if !ok {
+		return "", http.StatusBadRequest, "Could not parse Authorization header"
+	}
+	if !strings.EqualFold(kind, "basic") {
+		return "", http.StatusBadRequest, fmt.Sprintf("Unsupported authorization type \"%s\"", truncate(kind))
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(token))
+	if err != nil {
+		return "", http.StatusBadRequest, "Could not decode authorization token"
+	}
+	user, pass, ok := bytes.Cut(raw, []byte(":"))
+	if !ok {
+		return "", http.StatusBadRequest, "Could not decode authorization token"
+	}
+	entries, err := b.users.load()
+	if err != nil {
+		b.log.Error("auth user file", "err", err)
+		return "", http.StatusInternalServerError, "Problem reading auth user file"
+	}
+	hash, found := entries[string(user)]
+	if !found || !b.match(user, pass, hash) {
+		b.log.Info("authentication failed", "user", truncate(string(user)), "remote", r.RemoteAddr)
+		return "", http.StatusUnauthorized, "Incorrect username or password"
+	}
+	return string(user), 0, ""
+}
+
+func (b *basic) match(user, pass, hash []byte) bool {
+	h := sha256.New()
+	for _, p := range [][]byte{user, pass, hash} {
+		h.Write(p)
+		h.Write([]byte{0})
+	}
+	var key [32]byte
+	h.Sum(key[:0])
+	b.mu.Lock()
+	ok, cached := b.cache[key]
+	b.mu.Unlock()
+	if cached {
+		return ok
+	}
+	ok = bcrypt.CompareHashAndPassword(hash, pass) == nil
+	b.mu.Lock()
+	if len(b.cache) >= cacheMax {
+		clear(b.cache)
+	}
+	b.cache[key] = ok
+	b.mu.Unlock()
+	return ok
+}
+
+func truncate(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
+// userFile is an htpasswd file, re-read when its size or time changes.
+type userFile struct {
+	path    string
+	mu      sync.Mutex
+	mod     time.Time
+	size    int64
+	entries map[string][]byte
+}
+
+func (u *userFile) load() (map[string][]byte, error) {
+	st, err := os.Stat(u.path)
+	if err != nil {
+		return nil, fmt.Errorf("auth user file: %w", err)
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.entries != nil && st.ModTime().Equal(u.mod) && st.Size() == u.size {
+		return u.entries, nil
+	}
+	data, err := os.ReadFile(u.path)
+	if err != nil {
+		return nil, fmt.Errorf("auth user file: %w", err)
+	}
+	entries, err := ParseHTPasswd(data)
+	if err != nil {
+		return nil, fmt.Errorf("auth user file %s: %w", u.path, err)
+	}
+	u.entries, u.mod, u.size = entries, st.ModTime(), st.Size()
+	return entries, nil
+}
+
+// ParseHTPasswd reads an Apache htpasswd file: "user:hash" lines, bcrypt
+// hashes only ($2y$, $2a$, $2b$), as Ironic requires. Blank lines and
+// lines without ":" are skipped, as Ironic skips them.
+func ParseHTPasswd(data []byte) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		user, hash, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		if !strings.HasPrefix(hash, "$2y$") && !strings.HasPrefix(hash, "$2a$") && !strings.HasPrefix(hash, "$2b$") {
+			return nil, fmt.Errorf("only bcrypt digested passwords are supported for %s", user)
+		}
+		if _, dup := out[user]; !dup { // the first entry wins, as Ironic reads
+			out[user] = []byte(hash)
+		}
+	}
+	return out, sc.Err()
+}

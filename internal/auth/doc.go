@@ -1,0 +1,28 @@
+// Package auth authenticates API requests as Ironic's auth strategies do.
+//
+// Strategies (Ironic's [DEFAULT]auth_strategy names): "noauth" lets every
+// request through; "http_basic" checks HTTP Basic credentials against an
+// Apache htpasswd file of bcrypt entries (Ironic's
+// http_basic_auth_user_file), answering 401 with
+// `WWW-Authenticate: Basic realm="Baremetal API"` and Ironic's
+// {"error": {"message", "code"}} body; "jwt" verifies bearer tokens
+// (Authorization: Bearer, or X-Auth-Token as OpenStack clients send) of an
+// OpenID Connect issuer with coreos/go-oidc and maps a roles claim to
+// Ironic's roles: admin and member may write, reader may only read (403).
+// A token with a project claim yields a project-scoped Principal; which
+// nodes it may see and change (owner, lessee) is internal/server's project
+// policy.
+//
+// Invariants:
+//   - public routes (the root document, /v1, and the agent's lookup,
+//     heartbeat and continue_inspection, which are guarded by the agent
+//     token instead) are never asked for credentials, as in Ironic's
+//     acl_public_routes; everything else is, /metrics and the event stream
+//     included;
+//   - the user file is re-read when it changes, so users are added or
+//     removed without a restart; only bcrypt entries are accepted, and a
+//     file with another digest is refused at start;
+//   - passwords are never logged; a bcrypt check's result is cached by a
+//     hash of the credentials, so a CLI issuing many requests pays bcrypt
+//     once.
+package auth

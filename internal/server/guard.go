@@ -1,0 +1,143 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/anvil-metal/anvil/internal/auth"
+)
+
+// Security is how `anvil serve` guards its listener.
+type Security struct {
+	// Auth is the authentication strategy (noauth or http_basic).
+	Auth auth.Config
+	// AllowedHosts are the names (besides IP literals and localhost) a
+	// request's Host may carry; "*" allows any.
+	AllowedHosts []string
+	// TLSCertFile and TLSKeyFile, both set, serve HTTPS.
+	TLSCertFile, TLSKeyFile string
+	// AllowInsecureNoAuth lets noauth listen beyond loopback (with a
+	// warning); without it, Serve refuses.
+	AllowInsecureNoAuth bool
+	// AuditLog, when set, is the JSON-lines file audit records are
+	// appended to (created 0600); empty sends them to the log.
+	AuditLog string
+}
+
+// guard puts the Host check, authentication, the audit record and the
+// project policy (reading nodes) in front of h, auditing to auditLog. Boot files are public: machines fetch them
+// before they hold any credential.
+func guard(ctx context.Context, h http.Handler, cfg Config, bootPrefix string, auditLog *slog.Logger, nodes nodeReader) (http.Handler, error) {
+	ac := cfg.Security.Auth
+	ac.Log = cfg.Log
+	ac.Public = func(p string) bool {
+		return auth.PublicPath(p) || bootPrefix != "" && strings.HasPrefix(p, bootPrefix+"/")
+	}
+	h = audit(&projectPolicy{nodes: nodes, next: h}, auditLog)
+	h, err := auth.Middleware(ctx, h, ac)
+	if err != nil {
+		return nil, err
+	}
+	allowed := append([]string{}, cfg.Security.AllowedHosts...)
+	for _, u := range []string{cfg.Network.HTTPURL, cfg.Network.PublicEndpoint} {
+		if pu, err := url.Parse(u); err == nil && pu.Host != "" {
+			allowed = append(allowed, pu.Host)
+		}
+	}
+	if host, _, err := net.SplitHostPort(cfg.Listen); err == nil && host != "" {
+		allowed = append(allowed, host)
+	}
+	return hostGuard(h, allowed), nil
+}
+
+// secureListener wraps ln in TLS when a certificate is configured. Beyond
+// loopback, it refuses noauth unless AllowInsecureNoAuth, and warns about
+// noauth (so allowed) and about plain HTTP. With TLS, reload re-reads the certificate and key (on
+// SIGHUP); it is nil without.
+func secureListener(ln net.Listener, sec Security, log *slog.Logger) (_ net.Listener, reload func() error, _ error) {
+	if (sec.TLSCertFile == "") != (sec.TLSKeyFile == "") {
+		return nil, nil, fmt.Errorf("--tls-cert-file and --tls-key-file go together")
+	}
+	tlsOn := sec.TLSCertFile != ""
+	if tlsOn {
+		kp := &keyPair{certFile: sec.TLSCertFile, keyFile: sec.TLSKeyFile}
+		if err := kp.load(); err != nil {
+			return nil, nil, err
+		}
+		ln = tls.NewListener(ln, &tls.Config{GetCertificate: kp.get, MinVersion: tls.VersionTLS12})
+		reload = kp.load
+	}
+	if !isLoopback(ln.Addr()) {
+		if sec.Auth.Strategy == "" || sec.Auth.Strategy == auth.NoAuth {
+			if !sec.AllowInsecureNoAuth {
+				return nil, nil, fmt.Errorf("refusing to serve on %s without authentication: anyone who reaches it could power off machines and wipe disks; use --auth-strategy http_basic, listen on 127.0.0.1, or accept the risk with --allow-insecure-noauth", ln.Addr())
+			}
+			log.Warn("INSECURE: the API listens beyond loopback without authentication: anyone who reaches it can power off machines and wipe disks; use --auth-strategy http_basic", "listen", ln.Addr().String())
+		}
+		if !tlsOn {
+			log.Warn("INSECURE: the API listens beyond loopback without TLS: passwords and tokens cross the network in clear; use --tls-cert-file and --tls-key-file", "listen", ln.Addr().String())
+		}
+	}
+	return ln, reload, nil
+}
+
+// keyPair is the served certificate, replaced by load.
+type keyPair struct {
+	certFile, keyFile string
+	mu                sync.RWMutex
+	cert              *tls.Certificate
+}
+
+// load reads the files; on error the certificate in use stays.
+func (k *keyPair) load() error {
+	cert, err := tls.LoadX509KeyPair(k.certFile, k.keyFile)
+	if err != nil {
+		return fmt.Errorf("tls: %w", err)
+	}
+	k.mu.Lock()
+	k.cert = &cert
+	k.mu.Unlock()
+	return nil
+}
+
+func (k *keyPair) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.cert, nil
+}
+
+// reloadOnHUP calls reload on every SIGHUP until ctx ends.
+func reloadOnHUP(ctx context.Context, reload func() error, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if err := reload(); err != nil {
+					log.Error("TLS certificate reload failed; the previous one stays", "err", err)
+					continue
+				}
+				log.Info("TLS certificate reloaded")
+			}
+		}
+	}()
+}
+
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
