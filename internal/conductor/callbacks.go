@@ -48,6 +48,15 @@ func (c *Conductor) Heartbeat(ctx context.Context, ident string, hb HeartbeatReq
 		return nil
 	}
 	recordAgent(t.node, hb)
+	if _, pushes := t.drv.Inspect.(InventoryReceiver); pushes && t.node.ProvisionState == fsm.InspectWait {
+		// The agent posts its inventory itself (ContinueInspection): a
+		// heartbeat only says it is alive, and the node keeps waiting
+		// (no inspecting ↔ inspect wait flap in which a post would find
+		// the node busy), as Ironic's agent inspection does.
+		err := t.save(ctx)
+		t.release()
+		return err
+	}
 	if err := c.resume(ctx, t); err != nil {
 		t.release()
 		return err

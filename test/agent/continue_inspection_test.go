@@ -61,6 +61,18 @@ func TestContinueInspection(t *testing.T) {
 	lk := mustCall(t, 200, "GET", api+"/v1/lookup?addresses="+mac1, nil).JSON(t)
 	token, _ := lk["config"].(map[string]any)["agent_token"].(string)
 	refused("without a token after lookup")
+	// Its heartbeats say it is alive and leave the node waiting: no
+	// inspecting ↔ inspect wait flap (no transition, no history entry).
+	history := func() int {
+		return len(mustCall(t, 200, "GET", api+"/v1/nodes/"+node+"/history", nil).JSON(t)["history"].([]any))
+	}
+	before := history()
+	for i := 0; i < 3; i++ {
+		mustCall(t, 202, "POST", api+"/v1/heartbeat/"+node, map[string]any{"callback_url": "http://127.0.0.1:9/", "agent_token": token})
+	}
+	if got := getNode(t, api, node); got["provision_state"] != "inspect wait" || history() != before {
+		t.Fatalf("heartbeats in inspect wait moved the node: %v, history %d → %d", got["provision_state"], before, history())
+	}
 	data["agent_token"] = token + "x"
 	refused("with a wrong token")
 	if got := getNode(t, api, node); got["provision_state"] != "inspect wait" || got["properties"].(map[string]any)["cpus"] != nil {

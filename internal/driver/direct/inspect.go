@@ -39,9 +39,10 @@ func (i *Inspector) Inspect(ctx context.Context, t *driver.Task) (driver.Result,
 	return driver.Wait, i.d.bootAgent(ctx, t, driver.RamdiskDeploy)
 }
 
-// Continue runs on the agent's heartbeats in inspect wait: IPA has no
-// command returning the inventory, the agent posts it itself, so the node
-// keeps waiting (until ReceiveInventory, or the inspect timeout).
+// Continue would run on the agent's heartbeats in inspect wait; the
+// conductor does not resume an inspection whose interface receives the
+// inventory (the agent posts it itself), and were it called the node would
+// keep waiting (until ReceiveInventory, or the inspect timeout).
 func (i *Inspector) Continue(_ context.Context, _ *driver.Task, op string) (driver.Result, error) {
 	if op != "inspect" {
 		return driver.Done, fmt.Errorf("the agent inspect interface cannot %s", op)
