@@ -16,7 +16,9 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver/fake"
 	"github.com/anvil-metal/anvil/internal/driver/pxe"
 	eventbus "github.com/anvil-metal/anvil/internal/events"
+	"github.com/anvil-metal/anvil/internal/hostlock"
 	"github.com/anvil-metal/anvil/internal/metrics"
+	"github.com/anvil-metal/anvil/internal/store"
 	"github.com/anvil-metal/anvil/internal/store/storeopen"
 )
 
@@ -82,6 +84,11 @@ func Serve(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("open database: %w", err)
 	}
 	defer db.Close()
+	claim, err := claimHost(ctx, db, cfg.Database, cfg.HostID)
+	if err != nil {
+		return err
+	}
+	defer claim.Release()
 	// Every node write goes through st: it is published on the broker (the
 	// watch stream and the transition metrics) and its lock attempts counted.
 	broker := eventbus.NewBroker(cfg.Events)
@@ -141,6 +148,20 @@ func Serve(ctx context.Context, cfg Config) error {
 	err = cond.Shutdown(sctx)
 	stopConductor()
 	return err
+}
+
+// claimHost holds the conductor name host on database for the life of the
+// process, or explains which live process has it.
+func claimHost(ctx context.Context, db store.Store, database, host string) (*hostlock.Claim, error) {
+	claim, err := hostlock.Acquire(ctx, database, host)
+	if !errors.Is(err, hostlock.ErrHeld) {
+		return claim, err
+	}
+	last := "unknown"
+	if c, gerr := db.GetConductor(ctx, host); gerr == nil {
+		last = c.UpdatedAt.UTC().Format(time.RFC3339)
+	}
+	return nil, fmt.Errorf("conductor %q is already running on this database (last heartbeat %s); stop it or start this process with a distinct --host-id", host, last)
 }
 
 // handler serves /metrics, the boot endpoint (bootH under bootPrefix, when
