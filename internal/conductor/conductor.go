@@ -28,7 +28,7 @@ type Config struct {
 	LockRetries       int           // extra attempts to take a held lock (Ironic: 3 attempts)
 	LockRetryInterval time.Duration // between attempts (Ironic: 1 s)
 	HistoryLimit      int           // history entries kept per node (300)
-	HeartbeatInterval time.Duration // conductor heartbeat (10 s)
+	HeartbeatInterval time.Duration // conductor heartbeat (10 s, at most a third of ConductorDeadAfter)
 	AutomatedClean    bool          // Ironic's [conductor]automated_clean (true)
 
 	// Wait-state timeouts (0 = never); Ironic's defaults are 30 minutes.
@@ -49,6 +49,9 @@ type Config struct {
 	// ConductorDeadAfter: a conductor that has not heartbeated for this long is
 	// dead and its locks are broken by the survivors (Ironic's heartbeat_timeout, 60 s).
 	ConductorDeadAfter time.Duration
+	// HashPartitions is each conductor's number of points on the hash ring
+	// that divides nodes' periodic work (Ironic: 2^hash_partition_exponent, 32).
+	HashPartitions int
 
 	// Concurrency caps (Ironic's max_concurrent_deploy 250, max_concurrent_clean 50).
 	MaxConcurrentDeploy int
@@ -129,10 +132,13 @@ func New(cfg Config) (*Conductor, error) {
 	if cfg.HistoryLimit == 0 {
 		cfg.HistoryLimit = 300
 	}
-	if cfg.HeartbeatInterval <= 0 {
-		cfg.HeartbeatInterval = 10 * time.Second
-	}
 	cfg = cfg.withDefaults()
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = min(10*time.Second, cfg.ConductorDeadAfter/3)
+	}
+	if cfg.HeartbeatInterval >= cfg.ConductorDeadAfter {
+		return nil, fmt.Errorf("conductor: heartbeat interval %s must be shorter than the heartbeat timeout %s, or the conductor is taken for dead while it runs", cfg.HeartbeatInterval, cfg.ConductorDeadAfter)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Conductor{
 		cfg: cfg, store: cfg.Store, reg: cfg.Drivers, log: cfg.Log.With("conductor", cfg.Host), now: cfg.Now,

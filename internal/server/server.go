@@ -1,9 +1,11 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -27,7 +29,11 @@ type Config struct {
 	Listen   string // host:port, default 127.0.0.1:6385
 	Database string // SQLite path or postgres:// URL
 	HostID   string // conductor name
-	Log      *slog.Logger
+	// Role is what this process runs: RoleAll (the API and a conductor, the
+	// default) or RoleConductor (a conductor only; /metrics on the listener).
+	// Roles other than all need PostgreSQL: SQLite serves one process.
+	Role string
+	Log  *slog.Logger
 
 	// Conductor holds the conductor's tunables (workers, timeouts, power
 	// sync, limits); Serve fills in its store, drivers, host and logger.
@@ -53,6 +59,29 @@ type Config struct {
 	Network BootConfig
 }
 
+// The roles of `anvil serve --role`.
+const (
+	RoleAll       = "all"
+	RoleConductor = "conductor"
+	RoleAPI       = "api"
+)
+
+// checkRole refuses a role the database or this build cannot serve.
+func checkRole(role, database string) error {
+	switch role {
+	case "", RoleAll:
+		return nil
+	case RoleConductor:
+		if !storeopen.IsPostgres(database) {
+			return fmt.Errorf("--role %s needs a postgres:// --database: SQLite serves one process, which runs --role all", role)
+		}
+		return nil
+	case RoleAPI:
+		return fmt.Errorf("--role %s is not available yet: an API process without a conductor needs the database work queue that hands verbs to the owning conductor (issue 15); run --role all", role)
+	}
+	return fmt.Errorf("--role must be all, conductor or api, not %q", role)
+}
+
 // Serve runs the API and a conductor until ctx ends, then shuts down cleanly:
 // no new requests, running work finishes or is recorded, locks released.
 func Serve(ctx context.Context, cfg Config) error {
@@ -61,6 +90,9 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	if err := checkRole(cfg.Role, cfg.Database); err != nil {
+		return err
 	}
 	var (
 		bootPrefix string
@@ -119,8 +151,12 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	h := handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH)
+	if cfg.Role == RoleConductor {
+		h = conductorOnly(mx)
+	}
 	srv := &http.Server{
-		Handler:           handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH),
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	// Open watch streams end when shutdown begins, or Shutdown would wait
@@ -128,7 +164,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	srv.RegisterOnShutdown(broker.Close)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	cfg.Log.Info("anvil serving", "listen", ln.Addr().String(), "host", cfg.HostID)
+	cfg.Log.Info("anvil serving", "listen", ln.Addr().String(), "host", cfg.HostID, "role", cmp.Or(cfg.Role, RoleAll), "conductor_group", ccfg.Group)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}
@@ -162,6 +198,22 @@ func claimHost(ctx context.Context, db store.Store, database, host string) (*hos
 		last = c.UpdatedAt.UTC().Format(time.RFC3339)
 	}
 	return nil, fmt.Errorf("conductor %q is already running on this database (last heartbeat %s); stop it or start this process with a distinct --host-id", host, last)
+}
+
+// conductorOnly is the listener of a conductor-only process: /metrics, and
+// a one-line answer on / so that probes see it up; no Ironic API.
+func conductorOnly(mx *metrics.Metrics) http.Handler {
+	metricsH := mx.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/metrics":
+			metricsH.ServeHTTP(w, r)
+		case "/":
+			_, _ = io.WriteString(w, "anvil conductor (no API in --role conductor)\n")
+		default:
+			http.NotFound(w, r)
+		}
+	})
 }
 
 // handler serves /metrics, the boot endpoint (bootH under bootPrefix, when
