@@ -2,5 +2,9 @@
 // to publish node changes on the event broker and to count lock attempts),
 // the driver registry (the only place that imports driver implementations),
 // the conductor, the API with its watch stream, and /metrics; and runs them
-// until the context ends.
+// until the context ends. Before the conductor starts it claims the
+// conductor name for the life of the process (internal/hostlock) and refuses
+// a name a live process holds. --role conductor runs the conductor without
+// the Ironic API (the listener serves /metrics); roles other than all need
+// PostgreSQL.
 package server
