@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/ring"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -117,6 +119,11 @@ func New(cfg Config) (*Conductor, error) {
 	if cfg.Store == nil || cfg.Drivers == nil || cfg.Host == "" {
 		return nil, errors.New("conductor: Store, Drivers and Host are required")
 	}
+	if err := ring.CheckGroup(cfg.Group); err != nil {
+		return nil, fmt.Errorf("conductor: %w", err)
+	}
+	// Groups compare case-insensitively; the API stores nodes' lowercased.
+	cfg.Group = strings.ToLower(cfg.Group)
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
