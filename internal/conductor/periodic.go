@@ -218,7 +218,10 @@ func (c *Conductor) takeOver(ctx context.Context, r *ring.Ring, host string) (in
 		t.record(&model.HistoryEvent{Severity: model.SeverityWarning, EventType: "lock",
 			Event: fmt.Sprintf("Lock held by dead conductor %s broken by %s", host, c.cfg.Host)})
 		c.saveQuiet(ctx, n, t.history)
-		if err := c.store.ReleaseNode(ctx, n.UUID, host); err != nil && !errors.Is(err, store.ErrNotFound) {
+		// Gone, or freed and locked again meanwhile (a survivor whose ring
+		// briefly differed took it first): nothing of the dead host's left.
+		var locked *store.LockedError
+		if err := c.store.ReleaseNode(ctx, n.UUID, host); err != nil && !errors.Is(err, store.ErrNotFound) && !errors.As(err, &locked) {
 			return 0, fmt.Errorf("release %s from dead conductor %s: %w", n.UUID, host, err)
 		}
 	}

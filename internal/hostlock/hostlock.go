@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -20,6 +21,7 @@ var ErrHeld = errors.New("conductor name is held by a running process")
 // Claim is a held conductor name; Release gives it up.
 type Claim struct {
 	release func() error
+	lost    chan struct{} // closed when the claim is lost; nil: never
 }
 
 // Release gives the name up (idempotent).
@@ -32,12 +34,19 @@ func (c *Claim) Release() error {
 	return f()
 }
 
+// Lost is closed if the claim is lost while held: on PostgreSQL, when the
+// connection holding the lock dies (the server restarted, the session was
+// terminated). The process must then stop being this conductor, since
+// another may claim the name. A file claim is never lost.
+func (c *Claim) Lost() <-chan struct{} { return c.lost }
+
 // Acquire claims host on database (a postgres:// URL or a SQLite path, as
-// `anvil serve --database` takes it). Errors: ErrHeld (wrapped) when another
-// live process holds it.
-func Acquire(ctx context.Context, database, host string) (*Claim, error) {
+// `anvil serve --database` takes it); a PostgreSQL claim's connection is
+// checked every check. Errors: ErrHeld (wrapped) when another live process
+// holds it.
+func Acquire(ctx context.Context, database, host string, check time.Duration) (*Claim, error) {
 	if storeopen.IsPostgres(database) {
-		return Postgres(ctx, database, host)
+		return Postgres(ctx, database, host, check)
 	}
 	return File(database, host)
 }
@@ -45,8 +54,12 @@ func Acquire(ctx context.Context, database, host string) (*Claim, error) {
 // advisoryClass is the first key of Anvil's two-key advisory locks ("AN").
 const advisoryClass = 0x414e
 
-// Postgres claims host on the PostgreSQL database dsn (URL or key=value).
-func Postgres(ctx context.Context, dsn, host string) (*Claim, error) {
+// Postgres claims host on the PostgreSQL database dsn (URL or key=value),
+// checking every check (> 0) that the connection holding it is alive.
+func Postgres(ctx context.Context, dsn, host string, check time.Duration) (*Claim, error) {
+	if check <= 0 {
+		return nil, errors.New("hostlock: check interval must be positive")
+	}
 	if host == "" {
 		return nil, errors.New("hostlock: empty host name")
 	}
@@ -72,9 +85,36 @@ func Postgres(ctx context.Context, dsn, host string) (*Claim, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("hostlock: %w", err)
 	}
-	return &Claim{release: func() error {
+	lost, stop, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(check)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				cctx, cancel := context.WithTimeout(context.Background(), check)
+				err := conn.PingContext(cctx)
+				cancel()
+				if err != nil {
+					close(lost)
+					return
+				}
+			}
+		}
+	}()
+	return &Claim{lost: lost, release: func() error {
+		close(stop)
+		<-done
 		_, err := conn.ExecContext(context.Background(),
 			"SELECT pg_advisory_unlock($1, hashtext(current_schema() || '/' || $2))", advisoryClass, host)
+		select {
+		case <-lost:
+			err = nil // the lock went with the connection
+		default:
+		}
 		_ = conn.Close()
 		return errors.Join(err, db.Close())
 	}}, nil

@@ -116,7 +116,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("open database: %w", err)
 	}
 	defer db.Close()
-	claim, err := claimHost(ctx, db, cfg.Database, cfg.HostID)
+	claim, err := claimHost(ctx, db, cfg.Database, cfg.HostID, cmp.Or(cfg.Conductor.HeartbeatInterval, 10*time.Second))
 	if err != nil {
 		return err
 	}
@@ -164,6 +164,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	srv.RegisterOnShutdown(broker.Close)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	var lost error // set when the conductor name's claim is lost
 	cfg.Log.Info("anvil serving", "listen", ln.Addr().String(), "host", cfg.HostID, "role", cmp.Or(cfg.Role, RoleAll), "conductor_group", ccfg.Group)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
@@ -174,6 +175,10 @@ func Serve(ctx context.Context, cfg Config) error {
 	case err := <-bootErr:
 		return fmt.Errorf("network boot: %w", err)
 	case <-ctx.Done():
+	case <-claim.Lost():
+		// Another process may claim the name now: stop being this conductor.
+		lost = fmt.Errorf("lost the claim on conductor name %q (its database session ended); shut down so that two processes never run as one", cfg.HostID)
+		cfg.Log.Error("conductor name claim lost", "host", cfg.HostID)
 	}
 	cfg.Log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
@@ -183,13 +188,13 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	err = cond.Shutdown(sctx)
 	stopConductor()
-	return err
+	return errors.Join(lost, err)
 }
 
 // claimHost holds the conductor name host on database for the life of the
 // process, or explains which live process has it.
-func claimHost(ctx context.Context, db store.Store, database, host string) (*hostlock.Claim, error) {
-	claim, err := hostlock.Acquire(ctx, database, host)
+func claimHost(ctx context.Context, db store.Store, database, host string, check time.Duration) (*hostlock.Claim, error) {
+	claim, err := hostlock.Acquire(ctx, database, host, check)
 	if !errors.Is(err, hostlock.ErrHeld) {
 		return claim, err
 	}

@@ -1,6 +1,7 @@
 package scale
 
 import (
+	"database/sql"
 	"errors"
 	"net/http"
 	"os/exec"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
 	"github.com/anvil-metal/anvil/internal/testbin"
 )
@@ -76,4 +79,36 @@ func TestDuplicateHostRefusedSQLite(t *testing.T) {
 
 func TestDuplicateHostRefusedPostgres(t *testing.T) {
 	duplicateRefused(t, pg.URL(t))
+}
+
+// A server whose claim's session is terminated (as a PostgreSQL restart
+// would) shuts down with an error rather than run on beside a process that
+// may now claim its name.
+func TestClaimLostStopsServer(t *testing.T) {
+	db := pg.URL(t)
+	// Started by hand: ServeOn would want a clean exit at cleanup.
+	p := testbin.Start(t, "anvil serve (fragile)", anvilBin, "serve", "--listen", testbin.FreeAddr(t),
+		"--database", db, "--host-id", "fragile", "--heartbeat-interval", "0.2")
+	waitFor(t, "server ready", testbin.ReadyTimeout, func() bool {
+		return strings.Contains(p.Logs.String(), "anvil: listening on")
+	})
+	admin, err := sql.Open("pgx", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	var n int
+	if err := admin.QueryRowContext(t.Context(), `SELECT count(pg_terminate_backend(pid)) FROM pg_locks
+		WHERE locktype = 'advisory' AND objid::int = hashtext(current_schema() || '/fragile')`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("terminate the claim's session: %d sessions, %v", n, err)
+	}
+	waitFor(t, "server stops", testbin.StopTimeout, func() bool {
+		return strings.Contains(p.Logs.String(), "anvil: lost the claim")
+	})
+	var exit *exec.ExitError
+	if err := p.Stop(t); !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("exit %v, want status 1; output:\n%s", err, p.Logs)
+	}
+	// The name is free again: a new process takes it.
+	testbin.ServeOn(t, anvilBin, db, "fragile")
 }
