@@ -196,7 +196,7 @@ func (c *Conductor) BreakDeadLocks(ctx context.Context) error {
 
 // alive reports whether cd heartbeated within ConductorDeadAfter of now.
 func (c *Conductor) alive(cd *model.Conductor, now time.Time) bool {
-	return cd.Online && now.Sub(cd.UpdatedAt) < c.cfg.ConductorDeadAfter
+	return cd.Alive(now, c.cfg.ConductorDeadAfter)
 }
 
 // takeOver fails the transient nodes a dead host held that this conductor

@@ -151,7 +151,10 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	h := handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH)
+	// The API's "alive" is the conductors' own test, with their timeout.
+	apiH := api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log,
+		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute)})
+	h := handler(apiH, mx, bootPrefix, bootH)
 	if cfg.Role == RoleConductor {
 		h = conductorOnly(mx)
 	}
