@@ -78,3 +78,52 @@ func TestTakeOverSplitsByRing(t *testing.T) {
 		t.Fatal("dead conductor still online after every lock was taken")
 	}
 }
+
+// Wait-state timeouts run on the node's owner only: with a live peer this
+// conductor times out its share; once the peer is dead, the rest.
+func TestTimeoutsByRing(t *testing.T) {
+	e, clk := newClockEnv(t)
+	if err := e.st.RegisterConductor(e.ctx, &model.Conductor{Hostname: "peer"}); err != nil {
+		t.Fatal(err)
+	}
+	r := ring.New([]ring.Member{{Host: "test-conductor"}, {Host: "peer"}}, 0, 1)
+	mine := map[string]bool{}
+	for i := 0; i < 24; i++ {
+		id := e.create(model.JSON{"fake_wait": "deploy"}).UUID
+		mine[id] = r.Owner(id, "") == "test-conductor"
+		e.must(id, "manage", fsm.Manageable)
+		e.must(id, "provide", fsm.Available)
+		e.must(id, "active", fsm.DeployWait)
+	}
+	clk.Advance(31 * time.Minute)
+	if err := e.st.HeartbeatConductor(e.ctx, "peer", clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.CheckTimeouts(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.c.WaitIdle()
+	failed := 0
+	for id, own := range mine {
+		st := e.get(id).ProvisionState
+		if own != (st == fsm.DeployFailed) || !own && st != fsm.DeployWait {
+			t.Fatalf("node %s (owned: %v) is %s", id, own, st)
+		}
+		if own {
+			failed++
+		}
+	}
+	if failed == 0 || failed == len(mine) {
+		t.Fatalf("%d of %d timed out; the ring should split them", failed, len(mine))
+	}
+	clk.Advance(2 * time.Hour) // the peer is dead now
+	if err := e.c.CheckTimeouts(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.c.WaitIdle()
+	for id := range mine {
+		if st := e.get(id).ProvisionState; st != fsm.DeployFailed {
+			t.Fatalf("node %s is %s after the peer died", id, st)
+		}
+	}
+}
