@@ -40,7 +40,7 @@ func BenchmarkSyncPowerStates10000(b *testing.B) {
 func BenchmarkSyncPowerStates10000Of3(b *testing.B) {
 	e := newEnv(b, nil)
 	for _, h := range []string{"peer-1", "peer-2"} {
-		if err := e.st.RegisterConductor(e.ctx, &model.Conductor{Hostname: h}); err != nil {
+		if err := e.st.RegisterConductor(e.ctx, &model.Conductor{Hostname: h, Drivers: []string{"fake-hardware"}}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -182,6 +182,21 @@ func (c *Conductor) Start(ctx context.Context) error {
 	return nil
 }
 
+// StartAPIOnly is Start for an API process (serve --role api): it
+// registers without drivers, so it is never on the hash ring (no periodic
+// work, no handed-over calls), frees what a previous run of this host left,
+// and heartbeats, so that survivors break its locks if it dies.
+func (c *Conductor) StartAPIOnly(ctx context.Context) error {
+	if err := c.store.RegisterConductor(ctx, &model.Conductor{Hostname: c.cfg.Host, ConductorGroup: c.cfg.Group}); err != nil {
+		return fmt.Errorf("register API process: %w", err)
+	}
+	if err := c.recover(ctx); err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	go c.heartbeat(ctx)
+	return nil
+}
+
 func (c *Conductor) heartbeat(ctx context.Context) {
 	t := time.NewTicker(c.cfg.HeartbeatInterval)
 	defer t.Stop()

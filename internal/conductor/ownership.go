@@ -3,26 +3,24 @@ package conductor
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/ring"
 )
 
-// liveRing is the hash ring of the conductors alive now: online and
-// heartbeated within ConductorDeadAfter, this conductor always included
-// (it is running this code). Every conductor builds it from the same rows,
+// liveRing is the hash ring of the conductors alive now (ring.Live: online,
+// heartbeated within ConductorDeadAfter, running drivers), this conductor
+// always included (it is running this code). Every conductor builds it from the same rows,
 // so they agree on each node's owner up to one heartbeat of skew.
 func (c *Conductor) liveRing(ctx context.Context) (*ring.Ring, error) {
 	conds, err := c.store.ListConductors(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("conductors for the hash ring: %w", err)
 	}
-	now := c.now()
-	members := []ring.Member{{Host: c.cfg.Host, Group: c.cfg.Group}}
-	for _, cd := range conds {
-		if cd.Hostname != c.cfg.Host && c.alive(cd, now) {
-			members = append(members, ring.Member{Host: cd.Hostname, Group: cd.ConductorGroup})
-		}
+	members := ring.Live(conds, c.now(), c.cfg.ConductorDeadAfter)
+	if !slices.ContainsFunc(members, func(m ring.Member) bool { return m.Host == c.cfg.Host }) {
+		members = append(members, ring.Member{Host: c.cfg.Host, Group: c.cfg.Group})
 	}
 	return ring.New(members, c.cfg.HashPartitions, 1), nil
 }
@@ -38,3 +36,6 @@ func (c *Conductor) owned(r *ring.Ring, nodes []*model.Node) []*model.Node {
 	}
 	return out
 }
+
+// NoConductor is Ironic's answer for a node no live conductor serves.
+func NoConductor(driver, group string) error { return noDriver(driver, group) }

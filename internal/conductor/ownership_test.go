@@ -16,7 +16,7 @@ import (
 func TestTakeOverSplitsByRing(t *testing.T) {
 	e, clk := newClockEnv(t)
 	for _, h := range []string{"dead-one", "peer"} {
-		if err := e.st.RegisterConductor(e.ctx, &model.Conductor{Hostname: h}); err != nil {
+		if err := e.st.RegisterConductor(e.ctx, &model.Conductor{Hostname: h, Drivers: []string{"fake-hardware"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -83,7 +83,7 @@ func TestTakeOverSplitsByRing(t *testing.T) {
 // conductor times out its share; once the peer is dead, the rest.
 func TestTimeoutsByRing(t *testing.T) {
 	e, clk := newClockEnv(t)
-	if err := e.st.RegisterConductor(e.ctx, &model.Conductor{Hostname: "peer"}); err != nil {
+	if err := e.st.RegisterConductor(e.ctx, &model.Conductor{Hostname: "peer", Drivers: []string{"fake-hardware"}}); err != nil {
 		t.Fatal(err)
 	}
 	r := ring.New([]ring.Member{{Host: "test-conductor"}, {Host: "peer"}}, 0, 1)

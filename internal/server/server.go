@@ -18,10 +18,12 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver/fake"
 	"github.com/anvil-metal/anvil/internal/driver/pxe"
 	eventbus "github.com/anvil-metal/anvil/internal/events"
+	"github.com/anvil-metal/anvil/internal/handoff"
 	"github.com/anvil-metal/anvil/internal/hostlock"
 	"github.com/anvil-metal/anvil/internal/metrics"
 	"github.com/anvil-metal/anvil/internal/store"
 	"github.com/anvil-metal/anvil/internal/store/storeopen"
+	"github.com/anvil-metal/anvil/internal/workq"
 )
 
 // Config is what `anvil serve` takes.
@@ -30,8 +32,10 @@ type Config struct {
 	Database string // SQLite path or postgres:// URL
 	HostID   string // conductor name
 	// Role is what this process runs: RoleAll (the API and a conductor, the
-	// default) or RoleConductor (a conductor only; /metrics on the listener).
-	// Roles other than all need PostgreSQL: SQLite serves one process.
+	// default), RoleConductor (a conductor only; /metrics on the listener)
+	// or RoleAPI (the API; verbs handed to their node's owning conductor
+	// through internal/workq). Roles other than all need PostgreSQL: SQLite
+	// serves one process.
 	Role string
 	Log  *slog.Logger
 
@@ -71,13 +75,11 @@ func checkRole(role, database string) error {
 	switch role {
 	case "", RoleAll:
 		return nil
-	case RoleConductor:
+	case RoleConductor, RoleAPI:
 		if !storeopen.IsPostgres(database) {
 			return fmt.Errorf("--role %s needs a postgres:// --database: SQLite serves one process, which runs --role all", role)
 		}
 		return nil
-	case RoleAPI:
-		return fmt.Errorf("--role %s is not available yet: an API process without a conductor needs the database work queue that hands verbs to the owning conductor (issue 15); run --role all", role)
 	}
 	return fmt.Errorf("--role must be all, conductor or api, not %q", role)
 }
@@ -144,15 +146,40 @@ func Serve(ctx context.Context, cfg Config) error {
 	cctx, stopConductor := context.WithCancel(context.Background())
 	defer stopConductor()
 	mx.AddPool(cond)
-	if err := cond.Start(cctx); err != nil {
+	var apiCond api.Conductor = cond
+	if cfg.Role == RoleAPI {
+		err = cond.StartAPIOnly(cctx)
+	} else {
+		err = cond.Start(cctx)
+	}
+	if err != nil {
 		return err
+	}
+	// On PostgreSQL, conductors take the calls API processes hand them.
+	if storeopen.IsPostgres(cfg.Database) {
+		q, err := workq.Open(ctx, cfg.Database, cfg.Log)
+		if err != nil {
+			return err
+		}
+		defer q.Close()
+		if cfg.Role == RoleAPI {
+			apiCond = handoff.New(handoff.Config{Local: cond, Queue: q, Store: st,
+				DeadAfter: cmp.Or(ccfg.ConductorDeadAfter, time.Minute), Partitions: ccfg.HashPartitions})
+		} else {
+			served := make(chan struct{})
+			go func() {
+				defer close(served)
+				_ = q.Serve(cctx, cfg.HostID, handoff.Handler(cond), time.Second)
+			}()
+			defer func() { stopConductor(); <-served }()
+		}
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	// The API's "alive" is the conductors' own test, with their timeout.
-	apiH := api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log,
+	apiH := api.New(api.Config{Store: st, Conductor: apiCond, Logger: cfg.Log,
 		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute)})
 	h := handler(apiH, mx, bootPrefix, bootH)
 	if cfg.Role == RoleConductor {

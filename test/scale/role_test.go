@@ -34,7 +34,7 @@ func TestRoles(t *testing.T) {
 	sqlite := filepath.Join(t.TempDir(), "anvil.db")
 	refused(t, "--role conductor needs a postgres:// --database", "--database", sqlite, "--role", "conductor")
 	refused(t, "--role must be all, conductor or api", "--database", sqlite, "--role", "worker")
-	refused(t, "--role api is not available yet", "--database", pg.URL(t), "--role", "api")
+	refused(t, "--role api needs a postgres:// --database", "--database", sqlite, "--role", "api")
 
 	// A conductor-only process: /metrics and a probe answer, no Ironic API,
 	// and it is registered as a conductor.
