@@ -5,6 +5,8 @@
 // until the context ends. Before the conductor starts it claims the
 // conductor name for the life of the process (internal/hostlock) and refuses
 // a name a live process holds. --role conductor runs the conductor without
-// the Ironic API (the listener serves /metrics); roles other than all need
+// the Ironic API (the listener serves /metrics); --role api runs the API and
+// hands verbs to the owning conductor (internal/handoff over internal/workq,
+// which every conductor on PostgreSQL serves); roles other than all need
 // PostgreSQL.
 package server
