@@ -21,6 +21,11 @@ const channel = "anvil_conductor_calls"
 // answerPoll is how often a caller looks for its answer.
 const answerPoll = 5 * time.Millisecond
 
+// staleAfter: a call older than this is never run (its caller gave up or
+// died: running it later would surprise everyone) and is deleted by the
+// owner's next pass. A caller waits at most half of it.
+const staleAfter = 2 * time.Minute
+
 // Handler runs one call for node; body is the JSON the caller sent.
 type Handler func(ctx context.Context, kind, node string, body []byte) error
 
@@ -59,6 +64,7 @@ func (q *Queue) Call(ctx context.Context, owner, kind, node string, body any, ti
 	if err != nil {
 		return fmt.Errorf("workq: encode %s: %w", kind, err)
 	}
+	timeout = min(timeout, staleAfter/2)
 	var id int64
 	err = q.db.QueryRowContext(ctx, `WITH call AS (
 		INSERT INTO conductor_calls (owner, kind, node_uuid, body) VALUES ($1, $2, $3, $4) RETURNING id)
@@ -131,6 +137,10 @@ func (q *Queue) Serve(ctx context.Context, owner string, h Handler, poll time.Du
 		}
 	}()
 	for ctx.Err() == nil {
+		if _, err := q.db.ExecContext(ctx, "DELETE FROM conductor_calls WHERE owner = $1 AND created_at < now() - make_interval(secs => $2)",
+			owner, staleAfter.Seconds()); err != nil && ctx.Err() == nil {
+			q.log.Warn("workq: delete stale calls", "err", err)
+		}
 		for {
 			ran, err := q.runOne(ctx, owner, h)
 			if err != nil && ctx.Err() == nil {
@@ -191,7 +201,8 @@ func (q *Queue) runOne(ctx context.Context, owner string, h Handler) (bool, erro
 		kind, node, body string
 	)
 	err = tx.QueryRowContext(ctx, `SELECT id, kind, node_uuid, body FROM conductor_calls
-		WHERE owner = $1 AND NOT done ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`, owner).Scan(&id, &kind, &node, &body)
+		WHERE owner = $1 AND NOT done AND created_at >= now() - make_interval(secs => $2)
+		ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`, owner, staleAfter.Seconds()).Scan(&id, &kind, &node, &body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, tx.Commit()
 	}

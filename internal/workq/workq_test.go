@@ -132,3 +132,37 @@ func TestEachCallRunsOnce(t *testing.T) {
 	}
 	assertEmpty(t, q)
 }
+
+// A call its caller abandoned long ago (a crashed API process) is never run,
+// and the owner deletes it.
+func TestStaleCallNotRun(t *testing.T) {
+	q := open(t)
+	if _, err := q.db.Exec(`INSERT INTO conductor_calls (owner, kind, node_uuid, body, created_at)
+		VALUES ('c1', 'ok', 'old', '{}', now() - interval '10 minutes')`); err != nil {
+		t.Fatal(err)
+	}
+	serve(t, q, "c1", func(_ context.Context, _, node string, _ []byte) error {
+		if node == "old" {
+			t.Error("a stale call was run")
+		}
+		return nil
+	}, 10*time.Millisecond)
+	// A fresh call is answered: by then the owner has passed over the old one.
+	if err := q.Call(context.Background(), "c1", "ok", "new", nil, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		if err := q.db.QueryRow("SELECT count(*) FROM conductor_calls").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls left; the stale one should be deleted", n)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+}
