@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 
 need_pkgs=()
 command -v baremetal >/dev/null 2>&1 || need_pkgs+=(python3-ironicclient)
+/usr/bin/python3 -c 'import ironic.cmd.singleprocess' 2>/dev/null || need_pkgs+=(python3-ironic)   # test/ironic: real Ironic drives anvil agent
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_pkgs+=(postgresql)
 command -v ipmi_sim >/dev/null 2>&1 || need_pkgs+=(openipmi)
 command -v qemu-system-x86_64 >/dev/null 2>&1 || need_pkgs+=(qemu-system-x86)
@@ -17,6 +18,15 @@ command -v qemu-img >/dev/null 2>&1 || need_pkgs+=(qemu-utils)     # makes and c
 [ -x /usr/sbin/dnsmasq ] || need_pkgs+=(dnsmasq-base)   # checks the config `anvil boot dnsmasq-config` prints
 command -v tftp >/dev/null 2>&1 || need_pkgs+=(tftp-hpa)          # a real TFTP client for the boot service
 [ -e /usr/lib/ipxe/undionly.kpxe ] || need_pkgs+=(ipxe)              # the iPXE binaries the TFTP service serves
+# test/ironic-emu: Debian's Ironic (and its Redfish library) drives the BMC emulator; it builds ISOs with isolinux + mkisofs
+/usr/bin/python3 -c 'import ironic' >/dev/null 2>&1 || need_pkgs+=(python3-ironic)
+/usr/bin/python3 -c 'import sushy' >/dev/null 2>&1 || need_pkgs+=(python3-sushy)
+command -v mkisofs >/dev/null 2>&1 || need_pkgs+=(genisoimage)
+[ -e /usr/lib/ISOLINUX/isolinux.bin ] || need_pkgs+=(isolinux)       # BIOS loader of virtual media ISOs (Anvil's and Ironic's)
+[ -e /usr/lib/syslinux/modules/bios/ldlinux.c32 ] || need_pkgs+=(syslinux-common)
+[ -e /usr/lib/grub/x86_64-efi/monolithic/gcdx64.efi ] || need_pkgs+=(grub-efi-amd64-bin)  # UEFI loader of the ISOs
+[ -e /usr/share/OVMF/OVMF_CODE_4M.fd ] || need_pkgs+=(ovmf)   # UEFI firmware: the ISO boot test, bmc-emulator --qemu UEFI machines
+command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)         # the dashboard's browser tests (test/dashboard)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "== installing test dependencies: ${need_pkgs[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

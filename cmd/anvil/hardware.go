@@ -29,6 +29,10 @@ func newBMCEmulator(stdout, stderr io.Writer) *cobra.Command {
 		dead, rejectAuth   bool
 		seed               uint64
 		ipmiBase, machines int
+		useQEMU            bool
+		qcfg               bmcemu.QEMUConfig
+		vmDisk             int
+		forwards           []string
 	)
 	cmd := &cobra.Command{
 		Use:   "bmc-emulator",
@@ -40,10 +44,23 @@ lanplus BMC on its own UDP port. Power state and boot device are remembered.
 Knobs apply to all machines from flags, or per machine at run time:
   curl -X PATCH http://ADDR/emulator/machines/node-03 -d '{"dead": true}'
   curl -X PATCH http://ADDR/emulator/machines -d '{"latency": "50ms", "failure_rate": 0.1}'
-  fields: latency, failure_rate, dead, reject_auth, power_state (On/Off)
+  fields: latency, failure_rate, dead, reject_auth, fail_insert_media,
+  power_state (On/Off)
 
 --nodes-file writes the fleet in 'baremetal create' format (BMC addresses,
-credentials and MACs) for enrolment.`,
+credentials and MACs) for enrolment.
+
+Every machine has a Redfish virtual CD (/redfish/v1/Managers/{id}/VirtualMedia/Cd,
+also under the System): InsertMedia downloads the image into --state-dir.
+
+--qemu makes every machine a real qemu VM (software emulation, SeaBIOS or with
+--uefi-firmware OVMF for machines in UEFI boot mode, one virtio NIC and disk): power on starts it, off kills it (GracefulShutdown presses
+its ACPI power button first), reset restarts it; boot override Pxe network-boots
+the NIC's stock iPXE (qemu's DHCP names --boot-file), Cd boots the inserted
+virtual media, Hdd the disk. The serial console of each is
+STATE-DIR/<id>/console.log. The VMs' user-mode network is restricted: they reach
+only the --forward GUEST=HOST pairs, e.g.
+  --forward 10.0.2.100:6385=127.0.0.1:6385 --boot-file http://10.0.2.100:6385/boot/boot.ipxe`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var lvl slog.Level
@@ -56,6 +73,15 @@ credentials and MACs) for enrolment.`,
 			cfg.Count, cfg.IPMIBasePort, cfg.Seed = machines, ipmiBase, seed
 			cfg.Knobs = bmcemu.Knobs{Latency: latency, FailureRate: failureRate, Dead: dead, RejectAuth: rejectAuth}
 			cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+			if useQEMU {
+				q, err := qemuConfig(qcfg, vmDisk, forwards)
+				if err != nil {
+					return err
+				}
+				cfg.QEMU = &q
+			} else if len(forwards) > 0 || qcfg.BootFile != "" {
+				return fmt.Errorf("--forward and --boot-file need --qemu")
+			}
 			e, err := bmcemu.Start(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -78,6 +104,9 @@ credentials and MACs) for enrolment.`,
 			} else {
 				fmt.Fprintln(stdout, "bmc-emulator: the password is random: use --nodes-file to get it, or set --password")
 			}
+			if cfg.QEMU != nil {
+				fmt.Fprintf(stdout, "bmc-emulator: machines are qemu VMs; serial consoles in %s/<id>/console.log\n", e.StateDir())
+			}
 			<-cmd.Context().Done()
 			return nil
 		},
@@ -99,7 +128,35 @@ credentials and MACs) for enrolment.`,
 	f.StringVar(&nodesFile, "nodes-file", "", "write the enrolment file (baremetal create format) here")
 	f.StringVar(&drv, "nodes-driver", bmcemu.DriverRedfish, "hardware type in the nodes file: redfish or ipmi (needs --ipmi)")
 	f.StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")
+	f.StringVar(&cfg.StateDir, "state-dir", "", "machines' files: virtual media, VM disks and consoles (default: a temporary directory)")
+	f.BoolVar(&useQEMU, "qemu", false, "make every machine a real qemu VM")
+	f.IntVar(&qcfg.MemoryMiB, "vm-memory", 512, "memory of each VM, MiB (--qemu)")
+	f.IntVar(&vmDisk, "vm-disk-mib", 1024, "disk of each VM, MiB (--qemu)")
+	f.StringVar(&qcfg.BootFile, "boot-file", "", "boot file URL qemu's DHCP hands iPXE on network boot (--qemu)")
+	f.StringArrayVar(&forwards, "forward", nil, "GUEST=HOST: a TCP address the VMs reach (10.0.2.x:port) and the loopback address it leads to; repeatable (--qemu)")
+	f.StringVar(&qcfg.UEFIFirmware, "uefi-firmware", "", "OVMF code image (e.g. /usr/share/OVMF/OVMF_CODE_4M.fd): machines in UEFI boot mode boot it (--qemu; default: SeaBIOS only)")
+	f.BoolVar(&qcfg.NoNetworkBoot, "no-network-boot", false, "VMs without a NIC boot ROM: they boot only from disk or virtual media (--qemu)")
+	f.IntVar(&qcfg.GuestPort, "guest-port", 0, "a guest TCP port reachable from a loopback port per VM (GET /emulator/machines shows it) (--qemu)")
 	return cmd
+}
+
+// qemuConfig checks the --qemu flags.
+func qemuConfig(q bmcemu.QEMUConfig, disk int, forwards []string) (bmcemu.QEMUConfig, error) {
+	if disk < 1 {
+		return q, fmt.Errorf("--vm-disk-mib %d is below 1 MiB", disk)
+	}
+	q.DiskBytes = int64(disk) << 20
+	if q.MemoryMiB < 16 {
+		return q, fmt.Errorf("--vm-memory %d is below 16 MiB", q.MemoryMiB)
+	}
+	for _, f := range forwards {
+		g, h, ok := strings.Cut(f, "=")
+		if !ok {
+			return q, fmt.Errorf("--forward %q is not GUEST=HOST (e.g. 10.0.2.100:6385=127.0.0.1:6385)", f)
+		}
+		q.Forwards = append(q.Forwards, bmcemu.Forward{Guest: g, Host: h})
+	}
+	return q, nil
 }
 
 func newDemo(stdout io.Writer) *cobra.Command {
@@ -113,11 +170,21 @@ their ports and deploy_interface "direct"; print the commands that walk a
 machine from enroll to active. A machine set to network boot runs "anvil
 agent" with its own file-backed disk, so a deploy streams the demo's image
 to that file through the agent, as on real hardware.
+With --qemu every machine is a real qemu VM instead: it network-boots the deploy
+ramdisk ('anvil ramdisk build', built on first use) with its NIC's stock iPXE
+from Anvil's boot endpoint, the agent in it writes the image to the VM's disk,
+and the VM then boots that disk. With --qemu --virtual-media the VMs have no
+network boot: Anvil builds an ISO of the ramdisk, the BMC inserts it as a
+virtual CD and the VM boots it (redfish-virtual-media boot interface).
+Progress is printed as it happens.
 Ctrl-C stops everything and removes the temporary files.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if strings.TrimSpace(cfg.Listen) == "" {
 				return fmt.Errorf("--listen must not be empty")
+			}
+			if cfg.QEMU && !cmd.Flags().Changed("machines") {
+				cfg.Machines = 1 // each is a whole VM in software emulation
 			}
 			return demo.Run(cmd.Context(), cfg)
 		},
@@ -129,5 +196,10 @@ Ctrl-C stops everything and removes the temporary files.`,
 	f.BoolVar(&cfg.IPMI, "ipmi", false, "also give every machine an IPMI endpoint")
 	f.DurationVar(&cfg.Latency, "bmc-latency", 0, "added to every BMC call")
 	f.StringVar(&cfg.Dir, "dir", "", "keep the database, log and nodes file here (default: a temporary directory)")
+	f.StringVar(&cfg.Driver, "driver", bmcemu.DriverRedfish, "the nodes' hardware type: redfish or ipmi (needs --ipmi)")
+	f.BoolVar(&cfg.QEMU, "qemu", false, "make every machine a real qemu VM that network-boots the deploy ramdisk (one machine unless -n says otherwise)")
+	f.BoolVar(&cfg.VirtualMedia, "virtual-media", false, "with --qemu: boot the deploy ramdisk from an ISO the BMC inserts as a virtual CD (redfish-virtual-media); the VMs cannot network-boot")
+	f.StringVar(&cfg.Ramdisk, "ramdisk", "", "with --qemu: the directory 'anvil ramdisk build' wrote (default: build it into --dir)")
+	f.IntVar(&cfg.VMMemoryMiB, "vm-memory", 512, "with --qemu: memory of each VM, MiB")
 	return cmd
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/config"
 	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/isoimage"
 	"github.com/anvil-metal/anvil/internal/server"
 )
 
@@ -34,6 +35,29 @@ func main() {
 		fmt.Fprintln(os.Stderr, "anvil:", err)
 		os.Exit(1)
 	}
+}
+
+// secondInterrupt returns a channel closed on the second SIGINT or SIGTERM
+// (the first one, caught by main's context, starts the graceful shutdown),
+// and the function that stops listening.
+func secondInterrupt() (<-chan struct{}, func()) {
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	hurry, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		for seen := 0; ; {
+			select {
+			case <-sig:
+				if seen++; seen == 2 {
+					close(hurry)
+					return
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return hurry, func() { signal.Stop(sig); close(done) }
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
@@ -90,6 +114,9 @@ func newServe(stdout, stderr io.Writer) *cobra.Command {
 			cfg.Ready = func(addr string) {
 				fmt.Fprintf(stdout, "anvil: listening on http://%s (database %s, conductor %s)\n", addr, cfg.Database, cfg.HostID)
 			}
+			hurry, stopHurry := secondInterrupt()
+			defer stopHurry()
+			cfg.Hurry = hurry
 			return server.Serve(cmd.Context(), cfg)
 		},
 	}
@@ -177,5 +204,10 @@ func addBootFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&n.ServerIP, "boot-server-ip", "", "this host's IPv4 address on the boot network, for PXE firmware's TFTP (default: the host of --http-url)")
 	f.StringVar(&n.TFTPListen, "tftp-listen", "", "run the built-in TFTP server of the iPXE binaries on this UDP address (e.g. 0.0.0.0:69); off when empty")
 	f.StringVar(&n.TFTPDir, "tftp-dir", "/usr/lib/ipxe", "directory of the iPXE binaries the TFTP server serves (Debian's ipxe package)")
-	f.StringVar(&cfg.KernelParams, "kernel-append-params", "", "kernel parameters added to network booted ramdisks (nodes' kernel_append_params override)")
+	f.StringVar(&cfg.DeployLogsPath, "deploy-logs-local-path", "", "directory the agent's logs are saved to when an agent command fails (Ironic's [agent]deploy_logs_local_path; empty: not collected)")
+	f.StringVar(&cfg.KernelParams, "kernel-append-params", "", "kernel parameters added to network and virtual media booted ramdisks (nodes' kernel_append_params override)")
+	d := isoimage.DefaultLoaders()
+	f.StringVar(&n.ISOLoaders.ISOLinux, "iso-isolinux", d.ISOLinux, "isolinux.bin for BIOS boot of virtual media ISOs (Debian package isolinux)")
+	f.StringVar(&n.ISOLoaders.LDLinux, "iso-ldlinux", d.LDLinux, "ldlinux.c32 for BIOS boot of virtual media ISOs (Debian package syslinux-common)")
+	f.StringVar(&n.ISOLoaders.EFI, "iso-efi-loader", d.EFI, "EFI loader of virtual media ISOs, GRUB for CD boot reading /boot/grub/grub.cfg (Debian package grub-efi-amd64-bin)")
 }

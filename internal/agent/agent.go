@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/anvil-metal/anvil/internal/agent/agentapi"
+	"github.com/anvil-metal/anvil/internal/ipa"
 )
 
 // Version is reported in heartbeats.
@@ -37,12 +37,20 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// RootDir prefixes /proc and /sys when reading the inventory (tests).
 	RootDir string
-	// AllowMD5 lets write_image verify md5 checksums.
+	// AllowMD5 lets prepare_image verify md5 checksums even when the
+	// lookup's agent_md5_checksum_enable does not allow them.
 	AllowMD5 bool
+	// PowerOff powers the machine off (standby.power_off); nil: the agent
+	// only flushes the disks (tests, and agents not running as init).
+	PowerOff func(ctx context.Context) error
 	Log      *slog.Logger
 	Client   *http.Client
 	// Ready is called with the command API's address once it listens.
 	Ready func(addr string)
+	// AgentToken is a token handed over by the boot media (IPA's
+	// ipa-agent-token): used when the lookup answers the token masked, as
+	// it does for a pregenerated one. Never logged.
+	AgentToken string
 }
 
 // Agent is one running agent.
@@ -56,10 +64,13 @@ type Agent struct {
 	// waits for a heartbeat to see it (IPA's force_heartbeat).
 	wake chan struct{}
 
-	mu       sync.Mutex
-	nodeUUID string
-	token    string // plain; never logged
-	timeout  time.Duration
+	mu             sync.Mutex
+	nodeUUID       string
+	token          string // plain; never logged
+	timeout        time.Duration
+	md5Enabled     bool           // the lookup's agent_md5_checksum_enable
+	partitionUUIDs map[string]any // standby.get_partition_uuids' answer
+	inspectPending bool           // the node waits for this agent's inventory
 }
 
 // New returns an agent; Run starts it.
@@ -156,6 +167,18 @@ func (a *Agent) loop(ctx context.Context) {
 			}
 			backoff = 100 * time.Millisecond
 		}
+		a.mu.Lock()
+		node, token, inspect := a.nodeUUID, a.token, a.inspectPending
+		a.mu.Unlock()
+		if inspect {
+			if err := a.inspect(ctx, node, token); err != nil {
+				a.log.Warn("sending the inventory failed; retrying", "err", err)
+			} else {
+				a.mu.Lock()
+				a.inspectPending = false
+				a.mu.Unlock()
+			}
+		}
 		if err := a.heartbeat(ctx); err != nil {
 			var he *httpError
 			if errors.As(err, &he) && he.status >= 400 && he.status < 500 && he.status != http.StatusConflict {
@@ -203,17 +226,22 @@ func (a *Agent) haveToken() bool {
 func (a *Agent) forget() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.token, a.nodeUUID = "", ""
+	a.token, a.nodeUUID, a.inspectPending = "", "", false
 }
 
-// commandKey is what the conductor must present to the command API.
-func (a *Agent) commandKey() string {
+// currentToken is the token the command API checks ("" before a lookup).
+func (a *Agent) currentToken() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.token == "" {
-		return ""
-	}
-	return agentapi.CommandKey(a.token)
+	return a.token
+}
+
+// allowMD5 says whether md5 image checksums may be verified: the conductor
+// decided (the lookup's agent_md5_checksum_enable) or the operator did.
+func (a *Agent) allowMD5() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cfg.AllowMD5 || a.md5Enabled
 }
 
 // interval is the next heartbeat's delay: 0.3–0.6 × heartbeat_timeout.
@@ -244,18 +272,31 @@ func (a *Agent) lookup(ctx context.Context) error {
 		return err
 	}
 	req.Header.Set("X-OpenStack-Ironic-API-Version", "1.68")
-	var lr agentapi.LookupResponse
+	var lr ipa.LookupResponse
 	if err := a.do(req, &lr); err != nil {
 		return err
 	}
-	if lr.Config.AgentToken == "" || lr.Config.AgentToken == agentapi.MaskedToken {
-		return errors.New("lookup found the node but its token was already handed out")
+	token := lr.Config.AgentToken
+	if token == "" || token == ipa.MaskedToken {
+		// IPA: a masked token is the one the boot media carries, if any
+		if a.cfg.AgentToken == "" {
+			return errors.New("lookup found the node but its token was already handed out (and no ipa-agent-token was given)")
+		}
+		token = a.cfg.AgentToken
 	}
 	a.mu.Lock()
-	a.nodeUUID, a.token = lr.Node.UUID, lr.Config.AgentToken
+	a.nodeUUID, a.token = lr.Node.UUID, token
 	a.timeout = time.Duration(lr.Config.HeartbeatTimeout * float64(time.Second))
+	a.md5Enabled = lr.Config.AgentMD5ChecksumEnable
 	a.mu.Unlock()
+	// A new token means a new boot to the conductor: like a freshly booted
+	// IPA, the agent has run no command yet (Ironic 21.4 reads an empty
+	// history, or only get_<kind>_steps, as "freshly booted").
+	a.cmd.forgetFinished()
 	a.log.Info("node found", "node", lr.Node.UUID)
+	a.mu.Lock()
+	a.inspectPending = lr.Node.ProvisionState == inspectWait
+	a.mu.Unlock()
 	return nil
 }
 
@@ -263,8 +304,7 @@ func (a *Agent) heartbeat(ctx context.Context) error {
 	a.mu.Lock()
 	node, token := a.nodeUUID, a.token
 	a.mu.Unlock()
-	body, _ := json.Marshal(map[string]string{"callback_url": a.cfg.AdvertiseURL,
-		"agent_token": token, "agent_version": Version})
+	body, _ := json.Marshal(ipa.Heartbeat{CallbackURL: a.cfg.AdvertiseURL, AgentToken: token, AgentVersion: Version})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost,
 		strings.TrimRight(a.cfg.APIURL, "/")+"/v1/heartbeat/"+url.PathEscape(node), strings.NewReader(string(body)))
 	if err != nil {
@@ -300,4 +340,33 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// inspectWait is the provision state of a node booted to be inspected.
+const inspectWait = "inspect wait"
+
+// inspect posts the hardware inventory to /v1/continue_inspection, with the
+// token, for the node the lookup found waiting for inspection.
+func (a *Agent) inspect(ctx context.Context, node, token string) error {
+	inv, err := ReadInventory(a.cfg.RootDir, a.cfg.Disk)
+	if err != nil {
+		return fmt.Errorf("inspection: %w", err)
+	}
+	b, _ := json.Marshal(inv)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	body, _ := json.Marshal(ipa.InspectionData{Inventory: m, AgentToken: token})
+	q := url.Values{"node_uuid": {node}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost,
+		strings.TrimRight(a.cfg.APIURL, "/")+"/v1/continue_inspection?"+q.Encode(), strings.NewReader(string(body)))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-OpenStack-Ironic-API-Version", "1.84")
+	if err := a.do(req, nil); err != nil {
+		return fmt.Errorf("inspection: %w", err)
+	}
+	a.log.Info("inventory sent", "node", node, "disks", len(inv.Disks), "interfaces", len(inv.Interfaces))
+	return nil
 }

@@ -32,7 +32,11 @@ type Cmdline struct {
 	Debug             bool          // ipa-debug
 	MinDiskSize       int64         // anvil.min-disk-size: smallest install disk (bytes)
 	HeartbeatInterval time.Duration // anvil.heartbeat-interval: fixed heartbeat interval
-	Params            map[string]string
+	// AgentToken is ipa-agent-token: the token Ironic pregenerates for
+	// virtual media boots and puts on the ISO's command line; its lookup
+	// then answers the token masked. Never logged.
+	AgentToken string
+	Params     map[string]string
 }
 
 // ReadCmdline reads and parses a kernel command line file (normally
@@ -87,6 +91,7 @@ func ParseCmdline(s string) (Cmdline, error) {
 		c.BootMAC = mac
 	}
 	c.AdvertiseHost, c.ListenHost = p["ipa-advertise-host"], p["ipa-listen-host"]
+	c.AgentToken = p["ipa-agent-token"]
 	switch v := p["ipa-advertise-protocol"]; v {
 	case "", "http", "https":
 		c.AdvertiseProtocol = v
@@ -198,6 +203,9 @@ func (c Cmdline) Apply(ctx context.Context, cfg *Config, explicit func(flag stri
 	}
 	if !explicit("heartbeat-interval") && c.HeartbeatInterval > 0 {
 		cfg.HeartbeatInterval = c.HeartbeatInterval
+	}
+	if cfg.AgentToken == "" {
+		cfg.AgentToken = c.AgentToken
 	}
 	if c.Insecure && strings.HasPrefix(cfg.APIURL, "https:") {
 		cfg.Client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{

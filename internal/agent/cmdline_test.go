@@ -65,6 +65,7 @@ func TestParseCmdline(t *testing.T) {
 		{"size G", "anvil.min-disk-size=2G", func(c Cmdline) bool { return c.MinDiskSize == 2<<30 }, ""},
 		{"size junk", "anvil.min-disk-size=lots", func(c Cmdline) bool { return c.MinDiskSize == 0 }, "anvil.min-disk-size"},
 		{"heartbeat seconds", "anvil.heartbeat-interval=2.5", func(c Cmdline) bool { return c.HeartbeatInterval == 2500*time.Millisecond }, ""},
+		{"pregenerated token", "ipa-agent-token=0123456789abcdef0123456789abcdef", func(c Cmdline) bool { return c.AgentToken == "0123456789abcdef0123456789abcdef" }, ""},
 		{"heartbeat negative", "anvil.heartbeat-interval=-1s", func(c Cmdline) bool { return c.HeartbeatInterval == 0 }, "anvil.heartbeat-interval"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

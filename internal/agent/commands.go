@@ -4,36 +4,34 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/google/uuid"
 
-	"github.com/anvil-metal/anvil/internal/agent/agentapi"
+	"github.com/anvil-metal/anvil/internal/ipa"
 )
 
 // command is one accepted command and its outcome.
 type command struct {
-	res     agentapi.CommandResult
+	res     ipa.CommandResult
 	written atomic.Int64
-	done    bool
+	done    chan struct{} // closed when res is final
 }
 
-// commands runs the command API: one command at a time (like IPA), results
-// kept for polling.
+// commands serves IPA's command API: one command at a time (a second one
+// while an asynchronous command runs is refused with 409, as IPA's
+// AgentIsBusy), results kept in order for polling.
 type commands struct {
-	a    *Agent
-	mu   sync.Mutex
-	byID map[string]*command
-	busy bool
-	wg   sync.WaitGroup
-	ctx  context.Context
-	stop context.CancelFunc
+	a     *Agent
+	mu    sync.Mutex
+	byID  map[string]*command
+	order []*command
+	wg    sync.WaitGroup
+	ctx   context.Context
+	stop  context.CancelFunc
 }
 
 func newCommands(a *Agent) *commands {
@@ -47,25 +45,33 @@ func (c *commands) wait() {
 	c.wg.Wait()
 }
 
+// handler routes IPA's paths (with and without the /v1 prefix, as IPA).
 func (c *commands) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/commands", c.authed(c.post))
-	mux.HandleFunc("POST /v1/commands/{$}", c.authed(c.post))
-	mux.HandleFunc("GET /v1/commands/{id}", c.authed(c.get))
-	mux.HandleFunc("GET /v1/commands", c.authed(c.list))
+	for _, p := range []string{"/v1/commands", "/commands"} {
+		mux.HandleFunc("POST "+p+"/{$}", c.authed(true, c.post))
+		mux.HandleFunc("POST "+p, c.authed(true, c.post))
+		mux.HandleFunc("GET "+p+"/{$}", c.authed(false, c.list))
+		mux.HandleFunc("GET "+p, c.authed(false, c.list))
+		mux.HandleFunc("GET "+p+"/{id}", c.authed(false, c.get))
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeFault(w, http.StatusNotFound, "404 Not Found: The requested URL was not found on the server.")
+	})
 	return mux
 }
 
-// authed checks the caller presents CommandKey(token).
-func (c *commands) authed(h http.HandlerFunc) http.HandlerFunc {
+// authed checks the agent_token query parameter as IPA does: a command
+// needs the token the lookup handed this agent. Reading results without a
+// token is allowed, as IPA of Ironic 21.4's era allows it (Ironic 21.4 polls
+// without one); a token that is given must be right.
+func (c *commands) authed(required bool, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		got := r.Header.Get(agentapi.HeaderToken)
-		if got == "" {
-			got = r.URL.Query().Get("agent_token")
-		}
-		want := c.a.commandKey()
-		if want == "" || !agentapi.Equal(got, want) {
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"faultstring": "Invalid or missing agent token."})
+		got, given := r.URL.Query()[ipa.QueryToken]
+		token := c.a.currentToken()
+		if (required || given) && !ipa.TokenMatches(token, strings.Join(got, "")) {
+			c.a.log.Warn("command API request refused: invalid or missing agent token", "method", r.Method, "path", r.URL.Path)
+			writeFault(w, http.StatusUnauthorized, ipa.FaultTokenInvalid)
 			return
 		}
 		h(w, r)
@@ -73,152 +79,161 @@ func (c *commands) authed(h http.HandlerFunc) http.HandlerFunc {
 }
 
 func (c *commands) post(w http.ResponseWriter, r *http.Request) {
-	var req agentapi.CommandRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"faultstring": "malformed command: " + err.Error()})
+	var req struct {
+		Name   *string         `json:"name"`
+		Params json.RawMessage `json:"params"`
+	}
+	var params map[string]any
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20)).Decode(&req); err != nil ||
+		req.Name == nil || json.Unmarshal(req.Params, &params) != nil || params == nil {
+		writeFault(w, http.StatusBadRequest, ipa.FaultBadRequestBody)
 		return
 	}
-	name := req.Name
-	if i := strings.LastIndexByte(name, '.'); i >= 0 { // IPA's "standby.write_image"
-		name = name[i+1:]
-	}
-	run, ok := c.a.handlers()[name]
-	if !ok {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"faultstring": fmt.Sprintf("unknown command %q", req.Name)})
+	name := *req.Name
+	ext, cmdName, ok := strings.Cut(name, ".")
+	if !ok || ext == "" || cmdName == "" {
+		writeFault(w, http.StatusBadRequest, ipa.FaultBadCommandName)
 		return
+	}
+	spec, status, fault := c.a.lookupCommand(ext, cmdName)
+	if status != 0 {
+		writeFault(w, status, fault)
+		return
+	}
+	if spec.validate != nil {
+		if err := spec.validate(params); err != nil {
+			writeFault(w, http.StatusBadRequest, "Invalid command parameters: "+err.Error())
+			return
+		}
 	}
 	c.mu.Lock()
-	if c.busy {
+	if n := len(c.order); n > 0 && !c.order[n-1].isDone() {
+		running := c.order[n-1].res.Name
 		c.mu.Unlock()
-		writeJSON(w, http.StatusConflict, map[string]string{"faultstring": "another command is running"})
+		writeFault(w, http.StatusConflict, ipa.FaultBusy(running))
 		return
 	}
-	c.busy = true
-	cmd := &command{res: agentapi.CommandResult{ID: uuid.NewString(), Name: name, Status: agentapi.StatusRunning}}
+	cmd := &command{res: ipa.CommandResult{ID: uuid.NewString(), Name: cmdName, Status: ipa.StatusRunning},
+		done: make(chan struct{})}
 	c.byID[cmd.res.ID] = cmd
-	snap := c.snapshot(cmd)
+	c.order = append(c.order, cmd)
 	c.mu.Unlock()
 	c.a.log.Info("command started", "command", name, "id", cmd.res.ID)
+	if !spec.async {
+		c.finish(cmd, name)(spec.run(c.ctx, params, &cmd.written))
+		writeJSON(w, http.StatusOK, c.snapshot(cmd))
+		return
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		result, err := run(c.ctx, req.Params, &cmd.written)
+		res, err := spec.run(c.ctx, params, &cmd.written)
+		c.finish(cmd, name)(res, err)
 		// The conductor learns a command's end from the next heartbeat:
-		// send it now, once the result below is recorded.
-		defer c.a.heartbeatNow()
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.busy, cmd.done = false, true
-		cmd.res.Result = result
-		if err != nil {
-			cmd.res.Status, cmd.res.Error = agentapi.StatusFailed, err.Error()
-			c.a.log.Warn("command failed", "command", name, "id", cmd.res.ID, "err", err)
-			return
-		}
-		cmd.res.Status = agentapi.StatusSucceeded
-		c.a.log.Info("command succeeded", "command", name, "id", cmd.res.ID)
+		// send it now (IPA's force_heartbeat), once the result is recorded.
+		c.a.heartbeatNow()
 	}()
-	writeJSON(w, http.StatusOK, snap)
+	if strings.EqualFold(r.URL.Query().Get(ipa.QueryWait), "true") {
+		select {
+		case <-cmd.done:
+		case <-r.Context().Done():
+		}
+	}
+	writeJSON(w, http.StatusOK, c.snapshot(cmd))
 }
 
-func (c *commands) snapshot(cmd *command) agentapi.CommandResult {
+// finish returns the function recording a command's outcome.
+func (c *commands) finish(cmd *command, name string) func(map[string]any, error) {
+	return func(result map[string]any, err error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		defer close(cmd.done)
+		var vm *versionMismatch
+		switch {
+		case errors.As(err, &vm):
+			cmd.res.Status, cmd.res.Error = ipa.StatusVersionMismatch, &ipa.RESTError{Type: "VersionMismatch",
+				Code: 500, Message: "Hardware managers version mismatch", Details: vm.Error()}
+			c.a.log.Warn("command refused", "command", name, "id", cmd.res.ID, "err", err)
+		case err != nil:
+			cmd.res.Status, cmd.res.Error = ipa.StatusFailed, ipa.CommandFailed(err.Error())
+			c.a.log.Warn("command failed", "command", name, "id", cmd.res.ID, "err", err)
+		default:
+			cmd.res.Status, cmd.res.Result = ipa.StatusSucceeded, result
+			c.a.log.Info("command succeeded", "command", name, "id", cmd.res.ID)
+		}
+	}
+}
+
+// forgetFinished drops the results of finished commands (a running one is
+// kept, to be polled and to keep the agent busy).
+func (c *commands) forgetFinished() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kept := c.order[:0]
+	for _, cmd := range c.order {
+		if cmd.isDone() {
+			delete(c.byID, cmd.res.ID)
+			continue
+		}
+		kept = append(kept, cmd)
+	}
+	c.order = kept
+}
+
+func (cmd *command) isDone() bool {
+	select {
+	case <-cmd.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *commands) snapshot(cmd *command) ipa.CommandResult {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	r := cmd.res
-	r.Written = cmd.written.Load()
+	r.BytesWritten = cmd.written.Load()
 	return r
 }
 
 func (c *commands) get(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
 	c.mu.Lock()
-	cmd, ok := c.byID[r.PathValue("id")]
-	var snap agentapi.CommandResult
-	if ok {
-		snap = c.snapshot(cmd)
-	}
+	cmd, ok := c.byID[id]
 	c.mu.Unlock()
 	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]string{"faultstring": "no such command"})
+		writeFault(w, http.StatusNotFound, ipa.FaultNoSuchCommand(id))
 		return
 	}
-	writeJSON(w, http.StatusOK, snap)
+	if strings.EqualFold(r.URL.Query().Get(ipa.QueryWait), "true") {
+		select {
+		case <-cmd.done:
+		case <-r.Context().Done():
+		}
+	}
+	writeJSON(w, http.StatusOK, c.snapshot(cmd))
 }
 
+// list answers every command, oldest first (Ironic reads the last one).
 func (c *commands) list(w http.ResponseWriter, _ *http.Request) {
 	c.mu.Lock()
-	out := make([]agentapi.CommandResult, 0, len(c.byID))
-	for _, cmd := range c.byID {
-		out = append(out, c.snapshot(cmd))
+	out := ipa.CommandList{Commands: make([]ipa.CommandResult, 0, len(c.order))}
+	for _, cmd := range c.order {
+		r := cmd.res
+		r.BytesWritten = cmd.written.Load()
+		out.Commands = append(out.Commands, r)
 	}
 	c.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"commands": out})
+	writeJSON(w, http.StatusOK, out)
+}
+
+func writeFault(w http.ResponseWriter, status int, s string) {
+	writeJSON(w, status, ipa.NewFault(status, s))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// handlerFunc runs one command; progress counts bytes written.
-type handlerFunc func(ctx context.Context, params map[string]any, progress *atomic.Int64) (map[string]any, error)
-
-func (a *Agent) handlers() map[string]handlerFunc {
-	return map[string]handlerFunc{
-		agentapi.CmdGetSteps:             a.getSteps,
-		agentapi.CmdWriteImage:           a.writeImage,
-		agentapi.CmdEraseDevicesMetadata: a.eraseMetadata,
-		agentapi.CmdEraseDevices:         a.eraseDevices,
-		agentapi.CmdGetInventory:         a.getInventory,
-		agentapi.CmdFinalizeRescue:       a.finalizeRescue,
-		agentapi.CmdPowerOff:             a.powerOff,
-	}
-}
-
-func (a *Agent) getSteps(context.Context, map[string]any, *atomic.Int64) (map[string]any, error) {
-	return map[string]any{"clean_steps": []map[string]any{
-		{"interface": "deploy", "step": agentapi.CmdEraseDevicesMetadata, "priority": 99, "abortable": true},
-		{"interface": "deploy", "step": agentapi.CmdEraseDevices, "priority": 0, "abortable": true},
-	}}, nil
-}
-
-func (a *Agent) powerOff(context.Context, map[string]any, *atomic.Int64) (map[string]any, error) {
-	// A real machine would power itself off here; the agent only reports
-	// that it was asked (the conductor powers off through the BMC).
-	return map[string]any{"powered_off": false}, nil
-}
-
-// finalizeRescue stores the rescue password's hash (a real ramdisk would put
-// it in /etc/shadow for the rescue user). Only a crypt hash is accepted; the
-// value is never logged nor returned.
-func (a *Agent) finalizeRescue(_ context.Context, params map[string]any, _ *atomic.Int64) (map[string]any, error) {
-	hash, _ := params[agentapi.ParamRescuePassword].(string)
-	if hashed, _ := params[agentapi.ParamHashed].(bool); !hashed || !agentapi.IsCryptHash(hash) {
-		return nil, errors.New("finalize_rescue: rescue_password must be a SHA-512 crypt hash (hashed=true)")
-	}
-	root := a.cfg.RootDir
-	if root == "" {
-		root = "/"
-	}
-	p := filepath.Join(root, agentapi.RescuePasswordFile)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return nil, fmt.Errorf("finalize_rescue: %w", err)
-	}
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(hash+"\n"), 0o600); err != nil {
-		return nil, fmt.Errorf("finalize_rescue: %w", err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		return nil, fmt.Errorf("finalize_rescue: %w", err)
-	}
-	return map[string]any{"rescue_password_file": p}, nil
-}
-
-func (a *Agent) getInventory(context.Context, map[string]any, *atomic.Int64) (map[string]any, error) {
-	inv, err := ReadInventory(a.cfg.RootDir, a.cfg.Disk)
-	if err != nil {
-		return nil, err
-	}
-	b, _ := json.Marshal(inv)
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
-	return map[string]any{"inventory": m}, nil
 }

@@ -1,9 +1,15 @@
 // Package agent is Anvil's deploy agent: the program that runs on a machine
-// being provisioned (Ironic's IPA). It looks its node up on the API by MAC
-// address, heartbeats with the one-time token the lookup handed it, and
-// serves an IPA-style command API (POST /v1/commands, GET /v1/commands/{id})
-// through which the conductor writes images, erases disks and reads the
-// hardware inventory. Commands run asynchronously; the conductor polls them.
+// being provisioned, speaking the Ironic Python Agent's (IPA) protocol
+// (internal/ipa), so that Ironic drives it as it drives IPA and Anvil's
+// conductor drives either. It looks its node up on the API by MAC address,
+// heartbeats with the token the lookup handed it, and serves IPA's command
+// API — POST /v1/commands/?wait=&agent_token=, GET /v1/commands/ and
+// /v1/commands/{id} — with IPA's extensions and commands (standby, image,
+// clean, deploy, rescue, log; extensions.go), statuses, result shapes and
+// faults (commands.go). Asynchronous commands answer RUNNING at once and are
+// polled; the agent heartbeats as soon as one finishes (IPA's
+// force_heartbeat). When the lookup finds its node waiting for inspection,
+// it posts its inventory (IPA's format) to /v1/continue_inspection.
 //
 // In a deploy ramdisk the agent runs without flags: Cmdline reads its
 // settings from the kernel command line under IPA's names (ipa-api-url=,
@@ -18,9 +24,12 @@
 // image into its root partition; qcow2 is converted with qemu-img. The
 // disk work itself is package disk's.
 //
-// Invariants: the token is never logged; every command request must carry
-// agentapi.CommandKey(token) in the X-Agent-Token header (or the agent_token
-// query parameter); an image is verified against its checksum and length
-// and fsynced before write_image reports success; invalid root device hints
-// fail before anything is written.
+// Invariants: the token is never logged; a command is accepted only with
+// the lookup's token in the agent_token query parameter (IPA's only place
+// for it), results are readable without one (Ironic 21.4 polls so) but never
+// with a wrong one; one command runs at a time (409 otherwise); a new token
+// (a new boot, to the conductor) empties the command history; an image is
+// verified against the checksum the conductor chose (ipa.ImageInfoChecksum)
+// and fsynced before prepare_image reports success; invalid root device hints fail
+// before anything is written.
 package agent

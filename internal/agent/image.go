@@ -3,9 +3,6 @@ package agent
 import (
 	"bytes"
 	"context"
-	"crypto/md5" //nolint:gosec // only when the operator allows md5 checksums
-	"crypto/sha256"
-	"crypto/sha512"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -19,6 +16,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/agent/agentapi"
 	"github.com/anvil-metal/anvil/internal/disk"
+	"github.com/anvil-metal/anvil/internal/ipa"
 )
 
 var errNotImplemented = errors.New("not implemented by this agent")
@@ -38,9 +36,9 @@ func (a *Agent) writeImage(ctx context.Context, p map[string]any, progress *atom
 	if err != nil {
 		return nil, fmt.Errorf("write_image: %w", err)
 	}
-	h, err := newHash(req.Algo, req.Checksum, a.cfg.AllowMD5)
+	sum, err := ipa.ParseChecksum(req.Algo, req.Checksum, a.allowMD5())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("write_image: %w", err)
 	}
 	var cd []byte
 	if req.ConfigDrive != "" {
@@ -48,7 +46,7 @@ func (a *Agent) writeImage(ctx context.Context, p map[string]any, progress *atom
 			return nil, fmt.Errorf("write_image: %w", err)
 		}
 	}
-	w := imageWrite{a: a, req: req, h: h, progress: progress, disk: target, configDrive: cd}
+	w := imageWrite{a: a, req: req, sum: sum, h: sum.NewHash(), progress: progress, disk: target, configDrive: cd}
 	return w.run(ctx)
 }
 
@@ -56,6 +54,7 @@ func (a *Agent) writeImage(ctx context.Context, p map[string]any, progress *atom
 type imageWrite struct {
 	a           *Agent
 	req         ImageRequest
+	sum         ipa.Checksum // what the image must hash to
 	h           hash.Hash
 	progress    *atomic.Int64
 	disk        string
@@ -229,18 +228,10 @@ func (w *imageWrite) verify(n, size int64) error {
 	if size >= 0 && n != size {
 		return fmt.Errorf("image truncated: got %d of %d bytes", n, size)
 	}
-	got := hex.EncodeToString(w.h.Sum(nil))
-	if !strings.EqualFold(got, w.req.Checksum) {
-		return fmt.Errorf("image checksum mismatch: expected %s %s, got %s", algoName(w.req.Algo, w.req.Checksum), w.req.Checksum, got)
+	if got := w.h.Sum(nil); !w.sum.Matches(got) {
+		return fmt.Errorf("image checksum mismatch: expected %s %s, got %x", w.sum.Algo, w.sum.Value, got)
 	}
 	return nil
-}
-
-func algoName(algo, sum string) string {
-	if algo != "" {
-		return algo
-	}
-	return map[int]string{64: "sha256", 128: "sha512", 32: "md5"}[len(sum)]
 }
 
 // writeAt writes b at off of the disk at path and fsyncs it.
@@ -254,29 +245,6 @@ func writeAt(path string, b []byte, off int64) error {
 		return err
 	}
 	return f.Sync()
-}
-
-// newHash picks the checksum algorithm: the one named, or by digest length
-// (64 hex: sha256, 128: sha512, 32: md5).
-func newHash(algo, sum string, allowMD5 bool) (hash.Hash, error) {
-	if sum == "" {
-		return nil, errors.New("write_image: no image checksum given")
-	}
-	if _, err := hex.DecodeString(sum); err != nil {
-		return nil, fmt.Errorf("write_image: image checksum %q is not hexadecimal", sum)
-	}
-	switch strings.ToLower(algoName(algo, sum)) {
-	case "sha256":
-		return sha256.New(), nil
-	case "sha512":
-		return sha512.New(), nil
-	case "md5":
-		if !allowMD5 {
-			return nil, errors.New("write_image: md5 checksums are not allowed")
-		}
-		return md5.New(), nil //nolint:gosec
-	}
-	return nil, fmt.Errorf("write_image: unsupported checksum algorithm %q (checksum of %d hex digits)", algo, len(sum))
 }
 
 // openImage opens an http(s) URL, a file:// URL or a local path; size is -1

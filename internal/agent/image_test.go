@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,7 +14,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/anvil-metal/anvil/internal/agent/agentapi"
 )
@@ -73,7 +71,7 @@ func TestWriteImage(t *testing.T) {
 		{name: "missing file", src: local + ".nope", sum: sum, disk: 8 << 20, wantErr: "unreachable"},
 		{name: "too small", src: srv.URL + "/img", sum: sum, disk: 1 << 20, wantErr: "disk too small"},
 		{name: "too small chunked", src: srv.URL + "/chunked", sum: sum, disk: 1 << 20, wantErr: "disk too small"},
-		{name: "md5 refused", src: local, sum: strings.Repeat("0", 32), disk: 8 << 20, wantErr: "md5 checksums are not allowed"},
+		{name: "md5 refused", src: local, sum: strings.Repeat("0", 32), disk: 8 << 20, wantErr: "md5 image checksums are not allowed"},
 		{name: "bad hex", src: local, sum: "zz", disk: 8 << 20, wantErr: "not hexadecimal"},
 		{name: "no checksum", src: local, disk: 8 << 20, wantErr: "no image checksum"},
 	}
@@ -138,53 +136,6 @@ func TestEraseMetadata(t *testing.T) {
 	d, _ = os.ReadFile(disk)
 	if !bytes.Equal(d, make([]byte, 4<<20)) {
 		t.Fatal("erase_devices left data behind")
-	}
-}
-
-// TestCommandAPIToken: the command API answers only to CommandKey(token).
-func TestCommandAPIToken(t *testing.T) {
-	a, _ := New(Config{APIURL: "http://127.0.0.1:1", Disk: testDisk(t, 1<<20), MACs: []string{"x"}})
-	srv := httptest.NewServer(a.cmd.handler())
-	defer srv.Close()
-	defer a.cmd.wait()
-	post := func(key string) *http.Response {
-		req, _ := http.NewRequest("POST", srv.URL+"/v1/commands", strings.NewReader(`{"name":"deploy.erase_devices_metadata","params":{}}`))
-		req.Header.Set(agentapi.HeaderToken, key)
-		r, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	if r := post(""); r.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("no token (agent has none): %d", r.StatusCode)
-	}
-	a.token = "secret"
-	for _, k := range []string{"", "secret", agentapi.CommandKey("other")} {
-		if r := post(k); r.StatusCode != http.StatusUnauthorized {
-			t.Fatalf("key %q: %d, want 401", k, r.StatusCode)
-		}
-	}
-	r := post(agentapi.CommandKey("secret"))
-	if r.StatusCode != http.StatusOK {
-		t.Fatalf("right key: %d", r.StatusCode)
-	}
-	var res agentapi.CommandResult
-	_ = json.NewDecoder(r.Body).Decode(&res)
-	deadline := time.Now().Add(10 * time.Second)
-	for res.Status == agentapi.StatusRunning && time.Now().Before(deadline) {
-		req, _ := http.NewRequest("GET", srv.URL+"/v1/commands/"+res.ID, nil)
-		req.Header.Set(agentapi.HeaderToken, agentapi.CommandKey("secret"))
-		g, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = json.NewDecoder(g.Body).Decode(&res)
-		g.Body.Close()
-		time.Sleep(5 * time.Millisecond)
-	}
-	if res.Status != agentapi.StatusSucceeded || res.Name != "erase_devices_metadata" {
-		t.Fatalf("command = %+v", res)
 	}
 }
 

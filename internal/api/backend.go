@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/driver"
 	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
@@ -17,6 +18,8 @@ import (
 type Store interface {
 	GetNode(ctx context.Context, ident string) (*model.Node, error)
 	ListNodes(ctx context.Context, q store.NodeQuery) ([]*model.Node, error)
+	CountNodes(ctx context.Context, q store.NodeQuery) (int, error)
+	CountNodeGroups(ctx context.Context, q store.NodeQuery) ([]store.NodeGroup, error)
 	GetPort(ctx context.Context, ident string) (*model.Port, error)
 	ListPorts(ctx context.Context, q store.PortQuery) ([]*model.Port, error)
 	GetPortgroup(ctx context.Context, ident string) (*model.Portgroup, error)
@@ -56,6 +59,13 @@ type Conductor interface {
 	GetBootDevice(ctx context.Context, ident string) (conductor.BootDevice, error)
 	SetBootDevice(ctx context.Context, ident string, dev conductor.BootDevice) error
 	SupportedBootDevices(ctx context.Context, ident string) ([]string, error)
+	// GetVirtualMedia lists the node's virtual media devices; Attach and
+	// Detach start a worker (failures show in last_error). A management
+	// interface without virtual media answers fault Invalid
+	// (UnsupportedDriverExtension).
+	GetVirtualMedia(ctx context.Context, ident string) ([]driver.VirtualMedia, error)
+	AttachVirtualMedia(ctx context.Context, ident string, req conductor.VirtualMediaAttach) error
+	DetachVirtualMedia(ctx context.Context, ident, user string, deviceTypes []string) error
 
 	// SetTraits replaces a node's traits with change(current) under its
 	// lock, in any state. Errors: fault NotFound, Conflict (locked), Invalid

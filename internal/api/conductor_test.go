@@ -40,6 +40,12 @@ var _ Conductor = (*testConductor)(nil)
 // publishing on a broker, and starts a real conductor named host over it.
 func newTestBackend(t testing.TB, host string, now func() time.Time) (eventbus.Publisher, *testConductor) {
 	t.Helper()
+	return newTestBackendWith(t, host, now, nil)
+}
+
+// newTestBackendWith is newTestBackend with more interfaces registered by mod.
+func newTestBackendWith(t testing.TB, host string, now func() time.Time, mod func(*driver.Registry)) (eventbus.Publisher, *testConductor) {
+	t.Helper()
 	ctx := context.Background()
 	raw, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "anvil.db"), sqlstore.WithClock(now))
 	if err != nil {
@@ -49,6 +55,9 @@ func newTestBackend(t testing.TB, host string, now func() time.Time) (eventbus.P
 	st := eventbus.Store(raw, b)
 	reg := driver.NewRegistry()
 	fake.New().Register(reg)
+	if mod != nil {
+		mod(reg)
+	}
 	c, err := conductor.New(conductor.Config{Store: st, Drivers: reg, Host: host, Now: now,
 		AutomatedClean: true, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -2,8 +2,6 @@ package api
 
 import (
 	"strings"
-
-	"github.com/anvil-metal/anvil/internal/agent/agentapi"
 )
 
 // minorContinueInspection is when Ironic added POST /v1/continue_inspection.
@@ -16,10 +14,14 @@ func (s *Server) continueInspectionRoutes() {
 // POST /v1/continue_inspection[?node_uuid=]: a ramdisk pushes its inventory
 // ({"inventory": {...}, plugin data...}) for a node in inspect wait, found
 // by node_uuid or by the MACs of the inventory's interfaces (public in
-// Ironic). A token, once issued to the node's agent, must be sent in the
-// X-Agent-Token header or the body's "agent_token". Answers 202 {"uuid"}.
+// Ironic). Once a lookup issued the node's token, the body's "agent_token"
+// must be it (the heartbeat's rule), else 401 and nothing changes; before
+// that (IPA posts first, then looks up) none is needed, as in Ironic. The other keys become the
+// node's plugin_data. Answers 202 {"uuid"}.
 func (s *Server) continueInspection(rc *call) error {
-	if rc.minor < minorContinueInspection {
+	// Also at the base version 1.1 (no version header), as Ironic allows,
+	// for ramdisks that post inspector-style (IPA's inspector.py sends none).
+	if rc.minor < minorContinueInspection && rc.minor != 1 {
 		return errNotFound()
 	}
 	v, err := rc.decodeBody(s.cfg.MaxBodyBytes)
@@ -32,11 +34,8 @@ func (s *Server) continueInspection(rc *call) error {
 		return invalid("Missing or malformed \"inventory\" in the inspection data.")
 	}
 	delete(data, "inventory")
-	token := rc.r.Header.Get(agentapi.HeaderToken)
-	if tok, ok := data["agent_token"].(string); ok {
-		token = tok
-		delete(data, "agent_token")
-	}
+	token, _ := data["agent_token"].(string)
+	delete(data, "agent_token")
 	var macs []string
 	ifaces, _ := inv["interfaces"].([]any)
 	for _, i := range ifaces {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -133,10 +134,35 @@ func depthWithin(raw []byte, max int) bool {
 // decodeBody reads and parses a request body.
 func (rc *call) decodeBody(limit int64) (any, error) {
 	body, err := readBody(rc.r, limit)
+	if fe, ok := errors.AsType[*fault.Error](err); ok && fe.Kind == fault.TooLarge {
+		rc.drainBody()
+	}
 	if err != nil {
 		return nil, err
 	}
 	return parseJSON(body)
+}
+
+// A body refused as too large is still read (and discarded) up to
+// drainLimit bytes, within drainTimeout, before the 413 is sent: a server
+// that answers and closes while the client is still sending makes the
+// client's next write fail (a reset, a broken pipe), and ordinary clients
+// (python http.client, gophercloud) then never read the 413. Larger or
+// slower bodies are cut off; the connection is closed after the answer.
+const (
+	drainLimit   = 256 << 20
+	drainTimeout = 30 * time.Second
+)
+
+func (rc *call) drainBody() {
+	rc.w.Header().Set("Connection", "close")
+	if rc.r.Body == nil || rc.r.ContentLength > drainLimit {
+		return
+	}
+	ctl := http.NewResponseController(rc.w)
+	_ = ctl.SetReadDeadline(time.Now().Add(drainTimeout))
+	_, _ = io.Copy(io.Discard, io.LimitReader(rc.r.Body, drainLimit))
+	_ = ctl.SetReadDeadline(time.Time{})
 }
 
 // argsBody reads an action body ({"target": ...}) as named arguments, the

@@ -2,6 +2,11 @@
 // with the baremetal CLI (python-ironicclient) and gophercloud's
 // openstack/baremetal/v1.
 //
+// Besides Ironic's endpoints it serves Anvil's extensions: the watch stream
+// (GET /v1/events/stream, events.go) and the fleet views the dashboard
+// reads (GET /v1/fleet/nodes and /v1/fleet/summary, fleet.go), which render
+// nodes with the same field plan and masking as GET /v1/nodes.
+//
 // New builds an http.Handler over a Store (the reads the API makes, and the
 // broker of the store's change stream for GET /v1/events/stream) and a
 // Conductor (every write to a node or port goes through it, under the
@@ -71,7 +76,9 @@
 //   - 1.92: unsupported. There is no /v1/runbooks (404); a provision
 //     request naming a runbook is 406 below 1.92 and 400 "Runbooks are not
 //     supported by this Anvil server" from it (an empty one is ignored).
-//   - 1.89/1.93: unsupported. /v1/nodes/{node}/vmedia is 404.
+//   - 1.89: POST /v1/nodes/{node}/vmedia attaches an image (204; a failure
+//     shows in last_error), DELETE detaches (?device_types=, or
+//     .../vmedia/{device}); 1.93: GET lists the devices. 404 below them.
 //   - 1.94: POST /v1/ports takes node_ident (UUID or name).
 //   - 1.95: node disable_power_off (create, PATCH, shown); power off and
 //     soft power off of such a node are 409 at any version, and the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	eventbus "github.com/anvil-metal/anvil/internal/events"
+	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
 	"github.com/anvil-metal/anvil/pkg/events"
@@ -42,7 +43,7 @@ func (s *Server) streamEvents(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if f.Nodes, err = rc.streamNodes(f.Nodes); err != nil {
+	if f.Nodes, err = rc.streamNodes(f.Nodes, resume); err != nil {
 		return err
 	}
 	var sub *eventbus.Subscription
@@ -104,9 +105,11 @@ func (rc *call) lastEventID() (id uint64, ok bool, err error) {
 
 // streamNodes checks the node identifiers of a filter and adds the UUID
 // and name of each node that exists, so that a node followed by name is
-// still followed after a rename. Unknown identifiers are kept: a node may
-// be created later.
-func (rc *call) streamNodes(idents []string) ([]string, error) {
+// still followed after a rename. A new stream naming an unknown node is
+// answered 404, as GET /v1/nodes/{node} is; a resumed one keeps unknown
+// identifiers (the node may have been deleted, and its deletion is among
+// the events to deliver).
+func (rc *call) streamNodes(idents []string, resume bool) ([]string, error) {
 	var out []string
 	add := func(s string) {
 		if s != "" && !slices.Contains(out, s) {
@@ -124,6 +127,8 @@ func (rc *call) streamNodes(idents []string) ([]string, error) {
 		add(ident)
 		n, err := rc.s.cfg.Store.GetNode(rc.ctx, ident)
 		switch {
+		case errors.Is(err, store.ErrNotFound) && !resume:
+			return nil, fault.NodeNotFound(raw)
 		case errors.Is(err, store.ErrNotFound):
 		case err != nil:
 			return nil, err

@@ -426,7 +426,9 @@ func TestEventStreamRequests(t *testing.T) {
 		{"bad Last-Event-ID", e.env, "GET", "", "Last-Event-ID: abc", 400, `Invalid Last-Event-ID "abc"`},
 		{"bad last_event_id", e.env, "GET", "?last_event_id=-1", "", 400, `Invalid Last-Event-ID "-1"`},
 		{"method", e.env, "POST", "", "", 405, "The method POST is not allowed for this resource."},
-		{"head", e.env, "HEAD", "?node=x", "", 200, ""},
+		{"head", e.env, "HEAD", "", "", 200, ""},
+		{"unknown node", e.env, "GET", "?node=nosuchnode", "", 404, "Node nosuchnode could not be found."},
+		{"unknown node on resume (it may have been deleted)", e.env, "HEAD", "?node=gone", "Last-Event-ID: 0", 200, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,16 +7,20 @@ import (
 // minorInventory is the version that added /v1/nodes/{node}/inventory.
 const minorInventory = 81
 
-// inventoryKey is where the agent inspect interface stores the inventory in
-// driver_internal_info (internal/driver/direct.KeyInventory).
-const inventoryKey = "inspection_inventory"
+// Where the agent inspect interface stores the inventory and the plugin
+// data in driver_internal_info (internal/driver/direct.KeyInventory,
+// KeyPluginData).
+const (
+	inventoryKey  = "inspection_inventory"
+	pluginDataKey = "inspection_plugin_data"
+)
 
 func (s *Server) inventoryRoutes() {
 	s.handle(endpoint{"GET": s.getInventory}, "/v1/nodes/{ident}/inventory")
 }
 
 // GET /v1/nodes/{ident}/inventory: the inventory of the node's last agent
-// inspection, {"inventory": {...}, "plugin_data": {}}.
+// inspection, {"inventory": {...}, "plugin_data": {...}} (what Metal3 reads).
 func (s *Server) getInventory(rc *call) error {
 	if rc.minor < minorInventory {
 		return errNotFound()
@@ -36,8 +40,9 @@ func (s *Server) getInventory(rc *call) error {
 	w.rootObj()
 	w.key("inventory")
 	w.object(inv)
+	pd, _ := n.DriverInternalInfo[pluginDataKey].(map[string]any)
 	w.key("plugin_data")
-	w.object(map[string]any{})
+	w.masked(pd)
 	w.endObj()
 	return rc.json(200, w)
 }

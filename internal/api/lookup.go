@@ -40,6 +40,8 @@ func (s *Server) lookup(rc *call) error {
 	w.obj()
 	w.key("uuid")
 	w.str(n.UUID)
+	w.key("provision_state") // Anvil's addition: tells its agent to inspect (ipa.LookupNode)
+	w.str(string(n.ProvisionState))
 	w.key("properties")
 	w.object(n.Properties)
 	w.key("instance_info")
@@ -59,6 +61,11 @@ func (s *Server) lookup(rc *call) error {
 	w.boolean(true)
 	w.key("agent_md5_checksum_enable")
 	w.boolean(false)
+	w.key("metrics") // Ironic's defaults: agents send no metrics
+	w.object(map[string]any{"backend": "noop", "prepend_host": false, "prepend_uuid": false,
+		"prepend_host_reverse": true, "global_prefix": nil})
+	w.key("metrics_statsd")
+	w.object(map[string]any{"statsd_host": "localhost", "statsd_port": 8125})
 	w.endObj()
 	w.endObj()
 	return rc.json(200, w)

@@ -165,8 +165,8 @@ func TestMicroversionJSONSuffix(t *testing.T) {
 	}
 }
 
-// 1.92 (runbooks), 1.89/1.93 (virtual media), 1.96 (inspection rules):
-// endpoints Anvil does not have.
+// 1.92 (runbooks), 1.96 (inspection rules): endpoints Anvil does not have.
+// (Virtual media, 1.89/1.93, is TestVmediaRefused's.)
 func TestMicroversionUnsupportedEndpoints(t *testing.T) {
 	e := newEnv(t)
 	e.mustNode(nodeFixture("u1"))
@@ -175,7 +175,6 @@ func TestMicroversionUnsupportedEndpoints(t *testing.T) {
 	for _, v := range []int{88, 89, 91, 92, 93, 95, 96, MaxMinor} {
 		for _, r := range []struct{ method, path string }{
 			{"GET", "/v1/runbooks"}, {"POST", "/v1/runbooks"}, {"GET", "/v1/runbooks/rb1"},
-			{"GET", "/v1/nodes/u1/vmedia"}, {"POST", "/v1/nodes/u1/vmedia"}, {"DELETE", "/v1/nodes/u1/vmedia"},
 			{"GET", "/v1/inspection_rules"}, {"POST", "/v1/inspection_rules"}, {"GET", "/v1/inspection_rules/r1"},
 		} {
 			cases = append(cases, vcase{r.method + " " + r.path + " at " + versionString(v), r.method, r.path, "", at(v), 404,

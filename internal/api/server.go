@@ -109,6 +109,7 @@ func (s *Server) routes() {
 	s.nodeStateRoutes()
 	s.historyRoutes()
 	s.inventoryRoutes()
+	s.vmediaRoutes()
 	s.portRoutes()
 	s.traitRoutes()
 	s.portgroupRoutes()
@@ -120,6 +121,7 @@ func (s *Server) routes() {
 	s.lookupRoutes()
 	s.continueInspectionRoutes()
 	s.eventRoutes()
+	s.fleetRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		rc := r.Context().Value(callKey{}).(*call)
 		s.writeError(w, r, rc.reqID, errNotFound())

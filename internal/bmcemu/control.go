@@ -15,6 +15,8 @@ type KnobsPatch struct {
 	FailureRate *float64 `json:"failure_rate,omitempty"`
 	Dead        *bool    `json:"dead,omitempty"`
 	RejectAuth  *bool    `json:"reject_auth,omitempty"`
+	// FailInsertMedia makes InsertMedia answer HTTP 500.
+	FailInsertMedia *bool `json:"fail_insert_media,omitempty"`
 	// PowerState "On" or "Off" switches the machine behind its BMC's back.
 	PowerState *string `json:"power_state,omitempty"`
 }
@@ -48,6 +50,9 @@ func (p KnobsPatch) Apply() (func(*Knobs), error) {
 		if p.RejectAuth != nil {
 			k.RejectAuth = *p.RejectAuth
 		}
+		if p.FailInsertMedia != nil {
+			k.FailInsertMedia = *p.FailInsertMedia
+		}
 	}, nil
 }
 
@@ -62,11 +67,13 @@ type knobsView struct {
 	FailureRate float64 `json:"failure_rate"`
 	Dead        bool    `json:"dead"`
 	RejectAuth  bool    `json:"reject_auth"`
+	// FailInsertMedia: InsertMedia answers HTTP 500.
+	FailInsertMedia bool `json:"fail_insert_media"`
 }
 
 func view(s Status) statusView {
 	return statusView{Status: s, Knobs: knobsView{Latency: s.Knobs.Latency.String(), FailureRate: s.Knobs.FailureRate,
-		Dead: s.Knobs.Dead, RejectAuth: s.Knobs.RejectAuth}}
+		Dead: s.Knobs.Dead, RejectAuth: s.Knobs.RejectAuth, FailInsertMedia: s.Knobs.FailInsertMedia}}
 }
 
 // serveControl is the emulator's own API (no auth; it listens on loopback):
@@ -111,7 +118,10 @@ func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 		e.SetKnobs(id, change)
 		if p.PowerState != nil {
 			for _, m := range targets {
-				m.SetPower(*p.PowerState == "On")
+				if err := m.SetPower(*p.PowerState == "On"); err != nil {
+					http.Error(w, err.Error(), http.StatusInternalServerError)
+					return
+				}
 			}
 		}
 	default:

@@ -20,4 +20,19 @@
 // off or booting another device stops it, and a machine booted from a disk
 // holding an image reports "running": "image". Config.OnBoot is called on
 // every boot with the device booted.
+//
+// Every machine has a BMC Manager (/redfish/v1/Managers/{id}, linked from the
+// System's Links.ManagedBy) with a virtual CD drive, VirtualMedia/Cd, also
+// reachable under the System as newer BMCs have it, shaped as sushy-tools
+// renders it: InsertMedia (or PATCH Image) downloads the image from its URL
+// into <StateDir>/<id>/media, a URL it cannot fetch is answered 500 and
+// leaves the drive empty; EjectMedia (or PATCH Inserted false) deletes it.
+//
+// With Config.QEMU every machine is a real qemu VM (QEMUConfig): the BMC's
+// power and boot override drive the VM (Pxe: the NIC's stock iPXE; Cd: the
+// inserted image; Hdd: the VM's disk file), whether through Redfish or IPMI,
+// the boot mode picks the firmware (SeaBIOS; OVMF for UEFI when
+// QEMUConfig.UEFIFirmware is set), and the machine is off whenever qemu is
+// not running. Close kills every VM;
+// qemu also dies with the emulator's process (parent-death signal).
 package bmcemu

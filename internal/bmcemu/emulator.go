@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -39,7 +40,13 @@ type Config struct {
 	// Agent, if set, boots the deploy agent on every network boot (see
 	// AgentConfig); Start fills in its defaults.
 	Agent *AgentConfig
-	Log   *slog.Logger
+	// QEMU, if set, makes every machine a real qemu VM (see QEMUConfig).
+	QEMU *QEMUConfig
+	// StateDir holds each machine's files under <StateDir>/<id>/: virtual
+	// media downloaded by InsertMedia, and with QEMU its disk, serial console
+	// and qemu's log (default: a temporary directory, removed by Close).
+	StateDir string
+	Log      *slog.Logger
 }
 
 // Emulator is a running fleet.
@@ -63,6 +70,11 @@ type Emulator struct {
 
 	agents     sync.WaitGroup // running agents
 	tmpDiskDir string         // removed by Close
+
+	stateDir    string
+	tmpStateDir string       // removed by Close
+	mediaClient *http.Client // downloads virtual media
+	vms         sync.WaitGroup
 }
 
 // Start builds the fleet and serves it until Close.
@@ -92,7 +104,19 @@ func Start(ctx context.Context, cfg Config) (*Emulator, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	e := &Emulator{cfg: cfg, byID: map[string]*Machine{}, sessions: newSessionStore(),
-		log: cfg.Log, rnd: rand.New(rand.NewPCG(cfg.Seed, 7)), defaults: cfg.Knobs, done: make(chan struct{})}
+		log: cfg.Log, rnd: rand.New(rand.NewPCG(cfg.Seed, 7)), defaults: cfg.Knobs, done: make(chan struct{}),
+		mediaClient: &http.Client{Transport: &http.Transport{Proxy: nil}}}
+	if err := e.setupStateDir(); err != nil {
+		return nil, err
+	}
+	if cfg.QEMU != nil {
+		q := *cfg.QEMU
+		e.cfg.QEMU = &q
+		if err := e.setupQEMU(); err != nil {
+			e.removeStateDir()
+			return nil, err
+		}
+	}
 	width := len(fmt.Sprint(cfg.Count))
 	if width < 2 {
 		width = 2
@@ -103,24 +127,39 @@ func Start(ctx context.Context, cfg Config) (*Emulator, error) {
 			Username: cfg.Username, password: cfg.Password, onBoot: cfg.OnBoot, emu: e,
 			bootTarget: BootNone, bootEnabled: OverrideDisabled, bootMode: ModeUEFI, knobs: cfg.Knobs,
 		}
+		if e.cfg.QEMU != nil && e.cfg.QEMU.UEFIFirmware == "" {
+			m.bootMode = ModeLegacy // SeaBIOS only
+		}
 		if cfg.Hardware != nil {
 			m.HW = *cfg.Hardware
 			m.HW.DisksBytes = append([]int64(nil), cfg.Hardware.DisksBytes...)
 			m.HW.MACs = append([]string(nil), cfg.Hardware.MACs...)
+		} else if e.cfg.QEMU != nil {
+			m.HW = e.cfg.QEMU.hardware()
 		} else {
 			m.HW = defaultHardware(nil)
 		}
 		if len(m.HW.MACs) == 0 {
 			m.HW.MACs = []string{macFor(cfg.Seed, i, 0), macFor(cfg.Seed, i, 1)}
+			if e.cfg.QEMU != nil {
+				m.HW.MACs = m.HW.MACs[:1] // a VM has one NIC
+			}
 		}
 		e.machines = append(e.machines, m)
 		e.byID[m.ID] = m
+	}
+	if e.cfg.QEMU != nil {
+		if err := e.setupVMs(); err != nil {
+			e.removeStateDir()
+			return nil, err
+		}
 	}
 	if cfg.Agent != nil {
 		ac := *cfg.Agent // Start fills in defaults on its own copy
 		e.cfg.Agent = &ac
 		if err := e.setupAgents(); err != nil {
 			e.stopAgents()
+			e.removeStateDir()
 			return nil, err
 		}
 	}
@@ -128,6 +167,7 @@ func Start(ctx context.Context, cfg Config) (*Emulator, error) {
 	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
 		e.stopAgents()
+		e.removeStateDir()
 		return nil, fmt.Errorf("bmc emulator: listen %s: %w", cfg.Listen, err)
 	}
 	e.ln = ln
@@ -136,6 +176,7 @@ func Start(ctx context.Context, cfg Config) (*Emulator, error) {
 			ln.Close()
 			e.stopIPMI()
 			e.stopAgents()
+			e.removeStateDir()
 			return nil, err
 		}
 	}
@@ -218,8 +259,36 @@ func (e *Emulator) Close() error {
 	<-e.done
 	e.stopIPMI()
 	e.stopAgents()
+	e.stopVMs()
+	e.removeStateDir()
 	return err
 }
+
+// setupStateDir creates the state directory (a temporary one by default).
+func (e *Emulator) setupStateDir() error {
+	if e.cfg.StateDir == "" {
+		d, err := os.MkdirTemp("", "anvil-bmcemu-")
+		if err != nil {
+			return fmt.Errorf("bmc emulator: state directory: %w", err)
+		}
+		e.stateDir, e.tmpStateDir = d, d
+		return nil
+	}
+	if err := os.MkdirAll(e.cfg.StateDir, 0o755); err != nil {
+		return fmt.Errorf("bmc emulator: state directory: %w", err)
+	}
+	e.stateDir = e.cfg.StateDir
+	return nil
+}
+
+func (e *Emulator) removeStateDir() {
+	if e.tmpStateDir != "" {
+		_ = os.RemoveAll(e.tmpStateDir)
+	}
+}
+
+// StateDir is the directory holding the machines' files.
+func (e *Emulator) StateDir() string { return e.stateDir }
 
 // randomPassword is 15 characters: within IPMI's 16-byte password limit.
 func randomPassword() string {

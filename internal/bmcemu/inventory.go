@@ -46,6 +46,11 @@ func systemJSON(m *Machine) map[string]any {
 		"Memory":             odataID(base + "/Memory"),
 		"EthernetInterfaces": odataID(base + "/EthernetInterfaces"),
 		"SimpleStorage":      odataID(base + "/SimpleStorage"),
+		"VirtualMedia":       odataID(base + "/VirtualMedia"),
+		"Links": map[string]any{
+			"ManagedBy":             []any{odataID(rfManagers + "/" + m.ID)},
+			"ManagedBy@odata.count": 1,
+		},
 		"Actions": map[string]any{"#ComputerSystem.Reset": map[string]any{
 			"target":                            base + "/Actions/ComputerSystem.Reset",
 			"ResetType@Redfish.AllowableValues": resetTypes,

@@ -153,13 +153,12 @@ type machineChassis struct{ m *Machine }
 func (c *machineChassis) PowerState(context.Context) (bool, error) { return c.m.PoweredOn(), nil }
 
 func (c *machineChassis) SetPower(_ context.Context, on bool) error {
-	c.m.applyPower(on, false)
-	return nil
+	return c.m.applyPower(on, false)
 }
 
 func (c *machineChassis) PowerCycle(context.Context) error {
 	if c.m.PoweredOn() {
-		c.m.applyPower(true, true)
+		return c.m.applyPower(true, true)
 	}
 	return nil
 }
@@ -167,10 +166,10 @@ func (c *machineChassis) PowerCycle(context.Context) error {
 func (c *machineChassis) ColdReset(context.Context) error { return c.PowerCycle(context.Background()) }
 
 // WarmReset is what go-ipmi's handler calls for Chassis Control "soft
-// shutdown" (ACPI power button): the emulated OS shuts down at once.
+// shutdown" (ACPI power button): the emulated OS shuts down at once (a VM
+// gets its power button pressed).
 func (c *machineChassis) WarmReset(context.Context) error {
-	c.m.applyPower(false, false)
-	return nil
+	return c.m.shutdown()
 }
 
 func (c *machineChassis) Identify(context.Context, uint8) error { return nil }

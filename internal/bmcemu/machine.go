@@ -21,6 +21,9 @@ type Knobs struct {
 	// RejectAuth makes the BMC refuse every credential, as if its password
 	// had been changed behind the operator's back.
 	RejectAuth bool `json:"reject_auth"`
+	// FailInsertMedia makes the VirtualMedia InsertMedia action (and PATCH
+	// Image) answer HTTP 500, as a BMC whose media service is broken.
+	FailInsertMedia bool `json:"fail_insert_media"`
 }
 
 // Boot devices as Redfish names them (BootSourceOverrideTarget).
@@ -69,7 +72,13 @@ type Machine struct {
 	agentMu   sync.Mutex
 	lastAgent *agentRun // the latest agent started, under agentMu
 
+	// mediaMu serialises virtual media inserts and ejects (a download runs
+	// outside mu).
+	mediaMu sync.Mutex
+
 	mu          sync.Mutex
+	media       media
+	vm          *qemuVM // the running VM (Config.QEMU)
 	power       bool
 	bootTarget  string
 	bootEnabled string
@@ -82,6 +91,7 @@ type Machine struct {
 	running     string    // what the machine runs: Running*, "" when off
 	agent       *agentRun // the agent booted from the network, if any
 	agentAddr   string    // its command API
+	fwdPort     int       // loopback port forwarded to the VM's QEMUConfig.GuestPort
 }
 
 // Status is a snapshot of a machine, as the control endpoint shows it.
@@ -102,7 +112,13 @@ type Status struct {
 	// "no-os" (an empty disk), "firmware"; empty when off.
 	Running  string `json:"running,omitempty"`
 	AgentURL string `json:"agent_url,omitempty"` // the running agent's command API
-	Disk     string `json:"disk,omitempty"`      // the machine's disk file (Config.Agent)
+	Disk     string `json:"disk,omitempty"`      // the machine's disk file (Config.Agent or QEMU)
+	// Console is the VM's serial console file and ForwardedPort the
+	// 127.0.0.1 port reaching QEMUConfig.GuestPort in the VM (QEMU mode).
+	Console       string `json:"console,omitempty"`
+	ForwardedPort int    `json:"forwarded_port,omitempty"`
+	VMPid         int    `json:"vm_pid,omitempty"` // the running qemu's process id
+	Media         Media  `json:"virtual_media"`
 }
 
 // Status returns a snapshot of the machine.
@@ -113,10 +129,15 @@ func (m *Machine) Status() Status {
 	if m.power {
 		p = "On"
 	}
-	return Status{ID: m.ID, UUID: m.UUID, Power: p, BootTarget: m.bootTarget, BootEnabled: m.bootEnabled,
+	pid := 0
+	if m.vm != nil {
+		pid = m.vm.cmd.Process.Pid
+	}
+	return Status{VMPid: pid, ID: m.ID, UUID: m.UUID, Power: p, BootTarget: m.bootTarget, BootEnabled: m.bootEnabled,
 		BootMode: m.bootMode, Knobs: m.knobs, Calls: m.calls, Boots: m.boots,
 		MACs: append([]string(nil), m.HW.MACs...), IPMIPort: m.ipmiPort,
-		Running: m.running, AgentURL: m.agentAddr, Disk: m.disk}
+		Running: m.running, AgentURL: m.agentAddr, Disk: m.disk, Console: m.Console(), ForwardedPort: m.fwdPort,
+		Media: Media{Image: m.media.image, Inserted: m.media.inserted, WriteProtected: m.media.writeProtected, File: m.media.file}}
 }
 
 // Password is the BMC password (for writing the nodes file; never logged).
@@ -149,7 +170,7 @@ func (m *Machine) PoweredOn() bool {
 
 // SetPower changes the power state behind the BMC's back (tests: the
 // machine was switched by hand).
-func (m *Machine) SetPower(on bool) { m.applyPower(on, false) }
+func (m *Machine) SetPower(on bool) error { return m.applyPower(on, false) }
 
 // checkAuth reports whether user/password open this BMC.
 func (m *Machine) checkAuth(user, password string) bool {
@@ -174,7 +195,9 @@ func (m *Machine) call() Knobs {
 
 // applyPower sets power; reset reboots a machine that is on. A transition to
 // on (or a reset) boots: the Once override is consumed and OnBoot is called.
-func (m *Machine) applyPower(on, reset bool) {
+// In QEMU mode it starts or stops the VM; an error means the VM did not start
+// (the machine stays off).
+func (m *Machine) applyPower(on, reset bool) error {
 	m.mu.Lock()
 	boots := on && (!m.power || reset)
 	offs := !on && m.power
@@ -189,12 +212,28 @@ func (m *Machine) applyPower(on, reset bool) {
 	}
 	hook := m.onBoot
 	m.mu.Unlock()
-	if (boots || offs) && m.emu != nil {
+	if (boots || offs) && m.emu != nil && m.emu.cfg.QEMU != nil {
+		if err := m.emu.vmPowered(m, boots, dev); err != nil {
+			return err
+		}
+	} else if (boots || offs) && m.emu != nil {
 		m.emu.powered(m, boots, dev)
 	}
 	if boots && hook != nil {
 		hook(m, dev)
 	}
+	return nil
+}
+
+// shutdown is a graceful power-off: in QEMU mode the VM's ACPI power button
+// (the machine is off once the guest has shut down, or been killed after
+// QEMUConfig.ShutdownTimeout); otherwise at once.
+func (m *Machine) shutdown() error {
+	if m.emu != nil && m.emu.cfg.QEMU != nil {
+		m.emu.shutdownVM(m)
+		return nil
+	}
+	return m.applyPower(false, false)
 }
 
 // bootDeviceLocked is the device the machine boots from now, in Ironic's

@@ -31,7 +31,7 @@ type creds struct{ user, password string }
 func (e *Emulator) serveRedfish(w http.ResponseWriter, r *http.Request) {
 	segs := splitPath(r.URL.Path)
 	var m *Machine
-	if len(segs) >= 4 && segs[0] == "redfish" && segs[1] == "v1" && segs[2] == "Systems" {
+	if len(segs) >= 4 && segs[0] == "redfish" && segs[1] == "v1" && (segs[2] == "Systems" || segs[2] == "Managers") {
 		if m = e.byID[segs[3]]; m == nil {
 			if e.misbehave(w, r, e.defaultKnobs()) {
 				rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
@@ -73,6 +73,10 @@ func (e *Emulator) serveRedfish(w http.ResponseWriter, r *http.Request) {
 		e.serveSystems(w, r, c)
 	case rest[0] == "Systems":
 		e.serveSystem(w, r, m, rest[2:])
+	case rest[0] == "Managers" && len(rest) == 1:
+		e.serveManagers(w, r, c, nil, nil)
+	case rest[0] == "Managers":
+		e.serveManagers(w, r, c, m, rest[2:])
 	default:
 		rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
 	}
@@ -138,6 +142,7 @@ func (e *Emulator) serveRoot(w http.ResponseWriter, r *http.Request) {
 		"Product":        "Anvil BMC emulator",
 		"Vendor":         "Anvil",
 		"Systems":        odataID(rfSystems),
+		"Managers":       odataID(rfManagers),
 		"SessionService": odataID(rfRoot + "/SessionService"),
 		"Links":          map[string]any{"Sessions": odataID(rfSessions)},
 	})
@@ -171,6 +176,8 @@ func (e *Emulator) serveSystem(w http.ResponseWriter, r *http.Request, m *Machin
 			return
 		}
 		e.reset(w, r, m)
+	case len(sub) > 0 && sub[0] == "VirtualMedia":
+		e.serveVirtualMedia(w, r, m, base+"/VirtualMedia", sub[1:])
 	case r.Method != http.MethodGet:
 		methodNotAllowed(w)
 	default:
@@ -212,19 +219,26 @@ func (e *Emulator) reset(w http.ResponseWriter, r *http.Request, m *Machine) {
 		return
 	}
 	on := m.PoweredOn()
+	var err error
 	switch body.ResetType {
 	case "On", "ForceOn":
-		m.applyPower(true, false)
-	case "ForceOff", "GracefulShutdown":
-		m.applyPower(false, false)
+		err = m.applyPower(true, false)
+	case "ForceOff":
+		err = m.applyPower(false, false)
+	case "GracefulShutdown":
+		err = m.shutdown()
 	case "ForceRestart", "GracefulRestart", "PowerCycle":
-		m.applyPower(true, on)
+		err = m.applyPower(true, on)
 	case "PushPowerButton":
-		m.applyPower(!on, false)
+		err = m.applyPower(!on, false)
 	case "Nmi":
 	default:
 		rfError(w, http.StatusBadRequest, "Base.1.8.ActionParameterValueNotInList",
 			fmt.Sprintf("The value '%s' for the parameter ResetType is not in the list of acceptable values.", body.ResetType))
+		return
+	}
+	if err != nil {
+		rfError(w, http.StatusInternalServerError, "Base.1.8.InternalError", err.Error())
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

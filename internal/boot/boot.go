@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/anvil-metal/anvil/internal/isoimage"
 )
 
 // Config configures a Service.
@@ -38,6 +40,9 @@ type Config struct {
 	HTTPClient *http.Client
 	// Log receives the service's messages; nil discards them.
 	Log *slog.Logger
+	// ISOLoaders are the boot loaders PublishISO builds images with; zero
+	// values take isoimage.DefaultLoaders (Debian's paths).
+	ISOLoaders isoimage.Loaders
 }
 
 // Service publishes and serves per-node network boot files. It is safe
@@ -47,6 +52,7 @@ type Service struct {
 	nodesDir        string
 	cache           *cache
 	log             *slog.Logger
+	loaders         isoimage.Loaders
 
 	mu      sync.RWMutex
 	byNode  map[string]*record
@@ -62,6 +68,8 @@ type record struct {
 	MACs  []string `json:"macs"`
 	// Local is true for a local-boot script (no kernel or ramdisk).
 	Local bool `json:"local_boot"`
+	// ISO is true for a virtual media image (boot.iso, no MACs, no script).
+	ISO bool `json:"iso,omitempty"`
 
 	script []byte // the iPXE script, boot.ipxe in the node's directory
 }
@@ -72,6 +80,7 @@ const (
 	scriptFile  = "boot.ipxe"
 	kernelFile  = "kernel"
 	ramdiskFile = "ramdisk"
+	isoFile     = "boot.iso"
 )
 
 // New creates the service, making Root (0700) and reloading every node
@@ -112,6 +121,7 @@ func New(cfg Config) (*Service, error) {
 		nodesDir: filepath.Join(cfg.Root, "nodes"),
 		cache:    &cache{dir: filepath.Join(cfg.Root, "cache"), client: client, allowMD5: cfg.AllowMD5, fileDirs: fileDirs},
 		log:      log.With("component", "boot"),
+		loaders:  withDefaults(cfg.ISOLoaders),
 		byNode:   map[string]*record{},
 		byMAC:    map[string]*record{},
 		byToken:  map[string]*record{},
@@ -167,7 +177,7 @@ func readRecord(dir string) (*record, error) {
 	if err := json.Unmarshal(data, rec); err != nil {
 		return nil, err
 	}
-	if rec.Node == "" || rec.Token == "" || len(rec.MACs) == 0 {
+	if rec.Node == "" || rec.Token == "" || (len(rec.MACs) == 0 && !rec.ISO) {
 		return nil, errors.New("incomplete record")
 	}
 	if rec.script, err = os.ReadFile(filepath.Join(dir, scriptFile)); err != nil {
@@ -196,6 +206,9 @@ func (s *Service) PublishRamdisk(ctx context.Context, node string, macs []string
 		return fmt.Errorf("boot: node %s: ramdisk: %w", node, err)
 	}
 	return s.publish(node, canon, false, func(rec *record, dir string) error {
+		if err := removeFiles(dir, isoFile); err != nil {
+			return err
+		}
 		if err := linkOrCopy(kernel, filepath.Join(dir, kernelFile)); err != nil {
 			return err
 		}
@@ -216,13 +229,18 @@ func (s *Service) PublishLocalBoot(ctx context.Context, node string, macs []stri
 	}
 	return s.publish(node, canon, true, func(rec *record, dir string) error {
 		rec.script = localBootScript()
-		for _, name := range []string{kernelFile, ramdiskFile} {
-			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return err
-			}
-		}
-		return nil
+		return removeFiles(dir, kernelFile, ramdiskFile, isoFile)
 	})
+}
+
+// removeFiles removes names from dir; absent files are not an error.
+func removeFiles(dir string, names ...string) error {
+	for _, name := range names {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // check validates a publish request and returns the canonical MACs. It
@@ -258,11 +276,18 @@ func (s *Service) claim(rec *record) error {
 // the script; then the script and the record are saved (the record last,
 // atomically), and the in-memory index is swapped.
 func (s *Service) publish(node string, macs []string, local bool, fill func(rec *record, dir string) error) error {
+	_, err := s.publishRecord(&record{Node: node, MACs: macs, Local: local}, fill)
+	return err
+}
+
+// publishRecord is publish for a record made by the caller; it returns
+// the record as indexed (with its token).
+func (s *Service) publishRecord(rec *record, fill func(rec *record, dir string) error) (*record, error) {
+	node, macs, local := rec.Node, rec.MACs, rec.Local
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec := &record{Node: node, MACs: macs, Local: local}
 	if err := s.claim(rec); err != nil {
-		return err
+		return nil, err
 	}
 	if old := s.byNode[node]; old != nil {
 		rec.Token = old.Token // keep URLs stable across re-publishing
@@ -285,12 +310,12 @@ func (s *Service) publish(node string, macs []string, local bool, fill func(rec 
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("boot: node %s: %w", node, err)
+		return nil, fmt.Errorf("boot: node %s: %w", node, err)
 	}
 	s.unindex(s.byNode[node])
 	s.index(rec)
-	s.log.Info("published boot files", "node", node, "macs", strings.Join(macs, ","), "local_boot", local)
-	return nil
+	s.log.Info("published boot files", "node", node, "macs", strings.Join(macs, ","), "local_boot", local, "iso", rec.ISO)
+	return rec, nil
 }
 
 // Withdraw removes every file published for the node. Withdrawing a node

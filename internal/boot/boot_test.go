@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/isoimage"
 )
 
 // imageServer serves named blobs over real HTTP and counts GETs per path.
@@ -78,6 +80,7 @@ type fixture struct {
 	ramdisk []byte
 	rd      Ramdisk
 	handler atomic.Pointer[http.Handler]
+	loaders isoimage.Loaders // for PublishISO (zero: Debian's paths)
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -103,7 +106,7 @@ func newFixture(t *testing.T) *fixture {
 // restart makes a new Service on the same Root, as a restarted Anvil does.
 func (f *fixture) restart(t *testing.T) {
 	t.Helper()
-	svc, err := New(Config{Root: f.root, HTTPURL: f.bootURL(), APIURL: "http://10.0.2.100:6385", HTTPClient: f.images.Client()})
+	svc, err := New(Config{Root: f.root, HTTPURL: f.bootURL(), APIURL: "http://10.0.2.100:6385", HTTPClient: f.images.Client(), ISOLoaders: f.loaders})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +423,7 @@ func TestImageErrors(t *testing.T) {
 		{"404 with credentials", Image{Source: withCreds + "/missing"}, []string{"admin:***@", "/missing", "404"}, false, true},
 		{"unreachable", Image{Source: strings.Replace(deadURL, "http://", "http://u:pw9@", 1) + "/k"}, []string{"u:***@", "/k", "refused"}, false, true},
 		{"checksum mismatch", Image{Source: f.images.URL + "/vmlinuz", Checksum: sha256Of([]byte("other"))}, []string{"checksum mismatch", "/vmlinuz"}, false, true},
-		{"md5 refused", Image{Source: f.images.URL + "/vmlinuz", Checksum: strings.Repeat("a", 32)}, []string{"md5 is not allowed"}, false, true},
+		{"md5 refused", Image{Source: f.images.URL + "/vmlinuz", Checksum: strings.Repeat("a", 32)}, []string{"md5 image checksums are not allowed"}, false, true},
 		{"bad checksum", Image{Source: f.images.URL + "/vmlinuz", Checksum: "sha256:xyz"}, []string{"64 hex digits"}, false, true},
 		{"missing local file", Image{Source: filepath.Join(t.TempDir(), "nope")}, []string{"nope", "no such file"}, false, true},
 		{"unsupported scheme", Image{Source: "ftp://host/k"}, []string{"unsupported scheme"}, false, true},

@@ -13,6 +13,15 @@
 //	GET {HTTPURL}/mac/{aa-bb-cc-dd-ee-ff} the node's script (ramdisk boot or local boot)
 //	GET {HTTPURL}/n/{token}/kernel      the node's kernel (Range and HEAD supported)
 //	GET {HTTPURL}/n/{token}/ramdisk     the node's ramdisk
+//	GET {HTTPURL}/n/{token}/boot.iso    the node's virtual media ISO (PublishISO)
+//
+// [Service.PublishISO] serves what a BMC's virtual CD boots: a bootable ISO
+// (internal/isoimage: BIOS and UEFI) of the kernel and ramdisk with the
+// node's parameters, ipa-api-url and boot_method=vmedia on its command line.
+// An ISO is built once per kernel, ramdisk, loaders and command line and
+// kept in the cache (iso-{sha256}.iso); each node gets a hard link under its
+// own token, deleted by Withdraw. Missing boot loaders are reported with the
+// Debian package that provides them ([Service.CheckISOLoaders]).
 //
 // Invariants:
 //   - a MAC belongs to at most one node; publishing a MAC another node holds

@@ -42,13 +42,25 @@ func (s *Service) serveMAC(w http.ResponseWriter, r *http.Request) {
 	serveScript(w, r, "boot.ipxe", time.Time{}, rec.script)
 }
 
-// serveFile answers {HTTPURL}/n/{token}/kernel and .../ramdisk.
+// serves reports whether name is one of rec's files: kernel and ramdisk of
+// a ramdisk boot, boot.iso of a virtual media image.
+func serves(rec *record, name string) bool {
+	switch {
+	case rec.ISO:
+		return name == isoFile
+	case rec.Local:
+		return false
+	}
+	return name == kernelFile || name == ramdiskFile
+}
+
+// serveFile answers {HTTPURL}/n/{token}/kernel, .../ramdisk and .../boot.iso.
 func (s *Service) serveFile(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("file")
 	s.mu.RLock()
 	rec := s.byToken[r.PathValue("token")]
 	s.mu.RUnlock()
-	if rec == nil || rec.Local || (name != kernelFile && name != ramdiskFile) {
+	if rec == nil || !serves(rec, name) {
 		http.Error(w, "not found", http.StatusNotFound)
 		return
 	}

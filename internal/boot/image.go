@@ -2,13 +2,10 @@ package boot
 
 import (
 	"context"
-	"crypto/md5"
 	"crypto/sha256"
-	"crypto/sha512"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"net/http"
 	"net/url"
@@ -17,6 +14,8 @@ import (
 	"strings"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/anvil-metal/anvil/internal/ipa"
 )
 
 // Image is a kernel or ramdisk to serve: an http(s) URL or a local file
@@ -30,60 +29,20 @@ type Ramdisk struct {
 	KernelParams    string
 }
 
-// checksum is a parsed Image.Checksum.
-type checksum struct {
-	algo string // "md5", "sha256" or "sha512"
-	hex  string // lower case
-}
-
-func (c checksum) String() string { return c.algo + ":" + c.hex }
-
-func (c checksum) newHash() hash.Hash {
-	switch c.algo {
-	case "md5":
-		return md5.New()
-	case "sha512":
-		return sha512.New()
-	}
-	return sha256.New()
-}
-
-// hexLen is the length in hex digits of each algorithm's digest.
-var hexLen = map[string]int{"md5": 32, "sha256": 64, "sha512": 128}
+// checksum is a parsed Image.Checksum: the image checksum policy is
+// ipa.ParseChecksum's, shared with the deploy agent's images.
+type checksum = ipa.Checksum
 
 // parseChecksum reads Image.Checksum; ok is false when none is given.
 func parseChecksum(s string, allowMD5 bool) (c checksum, ok bool, err error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
+	c, err = ipa.ParseChecksum("", s, allowMD5)
+	if errors.Is(err, ipa.ErrNoChecksum) {
 		return checksum{}, false, nil
 	}
-	algo, digest, found := strings.Cut(s, ":")
-	if !found {
-		digest = algo
-		switch len(digest) {
-		case 32:
-			algo = "md5"
-		case 64:
-			algo = "sha256"
-		case 128:
-			algo = "sha512"
-		default:
-			return checksum{}, false, fmt.Errorf("checksum %q: a bare hex digest must have 32 (md5), 64 (sha256) or 128 (sha512) digits, not %d", s, len(digest))
-		}
+	if err != nil {
+		return checksum{}, false, fmt.Errorf("checksum %q: %w", s, err)
 	}
-	algo = strings.ToLower(algo)
-	want, known := hexLen[algo]
-	if !known {
-		return checksum{}, false, fmt.Errorf("checksum %q: unsupported algorithm %q (use sha256 or sha512)", s, algo)
-	}
-	if algo == "md5" && !allowMD5 {
-		return checksum{}, false, fmt.Errorf("checksum %q: md5 is not allowed (use sha256 or sha512)", s)
-	}
-	digest = strings.ToLower(digest)
-	if _, err := hex.DecodeString(digest); err != nil || len(digest) != want {
-		return checksum{}, false, fmt.Errorf("checksum %q: want %d hex digits for %s", s, want, algo)
-	}
-	return checksum{algo: algo, hex: digest}, true, nil
+	return c, true, nil
 }
 
 // MaskURL returns s with the password of its user info replaced by ***
@@ -160,13 +119,13 @@ func (c *cache) cached(path string, sum checksum) (bool, error) {
 		return false, fmt.Errorf("open cached copy: %w", err)
 	}
 	defer f.Close()
-	h := sum.newHash()
+	h := sum.NewHash()
 	if _, err := io.Copy(h, f); err != nil {
 		return false, fmt.Errorf("read cached copy: %w", err)
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != sum.hex {
+	if got := hex.EncodeToString(h.Sum(nil)); got != sum.Value {
 		os.Remove(path)
-		return false, fmt.Errorf("cached copy does not match its checksum (%s, got %s:%s); removed it, publish again to download afresh", sum, sum.algo, got)
+		return false, fmt.Errorf("cached copy does not match its checksum (%s, got %s:%s); removed it, publish again to download afresh", sum, sum.Algo, got)
 	}
 	return true, nil
 }
@@ -185,7 +144,7 @@ func (c *cache) download(ctx context.Context, source, path string, sum checksum,
 		return fmt.Errorf("image %s: %w", masked, err)
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
-	h := sum.newHash()
+	h := sum.NewHash()
 	_, err = io.Copy(io.MultiWriter(tmp, h), body)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
@@ -193,8 +152,8 @@ func (c *cache) download(ctx context.Context, source, path string, sum checksum,
 	if err != nil {
 		return fmt.Errorf("fetch %s: %w", masked, scrubURLError(err))
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); verify && got != sum.hex {
-		return fmt.Errorf("image %s: checksum mismatch: want %s, got %s:%s", masked, sum, sum.algo, got)
+	if got := hex.EncodeToString(h.Sum(nil)); verify && got != sum.Value {
+		return fmt.Errorf("image %s: checksum mismatch: want %s, got %s:%s", masked, sum, sum.Algo, got)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("image %s: %w", masked, err)

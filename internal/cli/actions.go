@@ -39,6 +39,9 @@ type action struct {
 	name string // for progress and results ("manage", "power on")
 	do   func(ctx context.Context, c *Client, node string) error
 	want Want // what --wait waits for (empty: no --wait)
+	// destructive actions (power off, reboot, undeploy, rebuild, clean,
+	// rescue) ask before acting on several nodes on a terminal.
+	destructive bool
 }
 
 // provisionCmd builds `node <verb>`.
@@ -102,6 +105,7 @@ func (a *app) provisionCmd(v verb) *cobra.Command {
 			return err
 		}
 		act := action{name: v.name, want: Want{Provision: v.expect},
+			destructive: v == verbUndeploy || v == verbRebuild || v == verbClean || v == verbRescue,
 			do: func(ctx context.Context, c *Client, node string) error {
 				if len(info) > 0 {
 					if err := c.Do(ctx, Request{Method: http.MethodPatch, Path: nodePath(node), Body: info}, nil); err != nil {
@@ -141,7 +145,7 @@ func powerAction(word string, soft bool, timeout int) action {
 	if word == "off" {
 		result = "power off"
 	}
-	return action{name: "power " + word, want: Want{Power: result},
+	return action{name: "power " + word, want: Want{Power: result}, destructive: word != "on",
 		do: func(ctx context.Context, c *Client, node string) error {
 			return c.Do(ctx, Request{Method: http.MethodPut, Path: nodePath(node, "states", "power"), Body: body}, nil)
 		}}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,8 @@ type batchOpts struct {
 	maintenance bool
 	rc          string
 	concurrency int
+	yes         bool         // do not ask before a destructive batch
+	dryRun      bool         // list the nodes, act on none
 	wait        *optionalArg // nil when the action cannot be waited for
 	out         outputOpts
 }
@@ -36,6 +39,8 @@ func (b *batchOpts) addFlags(cmd *cobra.Command, canWait bool) {
 	f.BoolVar(&b.maintenance, "maintenance", false, "act on the nodes in maintenance mode")
 	f.StringVar(&b.rc, "resource-class", "", "act on the nodes of this resource class")
 	f.IntVar(&b.concurrency, "concurrency", 8, "how many nodes are acted on at once")
+	f.BoolVarP(&b.yes, "yes", "y", false, "do not ask for confirmation before acting on several nodes")
+	f.BoolVar(&b.dryRun, "dry-run", false, "list the nodes the command would act on, and act on none")
 	if canWait {
 		b.wait = newOptionalArg(f, "wait", "seconds", "0",
 			"wait for the node(s) to reach the expected state, at most this many seconds (0: no limit)")
@@ -90,7 +95,7 @@ func (a *app) execute(ctx context.Context, b *batchOpts, act action, args []stri
 	if err != nil {
 		return err
 	}
-	if !b.selecting() && len(args) == 1 {
+	if !b.selecting() && len(args) == 1 && !b.dryRun {
 		return a.single(ctx, c, act, args[0], waiting)
 	}
 	targets := make([]target, len(args))
@@ -106,8 +111,49 @@ func (a *app) execute(ctx context.Context, b *batchOpts, act action, args []stri
 			return nil
 		}
 	}
+	if b.dryRun {
+		fmt.Fprintf(a.env.Stdout, "Would %s %s (dry run; nothing done):\n", act.name, nodeCount(len(targets)))
+		for _, t := range targets {
+			fmt.Fprintf(a.env.Stdout, "  %s\n", t.show)
+		}
+		return nil
+	}
+	if err := a.confirm(b, act, targets); err != nil {
+		return err
+	}
 	results := a.runBatch(ctx, c, act, targets, b.concurrency, waiting)
 	return a.report(b, act, targets, results)
+}
+
+func nodeCount(n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return strconv.Itoa(n) + " nodes"
+}
+
+// confirm asks on a terminal before a destructive action on more than one
+// node, unless --yes: anything but y or yes is a refusal. Without a
+// terminal (scripts, pipes) it does not ask.
+func (a *app) confirm(b *batchOpts, act action, targets []target) error {
+	if !act.destructive || len(targets) < 2 || b.yes || !a.env.IsTerminal(a.env.Stderr) {
+		return nil
+	}
+	names := make([]string, 0, 5)
+	for _, t := range targets[:min(len(targets), 5)] {
+		names = append(names, t.show)
+	}
+	more := ""
+	if len(targets) > len(names) {
+		more = fmt.Sprintf(" and %d more", len(targets)-len(names))
+	}
+	fmt.Fprintf(a.env.Stderr, "%s %s (%s%s)? [y/N] ", act.name, nodeCount(len(targets)), strings.Join(names, ", "), more)
+	answer, _ := bufio.NewReader(a.env.Stdin).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+		return nil
+	}
+	return fmt.Errorf("%s not confirmed: nothing done (--yes skips the question)", act.name)
 }
 
 // single runs act on one node, python-ironicclient style.

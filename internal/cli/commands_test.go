@@ -328,3 +328,47 @@ func TestProgressBar(t *testing.T) {
 		t.Errorf("plain progress: %q", b.String())
 	}
 }
+
+// TestBatchConfirmation: a destructive action on several nodes asks on a
+// terminal (anything but y is a refusal, --yes skips the question), never
+// in a script, and --dry-run lists the nodes and acts on none.
+func TestBatchConfirmation(t *testing.T) {
+	f, url := startFake(t)
+	f.addNode("c1", "available", nil)
+	f.addNode("c2", "available", nil)
+	power := func() (any, any) { return f.node("c1")["power_state"], f.node("c2")["power_state"] }
+	runCLI(t, url, "", "node", "power", "on", "--all", "--wait")
+	cases := []struct {
+		name     string
+		terminal bool
+		stdin    string
+		args     []string
+		code     int
+		acted    bool
+		output   string
+	}{
+		{"refused on a terminal", true, "n\n", []string{"--all"}, 1, false, "power off 2 nodes (c1, c2)? [y/N] "},
+		{"no answer is a refusal", true, "", []string{"--all"}, 1, false, "not confirmed"},
+		{"dry run", true, "", []string{"--all", "--dry-run"}, 0, false, "Would power off 2 nodes (dry run; nothing done):\n  c1\n  c2\n"},
+		{"dry run of named nodes", false, "", []string{"c1", "--dry-run"}, 0, false, "Would power off 1 node"},
+		{"confirmed", true, "y\n", []string{"--all", "-f", "value", "-c", "Node"}, 0, true, "c1\nc2\n"},
+		{"--yes skips the question", true, "", []string{"c1", "c2", "--yes", "-f", "value", "-c", "Node"}, 0, true, "c1\nc2\n"},
+		{"no question in a script", false, "", []string{"--all", "-f", "value", "-c", "Node"}, 0, true, "c1\nc2\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			runCLI(t, url, "", "node", "power", "on", "c1", "c2", "--wait")
+			r := runCLIEnv(t, t.Context(), url, c.stdin, c.terminal, append([]string{"node", "power", "off", "--wait"}, c.args...)...)
+			if r.code != c.code || !strings.Contains(r.stdout+r.stderr, c.output) {
+				t.Fatalf("code %d (want %d), output %q, want %q", r.code, c.code, r.stdout+r.stderr, c.output)
+			}
+			p1, p2 := power()
+			if acted := p1 == "power off" && p2 == "power off"; acted != c.acted || (!acted && (p1 != "power on" || p2 != "power on")) {
+				t.Errorf("power states %v, %v; acted want %t", p1, p2, c.acted)
+			}
+		})
+	}
+	if r := runCLIEnv(t, t.Context(), url, "", true, "node", "power", "on", "--all"); r.code != 0 || strings.Contains(r.stderr, "[y/N]") {
+		t.Errorf("power on is not destructive, yet: %+v", r)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -258,6 +259,12 @@ func runCLI(t *testing.T, url string, stdin string, args ...string) cliRun {
 // runCLICtx is runCLI under ctx (to test interrupts).
 func runCLICtx(t *testing.T, ctx context.Context, url string, stdin string, args ...string) cliRun {
 	t.Helper()
+	return runCLIEnv(t, ctx, url, stdin, false, args...)
+}
+
+// runCLIEnv is runCLICtx; terminal says whether stderr is a terminal.
+func runCLIEnv(t *testing.T, ctx context.Context, url string, stdin string, terminal bool, args ...string) cliRun {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	code := 0
 	env := Env{Stdout: &stdout, Stderr: &stderr, Stdin: strings.NewReader(stdin),
@@ -271,7 +278,8 @@ func runCLICtx(t *testing.T, ctx context.Context, url string, stdin string, args
 		NewWaiter: func(c *Client) Waiter {
 			return &Poller{Client: c, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
 		},
-		Now: func() time.Time { return time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC) },
+		Now:        func() time.Time { return time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC) },
+		IsTerminal: func(io.Writer) bool { return terminal },
 	}
 	root := &cobra.Command{Use: "anvil", SilenceUsage: true, SilenceErrors: true}
 	root.SetOut(&stdout)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/fleet"
 	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
@@ -173,20 +173,17 @@ func buildFleetReport(ctx context.Context, c *Client, now time.Time, stuckAfter 
 	for _, n := range nodes {
 		ps := str(n, "provision_state")
 		r.states[orNone(ps)]++
-		if fsm.IsFailure(ps) {
+		if fleet.Failed(ps) {
 			r.failed = append(r.failed, pickKeys(n, "name", "uuid", "provision_state", "target_provision_state", "last_error"))
 		}
 		if n["maintenance"] == true {
 			r.maintenance = append(r.maintenance, pickKeys(n, "name", "uuid", "provision_state", "maintenance_reason", "fault"))
 		}
-		if str(n, "power_state") == fsm.PowerError {
+		if fleet.PowerError(str(n, "power_state")) {
 			r.powerErrors = append(r.powerErrors, pickKeys(n, "name", "uuid", "power_state", "last_error"))
 		}
-		if ps == "" || fsm.IsStable(ps) || fsm.IsFailure(ps) {
-			continue
-		}
-		since, ok := parseTime(str(n, "provision_updated_at"))
-		if ok && now.Sub(since) > stuckAfter {
+		since, _ := parseTime(str(n, "provision_updated_at"))
+		if fleet.Stuck(ps, since, now, stuckAfter) {
 			s := pickKeys(n, "name", "uuid", "provision_state", "target_provision_state")
 			s["since"] = str(n, "provision_updated_at")
 			s["seconds_in_state"] = json.Number(strconv.Itoa(int(now.Sub(since).Seconds())))

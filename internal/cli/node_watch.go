@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -41,6 +42,9 @@ func (a *app) nodeWatchCmd() *cobra.Command {
 			sc.Header = r.Header
 		}
 		ch, err := sc.Subscribe(ctx, f)
+		if se, ok := errors.AsType[*events.StatusError](err); ok {
+			return &APIError{Status: se.Status, Message: se.Message} // as `node show` says it
+		}
 		if err != nil {
 			return err
 		}

@@ -17,13 +17,23 @@ type StreamWaiter struct {
 	Client *Client
 	// Now is the clock of timeouts; nil means time.Now.
 	Now func() time.Time
+	// LostAfter bounds the reconnecting when the stream drops: the wait
+	// fails with "lost connection to <endpoint>" when the server does not
+	// answer again within it. Zero means DefaultLostAfter.
+	LostAfter time.Duration
 }
+
+// DefaultLostAfter is how long a wait tries to reconnect a dropped stream.
+const DefaultLostAfter = 30 * time.Second
 
 // Wait implements Waiter.
 func (w *StreamWaiter) Wait(ctx context.Context, nodes []string, want Want) []Outcome {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sc := &events.Client{BaseURL: w.Client.Endpoint(), HTTP: w.Client.cfg.HTTP}
+	sc := &events.Client{BaseURL: w.Client.Endpoint(), HTTP: w.Client.cfg.HTTP, GiveUpAfter: w.LostAfter}
+	if sc.GiveUpAfter <= 0 {
+		sc.GiveUpAfter = DefaultLostAfter
+	}
 	if w.Client.cfg.Username != "" {
 		h := http.Header{}
 		r := &http.Request{Header: h}
@@ -54,6 +64,12 @@ func (w *StreamWaiter) Wait(ctx context.Context, nodes []string, want Want) []Ou
 				// The stream ended for good: finish by asking the API.
 				for i, o := range (&Poller{Client: w.Client, Now: w.Now}).Wait(ctx, s.remaining(), want) {
 					s.settle(s.remainingIndex(i), o)
+				}
+				return s.out
+			}
+			if ev.Type == events.TypeError { // the server is gone (or refused the reconnection)
+				for i := range s.pending {
+					s.settle(i, Outcome{State: s.out[i].State, Err: fmt.Errorf("%s (still waiting for node %s to reach %s)", ev.Error, nodes[i], want.state())})
 				}
 				return s.out
 			}

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/anvil-metal/anvil/internal/agent/agentapi"
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
 )
@@ -21,7 +21,9 @@ func errLookupNotFound() error { return fault.New(fault.NotFound, "Resource coul
 // Lookup finds the node an agent runs on, by node UUID or by one of its MAC
 // addresses, if the node expects an agent. The first lookup after a token
 // was cleared issues a new one and returns it in plain text; later lookups
-// return agentapi.MaskedToken. Only hashes of the token are stored.
+// return ipa.MaskedToken. The token is kept in driver_internal_info as
+// Ironic keeps it (agent_secret_token, masked by the API): the conductor
+// sends it to the agent's command API, which IPA checks against its own.
 // Errors: fault NotFound (no such node, or not expecting an agent),
 // Conflict (node locked).
 func (c *Conductor) Lookup(ctx context.Context, macs []string, nodeUUID string) (*model.Node, string, error) {
@@ -33,8 +35,8 @@ func (c *Conductor) Lookup(ctx context.Context, macs []string, nodeUUID string) 
 		c.log.Info("lookup refused: node does not expect an agent", "node", n.UUID, "state", n.ProvisionState)
 		return nil, "", errLookupNotFound()
 	}
-	if s, _ := n.DriverInternalInfo[agentapi.KeyTokenHash].(string); s != "" {
-		return n, agentapi.MaskedToken, nil
+	if tokenIssued(n) {
+		return n, ipa.MaskedToken, nil
 	}
 	t, err := c.acquire(ctx, n.UUID, "agent")
 	if err != nil {
@@ -45,18 +47,26 @@ func (c *Conductor) Lookup(ctx context.Context, macs []string, nodeUUID string) 
 	if !fsm.LookupAllowed(n.ProvisionState) {
 		return nil, "", errLookupNotFound()
 	}
-	if s, _ := n.DriverInternalInfo[agentapi.KeyTokenHash].(string); s != "" {
-		return n, agentapi.MaskedToken, nil
+	if tokenIssued(n) {
+		return n, ipa.MaskedToken, nil
 	}
-	token := agentapi.NewToken()
-	setInfo(&n.DriverInternalInfo, agentapi.KeyTokenHash, agentapi.HeartbeatHash(token))
-	setInfo(&n.DriverInternalInfo, agentapi.KeyCommandKey, agentapi.CommandKey(token))
-	setInfo(&n.DriverInternalInfo, agentapi.KeyTokenRequired, true)
+	token := ipa.NewToken()
+	setInfo(&n.DriverInternalInfo, ipa.KeyToken, token)
+	delete(n.DriverInternalInfo, "agent_command_token") // an older Anvil's derived key
+	setInfo(&n.DriverInternalInfo, ipa.KeyTokenRequired, true)
 	if err := t.save(ctx); err != nil {
 		return nil, "", err
 	}
 	c.log.Info("agent token issued", "node", n.UUID, "state", n.ProvisionState)
 	return n, token, nil
+}
+
+// tokenIssued says a token was handed out for the node's current agent. A
+// hash an older Anvil stored ("sha256:...") counts as none: that agent
+// cannot be commanded with it, so a new lookup issues a usable token.
+func tokenIssued(n *model.Node) bool {
+	s, _ := n.DriverInternalInfo[ipa.KeyToken].(string)
+	return s != "" && !strings.HasPrefix(s, "sha256:")
 }
 
 func (c *Conductor) lookupNode(ctx context.Context, macs []string, nodeUUID string) (*model.Node, error) {
@@ -91,16 +101,26 @@ func errBadToken() error {
 	return fault.New(fault.Unauthorized, "Invalid or missing agent token received.")
 }
 
-// checkAgent refuses a heartbeat whose token does not match the one issued
-// to the node (when one was issued or is required), or whose callback_url
-// differs from the one recorded.
-func checkAgent(n *model.Node, hb HeartbeatRequest) error {
-	stored, _ := n.DriverInternalInfo[agentapi.KeyTokenHash].(string)
-	required, _ := n.DriverInternalInfo[agentapi.KeyTokenRequired].(bool)
-	if (stored != "" || required) && !agentapi.CheckHeartbeat(stored, hb.AgentToken) {
+// checkToken is the one token rule of the agent endpoints (heartbeat and
+// continue_inspection): once a token was issued or is required, the one
+// issued must be presented.
+func checkToken(n *model.Node, token string) error {
+	stored, _ := n.DriverInternalInfo[ipa.KeyToken].(string)
+	required, _ := n.DriverInternalInfo[ipa.KeyTokenRequired].(bool)
+	if (stored != "" || required) && !ipa.TokenMatches(stored, token) {
 		return errBadToken()
 	}
-	if url, _ := n.DriverInternalInfo[agentapi.KeyURL].(string); url != "" && hb.CallbackURL != "" && url != hb.CallbackURL {
+	return nil
+}
+
+// checkAgent refuses a heartbeat whose token does not match the one issued
+// to the node (checkToken), or whose callback_url differs from the one
+// recorded.
+func checkAgent(n *model.Node, hb HeartbeatRequest) error {
+	if err := checkToken(n, hb.AgentToken); err != nil {
+		return err
+	}
+	if url, _ := n.DriverInternalInfo[ipa.KeyURL].(string); url != "" && hb.CallbackURL != "" && url != hb.CallbackURL {
 		return fault.New(fault.Invalid, "Detected change in ramdisk provided \"callback_url\"")
 	}
 	return nil
@@ -109,10 +129,10 @@ func checkAgent(n *model.Node, hb HeartbeatRequest) error {
 // recordAgent keeps the agent's callback URL and version (first heartbeat).
 func recordAgent(n *model.Node, hb HeartbeatRequest) {
 	if hb.CallbackURL != "" {
-		setInfo(&n.DriverInternalInfo, agentapi.KeyURL, hb.CallbackURL)
+		setInfo(&n.DriverInternalInfo, ipa.KeyURL, hb.CallbackURL)
 	}
 	if hb.AgentVersion != "" {
-		setInfo(&n.DriverInternalInfo, agentapi.KeyVersion, hb.AgentVersion)
+		setInfo(&n.DriverInternalInfo, ipa.KeyVersion, hb.AgentVersion)
 	}
 }
 
@@ -126,7 +146,9 @@ type InventoryReceiver interface {
 // ContinueInspection is POST /v1/continue_inspection: it finds the node by
 // node UUID or by the MACs of the inventory's interfaces; the node must be
 // in inspect wait with an inspect interface able to receive an inventory.
-// If an agent token was already issued for the node, token must match it.
+// The token rule is the heartbeat's (checkToken): once the node's token is
+// required (its agent was booted) or issued, token must be the issued one,
+// so a request without it changes nothing.
 // The inventory is applied on a worker and the node returns to manageable.
 // Errors: fault NotFound (no such node, or not inspecting), Unauthorized
 // (bad token), Conflict (node locked).
@@ -148,10 +170,16 @@ func (c *Conductor) ContinueInspection(ctx context.Context, macs []string, nodeU
 		t.release()
 		return nil, errLookupNotFound()
 	}
-	if stored, _ := n.DriverInternalInfo[agentapi.KeyTokenHash].(string); stored != "" && !agentapi.CheckHeartbeat(stored, token) {
-		t.release()
-		c.log.Warn("inspection data refused", "node", n.UUID, "reason", "invalid agent token")
-		return nil, errBadToken()
+	// IPA posts its inventory before its lookup (Ironic accepts that, with
+	// no token): accepted while no token was issued for this boot. Once one
+	// was, it is required, as for a heartbeat. Refusing the earlier post
+	// would protect nothing: the lookup, by MAC, hands the token out then.
+	if tokenIssued(n) || token != "" {
+		if err := checkToken(n, token); err != nil {
+			t.release()
+			c.log.Warn("inspection data refused", "node", n.UUID, "reason", "invalid agent token")
+			return nil, err
+		}
 	}
 	recv, ok := t.drv.Inspect.(InventoryReceiver)
 	if !ok {

@@ -344,25 +344,32 @@ func (c *Conductor) dropAllocation(ctx context.Context, id, ident string) error 
 }
 
 // UpdateAllocation changes an allocation's name and extra (1.57); the
-// API validates them.
+// API validates them. The allocating worker may save the same allocation
+// meanwhile (its state, node): apply only touches name and extra, so it
+// is applied again to the fresh record, a few times, before the caller
+// is told to retry.
 func (c *Conductor) UpdateAllocation(ctx context.Context, ident string, apply func(a *model.Allocation) error) (*model.Allocation, error) {
-	a, err := c.store.GetAllocation(ctx, ident)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, AllocationNotFound(ident)
-	} else if err != nil {
-		return nil, err
-	}
-	cp := *a
-	if err := apply(&cp); err != nil {
-		return nil, err
-	}
-	if err := c.store.UpdateAllocation(ctx, &cp); err != nil {
-		if errors.Is(err, store.ErrStale) {
+	for attempt := 1; ; attempt++ {
+		a, err := c.store.GetAllocation(ctx, ident)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, AllocationNotFound(ident)
+		} else if err != nil {
+			return nil, err
+		}
+		cp := *a
+		if err := apply(&cp); err != nil {
+			return nil, err
+		}
+		err = c.store.UpdateAllocation(ctx, &cp)
+		switch {
+		case err == nil:
+			return &cp, nil
+		case !errors.Is(err, store.ErrStale):
+			return nil, allocationDuplicate(err)
+		case attempt == 5:
 			return nil, fault.New(fault.Conflict, "Allocation %s was changed by another request; try again.", a.UUID)
 		}
-		return nil, allocationDuplicate(err)
 	}
-	return &cp, nil
 }
 
 // resumeAllocations restarts the allocations left "allocating" with

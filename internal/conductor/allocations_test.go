@@ -1,6 +1,7 @@
 package conductor_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -128,5 +129,56 @@ func TestTearDownReleasesAllocationAndVIFs(t *testing.T) {
 	}
 	if vifs, err := e.c.ListVIFs(e.ctx, n.UUID); err != nil || len(vifs) != 0 {
 		t.Fatalf("vifs after tear down %v, %v", vifs, err)
+	}
+}
+
+// racingStore saves the allocation once behind the caller's back (as the
+// allocating worker does) just before the caller's first save, which then
+// fails as stale.
+type racingStore struct {
+	conductor.Store
+	raced bool
+}
+
+func (s *racingStore) UpdateAllocation(ctx context.Context, a *model.Allocation) error {
+	if !s.raced {
+		s.raced = true
+		other, err := s.Store.GetAllocation(ctx, a.UUID)
+		if err != nil {
+			return err
+		}
+		other.LastError = "saved by the worker"
+		if err := s.Store.UpdateAllocation(ctx, other); err != nil {
+			return err
+		}
+	}
+	return s.Store.UpdateAllocation(ctx, a)
+}
+
+// TestUpdateAllocationRacingWorker: a PATCH racing the allocating worker's
+// save is applied to the fresh record instead of failing with 409, and
+// keeps what the worker saved.
+func TestUpdateAllocationRacingWorker(t *testing.T) {
+	rs := &racingStore{}
+	a := &model.Allocation{State: model.AllocationError, ResourceClass: "gpu", Name: "a1"}
+	e := newEnv(t, func(cfg *conductor.Config) {
+		rs.Store = cfg.Store
+		cfg.Store = rs
+		if err := rs.Store.CreateAllocation(t.Context(), a); err != nil {
+			t.Fatal(err)
+		}
+	})
+	got, err := e.c.UpdateAllocation(e.ctx, a.UUID, func(a *model.Allocation) error {
+		a.Extra = map[string]any{"foo": "bar"}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rs.raced || got.Extra["foo"] != "bar" {
+		t.Fatalf("raced=%v got %+v", rs.raced, got)
+	}
+	if saved := e.allocation(a.UUID); saved.Extra["foo"] != "bar" || saved.LastError != "saved by the worker" {
+		t.Fatalf("saved %+v", saved)
 	}
 }

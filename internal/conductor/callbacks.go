@@ -85,7 +85,7 @@ func (c *Conductor) continueSteps(ctx context.Context, t *task, kind driver.Step
 		if r, ok := t.drv.Interface(steps[i].Interface).(driver.Resumer); ok {
 			res, err := r.Continue(ctx, t.driverTask(ctx), string(kind))
 			if err != nil {
-				c.stepFailed(t, kind, fmt.Sprintf("Node %s failed step %s: %v", t.node.UUID, pyRepr(stepJSON(steps[i])), err))
+				c.stepFailed(t, kind, fmt.Sprintf("Node %s failed step %s: %s", t.node.UUID, pyRepr(stepJSON(steps[i])), t.c.errorText(err)))
 				return
 			}
 			if res == driver.Wait {
@@ -106,7 +106,7 @@ func (c *Conductor) continueOp(ctx context.Context, t *task, impl any, op string
 			c.createInspectedPorts(ctx, t, dt.Ports)
 		}
 		if err != nil {
-			t.failWith(fmt.Sprintf("Failed to %s node %s: %v", op, t.node.UUID, err))
+			t.failWith(fmt.Sprintf("Failed to %s node %s: %s", op, t.node.UUID, t.c.errorText(err)))
 			return
 		}
 		if res == driver.Wait {
@@ -207,7 +207,7 @@ func (c *Conductor) timeOut(ctx context.Context, t *task, now time.Time) {
 	}
 	if (state == fsm.DeployWait || state == fsm.RescueWait) && t.drv.Power != nil && !n.DisablePowerOff {
 		if err := t.drv.Power.SetPowerState(ctx, t.driverTask(ctx), fsm.PowerOff); err != nil {
-			n.LastError += fmt.Sprintf(". Also failed to power off the node: %v", err)
+			n.LastError += fmt.Sprintf(". Also failed to power off the node: %s", t.c.errorText(err))
 		} else {
 			n.PowerState = fsm.PowerOff
 		}

@@ -19,6 +19,12 @@
 //     is logged, recorded as last_error and fails the node rather than
 //     leaving it in a transient state.
 //
+// Requests outside the state machine follow Ironic's pattern too: power
+// (SetPower) and virtual media attach/detach (AttachVirtualMedia,
+// DetachVirtualMedia, vmedia.go) lock the node, validate, clear last_error
+// and run in a worker that records a failure in last_error and history;
+// boot device and GetVirtualMedia answer synchronously.
+//
 // The conductor takes a [Store], the part of the storage contract it uses.
 //
 // Invariants: a lock is always released (even on cancellation: release uses

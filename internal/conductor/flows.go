@@ -28,19 +28,19 @@ func (c *Conductor) verifyFlow(ctx context.Context, t *task) {
 		return
 	}
 	if err := p.Validate(n); err != nil {
-		t.failWith(fmt.Sprintf("Failed to validate power driver interface for node %s. Error: %v", n.UUID, err))
+		t.failWith(fmt.Sprintf("Failed to validate power driver interface for node %s. Error: %s", n.UUID, t.c.errorText(err)))
 		return
 	}
 	dt := t.driverTask(ctx)
 	if v, ok := p.(Verifier); ok {
 		if err := v.Verify(ctx, dt); err != nil {
-			t.failWith(fmt.Sprintf("Failed to get power state for node %s. Error: %v", n.UUID, err))
+			t.failWith(fmt.Sprintf("Failed to get power state for node %s. Error: %s", n.UUID, t.c.errorText(err)))
 			return
 		}
 	}
 	state, err := p.PowerState(ctx, dt)
 	if err != nil {
-		t.failWith(fmt.Sprintf("Failed to get power state for node %s. Error: %v", n.UUID, err))
+		t.failWith(fmt.Sprintf("Failed to get power state for node %s. Error: %s", n.UUID, t.c.errorText(err)))
 		return
 	}
 	if state == fsm.PowerOn || state == fsm.PowerOff {
@@ -58,13 +58,13 @@ func (c *Conductor) inspectFlow(ctx context.Context, t *task) {
 		return
 	}
 	if err := t.drv.Inspect.Validate(n); err != nil {
-		t.failWith(fmt.Sprintf("Failed to validate inspect interface for node %s: %v", n.UUID, err))
+		t.failWith(fmt.Sprintf("Failed to validate inspect interface for node %s: %s", n.UUID, t.c.errorText(err)))
 		return
 	}
 	dt := t.driverTask(ctx)
 	res, err := t.drv.Inspect.Inspect(ctx, dt)
 	if err != nil {
-		t.failWith(fmt.Sprintf("Failed to inspect hardware. Reason: %v", err))
+		t.failWith(fmt.Sprintf("Failed to inspect hardware. Reason: %s", t.c.errorText(err)))
 		return
 	}
 	c.createInspectedPorts(ctx, t, dt.Ports)
@@ -86,7 +86,7 @@ func (c *Conductor) deployFlow(userSteps []map[string]any) flow {
 			return
 		}
 		if err := t.drv.Deploy.Validate(n); err != nil {
-			t.failWith(fmt.Sprintf("Failed to validate deploy interface for node %s: %v", n.UUID, err))
+			t.failWith(fmt.Sprintf("Failed to validate deploy interface for node %s: %s", n.UUID, t.c.errorText(err)))
 			return
 		}
 		if !c.planUser(t, driver.DeploySteps, userSteps) {
@@ -101,7 +101,7 @@ func (c *Conductor) tearDownFlow(ctx context.Context, t *task) {
 	n := t.node
 	if d := t.drv.Deploy; d != nil {
 		if err := d.TearDown(ctx, t.driverTask(ctx)); err != nil {
-			t.failWith(fmt.Sprintf("Failed to tear down. Error: %v", err))
+			t.failWith(fmt.Sprintf("Failed to tear down. Error: %s", t.c.errorText(err)))
 			return
 		}
 	}
@@ -129,12 +129,12 @@ func (c *Conductor) rescueFlow(ctx context.Context, t *task) {
 		return
 	}
 	if err := r.Validate(t.node); err != nil {
-		t.failWith(fmt.Sprintf("Failed to validate rescue interface for node %s: %v", t.node.UUID, err))
+		t.failWith(fmt.Sprintf("Failed to validate rescue interface for node %s: %s", t.node.UUID, t.c.errorText(err)))
 		return
 	}
 	res, err := r.Rescue(ctx, t.driverTask(ctx))
 	if err != nil {
-		t.failWith(fmt.Sprintf("Failed to rescue node %s: %v", t.node.UUID, err))
+		t.failWith(fmt.Sprintf("Failed to rescue node %s: %s", t.node.UUID, t.c.errorText(err)))
 		return
 	}
 	if res == driver.Wait {
@@ -152,7 +152,7 @@ func (c *Conductor) unrescueFlow(ctx context.Context, t *task) {
 		return
 	}
 	if err := r.Unrescue(ctx, t.driverTask(ctx)); err != nil {
-		t.failWith(fmt.Sprintf("Failed to unrescue node %s: %v", t.node.UUID, err))
+		t.failWith(fmt.Sprintf("Failed to unrescue node %s: %s", t.node.UUID, t.c.errorText(err)))
 		return
 	}
 	delete(t.node.InstanceInfo, "rescue_password")
@@ -174,7 +174,7 @@ func (c *Conductor) adoptFlow(ctx context.Context, t *task) {
 		err = t.drv.Deploy.Validate(n)
 	}
 	if err != nil {
-		t.failWith(fmt.Sprintf("Error while attempting to adopt node %s: %v.", n.UUID, err))
+		t.failWith(fmt.Sprintf("Error while attempting to adopt node %s: %s.", n.UUID, t.c.errorText(err)))
 		return
 	}
 	t.advance(fsm.EvDone)

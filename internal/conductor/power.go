@@ -67,7 +67,7 @@ func (c *Conductor) powerAction(ctx context.Context, t *task, target string) {
 	err := t.drv.Power.SetPowerState(ctx, t.driverTask(ctx), target)
 	n.TargetPowerState = ""
 	if err != nil {
-		n.LastError = fmt.Sprintf("Failed to change power state to '%s' by '%s'. Error: %v", fsm.PowerResult(target), target, err)
+		n.LastError = fmt.Sprintf("Failed to change power state to '%s' by '%s'. Error: %s", fsm.PowerResult(target), target, t.c.errorText(err))
 		t.record(&model.HistoryEvent{Severity: model.SeverityError, EventType: "power", Event: n.LastError})
 		c.log.Error("power action failed", "node", n.UUID, "target", target, "err", err)
 		return

@@ -127,7 +127,7 @@ func (c *Conductor) runSteps(ctx context.Context, t *task, kind driver.StepKind,
 		}
 		res, err := c.execStep(ctx, t, kind, s)
 		if err != nil {
-			c.stepFailed(t, kind, fmt.Sprintf("Node %s failed step %s: %v", n.UUID, pyRepr(stepJSON(s)), err))
+			c.stepFailed(t, kind, fmt.Sprintf("Node %s failed step %s: %s", n.UUID, pyRepr(stepJSON(s)), t.c.errorText(err)))
 			return
 		}
 		if res == driver.Wait {
@@ -142,7 +142,7 @@ func (c *Conductor) stepsDone(ctx context.Context, t *task, kind driver.StepKind
 	n := t.node
 	if f, ok := t.drv.Deploy.(driver.CleanFinisher); ok && kind == driver.CleanSteps && ran {
 		if err := f.FinishCleaning(ctx, t.driverTask(ctx)); err != nil {
-			c.stepFailed(t, kind, fmt.Sprintf("Failed to tear down cleaning on node %s: %v", n.UUID, err))
+			c.stepFailed(t, kind, fmt.Sprintf("Failed to tear down cleaning on node %s: %s", n.UUID, t.c.errorText(err)))
 			return
 		}
 	}

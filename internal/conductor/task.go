@@ -230,3 +230,14 @@ func (t *task) driverTask(ctx context.Context) *driver.Task {
 	}
 	return &driver.Task{Node: t.node, Ports: ports}
 }
+
+// errorText is how an error reads in last_error and in the node's history:
+// its text, except that work cut short by the conductor stopping (its
+// context canceled, which Go spells "context canceled") says so in plain
+// words.
+func (c *Conductor) errorText(err error) string {
+	if errors.Is(err, context.Canceled) {
+		return "interrupted: conductor " + c.cfg.Host + " stopped before the operation finished"
+	}
+	return err.Error()
+}

@@ -1,13 +1,22 @@
 // Package demo is `anvil demo`: in one process, a throwaway Anvil (API and
 // conductor on SQLite in a temporary directory) and the BMC emulator with a
-// fleet of machines, enrolled with the redfish driver and their ports through
-// the HTTP API, plus the commands a newcomer types next. It runs until its
-// context ends and removes what it created.
+// fleet of machines, enrolled with the redfish (or ipmi) driver and their
+// ports through the HTTP API, plus the commands a newcomer types next. It
+// runs until its context ends and removes what it created.
 //
 // The nodes use deploy_interface "direct": a machine that powers on from the
 // network boots the deploy agent (in this process) on its own disk file under
 // <dir>/disks, and deploying writes the demo's image, a small raw image served
 // on loopback by the demo itself, verified against its sha256.
+//
+// With Config.QEMU the machines are the emulator's qemu VMs instead: the
+// nodes use the ipxe boot interface with the deploy ramdisk `anvil ramdisk
+// build` makes (built into <dir>/ramdisk on first use), Anvil's network boot
+// endpoint runs on the API listener, and the VMs reach only the API and the
+// image server (qemu user networking, restrict=on, guest forwards). The
+// image's first sector prints DiskMarker on the VM's serial console when it
+// boots from its disk. Node state changes and VM power-ons are printed as
+// they happen.
 package demo
 
 import (
@@ -43,6 +52,20 @@ type Config struct {
 	Latency   time.Duration // added to every BMC call
 	Dir       string        // working directory (database, log, nodes file); "" = a temporary one, removed at the end
 	Out       io.Writer     // where the instructions go (os.Stdout)
+	// Driver is the nodes' hardware type: redfish (default) or ipmi (needs IPMI).
+	Driver string
+	// QEMU makes every machine a real qemu VM that network-boots the deploy
+	// ramdisk through Anvil's boot endpoint (ipxe boot interface) and then
+	// boots the deployed image from its disk; progress is printed.
+	QEMU bool
+	// VirtualMedia (QEMU mode, redfish) boots the deploy ramdisk from an
+	// ISO Anvil builds and the BMC inserts as a virtual CD
+	// (redfish-virtual-media boot interface); the VMs have no network boot.
+	VirtualMedia bool
+	// Ramdisk is the directory `anvil ramdisk build` wrote (vmlinuz,
+	// initramfs); "" builds it into the working directory (QEMU mode).
+	Ramdisk     string
+	VMMemoryMiB int // memory of each VM (QEMU mode; default 512)
 	// Ready, if set, is called once everything is enrolled.
 	Ready func(Info)
 }
@@ -61,6 +84,11 @@ type Info struct {
 	// node's instance_info.
 	ImageURL      string
 	ImageChecksum string
+	// Consoles is where each VM's serial console is written (QEMU mode):
+	// <Consoles>/<node>/console.log.
+	Consoles string
+	GuestAPI string // the API as the VMs reach it (QEMU mode)
+	Driver   string // the nodes' hardware type
 }
 
 // DiskBytes is the size of every machine's disk file (sparse).
@@ -84,11 +112,11 @@ func Image() []byte {
 // imageServer serves Image() at /anvil-demo.raw on a free loopback port.
 type imageServer struct {
 	url, sum string
+	port     int
 	srv      *http.Server
 }
 
-func serveImage(log *slog.Logger) (*imageServer, error) {
-	img := Image()
+func serveImage(log *slog.Logger, img []byte) (*imageServer, error) {
 	sum := sha256.Sum256(img)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -100,7 +128,8 @@ func serveImage(log *slog.Logger) (*imageServer, error) {
 		http.ServeContent(w, r, "anvil-demo.raw", time.Time{}, bytes.NewReader(img))
 	})
 	s := &imageServer{url: "http://" + ln.Addr().String() + "/anvil-demo.raw", sum: hex.EncodeToString(sum[:]),
-		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+		port: ln.Addr().(*net.TCPAddr).Port,
+		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
 }
@@ -123,6 +152,15 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if cfg.Out == nil {
 		cfg.Out = os.Stdout
+	}
+	if cfg.Driver == "" {
+		cfg.Driver = bmcemu.DriverRedfish
+	}
+	if cfg.VirtualMedia && (!cfg.QEMU || cfg.Driver != bmcemu.DriverRedfish) {
+		return fmt.Errorf("--virtual-media needs --qemu and the redfish driver")
+	}
+	if cfg.QEMU {
+		cfg.Out = &syncWriter{w: cfg.Out} // progress comes from other goroutines
 	}
 	dir := cfg.Dir
 	if dir == "" {
@@ -147,18 +185,23 @@ func Run(ctx context.Context, cfg Config) error {
 	defer stop()
 	ready := make(chan string, 1)
 	served := make(chan error, 1)
-	go func() {
-		served <- server.Serve(sctx, server.Config{
-			Listen: cfg.Listen, Database: filepath.Join(dir, "anvil.db"), HostID: "demo-conductor", Log: log,
-			Conductor: demoConductor(),
-			// The emulated machines boot what their boot device says: the
-			// demo's nodes use the fake boot and rescue interfaces, which
-			// real hardware types take only when enabled by name.
-			Interfaces:      driver.Enablement{Interfaces: server.DefaultInterfaces()},
-			ShutdownTimeout: 10 * time.Second,
-			Ready:           func(addr string) { ready <- addr },
-		})
-	}()
+	sc := server.Config{
+		Listen: cfg.Listen, Database: filepath.Join(dir, "anvil.db"), HostID: "demo-conductor", Log: log,
+		Conductor: demoConductor(),
+		// The emulated machines boot what their boot device says: the
+		// demo's nodes use the fake boot and rescue interfaces, which
+		// real hardware types take only when enabled by name.
+		Interfaces:      driver.Enablement{Interfaces: server.DefaultInterfaces()},
+		ShutdownTimeout: 10 * time.Second,
+		Ready:           func(addr string) { ready <- addr },
+	}
+	var q *qemuSetup
+	if cfg.QEMU {
+		if q, err = prepareQEMU(ctx, &cfg, &sc, dir, cfg.Out); err != nil {
+			return err
+		}
+	}
+	go func() { served <- server.Serve(sctx, sc) }()
 	var addr string
 	select {
 	case addr = <-ready:
@@ -176,31 +219,51 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 
-	img, err := serveImage(log.With("component", "image-server"))
+	image := Image()
+	if q != nil {
+		image = QEMUImage()
+	}
+	img, err := serveImage(log.With("component", "image-server"), image)
 	if err != nil {
 		return fail(err)
 	}
 	defer img.close()
 
 	disks := filepath.Join(dir, "disks")
-	emu, err := bmcemu.Start(ctx, bmcemu.Config{Count: cfg.Machines, Listen: cfg.BMCListen, IPMI: cfg.IPMI,
+	ecfg := bmcemu.Config{Count: cfg.Machines, Listen: cfg.BMCListen, IPMI: cfg.IPMI,
 		Knobs: bmcemu.Knobs{Latency: cfg.Latency}, Log: log.With("component", "bmc-emulator"),
-		Agent: &bmcemu.AgentConfig{APIURL: api, DiskDir: disks, DiskBytes: DiskBytes, HeartbeatInterval: time.Second}})
+		Agent: &bmcemu.AgentConfig{APIURL: api, DiskDir: disks, DiskBytes: DiskBytes, HeartbeatInterval: time.Second}}
+	imageURL := img.url
+	if q != nil {
+		disks = filepath.Join(dir, "machines")
+		ecfg.Agent, ecfg.StateDir = nil, disks
+		ecfg.QEMU = q.emulatorConfig(cfg, img.port)
+		ecfg.OnBoot = func(m *bmcemu.Machine, dev string) {
+			fmt.Fprintf(cfg.Out, "  %s: VM powered on, booting from %s (console %s)\n", m.ID, dev, m.Console())
+		}
+		imageURL = "http://" + guestImageHost + "/anvil-demo.raw" // as the VMs reach it
+	}
+	emu, err := bmcemu.Start(ctx, ecfg)
 	if err != nil {
 		return fail(err)
 	}
 	defer emu.Close()
 	nodesPath := filepath.Join(dir, "nodes.json")
-	if err := emu.WriteNodesFile(nodesPath, bmcemu.DriverRedfish); err != nil {
+	if err := emu.WriteNodesFile(nodesPath, cfg.Driver); err != nil {
 		return fail(err)
 	}
-	info := Info{API: api, BMC: emu.URL(), Dir: dir, NodesFile: nodesPath, LogFile: logPath, DiskDir: disks,
-		ImageURL: img.url, ImageChecksum: img.sum}
-	nodes, err := emu.Nodes(bmcemu.DriverRedfish)
+	info := Info{API: api, BMC: emu.URL(), Dir: dir, NodesFile: nodesPath, LogFile: logPath, DiskDir: disks, Driver: cfg.Driver,
+		ImageURL: imageURL, ImageChecksum: img.sum}
+	nodes, err := emu.Nodes(cfg.Driver)
 	if err != nil {
 		return fail(err)
 	}
-	if err := enroll(ctx, api, nodes, info); err != nil {
+	var extra func(name string, body map[string]any)
+	if q != nil {
+		info.Consoles, info.GuestAPI = disks, q.guestAPI
+		extra = func(name string, body map[string]any) { q.nodeFields(emu.Machine(name), body, cfg.VirtualMedia) }
+	}
+	if err := enroll(ctx, api, nodes, info, extra); err != nil {
 		return fail(err)
 	}
 	for _, n := range nodes.Nodes {
@@ -208,6 +271,12 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	info.Commands = walkthrough(info, info.Nodes[0])
 	printInstructions(cfg.Out, info)
+	if q != nil {
+		printQEMU(cfg.Out, info)
+		wctx, wstop := context.WithCancel(ctx)
+		defer wstop()
+		go watchNodes(wctx, api, cfg.Out)
+	}
 	if cfg.Ready != nil {
 		cfg.Ready(info)
 	}
@@ -237,6 +306,18 @@ func demoConductor() conductor.Config {
 // walkthrough is the list of commands printed for the newcomer (and run by
 // the demo's test, in order).
 func walkthrough(info Info, node string) []string {
+	if info.Consoles != "" { // VMs: each boot takes tens of seconds
+		return []string{
+			fmt.Sprintf("export OS_ENDPOINT=%s OS_AUTH_TYPE=none", info.API),
+			"baremetal node list",
+			fmt.Sprintf("baremetal node manage %s --wait 60", node),
+			fmt.Sprintf("baremetal node inspect %s --wait 60", node),
+			fmt.Sprintf("baremetal node provide %s --wait 600", node),
+			fmt.Sprintf("baremetal node deploy %s --wait 600", node),
+			fmt.Sprintf("grep -a '%s' %s/%s/console.log", DiskMarker, info.Consoles, node),
+			fmt.Sprintf("baremetal node undeploy %s --wait 600", node),
+		}
+	}
 	return []string{
 		fmt.Sprintf("export OS_ENDPOINT=%s OS_AUTH_TYPE=none", info.API),
 		"baremetal node list",
@@ -253,7 +334,7 @@ func walkthrough(info Info, node string) []string {
 }
 
 func printInstructions(w io.Writer, info Info) {
-	fmt.Fprintf(w, `anvil demo: %d emulated machines enrolled with the redfish driver
+	fmt.Fprintf(w, `anvil demo: %d emulated machines enrolled with the %s driver
   API            %s
   BMC emulator   %s/redfish/v1 (knobs: %s/emulator/machines)
   server log     %s
@@ -262,7 +343,7 @@ func printInstructions(w io.Writer, info Info) {
 Walk a machine through its life (python3-ironicclient's baremetal CLI;
 'anvil node ...' takes the same arguments):
 
-`, len(info.Nodes), info.API, info.BMC, info.BMC, info.LogFile, info.NodesFile)
+`, len(info.Nodes), info.Driver, info.API, info.BMC, info.BMC, info.LogFile, info.NodesFile)
 	for _, c := range info.Commands {
 		fmt.Fprintf(w, "  %s\n", c)
 	}
@@ -278,8 +359,9 @@ Ctrl-C stops the demo and removes its files.
 }
 
 // enroll creates every node and its ports through the HTTP API.
-// with deploy_interface direct and the demo's image as instance_info.
-func enroll(ctx context.Context, api string, nodes bmcemu.NodesFile, info Info) error {
+// with deploy_interface direct and the demo's image as instance_info; extra,
+// if set, completes each node's body.
+func enroll(ctx context.Context, api string, nodes bmcemu.NodesFile, info Info, extra func(name string, body map[string]any)) error {
 	for _, n := range nodes.Nodes {
 		var created struct {
 			UUID string `json:"uuid"`
@@ -287,6 +369,9 @@ func enroll(ctx context.Context, api string, nodes bmcemu.NodesFile, info Info) 
 		body := map[string]any{"name": n.Name, "driver": n.Driver, "driver_info": n.DriverInfo,
 			"deploy_interface": "direct", "boot_interface": "fake", "rescue_interface": "fake", "extra": n.Extra,
 			"instance_info": map[string]any{"image_source": info.ImageURL, "image_checksum": info.ImageChecksum}}
+		if extra != nil {
+			extra(n.Name, body)
+		}
 		if err := call(ctx, http.MethodPost, api+"/v1/nodes", body, &created); err != nil {
 			return fmt.Errorf("enrolling %s: %w", n.Name, err)
 		}

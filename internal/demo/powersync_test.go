@@ -20,7 +20,7 @@ func TestPowerSyncSeesEmulatorChanges(t *testing.T) {
 			if m.Status().Power != "Off" {
 				t.Fatalf("machine starts %q", m.Status().Power)
 			}
-			m.SetPower(true) // someone pressed the power button
+			_ = m.SetPower(true) // someone pressed the power button
 			if err := f.c.SyncPowerStates(ctx); err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/anvil-metal/anvil/internal/model"
 )
@@ -72,6 +73,39 @@ type Management interface {
 	BootDevice(ctx context.Context, t *Task) (BootDevice, error)
 	SetBootDevice(ctx context.Context, t *Task, dev BootDevice) error
 	SupportedBootDevices(ctx context.Context, t *Task) ([]string, error)
+}
+
+// VirtualMedia is one virtual media device of a BMC (what Ironic's
+// GET /v1/nodes/{node}/vmedia lists).
+type VirtualMedia struct {
+	MediaTypes []string `json:"media_types"` // Redfish MediaTypes: CD, DVD, Floppy, USBStick
+	Inserted   bool     `json:"inserted"`
+	Image      string   `json:"image"`
+}
+
+// VirtualMediaManager is an optional Management capability: the virtual
+// media of Ironic's vmedia API. Device types are "cdrom", "floppy" and
+// "disk" (Ironic's boot_devices.VMEDIA_DEVICES). Management interfaces
+// without it answer Ironic's UnsupportedDriverExtension.
+type VirtualMediaManager interface {
+	GetVirtualMedia(ctx context.Context, t *Task) ([]VirtualMedia, error)
+	// AttachVirtualMedia inserts the image at url into a device of deviceType.
+	AttachVirtualMedia(ctx context.Context, t *Task, deviceType, url string) error
+	// DetachVirtualMedia ejects the devices of deviceTypes (none: every device).
+	DetachVirtualMedia(ctx context.Context, t *Task, deviceTypes []string) error
+}
+
+// KernelAppendParams is the kernel command line addition a boot interface
+// gives a node's ramdisk: kernel_append_params from instance_info, else
+// driver_info, else def (the interface's configured default); "%default%"
+// in the node's value stands for def (Ironic's rule).
+func KernelAppendParams(n *model.Node, def string) string {
+	for _, m := range []model.JSON{n.InstanceInfo, n.DriverInfo} {
+		if v, ok := m["kernel_append_params"].(string); ok {
+			return strings.TrimSpace(strings.ReplaceAll(v, "%default%", def))
+		}
+	}
+	return def
 }
 
 // Ramdisk modes: what a ramdisk is booted for (PrepareRamdisk).

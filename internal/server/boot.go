@@ -11,6 +11,8 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/boot"
 	"github.com/anvil-metal/anvil/internal/driver/pxe"
+	"github.com/anvil-metal/anvil/internal/driver/redfish"
+	"github.com/anvil-metal/anvil/internal/isoimage"
 )
 
 // BootConfig turns on the network boot endpoint of `anvil serve` (Ironic's
@@ -37,28 +39,35 @@ type BootConfig struct {
 	// of the iPXE binaries in TFTPDir (e.g. 0.0.0.0:69).
 	TFTPListen string
 	TFTPDir    string
+	// ISOLoaders are the boot loader files of virtual media ISOs (zero
+	// values: Debian's paths, see isoimage.DefaultLoaders).
+	ISOLoaders isoimage.Loaders
 }
 
 // newBoot builds the boot service, the publisher the boot interfaces use and
 // the handler that serves HTTPURL's path on the API listener.
 // The proxyDHCP and TFTP servers, when configured, are bound before it
 // returns and serve until ctx ends; a failure after that is sent on errc.
-func newBoot(ctx context.Context, cfg BootConfig, log *slog.Logger, errc chan<- error) (pxe.Publisher, string, http.Handler, error) {
+func newBoot(ctx context.Context, cfg BootConfig, log *slog.Logger, errc chan<- error) (bootPublisher, string, http.Handler, error) {
+	var none bootPublisher
 	u, err := url.Parse(cfg.HTTPURL)
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("--http-url: %w", err)
+		return none, "", nil, fmt.Errorf("--http-url: %w", err)
 	}
 	prefix := strings.TrimRight(u.Path, "/")
 	if prefix == "" {
-		return nil, "", nil, fmt.Errorf("--http-url %s needs a path (such as /boot) to share the API's listener", cfg.HTTPURL)
+		return none, "", nil, fmt.Errorf("--http-url %s needs a path (such as /boot) to share the API's listener", cfg.HTTPURL)
 	}
 	svc, err := boot.New(boot.Config{Root: cfg.Root, HTTPURL: cfg.HTTPURL, APIURL: cfg.PublicEndpoint,
-		FileAllowedPaths: cfg.FileAllowedPaths, Log: log})
+		FileAllowedPaths: cfg.FileAllowedPaths, Log: log, ISOLoaders: cfg.ISOLoaders})
 	if err != nil {
-		return nil, "", nil, err
+		return none, "", nil, err
 	}
 	if err := startBootServers(ctx, svc, cfg, u.Hostname(), log, errc); err != nil {
-		return nil, "", nil, err
+		return none, "", nil, err
+	}
+	if err := svc.CheckISOLoaders(); err != nil {
+		log.Warn("virtual media boot (redfish-virtual-media) cannot build ISOs until the loaders are installed", "err", err)
 	}
 	return bootPublisher{svc}, prefix, http.StripPrefix(prefix, svc.Handler()), nil
 }
@@ -113,8 +122,18 @@ func startBootServers(ctx context.Context, svc *boot.Service, cfg BootConfig, ur
 	return nil
 }
 
-// bootPublisher is the boot service as the boot interfaces see it.
+// bootPublisher is the boot service as the boot interfaces see it: the
+// network boot interfaces' pxe.Publisher and redfish-virtual-media's
+// redfish.ISOPublisher.
 type bootPublisher struct{ s *boot.Service }
+
+func (p bootPublisher) PublishISO(ctx context.Context, node string, r redfish.ISORamdisk) (string, error) {
+	return p.s.PublishISO(ctx, node, boot.Ramdisk{Kernel: boot.Image{Source: r.Kernel},
+		Ramdisk: boot.Image{Source: r.Ramdisk}, KernelParams: r.KernelParams})
+}
+
+// CheckISOLoaders reports missing ISO boot loaders (naming their packages).
+func (p bootPublisher) CheckISOLoaders() error { return p.s.CheckISOLoaders() }
 
 func (p bootPublisher) PublishRamdisk(ctx context.Context, node string, macs []string, r pxe.Ramdisk) error {
 	return p.s.PublishRamdisk(ctx, node, macs, boot.Ramdisk{Kernel: boot.Image(r.Kernel),

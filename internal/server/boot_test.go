@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anvil-metal/anvil/internal/agent/agentapi"
 	"github.com/anvil-metal/anvil/internal/driver/pxe"
+	"github.com/anvil-metal/anvil/internal/ipa"
 )
 
 // recorder is a boot service that records what it is asked to publish.
@@ -54,14 +54,14 @@ func (r *recorder) seen() []string {
 // RUNNING and reported SUCCEEDED when polled.
 func fakeAgent(t *testing.T) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		res := agentapi.CommandResult{ID: "c1", Status: agentapi.StatusRunning}
+		res := ipa.CommandResult{ID: "c1", Status: ipa.StatusRunning}
 		if r.Method == http.MethodPost {
-			var req agentapi.CommandRequest
+			var req ipa.CommandRequest
 			_ = json.NewDecoder(r.Body).Decode(&req)
 			res.ID, res.Name = req.Name, req.Name
 		} else {
 			res.ID = strings.TrimPrefix(r.URL.Path, "/v1/commands/")
-			res.Name, res.Status = res.ID, agentapi.StatusSucceeded
+			res.Name, res.Status = res.ID, ipa.StatusSucceeded
 		}
 		_ = json.NewEncoder(w).Encode(res)
 	}))

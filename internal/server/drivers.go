@@ -28,8 +28,12 @@ type Drivers struct {
 	// nodes' files on; nil leaves them enabled but failing validation
 	// (network boot is not configured).
 	Boot pxe.Publisher
+	// ISO is what the "redfish-virtual-media" boot interface builds and
+	// serves ISOs with; nil leaves it to nodes with deploy_iso.
+	ISO redfish.ISOPublisher
 	// KernelParams is the default kernel command line addition for network
-	// booted ramdisks (Ironic's [pxe]kernel_append_params).
+	// and virtual media booted ramdisks (Ironic's [pxe]kernel_append_params
+	// and [redfish]kernel_append_params).
 	KernelParams string
 	// Interfaces is the operator's choice of enabled hardware types and
 	// interfaces; what it leaves unset takes DefaultInterfaces.
@@ -57,7 +61,7 @@ var DefaultHardwareTypes = []string{fake.Name, ipmi.Name, redfish.Name}
 // names them.
 func DefaultInterfaces() map[string][]string {
 	return map[string][]string{
-		"boot":     {fake.Interface, pxe.IPXE, pxe.PXE},
+		"boot":     {fake.Interface, pxe.IPXE, pxe.PXE, redfish.VirtualMediaName},
 		"deploy":   {fake.Interface, direct.Name},
 		"inspect":  {fake.Interface, redfish.Name, direct.InterfaceName, noop.Names["inspect"]},
 		"rescue":   {fake.Interface, direct.InterfaceName, noop.Names["rescue"]},
@@ -140,6 +144,7 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	pcfg := pxe.Config{Publisher: d.Boot, Drivers: r, KernelParams: d.KernelParams}
 	r.AddInterface("boot", pxe.IPXE, pxe.New(pxe.IPXE, pcfg))
 	r.AddInterface("boot", pxe.PXE, pxe.New(pxe.PXE, pcfg))
+	r.AddInterface("boot", redfish.VirtualMediaName, d.Redfish.NewVirtualMediaBoot(redfish.BootConfig{Publisher: d.ISO, Drivers: r, KernelParams: d.KernelParams}))
 	r.AddInterface("power", redfish.Name, d.Redfish)
 	r.AddInterface("management", redfish.Name, d.Redfish)
 	r.AddInterface("inspect", redfish.Name, d.Redfish)
@@ -156,8 +161,11 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	ht, _ := r.Registered(fake.Name)
 	ht.Supported = fakeKinds()
 	r.AddHardwareType(ht)
-	r.AddHardwareType(driver.HardwareType{Name: redfish.Name, Properties: withBoot(redfish.Properties()), OptIn: optInFake(),
+	// redfish prefers virtual media (Ironic lists it after ipxe and pxe):
+	// no DHCP or PXE network needed, Metal3's default for Redfish BMCs.
+	r.AddHardwareType(driver.HardwareType{Name: redfish.Name, Properties: withBoot(redfish.Properties(), redfish.BootProperties()), OptIn: optInFake(),
 		Supported: withGeneric(map[string][]string{
+			"boot":       {redfish.VirtualMediaName, pxe.IPXE, pxe.PXE},
 			"power":      {redfish.Name},
 			"management": {redfish.Name},
 			"inspect":    {redfish.Name, direct.InterfaceName, noop.Names["inspect"]},
@@ -220,12 +228,16 @@ func optInFake() map[string][]string {
 	return m
 }
 
-// withBoot adds the network boot interfaces' driver_info keys.
-func withBoot(props map[string]string) map[string]string {
+// withBoot adds the boot interfaces' driver_info keys: the network boot
+// interfaces' and those of more.
+func withBoot(props map[string]string, more ...map[string]string) map[string]string {
 	out := maps.Clone(props)
 	if out == nil {
 		out = map[string]string{}
 	}
 	maps.Copy(out, pxe.Properties())
+	for _, m := range more {
+		maps.Copy(out, m)
+	}
 	return out
 }

@@ -103,6 +103,8 @@ func TestDriversMatchIronic(t *testing.T) {
 				"redfish/bios":   "no-bios",   // no redfish BIOS, RAID or vendor interfaces yet
 				"redfish/raid":   "no-raid",
 				"redfish/vendor": "no-vendor",
+				// Anvil's redfish prefers virtual media; Ironic lists it last
+				"redfish/boot": "redfish-virtual-media",
 			}},
 		{name: "fake enabled", types: []string{"fake-hardware", "ipmi", "redfish"}, enabled: fakeEnabled, files: "fake-enabled-",
 			differ: map[string]string{
@@ -174,7 +176,7 @@ func TestDefaultInterfaces(t *testing.T) {
 		"ipmi": {"boot": {"ipxe", "pxe"}, "deploy": {"direct"}, "inspect": {"agent", "no-inspect"},
 			"rescue": {"agent", "no-rescue"}, "power": {"ipmitool"}, "management": {"ipmitool"}, "network": {"flat", "noop"},
 			"raid": {"no-raid"}, "bios": {"no-bios"}, "console": {"no-console"}, "firmware": {"no-firmware"}, "vendor": {"no-vendor"}},
-		"redfish": {"boot": {"ipxe", "pxe"}, "deploy": {"direct"}, "inspect": {"redfish", "agent", "no-inspect"},
+		"redfish": {"boot": {"redfish-virtual-media", "ipxe", "pxe"}, "deploy": {"direct"}, "inspect": {"redfish", "agent", "no-inspect"},
 			"rescue": {"agent", "no-rescue"}, "power": {"redfish"}, "management": {"redfish"}},
 	}
 	for typ, kinds := range want {
@@ -223,7 +225,7 @@ func TestEnablementErrors(t *testing.T) {
 		{"unknown type", driver.Enablement{HardwareTypes: []string{"ilo"}},
 			`--enabled-hardware-types: unknown hardware type "ilo" (known: fake-hardware, idrac, ipmi, redfish)`},
 		{"unknown interface", driver.Enablement{Interfaces: map[string][]string{"boot": {"ipxe", "http"}}},
-			`--enabled-boot-interfaces: unknown boot interface "http" (known: fake, ipxe, pxe)`},
+			`--enabled-boot-interfaces: unknown boot interface "http" (known: fake, ipxe, pxe, redfish-virtual-media)`},
 		{"default not enabled", driver.Enablement{Interfaces: map[string][]string{"boot": {"ipxe"}}, Defaults: map[string]string{"boot": "pxe"}},
 			`--default-boot-interface "pxe" is not one of --enabled-boot-interfaces (ipxe)`},
 		{"default unsupported", driver.Enablement{Defaults: map[string]string{"deploy": "fake"}},

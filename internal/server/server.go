@@ -14,9 +14,12 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/api"
 	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/dashboard"
 	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/driver/direct"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
 	"github.com/anvil-metal/anvil/internal/driver/pxe"
+	"github.com/anvil-metal/anvil/internal/driver/redfish"
 	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/handoff"
 	"github.com/anvil-metal/anvil/internal/hostlock"
@@ -48,6 +51,10 @@ type Config struct {
 	Events eventbus.Config
 	// Ready, if set, is called with the bound address once serving.
 	Ready func(addr string)
+	// Hurry, once shutdown has begun, cuts the grace short when it is
+	// closed (a second Ctrl-C): running work is interrupted at once and
+	// recorded as the conductor records interrupted work.
+	Hurry <-chan struct{}
 
 	// Interfaces is the operator's choice of enabled hardware types and
 	// interfaces (--enabled-*, --default-*); unset parts take the defaults.
@@ -55,9 +62,16 @@ type Config struct {
 	// Boot is the boot service the ipxe and pxe boot interfaces publish on;
 	// nil leaves them failing validation (network boot is not configured).
 	Boot pxe.Publisher
+	// ISO builds and serves redfish-virtual-media's ISOs; nil with Boot nil
+	// and Network.HTTPURL set takes the boot endpoint's.
+	ISO redfish.ISOPublisher
 	// KernelParams is the default kernel command line addition for network
-	// booted ramdisks.
+	// and virtual media booted ramdisks.
 	KernelParams string
+	// DeployLogsPath, when set, receives the agent's system logs after a
+	// failed agent command (Ironic's [agent]deploy_logs_local_path with
+	// deploy_logs_collect=on_failure).
+	DeployLogsPath string
 	// Network, when its HTTPURL is set and Boot is nil, runs the network
 	// boot endpoint on the API listener and publishes on it.
 	Network BootConfig
@@ -105,11 +119,17 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer stopBoot()
 	bootErr := make(chan error, 1)
 	if cfg.Boot == nil && cfg.Network.HTTPURL != "" {
-		if cfg.Boot, bootPrefix, bootH, err = newBoot(bootCtx, cfg.Network, cfg.Log, bootErr); err != nil {
+		var pub bootPublisher
+		if pub, bootPrefix, bootH, err = newBoot(bootCtx, cfg.Network, cfg.Log, bootErr); err != nil {
 			return fmt.Errorf("network boot: %w", err)
 		}
+		cfg.Boot = pub
+		if cfg.ISO == nil {
+			cfg.ISO = pub
+		}
 	}
-	reg, err := BuildRegistry(Drivers{Fake: fake.New(), Boot: cfg.Boot, KernelParams: cfg.KernelParams, Interfaces: cfg.Interfaces})
+	reg, err := BuildRegistry(Drivers{Fake: fake.New(), Boot: cfg.Boot, ISO: cfg.ISO, KernelParams: cfg.KernelParams, Interfaces: cfg.Interfaces,
+		Agent: direct.Config{LogsDir: cfg.DeployLogsPath}})
 	if err != nil {
 		return fmt.Errorf("drivers: %w", err)
 	}
@@ -174,6 +194,10 @@ func Serve(ctx context.Context, cfg Config) error {
 			defer func() { stopConductor(); <-served }()
 		}
 	}
+	dash, err := dashboard.New()
+	if err != nil {
+		return fmt.Errorf("dashboard: %w", err)
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -181,7 +205,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	// The API's "alive" is the conductors' own test, with their timeout.
 	apiH := api.New(api.Config{Store: st, Conductor: apiCond, Logger: cfg.Log,
 		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute)})
-	h := handler(apiH, mx, bootPrefix, bootH)
+	h := handler(apiH, mx, bootPrefix, bootH, dash)
 	if cfg.Role == RoleConductor {
 		h = conductorOnly(mx)
 	}
@@ -210,15 +234,20 @@ func Serve(ctx context.Context, cfg Config) error {
 		lost = fmt.Errorf("lost the claim on conductor name %q (its database session ended); shut down so that two processes never run as one", cfg.HostID)
 		cfg.Log.Error("conductor name claim lost", "host", cfg.HostID)
 	}
-	cfg.Log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	stopWatch := watchShutdown(sctx, cancel, cfg, cond, st)
+	defer stopWatch()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		cfg.Log.Warn("http shutdown", "err", err)
 	}
 	err = cond.Shutdown(sctx)
 	stopConductor()
-	return errors.Join(lost, err)
+	err = errors.Join(lost, err)
+	if err == nil {
+		cfg.Log.Info("shut down")
+	}
+	return err
 }
 
 // claimHost holds the conductor name host on database for the life of the
@@ -252,13 +281,22 @@ func conductorOnly(mx *metrics.Metrics) http.Handler {
 }
 
 // handler serves /metrics, the boot endpoint (bootH under bootPrefix, when
-// set) and, instrumented, the API.
-func handler(apiH *api.Server, mx *metrics.Metrics, bootPrefix string, bootH http.Handler) http.Handler {
+// set), the dashboard (a browser's GET / is sent there) and, instrumented,
+// the API.
+func handler(apiH *api.Server, mx *metrics.Metrics, bootPrefix string, bootH http.Handler, dash *dashboard.Handler) http.Handler {
 	metricsH := mx.Handler()
 	instrumented := mx.Instrument(apiH, apiH.Route)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" {
 			metricsH.ServeHTTP(w, r)
+			return
+		}
+		if r.URL.Path == "/" && dashboard.WantsHTML(r) {
+			dashboard.RedirectRoot(w, r)
+			return
+		}
+		if r.URL.Path == dashboard.Path || strings.HasPrefix(r.URL.Path, dashboard.Path+"/") {
+			dash.ServeHTTP(w, r)
 			return
 		}
 		if bootH != nil && strings.HasPrefix(r.URL.Path, bootPrefix+"/") {

@@ -68,12 +68,33 @@ type NodeQuery struct {
 	Reserved        *bool    // reservation set or not
 	ReservedBy      string   // reservation equals this host
 	ProvisionStates []string // provision_state IN (...)
+	PowerState      string   // power_state equals this ("None": no power state)
+	// Search matches a node whose UUID starts with it, whose name contains
+	// it (both case-insensitive), or one of whose ports has it as its MAC
+	// address (exactly, once lowercased: the API stores MACs lowercase).
+	Search string
+	// ProvisionUpdatedBefore, when set, selects nodes whose
+	// provision_updated_at is known and earlier.
+	ProvisionUpdatedBefore time.Time
 
 	// Pagination: rows after the node with UUID Marker in (SortKey, id) order.
 	Limit   int
 	Marker  string
 	SortKey string // one of NodeSortKeys; "" means "id"
 	SortDir string // "asc" (default) or "desc"
+}
+
+// NoPowerState is the NodeQuery.PowerState that selects nodes whose power
+// state is unknown (null in the API, "None" in the CLI).
+const NoPowerState = "None"
+
+// NodeGroup is one group of CountNodeGroups: the nodes sharing these values.
+type NodeGroup struct {
+	ProvisionState string
+	PowerState     string // "" when unknown
+	Maintenance    bool
+	Reservation    string // "" when unlocked
+	Count          int
 }
 
 // NodeSortKeys are the sort keys a NodeQuery accepts.
@@ -137,6 +158,10 @@ type Store interface {
 	ListNodes(ctx context.Context, q NodeQuery) ([]*model.Node, error)
 	// CountNodes returns the number of nodes matching q's filters.
 	CountNodes(ctx context.Context, q NodeQuery) (int, error)
+	// CountNodeGroups counts the nodes matching q's filters in one pass,
+	// grouped by provision state, power state, maintenance and reservation
+	// (groups in no particular order, none empty).
+	CountNodeGroups(ctx context.Context, q NodeQuery) ([]NodeGroup, error)
 	// UpdateNode writes every field of n but reservation, if n.Version is current;
 	// on success n.Version is bumped and n.UpdatedAt set.
 	// Errors: ErrNotFound, ErrStale, *DuplicateError.

@@ -27,6 +27,11 @@ type Client struct {
 	// MinBackoff and MaxBackoff bound the wait between reconnections
 	// (100 ms and 5 s); it doubles after each failed attempt.
 	MinBackoff, MaxBackoff time.Duration
+	// GiveUpAfter, when positive, bounds the reconnecting: a connection
+	// lost and not re-established within it ends the stream with a
+	// TypeError event saying "lost connection to <BaseURL>". Zero means
+	// reconnect until the context ends.
+	GiveUpAfter time.Duration
 }
 
 // Subscribe follows the stream at baseURL with a default Client.
@@ -76,6 +81,7 @@ func (c *Client) follow(ctx context.Context, f Filter, resp *http.Response, ch c
 		if delivered {
 			backoff = c.minBackoff()
 		}
+		lost := time.Now()
 		for {
 			var err error
 			if !sleep(ctx, backoff) {
@@ -96,6 +102,14 @@ func (c *Client) follow(ctx context.Context, f Filter, resp *http.Response, ch c
 				return
 			}
 			if ctx.Err() != nil {
+				return
+			}
+			if c.GiveUpAfter > 0 && time.Since(lost) >= c.GiveUpAfter {
+				select {
+				case ch <- Event{Type: TypeError, Error: fmt.Sprintf("lost connection to %s: no answer for %s: %v",
+					strings.TrimRight(c.BaseURL, "/"), c.GiveUpAfter, err)}:
+				case <-ctx.Done():
+				}
 				return
 			}
 		}

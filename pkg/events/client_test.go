@@ -180,3 +180,33 @@ func TestClientFirstConnectionError(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestClientGivesUp: with GiveUpAfter, a stream whose server went away ends
+// with a TypeError event saying the connection was lost, instead of
+// reconnecting forever; without it the client keeps trying.
+func TestClientGivesUp(t *testing.T) {
+	srv := httptest.NewServer(&scriptedServer{steps: []func(http.ResponseWriter){stream(upd(1, "deploying"))},
+		finished: make(chan struct{})})
+	base := srv.URL
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	c := &Client{BaseURL: base, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, GiveUpAfter: 50 * time.Millisecond}
+	ch, err := c.Subscribe(ctx, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := <-ch; ev.Type != TypeUpdated {
+		t.Fatalf("first event %+v", ev)
+	}
+	srv.Close() // the server goes away
+	var last Event
+	for ev := range ch {
+		last = ev
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the client never gave up")
+	}
+	if last.Type != TypeError || !strings.Contains(last.Error, "lost connection to "+base) {
+		t.Fatalf("last event %+v, want a lost-connection error", last)
+	}
+}

@@ -16,7 +16,8 @@ import (
 )
 
 // Wait for a node to become manageable without polling: subscribe to its
-// changes, then ask for the change, and read events until the node rests.
+// changes (a node must exist to be followed; snapshot=true sends its state
+// first), then ask for the change, and read events until the node rests.
 // (The example starts its own `anvil serve`; a client outside this module
 // would connect to a running one and import only pkg/events.)
 func ExampleSubscribe() {
@@ -25,16 +26,16 @@ func ExampleSubscribe() {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ch, err := events.Subscribe(ctx, base, events.Filter{Nodes: []string{"web1"}})
+	send("POST", base+"/v1/nodes", `{"name": "web1", "driver": "fake-hardware"}`)
+	ch, err := events.Subscribe(ctx, base, events.Filter{Nodes: []string{"web1"}, Snapshot: true})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	send("POST", base+"/v1/nodes", `{"name": "web1", "driver": "fake-hardware"}`)
 	send("PUT", base+"/v1/nodes/web1/states/provision", `{"target": "manage"}`)
 	for e := range ch {
 		switch {
-		case e.Type == events.TypeCreated:
+		case e.Type == events.TypeSnapshot:
 			fmt.Println(e.Type, e.Name, e.State.ProvisionState)
 		case e.State != nil && events.Resting(*e.State) && e.State.ProvisionState == "manageable":
 			fmt.Println(e.Name, "is", e.State.ProvisionState)
@@ -42,7 +43,7 @@ func ExampleSubscribe() {
 		}
 	}
 	// Output:
-	// node.created web1 enroll
+	// node.snapshot web1 enroll
 	// web1 is manageable
 }
 

@@ -14,8 +14,12 @@ func callVersion(t *testing.T, version, method, url string, body any) resp {
 
 // TestContinueInspection: the test plays a ramdisk that pushes its inventory
 // (POST /v1/continue_inspection, 1.84) for a node in inspect wait, found by
-// the MACs of the inventory; the node returns to manageable with its
-// properties, a new port and the stored inventory.
+// the MACs of the inventory. Once the lookup issued a token, a post without
+// it (or with a wrong one) is refused with 401 and changes nothing, as a
+// heartbeat; with it the node returns to manageable with its properties, a
+// new port, the stored inventory and the rest of the data as plugin_data.
+// Before any lookup (IPA posts first, then looks up) a post needs no token,
+// as in Ironic.
 func TestContinueInspection(t *testing.T) {
 	api := startServer(t)
 	const mac1, mac2 = "52:54:00:ee:00:01", "52:54:00:ee:00:02"
@@ -47,6 +51,25 @@ func TestContinueInspection(t *testing.T) {
 	if r := callVersion(t, "1.84", "POST", api+"/v1/continue_inspection", map[string]any{"x": 1}); r.Status != http.StatusBadRequest {
 		t.Fatalf("continue_inspection without an inventory: HTTP %d, want 400", r.Status)
 	}
+	// The agent looked up: its token is required from then on.
+	refused := func(when string) {
+		t.Helper()
+		if r := callVersion(t, "1.84", "POST", api+"/v1/continue_inspection", data); r.Status != http.StatusUnauthorized {
+			t.Fatalf("continue_inspection %s: HTTP %d: %s", when, r.Status, r.Body)
+		}
+	}
+	lk := mustCall(t, 200, "GET", api+"/v1/lookup?addresses="+mac1, nil).JSON(t)
+	token, _ := lk["config"].(map[string]any)["agent_token"].(string)
+	refused("without a token after lookup")
+	data["agent_token"] = token + "x"
+	refused("with a wrong token")
+	if got := getNode(t, api, node); got["provision_state"] != "inspect wait" || got["properties"].(map[string]any)["cpus"] != nil {
+		t.Fatalf("a refused continue_inspection changed the node: %v %v", got["provision_state"], got["properties"])
+	}
+	if ports := mustCall(t, 200, "GET", api+"/v1/ports?node="+node, nil).JSON(t)["ports"].([]any); len(ports) != 1 {
+		t.Fatalf("a refused continue_inspection created ports: %v", ports)
+	}
+	data["agent_token"] = token
 	r := callVersion(t, "1.84", "POST", api+"/v1/continue_inspection", data)
 	if r.Status != http.StatusAccepted || r.JSON(t)["uuid"] != node {
 		t.Fatalf("continue_inspection: HTTP %d: %s", r.Status, r.Body)
@@ -60,8 +83,24 @@ func TestContinueInspection(t *testing.T) {
 	if len(ports) != 2 {
 		t.Errorf("ports after pushed inspection = %v", ports)
 	}
-	inv := mustCall(t, 200, "GET", api+"/v1/nodes/"+node+"/inventory", nil).JSON(t)["inventory"].(map[string]any)
+	stored := mustCall(t, 200, "GET", api+"/v1/nodes/"+node+"/inventory", nil).JSON(t)
+	inv := stored["inventory"].(map[string]any)
 	if inv["cpu"].(map[string]any)["model_name"] != "Pushed CPU" {
 		t.Errorf("stored inventory = %v", inv)
+	}
+	if pd, _ := stored["plugin_data"].(map[string]any); pd["extra_plugin_field"] != "x" || pd["agent_token"] != nil {
+		t.Errorf("plugin_data = %v", stored["plugin_data"])
+	}
+
+	// IPA's order: the inventory first, without a token, then the lookup.
+	provision(t, api, node, "inspect")
+	waitState(t, api, node, "inspect wait")
+	delete(data, "agent_token")
+	data["inventory"].(map[string]any)["cpu"].(map[string]any)["count"] = 4
+	if r := callVersion(t, "1.84", "POST", api+"/v1/continue_inspection", data); r.Status != http.StatusAccepted {
+		t.Fatalf("continue_inspection before any lookup: HTTP %d: %s", r.Status, r.Body)
+	}
+	if got := waitState(t, api, node, "manageable"); got["properties"].(map[string]any)["cpus"] != float64(4) {
+		t.Errorf("properties after IPA-order inspection = %v", got["properties"])
 	}
 }

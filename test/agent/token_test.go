@@ -14,7 +14,7 @@ var timeZero time.Time
 // nothing; the token is handed out once and never shown by the API; the
 // right token resumes the deploy; a changed callback_url is refused.
 func TestHeartbeatToken(t *testing.T) {
-	api := startServer(t)
+	api, srv := startServerProc(t)
 	const mac = "52:54:00:aa:bb:02"
 	node := createNode(t, api, "token-node", mac)
 	mustCall(t, 200, "PATCH", api+"/v1/nodes/"+node, []map[string]any{{"op": "add", "path": "/automated_clean", "value": false}})
@@ -68,7 +68,7 @@ func TestHeartbeatToken(t *testing.T) {
 	// The API never shows the token or its hashes.
 	raw := string(mustCall(t, 200, "GET", api+"/v1/nodes/"+node, nil).Body)
 	dii := getNode(t, api, node)["driver_internal_info"].(map[string]any)
-	for _, k := range []string{"agent_secret_token", "agent_command_token"} {
+	for _, k := range []string{"agent_secret_token"} {
 		if dii[k] != "******" {
 			t.Errorf("driver_internal_info.%s = %v, want ******", k, dii[k])
 		}
@@ -86,6 +86,14 @@ func TestHeartbeatToken(t *testing.T) {
 	}
 	if got := n["driver_internal_info"].(map[string]any)["agent_url"]; got != agentURL {
 		t.Fatalf("agent_url = %v", got)
+	}
+	// The failure (the conductor sent the token to the agent in the query
+	// string, as IPA reads it) shows the agent's address, never the token.
+	if le, _ := n["last_error"].(string); strings.Contains(le, token) || strings.Contains(le, "agent_token") {
+		t.Fatalf("last_error carries the token: %q", le)
+	}
+	if strings.Contains(srv.Logs.String(), token) {
+		t.Fatal("the server's log carries the agent token")
 	}
 	// A different callback_url is refused.
 	r := hb(map[string]any{"callback_url": "http://127.0.0.1:2", "agent_token": token})

@@ -24,6 +24,31 @@ func HashRescuePassword(pw string) string {
 	return SHA512Crypt(pw, string(salt))
 }
 
+// IsShadowHash reports whether s is a SHA-crypt hash the agent can store
+// for the rescue user: SHA-512 ("$6$", 86 characters of hash) or SHA-256
+// ("$5$", 43), what Ironic's [conductor]rescue_password_hash_algorithm
+// produces (sha256 by default in Ironic 21.4), with an optional
+// "rounds=N$" field and a salt of at most 16 characters.
+func IsShadowHash(s string) bool {
+	parts := strings.Split(s, "$")
+	if len(parts) == 5 && strings.HasPrefix(parts[2], "rounds=") {
+		parts = append(parts[:2], parts[3:]...)
+	}
+	if len(parts) != 4 || parts[0] != "" || len(parts[2]) == 0 || len(parts[2]) > 16 {
+		return false
+	}
+	want := map[string]int{"5": 43, "6": 86}[parts[1]]
+	if want == 0 || len(parts[3]) != want {
+		return false
+	}
+	for _, c := range parts[2] + parts[3] {
+		if !strings.ContainsRune(cryptAlphabet, c) {
+			return false
+		}
+	}
+	return true
+}
+
 // IsCryptHash reports whether s looks like a SHA-512 crypt hash.
 func IsCryptHash(s string) bool {
 	parts := strings.Split(s, "$")

@@ -1,6 +1,9 @@
 package agentapi
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSHA512Crypt(t *testing.T) {
 	// Test vectors of Drepper's SHA-crypt specification (default rounds).
@@ -17,5 +20,23 @@ func TestSHA512Crypt(t *testing.T) {
 	h := HashRescuePassword("s3cret")
 	if !IsCryptHash(h) || h != SHA512Crypt("s3cret", h[3:19]) {
 		t.Errorf("HashRescuePassword = %q", h)
+	}
+}
+
+func TestIsShadowHash(t *testing.T) {
+	for s, want := range map[string]bool{
+		HashRescuePassword("x"): true,
+		// python3 -c 'import crypt; print(crypt.crypt("x", "$5$abcdefgh"))' (Ironic 21.4's default)
+		"$5$abcdefgh$sI6g8tHKrJ6RX7w.YoN9B7a/5wK5jYEOMmMnt3tPl0/":              true,
+		"$5$rounds=10000$abcdefgh$GqCua8zEceukWnJcsjBleEiqLyW9t816vAEP1MIm521": true,  // rounds=10000
+		"$1$abcdefgh$Yp2jmG9p3jF0Q2a7bAfyXs":                                   false, // md5-crypt
+		"plain password":                                                       false,
+		"$5$abcdefgh$short":                                                    false,
+		"$6$salt$" + strings.Repeat("a", 85) + "!":                             false,
+		"$5$abcdefghijklmnopq$Yp2jmG9p3jF0Q2a7bAfyXsNk3Rw9oN6P8ZkGfJq2Hn5":     false, // salt over 16
+	} {
+		if got := IsShadowHash(s); got != want {
+			t.Errorf("IsShadowHash(%q) = %v, want %v", s, got, want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,10 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/anvil-metal/anvil/internal/agent/agentapi"
+	"github.com/anvil-metal/anvil/internal/ipa"
 )
 
-// Client talks to an agent's command API.
+// Client talks to an agent's command API (IPA's, internal/ipa).
 type Client struct {
 	HTTP *http.Client
 }
@@ -25,47 +26,76 @@ func NewClient() *Client {
 	return &Client{HTTP: &http.Client{Timeout: 30 * time.Second}}
 }
 
-// Start posts a command and returns its accepted state.
-func (c *Client) Start(ctx context.Context, agentURL, key, name string, params map[string]any) (agentapi.CommandResult, error) {
-	body, _ := json.Marshal(agentapi.CommandRequest{Name: name, Params: params})
-	var res agentapi.CommandResult
-	err := c.do(ctx, http.MethodPost, strings.TrimRight(agentURL, "/")+"/v1/commands", key, body, &res)
+// ErrBusy is the agent's 409: another command is still running.
+var ErrBusy = errors.New("the agent is busy with another command")
+
+// Run posts a command: POST /v1/commands/?wait=<wait>&agent_token=<token>.
+// A synchronous command (or wait) answers its outcome; an asynchronous one
+// RUNNING, to be polled with Status.
+func (c *Client) Run(ctx context.Context, agentURL, token, name string, params map[string]any, wait bool) (ipa.CommandResult, error) {
+	if params == nil {
+		params = map[string]any{}
+	}
+	body, _ := json.Marshal(ipa.CommandRequest{Name: name, Params: params})
+	q := url.Values{ipa.QueryWait: {fmt.Sprint(wait)}, ipa.QueryToken: {token}}
+	var res ipa.CommandResult
+	err := c.do(ctx, http.MethodPost, strings.TrimRight(agentURL, "/")+ipa.CommandsPath, q, body, &res)
 	return res, err
 }
 
-// Status reads a command's state.
-func (c *Client) Status(ctx context.Context, agentURL, key, id string) (agentapi.CommandResult, error) {
-	var res agentapi.CommandResult
-	err := c.do(ctx, http.MethodGet, strings.TrimRight(agentURL, "/")+"/v1/commands/"+url.PathEscape(id), key, nil, &res)
+// Status reads a command's state: GET /v1/commands/{id}.
+func (c *Client) Status(ctx context.Context, agentURL, token, id string) (ipa.CommandResult, error) {
+	var res ipa.CommandResult
+	err := c.do(ctx, http.MethodGet, strings.TrimRight(agentURL, "/")+ipa.CommandsPath+url.PathEscape(id),
+		url.Values{ipa.QueryToken: {token}}, nil, &res)
 	return res, err
 }
 
-func (c *Client) do(ctx context.Context, method, u, key string, body []byte, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+// List reads every command, oldest first: GET /v1/commands/.
+func (c *Client) List(ctx context.Context, agentURL, token string) ([]ipa.CommandResult, error) {
+	var res ipa.CommandList
+	err := c.do(ctx, http.MethodGet, strings.TrimRight(agentURL, "/")+ipa.CommandsPath,
+		url.Values{ipa.QueryToken: {token}}, nil, &res)
+	return res.Commands, err
+}
+
+// do sends one request. The token travels in the query, as IPA reads it;
+// no error text carries the query (the *url.Error of a failed request
+// would), only the agent's address.
+func (c *Client) do(ctx context.Context, method, u string, q url.Values, body []byte, out any) error {
+	where := ipa.RedactURL(u)
+	req, err := http.NewRequestWithContext(ctx, method, u+"?"+q.Encode(), bytes.NewReader(body))
 	if err != nil {
-		return err
+		return fmt.Errorf("agent at %s: bad URL", where)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(agentapi.HeaderToken, key)
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return fmt.Errorf("agent at %s unreachable: %w", agentURL(u), err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("agent at %s unreachable: %w", agentBase(where), err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if resp.StatusCode != http.StatusOK {
-		var f struct {
-			Fault string `json:"faultstring"`
-		}
+		var f ipa.Fault
 		_ = json.Unmarshal(b, &f)
-		return fmt.Errorf("agent at %s answered HTTP %d: %s", agentURL(u), resp.StatusCode, f.Fault)
+		if resp.StatusCode == http.StatusConflict {
+			return fmt.Errorf("%w (%s)", ErrBusy, f.String)
+		}
+		return fmt.Errorf("agent at %s answered HTTP %d: %s", agentBase(where), resp.StatusCode, f.String)
 	}
-	return json.Unmarshal(b, out)
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("agent at %s answered malformed JSON: %w", agentBase(where), err)
+	}
+	return nil
 }
 
-// agentURL strips the path from a command URL for messages.
-func agentURL(u string) string {
-	if p, err := url.Parse(u); err == nil {
+// agentBase strips the path from a command URL for messages.
+func agentBase(u string) string {
+	if p, err := url.Parse(u); err == nil && p.Host != "" {
 		return p.Scheme + "://" + p.Host
 	}
 	return u

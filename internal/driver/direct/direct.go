@@ -1,37 +1,28 @@
-// Package direct is the conductor side of the deploy agent: the "direct"
-// deploy interface, which boots a node into the agent (the node's boot
-// interface prepares the ramdisk, then power on), waits for the agent's
-// heartbeat, has the agent stream the image to the disk and verify it, then
-// boots the node from disk (the boot interface prepares the instance). The same
-// interface runs the agent's clean steps (erase_devices_metadata with
-// priority 99 in automated cleaning, erase_devices on demand).
-//
-// Every command to the agent is polled on the node's heartbeats: Continue
-// answers driver.Wait until the agent reports the command done, so no
-// goroutine waits on a machine.
 package direct
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/anvil-metal/anvil/internal/agent/agentapi"
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/model"
 )
 
 // Name is the deploy interface's name.
 const Name = "direct"
 
-// driver_internal_info keys of the running command and its progress.
+// driver_internal_info keys of the running command, its progress and the
+// deploy's progress through its commands.
 const (
 	keyCommandID   = "agent_command_id"
 	keyCommandName = "agent_command_name"
 	keyProgress    = "agent_bytes_written"
+	keyDeployPhase = "agent_deploy_phase"
 )
 
 // Config configures the direct deploy interface.
@@ -41,6 +32,10 @@ type Config struct {
 	Client  *Client
 	// AllowMD5 accepts md5 image checksums (Ironic's [agent]allow_md5_checksum).
 	AllowMD5 bool
+	// LogsDir, when set, receives the agent's system logs
+	// (log.collect_system_logs) when one of its commands fails, as Ironic's
+	// [agent]deploy_logs_collect=on_failure with deploy_logs_local_path.
+	LogsDir string
 }
 
 // Direct is the direct deploy interface.
@@ -56,8 +51,6 @@ func New(cfg Config) *Direct {
 	return &Direct{cfg: cfg}
 }
 
-var hexRE = regexp.MustCompile(`^[0-9a-fA-F]+$`)
-
 // Validate checks the node's boot interface can boot the agent (as Ironic's
 // agent deploy validates the boot interface) and that instance_info names an
 // image and a usable checksum.
@@ -65,7 +58,7 @@ func (d *Direct) Validate(n *model.Node) error {
 	if err := d.validateBoot(n, false); err != nil {
 		return err
 	}
-	if _, err := imageParams(n, d.cfg.AllowMD5); err != nil {
+	if _, err := imageInfo(n, d.cfg.AllowMD5); err != nil {
 		return err
 	}
 	return nil
@@ -100,66 +93,95 @@ func (d *Direct) validateBoot(n *model.Node, rescue bool) error {
 	return drv.Boot.Validate(n)
 }
 
-// imageParams turns instance_info into write_image's parameters.
-func imageParams(n *model.Node, allowMD5 bool) (map[string]any, error) {
+// imageInfo turns instance_info into prepare_image's parameters
+// (image_info, configdrive), as Ironic's write_image builds them; the
+// checksum is decided here, once (ipa.InstanceChecksum), and sent as
+// os_hash_algo/os_hash_value, which every IPA reads with its algorithm
+// (a bare "checksum" means md5 to older ones).
+func imageInfo(n *model.Node, allowMD5 bool) (map[string]any, error) {
 	src, _ := n.InstanceInfo["image_source"].(string)
 	if src == "" {
 		return nil, errors.New("instance_info.image_source is required (an http(s) URL or a local file path)")
 	}
-	algo, _ := n.InstanceInfo["image_os_hash_algo"].(string)
-	sum, _ := n.InstanceInfo["image_os_hash_value"].(string)
-	if sum == "" {
-		sum, _ = n.InstanceInfo["image_checksum"].(string)
-		algo = ""
+	sum, err := ipa.InstanceChecksum(n.InstanceInfo, allowMD5)
+	if err != nil {
+		return nil, err
 	}
-	if sum == "" {
-		return nil, errors.New("instance_info.image_checksum (or image_os_hash_algo and image_os_hash_value) is required")
+	id := src
+	if i := strings.LastIndexByte(src, '/'); i >= 0 && i < len(src)-1 {
+		id = src[i+1:]
 	}
-	if !hexRE.MatchString(sum) {
-		return nil, fmt.Errorf("image checksum %q is not hexadecimal", sum)
-	}
-	if algo == "" {
-		switch len(sum) {
-		case 64:
-			algo = "sha256"
-		case 128:
-			algo = "sha512"
-		case 32:
-			algo = "md5"
-		default:
-			return nil, fmt.Errorf("image checksum of %d hex digits matches no supported algorithm (sha256, sha512)", len(sum))
+	info := map[string]any{"id": id, "urls": []any{src}, "os_hash_algo": sum.Algo, "os_hash_value": sum.Value,
+		"node_uuid": n.UUID, "stream_raw_images": true}
+	for from, to := range map[string]string{"image_disk_format": "disk_format", "image_container_format": "container_format",
+		"image_type": "image_type", "root_mb": "root_mb", "swap_mb": "swap_mb", "ephemeral_mb": "ephemeral_mb",
+		"ephemeral_format": "ephemeral_format", "preserve_ephemeral": "preserve_ephemeral"} {
+		if v, ok := n.InstanceInfo[from]; ok {
+			info[to] = v
 		}
 	}
-	algo = strings.ToLower(algo)
-	switch {
-	case algo == "md5" && !allowMD5:
-		return nil, errors.New("md5 image checksums are not allowed; use sha256 or sha512")
-	case algo != "sha256" && algo != "sha512" && algo != "md5":
-		return nil, fmt.Errorf("unsupported image hash algorithm %q", algo)
+	if gb, ok := n.InstanceInfo["root_gb"]; ok && info["root_mb"] == nil {
+		if f, ok := gb.(float64); ok {
+			info["root_mb"] = int64(f * 1024)
+		}
 	}
+	// Root device hints, disk format and label, the partition layout:
+	// validated once here, sent inside image_info (Anvil's agent reads them
+	// there; IPA reads what it knows and takes hints from its lookup).
 	p, err := deployParams(n)
 	if err != nil {
 		return nil, err
 	}
-	p[agentapi.ParamImageSource], p[agentapi.ParamChecksum], p[agentapi.ParamChecksumAlgo] = src, sum, algo
-	return p, nil
+	for k, v := range p {
+		if k != agentapi.ParamConfigDrive {
+			info[k] = v
+		}
+	}
+	params := map[string]any{"image_info": info, "configdrive": nil}
+	if cd, ok := n.InstanceInfo["configdrive"]; ok && cd != nil {
+		params["configdrive"] = cd
+	}
+	return params, nil
 }
 
-var steps = map[driver.StepKind][]driver.Step{
-	driver.DeploySteps: {{Interface: "deploy", Step: "deploy", Priority: 100}},
-	driver.CleanSteps: {
-		{Interface: "deploy", Step: agentapi.CmdEraseDevicesMetadata, Priority: 99, Abortable: true},
-		{Interface: "deploy", Step: agentapi.CmdEraseDevices, Priority: 0, Abortable: true},
-	},
-	driver.ServiceSteps: {{Interface: "deploy", Step: agentapi.CmdEraseDevicesMetadata}},
+// partitionImage says the image is a partition image (it needs a boot
+// loader installed; a whole-disk image carries its own).
+func partitionImage(n *model.Node) bool {
+	t, _ := n.InstanceInfo["image_type"].(string)
+	return t == "partition"
 }
 
-// Steps lists the deploy, clean and service steps the agent runs.
+// Steps lists the deploy, clean and service steps the agent runs: the
+// deploy step that boots the agent and writes the image, the agent's clean
+// steps (ipa.CleanSteps, the list the agent itself offers), and
+// erase_devices_metadata as a service step.
 func (d *Direct) Steps(n *model.Node, iface string, kind driver.StepKind) []driver.Step {
 	if iface != "deploy" {
 		return nil
 	}
-	return append([]driver.Step(nil), steps[kind]...)
+	switch kind {
+	case driver.DeploySteps:
+		return []driver.Step{{Interface: "deploy", Step: "deploy", Priority: 100}}
+	case driver.CleanSteps:
+		var out []driver.Step
+		for _, s := range ipa.CleanSteps() {
+			out = append(out, driver.Step{Interface: s.Interface, Step: s.Step, Priority: s.Priority, Abortable: s.Abortable})
+		}
+		return out
+	case driver.ServiceSteps:
+		return []driver.Step{{Interface: "deploy", Step: ipa.StepEraseDevicesMetadata}}
+	}
+	return nil
+}
+
+// agentStep reports whether the agent offers the clean step name.
+func agentStep(name string) bool {
+	for _, s := range ipa.CleanSteps() {
+		if s.Step == name {
+			return true
+		}
+	}
+	return false
 }
 
 // ExecuteStep starts a step: every step boots the node into the agent and
@@ -168,8 +190,7 @@ func (d *Direct) ExecuteStep(ctx context.Context, t *driver.Task, kind driver.St
 	if kind == driver.DeploySteps && s.Step == "deploy" {
 		return d.Deploy(ctx, t)
 	}
-	switch s.Step {
-	case agentapi.CmdEraseDevicesMetadata, agentapi.CmdEraseDevices:
+	if agentStep(s.Step) {
 		if agentKnown(t.Node) { // a later step: the agent is already running
 			return driver.Wait, nil
 		}
@@ -184,7 +205,7 @@ func (d *Direct) Deploy(ctx context.Context, t *driver.Task) (driver.Result, err
 	if err := storeConfigDrive(t.Node); err != nil {
 		return driver.Done, err
 	}
-	if _, err := imageParams(t.Node, d.cfg.AllowMD5); err != nil {
+	if _, err := imageInfo(t.Node, d.cfg.AllowMD5); err != nil {
 		return driver.Done, err
 	}
 	return driver.Wait, d.bootAgent(ctx, t, driver.RamdiskDeploy)
@@ -195,7 +216,7 @@ func (d *Direct) Deploy(ctx context.Context, t *driver.Task) (driver.Result, err
 // ramdisk of mode and powers on.
 func (d *Direct) bootAgent(ctx context.Context, t *driver.Task, mode string) error {
 	forgetAgent(t.Node)
-	t.Node.DriverInternalInfo[agentapi.KeyTokenRequired] = true
+	t.Node.DriverInternalInfo[ipa.KeyTokenRequired] = true
 	drv, err := d.cfg.Drivers.For(t.Node)
 	if err != nil {
 		return err
@@ -221,9 +242,9 @@ func (d *Direct) bootAgent(ctx context.Context, t *driver.Task, mode string) err
 }
 
 func agentKnown(n *model.Node) bool {
-	url, _ := n.DriverInternalInfo[agentapi.KeyURL].(string)
-	key, _ := n.DriverInternalInfo[agentapi.KeyCommandKey].(string)
-	return url != "" && key != ""
+	url, _ := n.DriverInternalInfo[ipa.KeyURL].(string)
+	token, _ := n.DriverInternalInfo[ipa.KeyToken].(string)
+	return url != "" && token != ""
 }
 
 // forgetAgent clears the agent's token, URL and command bookkeeping.
@@ -231,8 +252,8 @@ func forgetAgent(n *model.Node) {
 	if n.DriverInternalInfo == nil {
 		n.DriverInternalInfo = model.JSON{}
 	}
-	for _, k := range []string{agentapi.KeyTokenHash, agentapi.KeyCommandKey, agentapi.KeyTokenRequired,
-		agentapi.KeyURL, agentapi.KeyVersion, keyCommandID, keyCommandName} {
+	for _, k := range []string{ipa.KeyToken, ipa.KeyTokenRequired, ipa.KeyURL, ipa.KeyVersion,
+		keyCommandID, keyCommandName, keyDeployPhase} {
 		delete(n.DriverInternalInfo, k)
 	}
 }
@@ -240,80 +261,200 @@ func forgetAgent(n *model.Node) {
 // Continue runs on each heartbeat of the agent: it starts the operation's
 // command, or polls it, and finishes the operation when it is done.
 func (d *Direct) Continue(ctx context.Context, t *driver.Task, op string) (driver.Result, error) {
+	res, err := d.continueOp(ctx, t, op)
+	if errors.Is(err, errCommandFailed) && d.cfg.LogsDir != "" {
+		err = fmt.Errorf("%w (%s)", err, d.saveLogs(ctx, t.Node, op))
+	}
+	return res, err
+}
+
+func (d *Direct) continueOp(ctx context.Context, t *driver.Task, op string) (driver.Result, error) {
 	n := t.Node
 	if !agentKnown(n) {
 		return driver.Wait, nil // not heard from the agent yet
 	}
-	name, params, err := d.command(n, op)
-	if err != nil {
-		return driver.Done, err
-	}
-	if _, done, err := runCommand(ctx, d.cfg.Client, n, name, params); err != nil || !done {
-		if err != nil {
-			return driver.Done, err
-		}
-		return driver.Wait, nil
-	}
-	if name == agentapi.CmdWriteImage {
-		return driver.Done, d.bootFromDisk(ctx, t)
-	}
-	return driver.Done, nil
-}
-
-// runCommand starts the command name on the node's agent, or polls the one
-// started on an earlier heartbeat; done reports it finished successfully
-// (with its result). The agent must be known (agentKnown).
-func runCommand(ctx context.Context, c *Client, n *model.Node, name string, params map[string]any) (res agentapi.CommandResult, done bool, err error) {
-	info := n.DriverInternalInfo
-	url, _ := info[agentapi.KeyURL].(string)
-	key, _ := info[agentapi.KeyCommandKey].(string)
-	id, _ := info[keyCommandID].(string)
-	if id == "" || info[keyCommandName] != name {
-		res, err := c.Start(ctx, url, key, name, params)
-		if err != nil {
-			return res, false, fmt.Errorf("starting %s on the agent: %w", name, err)
-		}
-		info[keyCommandID], info[keyCommandName] = res.ID, name
-		info[keyProgress] = 0
-		return res, false, nil
-	}
-	res, err = c.Status(ctx, url, key, id)
-	if err != nil {
-		delete(info, keyCommandID)
-		return res, false, fmt.Errorf("polling %s on the agent: %w", name, err)
-	}
-	info[keyProgress] = res.Written
-	switch res.Status {
-	case agentapi.StatusRunning:
-		return res, false, nil
-	case agentapi.StatusFailed:
-		delete(info, keyCommandID)
-		delete(info, keyCommandName)
-		return res, false, fmt.Errorf("agent command %s failed: %s", name, res.Error)
-	}
-	delete(info, keyCommandID)
-	delete(info, keyCommandName)
-	return res, true, nil
-}
-
-// command is the agent command an operation runs.
-func (d *Direct) command(n *model.Node, op string) (string, map[string]any, error) {
 	switch op {
 	case string(driver.DeploySteps):
-		p, err := imageParams(n, d.cfg.AllowMD5)
-		return agentapi.CmdWriteImage, p, err
+		return d.continueDeploy(ctx, t)
 	case string(driver.CleanSteps), string(driver.ServiceSteps):
 		cur := n.CleanStep
 		if op == string(driver.ServiceSteps) {
 			cur = n.ServiceStep
 		}
 		name, _ := cur["step"].(string)
-		if name != agentapi.CmdEraseDevicesMetadata && name != agentapi.CmdEraseDevices {
-			return "", nil, fmt.Errorf("the agent has no step %q", name)
+		if !agentStep(name) {
+			return driver.Done, fmt.Errorf("the agent has no step %q", name)
 		}
-		return name, map[string]any{}, nil
+		step := map[string]any{}
+		for k, v := range cur {
+			step[k] = v
+		}
+		params := map[string]any{"step": step, "node": AgentNode(n), "ports": agentPorts(t.Ports), "clean_version": nil}
+		if _, done, err := runCommand(ctx, d.cfg.Client, n, ipa.CmdExecuteCleanStep, params); err != nil || !done {
+			return notDone(err)
+		}
+		return driver.Done, nil
 	}
-	return "", nil, fmt.Errorf("the direct deploy interface cannot %s", op)
+	return driver.Done, fmt.Errorf("the direct deploy interface cannot %s", op)
+}
+
+// continueDeploy runs the deploy's commands, as Ironic's direct deploy
+// does: standby.prepare_image (polled), standby.get_partition_uuids, for
+// a partition image image.install_bootloader (polled), standby.sync; then
+// the node boots from disk. The phase reached is kept across heartbeats.
+func (d *Direct) continueDeploy(ctx context.Context, t *driver.Task) (driver.Result, error) {
+	n := t.Node
+	phase, _ := n.DriverInternalInfo[keyDeployPhase].(string)
+	if phase == "" {
+		params, err := imageInfo(n, d.cfg.AllowMD5)
+		if err != nil {
+			return driver.Done, err
+		}
+		res, done, err := runCommand(ctx, d.cfg.Client, n, ipa.CmdPrepareImage, params)
+		if err != nil || !done {
+			return notDone(err)
+		}
+		if w, ok := res.Result["bytes_written"].(float64); ok {
+			n.DriverInternalInfo[keyProgress] = int64(w)
+		}
+		phase = ipa.CmdPrepareImage
+		n.DriverInternalInfo[keyDeployPhase] = phase
+	}
+	if phase == ipa.CmdPrepareImage {
+		res, done, err := runCommand(ctx, d.cfg.Client, n, ipa.CmdGetPartitionUUIDs, nil)
+		if err != nil || !done {
+			return notDone(err)
+		}
+		root, _ := res.Result["root uuid"].(string)
+		if root != "" {
+			n.DriverInternalInfo["root_uuid_or_disk_id"] = root
+		}
+		if partitionImage(n) {
+			efi, _ := res.Result["efi system partition uuid"].(string)
+			params := map[string]any{"root_uuid": root, "efi_system_part_uuid": nilIfEmpty(efi),
+				"prep_boot_part_uuid": nil, "target_boot_mode": bootMode(n)}
+			if _, done, err := runCommand(ctx, d.cfg.Client, n, ipa.CmdInstallBootloader, params); err != nil || !done {
+				return notDone(err)
+			}
+		}
+		phase = ipa.CmdInstallBootloader
+		n.DriverInternalInfo[keyDeployPhase] = phase
+	}
+	if _, done, err := runCommand(ctx, d.cfg.Client, n, ipa.CmdSync, nil); err != nil || !done {
+		return notDone(err)
+	}
+	return driver.Done, d.bootFromDisk(ctx, t)
+}
+
+// notDone is a command's outcome on this heartbeat: failed, or wait for
+// the next one.
+func notDone(err error) (driver.Result, error) {
+	if err != nil {
+		return driver.Done, err
+	}
+	return driver.Wait, nil
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// bootMode is the node's boot mode (instance_info, then properties'
+// capabilities), bios by default.
+func bootMode(n *model.Node) string {
+	if m, _ := n.InstanceInfo["deploy_boot_mode"].(string); m != "" {
+		return m
+	}
+	caps, _ := n.Properties["capabilities"].(string)
+	for _, c := range strings.Split(caps, ",") {
+		if k, v, ok := strings.Cut(c, ":"); ok && strings.TrimSpace(k) == "boot_mode" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "bios"
+}
+
+// runCommand starts the command name on the node's agent, or polls the one
+// started on an earlier heartbeat; done reports it finished successfully
+// (with its result). A synchronous command finishes in the POST's answer.
+// The agent must be known (agentKnown).
+func runCommand(ctx context.Context, c *Client, n *model.Node, name string, params map[string]any) (res ipa.CommandResult, done bool, err error) {
+	info := n.DriverInternalInfo
+	url, _ := info[ipa.KeyURL].(string)
+	token, _ := info[ipa.KeyToken].(string)
+	id, _ := info[keyCommandID].(string)
+	if id == "" || info[keyCommandName] != name {
+		res, err = c.Run(ctx, url, token, name, params, false)
+		if errors.Is(err, ErrBusy) { // an earlier command still runs: next heartbeat
+			return res, false, nil
+		}
+		if err != nil {
+			return res, false, fmt.Errorf("starting %s on the agent: %w", name, err)
+		}
+		info[keyCommandID], info[keyCommandName] = res.ID, name
+	} else {
+		res, err = c.Status(ctx, url, token, id)
+		if err != nil {
+			delete(info, keyCommandID)
+			return res, false, fmt.Errorf("polling %s on the agent: %w", name, err)
+		}
+	}
+	if res.BytesWritten > 0 || name == ipa.CmdPrepareImage {
+		info[keyProgress] = res.BytesWritten
+	}
+	switch res.Status {
+	case ipa.StatusRunning:
+		return res, false, nil
+	case ipa.StatusSucceeded:
+		delete(info, keyCommandID)
+		delete(info, keyCommandName)
+		return res, true, nil
+	}
+	delete(info, keyCommandID)
+	delete(info, keyCommandName)
+	return res, false, fmt.Errorf("%w: %s %s: %s", errCommandFailed, name, strings.ToLower(res.Status), res.ErrorText())
+}
+
+// errCommandFailed marks an agent command that ran and failed (not an
+// unreachable agent).
+var errCommandFailed = errors.New("agent command failed")
+
+// AgentNode is the node as the agent sees it in step commands (Ironic's
+// _LOOKUP_RETURN_FIELDS), without the agent's token, secrets of
+// instance_info, and the stored inspection data.
+func AgentNode(n *model.Node) map[string]any {
+	dii := map[string]any{}
+	for k, v := range n.DriverInternalInfo {
+		if k != ipa.KeyToken && k != KeyInventory && k != KeyPluginData {
+			dii[k] = v
+		}
+	}
+	ii := map[string]any{}
+	for k, v := range n.InstanceInfo {
+		if k != "configdrive" && k != keyRescuePassword && k != KeyHashedRescuePassword {
+			ii[k] = v
+		}
+	}
+	return map[string]any{"uuid": n.UUID, "properties": nonNil(n.Properties), "instance_info": ii, "driver_internal_info": dii}
+}
+
+func nonNil(m model.JSON) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// agentPorts are the node's ports as step commands carry them.
+func agentPorts(ports []*model.Port) []any {
+	out := make([]any, 0, len(ports))
+	for _, p := range ports {
+		out = append(out, map[string]any{"uuid": p.UUID, "address": p.Address, "pxe_enabled": p.PXEEnabled, "node_uuid": p.NodeUUID})
+	}
+	return out
 }
 
 // bootFromDisk has the boot interface prepare the instance (boot device

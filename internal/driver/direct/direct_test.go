@@ -1,13 +1,23 @@
 package direct
 
 import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/model"
 )
 
-func TestImageParams(t *testing.T) {
+func TestImageInfo(t *testing.T) {
 	sha256 := strings.Repeat("ab", 32)
 	tests := []struct {
 		name     string
@@ -29,16 +39,85 @@ func TestImageParams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := imageParams(&model.Node{InstanceInfo: tt.info}, tt.allowMD5)
+			p, err := imageInfo(&model.Node{InstanceInfo: tt.info}, tt.allowMD5)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
 				}
 				return
 			}
-			if err != nil || p["checksum_algo"] != tt.algo {
+			if err != nil || p["image_info"].(map[string]any)["os_hash_algo"] != tt.algo {
 				t.Fatalf("params = %v, err = %v; want algo %s", p, err, tt.algo)
 			}
 		})
+	}
+}
+
+// TestClientNeverShowsToken: the token travels in the query (IPA's place),
+// and no error text carries it: not a refused connection's, not an HTTP
+// error's.
+func TestClientNeverShowsToken(t *testing.T) {
+	const token = "TOKEN-5ecret-in-query"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("agent_token") != token {
+			t.Errorf("token not in the query: %q", r.URL.RawQuery)
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"faultcode":"Client","faultstring":"401 Unauthorized: Token invalid."}`))
+	}))
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	c := NewClient()
+	for _, u := range []string{srv.URL, closed.URL} {
+		_, err := c.Run(context.Background(), u, token, ipa.CmdSync, nil, false)
+		if err == nil || strings.Contains(err.Error(), token) || strings.Contains(err.Error(), "agent_token") {
+			t.Errorf("Run against %s: err = %v", u, err)
+		}
+		_, err = c.Status(context.Background(), u, token, "id")
+		if err == nil || strings.Contains(err.Error(), token) {
+			t.Errorf("Status against %s: err = %v", u, err)
+		}
+	}
+	srv.Close()
+}
+
+// TestFailedCommandSavesLogs: when the agent's prepare_image fails, the
+// agent's logs (log.collect_system_logs) are saved to LogsDir, and the
+// failure says where, with IPA's error details.
+func TestFailedCommandSavesLogs(t *testing.T) {
+	logs := []byte("\x1f\x8b fake tarball")
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req ipa.CommandRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		res := ipa.CommandResult{ID: "c", Status: ipa.StatusSucceeded}
+		switch req.Name {
+		case ipa.CmdPrepareImage:
+			res.Status, res.Error = ipa.StatusFailed, &ipa.RESTError{Type: "ImageDownloadError", Code: 500,
+				Message: "Error downloading image", Details: "HTTP 404"}
+		case ipa.CmdCollectSystemLogs:
+			if r.URL.Query().Get("wait") != "true" {
+				t.Errorf("collect_system_logs without wait=true")
+			}
+			res.Result = map[string]any{"system_logs": base64.StdEncoding.EncodeToString(logs)}
+		default:
+			t.Errorf("unexpected command %s", req.Name)
+		}
+		_ = json.NewEncoder(w).Encode(res)
+	}))
+	defer agent.Close()
+	dir := t.TempDir()
+	d := New(Config{LogsDir: dir})
+	n := &model.Node{UUID: "n1", InstanceInfo: model.JSON{"image_source": "http://127.0.0.1:1/i", "image_checksum": strings.Repeat("ab", 32)},
+		DriverInternalInfo: model.JSON{ipa.KeyURL: agent.URL, ipa.KeyToken: "tok"}}
+	_, err := d.Continue(context.Background(), &driver.Task{Node: n}, string(driver.DeploySteps))
+	if err == nil || !strings.Contains(err.Error(), "HTTP 404") || !strings.Contains(err.Error(), "the agent's logs are in "+dir) {
+		t.Fatalf("err = %v", err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "n1_deploy_*.tar.gz"))
+	if len(files) != 1 {
+		t.Fatalf("saved logs = %v", files)
+	}
+	if b, _ := os.ReadFile(files[0]); !bytes.Equal(b, logs) {
+		t.Fatalf("saved logs = %q", b)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/anvil-metal/anvil/internal/agent/agentapi"
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/model"
 )
@@ -15,14 +14,18 @@ import (
 // InterfaceName names the agent's inspect and rescue interfaces.
 const InterfaceName = "agent"
 
-// KeyInventory is the driver_internal_info key holding the inventory of the
-// last agent inspection (served by GET /v1/nodes/{node}/inventory).
-const KeyInventory = "inspection_inventory"
+// driver_internal_info keys holding the inventory and the plugin data of
+// the last agent inspection (served by GET /v1/nodes/{node}/inventory).
+const (
+	KeyInventory  = "inspection_inventory"
+	KeyPluginData = "inspection_plugin_data"
+)
 
 // Inspector is the "agent" inspect interface: it boots the node into the
-// agent, asks it for its inventory on its first heartbeat (get_inventory),
-// records the node's properties, appends the ports the node lacks, stores
-// the inventory and powers the node off.
+// agent, which posts its inventory (IPA's format) to
+// /v1/continue_inspection; ReceiveInventory then records the node's
+// properties, appends the ports the node lacks, stores the inventory and
+// plugin data and powers the node off.
 type Inspector struct{ d *Direct }
 
 // Inspector returns the agent inspect interface sharing d's configuration.
@@ -36,34 +39,29 @@ func (i *Inspector) Inspect(ctx context.Context, t *driver.Task) (driver.Result,
 	return driver.Wait, i.d.bootAgent(ctx, t, driver.RamdiskDeploy)
 }
 
-// Continue runs get_inventory on the agent and applies its answer.
-func (i *Inspector) Continue(ctx context.Context, t *driver.Task, op string) (driver.Result, error) {
+// Continue runs on the agent's heartbeats in inspect wait: IPA has no
+// command returning the inventory, the agent posts it itself, so the node
+// keeps waiting (until ReceiveInventory, or the inspect timeout).
+func (i *Inspector) Continue(_ context.Context, _ *driver.Task, op string) (driver.Result, error) {
 	if op != "inspect" {
 		return driver.Done, fmt.Errorf("the agent inspect interface cannot %s", op)
 	}
-	if !agentKnown(t.Node) {
-		return driver.Wait, nil
-	}
-	res, done, err := runCommand(ctx, i.d.cfg.Client, t.Node, agentapi.CmdGetInventory, map[string]any{})
-	if err != nil {
-		return driver.Done, err
-	}
-	if !done {
-		return driver.Wait, nil
-	}
-	inv, _ := res.Result["inventory"].(map[string]any)
-	if inv == nil {
-		return driver.Done, errors.New("the agent returned no inventory")
-	}
-	return driver.Done, i.finish(ctx, t, inv)
+	return driver.Wait, nil
 }
 
-// ReceiveInventory applies an inventory the ramdisk pushed (POST
-// /v1/continue_inspection) instead of waiting to pull it.
-func (i *Inspector) ReceiveInventory(ctx context.Context, t *driver.Task, inventory, _ map[string]any) error {
+// ReceiveInventory applies an inventory the agent posted (POST
+// /v1/continue_inspection) and keeps the rest of its data as plugin data.
+func (i *Inspector) ReceiveInventory(ctx context.Context, t *driver.Task, inventory, pluginData map[string]any) error {
 	if inventory == nil {
 		return errors.New("no inventory was received")
 	}
+	if pluginData == nil {
+		pluginData = map[string]any{}
+	}
+	if t.Node.DriverInternalInfo == nil {
+		t.Node.DriverInternalInfo = model.JSON{}
+	}
+	t.Node.DriverInternalInfo[KeyPluginData] = pluginData
 	return i.finish(ctx, t, inventory)
 }
 

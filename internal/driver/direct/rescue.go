@@ -7,6 +7,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/agent/agentapi"
 	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/model"
 )
 
@@ -59,7 +60,7 @@ func (r *Rescuer) Continue(ctx context.Context, t *driver.Task, op string) (driv
 	if !agentapi.IsCryptHash(h) {
 		return driver.Done, errors.New("the node has no hashed rescue password")
 	}
-	_, done, err := runCommand(ctx, r.d.cfg.Client, n, agentapi.CmdFinalizeRescue,
+	_, done, err := runCommand(ctx, r.d.cfg.Client, n, ipa.CmdFinalizeRescue,
 		map[string]any{agentapi.ParamRescuePassword: h, agentapi.ParamHashed: true})
 	if err != nil {
 		return driver.Done, err

@@ -111,15 +111,9 @@ func ramdiskInfo(n *model.Node, mode string) (kernel, ramdisk string, err error)
 	return kernel, ramdisk, nil
 }
 
-// kernelParams is kernel_append_params from instance_info, else driver_info,
-// else the default; "%default%" stands for the default.
+// kernelParams is the node's kernel_append_params over the default.
 func (b *Boot) kernelParams(n *model.Node) string {
-	for _, m := range []model.JSON{n.InstanceInfo, n.DriverInfo} {
-		if v, ok := m["kernel_append_params"].(string); ok {
-			return strings.TrimSpace(strings.ReplaceAll(v, "%default%", b.cfg.KernelParams))
-		}
-	}
-	return b.cfg.KernelParams
+	return driver.KernelAppendParams(n, b.cfg.KernelParams)
 }
 
 // Validate checks network boot is configured and the deploy ramdisk is named.

@@ -12,6 +12,19 @@
 // field this package writes contains a password (errors pass through Scrub);
 // calls are bounded by Config.Attempts × (Config.Timeout + Config.RetryInterval).
 //
+// The redfish-virtual-media boot interface ([VirtualMediaBoot], Ironic's
+// RedfishVirtualMediaBoot) boots the agent from an ISO in the BMC's virtual
+// CD: deploy_iso/rescue_iso as given, or an ISO of deploy_kernel/
+// deploy_ramdisk (rescue_*) that an [ISOPublisher] (internal/boot) builds
+// and serves. It looks for VirtualMedia under the system, else under the
+// managers (as Ironic), ejects what the CD/DVD devices hold, inserts with the
+// InsertMedia action (a PATCH of Image/Inserted on BMCs without it; a device
+// answering 400 or 405 is passed over), waits up to Config.MediaTimeout for
+// the BMC to report the image inserted, and sets a one-time boot from Cd.
+// After deploy, clean, inspect and rescue it ejects and withdraws the ISO; a
+// failed insert withdraws it at once. The Driver also implements
+// driver.VirtualMediaManager, the management side of Ironic's vmedia API.
+//
 // Inspection follows Ironic's redfish inspect: summaries first, every
 // resource but the system optional. It fills properties cpus (when known),
 // cpu_arch, memory_mb and local_gb (0 for a disk-less node), fails with
@@ -54,6 +67,7 @@ type Config struct {
 	Timeout       time.Duration // one HTTP request (60 s)
 	PowerTimeout  time.Duration // wait for a power change to show ([conductor]power_state_change_timeout: 60 s)
 	PollInterval  time.Duration // between power reads while waiting (1 s)
+	MediaTimeout  time.Duration // wait for inserted virtual media to show (60 s)
 	// Transport replaces the HTTP transport (tests); nil builds one per TLS setting.
 	Transport http.RoundTripper
 	Sleep     func(ctx context.Context, d time.Duration) error // nil: real time
@@ -84,6 +98,9 @@ func New(cfg Config) *Driver {
 	if cfg.PowerTimeout <= 0 {
 		cfg.PowerTimeout = 60 * time.Second
 	}
+	if cfg.MediaTimeout <= 0 {
+		cfg.MediaTimeout = 60 * time.Second
+	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = time.Second
 	}
@@ -97,6 +114,8 @@ var (
 	_ driver.Power      = (*Driver)(nil)
 	_ driver.Management = (*Driver)(nil)
 	_ driver.Inspect    = (*Driver)(nil)
+
+	_ driver.VirtualMediaManager = (*Driver)(nil)
 )
 
 // Validate checks driver_info without contacting the BMC.

@@ -34,7 +34,7 @@ func startEmulator(t *testing.T, cfg bmcemu.Config) *bmcemu.Emulator {
 // fastDriver retries quickly so error cases stay short.
 func fastDriver() *redfish.Driver {
 	return redfish.New(redfish.Config{Attempts: 3, RetryInterval: 20 * time.Millisecond, Timeout: 5 * time.Second,
-		PowerTimeout: 5 * time.Second, PollInterval: 10 * time.Millisecond})
+		PowerTimeout: 5 * time.Second, PollInterval: 10 * time.Millisecond, MediaTimeout: 300 * time.Millisecond})
 }
 
 func node(e *bmcemu.Emulator, id, password, auth string) *model.Node {

@@ -92,6 +92,19 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// keepOnly drops the exchanges keep refuses.
+func (r *recorder) keepOnly(keep func(exchange) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []exchange
+	for _, ex := range r.log {
+		if keep(ex) {
+			out = append(out, ex)
+		}
+	}
+	r.log = out
+}
+
 func (r *recorder) save(t *testing.T, file string) {
 	t.Helper()
 	r.mu.Lock()
@@ -136,6 +149,8 @@ type replayConfig struct {
 	Gone []string
 	// Edit changes a resource before the server starts.
 	Edit func(path string, body map[string]any)
+	// InsertIgnored: virtual media inserts are accepted and change nothing.
+	InsertIgnored bool
 }
 
 // fact is a recorded answer that is not a resource (an error status).
@@ -367,11 +382,26 @@ func (rp *replay) login(w http.ResponseWriter, body []byte) {
 	rp.write(w, http.StatusCreated, map[string]any{"Id": fmt.Sprint(rp.nextToken), "UserName": cred.UserName})
 }
 
-// patch merges a system's Boot (what SetBootDevice and SetBootMode send).
+// patch merges a system's Boot (what SetBootDevice and SetBootMode send),
+// or a virtual media device's Image and Inserted (what BMCs without the
+// InsertMedia action take).
 func (rp *replay) patch(w http.ResponseWriter, p string, body []byte) {
 	m, ok := rp.res[p]
-	var req struct{ Boot map[string]any }
-	if !ok || json.Unmarshal(body, &req) != nil || req.Boot == nil {
+	var req struct {
+		Boot     map[string]any
+		Image    *string
+		Inserted *bool
+	}
+	if !ok || json.Unmarshal(body, &req) != nil {
+		rp.write(w, http.StatusBadRequest, nil)
+		return
+	}
+	if _, isMedia := m["MediaTypes"]; isMedia && req.Boot == nil {
+		rp.media(p, m, req.Inserted != nil && *req.Inserted, req.Image)
+		rp.write(w, http.StatusNoContent, nil)
+		return
+	}
+	if req.Boot == nil {
 		rp.write(w, http.StatusBadRequest, nil)
 		return
 	}
@@ -387,6 +417,23 @@ func (rp *replay) patch(w http.ResponseWriter, p string, body []byte) {
 		boot[k] = v
 	}
 	rp.write(w, http.StatusNoContent, nil)
+}
+
+// media inserts image into, or ejects, the device m at p. A server with
+// InsertIgnored accepts inserts and changes nothing (a BMC that cannot fetch
+// the image and does not say so).
+func (rp *replay) media(p string, m map[string]any, insert bool, image *string) {
+	if !insert {
+		m["Image"], m["Inserted"], m["ConnectedVia"] = "", false, "NotConnected"
+		return
+	}
+	if rp.cfg.InsertIgnored {
+		return
+	}
+	if image != nil {
+		m["Image"] = *image
+	}
+	m["Inserted"], m["ConnectedVia"] = true, "URI"
 }
 
 // action performs ComputerSystem.Reset and VirtualMedia Insert/EjectMedia.
@@ -418,12 +465,12 @@ func (rp *replay) action(w http.ResponseWriter, p string, body []byte) {
 		}
 	case "VirtualMedia.InsertMedia":
 		img, _ := req["Image"].(string)
-		m["Image"], m["Inserted"], m["ConnectedVia"] = img, true, "URI"
-		if wp, ok := req["WriteProtected"].(bool); ok {
+		rp.media(owner, m, true, &img)
+		if wp, ok := req["WriteProtected"].(bool); ok && !rp.cfg.InsertIgnored {
 			m["WriteProtected"] = wp
 		}
 	case "VirtualMedia.EjectMedia":
-		m["Image"], m["Inserted"], m["ConnectedVia"] = "", false, "NotConnected"
+		rp.media(owner, m, false, nil)
 	default:
 		rp.write(w, http.StatusBadRequest, nil)
 		return

@@ -115,8 +115,17 @@ func TestSushyToolsLive(t *testing.T) {
 	b.run(t)
 	t.Run("inventory", func(t *testing.T) { sushyInventory(t, b) })
 	t.Run("virtual media", func(t *testing.T) { testVirtualMedia(t, addr, rec) })
+	isos := isoServer(t)
+	t.Run("virtual media boot", func(t *testing.T) { sushyVMBoot(t, b, isos.URL) })
+	bad := &recorder{next: http.DefaultTransport, password: sushyPassword}
+	t.Run("unfetchable image", func(t *testing.T) {
+		d := redfish.New(redfish.Config{Attempts: 3, RetryInterval: 200 * time.Millisecond, Timeout: 10 * time.Second, Transport: bad})
+		sushyBadImage(t, d, bmcTarget{address: addr, password: sushyPassword}, "http://"+closedPort(t))
+	})
 	if os.Getenv("ANVIL_SUSHY_TOOLS_RECORD") != "" && !t.Failed() {
 		rec.save(t, sushyRecording)
+		bad.keepOnly(func(ex exchange) bool { return ex.Status >= 400 })
+		bad.save(t, sushyBadImageRecording)
 	}
 }
 
@@ -132,6 +141,7 @@ func TestSushyToolsReplay(t *testing.T) {
 	b.run(t)
 	t.Run("inventory", func(t *testing.T) { sushyInventory(t, b) })
 	t.Run("virtual media", func(t *testing.T) { testVirtualMedia(t, srv.URL, http.DefaultTransport) })
+	t.Run("virtual media boot", func(t *testing.T) { sushyVMBoot(t, b, isoServer(t).URL) })
 	for _, r := range rp.Requests {
 		if strings.Contains(r, "SessionService") {
 			t.Errorf("auth auto tried a session on a BMC whose root links none: %s", r)

@@ -20,6 +20,35 @@ func testListNodes(t *testing.T, su suite) {
 	t.Run("filters", func(t *testing.T) { t.Parallel(); listFilters(t, s, nodes) })
 	t.Run("pagination", func(t *testing.T) { t.Parallel(); listPagination(t, s, nodes) })
 	t.Run("errors", func(t *testing.T) { t.Parallel(); listErrors(t, s) })
+	t.Run("search by MAC", func(t *testing.T) { listSearchMAC(t, su.fresh(t)) })
+}
+
+// listSearchMAC: Search finds a node by one of its ports' MAC (exactly,
+// whatever the case asked), together with the nodes it names otherwise.
+func listSearchMAC(t *testing.T, s store.Store) {
+	a := mustCreateNode(t, s, &model.Node{UUID: uuid.NewString(), Name: "mac-a", Driver: "fake-hardware", ProvisionState: "enroll"})
+	b := mustCreateNode(t, s, &model.Node{UUID: uuid.NewString(), Name: "52-owner", Driver: "fake-hardware", ProvisionState: "enroll"})
+	mustCreatePort(t, s, newPort(a.UUID, "52:54:00:aa:bb:01"))
+	mustCreatePort(t, s, newPort(b.UUID, "52:54:00:aa:bb:02"))
+	for search, want := range map[string][]string{
+		"52:54:00:AA:BB:01": {a.UUID},
+		"52:54:00:aa:bb:02": {b.UUID},
+		"52:54:00:aa:bb":    {},       // a MAC matches whole, not in part
+		"52-own":            {b.UUID}, // a name part (not a UUID prefix: not hex)
+	} {
+		got, err := s.ListNodes(t.Context(), store.NodeQuery{Search: search})
+		wantErr(t, "ListNodes", err, nil)
+		var ids []string
+		for _, n := range got {
+			ids = append(ids, n.UUID)
+		}
+		if strings.Join(ids, ",") != strings.Join(want, ",") {
+			t.Errorf("Search %q: %v, want %v", search, ids, want)
+		}
+		if n, err := s.CountNodes(t.Context(), store.NodeQuery{Search: search}); err != nil || n != len(want) {
+			t.Errorf("CountNodes(Search %q) = %d, %v; want %d", search, n, err, len(want))
+		}
+	}
 }
 
 // listFixture creates 10 nodes whose sortable fields repeat, are empty or
@@ -124,6 +153,20 @@ func nodeFilterCases(nodes []*model.Node) []filterCase {
 			func(n *model.Node) bool { return n.Reservation == "c2" }},
 		{"combined", store.NodeQuery{Driver: "ipmi", Maintenance: ptr(true), Reserved: ptr(false)},
 			func(n *model.Node) bool { return n.Driver == "ipmi" && n.Maintenance && n.Reservation == "" }},
+		{"power state", store.NodeQuery{PowerState: "power on"},
+			func(n *model.Node) bool { return n.PowerState == "power on" }},
+		{"no power state", store.NodeQuery{PowerState: store.NoPowerState},
+			func(n *model.Node) bool { return n.PowerState == "" }},
+		{"search name", store.NodeQuery{Search: "DE-3"},
+			func(n *model.Node) bool { return n.Name == "node-3" }},
+		{"search name is not a pattern", store.NodeQuery{Search: "node_"},
+			func(*model.Node) bool { return false }},
+		{"search uuid prefix", store.NodeQuery{Search: strings.ToUpper(nodes[4].UUID[:13])},
+			func(n *model.Node) bool { return strings.HasPrefix(n.UUID, nodes[4].UUID[:13]) }},
+		{"provision updated before", store.NodeQuery{ProvisionUpdatedBefore: stamp(2)},
+			func(n *model.Node) bool {
+				return !n.ProvisionUpdatedAt.IsZero() && n.ProvisionUpdatedAt.Before(stamp(2))
+			}},
 		{"no match", store.NodeQuery{ProvisionState: "deploying"},
 			func(*model.Node) bool { return false }},
 	}
@@ -150,8 +193,31 @@ func listFilters(t *testing.T, s store.Store, nodes []*model.Node) {
 			if count, _ := s.CountNodes(t.Context(), c.q); count != len(want) {
 				t.Fatalf("CountNodes with pagination = %d, want %d: it applies filters only", count, len(want))
 			}
+			checkNodeGroups(t, s, c.q, want)
 		})
 	}
+}
+
+// checkNodeGroups compares CountNodeGroups with the groups of want.
+func checkNodeGroups(t *testing.T, s store.Store, q store.NodeQuery, want []*model.Node) {
+	t.Helper()
+	groups, err := s.CountNodeGroups(t.Context(), q)
+	wantErr(t, "CountNodeGroups", err, nil)
+	key := func(g store.NodeGroup) string {
+		return fmt.Sprintf("%s|%s|%t|%s", g.ProvisionState, g.PowerState, g.Maintenance, g.Reservation)
+	}
+	got, exp := map[string]int{}, map[string]int{}
+	for _, g := range groups {
+		if g.Count <= 0 {
+			t.Fatalf("CountNodeGroups returned an empty group %+v", g)
+		}
+		got[key(g)] += g.Count
+	}
+	for _, n := range want {
+		exp[key(store.NodeGroup{ProvisionState: n.ProvisionState, PowerState: n.PowerState,
+			Maintenance: n.Maintenance, Reservation: n.Reservation})]++
+	}
+	wantEqual(t, "CountNodeGroups", got, exp)
 }
 
 func want0(ns []*model.Node) string {

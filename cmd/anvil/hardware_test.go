@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestBMCEmulatorQEMUFlags: bad --qemu flags stop the command with one
+// clear error before anything starts.
+func TestBMCEmulatorQEMUFlags(t *testing.T) {
+	_, qemuErr := exec.LookPath("qemu-system-x86_64")
+	tests := []struct {
+		args      []string
+		want      string
+		needsQEMU bool
+	}{
+		{[]string{"--forward", "10.0.2.100:80=127.0.0.1:80"}, "--forward and --boot-file need --qemu", false},
+		{[]string{"--boot-file", "http://10.0.2.100/boot.ipxe"}, "--forward and --boot-file need --qemu", false},
+		{[]string{"--qemu", "--forward", "10.0.2.100:80"}, "is not GUEST=HOST", false},
+		{[]string{"--qemu", "--vm-memory", "8"}, "--vm-memory 8 is below 16 MiB", false},
+		{[]string{"--qemu", "--vm-disk-mib", "0"}, "--vm-disk-mib 0 is below 1 MiB", false},
+		{[]string{"--qemu", "--forward", "10.0.2.100:80=192.0.2.1:80"}, "is not a loopback address:port", true},
+		{[]string{"--qemu", "--forward", "10.0.3.1:80=127.0.0.1:80"}, "is not an address:port in 10.0.2.0/24", true},
+		{[]string{"--qemu", "--forward", "10.0.2.2:80=127.0.0.1:80"}, "is not an address:port in 10.0.2.0/24", true},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			if tt.needsQEMU && qemuErr != nil {
+				t.Skip("qemu-system-x86_64 not found")
+			}
+			var out, errOut bytes.Buffer
+			cmd := newBMCEmulator(&out, &errOut)
+			cmd.SetArgs(append([]string{"--listen", "127.0.0.1:0", "-n", "1"}, tt.args...))
+			cmd.SetOut(&out)
+			cmd.SetErr(&errOut)
+			cmd.SilenceUsage, cmd.SilenceErrors = true, true
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // a command that starts returns at once
+			err := cmd.ExecuteContext(ctx)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %v, want one line containing %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,141 @@
+// A node's page: its fields as the API renders them (secrets masked by
+// the API), ports, history with the time spent in each state, last_error,
+// and the actions the state machine allows in its state, each confirmed.
+import { get, send, watch } from './api.js';
+import { $, el, show, duration, since, fillTable, debounce, showError } from './ui.js';
+
+export class NodePage {
+  constructor(machine, setLive) {
+    this.machine = machine;
+    this.setLive = setLive;
+    this.stream = null;
+    this.reload = debounce(() => this.load(), 150);
+  }
+
+  start(ident) {
+    this.stop();
+    this.ident = ident;
+    $('#action-result').textContent = '';
+    this.load();
+    this.stream = watch({ node: ident, types: 'node.created,node.updated,node.deleted,node.history' },
+      () => this.reload(), this.setLive);
+  }
+
+  stop() {
+    if (this.stream) this.stream.close();
+    this.stream = null;
+  }
+
+  async load() {
+    const id = encodeURIComponent(this.ident);
+    try {
+      const [node, ports, history] = await Promise.all([
+        get(`/v1/nodes/${id}`),
+        get(`/v1/nodes/${id}/ports?detail=True`),
+        get(`/v1/nodes/${id}/history?detail=True`).catch(() => ({ history: [] })),
+      ]);
+      showError(null);
+      this.node = node;
+      this.render(node, ports.ports, history.history);
+    } catch (err) {
+      showError(err);
+    }
+  }
+
+  render(n, ports, history) {
+    $('#node-title').textContent = n.name ? `${n.name} (${n.uuid})` : n.uuid;
+    const st = $('#node-state');
+    st.replaceChildren(
+      el('span', { class: 'ps ' + this.stateClass(n.provision_state), id: 'node-provision-state' }, show(n.provision_state)),
+      n.target_provision_state ? ` → ${n.target_provision_state}` : '',
+      ` for ${since(n.provision_updated_at)} · power `,
+      el('span', { id: 'node-power-state' }, show(n.power_state) || 'unknown'),
+      n.target_power_state ? ` → ${n.target_power_state}` : '',
+      n.maintenance ? el('span', { class: 'bad' }, ` · maintenance: ${show(n.maintenance_reason)}`) : '',
+      n.reservation ? ` · locked by ${n.reservation}` : '');
+    const le = $('#node-error');
+    le.hidden = !n.last_error;
+    le.textContent = n.last_error ? 'Last error: ' + n.last_error : '';
+    this.renderActions(n);
+    this.renderTimeline(n, history);
+    fillTable($('#ports'), [['address', (p) => p.address], ['name', (p) => show(p.name)],
+      ['pxe', (p) => show(p.pxe_enabled)], ['physical network', (p) => show(p.physical_network)],
+      ['uuid', (p) => p.uuid]], ports, 'no ports');
+    const rows = Object.keys(n).filter((k) => k !== 'links' && k !== 'ports' && k !== 'portgroups' && k !== 'volume' && k !== 'states').sort();
+    $('#fields').replaceChildren(...rows.map((k) =>
+      el('tr', { dataset: { field: k } }, el('th', {}, k), el('td', {}, el('pre', {}, show(n[k]))))));
+  }
+
+  stateClass(s) {
+    const st = this.machine.states.find((x) => x.name === s);
+    return st ? st.class : '';
+  }
+
+  // renderTimeline lists the transitions, newest first, with the time the
+  // node spent in the state it left; the current state's time runs on.
+  renderTimeline(n, history) {
+    const items = [el('li', { class: 'current' }, el('b', {}, show(n.provision_state)),
+      ` now, for ${since(n.provision_updated_at)}`)];
+    for (const h of [...history].reverse()) {
+      const moved = h.from_state || h.to_state;
+      items.push(el('li', { class: (h.severity || '').toLowerCase() },
+        el('time', { datetime: h.created_at }, new Date(h.created_at).toLocaleString()), ' ',
+        moved ? el('b', {}, `${show(h.from_state)} → ${show(h.to_state)}`) : '',
+        moved && h.duration_seconds !== null ? ` after ${duration(h.duration_seconds)} in ${h.from_state}` : '',
+        h.event ? el('div', { class: 'event' }, h.event) : ''));
+    }
+    $('#timeline').replaceChildren(...items);
+  }
+
+  renderActions(n) {
+    const box = $('#actions');
+    box.replaceChildren();
+    const add = (label, kind, run, extra) => box.append(el('button', {
+      type: 'button', class: 'action ' + kind, dataset: { action: label },
+      onclick: () => this.confirm(label, extra, run),
+    }, label));
+    const id = encodeURIComponent(n.uuid);
+    const busy = !!n.reservation || !!n.target_power_state;
+    for (const target of this.machine.actions[n.provision_state] || []) {
+      const steps = target === 'clean' || target === 'service';
+      add(target, 'provision', (text) => {
+        const body = { target };
+        if (target === 'clean') body.clean_steps = JSON.parse(text || '[]');
+        if (target === 'service') body.service_steps = JSON.parse(text || '[]');
+        return send('PUT', `/v1/nodes/${id}/states/provision`, body);
+      }, steps ? `${target} steps (JSON list)` : null);
+    }
+    for (const target of this.machine.power) {
+      if (busy) break;
+      add(target, 'power', () => send('PUT', `/v1/nodes/${id}/states/power`, { target }));
+    }
+    if (n.maintenance) add('unset maintenance', 'maintenance', () => send('DELETE', `/v1/nodes/${id}/maintenance`));
+    else add('set maintenance', 'maintenance', (reason) => send('PUT', `/v1/nodes/${id}/maintenance`, { reason: reason || null }), 'reason');
+  }
+
+  // confirm asks before acting; extra, when set, labels a text field whose
+  // value is passed to run.
+  confirm(label, extra, run) {
+    const dlg = $('#confirm');
+    const name = this.node.name || this.node.uuid;
+    $('#confirm-text').textContent = `${label} node ${name} (now ${show(this.node.provision_state)})?`;
+    const lab = $('#confirm-extra-label');
+    lab.hidden = !extra;
+    lab.querySelector('span').textContent = extra || '';
+    $('#confirm-extra').value = '';
+    dlg.onclose = async () => {
+      if (dlg.returnValue !== 'ok') return;
+      const out = $('#action-result');
+      out.textContent = `${label}: requested…`;
+      try {
+        await run($('#confirm-extra').value.trim());
+        out.textContent = `${label}: accepted`;
+      } catch (err) {
+        out.textContent = `${label}: ${err.message}`;
+      }
+      this.reload();
+    };
+    dlg.returnValue = '';
+    dlg.showModal();
+  }
+}
