@@ -47,7 +47,7 @@ func conductorNotFound(host string) error {
 
 // alive is Ironic's test: online, with a heartbeat within the window.
 func (s *Server) alive(c *model.Conductor) bool {
-	return c.Online && !c.UpdatedAt.IsZero() && !c.UpdatedAt.Before(s.cfg.Now().Add(-s.cfg.ConductorAliveWindow))
+	return c.Alive(s.cfg.Now(), s.cfg.ConductorAliveWindow)
 }
 
 func (rc *call) conductorsAllowed() error {

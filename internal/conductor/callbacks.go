@@ -179,6 +179,11 @@ func (c *Conductor) CheckTimeouts(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r, err := c.liveRing(ctx)
+	if err != nil {
+		return err
+	}
+	nodes = c.owned(r, nodes)
 	now := c.now()
 	for _, n := range nodes {
 		if d, _ := c.waitTimeout(n); d <= 0 || now.Sub(n.ProvisionUpdatedAt) <= d {

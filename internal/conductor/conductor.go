@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/ring"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -28,7 +30,7 @@ type Config struct {
 	LockRetries       int           // extra attempts to take a held lock (Ironic: 3 attempts)
 	LockRetryInterval time.Duration // between attempts (Ironic: 1 s)
 	HistoryLimit      int           // history entries kept per node (300)
-	HeartbeatInterval time.Duration // conductor heartbeat (10 s)
+	HeartbeatInterval time.Duration // conductor heartbeat (10 s, at most a third of ConductorDeadAfter)
 	AutomatedClean    bool          // Ironic's [conductor]automated_clean (true)
 
 	// Wait-state timeouts (0 = never); Ironic's defaults are 30 minutes.
@@ -49,6 +51,9 @@ type Config struct {
 	// ConductorDeadAfter: a conductor that has not heartbeated for this long is
 	// dead and its locks are broken by the survivors (Ironic's heartbeat_timeout, 60 s).
 	ConductorDeadAfter time.Duration
+	// HashPartitions is each conductor's number of points on the hash ring
+	// that divides nodes' periodic work (Ironic: 2^hash_partition_exponent, 32).
+	HashPartitions int
 
 	// Concurrency caps (Ironic's max_concurrent_deploy 250, max_concurrent_clean 50).
 	MaxConcurrentDeploy int
@@ -114,6 +119,11 @@ func New(cfg Config) (*Conductor, error) {
 	if cfg.Store == nil || cfg.Drivers == nil || cfg.Host == "" {
 		return nil, errors.New("conductor: Store, Drivers and Host are required")
 	}
+	if err := ring.CheckGroup(cfg.Group); err != nil {
+		return nil, fmt.Errorf("conductor: %w", err)
+	}
+	// Groups compare case-insensitively; the API stores nodes' lowercased.
+	cfg.Group = strings.ToLower(cfg.Group)
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
@@ -129,10 +139,13 @@ func New(cfg Config) (*Conductor, error) {
 	if cfg.HistoryLimit == 0 {
 		cfg.HistoryLimit = 300
 	}
-	if cfg.HeartbeatInterval <= 0 {
-		cfg.HeartbeatInterval = 10 * time.Second
-	}
 	cfg = cfg.withDefaults()
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = min(10*time.Second, cfg.ConductorDeadAfter/3)
+	}
+	if cfg.HeartbeatInterval >= cfg.ConductorDeadAfter {
+		return nil, fmt.Errorf("conductor: heartbeat interval %s must be shorter than the heartbeat timeout %s, or the conductor is taken for dead while it runs", cfg.HeartbeatInterval, cfg.ConductorDeadAfter)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Conductor{
 		cfg: cfg, store: cfg.Store, reg: cfg.Drivers, log: cfg.Log.With("conductor", cfg.Host), now: cfg.Now,
@@ -166,6 +179,21 @@ func (c *Conductor) Start(ctx context.Context) error {
 	go c.every(ctx, c.cfg.CheckProvisionStateInterval, "check provision state timeouts", c.CheckTimeouts)
 	go c.every(ctx, c.cfg.SyncPowerStateInterval, "sync power states", c.SyncPowerStates)
 	go c.every(ctx, c.cfg.ConductorDeadAfter/2, "break locks of dead conductors", c.BreakDeadLocks)
+	return nil
+}
+
+// StartAPIOnly is Start for an API process (serve --role api): it
+// registers without drivers, so it is never on the hash ring (no periodic
+// work, no handed-over calls), frees what a previous run of this host left,
+// and heartbeats, so that survivors break its locks if it dies.
+func (c *Conductor) StartAPIOnly(ctx context.Context) error {
+	if err := c.store.RegisterConductor(ctx, &model.Conductor{Hostname: c.cfg.Host, ConductorGroup: c.cfg.Group}); err != nil {
+		return fmt.Errorf("register API process: %w", err)
+	}
+	if err := c.recover(ctx); err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	go c.heartbeat(ctx)
 	return nil
 }
 

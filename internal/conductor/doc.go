@@ -38,6 +38,12 @@
 // (allocations.go: a worker picks and locks a matching node; unfinished
 // allocations resume on start and are taken over from dead conductors).
 //
+// Periodic work (power sync, wait-state timeouts, take-over of dead
+// conductors' locks) runs only for the nodes this conductor owns on the hash
+// ring of live conductors (ownership.go, internal/ring), so several
+// conductors on one database divide it; a lock of a live conductor is never
+// broken.
+//
 // Flows are tested as transcripts (testdata/*.txt, regenerated with
 // `go test ./internal/conductor -run Transcript -rewrite`).
 package conductor

@@ -2,6 +2,7 @@ package conductor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/ring"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -34,7 +36,8 @@ func (c *Conductor) every(ctx context.Context, interval time.Duration, what stri
 // faultPowerFailure is Ironic's fault for a node whose BMC stopped answering.
 const faultPowerFailure = "power failure"
 
-// SyncPowerStates reads every unlocked node's power state through its driver,
+// SyncPowerStates reads the power state of every unlocked node this
+// conductor owns on the hash ring of live conductors through its driver,
 // with bounded parallelism, and corrects differences Ironic's way: put the
 // hardware back to the recorded state (ForcePowerStateDuringSync) or record
 // the hardware's state. After PowerStateSyncMaxRetries failed reads the node
@@ -46,6 +49,15 @@ func (c *Conductor) SyncPowerStates(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The ring is built after the list, so a node created after a conductor
+	// joined is never synced on a ring without that conductor.
+	r, err := c.liveRing(ctx)
+	if err != nil {
+		return err
+	}
+	total := len(nodes)
+	nodes = c.owned(r, nodes)
+	c.log.Debug("power sync pass", "owned", len(nodes), "unlocked", total)
 	work := make(chan *model.Node)
 	var wg sync.WaitGroup
 	for i := 0; i < c.cfg.SyncPowerStateWorkers; i++ {
@@ -84,6 +96,7 @@ func (c *Conductor) syncPower(ctx context.Context, n *model.Node) {
 		c.powerReadFailed(ctx, n, err)
 		return
 	}
+	c.log.Debug("power state read", "node", n.UUID, "power_state", state)
 	c.powerFailures.Delete(n.UUID)
 	recovered := n.Maintenance && n.Fault == faultPowerFailure
 	if !recovered && (state == n.PowerState || state == "") {
@@ -143,26 +156,36 @@ func (c *Conductor) powerReadFailed(ctx context.Context, n *model.Node, readErr 
 	c.powerFailures.Delete(n.UUID)
 }
 
-// BreakDeadLocks releases the reservations of conductors that stopped
-// heartbeating and fails the transient work they left, so a lock never
-// outlives its holder.
+// BreakDeadLocks takes over from conductors that stopped heartbeating: of
+// the nodes a dead conductor locked, each survivor takes those it owns on
+// the ring of live conductors, fails their transient work and frees their
+// locks (wait states keep their timeouts, now checked by the new owner).
+// Locks of live conductors are never touched. The dead conductor is marked
+// offline once none of its locks remain.
 func (c *Conductor) BreakDeadLocks(ctx context.Context) error {
 	conds, err := c.store.ListConductors(ctx)
 	if err != nil {
 		return err
 	}
 	now := c.now()
+	var r *ring.Ring
 	for _, cd := range conds {
-		if cd.Hostname == c.cfg.Host || now.Sub(cd.UpdatedAt) < c.cfg.ConductorDeadAfter {
+		if cd.Hostname == c.cfg.Host || c.alive(cd, now) {
 			continue
 		}
-		if err := c.takeOver(ctx, cd.Hostname); err != nil {
+		if r == nil {
+			if r, err = c.liveRing(ctx); err != nil {
+				return err
+			}
+		}
+		left, err := c.takeOver(ctx, r, cd.Hostname)
+		if err != nil {
 			return err
 		}
 		if err := c.resumeAllocations(ctx, cd.Hostname); err != nil {
 			return err
 		}
-		if cd.Online {
+		if cd.Online && left == 0 {
 			if err := c.store.UnregisterConductor(ctx, cd.Hostname); err != nil {
 				return err
 			}
@@ -171,12 +194,21 @@ func (c *Conductor) BreakDeadLocks(ctx context.Context) error {
 	return nil
 }
 
-// takeOver fails the transient nodes a dead host held and frees its locks.
-func (c *Conductor) takeOver(ctx context.Context, host string) error {
+// alive reports whether cd heartbeated within ConductorDeadAfter of now.
+func (c *Conductor) alive(cd *model.Conductor, now time.Time) bool {
+	return cd.Alive(now, c.cfg.ConductorDeadAfter)
+}
+
+// takeOver fails the transient nodes a dead host held that this conductor
+// owns on r, and frees their locks; it returns how many of the dead host's
+// locks other survivors have yet to take.
+func (c *Conductor) takeOver(ctx context.Context, r *ring.Ring, host string) (int, error) {
 	held, err := c.store.ListNodes(ctx, store.NodeQuery{ReservedBy: host})
 	if err != nil || len(held) == 0 {
-		return err
+		return 0, err
 	}
+	total := len(held)
+	held = c.owned(r, held)
 	for _, n := range held {
 		t := &task{c: c, node: n}
 		if !fsm.IsStable(n.ProvisionState) && !fsm.IsWait(n.ProvisionState) && !fsm.IsHold(n.ProvisionState) && !fsm.IsFailure(n.ProvisionState) {
@@ -186,7 +218,15 @@ func (c *Conductor) takeOver(ctx context.Context, host string) error {
 		t.record(&model.HistoryEvent{Severity: model.SeverityWarning, EventType: "lock",
 			Event: fmt.Sprintf("Lock held by dead conductor %s broken by %s", host, c.cfg.Host)})
 		c.saveQuiet(ctx, n, t.history)
+		// Gone, or freed and locked again meanwhile (a survivor whose ring
+		// briefly differed took it first): nothing of the dead host's left.
+		var locked *store.LockedError
+		if err := c.store.ReleaseNode(ctx, n.UUID, host); err != nil && !errors.Is(err, store.ErrNotFound) && !errors.As(err, &locked) {
+			return 0, fmt.Errorf("release %s from dead conductor %s: %w", n.UUID, host, err)
+		}
 	}
-	_, err = c.store.ReleaseHost(ctx, host)
-	return err
+	if len(held) > 0 {
+		c.log.Warn("took over nodes of a dead conductor", "dead", host, "nodes", len(held))
+	}
+	return total - len(held), nil
 }

@@ -234,6 +234,13 @@ type Conductor struct {
 	UpdatedAt      time.Time // last heartbeat
 }
 
+// Alive is Ironic's liveness test of a conductor: online, with a heartbeat
+// no older than window at now. The API's "alive" and the hash ring of live
+// conductors both use it.
+func (c *Conductor) Alive(now time.Time, window time.Duration) bool {
+	return c.Online && !c.UpdatedAt.IsZero() && !c.UpdatedAt.Before(now.Add(-window))
+}
+
 // Severity values of history events (Ironic's).
 const (
 	SeverityInfo    = "INFO"

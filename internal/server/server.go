@@ -1,9 +1,11 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,9 +21,13 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver/pxe"
 	"github.com/anvil-metal/anvil/internal/driver/redfish"
 	eventbus "github.com/anvil-metal/anvil/internal/events"
+	"github.com/anvil-metal/anvil/internal/handoff"
+	"github.com/anvil-metal/anvil/internal/hostlock"
 	"github.com/anvil-metal/anvil/internal/metrics"
 	"github.com/anvil-metal/anvil/internal/secret"
+	"github.com/anvil-metal/anvil/internal/store"
 	"github.com/anvil-metal/anvil/internal/store/storeopen"
+	"github.com/anvil-metal/anvil/internal/workq"
 )
 
 // Config is what `anvil serve` takes.
@@ -29,7 +35,13 @@ type Config struct {
 	Listen   string // host:port, default 127.0.0.1:6385
 	Database string // SQLite path or postgres:// URL
 	HostID   string // conductor name
-	Log      *slog.Logger
+	// Role is what this process runs: RoleAll (the API and a conductor, the
+	// default), RoleConductor (a conductor only; /metrics on the listener)
+	// or RoleAPI (the API; verbs handed to their node's owning conductor
+	// through internal/workq). Roles other than all need PostgreSQL: SQLite
+	// serves one process.
+	Role string
+	Log  *slog.Logger
 
 	// Conductor holds the conductor's tunables (workers, timeouts, power
 	// sync, limits); Serve fills in its store, drivers, host and logger.
@@ -71,6 +83,27 @@ type Config struct {
 	Security Security
 }
 
+// The roles of `anvil serve --role`.
+const (
+	RoleAll       = "all"
+	RoleConductor = "conductor"
+	RoleAPI       = "api"
+)
+
+// checkRole refuses a role the database or this build cannot serve.
+func checkRole(role, database string) error {
+	switch role {
+	case "", RoleAll:
+		return nil
+	case RoleConductor, RoleAPI:
+		if !storeopen.IsPostgres(database) {
+			return fmt.Errorf("--role %s needs a postgres:// --database: SQLite serves one process, which runs --role all", role)
+		}
+		return nil
+	}
+	return fmt.Errorf("--role must be all, conductor or api, not %q", role)
+}
+
 // Serve runs the API and a conductor until ctx ends, then shuts down cleanly:
 // no new requests, running work finishes or is recorded, locks released.
 func Serve(ctx context.Context, cfg Config) error {
@@ -81,6 +114,9 @@ func Serve(ctx context.Context, cfg Config) error {
 	cfg.Log = slog.New(secret.Handler(cfg.Log.Handler()))
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	if err := checkRole(cfg.Role, cfg.Database); err != nil {
+		return err
 	}
 	var (
 		bootPrefix string
@@ -110,6 +146,11 @@ func Serve(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("open database: %w", err)
 	}
 	defer db.Close()
+	claim, err := claimHost(ctx, db, cfg.Database, cfg.HostID, cmp.Or(cfg.Conductor.HeartbeatInterval, 10*time.Second))
+	if err != nil {
+		return err
+	}
+	defer claim.Release()
 	// Every node write goes through st: it is published on the broker (the
 	// watch stream and the transition metrics) and its lock attempts counted.
 	broker := eventbus.NewBroker(cfg.Events)
@@ -133,8 +174,33 @@ func Serve(ctx context.Context, cfg Config) error {
 	cctx, stopConductor := context.WithCancel(context.Background())
 	defer stopConductor()
 	mx.AddPool(cond)
-	if err := cond.Start(cctx); err != nil {
+	var apiCond api.Conductor = cond
+	if cfg.Role == RoleAPI {
+		err = cond.StartAPIOnly(cctx)
+	} else {
+		err = cond.Start(cctx)
+	}
+	if err != nil {
 		return err
+	}
+	// On PostgreSQL, conductors take the calls API processes hand them.
+	if storeopen.IsPostgres(cfg.Database) {
+		q, err := workq.Open(ctx, cfg.Database, cfg.Log)
+		if err != nil {
+			return err
+		}
+		defer q.Close()
+		if cfg.Role == RoleAPI {
+			apiCond = handoff.New(handoff.Config{Local: cond, Queue: q, Store: st,
+				DeadAfter: cmp.Or(ccfg.ConductorDeadAfter, time.Minute), Partitions: ccfg.HashPartitions})
+		} else {
+			served := make(chan struct{})
+			go func() {
+				defer close(served)
+				_ = q.Serve(cctx, cfg.HostID, handoff.Handler(cond), time.Second)
+			}()
+			defer func() { stopConductor(); <-served }()
+		}
 	}
 	dash, err := dashboard.New()
 	if err != nil {
@@ -151,7 +217,14 @@ func Serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer closeAudit()
-	h, err := guard(ctx, handler(api.New(api.Config{Store: st, Conductor: cond, Logger: cfg.Log}), mx, bootPrefix, bootH, dash), cfg, bootPrefix, auditLog, st)
+	// The API's "alive" is the conductors' own test, with their timeout.
+	apiH := api.New(api.Config{Store: st, Conductor: apiCond, Logger: cfg.Log,
+		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute)})
+	inner := handler(apiH, mx, bootPrefix, bootH, dash)
+	if cfg.Role == RoleConductor {
+		inner = conductorOnly(mx)
+	}
+	h, err := guard(ctx, inner, cfg, bootPrefix, auditLog, st)
 	var (
 		sln    net.Listener
 		reload func() error
@@ -176,7 +249,8 @@ func Serve(ctx context.Context, cfg Config) error {
 	srv.RegisterOnShutdown(broker.Close)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	cfg.Log.Info("anvil serving", "listen", ln.Addr().String(), "host", cfg.HostID)
+	var lost error // set when the conductor name's claim is lost
+	cfg.Log.Info("anvil serving", "listen", ln.Addr().String(), "host", cfg.HostID, "role", cmp.Or(cfg.Role, RoleAll), "conductor_group", ccfg.Group)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}
@@ -186,6 +260,10 @@ func Serve(ctx context.Context, cfg Config) error {
 	case err := <-bootErr:
 		return fmt.Errorf("network boot: %w", err)
 	case <-ctx.Done():
+	case <-claim.Lost():
+		// Another process may claim the name now: stop being this conductor.
+		lost = fmt.Errorf("lost the claim on conductor name %q (its database session ended); shut down so that two processes never run as one", cfg.HostID)
+		cfg.Log.Error("conductor name claim lost", "host", cfg.HostID)
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
@@ -196,10 +274,41 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	err = cond.Shutdown(sctx)
 	stopConductor()
+	err = errors.Join(lost, err)
 	if err == nil {
 		cfg.Log.Info("shut down")
 	}
 	return err
+}
+
+// claimHost holds the conductor name host on database for the life of the
+// process, or explains which live process has it.
+func claimHost(ctx context.Context, db store.Store, database, host string, check time.Duration) (*hostlock.Claim, error) {
+	claim, err := hostlock.Acquire(ctx, database, host, check)
+	if !errors.Is(err, hostlock.ErrHeld) {
+		return claim, err
+	}
+	last := "unknown"
+	if c, gerr := db.GetConductor(ctx, host); gerr == nil {
+		last = c.UpdatedAt.UTC().Format(time.RFC3339)
+	}
+	return nil, fmt.Errorf("conductor %q is already running on this database (last heartbeat %s); stop it or start this process with a distinct --host-id", host, last)
+}
+
+// conductorOnly is the listener of a conductor-only process: /metrics, and
+// a one-line answer on / so that probes see it up; no Ironic API.
+func conductorOnly(mx *metrics.Metrics) http.Handler {
+	metricsH := mx.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/metrics":
+			metricsH.ServeHTTP(w, r)
+		case "/":
+			_, _ = io.WriteString(w, "anvil conductor (no API in --role conductor)\n")
+		default:
+			http.NotFound(w, r)
+		}
+	})
 }
 
 // handler serves /metrics, the boot endpoint (bootH under bootPrefix, when

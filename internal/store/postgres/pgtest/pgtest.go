@@ -158,3 +158,35 @@ func withSearchPath(dsn, schema string) string {
 	}
 	return dsn + " search_path=" + schema
 }
+
+// URL is DSN as a postgres:// URL, the form `anvil serve --database` takes.
+func (s *Server) URL(t testing.TB) string {
+	t.Helper()
+	return asURL(t, s.DSN(t))
+}
+
+// asURL turns a key=value DSN (values without spaces or quotes, as this
+// package writes them) into a postgres:// URL; a URL is returned as is.
+func asURL(t testing.TB, dsn string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return dsn
+	}
+	u := url.URL{Scheme: "postgres", Host: ""}
+	q := url.Values{}
+	for _, kv := range strings.Fields(dsn) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.ContainsAny(v, `'\`) {
+			t.Fatalf("pgtest: cannot turn DSN part %q into a URL", kv)
+		}
+		switch k {
+		case "user":
+			u.User = url.User(v)
+		case "dbname":
+			u.Path = "/" + v
+		default:
+			q.Set(k, v)
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}

@@ -1,0 +1,111 @@
+package handoff
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/ring"
+	"github.com/anvil-metal/anvil/internal/store"
+	"github.com/anvil-metal/anvil/internal/workq"
+)
+
+// The kinds of handed-over calls.
+const (
+	kindProvision = "provision"
+	kindPower     = "power"
+	kindHeartbeat = "heartbeat"
+)
+
+// Handler runs handed-over calls on c.
+func Handler(c *conductor.Conductor) workq.Handler {
+	return func(ctx context.Context, kind, node string, body []byte) error {
+		switch kind {
+		case kindProvision:
+			var req conductor.ProvisionRequest
+			if err := json.Unmarshal(body, &req); err != nil {
+				return fmt.Errorf("decode %s call: %w", kind, err)
+			}
+			return c.Provision(ctx, node, req)
+		case kindPower:
+			var req conductor.PowerRequest
+			if err := json.Unmarshal(body, &req); err != nil {
+				return fmt.Errorf("decode %s call: %w", kind, err)
+			}
+			return c.SetPower(ctx, node, req)
+		case kindHeartbeat:
+			var req conductor.HeartbeatRequest
+			if err := json.Unmarshal(body, &req); err != nil {
+				return fmt.Errorf("decode %s call: %w", kind, err)
+			}
+			return c.Heartbeat(ctx, node, req)
+		}
+		return fmt.Errorf("unknown call kind %q", kind)
+	}
+}
+
+// Config configures an API process's Conductor.
+type Config struct {
+	Local      *conductor.Conductor // runs everything not handed over
+	Queue      *workq.Queue
+	Store      store.Store
+	DeadAfter  time.Duration // the conductors' heartbeat timeout
+	Partitions int           // hash ring points per conductor
+	Timeout    time.Duration // how long a call may wait for its owner (30 s)
+	Now        func() time.Time
+}
+
+// Conductor is the conductor an API process's API talks to.
+type Conductor struct {
+	*conductor.Conductor
+	cfg Config
+}
+
+// New returns the API process's conductor.
+func New(cfg Config) *Conductor {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Conductor{Conductor: cfg.Local, cfg: cfg}
+}
+
+// Provision hands a provision verb to the node's owner.
+func (h *Conductor) Provision(ctx context.Context, ident string, req conductor.ProvisionRequest) error {
+	return h.call(ctx, ident, kindProvision, req)
+}
+
+// SetPower hands a power change to the node's owner.
+func (h *Conductor) SetPower(ctx context.Context, ident string, req conductor.PowerRequest) error {
+	return h.call(ctx, ident, kindPower, req)
+}
+
+// Heartbeat hands an agent's heartbeat to the node's owner.
+func (h *Conductor) Heartbeat(ctx context.Context, ident string, hb conductor.HeartbeatRequest) error {
+	return h.call(ctx, ident, kindHeartbeat, hb)
+}
+
+func (h *Conductor) call(ctx context.Context, ident, kind string, body any) error {
+	n, err := h.cfg.Store.GetNode(ctx, ident)
+	if errors.Is(err, store.ErrNotFound) {
+		return fault.NodeNotFound(ident)
+	}
+	if err != nil {
+		return err
+	}
+	conds, err := h.cfg.Store.ListConductors(ctx)
+	if err != nil {
+		return err
+	}
+	owner := ring.New(ring.Live(conds, h.cfg.Now(), h.cfg.DeadAfter), h.cfg.Partitions, 1).Owner(n.UUID, n.ConductorGroup)
+	if owner == "" {
+		return conductor.NoConductor(n.Driver, n.ConductorGroup)
+	}
+	return h.cfg.Queue.Call(ctx, owner, kind, n.UUID, body, h.cfg.Timeout)
+}

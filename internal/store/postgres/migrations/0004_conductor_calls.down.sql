@@ -1,0 +1,1 @@
+DROP TABLE conductor_calls;

@@ -1,0 +1,168 @@
+package workq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/store/postgres"
+	"github.com/anvil-metal/anvil/internal/store/postgres/pgtest"
+)
+
+var pg = pgtest.New()
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pg.Stop()
+	os.Exit(code)
+}
+
+// open migrates a fresh schema and opens a queue on it.
+func open(t *testing.T) *Queue {
+	t.Helper()
+	dsn := pg.DSN(t)
+	st, err := postgres.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	q, err := Open(context.Background(), dsn, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	return q
+}
+
+// serve runs Serve for owner until the test ends.
+func serve(t *testing.T, q *Queue, owner string, h Handler, poll time.Duration) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = q.Serve(ctx, owner, h, poll) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func TestAnswers(t *testing.T) {
+	q := open(t)
+	serve(t, q, "c1", func(_ context.Context, kind, node string, body []byte) error {
+		switch kind {
+		case "ok":
+			if node != "n1" || string(body) != `{"target":"active"}` {
+				return fault.New(fault.Invalid, "got %s %s", node, body)
+			}
+			return nil
+		case "fault":
+			return fault.New(fault.Conflict, "Node %s is locked by host x.", node)
+		}
+		return errors.New("secret internals")
+	}, time.Hour) // only NOTIFY can wake it
+	ctx := context.Background()
+	if err := q.Call(ctx, "c1", "ok", "n1", map[string]string{"target": "active"}, 10*time.Second); err != nil {
+		t.Fatalf("ok: %v", err)
+	}
+	err := q.Call(ctx, "c1", "fault", "n2", nil, 10*time.Second)
+	if f, ok := fault.As(err); !ok || f.Kind != fault.Conflict || f.Msg != "Node n2 is locked by host x." {
+		t.Fatalf("fault: %#v", err)
+	}
+	err = q.Call(ctx, "c1", "boom", "n3", nil, 10*time.Second)
+	if _, ok := fault.As(err); err == nil || ok || errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("internal error: %v", err)
+	}
+	assertEmpty(t, q)
+}
+
+func assertEmpty(t *testing.T, q *Queue) {
+	t.Helper()
+	var n int
+	if err := q.db.QueryRow("SELECT count(*) FROM conductor_calls").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d calls left in the table (%v)", n, err)
+	}
+}
+
+// Nobody serves the owner: the call is withdrawn and answered 503.
+func TestUntakenCallWithdrawn(t *testing.T) {
+	q := open(t)
+	serve(t, q, "someone-else", func(context.Context, string, string, []byte) error {
+		t.Error("another owner's call was run")
+		return nil
+	}, 10*time.Millisecond)
+	err := q.Call(context.Background(), "gone", "ok", "n1", nil, 200*time.Millisecond)
+	if fault.KindOf(err) != fault.Unavailable {
+		t.Fatalf("err = %v, want Unavailable", err)
+	}
+	assertEmpty(t, q)
+}
+
+// Two consumers of one owner run each of many concurrent calls once.
+func TestEachCallRunsOnce(t *testing.T) {
+	q := open(t)
+	var mu sync.Mutex
+	runs := map[string]int{}
+	h := func(_ context.Context, _, node string, _ []byte) error {
+		mu.Lock()
+		runs[node]++
+		mu.Unlock()
+		return nil
+	}
+	serve(t, q, "c1", h, 20*time.Millisecond)
+	serve(t, q, "c1", h, 20*time.Millisecond)
+	var wg sync.WaitGroup
+	for i := 0; i < 60; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := q.Call(context.Background(), "c1", "ok", fmt.Sprintf("n%d", i), nil, 20*time.Second); err != nil {
+				t.Errorf("call %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	for i := 0; i < 60; i++ {
+		if n := runs[fmt.Sprintf("n%d", i)]; n != 1 {
+			t.Fatalf("call n%d ran %d times", i, n)
+		}
+	}
+	assertEmpty(t, q)
+}
+
+// A call its caller abandoned long ago (a crashed API process) is never run,
+// and the owner deletes it.
+func TestStaleCallNotRun(t *testing.T) {
+	q := open(t)
+	if _, err := q.db.Exec(`INSERT INTO conductor_calls (owner, kind, node_uuid, body, created_at)
+		VALUES ('c1', 'ok', 'old', '{}', now() - interval '10 minutes')`); err != nil {
+		t.Fatal(err)
+	}
+	serve(t, q, "c1", func(_ context.Context, _, node string, _ []byte) error {
+		if node == "old" {
+			t.Error("a stale call was run")
+		}
+		return nil
+	}, 10*time.Millisecond)
+	// A fresh call is answered: by then the owner has passed over the old one.
+	if err := q.Call(context.Background(), "c1", "ok", "new", nil, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		if err := q.db.QueryRow("SELECT count(*) FROM conductor_calls").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls left; the stale one should be deleted", n)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+}

@@ -1,0 +1,97 @@
+package scale
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
+)
+
+// transition matches the conductor's log line for a provision transition.
+var transition = regexp.MustCompile(`msg="provision state changed" conductor=(\S+) node=(\S+)`)
+
+// An API-only process hands verbs to the owning conductor through the
+// database: 40 nodes go enroll → active and through a power change with
+// every verb sent to the API process; every transition is made by a
+// conductor process, each node's by one conductor only, none by the API.
+func TestAPIProcessHandsVerbsToOwner(t *testing.T) {
+	db := pg.URL(t)
+	var conds []*testbin.Process
+	for i := 0; i < 2; i++ {
+		_, p := testbin.ServeOn(t, anvilBin, db, fmt.Sprintf("worker-%d", i), append([]string{"--role", "conductor"}, ringFlags...)...)
+		conds = append(conds, p)
+	}
+	api, apiProc := testbin.ServeOn(t, anvilBin, db, "front", append([]string{"--role", "api"}, ringFlags...)...)
+
+	const n = 40
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 4 {
+				node := testbin.MustCall(t, http.StatusCreated, http.MethodPost, api+"/v1/nodes",
+					map[string]any{"driver": "fake-hardware", "name": fmt.Sprintf("handed-%02d", i)}).JSON(t)
+				id := node["uuid"].(string)
+				ids[i] = id
+				for _, step := range []struct{ verb, state string }{{"manage", "manageable"}, {"provide", "available"}, {"active", "active"}} {
+					testbin.MustCall(t, http.StatusAccepted, http.MethodPut, api+"/v1/nodes/"+id+"/states/provision",
+						map[string]any{"target": step.verb})
+					testbin.WaitState(t, api, id, step.state, 20*time.Second)
+				}
+				testbin.MustCall(t, http.StatusAccepted, http.MethodPut, api+"/v1/nodes/"+id+"/states/power",
+					map[string]any{"target": "power off"})
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	waitFor(t, "power off everywhere", 20*time.Second, func() bool {
+		for _, id := range ids {
+			if node := testbin.GetNode(t, api, id); node["power_state"] != "power off" || node["target_power_state"] != nil {
+				return false
+			}
+		}
+		return true
+	})
+
+	if m := transition.FindString(apiProc.Logs.String()); m != "" {
+		t.Fatalf("the API process moved a node itself: %s", m)
+	}
+	by := map[string]map[string]bool{} // node → conductors that moved it
+	for _, p := range conds {
+		for _, m := range transition.FindAllStringSubmatch(p.Logs.String(), -1) {
+			if by[m[2]] == nil {
+				by[m[2]] = map[string]bool{}
+			}
+			by[m[2]][m[1]] = true
+		}
+	}
+	used := map[string]bool{}
+	for _, id := range ids {
+		if len(by[id]) != 1 {
+			t.Fatalf("node %s moved by %v, want exactly one conductor", id, by[id])
+		}
+		for c := range by[id] {
+			used[c] = true
+		}
+	}
+	if len(used) != 2 {
+		t.Fatalf("conductors used: %v; the ring should share 40 nodes between two", used)
+	}
+
+	// A node of a group no conductor serves: Ironic's "no valid host".
+	g := testbin.MustCall(t, http.StatusCreated, http.MethodPost, api+"/v1/nodes",
+		map[string]any{"driver": "fake-hardware", "conductor_group": "nowhere"}).JSON(t)
+	r := testbin.Call(t, "latest", http.MethodPut, api+"/v1/nodes/"+g["uuid"].(string)+"/states/provision", map[string]any{"target": "manage"})
+	if r.Status != http.StatusBadRequest || !regexp.MustCompile(`No valid host was found`).Match(r.Body) {
+		t.Fatalf("verb for a group without conductors: HTTP %d %s", r.Status, r.Body)
+	}
+}
