@@ -166,8 +166,8 @@ type Store interface {
 	// on success n.Version is bumped and n.UpdatedAt set.
 	// Errors: ErrNotFound, ErrStale, *DuplicateError.
 	UpdateNode(ctx context.Context, n *model.Node) error
-	// DeleteNode removes the node and its ports, portgroups, allocation and
-	// history. Errors: ErrNotFound.
+	// DeleteNode removes the node and its ports, portgroups, allocation,
+	// history, BIOS settings and firmware components. Errors: ErrNotFound.
 	DeleteNode(ctx context.Context, uuid string) error
 
 	// ReserveNode sets reservation=host if it is empty (compare-and-set) and
@@ -229,5 +229,30 @@ type Store interface {
 	ListHistory(ctx context.Context, nodeUUID string) ([]*model.HistoryEvent, error)
 	GetHistory(ctx context.Context, nodeUUID, eventUUID string) (*model.HistoryEvent, error)
 
+	SettingsStore
+
 	Close() error
+}
+
+// SettingsStore keeps what a node's BMC reported of its BIOS settings and
+// firmware components (Ironic's bios_settings and firmware_information
+// tables). Lists are sorted by name; an unknown node has none.
+type SettingsStore interface {
+	// ListBIOSSettings returns a node's cached BIOS settings.
+	ListBIOSSettings(ctx context.Context, nodeUUID string) ([]model.BIOSSetting, error)
+	// GetBIOSSetting returns one. Errors: ErrNotFound.
+	GetBIOSSetting(ctx context.Context, nodeUUID, name string) (*model.BIOSSetting, error)
+	// SyncBIOSSettings makes the cache equal settings, as Ironic's
+	// sync_node_setting: new names are created, changed ones updated
+	// (updated_at set, created_at kept), absent ones deleted.
+	// Errors: ErrNotFound when the node does not exist.
+	SyncBIOSSettings(ctx context.Context, nodeUUID string, settings []model.BIOSSetting) error
+	// ListFirmwareComponents returns a node's firmware components.
+	ListFirmwareComponents(ctx context.Context, nodeUUID string) ([]model.FirmwareComponent, error)
+	// SyncFirmwareComponents records the current versions of comps, as
+	// Ironic's cache_firmware_components: a new component takes its current
+	// version as initial_version; a known one whose version changed records
+	// it as current_version and last_version_flashed. Components not in
+	// comps are kept. Errors: ErrNotFound when the node does not exist.
+	SyncFirmwareComponents(ctx context.Context, nodeUUID string, comps []model.FirmwareComponent) error
 }
