@@ -73,7 +73,8 @@ type Emulator struct {
 
 	stateDir    string
 	tmpStateDir string       // removed by Close
-	mediaClient *http.Client // downloads virtual media
+	mediaClient *http.Client // downloads virtual media and firmware images
+	updates     updateService
 	vms         sync.WaitGroup
 }
 
@@ -257,6 +258,7 @@ func (e *Emulator) Close() error {
 		err = e.srv.Close()
 	}
 	<-e.done
+	e.updates.wg.Wait()
 	e.stopIPMI()
 	e.stopAgents()
 	e.stopVMs()

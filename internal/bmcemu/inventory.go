@@ -25,7 +25,9 @@ func systemJSON(m *Machine) map[string]any {
 		"SystemType":   "Physical",
 		"Manufacturer": "Anvil",
 		"Model":        "Emulated 1U",
-		"SerialNumber": strings.ToUpper(strings.ReplaceAll(m.UUID[:13], "-", "")),
+		"SerialNumber": serialOf(m),
+		"BiosVersion":  m.firmwareVersion(FirmwareBIOS),
+		"Bios":         odataID(base + "/Bios"),
 		"UUID":         m.UUID,
 		"Status":       enabledOK,
 		"PowerState":   st.Power,
@@ -152,4 +154,10 @@ func instructionSet(arch string) string {
 		return "ARM-A64"
 	}
 	return "OEM"
+}
+
+// serialOf is the machine's serial number (SerialNumber, the BIOS's
+// SystemServiceTag).
+func serialOf(m *Machine) string {
+	return strings.ToUpper(strings.ReplaceAll(m.UUID[:13], "-", ""))
 }

@@ -76,6 +76,9 @@ type Machine struct {
 	// outside mu).
 	mediaMu sync.Mutex
 
+	bios biosState     // BIOS attributes, pending settings
+	fw   firmwareState // firmware versions
+
 	mu          sync.Mutex
 	media       media
 	vm          *qemuVM // the running VM (Config.QEMU)
@@ -212,6 +215,9 @@ func (m *Machine) applyPower(on, reset bool) error {
 	}
 	hook := m.onBoot
 	m.mu.Unlock()
+	if boots {
+		m.applyPendingBIOS() // pending BIOS settings take effect at boot
+	}
 	if (boots || offs) && m.emu != nil && m.emu.cfg.QEMU != nil {
 		if err := m.emu.vmPowered(m, boots, dev); err != nil {
 			return err

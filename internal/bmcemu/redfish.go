@@ -77,6 +77,12 @@ func (e *Emulator) serveRedfish(w http.ResponseWriter, r *http.Request) {
 		e.serveManagers(w, r, c, nil, nil)
 	case rest[0] == "Managers":
 		e.serveManagers(w, r, c, m, rest[2:])
+	case rest[0] == "UpdateService":
+		e.serveUpdateService(w, r, c, rest[1:])
+	case rest[0] == "TaskService" && len(rest) >= 2 && rest[1] == "Tasks":
+		e.serveTasks(w, r, rest[2:])
+	case rest[0] == "Registries":
+		e.serveRegistries(w, r, rest[1:])
 	default:
 		rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
 	}
@@ -144,6 +150,8 @@ func (e *Emulator) serveRoot(w http.ResponseWriter, r *http.Request) {
 		"Systems":        odataID(rfSystems),
 		"Managers":       odataID(rfManagers),
 		"SessionService": odataID(rfRoot + "/SessionService"),
+		"UpdateService":  odataID(rfUpdate),
+		"Registries":     odataID(rfRoot + "/Registries"),
 		"Links":          map[string]any{"Sessions": odataID(rfSessions)},
 	})
 }
@@ -178,6 +186,8 @@ func (e *Emulator) serveSystem(w http.ResponseWriter, r *http.Request, m *Machin
 		e.reset(w, r, m)
 	case len(sub) > 0 && sub[0] == "VirtualMedia":
 		e.serveVirtualMedia(w, r, m, base+"/VirtualMedia", sub[1:])
+	case len(sub) > 0 && sub[0] == "Bios":
+		e.serveBIOS(w, r, m, base+"/Bios", sub[1:])
 	case r.Method != http.MethodGet:
 		methodNotAllowed(w)
 	default:
