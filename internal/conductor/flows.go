@@ -73,6 +73,7 @@ func (c *Conductor) inspectFlow(ctx context.Context, t *task) {
 		return
 	}
 	n.InspectionFinishedAt = c.now().UTC()
+	c.cacheSettings(ctx, t)
 	t.advance(fsm.EvDone)
 }
 

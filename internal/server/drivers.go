@@ -65,9 +65,9 @@ func DefaultInterfaces() map[string][]string {
 		"deploy":   {fake.Interface, direct.Name},
 		"inspect":  {fake.Interface, redfish.Name, direct.InterfaceName, noop.Names["inspect"]},
 		"rescue":   {fake.Interface, direct.InterfaceName, noop.Names["rescue"]},
-		"bios":     {fake.Interface, noop.Names["bios"]},
+		"bios":     {fake.Interface, redfish.Name, IDRACRedfish, noop.Names["bios"]},
 		"console":  {fake.Interface, noop.Names["console"]},
-		"firmware": {fake.Interface, noop.Names["firmware"]},
+		"firmware": {fake.Interface, redfish.Name, noop.Names["firmware"]},
 		"raid":     {fake.Interface, noop.Names["raid"]},
 		"vendor":   {fake.Interface, noop.Names["vendor"]},
 		"network":  {"flat", "noop"},
@@ -148,13 +148,17 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	r.AddInterface("power", redfish.Name, d.Redfish)
 	r.AddInterface("management", redfish.Name, d.Redfish)
 	r.AddInterface("inspect", redfish.Name, d.Redfish)
+	r.AddInterface("bios", redfish.Name, d.Redfish.BIOS())
+	r.AddInterface("firmware", redfish.Name, d.Redfish.Firmware())
 	// idrac is redfish under Dell's interface names (Ironic's idrac
-	// hardware type): its idrac-redfish power, management and inspect are
-	// the redfish implementations. Its BIOS, RAID and virtual media
+	// hardware type): its idrac-redfish power, management, inspect and
+	// bios are the redfish implementations, and it takes the redfish
+	// firmware interface (what Metal3 sends). Its RAID and virtual media
 	// interfaces are not offered until they are real.
 	r.AddInterface("power", IDRACRedfish, d.Redfish)
 	r.AddInterface("management", IDRACRedfish, d.Redfish)
 	r.AddInterface("inspect", IDRACRedfish, d.Redfish)
+	r.AddInterface("bios", IDRACRedfish, d.Redfish.BIOS())
 	r.AddInterface("power", ipmi.Interface, d.IPMI)
 	r.AddInterface("management", ipmi.Interface, d.IPMI)
 
@@ -169,12 +173,16 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 			"power":      {redfish.Name},
 			"management": {redfish.Name},
 			"inspect":    {redfish.Name, direct.InterfaceName, noop.Names["inspect"]},
+			"bios":       {redfish.Name, noop.Names["bios"]},
+			"firmware":   {redfish.Name, noop.Names["firmware"]},
 		})})
 	r.AddHardwareType(driver.HardwareType{Name: IDRAC, Properties: withBoot(redfish.Properties()), OptIn: optInFake(),
 		Supported: withGeneric(map[string][]string{
 			"power":      {IDRACRedfish},
 			"management": {IDRACRedfish},
 			"inspect":    {IDRACRedfish, direct.InterfaceName, noop.Names["inspect"]},
+			"bios":       {IDRACRedfish, noop.Names["bios"]},
+			"firmware":   {redfish.Name, noop.Names["firmware"]},
 		})})
 	r.AddHardwareType(driver.HardwareType{Name: ipmi.Name, Properties: withBoot(ipmi.Properties()), OptIn: optInFake(),
 		Supported: withGeneric(map[string][]string{

@@ -68,6 +68,8 @@ type Config struct {
 	PowerTimeout  time.Duration // wait for a power change to show ([conductor]power_state_change_timeout: 60 s)
 	PollInterval  time.Duration // between power reads while waiting (1 s)
 	MediaTimeout  time.Duration // wait for inserted virtual media to show (60 s)
+	// FirmwareTimeout bounds one firmware update's Task (30 min).
+	FirmwareTimeout time.Duration
 	// Transport replaces the HTTP transport (tests); nil builds one per TLS setting.
 	Transport http.RoundTripper
 	Sleep     func(ctx context.Context, d time.Duration) error // nil: real time
@@ -100,6 +102,9 @@ func New(cfg Config) *Driver {
 	}
 	if cfg.MediaTimeout <= 0 {
 		cfg.MediaTimeout = 60 * time.Second
+	}
+	if cfg.FirmwareTimeout <= 0 {
+		cfg.FirmwareTimeout = 30 * time.Minute
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = time.Second
