@@ -1,5 +1,5 @@
-// Package redfish is the redfish hardware type's power, management and
-// inspect interfaces (Ironic's "redfish" implementations), built on gofish's
+// Package redfish is the redfish hardware type's power, management,
+// inspect, bios and firmware interfaces (Ironic's "redfish" implementations), built on gofish's
 // Redfish models with a small client of its own: one context per operation,
 // bounded retries of transient failures (connection errors and HTTP 500,
 // 502, 503, 504), basic or session authentication with sessions cached per
@@ -31,6 +31,19 @@
 // Ironic's message when memory_mb or cpu_arch cannot be found, and appends
 // the NICs it finds to Task.Ports as new ports (UUID ""): the conductor
 // creates them (see Inspect).
+//
+// The bios interface ([BIOS], Ironic's RedfishBIOS) and the firmware
+// interface ([Firmware], RedfishFirmware) run their steps to the end within
+// the step: settings are PATCHed to the Bios resource's @Redfish.Settings
+// object with apply time OnReset (sushy's set_attributes), the node is
+// rebooted so that the BMC applies them (reboot_to_finish_step; a node
+// found off is powered off again), then read back, checked (Ironic's
+// _get_unapplied_bios_attrs) and cached with the schema of the BMC's
+// attribute registry. Firmware images go to UpdateService.SimpleUpdate and
+// the Task it answers is followed until it ends (Config.FirmwareTimeout).
+// sushy-tools serves Bios (at .../BIOS, settings effective at once) only
+// with its libvirt driver, not its fake one; its SimpleUpdate needs Targets
+// and bumps BiosVersion's minor number.
 //
 // Tests run internal/driver/drivertest against the BMC emulator, against a
 // replay of what sushy-tools answered (testdata/sushy-tools: no
