@@ -214,10 +214,11 @@ func (e *Emulator) simpleUpdate(w http.ResponseWriter, r *http.Request, c creds)
 		Message: "Applying " + body.ImageURI}
 	u2.tasks[t.ID] = t
 	u2.wg.Add(1)
+	answer := *t // runUpdate changes t under u2.mu from now on
 	u2.mu.Unlock()
 	go e.runUpdate(m, t.ID, body.ImageURI)
 	w.Header().Set("Location", rfTasks+"/"+t.ID)
-	writeJSON(w, http.StatusAccepted, taskJSON(t))
+	writeJSON(w, http.StatusAccepted, taskJSON(&answer))
 }
 
 // loopbackHost reports whether host is localhost or a loopback IP literal.

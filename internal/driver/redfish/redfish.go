@@ -1,6 +1,7 @@
 // Package redfish is the redfish hardware type's power, management,
-// inspect, bios and firmware interfaces (Ironic's "redfish" implementations), built on gofish's
-// Redfish models with a small client of its own: one context per operation,
+// inspect, bios and firmware interfaces (Ironic's "redfish"
+// implementations), built on gofish's Redfish models with a small client of
+// its own: one context per operation,
 // bounded retries of transient failures (connection errors and HTTP 500,
 // 502, 503, 504), basic or session authentication with sessions cached per
 // BMC account. Auth type auto (the default) is sushy's SessionOrBasicAuth: a
