@@ -18,9 +18,9 @@ func faultstring(t *testing.T, body map[string]any) string {
 }
 
 // TestRegistrationInterfaces: the no-op interfaces Metal3 names on real
-// hardware are accepted; interfaces Anvil does not implement (redfish
-// firmware, idrac-redfish RAID) are an honest 400 naming what is valid,
-// never a fake success.
+// hardware are accepted, and so are the real redfish firmware and BIOS
+// interfaces; interfaces Anvil does not implement (idrac-redfish RAID) are
+// an honest 400 naming what is valid, never a fake success.
 func TestRegistrationInterfaces(t *testing.T) {
 	s := serveWith(t, func(c *Config) {
 		c.Interfaces = driver.Enablement{HardwareTypes: []string{"ipmi", "redfish", "idrac"},
@@ -41,13 +41,18 @@ func TestRegistrationInterfaces(t *testing.T) {
 			t.Errorf("idrac %s = %v, want %s", k, idrac[k], want)
 		}
 	}
+	// BMO's redfish and idrac firmware and BIOS interfaces (real ones)
+	for _, c := range []struct{ drv, bios string }{{"redfish", "redfish"}, {"idrac", "idrac-redfish"}} {
+		n := s.do("POST", "/v1/nodes", `{"driver": "`+c.drv+`", "firmware_interface": "redfish", "bios_interface": "`+c.bios+`"}`, 201)
+		if n["firmware_interface"] != "redfish" || n["bios_interface"] != c.bios {
+			t.Errorf("%s node %v", c.drv, n)
+		}
+	}
 	d := s.getAt("/v1/drivers/idrac", "latest")
 	if d["default_power_interface"] != "idrac-redfish" || d["default_inspect_interface"] != "idrac-redfish" {
 		t.Errorf("idrac driver %v", d)
 	}
 	for _, c := range []struct{ body, want string }{
-		{`{"driver": "redfish", "firmware_interface": "redfish"}`,
-			"Could not find the following interface in the 'ironic.hardware.interfaces.firmware' entrypoint: redfish. Valid interfaces are ['fake', 'no-firmware']."},
 		{`{"driver": "idrac", "raid_interface": "idrac-redfish"}`,
 			"Could not find the following interface in the 'ironic.hardware.interfaces.raid' entrypoint: idrac-redfish. Valid interfaces are ['fake', 'no-raid']."},
 	} {
