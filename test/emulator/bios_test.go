@@ -22,7 +22,8 @@ import (
 // the step makes) and read back from GET /bios; a factory reset restores
 // the defaults; a firmware update through servicing changes the emulated
 // versions and GET /firmware shows them flashed. Bad settings and bad
-// arguments fail with Ironic's errors and leave the BIOS untouched.
+// arguments fail with Ironic's errors and leave the BIOS untouched. A
+// redfish inspection caches what the BMC reports.
 func TestBIOSAndFirmwareThroughTheBMC(t *testing.T) {
 	api, _ := testbin.Serve(t, anvilBin, "bios-e2e", "--enabled-boot-interfaces", "fake,ipxe,pxe",
 		"--enabled-deploy-interfaces", "fake,direct")
@@ -94,6 +95,15 @@ func TestBIOSAndFirmwareThroughTheBMC(t *testing.T) {
 	}
 	if s := bios(good, "ProcTurboMode"); s["value"] != "Enabled" {
 		t.Errorf("GET /bios/ProcTurboMode after factory_reset = %v", s)
+	}
+
+	// a redfish inspection caches the BIOS settings and firmware versions
+	provision(bad, map[string]any{"target": "inspect"}, "manageable")
+	if list := call(t, 200, "GET", api+"/v1/nodes/"+bad+"/bios", nil)["bios"].([]any); len(list) != 7 {
+		t.Errorf("BIOS settings cached by inspection: %v", list)
+	}
+	if list := call(t, 200, "GET", api+"/v1/nodes/"+bad+"/firmware", nil)["firmware"].([]any); len(list) != 2 {
+		t.Errorf("firmware cached by inspection: %v", list)
 	}
 
 	// bad input: nothing half-applied
