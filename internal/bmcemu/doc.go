@@ -28,6 +28,19 @@
 // into <StateDir>/<id>/media, a URL it cannot fetch is answered 500 and
 // leaves the drive empty; EjectMedia (or PATCH Inserted false) deletes it.
 //
+// Every System has a Bios (Systems/{id}/Bios: attributes of a small
+// Dell-like registry served at /redfish/v1/Registries; PATCHes of
+// Bios/Settings are checked whole against it and stay pending until the
+// next power on or reset applies them, as on real BMCs; Bios.ResetBios
+// makes the defaults pending). The UpdateService's SimpleUpdate fetches its
+// ImageURI (loopback http only) in the background behind a Task
+// (TaskService/Tasks/{n}: Running, then Completed or Exception) and flashes
+// the BIOS or BMC version the image's first line names (component=...
+// version=...; by default the BIOS, its minor version bumped as
+// sushy-tools does), shown in FirmwareInventory, the System's BiosVersion
+// and the Manager's FirmwareVersion. Machine.BIOS, Machine.Firmware and
+// Emulator.UpdateTasks read the state back.
+//
 // With Config.QEMU every machine is a real qemu VM (QEMUConfig): the BMC's
 // power and boot override drive the VM (Pxe: the NIC's stock iPXE; Cd: the
 // inserted image; Hdd: the VM's disk file), whether through Redfish or IPMI,

@@ -38,6 +38,12 @@
 // (allocations.go: a worker picks and locks a matching node; unfinished
 // allocations resume on start and are taken over from dead conductors).
 //
+// BIOS settings and firmware components that a bios or firmware interface
+// reads (driver.Task.BIOS and Firmware, or driver.Cacher) are saved after
+// each step, when cleaning starts and after an inspection (stepargs.go);
+// user steps' arguments are checked against the steps' argsinfo before a
+// clean, deploy or service runs, as Ironic's _validate_user_step.
+//
 // Periodic work (power sync, wait-state timeouts, take-over of dead
 // conductors' locks) runs only for the nodes this conductor owns on the hash
 // ring of live conductors (ownership.go, internal/ring), so several

@@ -1,5 +1,6 @@
 // Package store is the storage contract of Anvil: nodes, ports, portgroups,
-// allocations, conductors and node history, with the node lock kept in the
+// allocations, conductors, node history, and the BIOS settings and firmware
+// components cached from each node's BMC, with the node lock kept in the
 // nodes.reservation column and taken by compare-and-set. Implementations:
 // sqlite (embedded default) and postgres.
 //
