@@ -79,8 +79,8 @@ func (e *Emulator) serveRedfish(w http.ResponseWriter, r *http.Request) {
 		e.serveManagers(w, r, c, m, rest[2:])
 	case rest[0] == "UpdateService":
 		e.serveUpdateService(w, r, c, rest[1:])
-	case rest[0] == "TaskService" && len(rest) >= 2 && rest[1] == "Tasks":
-		e.serveTasks(w, r, rest[2:])
+	case rest[0] == "TaskService" && len(rest) >= 2 && (rest[1] == "Tasks" || rest[1] == "TaskMonitors"):
+		e.serveTasks(w, r, rest[1] == "TaskMonitors", rest[2:])
 	case rest[0] == "Registries":
 		e.serveRegistries(w, r, rest[1:])
 	default:

@@ -106,8 +106,9 @@ const (
 )
 
 const (
-	rfUpdate = rfRoot + "/UpdateService"
-	rfTasks  = rfRoot + "/TaskService/Tasks"
+	rfUpdate   = rfRoot + "/UpdateService"
+	rfTasks    = rfRoot + "/TaskService/Tasks"
+	rfMonitors = rfRoot + "/TaskService/TaskMonitors"
 )
 
 // UpdateTasks returns the states of the update tasks taken for machine id,
@@ -217,7 +218,7 @@ func (e *Emulator) simpleUpdate(w http.ResponseWriter, r *http.Request, c creds)
 	answer := *t // runUpdate changes t under u2.mu from now on
 	u2.mu.Unlock()
 	go e.runUpdate(m, t.ID, body.ImageURI)
-	w.Header().Set("Location", rfTasks+"/"+t.ID)
+	w.Header().Set("Location", rfMonitors+"/"+t.ID)
 	writeJSON(w, http.StatusAccepted, taskJSON(&answer))
 }
 
@@ -322,8 +323,10 @@ func (e *Emulator) fetchFirmware(image string) (component, version string, err e
 	return component, version, nil
 }
 
-// serveTasks serves TaskService/Tasks/{id}.
-func (e *Emulator) serveTasks(w http.ResponseWriter, r *http.Request, sub []string) {
+// serveTasks serves TaskService/Tasks/{id} (the Task) and
+// TaskService/TaskMonitors/{id} (DSP0266's task monitor, what SimpleUpdate's
+// Location names: 202 with the Task while it runs, 200 once it ended).
+func (e *Emulator) serveTasks(w http.ResponseWriter, r *http.Request, monitor bool, sub []string) {
 	if r.Method != http.MethodGet {
 		methodNotAllowed(w)
 		return
@@ -341,14 +344,18 @@ func (e *Emulator) serveTasks(w http.ResponseWriter, r *http.Request, sub []stri
 		notFound(w, r)
 		return
 	}
-	writeJSON(w, http.StatusOK, taskJSON(t))
+	status := http.StatusOK
+	if monitor && t.State == TaskRunning {
+		status = http.StatusAccepted
+	}
+	writeJSON(w, status, taskJSON(t))
 }
 
 func taskJSON(t *updateTask) map[string]any {
 	out := map[string]any{
 		"@odata.type": "#Task.v1_7_0.Task", "@odata.id": rfTasks + "/" + t.ID, "Id": t.ID, "Name": "Firmware update",
 		"TaskState": t.State, "TaskStatus": t.Status, "StartTime": t.Start.Format(time.RFC3339),
-		"PercentComplete": 0, "Messages": []any{map[string]any{"Message": t.Message}},
+		"PercentComplete": 0, "Messages": []any{map[string]any{"Message": t.Message}}, "TaskMonitor": rfMonitors + "/" + t.ID,
 	}
 	if !t.End.IsZero() {
 		out["EndTime"] = t.End.Format(time.RFC3339)

@@ -136,7 +136,7 @@ func TestFirmwareUpdateTargetsTheSystem(t *testing.T) {
 		t.Fatal(err)
 	}
 	writes := rec.take()
-	want := `POST /redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate {"ImageURI":"` + img.URL + `/bmc.bin","Targets":["/redfish/v1/Systems/node-02"]}`
+	want := `POST /redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate {"ImageURI":"` + img.URL + `/bmc.bin","Targets":["/redfish/v1/Systems/node-02"],"TransferProtocol":"HTTP"}`
 	if len(writes) != 1 || writes[0] != want {
 		t.Errorf("writes %q\nwant %q", writes, want)
 	}

@@ -157,7 +157,7 @@ func (f *Firmware) update(ctx context.Context, t *driver.Task, u FirmwareUpdate)
 	if err != nil {
 		return fmt.Errorf("Firmware update failed for node %s: %w", n.UUID, err)
 	}
-	body := map[string]any{"ImageURI": u.URL}
+	body := map[string]any{"ImageURI": u.URL, "TransferProtocol": "HTTP"} // as sushy's simple_update
 	if col, err := common.GetCollection(c, "/redfish/v1/Systems"); err == nil && len(col.ItemLinks) > 1 {
 		body["Targets"] = []string{sysPath}
 	}
