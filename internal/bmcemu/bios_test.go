@@ -106,6 +106,9 @@ func TestSimpleUpdate(t *testing.T) {
 	}
 	var task map[string]any
 	_ = json.Unmarshal([]byte(r.body), &task)
+	if task["TaskState"] != bmcemu.TaskRunning || task["TaskMonitor"] == nil {
+		t.Errorf("SimpleUpdate answered %v, want the Task Running with its monitor", task)
+	}
 	if task := wait(task["@odata.id"].(string)); task["TaskState"] != bmcemu.TaskCompleted {
 		t.Fatalf("task: %v", task)
 	}
@@ -129,6 +132,9 @@ func TestSimpleUpdate(t *testing.T) {
 	_ = json.Unmarshal([]byte(r.body), &task)
 	if task := wait(task["@odata.id"].(string)); task["TaskState"] != bmcemu.TaskException {
 		t.Errorf("missing image: %v", task)
+	}
+	if mon := do(t, "GET", e.URL()+task["TaskMonitor"].(string), "admin", pw, ""); mon.status != 200 || !strings.Contains(mon.body, `"TaskState":"Exception"`) {
+		t.Errorf("task monitor of an ended task: %+v", mon)
 	}
 	if got := e.UpdateTasks(m.ID); len(got) != 3 || got[2] != bmcemu.TaskException {
 		t.Errorf("tasks: %v", got)
