@@ -61,10 +61,11 @@ func nodeExists(ctx context.Context, c conn, nodeUUID string) error {
 	return err
 }
 
-// syncRows writes want (key → document) into t for the node: new keys are
-// inserted, keys whose document changed are updated (updated_at now), and
-// keys absent from want are deleted when prune.
-func (s *Store) syncRows(ctx context.Context, t settingsTable, nodeUUID string, want map[string][]byte, prune bool) error {
+// syncRows writes plan(stored documents) (key → document) into t for the
+// node, in one transaction: new keys are inserted, keys whose document
+// changed are updated (updated_at now), and keys absent from the plan are
+// deleted when prune.
+func (s *Store) syncRows(ctx context.Context, t settingsTable, nodeUUID string, plan func(old map[string][]byte) (map[string][]byte, error), prune bool) error {
 	now := s.d.EncodeTime(s.clock())
 	return s.write(ctx, func(c conn) error {
 		if err := nodeExists(ctx, c, nodeUUID); err != nil {
@@ -77,6 +78,10 @@ func (s *Store) syncRows(ctx context.Context, t settingsTable, nodeUUID string, 
 		old := map[string][]byte{}
 		for _, r := range have {
 			old[r.key] = r.data
+		}
+		want, err := plan(old)
+		if err != nil {
+			return err
 		}
 		for k, doc := range want {
 			prev, ok := old[k]
@@ -182,7 +187,8 @@ func (s *Store) SyncBIOSSettings(ctx context.Context, nodeUUID string, settings 
 	for _, b := range settings {
 		want[b.Name] = biosDoc(b)
 	}
-	if err := s.syncRows(ctx, biosTable, nodeUUID, want, true); err != nil {
+	same := func(map[string][]byte) (map[string][]byte, error) { return want, nil }
+	if err := s.syncRows(ctx, biosTable, nodeUUID, same, true); err != nil {
 		return fmt.Errorf("cache BIOS settings of node %s: %w", nodeUUID, err)
 	}
 	return nil
@@ -216,26 +222,23 @@ func (s *Store) ListFirmwareComponents(ctx context.Context, nodeUUID string) ([]
 
 // SyncFirmwareComponents implements store.Store.
 func (s *Store) SyncFirmwareComponents(ctx context.Context, nodeUUID string, comps []model.FirmwareComponent) error {
-	have, err := s.ListFirmwareComponents(ctx, nodeUUID)
-	if err != nil {
-		return err
-	}
-	old := map[string]model.FirmwareComponent{}
-	for _, c := range have {
-		old[c.Component] = c
-	}
-	want := map[string][]byte{}
-	for _, c := range comps {
-		d := firmwareDoc{Initial: c.CurrentVersion, Current: c.CurrentVersion}
-		if prev, ok := old[c.Component]; ok {
-			d = firmwareDoc{Initial: prev.InitialVersion, Current: prev.CurrentVersion, Flashed: prev.LastVersionFlashed}
-			if prev.CurrentVersion != c.CurrentVersion {
-				d.Current, d.Flashed = c.CurrentVersion, c.CurrentVersion
+	plan := func(old map[string][]byte) (map[string][]byte, error) {
+		want := map[string][]byte{}
+		for _, c := range comps {
+			d := firmwareDoc{Initial: c.CurrentVersion, Current: c.CurrentVersion}
+			if raw, ok := old[c.Component]; ok {
+				if err := json.Unmarshal(raw, &d); err != nil {
+					return nil, fmt.Errorf("bad stored firmware component %s: %w", c.Component, err)
+				}
+				if d.Current != c.CurrentVersion {
+					d.Current, d.Flashed = c.CurrentVersion, c.CurrentVersion
+				}
 			}
+			want[c.Component], _ = json.Marshal(d)
 		}
-		want[c.Component], _ = json.Marshal(d)
+		return want, nil
 	}
-	if err := s.syncRows(ctx, firmwareTable, nodeUUID, want, false); err != nil {
+	if err := s.syncRows(ctx, firmwareTable, nodeUUID, plan, false); err != nil {
 		return fmt.Errorf("cache firmware components of node %s: %w", nodeUUID, err)
 	}
 	return nil
