@@ -138,8 +138,9 @@ func TestAuthMatrix(t *testing.T) {
 						}
 					case who == "project-scoped":
 						// m1 belongs to no project: invisible (404) or system-only
-						// (403); its lists come back empty.
-						isList := r.method == "GET" && (r.path == "/v1/nodes" || r.path == "/v1/nodes/detail")
+						// (403); its lists (and the event stream) come back empty.
+						isList := r.method == "GET" && (r.path == "/v1/nodes" || r.path == "/v1/nodes/detail" ||
+							strings.HasPrefix(r.path, "/v1/events/stream"))
 						if !isList && st != 403 && st != 404 || isList && st != 200 {
 							t.Errorf("%s: %s %s = %d", who, r.method, r.path, st)
 						}

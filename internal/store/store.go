@@ -55,14 +55,17 @@ func (e *DuplicateError) Unwrap() error { return ErrDuplicate }
 
 // NodeQuery selects nodes. Zero values mean "no filter".
 type NodeQuery struct {
-	ProvisionState  string
-	Maintenance     *bool
-	Driver          string
-	ResourceClass   string
-	Associated      *bool // instance_uuid set or not
-	Fault           string
-	Owner           string
-	Lessee          string
+	ProvisionState string
+	Maintenance    *bool
+	Driver         string
+	ResourceClass  string
+	Associated     *bool // instance_uuid set or not
+	Fault          string
+	Owner          string
+	Lessee         string
+	// Project selects nodes whose owner or lessee is it (Ironic's project
+	// filter, and what a project-scoped token may see).
+	Project         string
 	ConductorGroup  *string
 	InstanceUUID    string
 	Reserved        *bool    // reservation set or not

@@ -155,6 +155,9 @@ func (s *Store) nodeWhere(q *store.NodeQuery) *where {
 	eq("fault", q.Fault)
 	eq("owner", q.Owner)
 	eq("lessee", q.Lessee)
+	if q.Project != "" {
+		w.add("(owner = ? OR lessee = ?)", q.Project, q.Project)
+	}
 	eq("instance_uuid", q.InstanceUUID)
 	eq("reservation", q.ReservedBy)
 	isNull("instance_uuid", q.Associated)

@@ -66,7 +66,7 @@ func listFixture(t *testing.T, s store.Store) []*model.Node {
 			Maintenance:          i%3 == 0,
 			ResourceClass:        []string{"", "gpu"}[i%2],
 			Owner:                []string{"", "proj-a", "proj-b"}[i%3],
-			Lessee:               []string{"", "lessee"}[(i/2)%2],
+			Lessee:               []string{"", "lessee", "", "proj-b"}[(i/2)%4],
 			ConductorGroup:       []string{"", "g1", "G1"}[i%3],
 			CreatedAt:            stamp((i * 7) % 5), // repeats
 			ProvisionUpdatedAt:   stamp(i % 4).Add(time.Minute),
@@ -139,6 +139,8 @@ func nodeFilterCases(nodes []*model.Node) []filterCase {
 			func(n *model.Node) bool { return n.Owner == "proj-a" }},
 		{"lessee", store.NodeQuery{Lessee: "lessee"},
 			func(n *model.Node) bool { return n.Lessee == "lessee" }},
+		{"project (owner or lessee)", store.NodeQuery{Project: "proj-b"},
+			func(n *model.Node) bool { return n.Owner == "proj-b" || n.Lessee == "proj-b" }},
 		{"conductor group", store.NodeQuery{ConductorGroup: ptr("g1")},
 			func(n *model.Node) bool { return n.ConductorGroup == "g1" }},
 		{"empty conductor group", store.NodeQuery{ConductorGroup: ptr("")},
