@@ -137,7 +137,7 @@ func (p *projectPolicy) decide(w http.ResponseWriter, r *http.Request, who auth.
 // rule's name. An empty or unknown rule needs system scope.
 func (p *projectPolicy) onNode(r *http.Request, who auth.Principal, ident string, rules []string) (int, string) {
 	for _, name := range rules {
-		if nodeRules[name] == nil {
+		if _, known := allows(name, subject{}); !known {
 			return http.StatusForbidden, "This action requires a system-scoped token (one without a project)."
 		}
 	}
@@ -149,11 +149,11 @@ func (p *projectPolicy) onNode(r *http.Request, who auth.Principal, ident string
 		return notFound("Node", ident, err)
 	}
 	s := subjectOf(who, n)
-	if !nodeRules["baremetal:node:get"](s) {
+	if ok, _ := allows("baremetal:node:get", s); !ok {
 		return http.StatusNotFound, "Node " + ident + " could not be found."
 	}
 	for _, name := range rules {
-		if !nodeRules[name](s) {
+		if ok, _ := allows(name, s); !ok {
 			return denied(name)
 		}
 	}

@@ -41,90 +41,94 @@ func subjectOf(who auth.Principal, n *model.Node) subject {
 // SYSTEM_* and service parts never match a project-scoped principal).
 type check func(subject) bool
 
-// Ironic's check strings (project parts), by their names in policy.py.
-var (
-	projectOwnerAdmin  check = func(s subject) bool { return s.owner && s.level >= 3 }
-	projectOwnerMember check = func(s subject) bool { return s.owner && s.level >= 2 }
-	projectOwnerReader check = func(s subject) bool { return s.owner && s.level >= 1 }
-	projectLesseeAdmin check = func(s subject) bool { return s.lessee && s.level >= 3 }
-	projectMember      check = func(s subject) bool { return (s.owner || s.lessee) && s.level >= 2 }
-	projectReader      check = func(s subject) bool { return (s.owner || s.lessee) && s.level >= 1 }
-	systemOnly         check = func(subject) bool { return false } // SYSTEM_ADMIN, SYSTEM_MEMBER, SYSTEM_READER
+// checks are Ironic's check strings (their project parts) by their names
+// in policy.py.
+var checks = map[string]check{
+	// Never a project's.
+	"SYSTEM_ADMIN":  func(subject) bool { return false },
+	"SYSTEM_MEMBER": func(subject) bool { return false },
+	// The composites of policy.py, by name.
+	"SYSTEM_OR_PROJECT_READER":      func(s subject) bool { return (s.owner || s.lessee) && s.level >= 1 },
+	"SYSTEM_OR_PROJECT_MEMBER":      func(s subject) bool { return (s.owner || s.lessee) && s.level >= 2 },
+	"SYSTEM_OR_OWNER_READER":        func(s subject) bool { return s.owner && s.level >= 1 },
+	"SYSTEM_MEMBER_OR_OWNER_MEMBER": func(s subject) bool { return s.owner && s.level >= 2 },
+	"SYSTEM_MEMBER_OR_OWNER_ADMIN":  func(s subject) bool { return s.owner && s.level >= 3 },
+	"SYSTEM_ADMIN_OR_OWNER_ADMIN":   func(s subject) bool { return s.owner && s.level >= 3 },
+	// "Used for general operations like changing provision state."
+	"SYSTEM_OR_OWNER_MEMBER_AND_LESSEE_ADMIN": func(s subject) bool {
+		return s.owner && s.level >= 2 || s.lessee && s.level >= 3
+	},
+}
 
-	// SYSTEM_OR_PROJECT_READER and SYSTEM_OR_PROJECT_MEMBER.
-	systemOrProjectReader = projectReader
-	systemOrProjectMember = projectMember
-	// SYSTEM_OR_OWNER_READER, SYSTEM_MEMBER_OR_OWNER_MEMBER,
-	// SYSTEM_MEMBER_OR_OWNER_ADMIN, SYSTEM_ADMIN_OR_OWNER_ADMIN.
-	systemOrOwnerReader       = projectOwnerReader
-	systemMemberOrOwnerMember = projectOwnerMember
-	systemMemberOrOwnerAdmin  = projectOwnerAdmin
-	systemAdminOrOwnerAdmin   = projectOwnerAdmin
-	// SYSTEM_OR_OWNER_MEMBER_AND_LESSEE_ADMIN: "general operations like
-	// changing provision state".
-	systemOrOwnerMemberAndLesseeAdmin check = func(s subject) bool {
-		return projectOwnerMember(s) || projectLesseeAdmin(s)
+// allows reports whether rule lets s act; known is false for a rule not
+// in nodeRules.
+func allows(rule string, s subject) (ok, known bool) {
+	c := checks[nodeRules[rule]]
+	if c == nil {
+		return false, false
 	}
-)
+	return c(s), true
+}
 
-// nodeRules are the node and port rules: Ironic's name → its default.
-var nodeRules = map[string]check{
-	"baremetal:node:get":                      systemOrProjectReader,
-	"baremetal:node:get:last_error":           systemOrOwnerReader,
-	"baremetal:node:get:reservation":          systemOrOwnerReader,
-	"baremetal:node:get:driver_internal_info": systemOrOwnerReader,
-	"baremetal:node:get:driver_info":          systemOrOwnerReader,
-	"baremetal:node:get_states":               systemOrProjectReader,
-	"baremetal:node:get_boot_device":          systemMemberOrOwnerAdmin,
-	"baremetal:node:history:get":              systemOrOwnerReader,
-	"baremetal:node:inventory:get":            systemOrOwnerReader,
-	"baremetal:node:vif:list":                 systemOrProjectReader,
-	"baremetal:node:traits:list":              systemOrProjectReader,
-	"baremetal:node:bios:get":                 systemOrProjectReader,
-	"baremetal:node:get_indicator_state":      systemOrProjectReader,
-	"baremetal:node:validate":                 systemOrOwnerMemberAndLesseeAdmin,
+// nodeRules are the node and port rules: Ironic's name → the name of its
+// default check string.
+var nodeRules = map[string]string{
+	"baremetal:node:get":                      "SYSTEM_OR_PROJECT_READER",
+	"baremetal:node:get:last_error":           "SYSTEM_OR_OWNER_READER",
+	"baremetal:node:get:reservation":          "SYSTEM_OR_OWNER_READER",
+	"baremetal:node:get:driver_internal_info": "SYSTEM_OR_OWNER_READER",
+	"baremetal:node:get:driver_info":          "SYSTEM_OR_OWNER_READER",
+	"baremetal:node:get_states":               "SYSTEM_OR_PROJECT_READER",
+	"baremetal:node:get_boot_device":          "SYSTEM_MEMBER_OR_OWNER_ADMIN",
+	"baremetal:node:history:get":              "SYSTEM_OR_OWNER_READER",
+	"baremetal:node:inventory:get":            "SYSTEM_OR_OWNER_READER",
+	"baremetal:node:vif:list":                 "SYSTEM_OR_PROJECT_READER",
+	"baremetal:node:traits:list":              "SYSTEM_OR_PROJECT_READER",
+	"baremetal:node:bios:get":                 "SYSTEM_OR_PROJECT_READER",
+	"baremetal:node:get_indicator_state":      "SYSTEM_OR_PROJECT_READER",
+	"baremetal:node:validate":                 "SYSTEM_OR_OWNER_MEMBER_AND_LESSEE_ADMIN",
 
-	"baremetal:node:update":                   systemOrProjectMember,
-	"baremetal:node:update_extra":             systemOrProjectMember,
-	"baremetal:node:update_instance_info":     systemOrOwnerMemberAndLesseeAdmin,
-	"baremetal:node:update_owner_provisioned": systemOnly,
-	"baremetal:node:update:driver_info":       systemMemberOrOwnerMember,
-	"baremetal:node:update:properties":        systemMemberOrOwnerMember,
-	"baremetal:node:update:chassis_uuid":      systemOnly,
-	"baremetal:node:update:instance_uuid":     systemMemberOrOwnerMember,
-	"baremetal:node:update:lessee":            systemMemberOrOwnerMember,
-	"baremetal:node:update:owner":             systemOnly,
-	"baremetal:node:update:driver_interfaces": systemMemberOrOwnerAdmin,
-	"baremetal:node:update:network_data":      systemMemberOrOwnerMember,
-	"baremetal:node:update:conductor_group":   systemOnly,
-	"baremetal:node:update:name":              systemMemberOrOwnerMember,
-	"baremetal:node:update:retired":           systemMemberOrOwnerMember,
-	"baremetal:node:update:shard":             systemOnly,
-	"baremetal:node:disable_cleaning":         systemOnly,
-	"baremetal:node:delete":                   systemOnly,
-	"baremetal:node:set_maintenance":          systemOrOwnerMemberAndLesseeAdmin,
-	"baremetal:node:clear_maintenance":        systemOrOwnerMemberAndLesseeAdmin,
-	"baremetal:node:set_boot_device":          systemMemberOrOwnerAdmin,
-	"baremetal:node:set_power_state":          systemOrProjectMember,
-	"baremetal:node:set_provision_state":      systemOrOwnerMemberAndLesseeAdmin,
-	"baremetal:node:set_indicator_state":      systemMemberOrOwnerMember,
-	"baremetal:node:inject_nmi":               systemMemberOrOwnerAdmin,
-	"baremetal:node:set_boot_mode":            systemOrProjectMember,
-	"baremetal:node:set_secure_boot":          systemOrProjectMember,
-	"baremetal:node:set_raid_state":           systemMemberOrOwnerMember,
-	"baremetal:node:set_console_state":        systemMemberOrOwnerMember,
-	"baremetal:node:get_console":              systemMemberOrOwnerMember,
-	"baremetal:node:vif:attach":               systemOrOwnerMemberAndLesseeAdmin,
-	"baremetal:node:vif:detach":               systemOrOwnerMemberAndLesseeAdmin,
-	"baremetal:node:traits:set":               systemMemberOrOwnerAdmin,
-	"baremetal:node:traits:delete":            systemMemberOrOwnerAdmin,
-	"baremetal:node:vmedia:attach":            systemOrOwnerMemberAndLesseeAdmin,
-	"baremetal:node:vmedia:detach":            systemOrOwnerMemberAndLesseeAdmin,
-	"baremetal:port:get":                      systemOrProjectReader,
-	"baremetal:port:list":                     systemOrProjectReader,
-	"baremetal:port:create":                   systemAdminOrOwnerAdmin,
-	"baremetal:port:update":                   systemMemberOrOwnerAdmin,
-	"baremetal:port:delete":                   systemAdminOrOwnerAdmin,
+	"baremetal:node:update":                   "SYSTEM_OR_PROJECT_MEMBER",
+	"baremetal:node:update_extra":             "SYSTEM_OR_PROJECT_MEMBER",
+	"baremetal:node:update_instance_info":     "SYSTEM_OR_OWNER_MEMBER_AND_LESSEE_ADMIN",
+	"baremetal:node:update_owner_provisioned": "SYSTEM_ADMIN",
+	"baremetal:node:update:driver_info":       "SYSTEM_MEMBER_OR_OWNER_MEMBER",
+	"baremetal:node:update:properties":        "SYSTEM_MEMBER_OR_OWNER_MEMBER",
+	"baremetal:node:update:chassis_uuid":      "SYSTEM_ADMIN",
+	"baremetal:node:update:instance_uuid":     "SYSTEM_MEMBER_OR_OWNER_MEMBER",
+	"baremetal:node:update:lessee":            "SYSTEM_MEMBER_OR_OWNER_MEMBER",
+	"baremetal:node:update:owner":             "SYSTEM_MEMBER",
+	"baremetal:node:update:driver_interfaces": "SYSTEM_MEMBER_OR_OWNER_ADMIN",
+	"baremetal:node:update:network_data":      "SYSTEM_MEMBER_OR_OWNER_MEMBER",
+	"baremetal:node:update:conductor_group":   "SYSTEM_MEMBER",
+	"baremetal:node:update:name":              "SYSTEM_MEMBER_OR_OWNER_MEMBER",
+	"baremetal:node:update:retired":           "SYSTEM_MEMBER_OR_OWNER_MEMBER",
+	"baremetal:node:update:shard":             "SYSTEM_ADMIN",
+	"baremetal:node:disable_cleaning":         "SYSTEM_ADMIN",
+	"baremetal:node:delete":                   "SYSTEM_ADMIN",
+	"baremetal:node:set_maintenance":          "SYSTEM_OR_OWNER_MEMBER_AND_LESSEE_ADMIN",
+	"baremetal:node:clear_maintenance":        "SYSTEM_OR_OWNER_MEMBER_AND_LESSEE_ADMIN",
+	"baremetal:node:set_boot_device":          "SYSTEM_MEMBER_OR_OWNER_ADMIN",
+	"baremetal:node:set_power_state":          "SYSTEM_OR_PROJECT_MEMBER",
+	"baremetal:node:set_provision_state":      "SYSTEM_OR_OWNER_MEMBER_AND_LESSEE_ADMIN",
+	"baremetal:node:set_indicator_state":      "SYSTEM_MEMBER_OR_OWNER_MEMBER",
+	"baremetal:node:inject_nmi":               "SYSTEM_MEMBER_OR_OWNER_ADMIN",
+	"baremetal:node:set_boot_mode":            "SYSTEM_OR_PROJECT_MEMBER",
+	"baremetal:node:set_secure_boot":          "SYSTEM_OR_PROJECT_MEMBER",
+	"baremetal:node:set_raid_state":           "SYSTEM_MEMBER_OR_OWNER_MEMBER",
+	"baremetal:node:set_console_state":        "SYSTEM_MEMBER_OR_OWNER_MEMBER",
+	"baremetal:node:get_console":              "SYSTEM_MEMBER_OR_OWNER_MEMBER",
+	"baremetal:node:vif:attach":               "SYSTEM_OR_OWNER_MEMBER_AND_LESSEE_ADMIN",
+	"baremetal:node:vif:detach":               "SYSTEM_OR_OWNER_MEMBER_AND_LESSEE_ADMIN",
+	"baremetal:node:traits:set":               "SYSTEM_MEMBER_OR_OWNER_ADMIN",
+	"baremetal:node:traits:delete":            "SYSTEM_MEMBER_OR_OWNER_ADMIN",
+	"baremetal:node:vmedia:attach":            "SYSTEM_OR_OWNER_MEMBER_AND_LESSEE_ADMIN",
+	"baremetal:node:vmedia:detach":            "SYSTEM_OR_OWNER_MEMBER_AND_LESSEE_ADMIN",
+	"baremetal:port:get":                      "SYSTEM_OR_PROJECT_READER",
+	"baremetal:port:list":                     "SYSTEM_OR_PROJECT_READER",
+	"baremetal:port:create":                   "SYSTEM_ADMIN_OR_OWNER_ADMIN",
+	"baremetal:port:update":                   "SYSTEM_MEMBER_OR_OWNER_ADMIN",
+	"baremetal:port:delete":                   "SYSTEM_ADMIN_OR_OWNER_ADMIN",
 }
 
 // routeRules maps "METHOD /v1/nodes/{node}/..." (one VIF or trait as {id})
@@ -266,7 +270,7 @@ func redactor(who auth.Principal) func(n *model.Node, field string) (any, bool) 
 	return func(n *model.Node, field string) (any, bool) {
 		s := subjectOf(who, n)
 		for _, h := range hiddenFields {
-			if h.field == field && !nodeRules[h.rule](s) {
+			if ok, _ := allows(h.rule, s); h.field == field && !ok {
 				return h.shown, true
 			}
 		}
