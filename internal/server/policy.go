@@ -13,6 +13,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/api"
 	"github.com/anvil-metal/anvil/internal/auth"
+	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
 	"github.com/anvil-metal/anvil/pkg/events"
@@ -50,6 +51,12 @@ type nodeReader interface {
 
 func (p *projectPolicy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	who, ok := auth.PrincipalOf(r.Context())
+	if ok && !who.Scoped() && !systemAdmin(who) {
+		if status, msg := p.ownerProvisioned(r); status != 0 {
+			api.WriteError(w, status, msg)
+			return
+		}
+	}
 	if !ok || !who.Scoped() || auth.PublicPath(r.URL.Path) {
 		p.next.ServeHTTP(w, r)
 		return
@@ -226,4 +233,33 @@ func patchRules(r *http.Request) ([]string, error) {
 		rules = append(rules, "baremetal:node:update")
 	}
 	return rules, nil
+}
+
+// systemAdmin reports whether a system-scoped principal is an admin: an
+// http_basic user (no roles: Ironic's admin) or a token with the admin role.
+func systemAdmin(who auth.Principal) bool {
+	return len(who.Roles) == 0 || who.HasRole(auth.RoleAdmin)
+}
+
+// ownerProvisioned is baremetal:node:update_owner_provisioned (system
+// admins only) for a system member's PATCH of a node's owner: refused
+// with 409 while the node is active, as Ironic answers.
+func (p *projectPolicy) ownerProvisioned(r *http.Request) (int, string) {
+	path := strings.TrimSuffix(strings.TrimRight(r.URL.Path, "/"), ".json")
+	seg := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	if r.Method != http.MethodPatch || len(seg) != 3 || seg[0] != "v1" || seg[1] != "nodes" {
+		return 0, ""
+	}
+	rules, err := patchRules(r)
+	if err != nil || !slices.Contains(rules, "baremetal:node:update:owner") {
+		return 0, "" // the API answers a bad body
+	}
+	n, err := p.nodes.GetNode(r.Context(), seg[2])
+	if err != nil {
+		return 0, "" // the API answers 404
+	}
+	if n.ProvisionState == fsm.Active {
+		return http.StatusConflict, fmt.Sprintf("Cannot update owner of node \"%s\" while it is in state \"%s\".", n.UUID, fsm.Active)
+	}
+	return 0, ""
 }

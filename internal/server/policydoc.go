@@ -30,7 +30,8 @@ func writePolicyDoc(w io.Writer) error {
 		"owns or leases, as Ironic 21.4's default policy (`ironic/common/policy.py`) says. Roles imply\n" +
 		"the lesser ones (admin ⊇ member ⊇ reader). A node neither owned nor leased is answered 404;\n" +
 		"a refused rule 403 with the rule's name. System-scoped principals (http_basic users, tokens\n" +
-		"without a project) are not limited by this table.\n\n")
+		"without a project) are not limited by this table, but for `baremetal:node:update_owner_provisioned`:\n" +
+		"a system member's (not admin's) PATCH of an active node's owner is answered 409, as Ironic does.\n\n")
 	b.WriteString("## Rules\n\n| rule | Ironic's default |")
 	for _, c := range policyDocSubjects {
 		b.WriteString(" " + c.name + " |")

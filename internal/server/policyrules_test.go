@@ -3,10 +3,12 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +19,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/auth"
 	"github.com/anvil-metal/anvil/internal/auth/authtest"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
 )
 
 // TestNodeRulesMatrix: each rule × {owner, lessee, stranger} × {reader,
@@ -271,5 +274,57 @@ func TestGoldenPolicyDoc(t *testing.T) {
 	}
 	if !bytes.Equal(got.Bytes(), want) {
 		t.Error("docs/policy.md is stale; run `go test ./internal/server -run TestGoldenPolicyDoc -update`")
+	}
+}
+
+// fakeNodes is a nodeReader of fixed nodes.
+type fakeNodes map[string]*model.Node
+
+func (f fakeNodes) GetNode(_ context.Context, ident string) (*model.Node, error) {
+	if n, ok := f[ident]; ok {
+		return n, nil
+	}
+	return nil, store.ErrNotFound
+}
+
+func (f fakeNodes) GetPort(context.Context, string) (*model.Port, error) {
+	return nil, store.ErrNotFound
+}
+
+// TestOwnerProvisioned: baremetal:node:update_owner_provisioned — a system
+// member may not change an active node's owner (409, as Ironic answers); a
+// system admin may, and other fields or states are not concerned.
+func TestOwnerProvisioned(t *testing.T) {
+	iss := authtest.NewIssuer(t)
+	nodes := fakeNodes{"act": {UUID: "act", ProvisionState: "active"}, "man": {UUID: "man", ProvisionState: "manageable"}}
+	reached := 0
+	next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { reached++; w.WriteHeader(200) })
+	h, err := auth.Middleware(t.Context(), &projectPolicy{nodes: nodes, next: next},
+		auth.Config{Strategy: auth.JWT, JWT: auth.JWTConfig{Issuer: iss.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	member := "Bearer " + iss.Token(t, iss.Key, map[string]any{"roles": []any{"member"}})
+	admin := "Bearer " + iss.Token(t, iss.Key, map[string]any{"roles": []any{"admin"}})
+	owner := `[{"op": "replace", "path": "/owner", "value": "p9"}]`
+	for _, c := range []struct {
+		who, authz, node, body string
+		want                   int
+	}{
+		{"member", member, "act", owner, 409},
+		{"member", member, "man", owner, 200},
+		{"member", member, "act", `[{"op": "add", "path": "/extra/x", "value": 1}]`, 200},
+		{"admin", admin, "act", owner, 200},
+	} {
+		req := httptest.NewRequest("PATCH", "/v1/nodes/"+c.node, strings.NewReader(c.body))
+		req.Header.Set("Authorization", c.authz)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != c.want {
+			t.Errorf("%s PATCH %s %s: %d %s, want %d", c.who, c.node, c.body, rec.Code, rec.Body, c.want)
+		}
+	}
+	if reached != 3 {
+		t.Errorf("%d requests reached the API, want 3", reached)
 	}
 }
