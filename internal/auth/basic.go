@@ -133,6 +133,10 @@ func Middleware(ctx context.Context, h http.Handler, cfg Config) (http.Handler, 
 			h.ServeHTTP(w, r)
 			return
 		}
+		if crossSiteWrite(r) {
+			writeAuthError(w, http.StatusForbidden, "A browser may not change anything from another site's page", "")
+			return
+		}
 		var (
 			g           grant
 			status      int
@@ -172,6 +176,18 @@ type grant struct {
 // X-Auth-Token header: those win over a session cookie.
 func hasCredentials(r *http.Request) bool {
 	return r.Header.Get("Authorization") != "" || r.Header.Get("X-Auth-Token") != ""
+}
+
+// crossSiteWrite reports whether a browser sends r, a write, from a page
+// of another origin (Fetch Metadata): credentials a browser adds by itself
+// (cached Basic credentials, the session cookie) must not act for another
+// site's page. Clients that are not browsers send no Sec-Fetch-Site.
+func crossSiteWrite(r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions {
+		return false
+	}
+	site := r.Header.Get("Sec-Fetch-Site")
+	return site != "" && site != "same-origin" && site != "none"
 }
 
 // fromScript reports whether a browser sent r from a script (fetch,

@@ -27,6 +27,9 @@
 //     HttpOnly, SameSite=Strict, bounded life, writes need its CSRF token;
 //     a script's request (Sec-Fetch-Mode other than navigate) gets no Basic
 //     challenge, so no browser dialog pops over the dashboard;
+//   - a browser's write from another site's page (Sec-Fetch-Site
+//     cross-site or same-site) is refused whatever credentials the browser
+//     adds by itself;
 //   - passwords are never logged; a bcrypt check's result is cached by a
 //     hash of the credentials, so a CLI issuing many requests pays bcrypt
 //     once.

@@ -165,6 +165,29 @@ func TestChallenge(t *testing.T) {
 	}
 }
 
+// TestCrossSiteWrite: a browser's write from another site's page is
+// refused whatever credentials the browser adds by itself; reads, the
+// page's own writes and clients without Fetch Metadata are not concerned.
+func TestCrossSiteWrite(t *testing.T) {
+	srv := sessionServer(t, auth.Config{Strategy: auth.HTTPBasic, UserFile: userFile(t, "admin", "x")})
+	basic := basicHdr("admin", "x")
+	for _, c := range []struct {
+		method, site string
+		want         int
+	}{
+		{"POST", "cross-site", 403}, {"PUT", "same-site", 403}, {"GET", "cross-site", 200},
+		{"POST", "same-origin", 200}, {"POST", "", 200}, {"DELETE", "none", 200},
+	} {
+		hdr := []string{"Authorization", basic}
+		if c.site != "" {
+			hdr = append(hdr, "Sec-Fetch-Site", c.site)
+		}
+		if r := do(t, srv, c.method, "/v1/nodes", "", nil, hdr...); r.status != c.want {
+			t.Errorf("%s from %q: %d, want %d", c.method, c.site, r.status, c.want)
+		}
+	}
+}
+
 func TestSessionsJWT(t *testing.T) {
 	iss := authtest.NewIssuer(t)
 	srv := sessionServer(t, auth.Config{Strategy: auth.JWT, JWT: auth.JWTConfig{Issuer: iss.URL}, SessionTTL: time.Hour})
