@@ -243,3 +243,19 @@ func TestSessionsNoAuth(t *testing.T) {
 		t.Errorf("noauth: %d %s", r.status, r.body)
 	}
 }
+
+// TestSessionCookieSecure: under TLS the session cookie is Secure.
+func TestSessionCookieSecure(t *testing.T) {
+	cfg := auth.Config{Strategy: auth.HTTPBasic, UserFile: userFile(t, "admin", "x"), SessionPath: sessionPath,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	h, err := auth.Middleware(t.Context(), http.NotFoundHandler(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewTLSServer(h)
+	t.Cleanup(srv.Close)
+	r := do(t, srv, "POST", sessionPath, `{"username": "admin", "password": "x"}`, nil)
+	if r.status != 200 || r.cookie == nil || !r.cookie.Secure || !r.cookie.HttpOnly {
+		t.Errorf("login under TLS: %d %+v", r.status, r.cookie)
+	}
+}

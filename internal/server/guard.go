@@ -45,7 +45,9 @@ func guard(ctx context.Context, h http.Handler, cfg Config, bootPrefix string, a
 	// The dashboard's page and assets hold no data (the page reads
 	// everything through the API with its session), so a browser without a
 	// session gets the page, which asks it to log in at SessionPath.
-	ac.SessionPath = dashboard.SessionPath
+	if cfg.Role != RoleConductor { // a conductor-only listener serves no dashboard
+		ac.SessionPath = dashboard.SessionPath
+	}
 	ac.Public = func(p string) bool {
 		return auth.PublicPath(p) || bootPrefix != "" && strings.HasPrefix(p, bootPrefix+"/") ||
 			p == dashboard.Path || strings.HasPrefix(p, dashboard.Path+"/")

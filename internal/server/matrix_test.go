@@ -28,6 +28,7 @@ func routes(portUUID string) []route {
 	return []route{
 		{"GET", "/", "", true}, {"GET", "/v1", "", true}, {"GET", "/v1/", "", true},
 		{"GET", "/v1/lookup?addresses=52:54:00:12:34:56", "", true},
+		{"GET", "/dashboard/", "", true}, {"GET", "/dashboard/session", "", true},
 		{"GET", "/v1/nodes", "", false}, {"GET", "/v1/nodes/detail", "", false}, {"GET", n, "", false},
 		{"GET", n + "/states", "", false}, {"GET", n + "/validate", "", false}, {"GET", "/v1/nodes/validate?node=m1", "", false},
 		{"GET", n + "/management/boot_device", "", false}, {"GET", n + "/management/boot_device/supported", "", false},
