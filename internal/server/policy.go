@@ -22,7 +22,8 @@ import (
 // projectPolicy is Ironic's default policy for project-scoped principals
 // (a jwt token with a project claim), for the routes it knows; every other
 // route requires system scope. System-scoped principals (http_basic users,
-// tokens without a project) pass untouched.
+// tokens without a project) pass, but a system member's PATCH of an active
+// node's owner (baremetal:node:update_owner_provisioned).
 //
 // A node is visible to project P when its owner or its lessee is P;
 // others are answered 404, as Ironic does. Node lists are narrowed to
