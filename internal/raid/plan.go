@@ -80,7 +80,9 @@ type PlanError struct{ Reason string }
 
 func (e *PlanError) Error() string { return "Redfish exception occurred. Error: " + e.Reason }
 
-func planErr(format string, args ...any) error { return &PlanError{Reason: fmt.Sprintf(format, args...)} }
+func planErr(format string, args ...any) error {
+	return &PlanError{Reason: fmt.Sprintf(format, args...)}
+}
 
 const (
 	gib          = int64(1) << 30
