@@ -68,7 +68,7 @@ func DefaultInterfaces() map[string][]string {
 		"bios":     {fake.Interface, noop.Names["bios"]},
 		"console":  {fake.Interface, noop.Names["console"]},
 		"firmware": {fake.Interface, noop.Names["firmware"]},
-		"raid":     {fake.Interface, noop.Names["raid"]},
+		"raid":     {fake.Interface, noop.Names["raid"], redfish.Name, IDRACRedfish},
 		"vendor":   {fake.Interface, noop.Names["vendor"]},
 		"network":  {"flat", "noop"},
 		"storage":  {"noop"},
@@ -148,11 +148,15 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	r.AddInterface("power", redfish.Name, d.Redfish)
 	r.AddInterface("management", redfish.Name, d.Redfish)
 	r.AddInterface("inspect", redfish.Name, d.Redfish)
+	rfRAID := d.Redfish.NewRAID()
+	r.AddInterface("raid", redfish.Name, rfRAID)
 	// idrac is redfish under Dell's interface names (Ironic's idrac
 	// hardware type): its idrac-redfish power, management and inspect are
-	// the redfish implementations. Its BIOS, RAID and virtual media
-	// interfaces are not offered until they are real.
+	// the redfish implementations (RAID too, Ironic's DracRedfishRAID being
+	// RedfishRAID). Its BIOS and virtual media interfaces are not offered
+	// until they are real.
 	r.AddInterface("power", IDRACRedfish, d.Redfish)
+	r.AddInterface("raid", IDRACRedfish, rfRAID)
 	r.AddInterface("management", IDRACRedfish, d.Redfish)
 	r.AddInterface("inspect", IDRACRedfish, d.Redfish)
 	r.AddInterface("power", ipmi.Interface, d.IPMI)
@@ -169,12 +173,14 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 			"power":      {redfish.Name},
 			"management": {redfish.Name},
 			"inspect":    {redfish.Name, direct.InterfaceName, noop.Names["inspect"]},
+			"raid":       {redfish.Name, noop.Names["raid"]},
 		})})
 	r.AddHardwareType(driver.HardwareType{Name: IDRAC, Properties: withBoot(redfish.Properties()), OptIn: optInFake(),
 		Supported: withGeneric(map[string][]string{
 			"power":      {IDRACRedfish},
 			"management": {IDRACRedfish},
 			"inspect":    {IDRACRedfish, direct.InterfaceName, noop.Names["inspect"]},
+			"raid":       {IDRACRedfish, noop.Names["raid"]},
 		})})
 	r.AddHardwareType(driver.HardwareType{Name: ipmi.Name, Properties: withBoot(ipmi.Properties()), OptIn: optInFake(),
 		Supported: withGeneric(map[string][]string{
