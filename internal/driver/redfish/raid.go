@@ -239,11 +239,6 @@ func (r *RAID) create(ctx context.Context, n *model.Node, root, nonRoot, deleteE
 	if err != nil {
 		return err
 	}
-	if deleteExisting {
-		if err := r.delete(ctx, n); err != nil {
-			return err
-		}
-	}
 	c, sysPath, err := r.d.target(ctx, n)
 	if err != nil {
 		return err
@@ -266,16 +261,23 @@ func (r *RAID) create(ctx context.Context, n *model.Node, root, nonRoot, deleteE
 		for _, v := range s.volumes {
 			for _, dl := range v.Links.Drives {
 				for _, d := range s.drives {
-					if d.Path == dl.ID {
+					if d.Path == dl.ID && !deleteExisting {
 						inUse[d.ID] = true
 					}
 				}
 			}
 		}
 	}
+	// Plan before deleting anything: a configuration the drives cannot
+	// hold leaves the BMC as it was.
 	vols, err := raid.Plan(n.UUID, cfg, drives, inUse, root, nonRoot)
 	if err != nil {
 		return err
+	}
+	if deleteExisting {
+		if err := r.deleteVolumes(ctx, c, n, all); err != nil {
+			return err
+		}
 	}
 	for _, v := range vols {
 		if err := r.createVolume(ctx, c, n, byDrive, drives, v); err != nil {
@@ -325,6 +327,15 @@ func (r *RAID) delete(ctx context.Context, n *model.Node) error {
 	if err != nil {
 		return fmt.Errorf("Cannot get the list of volumes to delete for node %s. Reason: %w.", n.UUID, err)
 	}
+	if err := r.deleteVolumes(ctx, c, n, all); err != nil {
+		return err
+	}
+	return r.record(c, sysPath, n)
+}
+
+// deleteVolumes deletes every volume with a RAID type, on every storage
+// (Ironic's _submit_delete_configuration).
+func (r *RAID) deleteVolumes(ctx context.Context, c *conn, n *model.Node, all []*rfStorage) error {
 	for _, s := range all {
 		for _, v := range s.volumes {
 			if v.RAIDType == "" {
@@ -347,7 +358,7 @@ func (r *RAID) delete(ctx context.Context, n *model.Node) error {
 			}
 		}
 	}
-	return r.record(c, sysPath, n)
+	return nil
 }
 
 // finish follows a 202 answer's task monitor (Location) until the task

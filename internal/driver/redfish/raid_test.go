@@ -1,0 +1,116 @@
+package redfish_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/anvil-metal/anvil/internal/bmcemu"
+	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/model"
+)
+
+const gib = int64(1) << 30
+
+func raidEmulator(t *testing.T) (*bmcemu.Emulator, *bmcemu.Machine) {
+	e := startEmulator(t, bmcemu.Config{Count: 1, Hardware: &bmcemu.Hardware{Sockets: 1, CoresPerSocket: 2, ThreadsPerCore: 1,
+		Arch: "x86", DIMMs: 2, DIMMMiB: 4096, DisksBytes: []int64{100 * gib, 100 * gib, 100 * gib, 100 * gib}}})
+	return e, e.Machines()[0]
+}
+
+func jsonObj(t *testing.T, s string) model.JSON {
+	t.Helper()
+	var m model.JSON
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestRAIDCreateDelete(t *testing.T) {
+	e, m := raidEmulator(t)
+	r := fastDriver().NewRAID()
+	n := node(e, m.ID, testPassword, "auto")
+	ctx := context.Background()
+	step := func(name string, args model.JSON) error {
+		_, err := r.ExecuteStep(ctx, &driver.Task{Node: n}, driver.CleanSteps, driver.Step{Interface: "raid", Step: name, Args: args})
+		return err
+	}
+	if err := step("create_configuration", nil); err == nil || err.Error() != "Node "+n.UUID+" has no target RAID configuration." {
+		t.Fatalf("no target: %v", err)
+	}
+	full := `{"logical_disks": [{"raid_level": "1", "size_gb": 50, "is_root_volume": true},
+		{"raid_level": "1", "size_gb": "MAX", "controller": "RAID.Integrated.1-1", "physical_disks": ["Disk.3", "Disk.4"]}]}`
+	n.TargetRaidConfig = jsonObj(t, full)
+	if err := r.Validate(n); err != nil {
+		t.Fatal(err)
+	}
+	// Only the root volume first, on the two smallest free drives.
+	if err := step("create_configuration", model.JSON{"create_nonroot_volumes": false}); err != nil {
+		t.Fatal(err)
+	}
+	vols := m.Volumes()
+	if len(vols) != 1 || vols[0].RAIDType != "RAID1" || vols[0].CapacityBytes != 50*gib || strings.Join(vols[0].Drives, ",") != "Disk.1,Disk.2" {
+		t.Fatalf("volumes after root: %+v", vols)
+	}
+	lds := n.RaidConfig["logical_disks"].([]any)
+	if len(lds) != 1 || n.RaidConfig["last_updated"] == nil {
+		t.Fatalf("raid_config %v", n.RaidConfig)
+	}
+	ld := lds[0].(map[string]any)
+	if ld["raid_level"] != "1" || ld["size_gb"] != int64(50) || ld["controller"] != bmcemu.StorageID || ld["id"] != vols[0].ID {
+		t.Fatalf("logical disk %v", ld)
+	}
+	// A configuration the drives cannot hold (the stripe finds no free
+	// drive: the MAX mirror keeps Disk.3 and Disk.4) changes nothing, even
+	// with delete_existing.
+	n.TargetRaidConfig = jsonObj(t, `{"logical_disks": [{"raid_level": "1", "size_gb": 50, "is_root_volume": true},
+		{"raid_level": "0", "size_gb": 20}, {"raid_level": "1", "size_gb": "MAX", "controller": "RAID.Integrated.1-1", "physical_disks": ["Disk.3", "Disk.4"]}]}`)
+	err := step("create_configuration", model.JSON{"delete_existing": true})
+	if err == nil || err.Error() != "Redfish exception occurred. Error: failed to find matching physical disks for all logical disks" {
+		t.Fatalf("over-full config: %v", err)
+	}
+	if v := m.Volumes(); len(v) != 1 || v[0].ID != vols[0].ID {
+		t.Fatalf("a failed plan changed the volumes: %+v", v)
+	}
+	// Without delete_existing the root mirror's drives are taken: no room.
+	n.TargetRaidConfig = jsonObj(t, full)
+	if err := step("create_configuration", nil); err == nil {
+		t.Fatalf("created over the existing volume: %+v", m.Volumes())
+	}
+	// delete_existing replaces the root mirror with the whole configuration.
+	if err := step("create_configuration", model.JSON{"delete_existing": true}); err != nil {
+		t.Fatal(err)
+	}
+	vols = m.Volumes()
+	if len(vols) != 2 {
+		t.Fatalf("volumes: %+v", vols)
+	}
+	byDrives := map[string]bmcemu.Volume{}
+	for _, v := range vols {
+		byDrives[strings.Join(v.Drives, ",")] = v
+	}
+	if v := byDrives["Disk.3,Disk.4"]; v.RAIDType != "RAID1" || v.CapacityBytes != 100*gib {
+		t.Errorf("MAX mirror: %+v", vols)
+	}
+	if v := byDrives["Disk.1,Disk.2"]; v.RAIDType != "RAID1" || v.CapacityBytes != 50*gib {
+		t.Errorf("root mirror: %+v", vols)
+	}
+	if lds := n.RaidConfig["logical_disks"].([]any); len(lds) != 2 {
+		t.Fatalf("raid_config %v", n.RaidConfig)
+	}
+	if err := step("delete_configuration", nil); err != nil {
+		t.Fatal(err)
+	}
+	if vols := m.Volumes(); len(vols) != 0 {
+		t.Fatalf("after delete: %+v", vols)
+	}
+	if lds := n.RaidConfig["logical_disks"].([]any); len(lds) != 0 {
+		t.Fatalf("raid_config after delete %v", n.RaidConfig)
+	}
+	if err := r.ValidateRAIDConfig(n, jsonObj(t, `{"logical_disks": [{"raid_level": "1", "size_gb": 5, "interface_type": "scsi"}]}`)); err == nil ||
+		err.Error() != "interface type `scsi` not supported by Redfish RAID" {
+		t.Fatalf("scsi: %v", err)
+	}
+}
