@@ -68,7 +68,7 @@ func DefaultInterfaces() map[string][]string {
 		"bios":     {fake.Interface, noop.Names["bios"]},
 		"console":  {fake.Interface, noop.Names["console"]},
 		"firmware": {fake.Interface, noop.Names["firmware"]},
-		"raid":     {fake.Interface, noop.Names["raid"], redfish.Name, IDRACRedfish},
+		"raid":     {fake.Interface, noop.Names["raid"], direct.InterfaceName, redfish.Name, IDRACRedfish},
 		"vendor":   {fake.Interface, noop.Names["vendor"]},
 		"network":  {"flat", "noop"},
 		"storage":  {"noop"},
@@ -92,6 +92,8 @@ func generic() map[string][]string {
 	for _, kind := range []string{"bios", "console", "firmware", "raid", "vendor"} {
 		m[kind] = []string{noop.Names[kind]}
 	}
+	// Ironic's AgentRAID needs an IPA with RAID support: no-raid stays first.
+	m["raid"] = append(m["raid"], direct.InterfaceName)
 	return m
 }
 
@@ -141,6 +143,7 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	r.AddInterface("deploy", direct.Name, dd)
 	r.AddInterface("inspect", direct.InterfaceName, dd.Inspector())
 	r.AddInterface("rescue", direct.InterfaceName, dd.Rescuer())
+	r.AddInterface("raid", direct.InterfaceName, dd.RAID())
 	pcfg := pxe.Config{Publisher: d.Boot, Drivers: r, KernelParams: d.KernelParams}
 	r.AddInterface("boot", pxe.IPXE, pxe.New(pxe.IPXE, pcfg))
 	r.AddInterface("boot", pxe.PXE, pxe.New(pxe.PXE, pcfg))
@@ -173,14 +176,14 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 			"power":      {redfish.Name},
 			"management": {redfish.Name},
 			"inspect":    {redfish.Name, direct.InterfaceName, noop.Names["inspect"]},
-			"raid":       {redfish.Name, noop.Names["raid"]},
+			"raid":       {redfish.Name, noop.Names["raid"], direct.InterfaceName},
 		})})
 	r.AddHardwareType(driver.HardwareType{Name: IDRAC, Properties: withBoot(redfish.Properties()), OptIn: optInFake(),
 		Supported: withGeneric(map[string][]string{
 			"power":      {IDRACRedfish},
 			"management": {IDRACRedfish},
 			"inspect":    {IDRACRedfish, direct.InterfaceName, noop.Names["inspect"]},
-			"raid":       {IDRACRedfish, noop.Names["raid"]},
+			"raid":       {IDRACRedfish, noop.Names["raid"], direct.InterfaceName},
 		})})
 	r.AddHardwareType(driver.HardwareType{Name: ipmi.Name, Properties: withBoot(ipmi.Properties()), OptIn: optInFake(),
 		Supported: withGeneric(map[string][]string{
