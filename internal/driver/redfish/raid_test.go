@@ -114,3 +114,29 @@ func TestRAIDCreateDelete(t *testing.T) {
 		t.Fatalf("scsi: %v", err)
 	}
 }
+
+// TestRAIDApplyConfigurationDeployStep: the deploy step takes the
+// configuration as an argument, stores it as the target and creates only
+// the root volume by default (Ironic's redfish defaults).
+func TestRAIDApplyConfigurationDeployStep(t *testing.T) {
+	e, m := raidEmulator(t)
+	r := fastDriver().NewRAID()
+	n := node(e, m.ID, testPassword, "basic")
+	cfg := map[string]any(jsonObj(t, `{"logical_disks": [{"raid_level": "5", "size_gb": 150, "is_root_volume": true}, {"raid_level": "0", "size_gb": 10}]}`))
+	step := driver.Step{Interface: "raid", Step: "apply_configuration", Args: model.JSON{"raid_config": map[string]any{"logical_disks": "x"}}}
+	if _, err := r.ExecuteStep(context.Background(), &driver.Task{Node: n}, driver.DeploySteps, step); err == nil ||
+		err.Error() != "RAID config validation error: 'x' is not of type 'array'" || len(n.TargetRaidConfig) != 0 {
+		t.Fatalf("bad raid_config: %v (target %v)", err, n.TargetRaidConfig)
+	}
+	step.Args = model.JSON{"raid_config": cfg}
+	if _, err := r.ExecuteStep(context.Background(), &driver.Task{Node: n}, driver.DeploySteps, step); err != nil {
+		t.Fatal(err)
+	}
+	vols := m.Volumes()
+	if len(vols) != 1 || vols[0].RAIDType != "RAID5" || len(vols[0].Drives) != 3 || vols[0].CapacityBytes != 150*gib {
+		t.Fatalf("volumes %+v", vols)
+	}
+	if len(n.TargetRaidConfig["logical_disks"].([]any)) != 2 || len(n.RaidConfig["logical_disks"].([]any)) != 1 {
+		t.Fatalf("target %v raid_config %v", n.TargetRaidConfig, n.RaidConfig)
+	}
+}
