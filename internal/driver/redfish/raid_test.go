@@ -3,7 +3,10 @@ package redfish_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/anvil-metal/anvil/internal/bmcemu"
@@ -138,5 +141,66 @@ func TestRAIDApplyConfigurationDeployStep(t *testing.T) {
 	}
 	if len(n.TargetRaidConfig["logical_disks"].([]any)) != 2 || len(n.RaidConfig["logical_disks"].([]any)) != 1 {
 		t.Fatalf("target %v raid_config %v", n.TargetRaidConfig, n.RaidConfig)
+	}
+}
+
+// TestRAIDTaskMonitor: a BMC answering 202 with a task monitor is
+// followed until the task ends (sushy's blocking call); one that applies
+// volume changes only on reset is refused before anything is sent.
+func TestRAIDTaskMonitor(t *testing.T) {
+	e, m := raidEmulator(t)
+	var mu sync.Mutex
+	var polls int
+	onReset := false
+	inner := e.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case r.URL.Path == "/taskmon/1":
+			polls++
+			if polls < 3 {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte(`{"TaskState": "Completed"}`))
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/Volumes"):
+			rec := httptest.NewRecorder()
+			inner.ServeHTTP(rec, r)
+			if rec.Code != http.StatusCreated {
+				t.Errorf("inner create: %d %s", rec.Code, rec.Body)
+			}
+			w.Header().Set("Location", "/taskmon/1")
+			w.WriteHeader(http.StatusAccepted)
+		case onReset && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/Volumes"):
+			rec := httptest.NewRecorder()
+			inner.ServeHTTP(rec, r)
+			_, _ = w.Write([]byte(strings.Replace(rec.Body.String(), `"Immediate"`, `"OnReset"`, 1)))
+		default:
+			inner.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	n := node(e, m.ID, testPassword, "basic")
+	n.DriverInfo["redfish_address"] = srv.URL
+	n.TargetRaidConfig = jsonObj(t, `{"logical_disks": [{"raid_level": "1", "size_gb": 10}]}`)
+	r := fastDriver().NewRAID()
+	create := driver.Step{Interface: "raid", Step: "create_configuration"}
+	if _, err := r.ExecuteStep(context.Background(), &driver.Task{Node: n}, driver.CleanSteps, create); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if polls != 3 {
+		t.Errorf("task monitor polled %d times, want until it ended (3)", polls)
+	}
+	onReset = true
+	mu.Unlock()
+	if v := m.Volumes(); len(v) != 1 || len(n.RaidConfig["logical_disks"].([]any)) != 1 {
+		t.Fatalf("volumes %+v raid_config %v", v, n.RaidConfig)
+	}
+	_, err := r.ExecuteStep(context.Background(), &driver.Task{Node: n}, driver.CleanSteps, driver.Step{Interface: "raid", Step: "delete_configuration"})
+	if err == nil || !strings.Contains(err.Error(), "applies volume changes only on reset") || len(m.Volumes()) != 1 {
+		t.Fatalf("OnReset BMC: %v, volumes %+v", err, m.Volumes())
 	}
 }
