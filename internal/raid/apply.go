@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // Filter is Ironic's filter_target_raid_config: the node's target
@@ -118,4 +119,16 @@ func pyDatetime(t time.Time) string {
 		return t.Format("2006-01-02 15:04:05")
 	}
 	return t.Format("2006-01-02 15:04:05.000000")
+}
+
+// BoolArg reads an optional boolean argument of a RAID step
+// (create_root_volume, create_nonroot_volumes, delete_existing).
+func BoolArg(args map[string]any, name string, def bool) (bool, error) {
+	switch v := args[name].(type) {
+	case nil:
+		return def, nil
+	case bool:
+		return v, nil
+	}
+	return def, &Error{Msg: fmt.Sprintf("step argument %s must be a boolean, not %s", name, pyrepr.Repr(args[name]))}
 }

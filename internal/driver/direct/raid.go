@@ -75,11 +75,11 @@ func (r *RAID) ExecuteStep(ctx context.Context, t *driver.Task, kind driver.Step
 	}
 	switch s.Step {
 	case "create_configuration":
-		root, err := boolArg(s.Args, "create_root_volume")
+		root, err := raid.BoolArg(s.Args, "create_root_volume", true)
 		if err != nil {
 			return driver.Done, err
 		}
-		nonRoot, err := boolArg(s.Args, "create_nonroot_volumes")
+		nonRoot, err := raid.BoolArg(s.Args, "create_nonroot_volumes", true)
 		if err != nil {
 			return driver.Done, err
 		}
@@ -99,17 +99,6 @@ func (r *RAID) ExecuteStep(ctx context.Context, t *driver.Task, kind driver.Step
 		return driver.Wait, nil
 	}
 	return driver.Wait, r.d.bootAgent(ctx, t, driver.RamdiskDeploy)
-}
-
-// boolArg reads an optional step argument defaulting to true.
-func boolArg(args model.JSON, name string) (bool, error) {
-	switch v := args[name].(type) {
-	case nil:
-		return true, nil
-	case bool:
-		return v, nil
-	}
-	return false, fmt.Errorf("step argument %s must be a boolean, not %s", name, pyrepr.Repr(args[name]))
 }
 
 // Continue runs the current RAID step in the agent and, once it succeeded,

@@ -51,11 +51,10 @@ var (
 	_ driver.Stepper = (*RAID)(nil)
 )
 
-// Validate checks driver_info and, when set, the target RAID configuration.
+// Validate checks the target RAID configuration, when set (Ironic's
+// RedfishRAID keeps the base validation: driver_info is the power and
+// management interfaces' to check).
 func (r *RAID) Validate(n *model.Node) error {
-	if _, err := parseInfo(n); err != nil {
-		return err
-	}
 	if len(n.TargetRaidConfig) == 0 {
 		return nil
 	}
@@ -95,9 +94,9 @@ func (r *RAID) Steps(_ *model.Node, iface string, kind driver.StepKind) []driver
 func (r *RAID) ExecuteStep(ctx context.Context, t *driver.Task, kind driver.StepKind, s driver.Step) (driver.Result, error) {
 	switch s.Step {
 	case "create_configuration":
-		root, err1 := boolArg(s.Args, "create_root_volume", true)
-		nonRoot, err2 := boolArg(s.Args, "create_nonroot_volumes", true)
-		del, err3 := boolArg(s.Args, "delete_existing", false)
+		root, err1 := raid.BoolArg(s.Args, "create_root_volume", true)
+		nonRoot, err2 := raid.BoolArg(s.Args, "create_nonroot_volumes", true)
+		del, err3 := raid.BoolArg(s.Args, "delete_existing", false)
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return driver.Done, err
 		}
@@ -110,9 +109,9 @@ func (r *RAID) ExecuteStep(ctx context.Context, t *driver.Task, kind driver.Step
 		if err := r.ValidateRAIDConfig(t.Node, cfg); err != nil {
 			return driver.Done, err
 		}
-		root, err1 := boolArg(s.Args, "create_root_volume", true)
-		nonRoot, err2 := boolArg(s.Args, "create_nonroot_volumes", false)
-		del, err3 := boolArg(s.Args, "delete_existing", false)
+		root, err1 := raid.BoolArg(s.Args, "create_root_volume", true)
+		nonRoot, err2 := raid.BoolArg(s.Args, "create_nonroot_volumes", false)
+		del, err3 := raid.BoolArg(s.Args, "delete_existing", false)
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return driver.Done, err
 		}
@@ -122,17 +121,6 @@ func (r *RAID) ExecuteStep(ctx context.Context, t *driver.Task, kind driver.Step
 		return driver.Done, r.delete(ctx, t.Node)
 	}
 	return driver.Done, fmt.Errorf("redfish RAID has no %s step %s", kind, s.Step)
-}
-
-// boolArg reads an optional boolean step argument.
-func boolArg(args model.JSON, name string, def bool) (bool, error) {
-	switch v := args[name].(type) {
-	case nil:
-		return def, nil
-	case bool:
-		return v, nil
-	}
-	return def, fmt.Errorf("step argument %s must be a boolean, not %v", name, args[name])
 }
 
 // rfStorage is what the RAID interface reads of a Storage resource.
