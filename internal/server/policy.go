@@ -66,6 +66,7 @@ var policyRules = map[string]policyRule{
 	"PUT /v1/nodes/{node}/maintenance":            {"baremetal:node:set_maintenance", access.ownerAdmin},
 	"DELETE /v1/nodes/{node}/maintenance":         {"baremetal:node:clear_maintenance", access.ownerAdmin},
 	"PUT /v1/nodes/{node}/management/boot_device": {"baremetal:node:set_boot_device", access.ownerAdmin},
+	"PUT /v1/nodes/{node}/states/raid":            {"baremetal:node:set_raid_state", access.ownerMember},
 	"GET /v1/ports/{port}":                        {"baremetal:port:get", access.reader},
 	"PATCH /v1/ports/{port}":                      {"baremetal:port:update", access.ownerAdmin},
 	"DELETE /v1/ports/{port}":                     {"baremetal:port:delete", access.ownerAdmin},
