@@ -59,9 +59,11 @@ type AgentSpec struct {
 }
 
 // RunAgentInProcess runs internal/agent in this process, its command API on
-// a free loopback port.
+// a free loopback port. The machine's disk file is the only disk root
+// device hints choose among (as --disk makes it for a child agent): a hint
+// never picks a disk of the host the emulator runs on.
 func RunAgentInProcess(ctx context.Context, spec AgentSpec) error {
-	a, err := agent.New(agent.Config{APIURL: spec.APIURL, MACs: spec.MACs, Disk: spec.Disk,
+	a, err := agent.New(agent.Config{APIURL: spec.APIURL, MACs: spec.MACs, Disk: spec.Disk, Disks: []string{spec.Disk},
 		Listen: "127.0.0.1:0", HeartbeatInterval: spec.HeartbeatInterval, Log: spec.Log, Ready: spec.Ready})
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"net/http"
@@ -32,6 +33,9 @@ import (
 const (
 	mib          = 1 << 20
 	pollInterval = 50 * time.Millisecond
+	// diskBytes is each machine's disk: room for the image and IPA's 64 MiB
+	// config drive partition after it.
+	diskBytes = 128 * mib
 	// What each phase waits for work on other branches; a phase that fails
 	// prints it.
 	needsBIOS     = "GET /v1/nodes/{id}/bios and /firmware, the redfish bios and firmware interfaces and the emulator's BIOS and UpdateService (branch h-bios)"
@@ -55,9 +59,7 @@ func startEnv(t *testing.T) *env {
 	addr := testbin.FreeAddr(t)
 	e := &env{api: "http://" + addr, fetched: map[string]int{}, images: map[string][]byte{}}
 	for _, h := range []string{"virtual-media", "ipxe"} {
-		img := make([]byte, 4*mib)
-		_, _ = rand.Read(img)
-		e.images["/images/"+h+".raw"] = img
+		e.images["/images/"+h+".raw"] = wholeDiskImage()
 	}
 	fs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.mu.Lock()
@@ -79,7 +81,7 @@ func startEnv(t *testing.T) *env {
 	e.files = fs.URL
 
 	emu, err := bmcemu.Start(context.Background(), bmcemu.Config{Count: 2, StateDir: t.TempDir(),
-		Agent: &bmcemu.AgentConfig{APIURL: e.api, DiskDir: t.TempDir(), DiskBytes: 64 * mib,
+		Agent: &bmcemu.AgentConfig{APIURL: e.api, DiskDir: t.TempDir(), DiskBytes: diskBytes,
 			HeartbeatInterval: 500 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +91,27 @@ func startEnv(t *testing.T) *env {
 	testbin.ServeAt(t, anvilBin, addr, filepath.Join(t.TempDir(), "anvil.db"), "bmo-replay",
 		"--http-url", e.api+"/boot", "--http-root", t.TempDir())
 	return e
+}
+
+// wholeDiskImage is a 4 MiB raw whole-disk image: an MBR with one Linux
+// partition (sectors 2048-6143) of random bytes, so that the agent can add
+// the config drive partition after it.
+func wholeDiskImage() []byte {
+	img := make([]byte, 4*mib)
+	_, _ = rand.Read(img[mib:])
+	_, _ = rand.Read(img[440:444]) // disk signature
+	entry := img[446:462]
+	entry[4] = 0x83 // Linux
+	binary.LittleEndian.PutUint32(entry[8:], 2048)
+	binary.LittleEndian.PutUint32(entry[12:], 4096)
+	img[510], img[511] = 0x55, 0xAA
+	return img
+}
+
+func (e *env) fetches(path string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.fetched[path]
 }
 
 func (e *env) imageURL(host string) string { return e.files + "/images/" + host + ".raw" }
@@ -159,8 +182,9 @@ func newClient(t *testing.T, api string, rec *recorder) *gophercloud.ServiceClie
 // inspection through Redfish, servicing with a BIOS setting and a firmware
 // update, BMC event subscription), one with a redfish address (boot ipxe,
 // agent inspection, hardware RAID through manual cleaning). A failing phase
-// names the work it needs when that is on another branch; the phases after
-// it still run when the node is in a state they can start from.
+// names the work it needs when that is on another branch; once the node
+// exists every later phase still runs, from whatever state the failure
+// left (BMO's code handles each), and fails on its own terms.
 func TestBMOReplay(t *testing.T) {
 	e := startEnv(t)
 
@@ -253,30 +277,26 @@ type hostRun struct {
 }
 
 func (h *hostRun) virtualMediaFlow(t *testing.T) {
-	if !h.phase(t, "register", needsRegister, h.register) {
+	if h.phase(t, "register", needsRegister, h.register); h.p.nodeID == "" {
 		return
 	}
 	h.phase(t, "firmware-read", needsBIOS, h.firmwareRead)
 	h.phase(t, "inspect", needsVendor, h.inspect)
 	h.phase(t, "bmc-events", needsVendor, h.bmcEvents)
-	if !h.phase(t, "provision", "", h.provision) {
-		return
-	}
+	h.phase(t, "provision", "", h.provision)
 	h.phase(t, "servicing", needsBIOS, h.servicing)
 	h.phase(t, "deprovision", "", h.deprovision)
 	h.phase(t, "delete", "", h.delete)
 }
 
 func (h *hostRun) ipxeFlow(t *testing.T) {
-	if !h.phase(t, "register", needsRegister, h.register) {
+	if h.phase(t, "register", needsRegister, h.register); h.p.nodeID == "" {
 		return
 	}
 	h.phase(t, "firmware-read", needsBIOS, h.firmwareRead)
 	h.phase(t, "inspect", "", h.inspect)
 	h.phase(t, "prepare-raid", needsRAID, h.prepareRAID)
-	if !h.phase(t, "provision", "", h.provision) {
-		return
-	}
+	h.phase(t, "provision", "", h.provision)
 	h.phase(t, "deprovision", "", h.deprovision)
 	h.phase(t, "delete", "", h.delete)
 }
@@ -518,26 +538,34 @@ func (h *hostRun) inspect(t *testing.T) {
 	for _, nic := range d.NIC {
 		macs = append(macs, strings.ToLower(nic.MAC))
 	}
-	if !slices.Contains(macs, h.p.host.BootMACAddress) {
-		t.Errorf("NICs %v lack the boot MAC %s", macs, h.p.host.BootMACAddress)
-	}
-	if len(d.Storage) == 0 {
-		t.Errorf("no storage")
+	if len(d.Storage) == 0 || len(macs) == 0 {
+		t.Errorf("storage %+v, NICs %v", d.Storage, macs)
 	}
 	for _, s := range d.Storage {
-		if s.Name == "" || s.SizeBytes <= 0 {
-			t.Errorf("storage %+v", s)
+		if s.Name == "" {
+			t.Errorf("storage without a name: %+v", s)
 		}
 	}
 	if h.p.host.InspectionMode == "fast" {
+		// Redfish describes the emulated machine itself
+		if !slices.Contains(macs, h.p.host.BootMACAddress) {
+			t.Errorf("NICs %v lack the boot MAC %s", macs, h.p.host.BootMACAddress)
+		}
+		for _, s := range d.Storage {
+			if s.SizeBytes <= 0 {
+				t.Errorf("storage %+v", s)
+			}
+		}
 		if d.Manufacturer == "" {
 			t.Errorf("system vendor %q/%q from Redfish", d.Manufacturer, d.ProductName)
 		}
 	} else {
-		// the agent reports the machine's disk, which the root device hint names
+		// The emulated agent runs on the test's host: its inventory holds
+		// the host's CPUs, memory, NICs and block devices, and the
+		// machine's disk file, which the root device hint names.
 		found := false
 		for _, s := range d.Storage {
-			found = found || s.Name == h.m.Disk()
+			found = found || s.Name == h.m.Disk() && s.SizeBytes == diskBytes
 		}
 		if !found {
 			t.Errorf("the agent's inventory lacks the machine's disk %s: %+v", h.m.Disk(), d.Storage)
@@ -611,12 +639,27 @@ func (h *hostRun) provision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The image, but for the partition table, where the agent added the
+	// config drive partition; BMO's config drive (its meta data carries
+	// the host's UID, its user data the cloud-config) after the image.
 	img := h.env.images["/images/"+h.name+".raw"]
-	if !bytes.Equal(disk[:len(img)], img) {
-		t.Errorf("the machine's disk does not start with the image")
+	if !bytes.Equal(disk[512:len(img)], img[512:]) || !bytes.Equal(disk[:446], img[:446]) {
+		t.Errorf("the machine's disk does not hold the image")
+	}
+	if rest := disk[len(img):]; !bytes.Contains(rest, []byte(h.p.host.UID)) || !bytes.Contains(rest, []byte("#cloud-config")) {
+		t.Errorf("BMO's config drive is not on the disk after the image")
 	}
 	if st := h.m.Status(); st.Power != "On" || st.Running != bmcemu.RunningImage {
 		t.Errorf("machine power %s, running %q; want On, the image", st.Power, st.Running)
+	}
+	if acc, _ := newAccess(h.p.host.BMCAddress); acc.virtualMedia {
+		// the BMC downloaded BMO's deploy ISO when Anvil inserted it
+		if n := h.env.fetches("/deploy/ironic-python-agent.iso"); n == 0 {
+			t.Errorf("the deploy ISO was never fetched: the machine did not boot virtual media")
+		}
+		if md := h.m.Media(); md.Inserted {
+			t.Errorf("virtual media still inserted after the deploy: %+v", md)
+		}
 	}
 }
 
