@@ -69,7 +69,8 @@ func startEnv(t *testing.T) *env {
 		switch {
 		case isImage:
 			http.ServeContent(w, r, "image.raw", time.Time{}, bytes.NewReader(img))
-		case strings.HasPrefix(r.URL.Path, "/deploy/"), strings.HasPrefix(r.URL.Path, "/firmware/"):
+		case strings.HasPrefix(r.URL.Path, "/deploy/"), strings.HasPrefix(r.URL.Path, "/firmware/"),
+			strings.HasPrefix(r.URL.Path, "/dataimage/"):
 			_, _ = w.Write([]byte("stand-in for " + r.URL.Path + "\n"))
 		case r.URL.Path == "/events":
 			w.WriteHeader(http.StatusNoContent)
@@ -285,6 +286,7 @@ func (h *hostRun) virtualMediaFlow(t *testing.T) {
 	h.phase(t, "bmc-events", needsVendor, h.bmcEvents)
 	h.phase(t, "provision", "", h.provision)
 	h.phase(t, "servicing", needsBIOS, h.servicing)
+	h.phase(t, "data-image", "", h.dataImage)
 	h.phase(t, "deprovision", "", h.deprovision)
 	h.phase(t, "delete", "", h.delete)
 }
