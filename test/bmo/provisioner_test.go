@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -30,6 +31,9 @@ type bmh struct {
 	RootDeviceHints *rootDeviceHints
 	// AutomatedCleaningMode "metadata" or "disabled".
 	AutomatedCleaningMode string
+	// Architecture is spec.architecture ("": from the hardware details,
+	// else the controller's).
+	Architecture string
 }
 
 // ironicConfig is BMO's ironicConfig as its environment sets it
@@ -78,7 +82,27 @@ type provisioner struct {
 	nodeID   string
 	// cachedNode lives for one reconcile (reset by the loop).
 	cachedNode *nodes.Node
-	logf       func(string, ...any)
+	// hardwareData is the HardwareData of the host once inspected.
+	hardwareData *hardwareDetails
+	logf         func(string, ...any)
+}
+
+// cpuArch is the controller's getHostArchitecture: the spec's, else the
+// inspected CPU's, else the controller's own (getControllerArchitecture).
+func (p *provisioner) cpuArch() string {
+	if p.host.Architecture != "" {
+		return p.host.Architecture
+	}
+	if p.hardwareData != nil && p.hardwareData.CPU.Arch != "" {
+		return p.hardwareData.CPU.Arch
+	}
+	switch runtime.GOARCH {
+	case "amd64":
+		return "x86_64"
+	case "arm64":
+		return "aarch64"
+	}
+	return runtime.GOARCH
 }
 
 func (p *provisioner) nodeName() string { return p.host.Namespace + "~" + p.host.Name }
@@ -193,6 +217,9 @@ func (p *provisioner) Register(ctx context.Context, credentialsChanged, restartO
 			u.SetTopLevelOpt("driver_info", driverInfo, n.DriverInfo)
 		}
 		u.SetTopLevelOpt("disable_power_off", false, n.DisablePowerOff)
+		if arch := p.cpuArch(); arch != "" {
+			u.SetPropertiesOpts(map[string]any{"cpu_arch": arch}, n)
+		}
 	}
 	switch nodes.ProvisionState(n.ProvisionState) {
 	case nodes.Enroll, nodes.Manageable, nodes.Available, nodes.Active,
@@ -272,7 +299,7 @@ func (p *provisioner) enrollNode(ctx context.Context, acc access, driverInfo map
 		DisablePowerOff:     &disablePowerOff,
 		Properties: map[string]any{
 			"capabilities": buildCapabilitiesValue(nil, p.host.BootMode),
-			"cpu_arch":     "", // data.CPUArchitecture: unset in the BMH
+			"cpu_arch":     p.cpuArch(),
 		},
 	}
 	n, err := nodes.Create(ctx, p.c, opts).Extract()
@@ -285,38 +312,66 @@ func (p *provisioner) enrollNode(ctx context.Context, acc access, driverInfo map
 	return nil, true, fmt.Errorf("failed to register host in ironic: %w", err)
 }
 
-// createPortsForNode is ironicProvisioner.createPortsForNode with the boot
-// MAC (no HardwareData yet).
+// createPortsForNode is ironicProvisioner.createPortsForNode: ports for
+// the inspected NICs (HardwareData) and the boot MAC that are missing.
 func (p *provisioner) createPortsForNode(ctx context.Context, n *nodes.Node) error {
 	mac := p.host.BootMACAddress
-	if mac == "" {
+	var nics []struct {
+		mac string
+		pxe bool
+	}
+	if p.hardwareData != nil {
+		for _, nic := range p.hardwareData.NIC {
+			nics = append(nics, struct {
+				mac string
+				pxe bool
+			}{nic.MAC, nic.PXE})
+		}
+	}
+	if mac == "" && len(nics) == 0 {
 		return nil
 	}
 	existing, err := p.getPorts(ctx, n.UUID, "")
 	if err != nil {
 		return err
 	}
+	have := map[string]bool{}
 	for _, port := range existing {
-		if port.Address == mac {
-			return nil
+		have[port.Address] = true
+	}
+	create := map[string]bool{}
+	for _, nic := range nics {
+		if nic.mac != "" && !have[nic.mac] {
+			create[nic.mac] = nic.pxe
 		}
 	}
-	// createNodePort
+	if mac != "" && !have[mac] {
+		create[mac] = true
+	}
+	for m, pxe := range create {
+		if err := p.createNodePort(ctx, n.UUID, m, pxe); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createNodePort is ironicProvisioner.createNodePort.
+func (p *provisioner) createNodePort(ctx context.Context, uuid, mac string, pxe bool) error {
 	all, err := p.getPorts(ctx, "", mac)
 	if err != nil {
 		return err
 	}
 	for _, port := range all {
-		if port.NodeUUID != n.UUID {
-			return fmt.Errorf("port belongs to another node %s, MAC: %s can't register for node %s", port.NodeUUID, mac, n.UUID)
+		if port.NodeUUID != uuid {
+			return fmt.Errorf("port belongs to another node %s, MAC: %s can't register for node %s", port.NodeUUID, mac, uuid)
 		}
 	}
 	if len(all) > 0 {
 		return nil
 	}
-	pxe := true
-	if _, err := ports.Create(ctx, p.c, ports.CreateOpts{NodeUUID: n.UUID, Address: mac, PXEEnabled: &pxe}).Extract(); err != nil {
-		return fmt.Errorf("failed to create ironic port for node %s, MAC: %s: %w", n.UUID, mac, err)
+	if _, err := ports.Create(ctx, p.c, ports.CreateOpts{NodeUUID: uuid, Address: mac, PXEEnabled: &pxe}).Extract(); err != nil {
+		return fmt.Errorf("failed to create ironic port for node %s, MAC: %s: %w", uuid, mac, err)
 	}
 	return nil
 }
@@ -341,7 +396,7 @@ func (p *provisioner) configureNode(ctx context.Context, n *nodes.Node, acc acce
 	u := &updater{}
 	u.SetDriverInfoOpts(setDeployImage(p.config, acc), n)
 	u.SetTopLevelOpt("automated_clean", p.host.AutomatedCleaningMode != "disabled", n.AutomatedClean)
-	u.SetPropertiesOpts(map[string]any{"capabilities": buildCapabilitiesValue(n, p.host.BootMode)}, n)
+	u.SetPropertiesOpts(map[string]any{"capabilities": buildCapabilitiesValue(n, p.host.BootMode), "cpu_arch": p.cpuArch()}, n)
 	if _, ok, r, err := p.tryUpdateNode(ctx, n, u); !ok {
 		return r, err
 	}
@@ -421,7 +476,7 @@ func (p *provisioner) startInspection(ctx context.Context, n *nodes.Node) (resul
 		r, err := operationFailed(err.Error())
 		return r, false, err
 	}
-	u := (&updater{}).SetPropertiesOpts(map[string]any{"capabilities": buildCapabilitiesValue(n, p.host.BootMode)}, n)
+	u := (&updater{}).SetPropertiesOpts(map[string]any{"capabilities": buildCapabilitiesValue(n, p.host.BootMode), "cpu_arch": p.cpuArch()}, n)
 	u.SetTopLevelOpt("inspect_interface", inspectInterfaceForMode(p.host.InspectionMode, acc), n.InspectInterface)
 	_, started, r, err := p.tryUpdateNode(ctx, n, u)
 	if !started {

@@ -435,7 +435,8 @@ func (h *hostRun) register(t *testing.T) {
 	} else if n.DriverInfo["deploy_kernel"] != h.p.config.deployKernelURL || n.DriverInfo["deploy_ramdisk"] != h.p.config.deployRamdiskURL {
 		t.Errorf("ipxe host: driver_info %v, want deploy_kernel and deploy_ramdisk", n.DriverInfo)
 	}
-	if n.AutomatedClean == nil || !*n.AutomatedClean || n.Properties["capabilities"] != "boot_mode:uefi" || n.DisablePowerOff {
+	if n.AutomatedClean == nil || !*n.AutomatedClean || n.Properties["capabilities"] != "boot_mode:uefi" ||
+		n.Properties["cpu_arch"] != h.p.cpuArch() || n.DisablePowerOff {
 		t.Errorf("automated_clean %v, properties %v, disable_power_off %v", n.AutomatedClean, n.Properties, n.DisablePowerOff)
 	}
 	pp, err := h.p.getPorts(t.Context(), n.UUID, "")
@@ -530,6 +531,7 @@ func (h *hostRun) inspect(t *testing.T) {
 		t.Fatalf("inspection started %d times, details %v", starts, details)
 	}
 	d := details
+	h.p.hardwareData = d // the controller stores it in the HardwareData object
 	if d.PluginDataErr != nil {
 		t.Errorf("plugin_data is not Ironic's standard plugin data: %v", d.PluginDataErr)
 	}
