@@ -10,7 +10,8 @@
 // hardwaredetails, devicehints; pkg/hardwareutils/bmc redfish.go and
 // redfish_virtualmedia.go). BMO cannot be imported, so the deciding code is
 // ported in bmoport_test.go, provisioner_test.go and lifecycle_test.go, each
-// function naming the BMO function it follows; testdata/README.md lists
+// function naming the BMO function it follows (the phases are in
+// phases_test.go and power_test.go); testdata/README.md lists
 // what was left out.
 //
 // The machines are the BMC emulator (internal/bmcemu, the code of `anvil
