@@ -383,7 +383,14 @@ func (h *hostRun) deprovision(t *testing.T) {
 }
 
 func (h *hostRun) delete(t *testing.T) {
-	// StateDeleting: no registration pass.
+	// StatePoweringOffBeforeDelete (after deprovisioning, with a
+	// registration pass), then StateDeleting (without).
+	if r := h.reconcile(t, "power off before delete", 30*time.Second, h.registered(h.p.PowerOff)); r.ErrorMessage != "" {
+		t.Fatalf("power off before delete: %s", r.ErrorMessage)
+	}
+	if n := h.node(t); n.PowerState != string(nodes.PowerOff) {
+		t.Errorf("before delete: %s", h.nodeState(t))
+	}
 	r := h.reconcile(t, "delete", 30*time.Second, h.p.Delete)
 	if r.ErrorMessage != "" {
 		t.Fatalf("delete failed: %s", r.ErrorMessage)

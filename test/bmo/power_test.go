@@ -59,8 +59,9 @@ func (p *provisioner) PowerOn(ctx context.Context) (result, error) {
 	return result{}, nil
 }
 
-// PowerOff is ironic.go's PowerOff for a hard reboot mode (force false) of
-// a provisioned node (abortInspectionOrCleaning has nothing to abort).
+// PowerOff is ironic.go's PowerOff for the hard reboot mode (force false)
+// of a node that is neither inspecting nor cleaning (where
+// abortInspectionOrCleaning has nothing to do).
 func (p *provisioner) PowerOff(ctx context.Context) (result, error) {
 	n, err := p.getNode(ctx)
 	if err != nil {
