@@ -62,7 +62,7 @@ func (h *hostRun) register(t *testing.T) {
 		t.Errorf("ipxe host: driver_info %v, want deploy_kernel and deploy_ramdisk", n.DriverInfo)
 	}
 	if n.AutomatedClean == nil || !*n.AutomatedClean || n.Properties["capabilities"] != "boot_mode:uefi" ||
-		n.Properties["cpu_arch"] != h.p.cpuArch() || n.DisablePowerOff {
+		n.Properties["cpu_arch"] != h.p.cpuArch() || n.DisablePowerOff != h.p.host.DisablePowerOff {
 		t.Errorf("automated_clean %v, properties %v, disable_power_off %v", n.AutomatedClean, n.Properties, n.DisablePowerOff)
 	}
 	pp, err := h.p.getPorts(t.Context(), n.UUID, "")
@@ -404,5 +404,57 @@ func (h *hostRun) delete(t *testing.T) {
 	}
 	if pp, _ := ports.ExtractPorts(pages); len(pp) != 0 {
 		t.Errorf("ports left after the node's deletion: %+v", pp)
+	}
+}
+
+// reboot is the power management of a host with disablePowerOff: powered
+// on (online), then a reboot request: one PowerOff call, which asks for
+// "rebooting" rather than "power off" (the controller then takes the
+// reboot as done).
+func (h *hostRun) reboot(t *testing.T) {
+	// online: true: the controller powers the host on first
+	if r := h.reconcile(t, "power on", 30*time.Second, h.registered(h.p.PowerOn)); r.ErrorMessage != "" {
+		t.Fatalf("power on: %s", r.ErrorMessage)
+	}
+	h.p.cachedNode = nil
+	before := len(strings.Split(h.rec.transcript(), "\n"))
+	r, err := h.registered(h.p.PowerOff)(t.Context())
+	if err != nil || r.ErrorMessage != "" {
+		t.Fatalf("PowerOff of a host with disablePowerOff: %+v %v", r, err)
+	}
+	sent := false
+	for _, line := range strings.Split(h.rec.transcript(), "\n")[before:] {
+		sent = sent || strings.HasPrefix(line, "PUT /v1/nodes/"+h.p.nodeID+"/states/power ") && strings.HasSuffix(line, "-> 202")
+	}
+	if !sent {
+		t.Fatalf("no accepted power request: %s", h.rec.transcript())
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n := h.node(t)
+		if n.TargetPowerState == "" && n.Reservation == "" {
+			if n.PowerState != string(nodes.PowerOn) || n.LastError != "" {
+				t.Errorf("after the reboot: %s", h.nodeState(t))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reboot not done after 30s: %s", h.nodeState(t))
+		}
+		time.Sleep(pollInterval)
+	}
+	if st := h.m.Status(); st.Power != "On" {
+		t.Errorf("the machine is %s after the reboot", st.Power)
+	}
+}
+
+// deleteNoPowerOff is StateDeleting for a host with disablePowerOff
+// (PoweringOffBeforeDelete is skipped).
+func (h *hostRun) deleteNoPowerOff(t *testing.T) {
+	if r := h.reconcile(t, "delete", 30*time.Second, h.p.Delete); r.ErrorMessage != "" {
+		t.Fatalf("delete failed: %s", r.ErrorMessage)
+	}
+	if _, err := nodes.Get(t.Context(), h.p.c, h.p.nodeID).Extract(); !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		t.Errorf("GET of the deleted node: %v, want 404", err)
 	}
 }

@@ -31,6 +31,8 @@ type bmh struct {
 	RootDeviceHints *rootDeviceHints
 	// AutomatedCleaningMode "metadata" or "disabled".
 	AutomatedCleaningMode string
+	// DisablePowerOff is spec.disablePowerOff (1.95): reboot, never power off.
+	DisablePowerOff bool
 	// Architecture is spec.architecture ("": from the hardware details,
 	// else the controller's).
 	Architecture string
@@ -190,6 +192,10 @@ func (p *provisioner) Register(ctx context.Context, credentialsChanged, restartO
 		r, err := operationFailed(err.Error())
 		return r, "", err
 	}
+	if p.host.DisablePowerOff && !p.features.HasDisablePowerOff() {
+		r, err := operationFailed("current ironic version does not support DisablePowerOff, refusing to manage node")
+		return r, "", err
+	}
 	n, err := p.findExistingHost(ctx)
 	if err != nil {
 		r, err := transientError(fmt.Errorf("failed to find existing host: %w", err))
@@ -216,7 +222,7 @@ func (p *provisioner) Register(ctx context.Context, credentialsChanged, restartO
 		if credentialsChanged || !bmcAddressMatches(n, driverInfo) {
 			u.SetTopLevelOpt("driver_info", driverInfo, n.DriverInfo)
 		}
-		u.SetTopLevelOpt("disable_power_off", false, n.DisablePowerOff)
+		u.SetTopLevelOpt("disable_power_off", p.host.DisablePowerOff, n.DisablePowerOff)
 		if arch := p.cpuArch(); arch != "" {
 			u.SetPropertiesOpts(map[string]any{"cpu_arch": arch}, n)
 		}
@@ -282,7 +288,7 @@ func inspectInterfaceForMode(mode string, acc access) string {
 
 // enrollNode is ironicProvisioner.enrollNode: BMO's CreateOpts.
 func (p *provisioner) enrollNode(ctx context.Context, acc access, driverInfo map[string]any) (*nodes.Node, bool, error) {
-	disablePowerOff := false
+	disablePowerOff := p.host.DisablePowerOff
 	opts := nodes.CreateOpts{
 		Driver:              acc.Driver(),
 		BIOSInterface:       acc.BIOSInterface(),

@@ -77,7 +77,7 @@ func startEnv(t *testing.T) *env {
 	t.Cleanup(fs.Close)
 	e.files = fs.URL
 
-	emu, err := bmcemu.Start(context.Background(), bmcemu.Config{Count: 2, StateDir: t.TempDir(),
+	emu, err := bmcemu.Start(context.Background(), bmcemu.Config{Count: 3, StateDir: t.TempDir(),
 		Agent: &bmcemu.AgentConfig{APIURL: e.api, DiskDir: t.TempDir(), DiskBytes: diskBytes,
 			HeartbeatInterval: 500 * time.Millisecond}})
 	if err != nil {
@@ -173,12 +173,13 @@ func newClient(t *testing.T, api string, rec *recorder) *gophercloud.ServiceClie
 	return c
 }
 
-// TestBMOReplay drives two BareMetalHosts through BMO's provisioner against
+// TestBMOReplay drives BareMetalHosts through BMO's provisioner against
 // `anvil serve` and the BMC emulator, each phase a subtest: one host with a
 // redfish-virtualmedia BMC address (boot redfish-virtual-media, fast
 // inspection through Redfish, servicing with a BIOS setting and a firmware
 // update, BMC event subscription), one with a redfish address (boot ipxe,
-// agent inspection, hardware RAID through manual cleaning). A failing phase
+// agent inspection, hardware RAID through manual cleaning), and a third
+// with disablePowerOff (registered, rebooted, deleted). A failing phase
 // names the work it needs when that is on another branch; once the node
 // exists every later phase still runs, from whatever state the failure
 // left (BMO's code handles each), and fails on its own terms.
@@ -214,6 +215,7 @@ func TestBMOReplay(t *testing.T) {
 	}{
 		{"virtual-media", "node-01", "redfish-virtualmedia+http", true, "sha256", (*hostRun).virtualMediaFlow},
 		{"ipxe", "node-02", "redfish+http", false, "", (*hostRun).ipxeFlow},
+		{"no-power-off", "node-03", "redfish+http", false, "", (*hostRun).noPowerOffFlow},
 	}
 	for _, hc := range hosts {
 		t.Run(hc.name, func(t *testing.T) {
@@ -237,7 +239,7 @@ func TestBMOReplay(t *testing.T) {
 						Username:   m.Username, Password: m.Password(),
 						BootMACAddress: strings.ToLower(m.HW.MACs[0]), InspectionMode: mode, BootMode: "UEFI",
 						RootDeviceHints:       &rootDeviceHints{DeviceName: m.Disk()},
-						AutomatedCleaningMode: "metadata"}}}
+						AutomatedCleaningMode: "metadata", DisablePowerOff: hc.name == "no-power-off"}}}
 			t.Cleanup(func() {
 				if t.Failed() {
 					t.Logf("BMO's calls for %s:\n%s", hc.name, hrec.transcript())
@@ -297,6 +299,16 @@ func (h *hostRun) ipxeFlow(t *testing.T) {
 	h.phase(t, "provision", "", h.provision)
 	h.phase(t, "deprovision", "", h.deprovision)
 	h.phase(t, "delete", "", h.delete)
+}
+
+// noPowerOffFlow is a host with disablePowerOff (1.95): registered with
+// it, rebooted where others power off, deleted without powering off.
+func (h *hostRun) noPowerOffFlow(t *testing.T) {
+	if h.phase(t, "register", needsRegister, h.register); h.p.nodeID == "" {
+		return
+	}
+	h.phase(t, "reboot", "", h.reboot)
+	h.phase(t, "delete", "", h.deleteNoPowerOff)
 }
 
 // phase runs one of BMO's states as a subtest; when it fails, it says
