@@ -111,6 +111,7 @@ func (s *Server) routes() {
 	s.historyRoutes()
 	s.inventoryRoutes()
 	s.vmediaRoutes()
+	s.raidRoutes()
 	s.portRoutes()
 	s.traitRoutes()
 	s.portgroupRoutes()

@@ -206,19 +206,28 @@ func checkNodeGroups(t *testing.T, s store.Store, q store.NodeQuery, want []*mod
 	groups, err := s.CountNodeGroups(t.Context(), q)
 	wantErr(t, "CountNodeGroups", err, nil)
 	key := func(g store.NodeGroup) string {
-		return fmt.Sprintf("%s|%s|%t|%s", g.ProvisionState, g.PowerState, g.Maintenance, g.Reservation)
+		return fmt.Sprintf("%s|%s|%t|%s|%s", g.ProvisionState, g.PowerState, g.Maintenance, g.Reservation, g.Fault)
 	}
 	got, exp := map[string]int{}, map[string]int{}
+	gotOldest, expOldest := map[string]time.Time{}, map[string]time.Time{}
 	for _, g := range groups {
 		if g.Count <= 0 {
 			t.Fatalf("CountNodeGroups returned an empty group %+v", g)
 		}
 		got[key(g)] += g.Count
+		gotOldest[key(g)] = g.OldestProvisionUpdate.UTC()
 	}
 	for _, n := range want {
-		exp[key(store.NodeGroup{ProvisionState: n.ProvisionState, PowerState: n.PowerState,
-			Maintenance: n.Maintenance, Reservation: n.Reservation})]++
+		k := key(store.NodeGroup{ProvisionState: n.ProvisionState, PowerState: n.PowerState,
+			Maintenance: n.Maintenance, Reservation: n.Reservation, Fault: n.Fault})
+		exp[k]++
+		if at := n.ProvisionUpdatedAt; !at.IsZero() && (expOldest[k].IsZero() || at.Before(expOldest[k])) {
+			expOldest[k] = at.UTC()
+		} else if _, ok := expOldest[k]; !ok {
+			expOldest[k] = time.Time{}
+		}
 	}
+	wantEqual(t, "CountNodeGroups oldest provision_updated_at", gotOldest, expOldest)
 	wantEqual(t, "CountNodeGroups", got, exp)
 }
 
