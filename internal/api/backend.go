@@ -70,6 +70,14 @@ type Conductor interface {
 	AttachVirtualMedia(ctx context.Context, ident string, req conductor.VirtualMediaAttach) error
 	DetachVirtualMedia(ctx context.Context, ident, user string, deviceTypes []string) error
 
+	// SetTargetRAIDConfig validates (unless empty) and stores a node's
+	// target RAID configuration. Errors: fault NotFound (node; a raid
+	// interface without RAID support), Conflict, Invalid (schema).
+	SetTargetRAIDConfig(ctx context.Context, ident string, cfg model.JSON) error
+	// RAIDLogicalDiskProperties lists what a hardware type's default raid
+	// interface takes in a logical disk. Errors: fault NotFound.
+	RAIDLogicalDiskProperties(driverName string) (map[string]string, error)
+
 	// SetTraits replaces a node's traits with change(current) under its
 	// lock, in any state. Errors: fault NotFound, Conflict (locked), Invalid
 	// (more than 50 traits), and change's own.

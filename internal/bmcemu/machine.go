@@ -76,8 +76,9 @@ type Machine struct {
 	// outside mu).
 	mediaMu sync.Mutex
 
-	bios biosState     // BIOS attributes, pending settings
-	fw   firmwareState // firmware versions
+	bios    biosState     // BIOS attributes, pending settings
+	fw      firmwareState // firmware versions
+	storage storageState  // RAID volumes (storage.go)
 
 	mu          sync.Mutex
 	media       media

@@ -188,6 +188,8 @@ func (e *Emulator) serveSystem(w http.ResponseWriter, r *http.Request, m *Machin
 		e.serveVirtualMedia(w, r, m, base+"/VirtualMedia", sub[1:])
 	case len(sub) > 0 && sub[0] == "Bios":
 		e.serveBIOS(w, r, m, base+"/Bios", sub[1:])
+	case len(sub) > 0 && sub[0] == "Storage":
+		e.serveStorage(w, r, m, base+"/Storage", sub[1:])
 	case r.Method != http.MethodGet:
 		methodNotAllowed(w)
 	default:

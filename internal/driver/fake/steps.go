@@ -5,6 +5,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/raid"
 )
 
 // steps are the fake steps by interface slot and kind, with default priorities
@@ -99,3 +100,10 @@ func fakeBIOS(t *driver.Task, s driver.Step) error {
 	}
 	return nil
 }
+
+// ValidateRAIDConfig checks the configuration against Ironic's schema (the
+// fake RAID interface inherits Ironic's base validation).
+func (h *Hardware) ValidateRAIDConfig(_ *model.Node, cfg model.JSON) error { return raid.Validate(cfg) }
+
+// LogicalDiskProperties are the schema's.
+func (h *Hardware) LogicalDiskProperties() map[string]string { return raid.LogicalDiskProperties() }
