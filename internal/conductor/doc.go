@@ -40,7 +40,8 @@
 //
 // BIOS settings and firmware components that a bios or firmware interface
 // reads (driver.Task.BIOS and Firmware, or driver.Cacher) are saved after
-// each step, when cleaning starts and after an inspection (stepargs.go);
+// each step, after verifying, when cleaning or servicing starts and after an
+// inspection (stepargs.go);
 // user steps' arguments are checked against the steps' argsinfo before a
 // clean, deploy or service runs, as Ironic's _validate_user_step.
 //

@@ -71,9 +71,10 @@ func (c *Conductor) saveSettings(ctx context.Context, dt *driver.Task) {
 }
 
 // cacheSettings has the node's bios and firmware interfaces read what the
-// hardware has (Ironic caches both when cleaning starts and after
-// inspection); interfaces without driver.Cacher are skipped, failures are
-// logged and never stop the flow.
+// hardware has (Ironic's node_update_cache: after verifying, when cleaning
+// and servicing start; firmware also after inspection, where Anvil reads
+// the BIOS too); interfaces without driver.Cacher are skipped, failures
+// are logged and never stop the flow.
 func (c *Conductor) cacheSettings(ctx context.Context, t *task) {
 	for _, kind := range []string{"bios", "firmware"} {
 		ca, ok := t.drv.Interface(kind).(driver.Cacher)
