@@ -175,7 +175,8 @@ func (b *BIOS) factoryReset(ctx context.Context, t *driver.Task) error {
 
 // rebootToApply reboots the node so that the BMC applies pending settings
 // (Ironic's reboot_to_finish_step). A node that was off is powered off
-// again afterwards, so the step leaves power as it found it.
+// again afterwards, so the step leaves power as it found it (unless it has
+// disable_power_off, which forbids powering it off).
 func (b *BIOS) rebootToApply(ctx context.Context, t *driver.Task) error {
 	was, err := b.d.PowerState(ctx, t)
 	if err != nil {
@@ -184,12 +185,13 @@ func (b *BIOS) rebootToApply(ctx context.Context, t *driver.Task) error {
 	if err := b.d.SetPowerState(ctx, t, fsm.Rebooting); err != nil {
 		return fmt.Errorf("rebooting node %s to apply its BIOS settings: %w", t.Node.UUID, err)
 	}
-	if was == fsm.PowerOff {
+	t.Node.PowerState = fsm.PowerOn
+	if was == fsm.PowerOff && !t.Node.DisablePowerOff {
 		if err := b.d.SetPowerState(ctx, t, fsm.PowerOff); err != nil {
 			return err
 		}
+		t.Node.PowerState = fsm.PowerOff
 	}
-	t.Node.PowerState = was
 	return nil
 }
 
