@@ -66,6 +66,16 @@ type Conductor interface {
 	GetVirtualMedia(ctx context.Context, ident string) ([]driver.VirtualMedia, error)
 	AttachVirtualMedia(ctx context.Context, ident string, req conductor.VirtualMediaAttach) error
 	DetachVirtualMedia(ctx context.Context, ident, user string, deviceTypes []string) error
+	// InjectNMI injects a non-maskable interrupt, synchronously.
+	InjectNMI(ctx context.Context, ident, user string) error
+
+	// Vendor passthru: a node's or a hardware type's vendor methods, and a
+	// call to one (Ironic's errors: 400 no handler / wrong HTTP method /
+	// bad arguments, 500 or 404 for the driver's failures).
+	VendorMethods(ctx context.Context, ident string) (map[string]driver.VendorMethod, error)
+	VendorPassthru(ctx context.Context, ident string, req conductor.VendorRequest) (conductor.VendorResult, error)
+	DriverVendorMethods(ctx context.Context, name string) (map[string]driver.VendorMethod, error)
+	DriverVendorPassthru(ctx context.Context, name string, req conductor.VendorRequest) (conductor.VendorResult, error)
 
 	// SetTraits replaces a node's traits with change(current) under its
 	// lock, in any state. Errors: fault NotFound, Conflict (locked), Invalid

@@ -110,6 +110,7 @@ func (s *Server) routes() {
 	s.historyRoutes()
 	s.inventoryRoutes()
 	s.vmediaRoutes()
+	s.vendorRoutes()
 	s.portRoutes()
 	s.traitRoutes()
 	s.portgroupRoutes()

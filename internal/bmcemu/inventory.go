@@ -1,6 +1,7 @@
 package bmcemu
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 )
@@ -27,7 +28,7 @@ func systemJSON(m *Machine) map[string]any {
 		"Model":        "Emulated 1U",
 		"SerialNumber": strings.ToUpper(strings.ReplaceAll(m.UUID[:13], "-", "")),
 		"UUID":         m.UUID,
-		"Status":       enabledOK,
+		"Status":       map[string]any{"State": "Enabled", "Health": cmp.Or(st.Knobs.Health, "OK")},
 		"PowerState":   st.Power,
 		"Boot": map[string]any{
 			"BootSourceOverrideEnabled":                        st.BootEnabled,

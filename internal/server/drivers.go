@@ -69,7 +69,7 @@ func DefaultInterfaces() map[string][]string {
 		"console":  {fake.Interface, noop.Names["console"]},
 		"firmware": {fake.Interface, noop.Names["firmware"]},
 		"raid":     {fake.Interface, noop.Names["raid"]},
-		"vendor":   {fake.Interface, noop.Names["vendor"]},
+		"vendor":   {fake.Interface, redfish.Name, IDRACRedfish, noop.Names["vendor"]},
 		"network":  {"flat", "noop"},
 		"storage":  {"noop"},
 	}
@@ -148,6 +148,7 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	r.AddInterface("power", redfish.Name, d.Redfish)
 	r.AddInterface("management", redfish.Name, d.Redfish)
 	r.AddInterface("inspect", redfish.Name, d.Redfish)
+	r.AddInterface("vendor", redfish.Name, d.Redfish.NewVendor())
 	// idrac is redfish under Dell's interface names (Ironic's idrac
 	// hardware type): its idrac-redfish power, management and inspect are
 	// the redfish implementations. Its BIOS, RAID and virtual media
@@ -155,6 +156,7 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	r.AddInterface("power", IDRACRedfish, d.Redfish)
 	r.AddInterface("management", IDRACRedfish, d.Redfish)
 	r.AddInterface("inspect", IDRACRedfish, d.Redfish)
+	r.AddInterface("vendor", IDRACRedfish, d.Redfish.NewVendor())
 	r.AddInterface("power", ipmi.Interface, d.IPMI)
 	r.AddInterface("management", ipmi.Interface, d.IPMI)
 
@@ -169,12 +171,14 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 			"power":      {redfish.Name},
 			"management": {redfish.Name},
 			"inspect":    {redfish.Name, direct.InterfaceName, noop.Names["inspect"]},
+			"vendor":     {redfish.Name, noop.Names["vendor"]},
 		})})
 	r.AddHardwareType(driver.HardwareType{Name: IDRAC, Properties: withBoot(redfish.Properties()), OptIn: optInFake(),
 		Supported: withGeneric(map[string][]string{
 			"power":      {IDRACRedfish},
 			"management": {IDRACRedfish},
 			"inspect":    {IDRACRedfish, direct.InterfaceName, noop.Names["inspect"]},
+			"vendor":     {IDRACRedfish, noop.Names["vendor"]},
 		})})
 	r.AddHardwareType(driver.HardwareType{Name: ipmi.Name, Properties: withBoot(ipmi.Properties()), OptIn: optInFake(),
 		Supported: withGeneric(map[string][]string{

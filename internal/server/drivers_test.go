@@ -99,10 +99,9 @@ func TestDriversMatchIronic(t *testing.T) {
 	}{
 		{name: "Ironic defaults", types: []string{"ipmi", "redfish"}, enabled: ironicDefaults, files: "defaults-",
 			differ: map[string]string{
-				"ipmi/vendor":    "no-vendor", // no ipmitool vendor passthru in Anvil
-				"redfish/bios":   "no-bios",   // no redfish BIOS, RAID or vendor interfaces yet
-				"redfish/raid":   "no-raid",
-				"redfish/vendor": "no-vendor",
+				"ipmi/vendor":  "no-vendor", // no ipmitool vendor passthru in Anvil
+				"redfish/bios": "no-bios",   // no redfish BIOS or RAID interfaces yet
+				"redfish/raid": "no-raid",
 				// Anvil's redfish prefers virtual media; Ironic lists it last
 				"redfish/boot": "redfish-virtual-media",
 			}},

@@ -66,6 +66,7 @@ var policyRules = map[string]policyRule{
 	"PUT /v1/nodes/{node}/maintenance":            {"baremetal:node:set_maintenance", access.ownerAdmin},
 	"DELETE /v1/nodes/{node}/maintenance":         {"baremetal:node:clear_maintenance", access.ownerAdmin},
 	"PUT /v1/nodes/{node}/management/boot_device": {"baremetal:node:set_boot_device", access.ownerAdmin},
+	"PUT /v1/nodes/{node}/management/inject_nmi":  {"baremetal:node:inject_nmi", access.ownerAdmin},
 	"GET /v1/ports/{port}":                        {"baremetal:port:get", access.reader},
 	"PATCH /v1/ports/{port}":                      {"baremetal:port:update", access.ownerAdmin},
 	"DELETE /v1/ports/{port}":                     {"baremetal:port:delete", access.ownerAdmin},
@@ -130,8 +131,8 @@ func (p *projectPolicy) decide(w http.ResponseWriter, r *http.Request, who auth.
 		if rest := strings.Join(seg[3:], "/"); rest != "" {
 			key += "/" + rest
 		}
-		if m == http.MethodGet {
-			key = "GET /v1/nodes/{node}/*"
+		if m == http.MethodGet && (len(seg) < 4 || seg[3] != "vendor_passthru") {
+			key = "GET /v1/nodes/{node}/*" // vendor passthru is system-scoped, whatever the method
 		}
 		return p.onNode(r, who, seg[2], key)
 	case len(seg) == 3 && seg[1] == "ports" && seg[2] != "detail":

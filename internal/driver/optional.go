@@ -1,0 +1,37 @@
+package driver
+
+import "context"
+
+// NMIInjector is an optional Management capability: inject a non-maskable
+// interrupt into the machine (Ironic's management.inject_nmi, PUT
+// /v1/nodes/{node}/management/inject_nmi). Management interfaces without it
+// answer Ironic's UnsupportedDriverExtension. A BMC failure is a *CallError.
+type NMIInjector interface {
+	InjectNMI(ctx context.Context, t *Task) error
+}
+
+// Health states a BMC reports (Ironic's health_states; the node field
+// health from 1.109).
+const (
+	HealthOK       = "OK"
+	HealthWarning  = "Warning"
+	HealthCritical = "Critical"
+)
+
+// HealthReader is an optional Power capability: the power state and the
+// hardware's health read in one call to the BMC (Ironic's
+// management.get_node_health, which its power sync calls right after the
+// power state). health is HealthOK, HealthWarning, HealthCritical or ""
+// when the BMC reports none. Power interfaces without it leave the node's
+// health alone (null).
+type HealthReader interface {
+	PowerStateHealth(ctx context.Context, t *Task) (power, health string, err error)
+}
+
+// driver_internal_info keys holding the inventory (IPA's format) and the
+// plugin data of a node's last inspection, agent or out-of-band (GET
+// /v1/nodes/{node}/inventory serves them).
+const (
+	KeyInventory  = "inspection_inventory"
+	KeyPluginData = "inspection_plugin_data"
+)
