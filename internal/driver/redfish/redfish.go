@@ -32,6 +32,12 @@
 // the NICs it finds to Task.Ports as new ports (UUID ""): the conductor
 // creates them (see Inspect).
 //
+// The redfish vendor interface ([Vendor], vendor.go) manages BMC event
+// subscriptions on the EventService and ejects virtual media, as Ironic's
+// RedfishVendorPassthru. The Driver also injects NMIs (ResetType Nmi) and
+// reports Status.Health with the power state (health.go), and inspection
+// stores an inventory in IPA's format (inventory.go).
+//
 // Tests run internal/driver/drivertest against the BMC emulator, against a
 // replay of what sushy-tools answered (testdata/sushy-tools: no
 // SessionService, no Memory collection) and against DMTF's mockup served
