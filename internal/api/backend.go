@@ -66,6 +66,16 @@ type Conductor interface {
 	GetVirtualMedia(ctx context.Context, ident string) ([]driver.VirtualMedia, error)
 	AttachVirtualMedia(ctx context.Context, ident string, req conductor.VirtualMediaAttach) error
 	DetachVirtualMedia(ctx context.Context, ident, user string, deviceTypes []string) error
+	// Console reads whether the console is enabled and its connection
+	// information; SetConsole enables or disables it. A node without a
+	// console interface answers fault Invalid (UnsupportedDriverExtension).
+	Console(ctx context.Context, ident string) (enabled bool, info map[string]any, err error)
+	SetConsole(ctx context.Context, ident, user string, enabled bool) error
+	// ChangeBootMode and ChangeSecureBoot start a boot mode or secure boot
+	// change (1.76) in a worker. Errors: fault Invalid (bad mode, no
+	// management), Conflict (locked, or a transient state).
+	ChangeBootMode(ctx context.Context, ident, user, mode string) error
+	ChangeSecureBoot(ctx context.Context, ident, user string, on bool) error
 	// InjectNMI injects a non-maskable interrupt, synchronously.
 	InjectNMI(ctx context.Context, ident, user string) error
 

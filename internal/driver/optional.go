@@ -35,3 +35,25 @@ const (
 	KeyInventory  = "inspection_inventory"
 	KeyPluginData = "inspection_plugin_data"
 )
+
+// Boot modes in Ironic's words (boot_modes.UEFI, LEGACY_BIOS).
+const (
+	BootModeUEFI = "uefi"
+	BootModeBIOS = "bios"
+)
+
+// BootModeManager is an optional Management capability: read and change
+// the boot mode (Ironic's get_boot_mode/set_boot_mode, PUT
+// .../states/boot_mode). Management interfaces without it answer Ironic's
+// UnsupportedDriverExtension (in last_error: the change is asynchronous).
+type BootModeManager interface {
+	BootMode(ctx context.Context, t *Task) (string, error)
+	SetBootMode(ctx context.Context, t *Task, mode string) error
+}
+
+// SecureBootManager is an optional Management capability: read and change
+// UEFI secure boot (Ironic's get/set_secure_boot_state).
+type SecureBootManager interface {
+	SecureBoot(ctx context.Context, t *Task) (bool, error)
+	SetSecureBoot(ctx context.Context, t *Task, on bool) error
+}

@@ -149,3 +149,26 @@ func TestRedfishInspectionInventory(t *testing.T) {
 		t.Errorf("the node document shows the inventory")
 	}
 }
+
+// TestRedfishBootModeChange: PUT .../states/boot_mode (1.76) changes the
+// emulated system's boot mode in a worker and records boot_mode.
+func TestRedfishBootModeChange(t *testing.T) {
+	e := newVendorEnv(t)
+	e.do("PUT", "/v1/nodes/"+e.node+"/states/boot_mode", `{"target":"bios"}`, 202)
+	deadline := time.Now().Add(testTimeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		n := e.do("GET", "/v1/nodes/"+e.node, "", 200)
+		if n["boot_mode"] == "bios" {
+			break
+		}
+		if time.Now().After(deadline) || n["last_error"] != nil {
+			t.Fatalf("boot_mode %v, last_error %v", n["boot_mode"], n["last_error"])
+		}
+		<-tick.C
+	}
+	if got := e.m.Status().BootMode; got != bmcemu.ModeLegacy {
+		t.Errorf("the BMC's boot mode is %s, want Legacy", got)
+	}
+}

@@ -13,6 +13,8 @@ import (
 var (
 	_ driver.NMIInjector  = (*Driver)(nil)
 	_ driver.HealthReader = (*Driver)(nil)
+
+	_ driver.BootModeManager = (*Driver)(nil)
 )
 
 // PowerStateHealth reads the power state and the system's Status.Health in

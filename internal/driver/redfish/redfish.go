@@ -307,8 +307,8 @@ func (d *Driver) SetBootDevice(ctx context.Context, t *driver.Task, dev driver.B
 
 // Boot modes in Ironic's words.
 const (
-	BootModeUEFI = "uefi"
-	BootModeBIOS = "bios"
+	BootModeUEFI = driver.BootModeUEFI
+	BootModeBIOS = driver.BootModeBIOS
 )
 
 func redfishMode(m string) redfish.BootSourceOverrideMode {
