@@ -76,6 +76,12 @@ type Conductor interface {
 	// management), Conflict (locked, or a transient state).
 	ChangeBootMode(ctx context.Context, ident, user, mode string) error
 	ChangeSecureBoot(ctx context.Context, ident, user string, on bool) error
+	// Indicators (1.63): the components' indicators, one's state, and a
+	// change of it. Errors: fault Invalid (unsupported, unknown component
+	// or indicator).
+	Indicators(ctx context.Context, ident string) ([]driver.Component, error)
+	IndicatorState(ctx context.Context, ident, component, indicator string) (string, error)
+	SetIndicatorState(ctx context.Context, ident, user, component, indicator, state string) error
 	// InjectNMI injects a non-maskable interrupt, synchronously.
 	InjectNMI(ctx context.Context, ident, user string) error
 

@@ -128,3 +128,19 @@ func TestBootModeChange(t *testing.T) {
 	expect(t, e, "GET", "/v1/nodes/b1", "", latest, 200,
 		`"last_error": "Failed to change secure_boot state to 'True': Driver fake-hardware does not support set_secure_boot_state (disabled or not implemented)."`)
 }
+
+func TestIndicators(t *testing.T) {
+	e := newEnv(t)
+	e.createNode(`{"name":"i1","driver":"fake-hardware"}`)
+	expect(t, e, "GET", "/v1/nodes/i1/management/indicators", "", latest, 200,
+		`{"indicators": [{"name": "led-0@chassis", "component": "chassis", "readonly": true, "states": ["OFF", "ON"], "links": [{"href": "http://`+testHost+`/v1/nodes/i1/management/indicators/led-0@chassis", "rel": "self"}`)
+	expect(t, e, "GET", "/v1/nodes/i1/management/indicators", "", latest, 200, `{"name": "led@system", "component": "system", "readonly": false, "states": ["BLINKING", "OFF", "ON"]`)
+	expect(t, e, "GET", "/v1/nodes/i1/management/indicators/led@system", "", latest, 200, `{"state": "ON"}`)
+	expect(t, e, "GET", "/v1/nodes/i1/management/indicators/led@disk", "", latest, 400, "Invalid component disk specified.")
+	expect(t, e, "GET", "/v1/nodes/i1/management/indicators/fan@system", "", latest, 400, "Invalid indicator fan specified.")
+	expect(t, e, "GET", "/v1/nodes/i1/management/indicators/led", "", latest, 400, `Malformed indicator name "led"`)
+	expect(t, e, "PUT", "/v1/nodes/i1/management/indicators/led@system", `{"state":"OFF"}`, latest, 400,
+		"Driver fake-hardware does not support set_indicator_state (disabled or not implemented).")
+	expect(t, e, "PUT", "/v1/nodes/i1/management/indicators/led@system", `{}`, latest, 400, "Missing mandatory parameter: state")
+	expect(t, e, "GET", "/v1/nodes/i1/management/indicators", "", at(62), 404, "")
+}

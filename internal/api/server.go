@@ -116,6 +116,7 @@ func (s *Server) routes() {
 	s.consoleRoutes()
 	s.bootModeRoutes()
 	s.netEventRoutes()
+	s.indicatorRoutes()
 	s.portRoutes()
 	s.traitRoutes()
 	s.portgroupRoutes()

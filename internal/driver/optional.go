@@ -57,3 +57,28 @@ type SecureBootManager interface {
 	SecureBoot(ctx context.Context, t *Task) (bool, error)
 	SetSecureBoot(ctx context.Context, t *Task, on bool) error
 }
+
+// Indicator is one indicator (an LED) of a hardware component, as Ironic's
+// get_supported_indicators describes it.
+type Indicator struct {
+	Name     string
+	ReadOnly bool
+	States   []string // ON, OFF, BLINKING, UNKNOWN
+}
+
+// Component is a hardware component with its indicators (Ironic's
+// components: system, chassis, disk, power, nic).
+type Component struct {
+	Name       string
+	Indicators []Indicator
+}
+
+// IndicatorManager is an optional Management capability: the indicators
+// of Ironic's /v1/nodes/{node}/management/indicators (1.63). A refused
+// component or indicator is an *ArgError; SetIndicatorState answers
+// ErrUnsupported where the driver cannot change them.
+type IndicatorManager interface {
+	Indicators(ctx context.Context, t *Task) ([]Component, error)
+	IndicatorState(ctx context.Context, t *Task, component, indicator string) (string, error)
+	SetIndicatorState(ctx context.Context, t *Task, component, indicator, state string) error
+}
