@@ -105,6 +105,11 @@ func TestRedfishSubscriptionsGophercloud(t *testing.T) {
 			t.Errorf("methods lack %s: %v", name, methods)
 		}
 	}
+	typed, err := nodes.GetVendorPassthruMethods(ctx, e.gc, e.node).Extract()
+	if err != nil || len(typed.GetAllSubscriptions.HTTPMethods) != 1 || typed.GetAllSubscriptions.HTTPMethods[0] != "GET" ||
+		typed.DeleteSubscription.HTTPMethods[0] != "DELETE" || typed.GetSubscription.Async {
+		t.Errorf("typed methods: %+v %v", typed, err)
+	}
 	if m := methods["create_subscription"]; m.Async || !m.RequireExclusiveLock || len(m.HTTPMethods) != 1 || m.HTTPMethods[0] != "POST" {
 		t.Errorf("create_subscription = %+v", m)
 	}
@@ -225,6 +230,20 @@ func TestFakeVendorPassthru(t *testing.T) {
 		if code, body := s.call("POST", vp+"?method="+tt.method, tt.body); code != tt.code || body != tt.want {
 			t.Errorf("%s %s: %d %q, want %d %q", tt.method, tt.body, code, body, tt.code, tt.want)
 		}
+	}
+	// the same through gophercloud's generic call
+	gc, err := noauth.NewBareMetalNoAuth(noauth.EndpointOpts{IronicEndpoint: s.base + "/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc.Microversion = "1.110"
+	res := nodes.CallVendorPassthru(t.Context(), gc, n, http.MethodPost, nodes.VendorPassthruCallOpts{Method: "second_method", Body: map[string]any{"bar": "kazoo"}})
+	if res.Err != nil || res.StatusCode != 202 {
+		t.Errorf("gophercloud second_method: %d %v", res.StatusCode, res.Err)
+	}
+	typed, err := nodes.GetVendorPassthruMethods(t.Context(), gc, n).Extract()
+	if err != nil || typed.CreateSubscription.HTTPMethods != nil {
+		t.Errorf("typed methods of fake: %+v %v", typed, err)
 	}
 	var ms map[string]map[string]any
 	_, body := s.call("GET", vp+"/methods", "")
