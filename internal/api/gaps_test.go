@@ -55,7 +55,7 @@ func TestConsoleState(t *testing.T) {
 func TestVolumeLinks(t *testing.T) {
 	e := newEnv(t)
 	n := e.createNode(`{"name":"v1","driver":"fake-hardware"}`)
-	expect(t, e, "GET", "/v1/volume", "", latest, 200, `"connectors": [{"href": "http://`+testHost+`/v1/volume/connectors", "rel": "self"}`)
+	expect(t, e, "GET", "/v1/volume", "", latest, 200, `{"links": [{"href": "http://`+testHost+`/v1/volume/", "rel": "self"}, {"href": "http://`+testHost+`/volume/", "rel": "bookmark"}], "connectors": [{"href": "http://`+testHost+`/v1/volume/connectors", "rel": "self"}`)
 	expect(t, e, "GET", "/v1/volume/connectors", "", latest, 200, `{"connectors": []}`)
 	expect(t, e, "GET", "/v1/volume/targets", "", latest, 200, `{"targets": []}`)
 	expect(t, e, "GET", "/v1/volume/targets/x1", "", latest, 404, "Volume target x1 could not be found.")
@@ -80,7 +80,7 @@ func TestShardsAndChildren(t *testing.T) {
 	e.mustNode(&model.Node{Name: "kid2", Shard: "s2", ParentNode: p.UUID})
 	e.mustNode(&model.Node{Name: "alone"})
 	expect(t, e, "GET", "/v1/shards", "", latest, 200,
-		`{"shards": [{"count": 2, "name": "s1"}, {"count": 1, "name": "None"}, {"count": 1, "name": "s2"}]}`)
+		`{"shards": [{"name": "s1", "count": 2}, {"name": "None", "count": 1}, {"name": "s2", "count": 1}]}`)
 	expect(t, e, "GET", "/v1/shards", "", at(81), 404, "")
 	rec := e.do("GET", "/v1/nodes/parent/children", "", latest)
 	body := rec.Body.String()
@@ -133,13 +133,13 @@ func TestIndicators(t *testing.T) {
 	e := newEnv(t)
 	e.createNode(`{"name":"i1","driver":"fake-hardware"}`)
 	expect(t, e, "GET", "/v1/nodes/i1/management/indicators", "", latest, 200,
-		`{"indicators": [{"name": "led-0@chassis", "component": "chassis", "readonly": true, "states": ["OFF", "ON"], "links": [{"href": "http://`+testHost+`/v1/nodes/i1/management/indicators/led-0@chassis", "rel": "self"}`)
-	expect(t, e, "GET", "/v1/nodes/i1/management/indicators", "", latest, 200, `{"name": "led@system", "component": "system", "readonly": false, "states": ["BLINKING", "OFF", "ON"]`)
-	expect(t, e, "GET", "/v1/nodes/i1/management/indicators/led@system", "", latest, 200, `{"state": "ON"}`)
+		`{"indicators": [{"name": "led-0@chassis", "component": "chassis", "readonly": true, "states": ["off", "on"], "links": [{"href": "http://`+testHost+`/v1/nodes/i1/management/indicators/led-0@chassis", "rel": "self"}`)
+	expect(t, e, "GET", "/v1/nodes/i1/management/indicators", "", latest, 200, `{"name": "led@system", "component": "system", "readonly": false, "states": ["blinking", "off", "on"]`)
+	expect(t, e, "GET", "/v1/nodes/i1/management/indicators/led@system", "", latest, 200, `{"state": "on"}`)
 	expect(t, e, "GET", "/v1/nodes/i1/management/indicators/led@disk", "", latest, 400, "Invalid component disk specified.")
 	expect(t, e, "GET", "/v1/nodes/i1/management/indicators/fan@system", "", latest, 400, "Invalid indicator fan specified.")
 	expect(t, e, "GET", "/v1/nodes/i1/management/indicators/led", "", latest, 400, `Malformed indicator name "led"`)
-	expect(t, e, "PUT", "/v1/nodes/i1/management/indicators/led@system", `{"state":"OFF"}`, latest, 400,
+	expect(t, e, "PUT", "/v1/nodes/i1/management/indicators/led@system", `{"state":"off"}`, latest, 400,
 		"Driver fake-hardware does not support set_indicator_state (disabled or not implemented).")
 	expect(t, e, "PUT", "/v1/nodes/i1/management/indicators/led@system", `{}`, latest, 400, "Missing mandatory parameter: state")
 	expect(t, e, "GET", "/v1/nodes/i1/management/indicators", "", at(62), 404, "")

@@ -46,10 +46,10 @@ func (s *Server) listShards(rc *call) error {
 	w.arr()
 	for _, name := range names {
 		w.obj()
-		w.key("count")
-		w.integer(counts[name])
 		w.key("name")
 		w.str(name)
+		w.key("count")
+		w.integer(counts[name])
 		w.endObj()
 	}
 	w.endArr()

@@ -62,7 +62,7 @@ func (s *Server) vendorPassthru(rc *call, driverLevel bool) error {
 	}
 	method, _ := rc.param("method")
 	if method == "" {
-		return invalid("Method not specified")
+		return missingArg("method")
 	}
 	body, err := rc.decodeBody(s.cfg.MaxBodyBytes)
 	if err != nil {

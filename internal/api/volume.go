@@ -43,10 +43,10 @@ func (s *Server) volumeRoot(rc *call) error {
 	}
 	w := &jw{}
 	w.rootObj()
-	w.key("connectors")
-	rc.links(w, prefix, "connectors")
 	w.key("links")
 	rc.links(w, prefix, "")
+	w.key("connectors")
+	rc.links(w, prefix, "connectors")
 	w.key("targets")
 	rc.links(w, prefix, "targets")
 	w.endObj()

@@ -63,7 +63,7 @@ type SecureBootManager interface {
 type Indicator struct {
 	Name     string
 	ReadOnly bool
-	States   []string // ON, OFF, BLINKING, UNKNOWN
+	States   []string // Ironic's indicator_states: on, off, blinking, unknown
 }
 
 // Component is a hardware component with its indicators (Ironic's

@@ -169,7 +169,7 @@ func TestVendorPassthruBadInput(t *testing.T) {
 		code                     int
 		msg                      string
 	}{
-		{"no method", "POST", vp, `{}`, 400, "Method not specified"},
+		{"no method", "POST", vp, `{}`, 400, "Missing mandatory parameter: method"},
 		{"unknown method", "POST", vp + "?method=frobnicate", `{}`, 400, "No handler for method frobnicate"},
 		{"wrong HTTP method", "GET", vp + "?method=create_subscription", ``, 400, "The method create_subscription does not support HTTP GET"},
 		{"no destination", "POST", vp + "?method=create_subscription", `{}`, 400, "Destination None is not a valid URI"},

@@ -11,8 +11,8 @@ var _ driver.IndicatorManager = (*Hardware)(nil)
 
 // fakeIndicators are Ironic's FakeManagement indicators.
 var fakeIndicators = []driver.Component{
-	{Name: "chassis", Indicators: []driver.Indicator{{Name: "led-0", ReadOnly: true, States: []string{"OFF", "ON"}}}},
-	{Name: "system", Indicators: []driver.Indicator{{Name: "led", States: []string{"BLINKING", "OFF", "ON"}}}},
+	{Name: "chassis", Indicators: []driver.Indicator{{Name: "led-0", ReadOnly: true, States: []string{"off", "on"}}}},
+	{Name: "system", Indicators: []driver.Indicator{{Name: "led", States: []string{"blinking", "off", "on"}}}},
 }
 
 // Indicators lists the fake indicators.
@@ -20,7 +20,7 @@ func (h *Hardware) Indicators(context.Context, *driver.Task) ([]driver.Component
 	return fakeIndicators, nil
 }
 
-// IndicatorState answers ON for every known indicator, as Ironic's fake.
+// IndicatorState answers "on" for every known indicator, as Ironic's fake.
 func (h *Hardware) IndicatorState(_ context.Context, _ *driver.Task, component, indicator string) (string, error) {
 	for _, c := range fakeIndicators {
 		if c.Name != component {
@@ -28,7 +28,7 @@ func (h *Hardware) IndicatorState(_ context.Context, _ *driver.Task, component, 
 		}
 		for _, i := range c.Indicators {
 			if i.Name == indicator {
-				return "ON", nil
+				return "on", nil
 			}
 		}
 		return "", &driver.ArgError{Msg: fmt.Sprintf("Invalid indicator %s specified.", indicator)}
