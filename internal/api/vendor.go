@@ -20,9 +20,11 @@ func (s *Server) vendorRoutes() {
 	all := func(fn func(*call) error) endpoint {
 		return endpoint{"GET": fn, "POST": fn, "PUT": fn, "PATCH": fn, "DELETE": fn}
 	}
-	s.handle(all(passthru(false)), "/v1/nodes/{ident}/vendor_passthru")
+	// The method is named by ?method= (the API reference) or as the last
+	// path segment (what python-ironicclient sends).
+	s.handle(all(passthru(false)), "/v1/nodes/{ident}/vendor_passthru", "/v1/nodes/{ident}/vendor_passthru/{method}")
 	s.handle(endpoint{"GET": methods(false)}, "/v1/nodes/{ident}/vendor_passthru/methods")
-	s.handle(all(passthru(true)), "/v1/drivers/{name}/vendor_passthru")
+	s.handle(all(passthru(true)), "/v1/drivers/{name}/vendor_passthru", "/v1/drivers/{name}/vendor_passthru/{method}")
 	s.handle(endpoint{"GET": methods(true)}, "/v1/drivers/{name}/vendor_passthru/methods")
 	s.handle(endpoint{"PUT": s.injectNMI}, "/v1/nodes/{ident}/management/inject_nmi")
 }
@@ -53,14 +55,18 @@ func (s *Server) vendorMethods(rc *call, driverLevel bool) error {
 }
 
 // {GET,POST,PUT,PATCH,DELETE} /v1/nodes/{ident}/vendor_passthru?method=NAME
-// (and /v1/drivers/{name}/vendor_passthru): the body, a JSON object, is the
+// or .../vendor_passthru/NAME (and /v1/drivers/{name}/vendor_passthru): the
+// body, a JSON object, is the
 // method's arguments. A synchronous method answers 200 with its return
 // value (null when none), an asynchronous one 202 with no body.
 func (s *Server) vendorPassthru(rc *call, driverLevel bool) error {
 	if err := rc.checkQuery("method"); err != nil {
 		return err
 	}
-	method, _ := rc.param("method")
+	method := rc.r.PathValue("method")
+	if method == "" {
+		method, _ = rc.param("method")
+	}
 	if method == "" {
 		return missingArg("method")
 	}

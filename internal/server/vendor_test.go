@@ -231,6 +231,13 @@ func TestFakeVendorPassthru(t *testing.T) {
 			t.Errorf("%s %s: %d %q, want %d %q", tt.method, tt.body, code, body, tt.code, tt.want)
 		}
 	}
+	// python-ironicclient names the method in the path
+	if code, body := s.call("POST", vp+"/third_method_sync", `{"bar":"meow"}`); code != 200 || body != "true" {
+		t.Errorf("path form: %d %s", code, body)
+	}
+	if code, body := s.call("POST", "/v1/drivers/fake-hardware/vendor_passthru/x", `{}`); code != 400 || body != "No handler for method x" {
+		t.Errorf("driver path form: %d %s", code, body)
+	}
 	// the same through gophercloud's generic call
 	gc, err := noauth.NewBareMetalNoAuth(noauth.EndpointOpts{IronicEndpoint: s.base + "/v1"})
 	if err != nil {
