@@ -93,6 +93,14 @@ type Conductor interface {
 	DriverVendorMethods(ctx context.Context, name string) (map[string]driver.VendorMethod, error)
 	DriverVendorPassthru(ctx context.Context, name string, req conductor.VendorRequest) (conductor.VendorResult, error)
 
+	// SetTargetRAIDConfig validates (unless empty) and stores a node's
+	// target RAID configuration. Errors: fault NotFound (node; a raid
+	// interface without RAID support), Conflict, Invalid (schema).
+	SetTargetRAIDConfig(ctx context.Context, ident string, cfg model.JSON) error
+	// RAIDLogicalDiskProperties lists what a hardware type's default raid
+	// interface takes in a logical disk. Errors: fault NotFound.
+	RAIDLogicalDiskProperties(driverName string) (map[string]string, error)
+
 	// SetTraits replaces a node's traits with change(current) under its
 	// lock, in any state. Errors: fault NotFound, Conflict (locked), Invalid
 	// (more than 50 traits), and change's own.

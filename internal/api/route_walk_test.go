@@ -13,15 +13,12 @@ import (
 )
 
 // pendingOtherBranches are routes other branches of issue 13 add (BIOS and
-// firmware: h-bios; RAID: h-raid). The lead removes each entry once that
+// firmware: h-bios; RAID, already merged: h-raid). The lead removes each entry once that
 // branch is merged; the walk then checks it like any other.
 var pendingOtherBranches = map[string]string{
 	"GET /v1/nodes/{node_ident}/bios":                "h-bios",
 	"GET /v1/nodes/{node_ident}/bios/{bios_setting}": "h-bios",
 	"GET /v1/nodes/{node_ident}/firmware":            "h-bios",
-	"PUT /v1/nodes/{node_ident}/states/raid":         "h-raid",
-	// RAID interface properties: h-raid's area, if it adds them.
-	"GET /v1/drivers/{driver_name}/raid/logical_disk_properties": "h-raid",
 }
 
 // notServed are Ironic routes Anvil does not serve although it advertises

@@ -21,8 +21,9 @@
 // address; no password ever appears in a response body, log line or the
 // control endpoint; a machine's state is only changed under its mutex.
 //
-// With Config.Agent, a machine that powers on (or resets) set to network boot
-// "boots the ramdisk": the deploy agent is started for it (in process, or as
+// With Config.Agent, a machine that powers on (or resets) set to network boot,
+// or to its virtual CD with an image inserted (whatever the image, it stands
+// for the ramdisk ISO), "boots the ramdisk": the deploy agent is started for it (in process, or as
 // an `anvil agent` child with RunAgentProcess) with the MACs of its NICs and
 // its own file-backed disk, so Anvil's direct deploy runs unchanged; powering
 // off or booting another device stops it, and a machine booted from a disk

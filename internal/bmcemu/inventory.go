@@ -47,6 +47,7 @@ func systemJSON(m *Machine) map[string]any {
 		"Memory":             odataID(base + "/Memory"),
 		"EthernetInterfaces": odataID(base + "/EthernetInterfaces"),
 		"SimpleStorage":      odataID(base + "/SimpleStorage"),
+		"Storage":            odataID(base + "/Storage"),
 		"VirtualMedia":       odataID(base + "/VirtualMedia"),
 		"Links": map[string]any{
 			"ManagedBy":             []any{odataID(rfManagers + "/" + m.ID)},

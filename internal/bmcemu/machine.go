@@ -78,6 +78,8 @@ type Machine struct {
 	// outside mu).
 	mediaMu sync.Mutex
 
+	storage storageState // RAID volumes (storage.go)
+
 	mu          sync.Mutex
 	media       media
 	vm          *qemuVM // the running VM (Config.QEMU)

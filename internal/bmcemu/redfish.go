@@ -181,6 +181,8 @@ func (e *Emulator) serveSystem(w http.ResponseWriter, r *http.Request, m *Machin
 		e.reset(w, r, m)
 	case len(sub) > 0 && sub[0] == "VirtualMedia":
 		e.serveVirtualMedia(w, r, m, base+"/VirtualMedia", sub[1:])
+	case len(sub) > 0 && sub[0] == "Storage":
+		e.serveStorage(w, r, m, base+"/Storage", sub[1:])
 	case r.Method != http.MethodGet:
 		methodNotAllowed(w)
 	default:

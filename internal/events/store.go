@@ -88,7 +88,8 @@ func (p *publisher) UpdateNode(ctx context.Context, n *model.Node) error {
 		prev := old.state
 		e.Previous = &prev
 		e.Changed = changed(old.name, old.state, n.Name, cur)
-		if len(e.Changed) == 0 {
+		moved := old.state.Owner != cur.Owner || old.state.Lessee != cur.Lessee
+		if len(e.Changed) == 0 && !moved { // a move between projects is published for their streams
 			return nil
 		}
 	} else {
@@ -206,7 +207,9 @@ func (p *publisher) AddHistory(ctx context.Context, e *model.HistoryEvent, keep 
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.b.Publish(events.Event{Type: events.TypeHistory, Node: e.NodeUUID, Name: p.known[e.NodeUUID].name,
-		History: historyOf(e)})
+	k := p.known[e.NodeUUID]
+	h := historyOf(e)
+	h.Owner = k.state.Owner
+	p.b.Publish(events.Event{Type: events.TypeHistory, Node: e.NodeUUID, Name: k.name, History: h})
 	return nil
 }

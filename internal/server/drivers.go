@@ -68,7 +68,7 @@ func DefaultInterfaces() map[string][]string {
 		"bios":     {fake.Interface, noop.Names["bios"]},
 		"console":  {fake.Interface, noop.Names["console"]},
 		"firmware": {fake.Interface, noop.Names["firmware"]},
-		"raid":     {fake.Interface, noop.Names["raid"]},
+		"raid":     {fake.Interface, noop.Names["raid"], direct.InterfaceName, redfish.Name, IDRACRedfish},
 		"vendor":   {fake.Interface, redfish.Name, IDRACRedfish, noop.Names["vendor"]},
 		"network":  {"flat", "noop"},
 		"storage":  {"noop"},
@@ -92,6 +92,8 @@ func generic() map[string][]string {
 	for _, kind := range []string{"bios", "console", "firmware", "raid", "vendor"} {
 		m[kind] = []string{noop.Names[kind]}
 	}
+	// Ironic's AgentRAID needs an IPA with RAID support: no-raid stays first.
+	m["raid"] = append(m["raid"], direct.InterfaceName)
 	return m
 }
 
@@ -141,6 +143,7 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	r.AddInterface("deploy", direct.Name, dd)
 	r.AddInterface("inspect", direct.InterfaceName, dd.Inspector())
 	r.AddInterface("rescue", direct.InterfaceName, dd.Rescuer())
+	r.AddInterface("raid", direct.InterfaceName, dd.RAID())
 	pcfg := pxe.Config{Publisher: d.Boot, Drivers: r, KernelParams: d.KernelParams}
 	r.AddInterface("boot", pxe.IPXE, pxe.New(pxe.IPXE, pcfg))
 	r.AddInterface("boot", pxe.PXE, pxe.New(pxe.PXE, pcfg))
@@ -149,11 +152,15 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	r.AddInterface("management", redfish.Name, d.Redfish)
 	r.AddInterface("inspect", redfish.Name, d.Redfish)
 	r.AddInterface("vendor", redfish.Name, d.Redfish.NewVendor())
+	rfRAID := d.Redfish.NewRAID()
+	r.AddInterface("raid", redfish.Name, rfRAID)
 	// idrac is redfish under Dell's interface names (Ironic's idrac
 	// hardware type): its idrac-redfish power, management and inspect are
-	// the redfish implementations. Its BIOS, RAID and virtual media
-	// interfaces are not offered until they are real.
+	// the redfish implementations (RAID too, Ironic's DracRedfishRAID being
+	// RedfishRAID). Its BIOS and virtual media interfaces are not offered
+	// until they are real.
 	r.AddInterface("power", IDRACRedfish, d.Redfish)
+	r.AddInterface("raid", IDRACRedfish, rfRAID)
 	r.AddInterface("management", IDRACRedfish, d.Redfish)
 	r.AddInterface("inspect", IDRACRedfish, d.Redfish)
 	r.AddInterface("vendor", IDRACRedfish, d.Redfish.NewVendor())
@@ -172,6 +179,7 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 			"management": {redfish.Name},
 			"inspect":    {redfish.Name, direct.InterfaceName, noop.Names["inspect"]},
 			"vendor":     {redfish.Name, noop.Names["vendor"]},
+			"raid":       {redfish.Name, noop.Names["raid"], direct.InterfaceName},
 		})})
 	r.AddHardwareType(driver.HardwareType{Name: IDRAC, Properties: withBoot(redfish.Properties()), OptIn: optInFake(),
 		Supported: withGeneric(map[string][]string{
@@ -179,6 +187,7 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 			"management": {IDRACRedfish},
 			"inspect":    {IDRACRedfish, direct.InterfaceName, noop.Names["inspect"]},
 			"vendor":     {IDRACRedfish, noop.Names["vendor"]},
+			"raid":       {IDRACRedfish, noop.Names["raid"], direct.InterfaceName},
 		})})
 	r.AddHardwareType(driver.HardwareType{Name: ipmi.Name, Properties: withBoot(ipmi.Properties()), OptIn: optInFake(),
 		Supported: withGeneric(map[string][]string{

@@ -19,7 +19,7 @@ func faultstring(t *testing.T, body map[string]any) string {
 
 // TestRegistrationInterfaces: the no-op interfaces Metal3 names on real
 // hardware are accepted; interfaces Anvil does not implement (redfish
-// firmware, idrac-redfish RAID) are an honest 400 naming what is valid,
+// firmware) are an honest 400 naming what is valid,
 // never a fake success.
 func TestRegistrationInterfaces(t *testing.T) {
 	s := serveWith(t, func(c *Config) {
@@ -36,7 +36,7 @@ func TestRegistrationInterfaces(t *testing.T) {
 	}
 	idrac := s.do("POST", "/v1/nodes", `{"driver": "idrac", "name": "dell"}`, 201)
 	for k, want := range map[string]string{"power_interface": "idrac-redfish", "management_interface": "idrac-redfish",
-		"inspect_interface": "idrac-redfish", "boot_interface": "ipxe", "raid_interface": "no-raid"} {
+		"inspect_interface": "idrac-redfish", "boot_interface": "ipxe", "raid_interface": "idrac-redfish"} {
 		if idrac[k] != want {
 			t.Errorf("idrac %s = %v, want %s", k, idrac[k], want)
 		}
@@ -48,8 +48,6 @@ func TestRegistrationInterfaces(t *testing.T) {
 	for _, c := range []struct{ body, want string }{
 		{`{"driver": "redfish", "firmware_interface": "redfish"}`,
 			"Could not find the following interface in the 'ironic.hardware.interfaces.firmware' entrypoint: redfish. Valid interfaces are ['fake', 'no-firmware']."},
-		{`{"driver": "idrac", "raid_interface": "idrac-redfish"}`,
-			"Could not find the following interface in the 'ironic.hardware.interfaces.raid' entrypoint: idrac-redfish. Valid interfaces are ['fake', 'no-raid']."},
 	} {
 		if got := faultstring(t, s.do("POST", "/v1/nodes", c.body, 400)); got != c.want {
 			t.Errorf("%s: %q\nwant %q", c.body, got, c.want)

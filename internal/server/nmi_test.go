@@ -111,7 +111,8 @@ func mustJSON(t *testing.T, v any) string {
 
 // TestRedfishInspectionInventory: after a redfish (out-of-band)
 // inspection GET /v1/nodes/{node}/inventory answers the inventory in IPA's
-// format, read with gophercloud as Metal3 reads it.
+// format, read with gophercloud as Metal3 reads it. (Disks come from the
+// Storage drives, as Ironic prefers them to SimpleStorage.)
 func TestRedfishInspectionInventory(t *testing.T) {
 	e := newVendorEnv(t)
 	if code, msg := e.call("GET", "/v1/nodes/"+e.node+"/inventory", ""); code != 404 {
@@ -133,7 +134,7 @@ func TestRedfishInspectionInventory(t *testing.T) {
 	if inv.Memory.PhysicalMb != hw.DIMMs*hw.DIMMMiB {
 		t.Errorf("memory = %+v, want %d MiB", inv.Memory, hw.DIMMs*hw.DIMMMiB)
 	}
-	if len(inv.Disks) != len(hw.DisksBytes) || len(inv.Disks) == 0 || inv.Disks[0].Size != hw.DisksBytes[0] || inv.Disks[0].Name != "SATA Bay 1" {
+	if len(inv.Disks) != len(hw.DisksBytes) || len(inv.Disks) == 0 || inv.Disks[0].Size != hw.DisksBytes[0] || inv.Disks[0].Name == "" {
 		t.Errorf("disks = %+v, want sizes %v", inv.Disks, hw.DisksBytes)
 	}
 	if len(inv.Interfaces) != len(hw.MACs) || !strings.EqualFold(inv.Interfaces[0].MACAddress, hw.MACs[0]) || inv.Interfaces[0].SpeedMbps != 10000 {

@@ -55,14 +55,17 @@ func (e *DuplicateError) Unwrap() error { return ErrDuplicate }
 
 // NodeQuery selects nodes. Zero values mean "no filter".
 type NodeQuery struct {
-	ProvisionState  string
-	Maintenance     *bool
-	Driver          string
-	ResourceClass   string
-	Associated      *bool // instance_uuid set or not
-	Fault           string
-	Owner           string
-	Lessee          string
+	ProvisionState string
+	Maintenance    *bool
+	Driver         string
+	ResourceClass  string
+	Associated     *bool // instance_uuid set or not
+	Fault          string
+	Owner          string
+	Lessee         string
+	// Project selects nodes whose owner or lessee is it (Ironic's project
+	// filter, and what a project-scoped token may see).
+	Project         string
 	ConductorGroup  *string
 	InstanceUUID    string
 	Reserved        *bool    // reservation set or not
@@ -94,7 +97,11 @@ type NodeGroup struct {
 	PowerState     string // "" when unknown
 	Maintenance    bool
 	Reservation    string // "" when unlocked
+	Fault          string // "" when none
 	Count          int
+	// OldestProvisionUpdate is the earliest provision_updated_at of the
+	// group (zero when none of its nodes has one).
+	OldestProvisionUpdate time.Time
 }
 
 // NodeSortKeys are the sort keys a NodeQuery accepts.
@@ -159,8 +166,10 @@ type Store interface {
 	// CountNodes returns the number of nodes matching q's filters.
 	CountNodes(ctx context.Context, q NodeQuery) (int, error)
 	// CountNodeGroups counts the nodes matching q's filters in one pass,
-	// grouped by provision state, power state, maintenance and reservation
-	// (groups in no particular order, none empty).
+	// grouped by provision state, power state, maintenance, reservation and
+	// fault (groups in no particular order, none empty), with each group's
+	// oldest provision_updated_at: what gauges over the whole fleet need
+	// without reading a node.
 	CountNodeGroups(ctx context.Context, q NodeQuery) ([]NodeGroup, error)
 	// UpdateNode writes every field of n but reservation, if n.Version is current;
 	// on success n.Version is bumped and n.UpdatedAt set.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/raid"
 )
 
 // steps are the fake steps by interface slot and kind, with default priorities
@@ -64,3 +65,10 @@ func (h *Hardware) ExecuteStep(ctx context.Context, t *driver.Task, kind driver.
 	}
 	return result(t.Node, string(kind)), h.op(ctx, t.Node, string(kind), string(kind))
 }
+
+// ValidateRAIDConfig checks the configuration against Ironic's schema (the
+// fake RAID interface inherits Ironic's base validation).
+func (h *Hardware) ValidateRAIDConfig(_ *model.Node, cfg model.JSON) error { return raid.Validate(cfg) }
+
+// LogicalDiskProperties are the schema's.
+func (h *Hardware) LogicalDiskProperties() map[string]string { return raid.LogicalDiskProperties() }
