@@ -75,6 +75,8 @@
 //   - 1.82/1.83: GET /v1/shards (counts, unsharded as "None") and GET
 //     /v1/nodes/{node}/children.
 //   - any version: GET/PUT .../states/console (fake and no-console).
+//   - 1.63: GET .../management/indicators and GET/PUT
+//     .../management/indicators/{name}@{component} (fake-hardware's).
 //   - 1.52/1.57/1.58/1.60: /v1/allocations and /v1/nodes/{node}/allocation
 //     (404 to read, 405 to write below 1.52; PATCH of name and extra from
 //     1.57, 405 below; backfill with "node" from 1.58; owner from 1.60,
@@ -128,6 +130,6 @@
 // port_body.go, portgroups.go, portgroup_body.go, vifs.go, traits.go
 // (with ostraits.go), allocations.go, drivers.go, conductors.go, lookup.go, agent.go,
 // continue_inspection.go, inventory.go, vendor.go, volume.go, shards.go, console.go, bootmode.go,
-// netevents.go (POST /v1/events), events.go (the watch stream) and
+// indicators.go, netevents.go (POST /v1/events), events.go (the watch stream) and
 // metrics.go (route names for request metrics).
 package api
