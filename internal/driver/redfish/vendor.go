@@ -315,7 +315,10 @@ func (v *Vendor) create(ctx context.Context, n *model.Node, args map[string]any)
 			payload[k] = x
 		}
 	}
-	shown := pyrepr.Repr(payload) // HttpHeaders (tokens, passwords) never shown
+	// Ironic's str(payload), in its key order; HttpHeaders (tokens,
+	// passwords) are never shown.
+	shown := fmt.Sprintf("{'Destination': %s, 'Protocol': %s, 'Context': %s, 'EventTypes': %s}",
+		pyrepr.Repr(payload["Destination"]), pyrepr.Repr(payload["Protocol"]), pyrepr.Repr(payload["Context"]), pyrepr.Repr(payload["EventTypes"]))
 	if h, ok := args["HttpHeaders"].([]any); ok && len(h) > 0 {
 		payload["HttpHeaders"] = h
 	}
