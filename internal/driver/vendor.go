@@ -1,9 +1,6 @@
 package driver
 
-import (
-	"context"
-	"errors"
-)
+import "context"
 
 // VendorMethod describes one vendor passthru method, as Ironic's
 // @passthru decorator records it (GET .../vendor_passthru/methods shows it).
@@ -63,9 +60,3 @@ func (e *CallError) Error() string { return e.Msg }
 
 // Unwrap returns the cause.
 func (e *CallError) Unwrap() error { return e.Err }
-
-// IsArgError reports whether err is a refused argument.
-func IsArgError(err error) bool {
-	var ae *ArgError
-	return errors.As(err, &ae)
-}
