@@ -5,9 +5,17 @@
 // (lanplus) BMC on its own loopback UDP port (go-ipmi's server package).
 //
 // Each machine remembers its power state, boot override (device, once or
-// continuous, UEFI or Legacy) and can be made slow, flaky, dead or hostile to
-// credentials, per machine or for all (Knobs), through the Go API or the
-// HTTP control endpoint /emulator/machines.
+// continuous, UEFI or Legacy) and the NMIs injected into it (ResetType
+// Nmi), and can be made slow, flaky, dead, hostile to credentials or
+// unhealthy (Status.Health Warning or Critical), per machine or for all
+// (Knobs), through the Go API or the HTTP control endpoint
+// /emulator/machines.
+//
+// The service has one EventService (events.go) whose Subscriptions
+// collection takes POST (Destination an absolute http(s) URL, Protocol
+// Redfish, EventTypes among EventTypesForSubscription, default Alert),
+// GET and DELETE; HttpHeaders are kept but never shown, and no event is
+// ever sent.
 //
 // Invariants: everything binds to loopback unless the caller names another
 // address; no password ever appears in a response body, log line or the

@@ -57,6 +57,7 @@ type Emulator struct {
 	srv      *http.Server
 	ln       net.Listener
 	sessions *sessionStore
+	events   eventStore // the EventService's subscriptions (events.go)
 	log      *slog.Logger
 
 	randMu sync.Mutex

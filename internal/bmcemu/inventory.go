@@ -1,6 +1,7 @@
 package bmcemu
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 )
@@ -29,7 +30,7 @@ func systemJSON(m *Machine) map[string]any {
 		"BiosVersion":  m.firmwareVersion(FirmwareBIOS),
 		"Bios":         odataID(base + "/Bios"),
 		"UUID":         m.UUID,
-		"Status":       enabledOK,
+		"Status":       map[string]any{"State": "Enabled", "Health": cmp.Or(st.Knobs.Health, "OK")},
 		"PowerState":   st.Power,
 		"Boot": map[string]any{
 			"BootSourceOverrideEnabled":                        st.BootEnabled,

@@ -69,6 +69,8 @@ func (e *Emulator) serveRedfish(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case rest[0] == "SessionService":
 		e.serveSessions(w, r, rest[1:])
+	case rest[0] == "EventService":
+		e.serveEvents(w, r, rest[1:])
 	case rest[0] == "Systems" && len(rest) == 1:
 		e.serveSystems(w, r, c)
 	case rest[0] == "Systems":
@@ -152,6 +154,7 @@ func (e *Emulator) serveRoot(w http.ResponseWriter, r *http.Request) {
 		"SessionService": odataID(rfRoot + "/SessionService"),
 		"UpdateService":  odataID(rfUpdate),
 		"Registries":     odataID(rfRoot + "/Registries"),
+		"EventService":   odataID(rfEventService),
 		"Links":          map[string]any{"Sessions": odataID(rfSessions)},
 	})
 }
@@ -244,6 +247,7 @@ func (e *Emulator) reset(w http.ResponseWriter, r *http.Request, m *Machine) {
 	case "PushPowerButton":
 		err = m.applyPower(!on, false)
 	case "Nmi":
+		m.nmi()
 	default:
 		rfError(w, http.StatusBadRequest, "Base.1.8.ActionParameterValueNotInList",
 			fmt.Sprintf("The value '%s' for the parameter ResetType is not in the list of acceptable values.", body.ResetType))

@@ -23,7 +23,11 @@
 // (SetPower) and virtual media attach/detach (AttachVirtualMedia,
 // DetachVirtualMedia, vmedia.go) lock the node, validate, clear last_error
 // and run in a worker that records a failure in last_error and history;
-// boot device and GetVirtualMedia answer synchronously.
+// boot device, GetVirtualMedia and InjectNMI answer synchronously. Vendor
+// passthru (vendor.go) takes the lock when the method asks for it and runs
+// synchronous methods while the caller waits, asynchronous ones in a
+// worker. The power sync also records the BMC's health when the power
+// interface reports it (driver.HealthReader).
 //
 // The conductor takes a [Store], the part of the storage contract it uses.
 //

@@ -69,7 +69,7 @@ func DefaultInterfaces() map[string][]string {
 		"console":  {fake.Interface, noop.Names["console"]},
 		"firmware": {fake.Interface, redfish.Name, noop.Names["firmware"]},
 		"raid":     {fake.Interface, noop.Names["raid"], direct.InterfaceName, redfish.Name, IDRACRedfish},
-		"vendor":   {fake.Interface, noop.Names["vendor"]},
+		"vendor":   {fake.Interface, redfish.Name, IDRACRedfish, noop.Names["vendor"]},
 		"network":  {"flat", "noop"},
 		"storage":  {"noop"},
 	}
@@ -153,6 +153,7 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	r.AddInterface("inspect", redfish.Name, d.Redfish)
 	r.AddInterface("bios", redfish.Name, d.Redfish.BIOS())
 	r.AddInterface("firmware", redfish.Name, d.Redfish.Firmware())
+	r.AddInterface("vendor", redfish.Name, d.Redfish.NewVendor())
 	rfRAID := d.Redfish.NewRAID()
 	r.AddInterface("raid", redfish.Name, rfRAID)
 	// idrac is redfish under Dell's interface names (Ironic's idrac
@@ -166,6 +167,7 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	r.AddInterface("management", IDRACRedfish, d.Redfish)
 	r.AddInterface("inspect", IDRACRedfish, d.Redfish)
 	r.AddInterface("bios", IDRACRedfish, d.Redfish.BIOS())
+	r.AddInterface("vendor", IDRACRedfish, d.Redfish.NewVendor())
 	r.AddInterface("power", ipmi.Interface, d.IPMI)
 	r.AddInterface("management", ipmi.Interface, d.IPMI)
 
@@ -182,6 +184,7 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 			"inspect":    {redfish.Name, direct.InterfaceName, noop.Names["inspect"]},
 			"bios":       {redfish.Name, noop.Names["bios"]},
 			"firmware":   {redfish.Name, noop.Names["firmware"]},
+			"vendor":     {redfish.Name, noop.Names["vendor"]},
 			"raid":       {redfish.Name, noop.Names["raid"], direct.InterfaceName},
 		})})
 	r.AddHardwareType(driver.HardwareType{Name: IDRAC, Properties: withBoot(redfish.Properties()), OptIn: optInFake(),
@@ -191,6 +194,7 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 			"inspect":    {IDRACRedfish, direct.InterfaceName, noop.Names["inspect"]},
 			"bios":       {IDRACRedfish, noop.Names["bios"]},
 			"firmware":   {redfish.Name, noop.Names["firmware"]},
+			"vendor":     {IDRACRedfish, noop.Names["vendor"]},
 			"raid":       {IDRACRedfish, noop.Names["raid"], direct.InterfaceName},
 		})})
 	r.AddHardwareType(driver.HardwareType{Name: ipmi.Name, Properties: withBoot(ipmi.Properties()), OptIn: optInFake(),

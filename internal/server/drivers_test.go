@@ -99,8 +99,7 @@ func TestDriversMatchIronic(t *testing.T) {
 	}{
 		{name: "Ironic defaults", types: []string{"ipmi", "redfish"}, enabled: ironicDefaults, files: "defaults-",
 			differ: map[string]string{
-				"ipmi/vendor":    "no-vendor", // no ipmitool vendor passthru in Anvil
-				"redfish/vendor": "no-vendor", // no redfish vendor interface yet
+				"ipmi/vendor": "no-vendor", // no ipmitool vendor passthru in Anvil
 				// Anvil's redfish prefers virtual media; Ironic lists it last
 				"redfish/boot": "redfish-virtual-media",
 			}},

@@ -116,6 +116,9 @@ func (p *projectPolicy) decide(w http.ResponseWriter, r *http.Request, who auth.
 		if key == "GET /v1/nodes/{node}/bios/{id}" {
 			rule = "baremetal:node:bios:get"
 		}
+		if len(seg) >= 4 && seg[3] == "vendor_passthru" {
+			rule = "baremetal:node:vendor_passthru" // whatever the HTTP method
+		}
 		return p.onNode(r, who, seg[2], []string{rule})
 	case len(seg) == 3 && seg[1] == "ports" && seg[2] != "detail":
 		port, err := p.nodes.GetPort(r.Context(), seg[2])

@@ -145,6 +145,13 @@ func TestProjectPolicy(t *testing.T) {
 		{"admin", admin, "DELETE", "/v1/nodes/a/traits/CUSTOM_X", "", 204},
 		{"admin", admin, "DELETE", "/v1/nodes/c/traits", "", 404},
 		{"reader", reader, "POST", "/v1/nodes/a/vmedia", `{"device_type": "CDROM", "image_url": "http://127.0.0.1/x.iso"}`, 403},
+		{"admin", admin, "GET", "/v1/nodes/a/vendor_passthru?method=third_method_sync", "", 403},
+		{"admin", admin, "POST", "/v1/nodes/a/vendor_passthru?method=third_method_sync", `{"bar": "meow"}`, 403},
+		{"admin", admin, "GET", "/v1/nodes/a/vendor_passthru/methods", "", 403},
+		{"system", system, "POST", "/v1/nodes/a/vendor_passthru?method=third_method_sync", `{"bar": "meow"}`, 200},
+		{"member", member, "PUT", "/v1/nodes/a/management/inject_nmi", "", 403},
+		{"admin", admin, "PUT", "/v1/nodes/b/management/inject_nmi", "", 403},
+		{"admin", admin, "PUT", "/v1/nodes/a/management/inject_nmi", "", 400}, // allowed; fake-hardware has no NMI
 		{"member", member, "PUT", "/v1/nodes/a/states/raid", `{}`, 204},
 		{"member", member, "PUT", "/v1/nodes/b/states/raid", `{}`, 403},
 		{"reader", reader, "PUT", "/v1/nodes/a/states/raid", `{}`, 403},

@@ -113,6 +113,7 @@ var nodeRules = map[string]string{
 	"baremetal:node:set_provision_state":      "SYSTEM_OR_OWNER_MEMBER_AND_LESSEE_ADMIN",
 	"baremetal:node:set_indicator_state":      "SYSTEM_MEMBER_OR_OWNER_MEMBER",
 	"baremetal:node:inject_nmi":               "SYSTEM_MEMBER_OR_OWNER_ADMIN",
+	"baremetal:node:vendor_passthru":          "SYSTEM_ADMIN",
 	"baremetal:node:set_boot_mode":            "SYSTEM_OR_PROJECT_MEMBER",
 	"baremetal:node:set_secure_boot":          "SYSTEM_OR_PROJECT_MEMBER",
 	"baremetal:node:set_raid_state":           "SYSTEM_MEMBER_OR_OWNER_MEMBER",

@@ -45,6 +45,11 @@
 // sushy-tools serves Bios (at .../BIOS, settings effective at once) only
 // with its libvirt driver, not its fake one; its SimpleUpdate needs Targets
 // and bumps BiosVersion's minor number.
+// The redfish vendor interface ([Vendor], vendor.go) manages BMC event
+// subscriptions on the EventService and ejects virtual media, as Ironic's
+// RedfishVendorPassthru. The Driver also injects NMIs (ResetType Nmi) and
+// reports Status.Health with the power state (health.go), and inspection
+// stores an inventory in IPA's format (inventory.go).
 //
 // Tests run internal/driver/drivertest against the BMC emulator, against a
 // replay of what sushy-tools answered (testdata/sushy-tools: no
@@ -320,8 +325,8 @@ func (d *Driver) SetBootDevice(ctx context.Context, t *driver.Task, dev driver.B
 
 // Boot modes in Ironic's words.
 const (
-	BootModeUEFI = "uefi"
-	BootModeBIOS = "bios"
+	BootModeUEFI = driver.BootModeUEFI
+	BootModeBIOS = driver.BootModeBIOS
 )
 
 func redfishMode(m string) redfish.BootSourceOverrideMode {
