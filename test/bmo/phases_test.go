@@ -221,7 +221,11 @@ func (h *hostRun) bmcEvents(t *testing.T) {
 }
 
 func (h *hostRun) prepareRAID(t *testing.T) {
-	data := prepareData{TargetRAID: []hardwareRAIDVolume{{Name: "root", Level: "1"}}}
+	// A size, as in BMO's documented example: a volume without one is
+	// sent as size_gb "MAX", which Ironic's redfish RAID (and Anvil's)
+	// refuses unless physicalDisks names the drives.
+	size, drives := 10, 2
+	data := prepareData{TargetRAID: []hardwareRAIDVolume{{Name: "root", Level: "1", SizeGibibytes: &size, NumberOfPhysicalDisks: &drives}}}
 	started := false
 	r := h.reconcile(t, "prepare", 60*time.Second, h.registered(func(ctx context.Context) (result, error) {
 		r, s, err := h.p.Prepare(ctx, data, !started, false)

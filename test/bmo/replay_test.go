@@ -77,7 +77,10 @@ func startEnv(t *testing.T) *env {
 	t.Cleanup(fs.Close)
 	e.files = fs.URL
 
-	emu, err := bmcemu.Start(context.Background(), bmcemu.Config{Count: 3, StateDir: t.TempDir(),
+	// Two drives each: BMO's RAID 1 root volume needs a pair.
+	hw := &bmcemu.Hardware{Sockets: 2, CoresPerSocket: 4, ThreadsPerCore: 2, Arch: "x86",
+		DIMMs: 4, DIMMMiB: 8192, DisksBytes: []int64{100 << 30, 100 << 30}}
+	emu, err := bmcemu.Start(context.Background(), bmcemu.Config{Count: 3, StateDir: t.TempDir(), Hardware: hw,
 		Agent: &bmcemu.AgentConfig{APIURL: e.api, DiskDir: t.TempDir(), DiskBytes: diskBytes,
 			HeartbeatInterval: 500 * time.Millisecond}})
 	if err != nil {
