@@ -58,6 +58,10 @@ does: the smallest whole non-removable disk of at least 4 GiB.`,
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", 0, "fixed heartbeat interval (default: 0.3-0.6 x the lookup's heartbeat_timeout)")
 	f.StringVar(&cfg.RootDir, "root-dir", "", "root directory: proc/ and sys/ are read for the inventory, etc/anvil-rescue-password is written by rescue (default /)")
 	f.BoolVar(&cfg.AllowMD5, "allow-md5", false, "accept md5 image checksums")
+	f.StringVar(&cfg.TLS.CAFile, "ca-file", "", "PEM CA bundle that verifies an https API (IPA's cafile; default: the system's CAs)")
+	f.StringVar(&cfg.TLS.CertFile, "cert-file", "", "PEM client certificate presented to the API (IPA's certfile; needs --key-file)")
+	f.StringVar(&cfg.TLS.KeyFile, "key-file", "", "PEM private key of --cert-file (IPA's keyfile)")
+	f.BoolVar(&cfg.TLS.InsecureSkipVerify, "insecure", false, "do not verify an https API's certificate (ipa-insecure)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&cmdline, "cmdline", agent.CmdlinePath, "kernel command line file the settings not given as flags are read from")
 	return cmd

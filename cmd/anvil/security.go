@@ -35,6 +35,7 @@ func addSecurityFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&s.AuditLog, "audit-log", "", "append an audit record of every write (user, remote, method, path, node, status, request id) to this JSON-lines file (0600); read it with `anvil audit`; default: the log")
 	f.StringVar(&s.TLSCertFile, "tls-cert-file", "", "serve HTTPS with this PEM certificate (chain); needs --tls-key-file; both are re-read on SIGHUP")
 	f.StringVar(&s.TLSKeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file")
+	f.StringVar(&s.TLSClientCAFile, "tls-client-ca-file", "", "with TLS, API requests must also present a client certificate signed by a CA of this PEM file (the public routes, the agent's lookup and heartbeat and boot files need none)")
 }
 
 // scheme is the URL scheme the API is served on.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/anvil-metal/anvil/internal/ipa"
+	"github.com/anvil-metal/anvil/internal/tlsconf"
 )
 
 // Version is reported in heartbeats.
@@ -44,7 +45,12 @@ type Config struct {
 	// only flushes the disks (tests, and agents not running as init).
 	PowerOff func(ctx context.Context) error
 	Log      *slog.Logger
-	Client   *http.Client
+	// Client talks to the API; nil: one built from TLS.
+	Client *http.Client
+	// TLS is how the API's certificate is verified and which client
+	// certificate is presented (IPA's cafile, certfile, keyfile and
+	// ipa-insecure); the zero value trusts the system's CAs.
+	TLS tlsconf.Client
 	// Ready is called with the command API's address once it listens.
 	Ready func(addr string)
 	// AgentToken is a token handed over by the boot media (IPA's
@@ -86,6 +92,15 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: 30 * time.Second}
+		if !cfg.TLS.IsZero() {
+			tc, err := cfg.TLS.Config()
+			if err != nil {
+				return nil, fmt.Errorf("agent: %w", err)
+			}
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			tr.TLSClientConfig = tc
+			cfg.Client.Transport = tr
+		}
 	}
 	if len(cfg.MACs) == 0 {
 		cfg.MACs = systemMACs(cfg.RootDir)

@@ -2,11 +2,9 @@ package agent
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -207,9 +205,8 @@ func (c Cmdline) Apply(ctx context.Context, cfg *Config, explicit func(flag stri
 	if cfg.AgentToken == "" {
 		cfg.AgentToken = c.AgentToken
 	}
-	if c.Insecure && strings.HasPrefix(cfg.APIURL, "https:") {
-		cfg.Client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // #nosec G402 -- ipa-insecure asks for it
+	if c.Insecure && !explicit("insecure") {
+		cfg.TLS.InsecureSkipVerify = true // ipa-insecure asks for it
 	}
 	listenPort := 9999
 	if c.ListenPort != 0 {

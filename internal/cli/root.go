@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/anvil-metal/anvil/internal/tlsconf"
 )
 
 // DefaultEndpoint is where `anvil serve` listens by default.
@@ -58,6 +60,7 @@ type globalOpts struct {
 	retryInterval float64
 	debug         bool
 	cacert        string
+	cert, key     string
 	insecure      bool
 	token         string
 }
@@ -113,6 +116,8 @@ func (a *app) addGlobalFlags(c *cobra.Command) {
 	f.Float64Var(&a.opts.retryInterval, "retry-interval", 2, "seconds before the first retry; later retries back off")
 	f.BoolVar(&a.opts.debug, "debug", false, "log every request and answer to stderr (secrets masked)")
 	f.StringVar(&a.opts.cacert, "os-cacert", "", "PEM CA bundle that verifies an https endpoint (env OS_CACERT)")
+	f.StringVar(&a.opts.cert, "os-cert", "", "PEM client certificate presented to an https endpoint that asks for one (env OS_CERT)")
+	f.StringVar(&a.opts.key, "os-key", "", "PEM private key of --os-cert (env OS_KEY)")
 	f.BoolVar(&a.opts.insecure, "insecure", false, "do not verify an https endpoint's certificate")
 }
 
@@ -148,7 +153,9 @@ func (a *app) client() (*Client, error) {
 	if o.debug {
 		cfg.Debug = a.env.Stderr
 	}
-	tr, err := tlsTransport(firstNonEmpty(o.cacert, a.env.Getenv("OS_CACERT")), o.insecure)
+	tr, err := tlsTransport(tlsconf.Client{CAFile: firstNonEmpty(o.cacert, a.env.Getenv("OS_CACERT")),
+		CertFile: firstNonEmpty(o.cert, a.env.Getenv("OS_CERT")), KeyFile: firstNonEmpty(o.key, a.env.Getenv("OS_KEY")),
+		InsecureSkipVerify: o.insecure})
 	if err != nil {
 		return nil, err
 	}

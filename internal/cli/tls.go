@@ -1,30 +1,21 @@
 package cli
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net/http"
-	"os"
+
+	"github.com/anvil-metal/anvil/internal/tlsconf"
 )
 
-// tlsTransport is the transport for --os-cacert / --insecure, or nil for
-// Go's default (the system's CAs).
-func tlsTransport(caFile string, insecure bool) (http.RoundTripper, error) {
-	if caFile == "" && !insecure {
+// tlsTransport is the transport for --os-cacert, --os-cert/--os-key and
+// --insecure, or nil for Go's default (the system's CAs).
+func tlsTransport(c tlsconf.Client) (http.RoundTripper, error) {
+	if c.IsZero() {
 		return nil, nil
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure} //nolint:gosec // the operator asked for --insecure
-	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, fmt.Errorf("--os-cacert: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--os-cacert %s: no PEM certificate in it", caFile)
-		}
-		cfg.RootCAs = pool
+	cfg, err := c.Config()
+	if err != nil {
+		return nil, fmt.Errorf("--os-cacert/--os-cert/--os-key: %w", err)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = cfg

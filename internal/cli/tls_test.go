@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/anvil-metal/anvil/internal/tlsconf"
 )
 
 // TestCACert: an https endpoint is reached with --os-cacert naming its CA,
@@ -26,7 +28,7 @@ func TestCACert(t *testing.T) {
 		ok   bool
 		what string
 	}{{ca, true, "with its CA"}, {"", false, "without its CA"}} {
-		tr, err := tlsTransport(c.ca, false)
+		tr, err := tlsTransport(tlsconf.Client{CAFile: c.ca})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +45,7 @@ func TestCACert(t *testing.T) {
 			t.Errorf("%s: %v, want a certificate error", c.what, err)
 		}
 	}
-	if _, err := tlsTransport(filepath.Join(t.TempDir(), "none.pem"), false); err == nil {
+	if _, err := tlsTransport(tlsconf.Client{CAFile: filepath.Join(t.TempDir(), "none.pem")}); err == nil {
 		t.Error("a missing CA file was accepted")
 	}
 }

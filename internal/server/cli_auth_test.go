@@ -21,19 +21,7 @@ func TestAnvilCLIHTTPBasic(t *testing.T) {
 		c.Security.Auth = auth.Config{Strategy: auth.HTTPBasic, UserFile: htpasswd(t, "op", "Cli-Passw0rd")}
 		c.Security.TLSCertFile, c.Security.TLSKeyFile = cert, key
 	})
-	run := func(env map[string]string, args ...string) (string, string, error) {
-		var stdout, stderr bytes.Buffer
-		code := 0
-		root := &cobra.Command{Use: "anvil", SilenceErrors: true, SilenceUsage: true}
-		root.AddCommand(cli.Commands(cli.Env{Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return env[k] },
-			Exit: func(c int) { code = c }})...)
-		root.SetArgs(args)
-		err := root.ExecuteContext(t.Context())
-		if err == nil && code != 0 {
-			err = fmt.Errorf("exit %d: %s", code, stderr.String())
-		}
-		return stdout.String(), stderr.String(), err
-	}
+	run := func(env map[string]string, args ...string) (string, string, error) { return runCLI(t, env, args...) }
 	env := map[string]string{"OS_ENDPOINT": strings.Replace(s.base, "http://", "https://", 1), "OS_AUTH_TYPE": "http_basic",
 		"OS_USERNAME": "op", "OS_PASSWORD": "Cli-Passw0rd", "OS_CACERT": cert}
 	if _, errOut, err := run(env, "node", "create", "--driver", "fake-hardware", "--name", "cli-node", "--debug"); err != nil {
@@ -49,4 +37,20 @@ func TestAnvilCLIHTTPBasic(t *testing.T) {
 	if out, _, err := run(env, "node", "list"); err == nil || !strings.Contains(err.Error(), "Incorrect username or password") {
 		t.Fatalf("a wrong password: %q %v", out, err)
 	}
+}
+
+// runCLI runs the anvil CLI in-process with env as its environment.
+func runCLI(t *testing.T, env map[string]string, args ...string) (string, string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := 0
+	root := &cobra.Command{Use: "anvil", SilenceErrors: true, SilenceUsage: true}
+	root.AddCommand(cli.Commands(cli.Env{Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return env[k] },
+		Exit: func(c int) { code = c }})...)
+	root.SetArgs(args)
+	err := root.ExecuteContext(t.Context())
+	if err == nil && code != 0 {
+		err = fmt.Errorf("exit %d: %s", code, stderr.String())
+	}
+	return stdout.String(), stderr.String(), err
 }

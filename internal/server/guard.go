@@ -14,8 +14,10 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/anvil-metal/anvil/internal/api"
 	"github.com/anvil-metal/anvil/internal/auth"
 	"github.com/anvil-metal/anvil/internal/dashboard"
+	"github.com/anvil-metal/anvil/internal/tlsconf"
 )
 
 // Security is how `anvil serve` guards its listener.
@@ -27,6 +29,12 @@ type Security struct {
 	AllowedHosts []string
 	// TLSCertFile and TLSKeyFile, both set, serve HTTPS.
 	TLSCertFile, TLSKeyFile string
+	// TLSClientCAFile, with TLS, makes the API require a client
+	// certificate signed by one of its PEM CAs, besides the
+	// authentication strategy; the public routes (root, /v1, the agent's
+	// lookup and heartbeat, boot files, the dashboard's page) need none,
+	// as ramdisks and firmware present none.
+	TLSClientCAFile string
 	// AllowInsecureNoAuth lets noauth listen beyond loopback (with a
 	// warning); without it, Serve refuses.
 	AllowInsecureNoAuth bool
@@ -57,6 +65,9 @@ func guard(ctx context.Context, h http.Handler, cfg Config, bootPrefix string, a
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Security.TLSClientCAFile != "" {
+		h = requireClientCert(h, ac.Public)
+	}
 	allowed := append([]string{}, cfg.Security.AllowedHosts...)
 	for _, u := range []string{cfg.Network.HTTPURL, cfg.Network.PublicEndpoint} {
 		if pu, err := url.Parse(u); err == nil && pu.Host != "" {
@@ -83,8 +94,19 @@ func secureListener(ln net.Listener, sec Security, log *slog.Logger) (_ net.List
 		if err := kp.load(); err != nil {
 			return nil, nil, err
 		}
-		ln = tls.NewListener(ln, &tls.Config{GetCertificate: kp.get, MinVersion: tls.VersionTLS12})
+		tc := &tls.Config{GetCertificate: kp.get, MinVersion: tls.VersionTLS12}
+		if sec.TLSClientCAFile != "" {
+			pool, err := tlsconf.LoadCAs(sec.TLSClientCAFile)
+			if err != nil {
+				return nil, nil, fmt.Errorf("--tls-client-ca-file: %w", err)
+			}
+			// Verified when given; required per route by requireClientCert.
+			tc.ClientCAs, tc.ClientAuth = pool, tls.VerifyClientCertIfGiven
+		}
+		ln = tls.NewListener(ln, tc)
 		reload = kp.load
+	} else if sec.TLSClientCAFile != "" {
+		return nil, nil, fmt.Errorf("--tls-client-ca-file needs TLS: --tls-cert-file and --tls-key-file")
 	}
 	if !isLoopback(ln.Addr()) {
 		if sec.Auth.Strategy == "" || sec.Auth.Strategy == auth.NoAuth {
@@ -98,6 +120,18 @@ func secureListener(ln net.Listener, sec Security, log *slog.Logger) (_ net.List
 		}
 	}
 	return ln, reload, nil
+}
+
+// requireClientCert answers 401 to a request for a non-public path that
+// came without a client certificate the listener verified.
+func requireClientCert(next http.Handler, public func(string) bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !public(r.URL.Path) && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
+			api.WriteError(w, http.StatusUnauthorized, "A client certificate signed by the API's client CA is required.")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // keyPair is the served certificate, replaced by load.

@@ -230,6 +230,7 @@ func TestFakeVendorPassthru(t *testing.T) {
 		if code, body := s.call("POST", vp+"?method="+tt.method, tt.body); code != tt.code || body != tt.want {
 			t.Errorf("%s %s: %d %q, want %d %q", tt.method, tt.body, code, body, tt.code, tt.want)
 		}
+		unlocked(t, s, n) // an asynchronous method holds the node until it is done, as in Ironic
 	}
 	// python-ironicclient names the method in the path
 	if code, body := s.call("POST", vp+"/third_method_sync", `{"bar":"meow"}`); code != 200 || body != "true" {
@@ -248,6 +249,7 @@ func TestFakeVendorPassthru(t *testing.T) {
 	if res.Err != nil || res.StatusCode != 202 {
 		t.Errorf("gophercloud second_method: %d %v", res.StatusCode, res.Err)
 	}
+	unlocked(t, s, n)
 	typed, err := nodes.GetVendorPassthruMethods(t.Context(), gc, n).Extract()
 	if err != nil || typed.CreateSubscription.HTTPMethods != nil {
 		t.Errorf("typed methods of fake: %+v %v", typed, err)
@@ -283,5 +285,17 @@ func TestRedfishEjectVmedia(t *testing.T) {
 			t.Fatal("the virtual CD was never ejected")
 		}
 		<-tick.C
+	}
+}
+
+// unlocked waits (bounded) until node n holds no lock.
+func unlocked(t *testing.T, s *served, n string) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for s.do("GET", "/v1/nodes/"+n, "", 200)["reservation"] != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("node %s still locked after %s", n, testTimeout)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
 	}
 }
