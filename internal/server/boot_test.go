@@ -52,7 +52,10 @@ func (r *recorder) seen() []string {
 
 // fakeAgent answers the agent command API: every command is accepted
 // RUNNING and reported SUCCEEDED when polled.
-func fakeAgent(t *testing.T) string {
+func fakeAgent(t *testing.T) string { return fakeAgentEnding(t, ipa.StatusSucceeded) }
+
+// fakeAgentEnding is fakeAgent whose commands end with status final.
+func fakeAgentEnding(t *testing.T, final string) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res := ipa.CommandResult{ID: "c1", Status: ipa.StatusRunning}
 		if r.Method == http.MethodPost {
@@ -61,7 +64,10 @@ func fakeAgent(t *testing.T) string {
 			res.ID, res.Name = req.Name, req.Name
 		} else {
 			res.ID = strings.TrimPrefix(r.URL.Path, "/v1/commands/")
-			res.Name, res.Status = res.ID, ipa.StatusSucceeded
+			res.Name, res.Status = res.ID, final
+			if final != ipa.StatusSucceeded {
+				res.Error = &ipa.RESTError{Message: "disk on fire"}
+			}
 		}
 		_ = json.NewEncoder(w).Encode(res)
 	}))

@@ -171,6 +171,29 @@ func TestVirtualMediaBootCycle(t *testing.T) {
 		t.Errorf("after unrescue, BMC: %v, want %v", got, wantBMC)
 	}
 
+	// Undeploy (cleaning through the agent), then a manual clean aborted in
+	// clean wait: the ISO is ejected and withdrawn (Ironic's
+	// do_node_clean_abort → tear_down_cleaning).
+	s.do("PUT", "/v1/nodes/vm-1/states/provision", `{"target":"deleted"}`, 202)
+	s.agentRun("vm-1", mac, agentURL, "available")
+	s.wait("vm-1", "available")
+	s.do("PUT", "/v1/nodes/vm-1/states/provision", `{"target":"manage"}`, 202)
+	s.wait("vm-1", "manageable")
+	wantISO = append(wantISO, "withdraw", "iso http://127.0.0.1/k console=ttyS0", "withdraw")
+	wantBMC = append(wantBMC, "insert "+iso, "eject")
+	s.do("PUT", "/v1/nodes/vm-1/states/provision", `{"target":"clean","clean_steps":[{"interface":"deploy","step":"erase_devices_metadata"}]}`, 202)
+	s.waitParked("vm-1", "clean wait")
+	s.do("PUT", "/v1/nodes/vm-1/states/provision", `{"target":"abort"}`, 202)
+	s.wait("vm-1", "clean failed")
+	wantISO = append(wantISO, "iso http://127.0.0.1/k console=ttyS0", "withdraw")
+	wantBMC = append(wantBMC, "insert "+iso, "eject")
+	if got := isos.seen(); !slices.Equal(got, wantISO) {
+		t.Errorf("after a clean abort, ISOs: %v, want %v", got, wantISO)
+	}
+	if got := bmc.seen(); !slices.Equal(got, wantBMC) {
+		t.Errorf("after a clean abort, BMC: %v, want %v", got, wantBMC)
+	}
+
 	bmc.mu.Lock()
 	bmc.refuse = true
 	bmc.mu.Unlock()
@@ -187,7 +210,9 @@ func TestVirtualMediaBootCycle(t *testing.T) {
 	if strings.Contains(le, "pw-secret-55") {
 		t.Errorf("last_error shows the password: %q", le)
 	}
-	if got := isos.seen()[before:]; !slices.Equal(got, []string{"iso http://127.0.0.1/k console=ttyS0", "withdraw"}) {
+	// Withdrawn by the failed insert, and again (idempotent) by the clean
+	// failure's tear down (Ironic's tear_down_cleaning → clean_up_ramdisk).
+	if got := isos.seen()[before:]; !slices.Equal(got, []string{"iso http://127.0.0.1/k console=ttyS0", "withdraw", "withdraw"}) {
 		t.Errorf("ISOs after the refused insert: %v, want built then withdrawn", got)
 	}
 }

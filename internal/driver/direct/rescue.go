@@ -85,6 +85,15 @@ func (r *Rescuer) Continue(ctx context.Context, t *driver.Task, op string) (driv
 	return driver.Done, nil
 }
 
+// CleanUpRamdisk undoes a failed, timed-out or aborted rescue
+// (driver.RamdiskCleaner; Ironic's rescue clean_up).
+// The rescue password goes too, as Ironic's remove_node_rescue_password.
+func (r *Rescuer) CleanUpRamdisk(ctx context.Context, t *driver.Task, powerOff bool) error {
+	delete(t.Node.InstanceInfo, keyRescuePassword)
+	delete(t.Node.InstanceInfo, KeyHashedRescuePassword)
+	return r.d.cleanUpRamdisk(ctx, t, powerOff)
+}
+
 // Unrescue sets the boot device to disk and reboots into the instance; the
 // rescue password's hash is dropped.
 func (r *Rescuer) Unrescue(ctx context.Context, t *driver.Task) error {
