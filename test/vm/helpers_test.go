@@ -32,11 +32,15 @@ func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &anvilBin, nil)) }
 // syncBuffer collects a process's output safely.
 type syncBuffer = testbin.Buffer
 
+// vmSwitch, set to 1, makes a missing prerequisite fail the VM tests as
+// under CI.
+const vmSwitch = "ANVIL_VM_TEST"
+
 // missing skips the test for a missing prerequisite, or fails it under CI
 // or ANVIL_VM_TEST=1 (testbin.Missing decides).
 func missing(t *testing.T, format string, args ...any) {
 	t.Helper()
-	testbin.Missing(t, fmt.Sprintf(format, args...), "ANVIL_VM_TEST")
+	testbin.Missing(t, fmt.Sprintf(format, args...), vmSwitch)
 }
 
 // startServe runs `anvil serve` on a free loopback port and returns its URL.
