@@ -35,9 +35,10 @@ func Missing(t testing.TB, msg string, envs ...string) {
 	t.Skip(msg)
 }
 
-// Need returns the path of tool, a command looked up in PATH or an
-// absolute path that must exist; when it is absent the test ends through
-// Missing, naming debPackage, the Debian package that provides it.
+// Need returns the path of tool, a command looked up in PATH (then in
+// /usr/sbin and /sbin, which a user's PATH may lack: dnsmasq lives there)
+// or an absolute path that must exist; when it is absent the test ends
+// through Missing, naming debPackage, the Debian package that provides it.
 func Need(t testing.TB, tool, debPackage string, envs ...string) string {
 	t.Helper()
 	if path, err := lookTool(tool); err == nil {
@@ -54,5 +55,14 @@ func lookTool(tool string) (string, error) {
 		}
 		return tool, nil
 	}
-	return exec.LookPath(tool)
+	path, err := exec.LookPath(tool)
+	if err == nil {
+		return path, nil
+	}
+	for _, dir := range []string{"/usr/sbin", "/sbin"} {
+		if p, serr := exec.LookPath(filepath.Join(dir, tool)); serr == nil {
+			return p, nil
+		}
+	}
+	return "", err
 }
