@@ -3,15 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // TestBMCEmulatorQEMUFlags: bad --qemu flags stop the command with one
 // clear error before anything starts.
 func TestBMCEmulatorQEMUFlags(t *testing.T) {
-	_, qemuErr := exec.LookPath("qemu-system-x86_64")
 	tests := []struct {
 		args      []string
 		want      string
@@ -28,8 +28,8 @@ func TestBMCEmulatorQEMUFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			if tt.needsQEMU && qemuErr != nil {
-				t.Skip("qemu-system-x86_64 not found")
+			if tt.needsQEMU {
+				testbin.Need(t, "qemu-system-x86_64", "qemu-system-x86")
 			}
 			var out, errOut bytes.Buffer
 			cmd := newBMCEmulator(&out, &errOut)

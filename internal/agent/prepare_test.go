@@ -18,6 +18,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/agent/agentapi"
 	"github.com/anvil-metal/anvil/internal/disk"
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // threeDisks makes three file disks with attributes for hints and an
@@ -152,9 +153,7 @@ func TestWriteImageWholeDiskConfigDrive(t *testing.T) {
 }
 
 func TestWriteImagePartitionQcow2(t *testing.T) {
-	if _, err := exec.LookPath("qemu-img"); err != nil {
-		t.Skip("qemu-img not installed (scripts/test.sh installs qemu-utils)")
-	}
+	testbin.Need(t, "qemu-img", "qemu-utils")
 	raw, _ := randomImage(t, 3<<20)
 	dir := t.TempDir()
 	rawPath, q := filepath.Join(dir, "root.raw"), filepath.Join(dir, "root.qcow2")

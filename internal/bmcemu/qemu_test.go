@@ -20,20 +20,11 @@ import (
 	"github.com/bougou/go-ipmi/pkg/command/chassis"
 
 	"github.com/anvil-metal/anvil/internal/bmcemu"
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
-// needQEMU skips without qemu, or fails where the tools must be there (CI).
-func needQEMU(t *testing.T, tools ...string) {
-	t.Helper()
-	for _, tool := range append([]string{"qemu-system-x86_64"}, tools...) {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s not found (scripts/test.sh installs it)", tool)
-			}
-			t.Skipf("%s not found", tool)
-		}
-	}
-}
+// needQEMU skips without qemu, or fails where it must be there (CI).
+func needQEMU(t *testing.T) { testbin.Need(t, "qemu-system-x86_64", "qemu-system-x86") }
 
 // waitUntil polls cond every 100 ms for up to d.
 func waitUntil(d time.Duration, cond func() bool) bool {
@@ -62,7 +53,8 @@ func lastBoot(console string) string {
 // ForceOff kills qemu, GracefulShutdown of a guest that ignores the power
 // button kills it after the timeout, and qemu exiting turns the machine off.
 func TestQEMUPowerAndBootDevices(t *testing.T) {
-	needQEMU(t, "genisoimage")
+	needQEMU(t)
+	testbin.Need(t, "genisoimage", "genisoimage")
 	dir := t.TempDir()
 	// an ISO whose El Torito boot image is a boot sector printing CD-BOOT-OK
 	isoDir := filepath.Join(dir, "iso")
@@ -244,13 +236,7 @@ func TestQEMUNoNetworkBoot(t *testing.T) {
 // switched to Legacy it boots SeaBIOS and the boot sector.
 func TestQEMUUEFI(t *testing.T) {
 	needQEMU(t)
-	const ovmf = "/usr/share/OVMF/OVMF_CODE_4M.fd"
-	if _, err := os.Stat(ovmf); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not found (scripts/test.sh installs ovmf)", ovmf)
-		}
-		t.Skipf("%s not found (apt-get install ovmf)", ovmf)
-	}
+	ovmf := testbin.Need(t, "/usr/share/OVMF/OVMF_CODE_4M.fd", "ovmf")
 	dir := t.TempDir()
 	e := start(t, bmcemu.Config{Count: 1, StateDir: dir,
 		QEMU: &bmcemu.QEMUConfig{MemoryMiB: 128, DiskBytes: 1 << 20, NoNetworkBoot: true, UEFIFirmware: ovmf}})

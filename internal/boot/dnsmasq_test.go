@@ -15,6 +15,8 @@ import (
 
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"github.com/insomniacslk/dhcp/iana"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 var dnsmasqOpts = DnsmasqOptions{
@@ -84,14 +86,7 @@ func TestDnsmasqConfigRefusesBadOptions(t *testing.T) {
 
 func dnsmasqBinary(t *testing.T) string {
 	t.Helper()
-	bin, err := exec.LookPath("dnsmasq")
-	if err != nil {
-		bin = "/usr/sbin/dnsmasq"
-		if _, err := os.Stat(bin); err != nil {
-			t.Skip("dnsmasq not installed (apt-get install dnsmasq-base); config not checked by dnsmasq")
-		}
-	}
-	return bin
+	return testbin.Need(t, "dnsmasq", "dnsmasq-base")
 }
 
 func TestDnsmasqAcceptsConfig(t *testing.T) {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/pin/tftp/v3"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // startTFTP serves dir on a loopback port and returns its address.
@@ -120,10 +122,7 @@ func TestTFTPRefusesTraversalAndWrites(t *testing.T) {
 
 // TestTFTPWithTFTPHPA fetches with Debian's tftp-hpa client when installed.
 func TestTFTPWithTFTPHPA(t *testing.T) {
-	tftpBin, err := exec.LookPath("tftp")
-	if err != nil {
-		t.Skip("tftp-hpa not installed (apt-get install tftp-hpa)")
-	}
+	tftpBin := testbin.Need(t, "tftp", "tftp-hpa")
 	dir, binary := tftpFixture(t)
 	addr := startTFTP(t, dir)
 	host, port, _ := net.SplitHostPort(addr)

@@ -192,7 +192,7 @@ func (c *Conductor) ContinueInspection(ctx context.Context, macs []string, nodeU
 		err := recv.ReceiveInventory(ctx, dt, inventory, pluginData)
 		c.createInspectedPorts(ctx, t, dt.Ports)
 		if err != nil {
-			t.failWith(fmt.Sprintf("Failed to inspect node %s: %v", t.node.UUID, err))
+			c.failAgentOp(ctx, t, opInspect, fmt.Sprintf("Failed to inspect node %s: %v", t.node.UUID, err))
 			return
 		}
 		t.node.InspectionFinishedAt = c.now().UTC()

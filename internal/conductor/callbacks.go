@@ -94,7 +94,7 @@ func (c *Conductor) continueSteps(ctx context.Context, t *task, kind driver.Step
 		if r, ok := t.drv.Interface(steps[i].Interface).(driver.Resumer); ok {
 			res, err := r.Continue(ctx, t.driverTask(ctx), string(kind))
 			if err != nil {
-				c.stepFailed(t, kind, fmt.Sprintf("Node %s failed step %s: %s", t.node.UUID, pyRepr(stepJSON(steps[i])), t.c.errorText(err)))
+				c.failStep(ctx, t, kind, fmt.Sprintf("Node %s failed step %s: %s", t.node.UUID, pyRepr(stepJSON(steps[i])), t.c.errorText(err)))
 				return
 			}
 			if res == driver.Wait {
@@ -115,7 +115,7 @@ func (c *Conductor) continueOp(ctx context.Context, t *task, impl any, op string
 			c.createInspectedPorts(ctx, t, dt.Ports)
 		}
 		if err != nil {
-			t.failWith(fmt.Sprintf("Failed to %s node %s: %s", op, t.node.UUID, t.c.errorText(err)))
+			c.failAgentOp(ctx, t, op, fmt.Sprintf("Failed to %s node %s: %s", op, t.node.UUID, t.c.errorText(err)))
 			return
 		}
 		if res == driver.Wait {
@@ -206,15 +206,26 @@ func (c *Conductor) timeOut(ctx context.Context, t *task, now time.Time) {
 		return
 	}
 	state := n.ProvisionState
+	torn := false
 	switch state {
 	case fsm.CleanWait:
-		c.stepFailed(t, "clean", msg)
+		c.failStep(ctx, t, driver.CleanSteps, msg)
 	case fsm.ServiceWait:
-		c.stepFailed(t, "service", msg)
+		c.failStep(ctx, t, driver.ServiceSteps, msg)
+	case fsm.DeployWait:
+		t.failWith(msg)
+		c.tearDownAgent(ctx, t, string(driver.DeploySteps), false)
+	case fsm.InspectWait:
+		c.failAgentOp(ctx, t, opInspect, msg)
+	case fsm.RescueWait:
+		t.failWith(msg)
+		torn = c.tearDownAgent(ctx, t, opRescue, false) // powers off
 	default:
 		t.failWith(msg)
 	}
-	if (state == fsm.DeployWait || state == fsm.RescueWait) && t.drv.Power != nil && !n.DisablePowerOff {
+	// A timed-out deploy or rescue is powered off here unless its interface
+	// did so as it tore its ramdisk down.
+	if (state == fsm.DeployWait || state == fsm.RescueWait) && !torn && t.drv.Power != nil && !n.DisablePowerOff {
 		if err := t.drv.Power.SetPowerState(ctx, t.driverTask(ctx), fsm.PowerOff); err != nil {
 			n.LastError += fmt.Sprintf(". Also failed to power off the node: %s", t.c.errorText(err))
 		} else {

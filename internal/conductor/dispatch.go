@@ -151,7 +151,11 @@ func setInfo(m *model.JSON, k string, v any) {
 	(*m)[k] = v
 }
 
-// abort stops an operation parked in a wait or hold state (no worker needed).
+// abort stops an operation parked in a wait or hold state. The state moves
+// at once; the agent ramdisk the operation booted is then torn down on a
+// worker (Ironic's do_node_clean_abort, _do_node_rescue_abort), so an
+// abort needs a free worker (503 otherwise) when the operation's interface
+// has a ramdisk to tear down.
 func (c *Conductor) abort(ctx context.Context, t *task) error {
 	n := t.node
 	from := n.ProvisionState
@@ -166,7 +170,27 @@ func (c *Conductor) abort(ctx context.Context, t *task) error {
 		fsm.ServiceHold:   "Service operation aborted for node %s.",
 		fsm.ServiceFailed: "",
 	}[from]
+	// The operation stopped, whose agent ramdisk is torn down.
+	op, tearDown := map[string]string{
+		fsm.CleanWait: string(driver.CleanSteps), fsm.CleanHold: string(driver.CleanSteps),
+		fsm.DeployWait: string(driver.DeploySteps), fsm.DeployHold: string(driver.DeploySteps),
+		fsm.ServiceWait: string(driver.ServiceSteps), fsm.ServiceHold: string(driver.ServiceSteps),
+		fsm.InspectWait: opInspect, fsm.RescueWait: opRescue,
+	}[from]
+	if tearDown {
+		if _, ok := c.agentImpl(t, op).(driver.RamdiskCleaner); !ok {
+			tearDown = false
+		}
+	}
+	if tearDown {
+		if err := c.reserveWorker(); err != nil {
+			return err
+		}
+	}
 	if err := t.fire(fsm.EvAbort); err != nil {
+		if tearDown {
+			c.freeWorker()
+		}
 		return err
 	}
 	switch {
@@ -184,9 +208,19 @@ func (c *Conductor) abort(ctx context.Context, t *task) error {
 		t.record(&model.HistoryEvent{Severity: model.SeverityError, EventType: "abort", Event: n.LastError})
 	}
 	if err := t.save(ctx); err != nil {
+		if tearDown {
+			c.freeWorker()
+		}
 		return err
 	}
-	t.release()
+	if !tearDown {
+		t.release()
+		return nil
+	}
+	c.spawn(func(wctx context.Context) {
+		defer t.finish()
+		c.tearDownAgent(wctx, t, op, true)
+	})
 	return nil
 }
 

@@ -19,6 +19,11 @@
 //     is logged, recorded as last_error and fails the node rather than
 //     leaving it in a transient state.
 //
+// An operation that booted the agent ramdisk and fails, times out or is
+// aborted has it torn down by its interface (driver.RamdiskCleaner,
+// teardown.go), powering the node off where Ironic's error handlers and
+// aborts do; an abort that needs this takes a worker.
+//
 // Requests outside the state machine follow Ironic's pattern too: power
 // (SetPower) and virtual media attach/detach (AttachVirtualMedia,
 // DetachVirtualMedia, vmedia.go) lock the node, validate, clear last_error

@@ -65,7 +65,7 @@ func (c *Conductor) inspectFlow(ctx context.Context, t *task) {
 	dt := t.driverTask(ctx)
 	res, err := t.drv.Inspect.Inspect(ctx, dt)
 	if err != nil {
-		t.failWith(fmt.Sprintf("Failed to inspect hardware. Reason: %s", t.c.errorText(err)))
+		c.failAgentOp(ctx, t, opInspect, fmt.Sprintf("Failed to inspect hardware. Reason: %s", t.c.errorText(err)))
 		return
 	}
 	c.createInspectedPorts(ctx, t, dt.Ports)
@@ -136,7 +136,7 @@ func (c *Conductor) rescueFlow(ctx context.Context, t *task) {
 	}
 	res, err := r.Rescue(ctx, t.driverTask(ctx))
 	if err != nil {
-		t.failWith(fmt.Sprintf("Failed to rescue node %s: %s", t.node.UUID, t.c.errorText(err)))
+		c.failAgentOp(ctx, t, opRescue, fmt.Sprintf("Failed to rescue node %s: %s", t.node.UUID, t.c.errorText(err)))
 		return
 	}
 	if res == driver.Wait {

@@ -127,7 +127,7 @@ func (c *Conductor) runSteps(ctx context.Context, t *task, kind driver.StepKind,
 		}
 		res, err := c.execStep(ctx, t, kind, s)
 		if err != nil {
-			c.stepFailed(t, kind, fmt.Sprintf("Node %s failed step %s: %s", n.UUID, pyRepr(stepJSON(s)), t.c.errorText(err)))
+			c.failStep(ctx, t, kind, fmt.Sprintf("Node %s failed step %s: %s", n.UUID, pyRepr(stepJSON(s)), t.c.errorText(err)))
 			return
 		}
 		if res == driver.Wait {

@@ -19,6 +19,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
 	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
 	"github.com/anvil-metal/anvil/internal/store/sqlite"
@@ -406,7 +407,10 @@ func (s *sink) Handle(_ context.Context, r slog.Record) error {
 }
 
 // recorder is fake-hardware with every action reported to the sink. It
-// embeds the fake, so it offers exactly the fake's capabilities.
+// embeds the fake, so it offers the fake's capabilities, plus one the fake
+// lacks: driver.RamdiskCleaner, as an agent-based interface (direct) has
+// it, so transcripts show when the conductor tears an agent ramdisk down
+// and whether it has the node powered off.
 type recorder struct {
 	*fake.Hardware
 	sink *sink
@@ -497,4 +501,20 @@ func (r *recorder) ExecuteStep(ctx context.Context, t *driver.Task, kind driver.
 	res, err := r.Hardware.ExecuteStep(ctx, t, kind, s)
 	r.call(t.Node, fmt.Sprintf("%s step %s.%s", kind, s.Interface, s.Step), resultName(res, err), err)
 	return res, err
+}
+
+func (r *recorder) CleanUpRamdisk(ctx context.Context, t *driver.Task, powerOff bool) error {
+	what := "clean_up_ramdisk"
+	if !powerOff {
+		what += " (power kept)"
+	}
+	r.call(t.Node, what+" in "+t.Node.ProvisionState, "", nil)
+	if !powerOff || t.Node.DisablePowerOff {
+		return nil
+	}
+	if err := r.SetPowerState(ctx, t, fsm.PowerOff); err != nil {
+		return err
+	}
+	t.Node.PowerState = fsm.PowerOff
+	return nil
 }

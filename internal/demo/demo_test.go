@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // running is a demo started by a test.
@@ -122,12 +124,7 @@ func (r *running) waitState(t *testing.T, node, want string) map[string]any {
 // TestDemoWalkReachesActive starts `anvil demo` and runs the commands it
 // prints, in order, with the real baremetal CLI: the node reaches active.
 func TestDemoWalkReachesActive(t *testing.T) {
-	if _, err := exec.LookPath("baremetal"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("baremetal CLI missing: scripts/test.sh installs python3-ironicclient")
-		}
-		t.Skip("baremetal CLI (python3-ironicclient) not installed")
-	}
+	testbin.Need(t, "baremetal", "python3-ironicclient")
 	r := startDemo(t, 3)
 	out := r.out.String()
 	for _, want := range []string{"3 emulated machines", "export OS_ENDPOINT=" + r.API, "baremetal node manage node-01",

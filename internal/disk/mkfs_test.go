@@ -6,13 +6,12 @@ import (
 	"os/exec"
 	"strconv"
 	"testing"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 func TestFormatEphemeral(t *testing.T) {
-	dumpe2fs, err := exec.LookPath("dumpe2fs")
-	if err != nil {
-		t.Skip("e2fsprogs not installed")
-	}
+	dumpe2fs := testbin.Need(t, "dumpe2fs", "e2fsprogs")
 	disk := tempDisk(t, 32<<20, 0xAA)
 	p := Partition{Role: RoleEphemeral, Number: 1, Start: 4 << 20, Size: 8 << 20}
 	if err := FormatEphemeral(context.Background(), disk, p, "ext4"); err != nil {

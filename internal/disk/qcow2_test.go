@@ -8,15 +8,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // makeQcow2 converts raw into a qcow2 file with qemu-img (qemu-utils, which
 // the test command installs).
 func makeQcow2(t *testing.T, raw []byte) string {
 	t.Helper()
-	if _, err := exec.LookPath("qemu-img"); err != nil {
-		t.Skip("qemu-img not installed (scripts/test.sh installs qemu-utils)")
-	}
+	testbin.Need(t, "qemu-img", "qemu-utils")
 	dir := t.TempDir()
 	src := filepath.Join(dir, "img.raw")
 	if err := os.WriteFile(src, raw, 0o644); err != nil {

@@ -197,6 +197,18 @@ type CleanFinisher interface {
 	FinishCleaning(ctx context.Context, t *Task) error
 }
 
+// RamdiskCleaner is an optional capability of the deploy, inspect and rescue
+// interfaces that boot the agent ramdisk. The conductor calls it when the
+// operation fails, times out or is aborted (Ironic's cleaning, deploying
+// and rescuing error handlers, its clean and rescue aborts, inspection's
+// tear down of the boot it manages): the agent is forgotten, the node
+// powered off when powerOff says so (never a node with disable_power_off)
+// and the boot interface withdraws the ramdisk (CleanUpRamdisk). Whether
+// to power off is the conductor's decision, as it is Ironic's.
+type RamdiskCleaner interface {
+	CleanUpRamdisk(ctx context.Context, t *Task, powerOff bool) error
+}
+
 // Step is a clean, deploy or service step an interface offers or a user asks for.
 type Step struct {
 	Interface string     `json:"interface"`

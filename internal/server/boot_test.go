@@ -52,7 +52,10 @@ func (r *recorder) seen() []string {
 
 // fakeAgent answers the agent command API: every command is accepted
 // RUNNING and reported SUCCEEDED when polled.
-func fakeAgent(t *testing.T) string {
+func fakeAgent(t *testing.T) string { return fakeAgentEnding(t, ipa.StatusSucceeded) }
+
+// fakeAgentEnding is fakeAgent whose commands end with status final.
+func fakeAgentEnding(t *testing.T, final string) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res := ipa.CommandResult{ID: "c1", Status: ipa.StatusRunning}
 		if r.Method == http.MethodPost {
@@ -61,7 +64,10 @@ func fakeAgent(t *testing.T) string {
 			res.ID, res.Name = req.Name, req.Name
 		} else {
 			res.ID = strings.TrimPrefix(r.URL.Path, "/v1/commands/")
-			res.Name, res.Status = res.ID, ipa.StatusSucceeded
+			res.Name, res.Status = res.ID, final
+			if final != ipa.StatusSucceeded {
+				res.Error = &ipa.RESTError{Message: "disk on fire"}
+			}
 		}
 		_ = json.NewEncoder(w).Encode(res)
 	}))
@@ -115,7 +121,8 @@ func (s *served) agentRun(node, mac, agentURL, want string) {
 
 // TestNetworkBootCycle: a node with the ipxe boot interface and the direct
 // deploy has its ramdisk published for cleaning, deploy and rescue, a
-// local-boot script once deployed or unrescued, and everything withdrawn after cleaning, on undeploy
+// local-boot script once deployed or unrescued, and everything withdrawn
+// after cleaning, once the rescue ramdisk is finalized, on undeploy
 // and on delete; a deploy without deploy_kernel is refused before anything
 // happens, with Ironic's text.
 func TestNetworkBootCycle(t *testing.T) {
@@ -182,9 +189,15 @@ func TestNetworkBootCycle(t *testing.T) {
 	if pub.last.Kernel.Source != "http://127.0.0.1/rk" || pub.last.Ramdisk.Source != "http://127.0.0.1/rr" {
 		t.Errorf("rescue published %+v", pub.last)
 	}
+	// finalize_rescue done: the rescue ramdisk's script is withdrawn (Ironic's
+	// _finalize_rescue → clean_up_ramdisk).
+	want = append(want, "ramdisk "+mac, "withdraw")
+	if got := pub.seen(); !slices.Equal(got, want) {
+		t.Fatalf("after rescue: %v, want %v", got, want)
+	}
 	s.do("PUT", "/v1/nodes/pxe-1/states/provision", `{"target":"unrescue"}`, 202)
 	s.wait("pxe-1", "active")
-	want = append(want, "ramdisk "+mac, "local "+mac)
+	want = append(want, "local "+mac)
 	if got := pub.seen(); !slices.Equal(got, want) {
 		t.Fatalf("after rescue and unrescue: %v, want %v", got, want)
 	}

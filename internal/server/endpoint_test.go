@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/pin/tftp/v3"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 func TestNewBoot(t *testing.T) {
@@ -56,10 +58,10 @@ func TestNewBoot(t *testing.T) {
 // real TFTP client) and --dhcp-proxy binds its port; a bad server address
 // is refused at start.
 func TestBootServers(t *testing.T) {
-	const binary = "/usr/lib/ipxe/undionly.kpxe"
+	binary := testbin.Need(t, "/usr/lib/ipxe/undionly.kpxe", "ipxe")
 	want, err := os.ReadFile(binary)
 	if err != nil {
-		t.Skipf("Debian's ipxe package is not installed: %v", err)
+		t.Fatal(err)
 	}
 	free := func() string {
 		c, err := net.ListenPacket("udp4", "127.0.0.1:0")

@@ -103,7 +103,7 @@ func (b *mediaBMC) seen() []string {
 
 // TestVirtualMediaBootCycle: a node with the redfish-virtual-media boot
 // interface and the direct deploy gets its ISO built and inserted for
-// cleaning and deploy, ejected and withdrawn after each; a BMC refusing the
+// cleaning, deploy and rescue, ejected and withdrawn after each; a BMC refusing the
 // image fails cleaning with its reason in last_error, the ISO withdrawn.
 func TestVirtualMediaBootCycle(t *testing.T) {
 	isos := &isoRecorder{}
@@ -115,7 +115,8 @@ func TestVirtualMediaBootCycle(t *testing.T) {
 	create := func(name string) string {
 		n := s.do("POST", "/v1/nodes", `{"name":"`+name+`","driver":"fake-hardware","boot_interface":"redfish-virtual-media",
 			"deploy_interface":"direct","driver_info":{"redfish_address":"`+addr+`","redfish_system_id":"/redfish/v1/Systems/1",
-			"redfish_username":"admin","redfish_password":"pw-secret-55","deploy_kernel":"http://127.0.0.1/k","deploy_ramdisk":"http://127.0.0.1/r"},
+			"redfish_username":"admin","redfish_password":"pw-secret-55","deploy_kernel":"http://127.0.0.1/k","deploy_ramdisk":"http://127.0.0.1/r",
+			"rescue_kernel":"http://127.0.0.1/rk","rescue_ramdisk":"http://127.0.0.1/rr"},"rescue_interface":"agent",
 			"instance_info":{"image_source":"http://127.0.0.1/img","image_checksum":"`+strings.Repeat("ab", 32)+`"}}`, 201)
 		s.do("PUT", "/v1/nodes/"+name+"/states/provision", `{"target":"manage"}`, 202)
 		s.wait(name, "manageable")
@@ -147,6 +148,52 @@ func TestVirtualMediaBootCycle(t *testing.T) {
 		t.Errorf("after deploy, BMC: %v, want %v", got, wantBMC)
 	}
 
+	// Rescue: the rescue ISO is inserted, then ejected and withdrawn once
+	// finalize_rescue is done (Ironic's _finalize_rescue →
+	// clean_up_ramdisk), before any unrescue.
+	s.do("PUT", "/v1/nodes/vm-1/states/provision", `{"target":"rescue","rescue_password":"pw"}`, 202)
+	s.agentRun("vm-1", mac, agentURL, "rescue")
+	wantISO = append(wantISO, "iso http://127.0.0.1/rk console=ttyS0", "withdraw")
+	wantBMC = append(wantBMC, "insert "+iso, "eject")
+	if got := isos.seen(); !slices.Equal(got, wantISO) {
+		t.Errorf("after rescue, ISOs: %v, want %v", got, wantISO)
+	}
+	if got := bmc.seen(); !slices.Equal(got, wantBMC) {
+		t.Errorf("after rescue, BMC: %v, want %v", got, wantBMC)
+	}
+	s.do("PUT", "/v1/nodes/vm-1/states/provision", `{"target":"unrescue"}`, 202)
+	s.wait("vm-1", "active")
+	wantISO = append(wantISO, "withdraw") // PrepareInstance: nothing inserted, nothing to eject
+	if got := isos.seen(); !slices.Equal(got, wantISO) {
+		t.Errorf("after unrescue, ISOs: %v, want %v", got, wantISO)
+	}
+	if got := bmc.seen(); !slices.Equal(got, wantBMC) {
+		t.Errorf("after unrescue, BMC: %v, want %v", got, wantBMC)
+	}
+
+	// Undeploy (cleaning through the agent), then a manual clean aborted in
+	// clean wait: the ISO is ejected and withdrawn (Ironic's
+	// do_node_clean_abort → tear_down_cleaning).
+	s.do("PUT", "/v1/nodes/vm-1/states/provision", `{"target":"deleted"}`, 202)
+	s.agentRun("vm-1", mac, agentURL, "available")
+	s.wait("vm-1", "available")
+	s.do("PUT", "/v1/nodes/vm-1/states/provision", `{"target":"manage"}`, 202)
+	s.wait("vm-1", "manageable")
+	wantISO = append(wantISO, "withdraw", "iso http://127.0.0.1/k console=ttyS0", "withdraw")
+	wantBMC = append(wantBMC, "insert "+iso, "eject")
+	s.do("PUT", "/v1/nodes/vm-1/states/provision", `{"target":"clean","clean_steps":[{"interface":"deploy","step":"erase_devices_metadata"}]}`, 202)
+	s.waitParked("vm-1", "clean wait")
+	s.do("PUT", "/v1/nodes/vm-1/states/provision", `{"target":"abort"}`, 202)
+	s.wait("vm-1", "clean failed")
+	wantISO = append(wantISO, "iso http://127.0.0.1/k console=ttyS0", "withdraw")
+	wantBMC = append(wantBMC, "insert "+iso, "eject")
+	if got := isos.seen(); !slices.Equal(got, wantISO) {
+		t.Errorf("after a clean abort, ISOs: %v, want %v", got, wantISO)
+	}
+	if got := bmc.seen(); !slices.Equal(got, wantBMC) {
+		t.Errorf("after a clean abort, BMC: %v, want %v", got, wantBMC)
+	}
+
 	bmc.mu.Lock()
 	bmc.refuse = true
 	bmc.mu.Unlock()
@@ -163,7 +210,9 @@ func TestVirtualMediaBootCycle(t *testing.T) {
 	if strings.Contains(le, "pw-secret-55") {
 		t.Errorf("last_error shows the password: %q", le)
 	}
-	if got := isos.seen()[before:]; !slices.Equal(got, []string{"iso http://127.0.0.1/k console=ttyS0", "withdraw"}) {
+	// Withdrawn by the failed insert, and again (idempotent) by the clean
+	// failure's tear down (Ironic's tear_down_cleaning → clean_up_ramdisk).
+	if got := isos.seen()[before:]; !slices.Equal(got, []string{"iso http://127.0.0.1/k console=ttyS0", "withdraw", "withdraw"}) {
 		t.Errorf("ISOs after the refused insert: %v, want built then withdrawn", got)
 	}
 }

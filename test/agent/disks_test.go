@@ -19,6 +19,7 @@ import (
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
 
 	"github.com/anvil-metal/anvil/internal/disk"
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // sparseDisk makes a sparse file disk of size bytes.
@@ -65,9 +66,7 @@ func sha(b []byte) string {
 // root_gb on the disk instance_info's hints name, with ephemeral (ext4),
 // swap and config drive partitions.
 func TestDeployDisksHintsConfigDrivePartitionQcow2(t *testing.T) {
-	if _, err := exec.LookPath("qemu-img"); err != nil {
-		t.Skip("qemu-img not installed (scripts/test.sh installs qemu-utils)")
-	}
+	testbin.Need(t, "qemu-img", "qemu-utils")
 	api := startServer(t)
 	const mac = "52:54:00:aa:bb:07"
 	node := createNode(t, api, "disks-node", mac)

@@ -3,22 +3,26 @@ package agent_test
 import (
 	"bytes"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // TestDefaultHeartbeatSettings runs provide and deploy with the agent's
 // default heartbeat (no --heartbeat-interval: every 0.3–0.6 × the
-// conductor's heartbeat_timeout of 300 s, so 90 s or more apart). Each
-// finishes only because the agent heartbeats as soon as a command ends (as
-// IPA does): otherwise the conductor would see the erase or the image write
-// done no sooner than the next regular heartbeat, past stateTimeout.
-// Cleaning ends with the node powered off and its agent forgotten, so the
-// deploy boots a fresh agent, as power on does on a real machine.
+// conductor's heartbeat_timeout, read from a lookup). Each finishes only
+// because the agent heartbeats as soon as a command ends (as IPA does):
+// the provide's history shows the conductor resumed by a heartbeat that
+// came sooner after the previous one than the shortest regular interval,
+// the one that found the erase done. Cleaning ends with the node powered
+// off and its agent forgotten, so the deploy boots a fresh agent, as power
+// on does on a real machine.
 func TestDefaultHeartbeatSettings(t *testing.T) {
 	api := startServer(t)
 	imgs, image, sum := imageServer(t)
+	minInterval := time.Duration(0.3 * float64(heartbeatTimeout(t, api)))
 	const mac = "52:54:00:aa:bb:0d"
 	node := createNode(t, api, "default-heartbeat", mac)
 	disk := tempDisk(t, 64*mib, 0xAA)
@@ -32,6 +36,18 @@ func TestDefaultHeartbeatSettings(t *testing.T) {
 	waitState(t, api, node, "manageable")
 	provision(t, api, node, "provide")
 	waitState(t, api, node, "available")
+	// Each heartbeat resumes the clean: the first starts the erase, the
+	// last finds it done.
+	resumes := resumeTimes(t, api, node, "clean wait", "cleaning")
+	if len(resumes) < 2 {
+		t.Fatalf("provide resumed %d times by heartbeats, want at least 2 (start the erase, find it done)", len(resumes))
+	}
+	gap := resumes[len(resumes)-1].Sub(resumes[len(resumes)-2])
+	t.Logf("provide: %d heartbeat resumes, the last %v after the previous one (regular heartbeats ≥ %v apart)", len(resumes), gap, minInterval)
+	if gap >= minInterval {
+		t.Errorf("the heartbeat after the erase came %v after the previous one, no sooner than a regular one (≥ %v): the agent did not heartbeat when its command finished", gap, minInterval)
+	}
+
 	_ = agent.Stop(t)
 	boot()
 	setImage(t, api, node, imgs.URL+"/good.img", sum)
@@ -44,4 +60,53 @@ func TestDefaultHeartbeatSettings(t *testing.T) {
 	if !bytes.Equal(d[:len(image)], image) {
 		t.Fatalf("the disk does not start with the image")
 	}
+}
+
+// heartbeatTimeout is the heartbeat_timeout the conductor's lookup hands
+// agents. It is read for a probe node parked in clean wait with no agent
+// (so the token the test takes is no agent's).
+func heartbeatTimeout(t *testing.T, api string) time.Duration {
+	t.Helper()
+	const mac = "52:54:00:aa:bb:0e"
+	node := createNode(t, api, "heartbeat-probe", mac)
+	provision(t, api, node, "manage")
+	waitState(t, api, node, "manageable")
+	provision(t, api, node, "provide")
+	deadline := time.Now().Add(stateTimeout)
+	for time.Now().Before(deadline) {
+		r := callVersion(t, "1.68", "GET", api+"/v1/lookup?addresses="+mac, nil)
+		if r.Status == 200 {
+			cfg, _ := r.JSON(t)["config"].(map[string]any)
+			s, ok := cfg["heartbeat_timeout"].(float64)
+			if !ok || s <= 0 {
+				t.Fatalf("lookup config has no heartbeat_timeout: %v", cfg)
+			}
+			return time.Duration(s * float64(time.Second))
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval, bounded by the deadline
+	}
+	t.Fatal("the probe node never answered a lookup")
+	return 0
+}
+
+// resumeTimes are the times node moved from one state to another, from
+// its history, in order.
+func resumeTimes(t *testing.T, api, node, from, to string) []time.Time {
+	t.Helper()
+	h := mustCall(t, 200, "GET", api+"/v1/nodes/"+node+"/history?detail=true", nil).JSON(t)
+	entries, _ := h["history"].([]any)
+	want := `Node moved to provision state "` + to + `" from state "` + from + `"`
+	var out []time.Time
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		if ev, _ := m["event"].(string); !strings.HasPrefix(ev, want) {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, m["created_at"].(string))
+		if err != nil {
+			t.Fatalf("history created_at: %v", err)
+		}
+		out = append(out, at)
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,8 @@ var timeZero time.Time
 // TestHeartbeatToken: with no agent process, the test plays the agent. A
 // heartbeat without the token or with a wrong one is refused and changes
 // nothing; the token is handed out once and never shown by the API; the
-// right token resumes the deploy; a changed callback_url is refused.
+// right token resumes the deploy; a changed callback_url is refused; the
+// failed deploy forgets the agent.
 func TestHeartbeatToken(t *testing.T) {
 	api, srv := startServerProc(t)
 	const mac = "52:54:00:aa:bb:02"
@@ -46,7 +48,14 @@ func TestHeartbeatToken(t *testing.T) {
 		t.Fatalf("second lookup handed out the token again: %v", got)
 	}
 
-	agentURL := "http://127.0.0.1:1" // nothing listens: the deploy fails once resumed
+	// The agent answers busy (409: another command runs), so the deploy
+	// waits for the next heartbeat; closed, it is unreachable.
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusConflict)
+		_, _ = w.Write([]byte(`{"type": "CommandExecutionError", "code": 409, "message": "busy", "details": "busy"}`))
+	}))
+	defer busy.Close()
+	agentURL := busy.URL
 	for name, body := range map[string]map[string]any{
 		"no token":    {"callback_url": agentURL},
 		"wrong token": {"callback_url": agentURL, "agent_token": token + "x"},
@@ -77,15 +86,26 @@ func TestHeartbeatToken(t *testing.T) {
 		t.Fatalf("node document leaks the token or its hash: %s", raw)
 	}
 
-	// The right token resumes; the agent is unreachable, so the deploy fails
-	// saying so, and agent_url was recorded.
+	// The right token resumes (agent_url recorded); the busy agent sends
+	// the node back to wait call-back.
 	mustCall(t, 202, "POST", api+"/v1/heartbeat/"+node, map[string]any{"callback_url": agentURL, "agent_token": token})
-	n := waitState(t, api, node, "deploy failed")
-	if le, _ := n["last_error"].(string); !strings.Contains(le, "unreachable") {
-		t.Fatalf("last_error = %q", le)
-	}
+	n := waitState(t, api, node, "wait call-back")
 	if got := n["driver_internal_info"].(map[string]any)["agent_url"]; got != agentURL {
 		t.Fatalf("agent_url = %v", got)
+	}
+	// A different callback_url is refused.
+	r := hb(map[string]any{"callback_url": "http://127.0.0.1:2", "agent_token": token})
+	if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "callback_url") {
+		t.Fatalf("heartbeat with a changed callback_url: HTTP %d: %s", r.Status, r.Body)
+	}
+
+	// The agent gone, the next heartbeat fails the deploy saying it is
+	// unreachable.
+	busy.Close()
+	mustCall(t, 202, "POST", api+"/v1/heartbeat/"+node, map[string]any{"callback_url": agentURL, "agent_token": token})
+	n = waitState(t, api, node, "deploy failed")
+	if le, _ := n["last_error"].(string); !strings.Contains(le, "unreachable") {
+		t.Fatalf("last_error = %q", le)
 	}
 	// The failure (the conductor sent the token to the agent in the query
 	// string, as IPA reads it) shows the agent's address, never the token.
@@ -95,9 +115,10 @@ func TestHeartbeatToken(t *testing.T) {
 	if strings.Contains(srv.Logs.String(), token) {
 		t.Fatal("the server's log carries the agent token")
 	}
-	// A different callback_url is refused.
-	r := hb(map[string]any{"callback_url": "http://127.0.0.1:2", "agent_token": token})
-	if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "callback_url") {
-		t.Fatalf("heartbeat with a changed callback_url: HTTP %d: %s", r.Status, r.Body)
+	// The failed deploy forgot the agent (Ironic's wipe_deploy_internal_info:
+	// its token and URL go with its ramdisk).
+	dii = n["driver_internal_info"].(map[string]any)
+	if dii["agent_url"] != nil || dii["agent_secret_token"] != nil {
+		t.Errorf("after the failed deploy driver_internal_info keeps the agent: %v", dii)
 	}
 }

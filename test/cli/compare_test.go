@@ -1,23 +1,18 @@
 package cli_test
 
 import (
-	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // requireBaremetal skips the test when python-ironicclient's `baremetal`
 // is missing, and fails it in CI, where it must be installed.
 func requireBaremetal(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("baremetal"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the baremetal CLI (python3-ironicclient) is required in CI: %v", err)
-		}
-		t.Skipf("the baremetal CLI (python3-ironicclient) is not installed: %v", err)
-	}
+	testbin.Need(t, "baremetal", "python3-ironicclient")
 }
 
 // lifecycleSteps is one node's life, with the mistakes an operator makes

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -37,13 +36,7 @@ type browser struct {
 // is not installed.
 func startBrowser(t testing.TB) *browser {
 	t.Helper()
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("chromium not found: scripts/test.sh installs Debian's chromium")
-		}
-		t.Skip("chromium not installed (apt-get install chromium)")
-	}
+	path := testbin.Need(t, "chromium", "chromium")
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.NoSandbox, // tests run as root

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -45,12 +44,7 @@ func startServer(t *testing.T) string {
 // when running in CI (env CI set), where it must be installed.
 func requireCLI(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("baremetal"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the baremetal CLI (python3-ironicclient) is required in CI: %v", err)
-		}
-		t.Skipf("the baremetal CLI (python3-ironicclient) is not installed: %v", err)
-	}
+	testbin.Need(t, "baremetal", "python3-ironicclient")
 }
 
 // apiResponse is one raw HTTP answer.

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -103,13 +102,8 @@ func startBMC(t *testing.T, dir, st string) int {
 // cleans the disk, then writes the image to it; the disk file must then start
 // with the image.
 func TestVMDeployIPMI(t *testing.T) {
-	qemu, err := exec.LookPath("qemu-system-x86_64")
-	if err != nil {
-		missing(t, "qemu-system-x86_64 not found (apt-get install qemu-system-x86)")
-	}
-	if _, err := exec.LookPath("ipmi_sim"); err != nil {
-		missing(t, "ipmi_sim not found (apt-get install openipmi)")
-	}
+	qemu := testbin.Need(t, "qemu-system-x86_64", "qemu-system-x86", vmSwitch)
+	testbin.Need(t, "ipmi_sim", "openipmi", vmSwitch)
 	a := buildRamdisk(t)
 	dir, st := vmStateDir(t)
 

@@ -32,17 +32,15 @@ func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &anvilBin, nil)) }
 // syncBuffer collects a process's output safely.
 type syncBuffer = testbin.Buffer
 
-// mustRun reports whether a missing prerequisite fails the test instead of
-// skipping it.
-func mustRun() bool { return os.Getenv("ANVIL_VM_TEST") == "1" || os.Getenv("CI") != "" }
+// vmSwitch, set to 1, makes a missing prerequisite fail the VM tests as
+// under CI.
+const vmSwitch = "ANVIL_VM_TEST"
 
+// missing skips the test for a missing prerequisite, or fails it under CI
+// or ANVIL_VM_TEST=1 (testbin.Missing decides).
 func missing(t *testing.T, format string, args ...any) {
 	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if mustRun() {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	testbin.Missing(t, fmt.Sprintf(format, args...), vmSwitch)
 }
 
 // startServe runs `anvil serve` on a free loopback port and returns its URL.

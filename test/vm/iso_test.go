@@ -14,6 +14,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/boot"
 	"github.com/anvil-metal/anvil/internal/isoimage"
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // TestVMBootsVirtualMediaISO: the ISO the redfish-virtual-media boot
@@ -24,10 +25,7 @@ import (
 // the node's parameters and ipa-api-url. The VM has user networking with
 // restrict=on (the agent gets a lease, reaches nothing).
 func TestVMBootsVirtualMediaISO(t *testing.T) {
-	qemu, err := exec.LookPath("qemu-system-x86_64")
-	if err != nil {
-		missing(t, "qemu-system-x86_64 not found (Debian package qemu-system-x86)")
-	}
+	qemu := testbin.Need(t, "qemu-system-x86_64", "qemu-system-x86", vmSwitch)
 	if err := isoimage.DefaultLoaders().Check(); err != nil {
 		missing(t, "%v", err)
 	}

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -89,16 +88,9 @@ exec ` + strings.Join([]string{q(qemu), "-accel", "tcg", "-m", "512", "-smp", "1
 // that prints a marker on the serial console), and undeploy cleans it over
 // the network again → available.
 func TestVMNetbootIPMI(t *testing.T) {
-	qemu, err := exec.LookPath("qemu-system-x86_64")
-	if err != nil {
-		missing(t, "qemu-system-x86_64 not found (apt-get install qemu-system-x86)")
-	}
-	if _, err := exec.LookPath("ipmi_sim"); err != nil {
-		missing(t, "ipmi_sim not found (apt-get install openipmi)")
-	}
-	if _, err := os.Stat(stockIPXE); err != nil {
-		missing(t, "%s not found (apt-get install ipxe-qemu)", stockIPXE)
-	}
+	qemu := testbin.Need(t, "qemu-system-x86_64", "qemu-system-x86", vmSwitch)
+	testbin.Need(t, "ipmi_sim", "openipmi", vmSwitch)
+	testbin.Need(t, stockIPXE, "ipxe-qemu", vmSwitch)
 	a := buildRamdisk(t)
 	dir, st := vmStateDir(t)
 

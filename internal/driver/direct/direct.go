@@ -502,6 +502,31 @@ func (d *Direct) FinishCleaning(ctx context.Context, t *driver.Task) error {
 	return nil
 }
 
+// CleanUpRamdisk undoes a failed or aborted deploy, clean or service
+// (driver.RamdiskCleaner): the agent is forgotten, the node powered off if
+// powerOff, the ramdisk withdrawn.
+func (d *Direct) CleanUpRamdisk(ctx context.Context, t *driver.Task, powerOff bool) error {
+	return d.cleanUpRamdisk(ctx, t, powerOff)
+}
+
+// cleanUpRamdisk is RamdiskCleaner for the deploy, inspect and rescue
+// interfaces alike.
+func (d *Direct) cleanUpRamdisk(ctx context.Context, t *driver.Task, powerOff bool) error {
+	if powerOff {
+		return d.powerOff(ctx, t, "", driver.Boot.CleanUpRamdisk)
+	}
+	forgetAgent(t.Node)
+	delete(t.Node.DriverInternalInfo, keyProgress)
+	drv, err := d.cfg.Drivers.For(t.Node)
+	if err != nil {
+		return err
+	}
+	if drv.Boot != nil {
+		return drv.Boot.CleanUpRamdisk(ctx, t)
+	}
+	return nil
+}
+
 // TearDown powers the node off (unless disable_power_off), forgets the
 // agent and has the boot interface withdraw the instance's boot files.
 func (d *Direct) TearDown(ctx context.Context, t *driver.Task) error {

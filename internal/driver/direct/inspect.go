@@ -39,6 +39,12 @@ func (i *Inspector) Inspect(ctx context.Context, t *driver.Task) (driver.Result,
 	return driver.Wait, i.d.bootAgent(ctx, t, driver.RamdiskDeploy)
 }
 
+// CleanUpRamdisk undoes a failed, timed-out or aborted inspection
+// (driver.RamdiskCleaner).
+func (i *Inspector) CleanUpRamdisk(ctx context.Context, t *driver.Task, powerOff bool) error {
+	return i.d.cleanUpRamdisk(ctx, t, powerOff)
+}
+
 // Continue would run on the agent's heartbeats in inspect wait; the
 // conductor does not resume an inspection whose interface receives the
 // inventory (the agent posts it itself), and were it called the node would

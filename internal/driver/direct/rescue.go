@@ -47,7 +47,8 @@ func (r *Rescuer) Rescue(ctx context.Context, t *driver.Task) (driver.Result, er
 	return driver.Wait, r.d.bootAgent(ctx, t, driver.RamdiskRescue)
 }
 
-// Continue sends finalize_rescue to the agent and waits for it to finish.
+// Continue sends finalize_rescue to the agent and waits for it to finish;
+// then the boot interface withdraws the rescue ramdisk (CleanUpRamdisk).
 func (r *Rescuer) Continue(ctx context.Context, t *driver.Task, op string) (driver.Result, error) {
 	if op != "rescue" {
 		return driver.Done, fmt.Errorf("the agent rescue interface cannot %s", op)
@@ -69,7 +70,28 @@ func (r *Rescuer) Continue(ctx context.Context, t *driver.Task, op string) (driv
 		return driver.Wait, nil
 	}
 	delete(n.DriverInternalInfo, keyProgress)
+	// The rescue ramdisk runs from memory now: withdraw what booted it (the
+	// iPXE script, the virtual media ISO), as Ironic's _finalize_rescue
+	// does through the rescue interface's clean_up.
+	drv, err := r.d.cfg.Drivers.For(n)
+	if err != nil {
+		return driver.Done, err
+	}
+	if drv.Boot != nil {
+		if err := drv.Boot.CleanUpRamdisk(ctx, t); err != nil {
+			return driver.Done, fmt.Errorf("cleaning up the rescue ramdisk: %w", err)
+		}
+	}
 	return driver.Done, nil
+}
+
+// CleanUpRamdisk undoes a failed, timed-out or aborted rescue
+// (driver.RamdiskCleaner; Ironic's rescue clean_up).
+// The rescue password goes too, as Ironic's remove_node_rescue_password.
+func (r *Rescuer) CleanUpRamdisk(ctx context.Context, t *driver.Task, powerOff bool) error {
+	delete(t.Node.InstanceInfo, keyRescuePassword)
+	delete(t.Node.InstanceInfo, KeyHashedRescuePassword)
+	return r.d.cleanUpRamdisk(ctx, t, powerOff)
 }
 
 // Unrescue sets the boot device to disk and reboots into the instance; the

@@ -168,6 +168,31 @@ func TestInspectPartialBMC(t *testing.T) {
 			body["NetworkInterfaces"] = map[string]any{"@odata.id": sys + "/NetworkInterfaces"}
 		}
 	}
+	// storageOnly: the system links a Storage collection (one controller
+	// with volumes and drives) instead of SimpleStorage.
+	storageOnly := func(path string, body map[string]any) {
+		if path == sys {
+			delete(body, "SimpleStorage")
+			body["Storage"] = map[string]any{"@odata.id": sys + "/Storage"}
+		}
+	}
+	const st = sys + "/Storage/1"
+	storage := func(volumes bool) map[string]map[string]any {
+		m := map[string]map[string]any{
+			sys + "/Storage": {"Members": []any{map[string]any{"@odata.id": st}}},
+			st: {"@odata.id": st, "Id": "1", "Drives": []any{map[string]any{"@odata.id": st + "/Drives/D1"}, map[string]any{"@odata.id": st + "/Drives/D2"}},
+				"Volumes": map[string]any{"@odata.id": st + "/Volumes"}},
+			st + "/Drives/D1": {"@odata.id": st + "/Drives/D1", "Id": "D1", "CapacityBytes": 800 << 30},
+			// An absent drive bay counts for nothing.
+			st + "/Drives/D2": {"@odata.id": st + "/Drives/D2", "Id": "D2", "CapacityBytes": 300 << 30, "Status": map[string]any{"State": "Absent"}},
+			st + "/Volumes":   {"Members": []any{}},
+		}
+		if volumes {
+			m[st+"/Volumes"] = map[string]any{"Members": []any{map[string]any{"@odata.id": st + "/Volumes/V1"}}}
+			m[st+"/Volumes/V1"] = map[string]any{"@odata.id": st + "/Volumes/V1", "Id": "V1", "CapacityBytes": 500 << 30}
+		}
+		return m
+	}
 	cases := []struct {
 		name   string
 		cfg    replayConfig
@@ -195,6 +220,15 @@ func TestInspectPartialBMC(t *testing.T) {
 			}
 		}}, want: full, macs: 2},
 		{name: "no SimpleStorage: disk-less", cfg: replayConfig{Gone: []string{sys + "/SimpleStorage"}}, want: with("local_gb", 0), macs: 2},
+		{name: "Storage volumes, no SimpleStorage", cfg: replayConfig{Gone: []string{sys + "/SimpleStorage"}, Edit: storageOnly},
+			add: storage(true), want: with("local_gb", 499), macs: 2},
+		{name: "Storage without volumes: drives", cfg: replayConfig{Gone: []string{sys + "/SimpleStorage"}, Edit: storageOnly},
+			add: storage(false), want: with("local_gb", 799), macs: 2},
+		{name: "Storage and SimpleStorage: the smaller", cfg: replayConfig{Edit: func(p string, b map[string]any) {
+			if p == sys {
+				b["Storage"] = map[string]any{"@odata.id": sys + "/Storage"}
+			}
+		}}, add: storage(true), want: with("local_gb", 499), macs: 2},
 		{name: "no EthernetInterfaces", cfg: replayConfig{Gone: []string{sys + "/EthernetInterfaces"}}, want: full},
 		{name: "NICs from NetworkInterfaces", cfg: replayConfig{Edit: nicsOnly}, want: full, macs: 1, add: map[string]map[string]any{
 			sys + "/NetworkInterfaces":                               {"Members": []any{map[string]any{"@odata.id": sys + "/NetworkInterfaces/NI1"}}},

@@ -118,13 +118,7 @@ func Start(t testing.TB, name, password string) int {
 // control started are killed as a process group at the end.
 func Run(t testing.TB, dir string, c Config) int {
 	t.Helper()
-	bin, err := exec.LookPath("ipmi_sim")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("ipmi_sim not found: scripts/test.sh installs Debian's openipmi")
-		}
-		t.Skip("ipmi_sim not installed (apt-get install openipmi)")
-	}
+	bin := testbin.Need(t, "ipmi_sim", "openipmi")
 	for attempt := 1; ; attempt++ {
 		c.Port = testbin.FreeUDPPort(t)
 		logs, ok := run(t, bin, dir, c)
