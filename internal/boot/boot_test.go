@@ -246,9 +246,13 @@ func TestNoGuessablePaths(t *testing.T) {
 		t.Fatalf("two nodes share the kernel URL %s", ka)
 	}
 	token := strings.TrimSuffix(ka[strings.Index(ka, "/n/")+3:], "/kernel")
+	other := "A" // one character changed: never the token's own last one
+	if strings.HasSuffix(token, other) {
+		other = "B"
+	}
 	for _, p := range []string{
 		"/n/" + token + "/node.json", "/n/" + token + "/boot.ipxe", "/n/" + token + "/",
-		"/n/" + strings.ToLower(token) + "/kernel", "/n/" + token[:len(token)-1] + "A/kernel",
+		"/n/" + strings.ToLower(token) + "/kernel", "/n/" + token[:len(token)-1] + other + "/kernel",
 		"/n/a/kernel", "/nodes/" + token + "/kernel", "/cache/", "/n/" + token + "/..%2fnode.json",
 	} {
 		if resp, _ := get(t, "GET", f.bootURL()+p); resp.StatusCode != http.StatusNotFound {
