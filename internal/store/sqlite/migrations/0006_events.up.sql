@@ -8,3 +8,7 @@ CREATE TABLE node_events (
     data       TEXT    NOT NULL,
     created_at TEXT    NOT NULL DEFAULT ''
 );
+CREATE TABLE node_events_pruned (
+    upto INTEGER NOT NULL
+);
+INSERT INTO node_events_pruned (upto) VALUES (0);
