@@ -211,25 +211,18 @@ func (l *Log) write(b *batch) {
 	}
 }
 
-// insert writes b in one transaction under the writers' lock, and wakes
-// the followers when it commits.
+// insert writes b and wakes the followers, in one statement (one round
+// trip, its own transaction): the writers' advisory lock is taken before
+// any row is numbered (the sort of the insert's rows needs the join with
+// the lock's row first) and held until the commit.
 func (l *Log) insert(ctx context.Context, b *batch) error {
-	tx, err := l.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
-	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(lockKey)); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `WITH ins AS (
-		INSERT INTO node_events (node_uuid, data)
-		SELECT n, d FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(n, d, i) ORDER BY i
-		RETURNING id)
-		SELECT pg_notify($3, (SELECT max(id) FROM ins)::text)`, b.nodes, b.data, channel); err != nil {
-		return err
-	}
-	return tx.Commit()
+	_, err := l.db.ExecContext(ctx, `WITH locked AS (SELECT pg_advisory_xact_lock($4) AS ok),
+		ins AS (
+			INSERT INTO node_events (node_uuid, data)
+			SELECT n, d FROM locked, unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(n, d, i) ORDER BY i
+			RETURNING id)
+		SELECT pg_notify($3, (SELECT max(id) FROM ins)::text)`, b.nodes, b.data, channel, int64(lockKey))
+	return err
 }
 
 // Prune deletes all but the newest Keep events, and records the highest
