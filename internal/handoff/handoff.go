@@ -9,6 +9,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/ring"
 	"github.com/anvil-metal/anvil/internal/store"
 	"github.com/anvil-metal/anvil/internal/workq"
@@ -19,7 +20,16 @@ const (
 	kindProvision = "provision"
 	kindPower     = "power"
 	kindHeartbeat = "heartbeat"
+	kindInspect   = "inspection"
 )
+
+// inspectionCall is the body of a handed-over continue_inspection: the
+// node is already resolved (its UUID is the call's node).
+type inspectionCall struct {
+	Token      string         `json:"token,omitempty"`
+	Inventory  map[string]any `json:"inventory"`
+	PluginData map[string]any `json:"plugin_data,omitempty"`
+}
 
 // Handler runs handed-over calls on c.
 func Handler(c *conductor.Conductor) workq.Handler {
@@ -43,6 +53,13 @@ func Handler(c *conductor.Conductor) workq.Handler {
 				return fmt.Errorf("decode %s call: %w", kind, err)
 			}
 			return c.Heartbeat(ctx, node, req)
+		case kindInspect:
+			var req inspectionCall
+			if err := json.Unmarshal(body, &req); err != nil {
+				return fmt.Errorf("decode %s call: %w", kind, err)
+			}
+			_, err := c.ContinueInspection(ctx, nil, node, req.Token, req.Inventory, req.PluginData)
+			return err
 		}
 		return fmt.Errorf("unknown call kind %q", kind)
 	}
@@ -91,6 +108,20 @@ func (h *Conductor) Heartbeat(ctx context.Context, ident string, hb conductor.He
 	return h.call(ctx, ident, kindHeartbeat, hb)
 }
 
+// ContinueInspection hands an agent's inventory to the owner of the node
+// it is about (found here by UUID or MACs, as the owner would): the
+// inspection's work and transitions run there, like the heartbeat's.
+func (h *Conductor) ContinueInspection(ctx context.Context, macs []string, nodeUUID, token string, inventory, pluginData map[string]any) (*model.Node, error) {
+	n, err := h.Conductor.AgentNode(ctx, macs, nodeUUID)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.callNode(ctx, n, kindInspect, inspectionCall{Token: token, Inventory: inventory, PluginData: pluginData}); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
 func (h *Conductor) call(ctx context.Context, ident, kind string, body any) error {
 	n, err := h.cfg.Store.GetNode(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
@@ -99,6 +130,11 @@ func (h *Conductor) call(ctx context.Context, ident, kind string, body any) erro
 	if err != nil {
 		return err
 	}
+	return h.callNode(ctx, n, kind, body)
+}
+
+// callNode hands kind to n's owner on the ring.
+func (h *Conductor) callNode(ctx context.Context, n *model.Node, kind string, body any) error {
 	conds, err := h.cfg.Store.ListConductors(ctx)
 	if err != nil {
 		return err

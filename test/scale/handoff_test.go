@@ -95,3 +95,44 @@ func TestAPIProcessHandsVerbsToOwner(t *testing.T) {
 		t.Fatalf("verb for a group without conductors: HTTP %d %s", r.Status, r.Body)
 	}
 }
+
+// An API-only process hands an agent's inventory (POST
+// /v1/continue_inspection, found by MAC) to the node's owner: the
+// inspection's transitions are the conductor's, none the API process's, and
+// the node comes back manageable with the inventory applied. A post for a
+// node that is not inspecting gets the owner's 404.
+func TestAPIProcessHandsInspection(t *testing.T) {
+	db := pg.URL(t)
+	_, cond := testbin.ServeOn(t, anvilBin, db, "worker", append([]string{"--role", "conductor"}, ringFlags...)...)
+	api, apiProc := testbin.ServeOn(t, anvilBin, db, "front", append([]string{"--role", "api"}, ringFlags...)...)
+
+	const mac = "52:54:00:ee:10:01"
+	id := testbin.MustCall(t, http.StatusCreated, http.MethodPost, api+"/v1/nodes", map[string]any{
+		"driver": "fake-hardware", "name": "pushed", "inspect_interface": "agent"}).JSON(t)["uuid"].(string)
+	testbin.MustCall(t, http.StatusCreated, http.MethodPost, api+"/v1/ports", map[string]any{"node_uuid": id, "address": mac})
+	data := map[string]any{"inventory": map[string]any{
+		"cpu":        map[string]any{"count": 2, "architecture": "x86_64"},
+		"memory":     map[string]any{"physical_mb": 4096},
+		"interfaces": []any{map[string]any{"name": "eth0", "mac_address": mac}},
+	}}
+	for _, step := range []struct{ verb, state string }{{"manage", "manageable"}, {"inspect", "inspect wait"}} {
+		testbin.MustCall(t, http.StatusAccepted, http.MethodPut, api+"/v1/nodes/"+id+"/states/provision", map[string]any{"target": step.verb})
+		testbin.WaitState(t, api, id, step.state, 20*time.Second)
+	}
+	if r := testbin.Call(t, "1.84", http.MethodPost, api+"/v1/continue_inspection", data); r.Status != http.StatusAccepted {
+		t.Fatalf("continue_inspection through the API process: HTTP %d %s", r.Status, r.Body)
+	}
+	got := testbin.WaitState(t, api, id, "manageable", 20*time.Second)
+	if props := got["properties"].(map[string]any); props["cpus"] != float64(2) || props["memory_mb"] != float64(4096) {
+		t.Fatalf("properties after the handed-over inspection: %v", props)
+	}
+	if r := testbin.Call(t, "1.84", http.MethodPost, api+"/v1/continue_inspection", data); r.Status != http.StatusNotFound {
+		t.Fatalf("continue_inspection for a manageable node: HTTP %d %s, want 404", r.Status, r.Body)
+	}
+	if m := transition.FindString(apiProc.Logs.String()); m != "" {
+		t.Fatalf("the API process moved the node itself: %s", m)
+	}
+	if n := len(transition.FindAllString(cond.Logs.String(), -1)); n < 4 {
+		t.Fatalf("the conductor logged %d transitions, want the whole inspection", n)
+	}
+}
