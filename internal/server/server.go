@@ -29,6 +29,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/store"
 	"github.com/anvil-metal/anvil/internal/store/storeopen"
 	"github.com/anvil-metal/anvil/internal/workq"
+	"github.com/anvil-metal/anvil/pkg/events"
 )
 
 // Config is what `anvil serve` takes.
@@ -310,16 +311,32 @@ func openEvents(ctx context.Context, cfg Config) (*eventbus.Broker, eventbus.Sin
 	}
 	fctx, stopFollow := context.WithCancel(context.Background())
 	followed := make(chan struct{})
+	var sink eventbus.Sink = lg
 	if cfg.Role == RoleConductor {
-		close(followed) // nobody reads its stream
+		// Nobody reads its stream: its broker takes its own events, so that
+		// its /metrics counts its own transitions (the API processes count
+		// everyone's).
+		close(followed)
+		sink = teeSink{lg, b}
 	} else {
 		go func() { defer close(followed); lg.Follow(fctx, b) }()
 	}
-	return b, lg, func() {
+	return b, sink, func() {
 		stopFollow()
 		<-followed
 		_ = lg.Close()
 	}, nil
+}
+
+// teeSink publishes on a local broker and appends to the shared log.
+type teeSink struct {
+	log   eventbus.Sink
+	local *eventbus.Broker
+}
+
+func (t teeSink) Append(e events.Event) func() {
+	t.local.Publish(e)
+	return t.log.Append(e)
 }
 
 // claimHost holds the conductor name host on database for the life of the

@@ -119,7 +119,7 @@ func (w *watch) next(t *testing.T, timeout time.Duration) sseEvent {
 // deployed the node.
 func TestWatchAcrossAPIProcesses(t *testing.T) {
 	db := pg.URL(t)
-	_, cond := testbin.ServeOn(t, anvilBin, db, "worker", append([]string{"--role", "conductor"}, ringFlags...)...)
+	condURL, cond := testbin.ServeOn(t, anvilBin, db, "worker", append([]string{"--role", "conductor"}, ringFlags...)...)
 	apiA, _ := testbin.ServeOn(t, anvilBin, db, "front-a", append([]string{"--role", "api"}, ringFlags...)...)
 	apiB, _ := testbin.ServeOn(t, anvilBin, db, "front-b", append([]string{"--role", "api"}, ringFlags...)...)
 
@@ -210,6 +210,14 @@ func TestWatchAcrossAPIProcesses(t *testing.T) {
 		t.Fatal("the conductor made no transition: the test did not cross processes")
 	}
 
+	// Transition metrics: API process A counts the conductor's transitions
+	// (it follows the log), as does the conductor itself (its own).
+	for _, base := range []string{apiA, apiB, condURL} {
+		if got := transitionsTo(t, base, "active"); got != n {
+			t.Errorf("%s/metrics counts %v transitions to active, want %d", base, got, n)
+		}
+	}
+
 	// --wait against A for a deploy the conductor runs (and that takes a
 	// while, so that the wait cannot be answered by its first read).
 	node := testbin.MustCall(t, http.StatusCreated, http.MethodPost, apiA+"/v1/nodes",
@@ -228,4 +236,30 @@ func TestWatchAcrossAPIProcesses(t *testing.T) {
 	if got := testbin.GetNode(t, apiA, id); got["provision_state"] != "active" {
 		t.Fatalf("--wait returned with the node %v: %s", got["provision_state"], out)
 	}
+}
+
+// transitionsTo sums anvil_provision_transitions_total{to=state} of base's
+// /metrics.
+func transitionsTo(t *testing.T, base, state string) float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sum := 0.0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "anvil_provision_transitions_total{") || !strings.Contains(line, `to="`+state+`"`) {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		sum += v
+	}
+	return sum
 }
