@@ -320,6 +320,18 @@ func (l *Log) CatchUp(ctx context.Context, b *eventbus.Broker) error {
 		if err != nil {
 			return err
 		}
+		if len(evs) > 0 && evs[0].ID > last+1 {
+			// A gap: rolled-back IDs, or events pruned before this
+			// follower read them (it lagged more than Keep behind).
+			var pruned int64
+			if err := l.db.QueryRowContext(ctx, "SELECT upto FROM node_events_pruned").Scan(&pruned); err != nil {
+				return fmt.Errorf("eventlog: read pruned: %w", err)
+			}
+			if uint64(pruned) > last {
+				l.cfg.Log.Warn("eventlog: events pruned before this process read them; streams are reset", "after", last, "upto", pruned)
+				b.Discontinue(uint64(pruned))
+			}
+		}
 		for _, e := range evs {
 			if !b.Relay(e) { // closed: the IDs are above its last one
 				return nil

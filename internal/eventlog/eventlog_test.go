@@ -3,6 +3,7 @@ package eventlog
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -337,5 +338,47 @@ func TestCloseWritesQueued(t *testing.T) {
 	}
 	if wait := w.Append(update("n", 50)); wait != nil {
 		t.Fatal("append after Close returned a wait")
+	}
+}
+
+// TestLaggingFollower: a follower whose events were pruned before it read
+// them cuts its readers off, and their resume is a reset, never a silent
+// gap.
+func TestLaggingFollower(t *testing.T) {
+	dsn := migrated(t)
+	w := open(t, dsn, Config{Keep: 10})
+	lagging := open(t, dsn, Config{})
+	b, err := lagging.NewBroker(context.Background(), eventbus.Config{}) // not following
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	w.Append(update("n", 0))()
+	if err := lagging.CatchUp(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	sub := b.Subscribe(events.Filter{})
+	pos := sub.Start()
+	for i := range 50 {
+		w.Append(update("n", i+1))()
+	}
+	if err := w.Prune(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := lagging.CatchUp(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	evs, _, err := sub.Take(nil)
+	if !errors.Is(err, eventbus.ErrOverflow) || len(evs) != 1 || evs[0].Type != events.TypeOverflow || evs[0].ID != pos {
+		t.Fatalf("reader of a lagging follower got %v, %v; want one overflow at %d", ids(evs), err, pos)
+	}
+	if s, ok := b.Resume(events.Filter{}, pos); ok {
+		s.Close()
+		t.Fatal("resume across pruned events: ok, want a reset")
+	}
+	s, ok := b.Resume(events.Filter{}, b.Stats().LastID)
+	defer s.Close()
+	if !ok {
+		t.Fatal("resume from the last event after the gap: reset")
 	}
 }

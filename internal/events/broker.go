@@ -152,6 +152,26 @@ func (b *Broker) publish(e events.Event) events.Event {
 	return e
 }
 
+// Discontinue says the events numbered up to upto are lost to this broker
+// (the shared log pruned them before it read them): resumes from below upto
+// become resets, and each open subscription ends with an overflow event at
+// its position, so that its reader reconnects, gets the reset and re-reads
+// the nodes. It does nothing if upto is not above the last ID.
+func (b *Broker) Discontinue(upto uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if upto <= b.seq {
+		return
+	}
+	b.seq, b.floor = upto, upto
+	now := b.cfg.Now().UTC()
+	for s := range b.subs {
+		s.cut(now)
+		delete(b.subs, s)
+		b.stats.Overflows++
+	}
+}
+
 // SetSync sets what Sync runs: catching up with events published
 // elsewhere (internal/eventlog's follower). Call it before serving.
 func (b *Broker) SetSync(fn func(context.Context) error) {
@@ -285,6 +305,18 @@ func (s *Subscription) offer(e *events.Event) (overflow bool) {
 	s.pos = e.ID
 	s.signal()
 	return false
+}
+
+// cut ends the subscription with an overflow event at its position.
+func (s *Subscription) cut(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	last := s.pos
+	if n := len(s.queue); n > 0 {
+		last = s.queue[n-1].ID
+	}
+	s.queue = append(s.queue, events.Event{ID: last, Type: events.TypeOverflow, Time: now})
+	s.endLocked(ErrOverflow)
 }
 
 func (s *Subscription) signal() {
