@@ -30,6 +30,9 @@ type Store interface {
 	ListConductors(ctx context.Context) ([]*model.Conductor, error)
 	ListHistory(ctx context.Context, nodeUUID string) ([]*model.HistoryEvent, error)
 	GetHistory(ctx context.Context, nodeUUID, eventUUID string) (*model.HistoryEvent, error)
+	ListBIOSSettings(ctx context.Context, nodeUUID string) ([]model.BIOSSetting, error)
+	GetBIOSSetting(ctx context.Context, nodeUUID, name string) (*model.BIOSSetting, error)
+	ListFirmwareComponents(ctx context.Context, nodeUUID string) ([]model.FirmwareComponent, error)
 	// Broker is the stream the store publishes its node changes on; never nil.
 	Broker() *eventbus.Broker
 }
@@ -66,6 +69,40 @@ type Conductor interface {
 	GetVirtualMedia(ctx context.Context, ident string) ([]driver.VirtualMedia, error)
 	AttachVirtualMedia(ctx context.Context, ident string, req conductor.VirtualMediaAttach) error
 	DetachVirtualMedia(ctx context.Context, ident, user string, deviceTypes []string) error
+	// Console reads whether the console is enabled and its connection
+	// information; SetConsole enables or disables it. A node without a
+	// console interface answers fault Invalid (UnsupportedDriverExtension).
+	Console(ctx context.Context, ident string) (enabled bool, info map[string]any, err error)
+	SetConsole(ctx context.Context, ident, user string, enabled bool) error
+	// ChangeBootMode and ChangeSecureBoot start a boot mode or secure boot
+	// change (1.76) in a worker. Errors: fault Invalid (bad mode, no
+	// management), Conflict (locked, or a transient state).
+	ChangeBootMode(ctx context.Context, ident, user, mode string) error
+	ChangeSecureBoot(ctx context.Context, ident, user string, on bool) error
+	// Indicators (1.63): the components' indicators, one's state, and a
+	// change of it. Errors: fault Invalid (unsupported, unknown component
+	// or indicator).
+	Indicators(ctx context.Context, ident string) ([]driver.Component, error)
+	IndicatorState(ctx context.Context, ident, component, indicator string) (string, error)
+	SetIndicatorState(ctx context.Context, ident, user, component, indicator, state string) error
+	// InjectNMI injects a non-maskable interrupt, synchronously.
+	InjectNMI(ctx context.Context, ident, user string) error
+
+	// Vendor passthru: a node's or a hardware type's vendor methods, and a
+	// call to one (Ironic's errors: 400 no handler / wrong HTTP method /
+	// bad arguments, 500 or 404 for the driver's failures).
+	VendorMethods(ctx context.Context, ident string) (map[string]driver.VendorMethod, error)
+	VendorPassthru(ctx context.Context, ident string, req conductor.VendorRequest) (conductor.VendorResult, error)
+	DriverVendorMethods(ctx context.Context, name string) (map[string]driver.VendorMethod, error)
+	DriverVendorPassthru(ctx context.Context, name string, req conductor.VendorRequest) (conductor.VendorResult, error)
+
+	// SetTargetRAIDConfig validates (unless empty) and stores a node's
+	// target RAID configuration. Errors: fault NotFound (node; a raid
+	// interface without RAID support), Conflict, Invalid (schema).
+	SetTargetRAIDConfig(ctx context.Context, ident string, cfg model.JSON) error
+	// RAIDLogicalDiskProperties lists what a hardware type's default raid
+	// interface takes in a logical disk. Errors: fault NotFound.
+	RAIDLogicalDiskProperties(driverName string) (map[string]string, error)
 
 	// SetTraits replaces a node's traits with change(current) under its
 	// lock, in any state. Errors: fault NotFound, Conflict (locked), Invalid

@@ -59,6 +59,24 @@
 //   - 1.37: /v1/nodes/{node}/traits (404 below): CUSTOM_* or os-traits
 //     2.9.0 standard names (ostraits.go, generated from Debian's
 //     python3-os-traits by scripts/gen-ostraits.sh), at most 50.
+//   - 1.29: PUT /v1/nodes/{node}/management/inject_nmi (404 below), 204
+//     once the BMC took it.
+//   - any version: vendor passthru, /v1/nodes/{node}/vendor_passthru and
+//     /v1/drivers/{driver}/vendor_passthru (?method=NAME, any HTTP method,
+//     a JSON object body) with .../methods; synchronous methods answer 200
+//     with their value, asynchronous ones 202 (vendor.go).
+//   - 1.32: /v1/volume and /v1/nodes/{node}/volume with their connectors
+//     and targets collections, always empty (storage interface noop only;
+//     creating them is not offered), so the links lead somewhere.
+//   - 1.54: POST /v1/events: Neutron's port events, validated as Ironic
+//     does and logged (204).
+//   - 1.76: PUT .../states/boot_mode and .../states/secure_boot, in a
+//     worker (boot_mode/secure_boot or last_error tell the outcome).
+//   - 1.82/1.83: GET /v1/shards (counts, unsharded as "None") and GET
+//     /v1/nodes/{node}/children.
+//   - any version: GET/PUT .../states/console (fake and no-console).
+//   - 1.63: GET .../management/indicators and GET/PUT
+//     .../management/indicators/{name}@{component} (fake-hardware's).
 //   - 1.52/1.57/1.58/1.60: /v1/allocations and /v1/nodes/{node}/allocation
 //     (404 to read, 405 to write below 1.52; PATCH of name and extra from
 //     1.57, 405 below; backfill with "node" from 1.58; owner from 1.60,
@@ -99,7 +117,8 @@
 //   - 1.107: X-OpenStack-Request-Id mirrors Openstack-Request-Id (on every
 //     response, as in Ironic).
 //   - 1.108: disable_ramdisk with the service verb.
-//   - 1.109: node health, read-only (null until something sets it).
+//   - 1.109: node health, read-only: set by the power sync from the
+//     BMC's Status.Health (redfish); null for drivers without health.
 //   - 1.110: abort from "wait call-back" (the conductor applies the gate).
 //
 // Files: server.go (config, routing, headers), version.go, errors.go,
@@ -110,6 +129,7 @@
 // node_body.go, render_node.go, node_states.go, history.go, ports.go,
 // port_body.go, portgroups.go, portgroup_body.go, vifs.go, traits.go
 // (with ostraits.go), allocations.go, drivers.go, conductors.go, lookup.go, agent.go,
-// continue_inspection.go, inventory.go, events.go (the watch stream) and
+// continue_inspection.go, inventory.go, vendor.go, volume.go, shards.go, console.go, bootmode.go,
+// indicators.go, netevents.go (POST /v1/events), events.go (the watch stream) and
 // metrics.go (route names for request metrics).
 package api

@@ -116,19 +116,24 @@ func (s *Server) driverProperties(rc *call) error {
 		}
 		return err
 	}
+	return rc.json(200, stringMapJSON(d.Properties))
+}
+
+// stringMapJSON renders a name → description map, keys sorted.
+func stringMapJSON(m map[string]string) *jw {
 	w := &jw{}
 	w.rootObj()
-	keys := make([]string, 0, len(d.Properties))
-	for k := range d.Properties {
+	keys := make([]string, 0, len(m))
+	for k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
 		w.key(k)
-		w.str(d.Properties[k])
+		w.str(m[k])
 	}
 	w.endObj()
-	return rc.json(200, w)
+	return w
 }
 
 // driverKeys lists the keys of a driver document at the request version.

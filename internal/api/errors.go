@@ -21,6 +21,7 @@ var kindStatus = map[fault.Kind]int{
 	fault.TooLarge:      http.StatusRequestEntityTooLarge,
 	fault.Unsupported:   http.StatusUnsupportedMediaType,
 	fault.Unavailable:   http.StatusServiceUnavailable,
+	fault.DriverFailed:  http.StatusInternalServerError,
 }
 
 // statusClientClosed records a request whose client disconnected before

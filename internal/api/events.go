@@ -28,11 +28,11 @@ func (s *Server) eventRoutes() {
 	s.handle(endpoint{"GET": s.streamEvents}, events.StreamPath)
 }
 
-// GET /v1/events/stream?node=&fields=&types=&snapshot= (Last-Event-ID header)
+// GET /v1/events/stream?node=&fields=&types=&snapshot=&project= (Last-Event-ID header)
 func (s *Server) streamEvents(rc *call) error {
 	b := s.cfg.Store.Broker()
 	if err := rc.checkQuery(events.ParamNode, events.ParamFields, events.ParamTypes,
-		events.ParamSnapshot, events.ParamLastEventID); err != nil {
+		events.ParamSnapshot, events.ParamLastEventID, events.ParamProject); err != nil {
 		return err
 	}
 	f, err := events.ParseFilter(rc.query)
@@ -43,7 +43,7 @@ func (s *Server) streamEvents(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if f.Nodes, err = rc.streamNodes(f.Nodes, resume); err != nil {
+	if f.Nodes, err = rc.streamNodes(f.Nodes, f.Project, resume); err != nil {
 		return err
 	}
 	var sub *eventbus.Subscription
@@ -78,7 +78,7 @@ func (s *Server) streamEvents(rc *call) error {
 		st.buf = events.AppendHeartbeat(st.buf, sub.Start()) // the reader's first position
 	}
 	if f.Snapshot && (!resume || reset) {
-		if err := st.snapshot(f.Nodes, sub.Start()); err != nil {
+		if err := st.snapshot(f.Nodes, f.Project, sub.Start()); err != nil {
 			s.log.Error("event stream snapshot failed", "request_id", rc.reqID, "err", err)
 			return nil // the response has started: just end it
 		}
@@ -109,11 +109,12 @@ func (rc *call) lastEventID() (id uint64, ok bool, err error) {
 
 // streamNodes checks the node identifiers of a filter and adds the UUID
 // and name of each node that exists, so that a node followed by name is
-// still followed after a rename. A new stream naming an unknown node is
-// answered 404, as GET /v1/nodes/{node} is; a resumed one keeps unknown
-// identifiers (the node may have been deleted, and its deletion is among
-// the events to deliver).
-func (rc *call) streamNodes(idents []string, resume bool) ([]string, error) {
+// still followed after a rename. A new stream naming an unknown node (or,
+// with a project, a node neither owned nor leased by it) is answered 404,
+// as GET /v1/nodes/{node} is; a resumed one keeps unknown identifiers (the
+// node may have been deleted, and its deletion is among the events to
+// deliver).
+func (rc *call) streamNodes(idents []string, project string, resume bool) ([]string, error) {
 	var out []string
 	add := func(s string) {
 		if s != "" && !slices.Contains(out, s) {
@@ -130,6 +131,9 @@ func (rc *call) streamNodes(idents []string, resume bool) ([]string, error) {
 		}
 		add(ident)
 		n, err := rc.s.cfg.Store.GetNode(rc.ctx, ident)
+		if err == nil && project != "" && n.Owner != project && n.Lessee != project {
+			err = store.ErrNotFound
+		}
 		switch {
 		case errors.Is(err, store.ErrNotFound) && !resume:
 			return nil, fault.NodeNotFound(raw)
@@ -165,13 +169,14 @@ func (st *sseStream) flush() bool {
 	return err == nil
 }
 
-// snapshot queues a node.snapshot event per followed node (every node if
-// the filter names none), read after the subscription began.
-func (st *sseStream) snapshot(idents []string, pos uint64) error {
+// snapshot queues a node.snapshot event per followed node (every node, of
+// project when set, if the filter names none), read after the
+// subscription began.
+func (st *sseStream) snapshot(idents []string, project string, pos uint64) error {
 	rc := st.rc
 	var nodes []*model.Node
 	if len(idents) == 0 {
-		all, err := rc.s.cfg.Store.ListNodes(rc.ctx, store.NodeQuery{})
+		all, err := rc.s.cfg.Store.ListNodes(rc.ctx, store.NodeQuery{Project: project})
 		if err != nil {
 			return err
 		}
@@ -180,7 +185,7 @@ func (st *sseStream) snapshot(idents []string, pos uint64) error {
 	seen := map[string]bool{}
 	for _, ident := range idents {
 		n, err := rc.s.cfg.Store.GetNode(rc.ctx, ident)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) || err == nil && project != "" && n.Owner != project && n.Lessee != project {
 			continue
 		}
 		if err != nil {
@@ -194,7 +199,7 @@ func (st *sseStream) snapshot(idents []string, pos uint64) error {
 	now := rc.s.cfg.Now().UTC()
 	for _, n := range nodes {
 		state := eventbus.StateOf(n)
-		st.buf = events.AppendSSE(st.buf, &events.Event{ID: pos, Type: events.TypeSnapshot,
+		st.append(&events.Event{ID: pos, Type: events.TypeSnapshot,
 			Time: now, Node: n.UUID, Name: n.Name, State: &state})
 		if len(st.buf) > 64<<10 && !st.flush() {
 			return nil
@@ -218,7 +223,7 @@ func (st *sseStream) follow(sub *eventbus.Subscription, every time.Duration) {
 		)
 		batch, pos, err = sub.Take(batch[:0])
 		for i := range batch {
-			st.buf = events.AppendSSE(st.buf, &batch[i])
+			st.append(&batch[i])
 		}
 		clear(batch)
 		if heartbeat {
@@ -236,4 +241,57 @@ func (st *sseStream) follow(sub *eventbus.Subscription, every time.Duration) {
 			return
 		}
 	}
+}
+
+// append queues e, with the node fields the reader may not see (the
+// request's Redactor) replaced as a node rendering replaces them.
+func (st *sseStream) append(e *events.Event) {
+	if red := st.rc.redact; red != nil && (e.State != nil || e.Previous != nil) {
+		e = redactEvent(e, red)
+	}
+	st.buf = events.AppendSSE(st.buf, e)
+}
+
+// redactEvent returns e, or a copy with last_error and reservation
+// replaced where red hides them (the other fields an event carries are
+// visible to every reader of the node).
+func redactEvent(e *events.Event, red Redactor) *events.Event {
+	var out *events.Event
+	for i, s := range []*events.NodeState{e.State, e.Previous} {
+		if s == nil {
+			continue
+		}
+		n := &model.Node{Owner: s.Owner, Lessee: s.Lessee}
+		c := *s
+		changed := false
+		for _, f := range []struct {
+			name string
+			val  *string
+		}{{events.FieldLastError, &c.LastError}, {events.FieldReservation, &c.Reservation}} {
+			if *f.val == "" {
+				continue
+			}
+			if shown, hidden := red(n, f.name); hidden {
+				*f.val, _ = shown.(string)
+				changed = true
+			}
+		}
+		if !changed {
+			continue
+		}
+		if out == nil {
+			cp := *e
+			out = &cp
+		}
+		if i == 0 {
+			out.State = &c
+		} else {
+			out.Previous = &c
+		}
+	}
+	if out == nil {
+		return e
+	}
+	out.Encode()
+	return out
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
 	eventbus "github.com/anvil-metal/anvil/internal/events"
+	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store/sqlite"
 	"github.com/anvil-metal/anvil/pkg/events"
 )
@@ -550,5 +551,30 @@ func TestEventClientWait(t *testing.T) {
 	sameEvents(t, "waited", got, take(truth)[:len(got)])
 	if n := e.requests.Load() - before; n != 0 {
 		t.Fatalf("waiting made %d requests besides the stream", n)
+	}
+}
+
+// TestRedactEvent: the fields a Redactor hides are replaced in a copy of
+// the event; the broker's event (shared by every reader) is untouched.
+func TestRedactEvent(t *testing.T) {
+	red := Redactor(func(n *model.Node, field string) (any, bool) {
+		return "hidden " + field, n.Owner != "p1"
+	})
+	st := events.NodeState{LastError: "boom at conductor-7", Reservation: "conductor-7", Owner: "p2", Lessee: "p1"}
+	e := &events.Event{Type: events.TypeUpdated, State: &st, Previous: &events.NodeState{Owner: "p2"}}
+	e.Encode()
+	out := redactEvent(e, red)
+	var buf []byte
+	buf = events.AppendSSE(buf, out)
+	if strings.Contains(string(buf), "conductor-7") || !strings.Contains(string(buf), "hidden last_error") ||
+		!strings.Contains(string(buf), "hidden reservation") {
+		t.Errorf("redacted: %s", buf)
+	}
+	if e.State.LastError != "boom at conductor-7" {
+		t.Error("the shared event was changed")
+	}
+	st.Owner = "p1"
+	if redactEvent(e, red) != e {
+		t.Error("an owner's event was copied")
 	}
 }

@@ -26,7 +26,9 @@ import (
 //	GET /v1/fleet/summary  counts per provision and power state, failed,
 //	                       maintenance, power-error and stuck nodes (the
 //	                       rules of internal/fleet, as `anvil fleet report`),
-//	                       conductors with liveness and held locks
+//	                       conductors with liveness and held locks; with
+//	                       ?project=P, of P's nodes (owner or lessee) only,
+//	                       and no conductors (a system resource)
 
 // fleetNodeParams are GET /v1/fleet/nodes' parameters beyond the node list's.
 var fleetNodeParams = []string{"fields", "power_state", "search"}
@@ -122,17 +124,18 @@ func (rc *call) fleetFilters(sel *nodeSelection) error {
 	return nil
 }
 
-// GET /v1/fleet/summary?stuck_after=<seconds>&limit=<nodes per section>
+// GET /v1/fleet/summary?stuck_after=<seconds>&limit=<nodes per section>&project=<project>
 func (s *Server) fleetSummary(rc *call) error {
-	if err := rc.checkQuery("stuck_after", "limit"); err != nil {
+	if err := rc.checkQuery("stuck_after", "limit", "project"); err != nil {
 		return err
 	}
+	project, _ := rc.param("project")
 	stuckAfter, limit, err := rc.summaryParams()
 	if err != nil {
 		return err
 	}
 	now := s.cfg.Now().UTC()
-	groups, err := s.cfg.Store.CountNodeGroups(rc.ctx, store.NodeQuery{})
+	groups, err := s.cfg.Store.CountNodeGroups(rc.ctx, store.NodeQuery{Project: project})
 	if err != nil {
 		return err
 	}
@@ -142,18 +145,20 @@ func (s *Server) fleetSummary(rc *call) error {
 		{Maintenance: ptrTo(true)},
 		{PowerState: fsm.PowerError},
 	} {
-		q.Limit = limit
+		q.Limit, q.Project = limit, project
 		if sections[i], err = s.cfg.Store.ListNodes(rc.ctx, q); err != nil {
 			return err
 		}
 	}
-	stuck, stuckCount, err := rc.stuckNodes(now, stuckAfter, limit)
+	stuck, stuckCount, err := rc.stuckNodes(now, stuckAfter, limit, project)
 	if err != nil {
 		return err
 	}
-	conds, err := s.cfg.Store.ListConductors(rc.ctx)
-	if err != nil {
-		return err
+	var conds []*model.Conductor
+	if project == "" { // conductors are not a project's
+		if conds, err = s.cfg.Store.ListConductors(rc.ctx); err != nil {
+			return err
+		}
 	}
 	w := &jw{}
 	w.rootObj()
@@ -196,10 +201,10 @@ func (rc *call) summaryParams() (time.Duration, int, error) {
 
 // stuckNodes returns the first limit stuck nodes, longest stuck first, and
 // how many there are: nodes in a state that can stick (fleet.StuckStates)
-// since before now - after.
-func (rc *call) stuckNodes(now time.Time, after time.Duration, limit int) ([]*model.Node, int, error) {
+// since before now - after; of project's nodes only when it is set.
+func (rc *call) stuckNodes(now time.Time, after time.Duration, limit int, project string) ([]*model.Node, int, error) {
 	q := store.NodeQuery{ProvisionStates: fleet.StuckStates(), ProvisionUpdatedBefore: now.Add(-after),
-		SortKey: "provision_updated_at", Limit: limit}
+		SortKey: "provision_updated_at", Limit: limit, Project: project}
 	count, err := rc.s.cfg.Store.CountNodes(rc.ctx, q)
 	if err != nil {
 		return nil, 0, err

@@ -1,26 +1,26 @@
 package api
 
 import (
+	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fault"
 )
 
 // minorInventory is the version that added /v1/nodes/{node}/inventory.
 const minorInventory = 81
 
-// Where the agent inspect interface stores the inventory and the plugin
-// data in driver_internal_info (internal/driver/direct.KeyInventory,
-// KeyPluginData).
+// Where the inspect interfaces (agent and redfish) store the inventory and
+// the plugin data in driver_internal_info.
 const (
-	inventoryKey  = "inspection_inventory"
-	pluginDataKey = "inspection_plugin_data"
+	inventoryKey  = driver.KeyInventory
+	pluginDataKey = driver.KeyPluginData
 )
 
 func (s *Server) inventoryRoutes() {
 	s.handle(endpoint{"GET": s.getInventory}, "/v1/nodes/{ident}/inventory")
 }
 
-// GET /v1/nodes/{ident}/inventory: the inventory of the node's last agent
-// inspection, {"inventory": {...}, "plugin_data": {...}} (what Metal3 reads).
+// GET /v1/nodes/{ident}/inventory: the inventory of the node's last
+// inspection (agent or redfish), {"inventory": {...}, "plugin_data": {...}} (what Metal3 reads).
 func (s *Server) getInventory(rc *call) error {
 	if rc.minor < minorInventory {
 		return errNotFound()

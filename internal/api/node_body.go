@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -124,12 +125,18 @@ func validateObject(what string, v any, props []nodeProp, required ...string) (m
 }
 
 func additionalProps(what string, extra []string) error {
+	return schemaError(what, "%s", additionalText(extra))
+}
+
+// additionalText is jsonschema's additionalProperties message (extra is
+// sorted in place).
+func additionalText(extra []string) string {
 	slices.Sort(extra)
 	verb := "was"
 	if len(extra) > 1 {
 		verb = "were"
 	}
-	return schemaError(what, "Additional properties are not allowed (%s %s unexpected)", pyrepr.QuoteAll(extra), verb)
+	return fmt.Sprintf("Additional properties are not allowed (%s %s unexpected)", pyrepr.QuoteAll(extra), verb)
 }
 
 func checkProp(what string, p nodeProp, val any) error {

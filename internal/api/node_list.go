@@ -218,7 +218,7 @@ func (rc *call) nodeFilterStrings(sel *nodeSelection) error {
 		sel.link = append(sel.link, [2]string{f.name, v})
 	}
 	if v, ok := rc.param("project"); ok {
-		sel.keep = append(sel.keep, func(n *model.Node) bool { return n.Owner == v || n.Lessee == v })
+		sel.q.Project = v // owner or lessee, in the store's query (so counted)
 		sel.link = append(sel.link, [2]string{"project", v})
 	}
 	if v, ok := rc.param("description_contains"); ok {

@@ -164,7 +164,7 @@ func stepsArg(name string, v any) ([]model.JSON, error) {
 		}
 		steps[i] = m
 	}
-	return steps, nil
+	return steps, checkStepSchema(name, steps)
 }
 
 // gateProvision refuses verbs and arguments newer than the request's

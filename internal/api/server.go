@@ -95,6 +95,7 @@ type call struct {
 	ncond *nodeConductor // lazily resolved "conductor" of rendered nodes
 	// jsonSuffix: a ".json" was stripped from the path (before 1.91).
 	jsonSuffix bool
+	redact     Redactor // nil: every node field is shown
 
 	linkSelf, linkBook []byte // encoded `{"href": "<base>[/v1]`, built on first use
 }
@@ -110,6 +111,15 @@ func (s *Server) routes() {
 	s.historyRoutes()
 	s.inventoryRoutes()
 	s.vmediaRoutes()
+	s.biosRoutes()
+	s.vendorRoutes()
+	s.volumeRoutes()
+	s.shardRoutes()
+	s.consoleRoutes()
+	s.bootModeRoutes()
+	s.netEventRoutes()
+	s.indicatorRoutes()
+	s.raidRoutes()
 	s.portRoutes()
 	s.traitRoutes()
 	s.portgroupRoutes()
@@ -190,7 +200,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc := &call{s: s, w: sw, r: r, minor: minor, reqID: reqID, query: query,
-		base: s.publicURL(r)}
+		base: s.publicURL(r), redact: redactorOf(r.Context())}
 	ctx := context.WithValue(r.Context(), callKey{}, rc)
 	rc.ctx = ctx
 	routed, stripped := stripJSONSuffix(r.WithContext(ctx))

@@ -37,7 +37,13 @@ type Config struct {
 	// Public reports whether a path is served without credentials; nil
 	// uses PublicPath.
 	Public func(path string) bool
-	Log    *slog.Logger
+	// SessionPath, when set, is where a browser logs in and out (see
+	// sessions.go): the session cookie it issues is then a credential.
+	SessionPath string
+	// SessionTTL bounds a session's life (default DefaultSessionTTL; a
+	// token's own expiry, if sooner, ends it first).
+	SessionTTL time.Duration
+	Log        *slog.Logger
 }
 
 // publicRe is Ironic's acl_public_routes, with its optional .json/.xml
@@ -90,10 +96,13 @@ func Middleware(ctx context.Context, h http.Handler, cfg Config) (http.Handler, 
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	var check func(*http.Request) (Principal, int, string)
+	var check func(*http.Request) (grant, int, string)
 	challenge := Realm
 	switch cfg.Strategy {
 	case "", NoAuth:
+		if cfg.SessionPath != "" {
+			return noAuthSessions(h, cfg.SessionPath), nil
+		}
 		return h, nil
 	case HTTPBasic:
 		users := &userFile{path: cfg.UserFile}
@@ -101,10 +110,7 @@ func Middleware(ctx context.Context, h http.Handler, cfg Config) (http.Handler, 
 			return nil, err
 		}
 		b := &basic{users: users, log: cfg.Log, cache: map[[32]byte]bool{}}
-		check = func(r *http.Request) (Principal, int, string) {
-			user, status, msg := b.check(r)
-			return Principal{User: user}, status, msg
-		}
+		check = b.grant
 	case JWT:
 		j, err := newJWT(ctx, cfg.JWT)
 		if err != nil {
@@ -114,26 +120,103 @@ func Middleware(ctx context.Context, h http.Handler, cfg Config) (http.Handler, 
 	default:
 		return nil, fmt.Errorf("auth strategy %q: want %s, %s or %s", cfg.Strategy, NoAuth, HTTPBasic, JWT)
 	}
+	var sess *sessions
+	if cfg.SessionPath != "" {
+		sess = newSessions(cfg, check)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sess != nil && r.URL.Path == cfg.SessionPath {
+			sess.ServeHTTP(w, r)
+			return
+		}
 		if cfg.Public(r.URL.Path) {
 			h.ServeHTTP(w, r)
 			return
 		}
-		who, status, msg := check(r)
+		if crossSiteWrite(r) {
+			writeAuthError(w, http.StatusForbidden, "A browser may not change anything from another site's page", "")
+			return
+		}
+		var (
+			g           grant
+			status      int
+			msg         string
+			fromSession bool
+		)
+		if sess != nil && !hasCredentials(r) {
+			g, status, msg, fromSession = sess.check(r)
+		}
+		if !fromSession {
+			g, status, msg = check(r)
+		}
 		if status != 0 {
 			if status == http.StatusForbidden {
-				cfg.Log.Info("access denied", "user", truncate(who.User), "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
+				cfg.Log.Info("access denied", "user", truncate(g.who.User), "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
+			}
+			if status == http.StatusUnauthorized && (fromSession || fromScript(r)) {
+				challenge = "" // no login dialog over the dashboard: it asks itself
 			}
 			writeAuthError(w, status, msg, challenge)
 			return
 		}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, who)))
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, g.who)))
 	}), nil
+}
+
+// grant is what a credential proves: the principal, until when (a
+// token's expiry; zero when the credential has none) and, for a session,
+// whether it still holds (nil: as long as it lasts).
+type grant struct {
+	who   Principal
+	until time.Time
+	valid func() bool
+}
+
+// hasCredentials reports whether r carries an Authorization or
+// X-Auth-Token header: those win over a session cookie.
+func hasCredentials(r *http.Request) bool {
+	return r.Header.Get("Authorization") != "" || r.Header.Get("X-Auth-Token") != ""
+}
+
+// crossSiteWrite reports whether a browser sends r, a write, from a page
+// of another origin (Fetch Metadata): credentials a browser adds by itself
+// (cached Basic credentials, the session cookie) must not act for another
+// site's page. Clients that are not browsers send no Sec-Fetch-Site.
+func crossSiteWrite(r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions {
+		return false
+	}
+	site := r.Header.Get("Sec-Fetch-Site")
+	return site != "" && site != "same-origin" && site != "none"
+}
+
+// fromScript reports whether a browser sent r from a script (fetch,
+// EventSource) rather than by navigating: a Basic challenge there would
+// pop the browser's login dialog over the dashboard.
+func fromScript(r *http.Request) bool {
+	mode := r.Header.Get("Sec-Fetch-Mode")
+	return mode != "" && mode != "navigate"
+}
+
+// refuseRole is the roles' rule for a token's principal: admin and member
+// may write, reader may only read, none may do nothing. Principals
+// without roles (http_basic users) are not tokens' and pass.
+func refuseRole(who Principal, method string, fromToken bool) (int, string) {
+	switch {
+	case !fromToken, who.HasRole(RoleAdmin), who.HasRole(RoleMember):
+	case who.HasRole(RoleReader):
+		if method != http.MethodGet && method != http.MethodHead {
+			return http.StatusForbidden, "The reader role may not change anything"
+		}
+	default:
+		return http.StatusForbidden, "The token has none of the roles admin, member, reader"
+	}
+	return 0, ""
 }
 
 // writeAuthError is Ironic's BasicAuthMiddleware answer.
 func writeAuthError(w http.ResponseWriter, status int, msg, challenge string) {
-	if status == http.StatusUnauthorized {
+	if status == http.StatusUnauthorized && challenge != "" {
 		w.Header().Set("WWW-Authenticate", challenge)
 	}
 	body, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "code": status}})
@@ -152,38 +235,52 @@ type basic struct {
 // cacheMax bounds the bcrypt result cache (Ironic's lru_cache maxsize).
 const cacheMax = 256
 
-// check returns the user, or the status and message of the refusal.
-func (b *basic) check(r *http.Request) (string, int, string) {
+// grant checks r's credentials; the grant holds while the user's entry
+// in the file is the one the password was checked against.
+func (b *basic) grant(r *http.Request) (grant, int, string) {
+	user, hash, status, msg := b.check(r)
+	if status != 0 {
+		return grant{}, status, msg
+	}
+	return grant{who: Principal{User: user}, valid: func() bool {
+		entries, err := b.users.load()
+		return err == nil && bytes.Equal(entries[user], hash)
+	}}, 0, ""
+}
+
+// check returns the user and its entry, or the status and message of the
+// refusal.
+func (b *basic) check(r *http.Request) (string, []byte, int, string) {
 	hdr := r.Header.Get("Authorization")
 	if hdr == "" {
-		return "", http.StatusUnauthorized, "Authorization required"
+		return "", nil, http.StatusUnauthorized, "Authorization required"
 	}
 	kind, token, ok := strings.Cut(strings.TrimSpace(hdr), " ")
 	if !ok {
-		return "", http.StatusBadRequest, "Could not parse Authorization header"
+		return "", nil, http.StatusBadRequest, "Could not parse Authorization header"
 	}
 	if !strings.EqualFold(kind, "basic") {
-		return "", http.StatusBadRequest, fmt.Sprintf("Unsupported authorization type \"%s\"", truncate(kind))
+		return "", nil, http.StatusBadRequest, fmt.Sprintf("Unsupported authorization type \"%s\"", truncate(kind))
 	}
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(token))
 	if err != nil {
-		return "", http.StatusBadRequest, "Could not decode authorization token"
+		return "", nil, http.StatusBadRequest, "Could not decode authorization token"
 	}
 	user, pass, ok := bytes.Cut(raw, []byte(":"))
 	if !ok {
-		return "", http.StatusBadRequest, "Could not decode authorization token"
+		return "", nil, http.StatusBadRequest, "Could not decode authorization token"
 	}
 	entries, err := b.users.load()
 	if err != nil {
 		b.log.Error("auth user file", "err", err)
-		return "", http.StatusInternalServerError, "Problem reading auth user file"
+		return "", nil, http.StatusInternalServerError, "Problem reading auth user file"
 	}
 	hash, found := entries[string(user)]
 	if !found || !b.match(user, pass, hash) {
 		b.log.Info("authentication failed", "user", truncate(string(user)), "remote", r.RemoteAddr)
-		return "", http.StatusUnauthorized, "Incorrect username or password"
+		return "", nil, http.StatusUnauthorized, "Incorrect username or password"
 	}
-	return string(user), 0, ""
+	return string(user), hash, 0, ""
 }
 
 func (b *basic) match(user, pass, hash []byte) bool {

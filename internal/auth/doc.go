@@ -22,6 +22,14 @@
 //   - the user file is re-read when it changes, so users are added or
 //     removed without a restart; only bcrypt entries are accepted, and a
 //     file with another digest is refused at start;
+//   - with Config.SessionPath set, a browser logs in there once and
+//     presents a session cookie instead of credentials (sessions.go):
+//     HttpOnly, SameSite=Strict, bounded life, writes need its CSRF token;
+//     a script's request (Sec-Fetch-Mode other than navigate) gets no Basic
+//     challenge, so no browser dialog pops over the dashboard;
+//   - a browser's write from another site's page (Sec-Fetch-Site
+//     cross-site or same-site) is refused whatever credentials the browser
+//     adds by itself;
 //   - passwords are never logged; a bcrypt check's result is cached by a
 //     hash of the credentials, so a CLI issuing many requests pays bcrypt
 //     once.

@@ -76,34 +76,27 @@ func bearer(r *http.Request) string {
 // check returns the principal, or the status and message of the refusal.
 // What a project-scoped principal may do to which node is decided after
 // authentication, by the project policy (internal/server/policy.go).
-func (j *jwtAuth) check(r *http.Request) (Principal, int, string) {
+func (j *jwtAuth) check(r *http.Request) (grant, int, string) {
 	raw := bearer(r)
 	if raw == "" {
-		return Principal{}, http.StatusUnauthorized, "Authorization required"
+		return grant{}, http.StatusUnauthorized, "Authorization required"
 	}
 	tok, err := j.verifier.Verify(r.Context(), raw)
 	if err != nil {
-		return Principal{}, http.StatusUnauthorized, "Invalid or expired token"
+		return grant{}, http.StatusUnauthorized, "Invalid or expired token"
 	}
 	var claims map[string]any
 	if err := tok.Claims(&claims); err != nil {
-		return Principal{}, http.StatusUnauthorized, "Invalid or expired token"
+		return grant{}, http.StatusUnauthorized, "Invalid or expired token"
 	}
 	who := Principal{User: tok.Subject, Roles: stringList(claim(claims, j.cfg.RolesClaim))}
 	if name, ok := claims["preferred_username"].(string); ok && name != "" {
 		who.User = name
 	}
 	who.Project, _ = claim(claims, j.cfg.ProjectClaim).(string)
-	switch {
-	case who.HasRole(RoleAdmin), who.HasRole(RoleMember):
-	case who.HasRole(RoleReader):
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			return who, http.StatusForbidden, "The reader role may not change anything"
-		}
-	default:
-		return who, http.StatusForbidden, "The token has none of the roles admin, member, reader"
-	}
-	return who, 0, ""
+	g := grant{who: who, until: tok.Expiry}
+	status, msg := refuseRole(who, r.Method, true)
+	return g, status, msg
 }
 
 // claim follows a dotted path through nested claims.

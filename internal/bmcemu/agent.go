@@ -22,11 +22,12 @@ const (
 	RunningAgent    = "agent"    // booted from the network: the deploy agent (the "ramdisk")
 	RunningImage    = "image"    // booted from a disk that holds an image
 	RunningNoImage  = "no-os"    // booted from an empty (zeroed) disk
-	RunningFirmware = "firmware" // booted to cdrom or BIOS setup: nothing of ours runs
+	RunningFirmware = "firmware" // booted to an empty cdrom or BIOS setup: nothing of ours runs
 )
 
 // AgentConfig makes network boots "boot the ramdisk": when a machine powers
-// on (or resets) with boot device pxe, the deploy agent is started for it
+// on (or resets) with boot device pxe, or cdrom with virtual media inserted
+// (the ISO is taken to be the ramdisk), the deploy agent is started for it
 // with its own file-backed disk and the MACs of its NICs, so Anvil's direct
 // deploy runs unchanged. Powering off, or booting any other device, stops it.
 type AgentConfig struct {
@@ -58,9 +59,11 @@ type AgentSpec struct {
 }
 
 // RunAgentInProcess runs internal/agent in this process, its command API on
-// a free loopback port.
+// a free loopback port. The machine's disk file is the only disk root
+// device hints choose among (as --disk makes it for a child agent): a hint
+// never picks a disk of the host the emulator runs on.
 func RunAgentInProcess(ctx context.Context, spec AgentSpec) error {
-	a, err := agent.New(agent.Config{APIURL: spec.APIURL, MACs: spec.MACs, Disk: spec.Disk,
+	a, err := agent.New(agent.Config{APIURL: spec.APIURL, MACs: spec.MACs, Disk: spec.Disk, Disks: []string{spec.Disk},
 		Listen: "127.0.0.1:0", HeartbeatInterval: spec.HeartbeatInterval, Log: spec.Log, Ready: spec.Ready})
 	if err != nil {
 		return err
@@ -185,7 +188,9 @@ func (e *Emulator) powered(m *Machine, booted bool, dev string) {
 	running := ""
 	if booted && e.cfg.Agent != nil {
 		switch {
-		case dev == "pxe":
+		case dev == "pxe", dev == "cdrom" && m.Media().Inserted:
+			// a network boot, or a virtual CD holding an image (the
+			// ramdisk ISO that virtual media boot inserts): the agent
 			running = RunningAgent
 		case dev == "disk" && m.disk != "":
 			running = RunningNoImage

@@ -2,6 +2,8 @@ package bmcemu_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -93,4 +95,53 @@ func TestAgentOnNetworkBoot(t *testing.T) {
 	if exp := strings.Join([]string{want, "stop node-01", want, "stop node-01", want, "stop node-01"}, "|"); got != exp {
 		t.Errorf("agent events\n got %s\nwant %s", got, exp)
 	}
+}
+
+// TestAgentOnVirtualMediaBoot: booting the virtual CD starts the agent only
+// while an image is inserted (the ramdisk ISO of virtual media boot); an
+// empty drive boots to nothing of ours.
+func TestAgentOnVirtualMediaBoot(t *testing.T) {
+	iso := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("an ISO"))
+	}))
+	defer iso.Close()
+	run := func(ctx context.Context, s bmcemu.AgentSpec) error {
+		s.Ready("127.0.0.1:1")
+		<-ctx.Done()
+		return nil
+	}
+	e := start(t, bmcemu.Config{Count: 1, StateDir: t.TempDir(), Agent: &bmcemu.AgentConfig{APIURL: "http://127.0.0.1:1",
+		DiskDir: t.TempDir(), DiskBytes: 1 << 20, Run: run}})
+	m := e.Machine("node-01")
+	sys := e.URL() + "/redfish/v1/Systems/node-01"
+	cd := e.URL() + "/redfish/v1/Managers/node-01/VirtualMedia/Cd"
+	reset := func(kind, want string, agent bool) {
+		t.Helper()
+		if r := do(t, "POST", sys+"/Actions/ComputerSystem.Reset", "admin", pw, `{"ResetType":"`+kind+`"}`); r.status != 204 {
+			t.Fatalf("reset %s: %+v", kind, r)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			st := m.Status()
+			if st.Running == want && (st.AgentURL != "") == agent {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after %s: running %q agent %q, want %q (agent %v)", kind, st.Running, st.AgentURL, want, agent)
+			}
+			time.Sleep(5 * time.Millisecond) // polling with a deadline
+		}
+	}
+	if r := do(t, "PATCH", sys, "admin", pw, `{"Boot":{"BootSourceOverrideTarget":"Cd","BootSourceOverrideEnabled":"Continuous"}}`); r.status != 204 {
+		t.Fatalf("patch boot: %+v", r)
+	}
+	reset("On", bmcemu.RunningFirmware, false)
+	if r := do(t, "POST", cd+"/Actions/VirtualMedia.InsertMedia", "admin", pw, `{"Image": "`+iso.URL+`/ramdisk.iso"}`); r.status != 204 {
+		t.Fatalf("InsertMedia: %+v", r)
+	}
+	reset("ForceRestart", bmcemu.RunningAgent, true)
+	if r := do(t, "POST", cd+"/Actions/VirtualMedia.EjectMedia", "admin", pw, `{}`); r.status != 204 {
+		t.Fatalf("EjectMedia: %+v", r)
+	}
+	reset("ForceRestart", bmcemu.RunningFirmware, false)
 }

@@ -19,6 +19,8 @@ type KnobsPatch struct {
 	FailInsertMedia *bool `json:"fail_insert_media,omitempty"`
 	// PowerState "On" or "Off" switches the machine behind its BMC's back.
 	PowerState *string `json:"power_state,omitempty"`
+	// Health sets the system's Status.Health: OK, Warning or Critical.
+	Health *string `json:"health,omitempty"`
 }
 
 // Apply checks p and returns the change it makes to knobs.
@@ -37,6 +39,9 @@ func (p KnobsPatch) Apply() (func(*Knobs), error) {
 	if p.PowerState != nil && *p.PowerState != "On" && *p.PowerState != "Off" {
 		return nil, fmt.Errorf("power_state %q is not On or Off", *p.PowerState)
 	}
+	if h := p.Health; h != nil && *h != "OK" && *h != "Warning" && *h != "Critical" {
+		return nil, fmt.Errorf("health %q is not OK, Warning or Critical", *h)
+	}
 	return func(k *Knobs) {
 		if p.Latency != nil {
 			k.Latency = lat
@@ -53,6 +58,9 @@ func (p KnobsPatch) Apply() (func(*Knobs), error) {
 		if p.FailInsertMedia != nil {
 			k.FailInsertMedia = *p.FailInsertMedia
 		}
+		if p.Health != nil {
+			k.Health = *p.Health
+		}
 	}, nil
 }
 
@@ -68,12 +76,13 @@ type knobsView struct {
 	Dead        bool    `json:"dead"`
 	RejectAuth  bool    `json:"reject_auth"`
 	// FailInsertMedia: InsertMedia answers HTTP 500.
-	FailInsertMedia bool `json:"fail_insert_media"`
+	FailInsertMedia bool   `json:"fail_insert_media"`
+	Health          string `json:"health,omitempty"`
 }
 
 func view(s Status) statusView {
 	return statusView{Status: s, Knobs: knobsView{Latency: s.Knobs.Latency.String(), FailureRate: s.Knobs.FailureRate,
-		Dead: s.Knobs.Dead, RejectAuth: s.Knobs.RejectAuth, FailInsertMedia: s.Knobs.FailInsertMedia}}
+		Dead: s.Knobs.Dead, RejectAuth: s.Knobs.RejectAuth, FailInsertMedia: s.Knobs.FailInsertMedia, Health: s.Knobs.Health}}
 }
 
 // serveControl is the emulator's own API (no auth; it listens on loopback):

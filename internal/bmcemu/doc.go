@@ -5,16 +5,25 @@
 // (lanplus) BMC on its own loopback UDP port (go-ipmi's server package).
 //
 // Each machine remembers its power state, boot override (device, once or
-// continuous, UEFI or Legacy) and can be made slow, flaky, dead or hostile to
-// credentials, per machine or for all (Knobs), through the Go API or the
-// HTTP control endpoint /emulator/machines.
+// continuous, UEFI or Legacy) and the NMIs injected into it (ResetType
+// Nmi), and can be made slow, flaky, dead, hostile to credentials or
+// unhealthy (Status.Health Warning or Critical), per machine or for all
+// (Knobs), through the Go API or the HTTP control endpoint
+// /emulator/machines.
+//
+// The service has one EventService (events.go) whose Subscriptions
+// collection takes POST (Destination an absolute http(s) URL, Protocol
+// Redfish, EventTypes among EventTypesForSubscription, default Alert),
+// GET and DELETE; HttpHeaders are kept but never shown, and no event is
+// ever sent.
 //
 // Invariants: everything binds to loopback unless the caller names another
 // address; no password ever appears in a response body, log line or the
 // control endpoint; a machine's state is only changed under its mutex.
 //
-// With Config.Agent, a machine that powers on (or resets) set to network boot
-// "boots the ramdisk": the deploy agent is started for it (in process, or as
+// With Config.Agent, a machine that powers on (or resets) set to network boot,
+// or to its virtual CD with an image inserted (whatever the image, it stands
+// for the ramdisk ISO), "boots the ramdisk": the deploy agent is started for it (in process, or as
 // an `anvil agent` child with RunAgentProcess) with the MACs of its NICs and
 // its own file-backed disk, so Anvil's direct deploy runs unchanged; powering
 // off or booting another device stops it, and a machine booted from a disk
@@ -27,6 +36,19 @@
 // renders it: InsertMedia (or PATCH Image) downloads the image from its URL
 // into <StateDir>/<id>/media, a URL it cannot fetch is answered 500 and
 // leaves the drive empty; EjectMedia (or PATCH Inserted false) deletes it.
+//
+// Every System has a Bios (Systems/{id}/Bios: attributes of a small
+// Dell-like registry served at /redfish/v1/Registries; PATCHes of
+// Bios/Settings are checked whole against it and stay pending until the
+// next power on or reset applies them, as on real BMCs; Bios.ResetBios
+// makes the defaults pending). The UpdateService's SimpleUpdate fetches its
+// ImageURI (loopback http only) in the background behind a Task
+// (TaskService/Tasks/{n}: Running, then Completed or Exception) and flashes
+// the BIOS or BMC version the image's first line names (component=...
+// version=...; by default the BIOS, its minor version bumped as
+// sushy-tools does), shown in FirmwareInventory, the System's BiosVersion
+// and the Manager's FirmwareVersion. Machine.BIOS, Machine.Firmware and
+// Emulator.UpdateTasks read the state back.
 //
 // With Config.QEMU every machine is a real qemu VM (QEMUConfig): the BMC's
 // power and boot override drive the VM (Pxe: the NIC's stock iPXE; Cd: the

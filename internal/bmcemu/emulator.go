@@ -57,6 +57,7 @@ type Emulator struct {
 	srv      *http.Server
 	ln       net.Listener
 	sessions *sessionStore
+	events   eventStore // the EventService's subscriptions (events.go)
 	log      *slog.Logger
 
 	randMu sync.Mutex
@@ -73,7 +74,8 @@ type Emulator struct {
 
 	stateDir    string
 	tmpStateDir string       // removed by Close
-	mediaClient *http.Client // downloads virtual media
+	mediaClient *http.Client // downloads virtual media and firmware images
+	updates     updateService
 	vms         sync.WaitGroup
 }
 
@@ -257,6 +259,7 @@ func (e *Emulator) Close() error {
 		err = e.srv.Close()
 	}
 	<-e.done
+	e.updates.wg.Wait()
 	e.stopIPMI()
 	e.stopAgents()
 	e.stopVMs()

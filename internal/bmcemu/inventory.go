@@ -1,6 +1,7 @@
 package bmcemu
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 )
@@ -25,9 +26,11 @@ func systemJSON(m *Machine) map[string]any {
 		"SystemType":   "Physical",
 		"Manufacturer": "Anvil",
 		"Model":        "Emulated 1U",
-		"SerialNumber": strings.ToUpper(strings.ReplaceAll(m.UUID[:13], "-", "")),
+		"SerialNumber": serialOf(m),
+		"BiosVersion":  m.firmwareVersion(FirmwareBIOS),
+		"Bios":         odataID(base + "/Bios"),
 		"UUID":         m.UUID,
-		"Status":       enabledOK,
+		"Status":       map[string]any{"State": "Enabled", "Health": cmp.Or(st.Knobs.Health, "OK")},
 		"PowerState":   st.Power,
 		"Boot": map[string]any{
 			"BootSourceOverrideEnabled":                        st.BootEnabled,
@@ -46,6 +49,7 @@ func systemJSON(m *Machine) map[string]any {
 		"Memory":             odataID(base + "/Memory"),
 		"EthernetInterfaces": odataID(base + "/EthernetInterfaces"),
 		"SimpleStorage":      odataID(base + "/SimpleStorage"),
+		"Storage":            odataID(base + "/Storage"),
 		"VirtualMedia":       odataID(base + "/VirtualMedia"),
 		"Links": map[string]any{
 			"ManagedBy":             []any{odataID(rfManagers + "/" + m.ID)},
@@ -152,4 +156,10 @@ func instructionSet(arch string) string {
 		return "ARM-A64"
 	}
 	return "OEM"
+}
+
+// serialOf is the machine's serial number (SerialNumber, the BIOS's
+// SystemServiceTag).
+func serialOf(m *Machine) string {
+	return strings.ToUpper(strings.ReplaceAll(m.UUID[:13], "-", ""))
 }

@@ -24,6 +24,8 @@ type Knobs struct {
 	// FailInsertMedia makes the VirtualMedia InsertMedia action (and PATCH
 	// Image) answer HTTP 500, as a BMC whose media service is broken.
 	FailInsertMedia bool `json:"fail_insert_media"`
+	// Health is the system's Status.Health (OK, Warning, Critical); "" is OK.
+	Health string `json:"health,omitempty"`
 }
 
 // Boot devices as Redfish names them (BootSourceOverrideTarget).
@@ -76,6 +78,10 @@ type Machine struct {
 	// outside mu).
 	mediaMu sync.Mutex
 
+	bios    biosState     // BIOS attributes, pending settings
+	fw      firmwareState // firmware versions
+	storage storageState  // RAID volumes (storage.go)
+
 	mu          sync.Mutex
 	media       media
 	vm          *qemuVM // the running VM (Config.QEMU)
@@ -86,6 +92,7 @@ type Machine struct {
 	knobs       Knobs
 	calls       int64
 	boots       int64
+	nmis        int64 // NMIs injected (ComputerSystem.Reset Nmi)
 	ipmiPort    int
 	ipmi        *ipmiBMC
 	running     string    // what the machine runs: Running*, "" when off
@@ -119,6 +126,7 @@ type Status struct {
 	ForwardedPort int    `json:"forwarded_port,omitempty"`
 	VMPid         int    `json:"vm_pid,omitempty"` // the running qemu's process id
 	Media         Media  `json:"virtual_media"`
+	NMIs          int64  `json:"nmis"` // NMIs injected so far
 }
 
 // Status returns a snapshot of the machine.
@@ -137,7 +145,8 @@ func (m *Machine) Status() Status {
 		BootMode: m.bootMode, Knobs: m.knobs, Calls: m.calls, Boots: m.boots,
 		MACs: append([]string(nil), m.HW.MACs...), IPMIPort: m.ipmiPort,
 		Running: m.running, AgentURL: m.agentAddr, Disk: m.disk, Console: m.Console(), ForwardedPort: m.fwdPort,
-		Media: Media{Image: m.media.image, Inserted: m.media.inserted, WriteProtected: m.media.writeProtected, File: m.media.file}}
+		Media: Media{Image: m.media.image, Inserted: m.media.inserted, WriteProtected: m.media.writeProtected, File: m.media.file},
+		NMIs:  m.nmis}
 }
 
 // Password is the BMC password (for writing the nodes file; never logged).
@@ -186,6 +195,13 @@ func (m *Machine) checkAuth(user, password string) bool {
 }
 
 // call counts a BMC call and returns the knobs to apply to it.
+// nmi records a non-maskable interrupt.
+func (m *Machine) nmi() {
+	m.mu.Lock()
+	m.nmis++
+	m.mu.Unlock()
+}
+
 func (m *Machine) call() Knobs {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -212,6 +228,9 @@ func (m *Machine) applyPower(on, reset bool) error {
 	}
 	hook := m.onBoot
 	m.mu.Unlock()
+	if boots {
+		m.applyPendingBIOS() // pending BIOS settings take effect at boot
+	}
 	if (boots || offs) && m.emu != nil && m.emu.cfg.QEMU != nil {
 		if err := m.emu.vmPowered(m, boots, dev); err != nil {
 			return err

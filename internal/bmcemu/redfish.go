@@ -69,6 +69,8 @@ func (e *Emulator) serveRedfish(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case rest[0] == "SessionService":
 		e.serveSessions(w, r, rest[1:])
+	case rest[0] == "EventService":
+		e.serveEvents(w, r, rest[1:])
 	case rest[0] == "Systems" && len(rest) == 1:
 		e.serveSystems(w, r, c)
 	case rest[0] == "Systems":
@@ -77,6 +79,12 @@ func (e *Emulator) serveRedfish(w http.ResponseWriter, r *http.Request) {
 		e.serveManagers(w, r, c, nil, nil)
 	case rest[0] == "Managers":
 		e.serveManagers(w, r, c, m, rest[2:])
+	case rest[0] == "UpdateService":
+		e.serveUpdateService(w, r, c, rest[1:])
+	case rest[0] == "TaskService" && len(rest) >= 2 && (rest[1] == "Tasks" || rest[1] == "TaskMonitors"):
+		e.serveTasks(w, r, rest[1] == "TaskMonitors", rest[2:])
+	case rest[0] == "Registries":
+		e.serveRegistries(w, r, rest[1:])
 	default:
 		rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
 	}
@@ -144,6 +152,9 @@ func (e *Emulator) serveRoot(w http.ResponseWriter, r *http.Request) {
 		"Systems":        odataID(rfSystems),
 		"Managers":       odataID(rfManagers),
 		"SessionService": odataID(rfRoot + "/SessionService"),
+		"UpdateService":  odataID(rfUpdate),
+		"Registries":     odataID(rfRoot + "/Registries"),
+		"EventService":   odataID(rfEventService),
 		"Links":          map[string]any{"Sessions": odataID(rfSessions)},
 	})
 }
@@ -178,6 +189,10 @@ func (e *Emulator) serveSystem(w http.ResponseWriter, r *http.Request, m *Machin
 		e.reset(w, r, m)
 	case len(sub) > 0 && sub[0] == "VirtualMedia":
 		e.serveVirtualMedia(w, r, m, base+"/VirtualMedia", sub[1:])
+	case len(sub) > 0 && sub[0] == "Bios":
+		e.serveBIOS(w, r, m, base+"/Bios", sub[1:])
+	case len(sub) > 0 && sub[0] == "Storage":
+		e.serveStorage(w, r, m, base+"/Storage", sub[1:])
 	case r.Method != http.MethodGet:
 		methodNotAllowed(w)
 	default:
@@ -232,6 +247,7 @@ func (e *Emulator) reset(w http.ResponseWriter, r *http.Request, m *Machine) {
 	case "PushPowerButton":
 		err = m.applyPower(!on, false)
 	case "Nmi":
+		m.nmi()
 	default:
 		rfError(w, http.StatusBadRequest, "Base.1.8.ActionParameterValueNotInList",
 			fmt.Sprintf("The value '%s' for the parameter ResetType is not in the list of acceptable values.", body.ResetType))

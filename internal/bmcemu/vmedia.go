@@ -179,7 +179,7 @@ func managerJSON(m *Machine) map[string]any {
 	return map[string]any{
 		"@odata.type": "#Manager.v1_10_0.Manager", "@odata.id": base, "Id": m.ID,
 		"Name": "Manager of " + m.ID, "ManagerType": "BMC", "Model": "Anvil BMC emulator",
-		"FirmwareVersion": "1.0.0", "UUID": m.UUID, "PowerState": "On", "Status": enabledOK,
+		"FirmwareVersion": m.firmwareVersion(FirmwareBMC), "UUID": m.UUID, "PowerState": "On", "Status": enabledOK,
 		"VirtualMedia": odataID(base + "/VirtualMedia"),
 		"Links": map[string]any{
 			"ManagerForServers":             []any{odataID(rfSystems + "/" + m.ID)},

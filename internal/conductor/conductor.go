@@ -322,9 +322,14 @@ func (c *Conductor) Drivers() []DriverInfo {
 func (c *Conductor) Driver(name string) (DriverInfo, error) {
 	ht, ok := c.reg.HardwareType(name)
 	if !ok {
-		return DriverInfo{}, fault.New(fault.NotFound, "Could not find the following driver(s) or hardware type(s): %s.", name)
+		return DriverInfo{}, driverNotFound(name)
 	}
 	return c.driverInfo(ht), nil
+}
+
+// driverNotFound is Ironic's DriverNotFound.
+func driverNotFound(name string) error {
+	return fault.New(fault.NotFound, "Could not find the following driver(s) or hardware type(s): %s.", name)
 }
 
 func (c *Conductor) driverInfo(ht driver.HardwareType) DriverInfo {

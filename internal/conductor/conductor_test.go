@@ -154,7 +154,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	e.must(id, "unrescue", fsm.Active)
 	e.must(id, "rebuild", fsm.Active)
-	e.must(id, "service", fsm.Active, serviceSteps(model.JSON{"interface": "bios", "step": "apply_configuration"}))
+	e.must(id, "service", fsm.Active, serviceSteps(model.JSON{"interface": "bios", "step": "factory_reset"}))
 	e.must(id, "undeploy", fsm.Available)
 	e.must(id, "manage", fsm.Manageable)
 	e.must(id, "adopt", fsm.Active)
@@ -197,7 +197,7 @@ func TestManualCleanUnknownStep(t *testing.T) {
 
 // Every failure state is reachable with fake_fail and left by a verb Ironic allows.
 func TestFailureStates(t *testing.T) {
-	svc := serviceSteps(model.JSON{"interface": "bios", "step": "apply_configuration"})
+	svc := serviceSteps(model.JSON{"interface": "bios", "step": "factory_reset"})
 	cases := []struct {
 		name     string
 		fail     string

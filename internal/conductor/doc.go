@@ -23,7 +23,11 @@
 // (SetPower) and virtual media attach/detach (AttachVirtualMedia,
 // DetachVirtualMedia, vmedia.go) lock the node, validate, clear last_error
 // and run in a worker that records a failure in last_error and history;
-// boot device and GetVirtualMedia answer synchronously.
+// boot device, GetVirtualMedia and InjectNMI answer synchronously. Vendor
+// passthru (vendor.go) takes the lock when the method asks for it and runs
+// synchronous methods while the caller waits, asynchronous ones in a
+// worker. The power sync also records the BMC's health when the power
+// interface reports it (driver.HealthReader).
 //
 // The conductor takes a [Store], the part of the storage contract it uses.
 //
@@ -37,6 +41,13 @@
 // Ironic's noop and flat network semantics) and allocations
 // (allocations.go: a worker picks and locks a matching node; unfinished
 // allocations resume on start and are taken over from dead conductors).
+//
+// BIOS settings and firmware components that a bios or firmware interface
+// reads (driver.Task.BIOS and Firmware, or driver.Cacher) are saved after
+// each step, after verifying, when cleaning or servicing starts and after an
+// inspection (stepargs.go);
+// user steps' arguments are checked against the steps' argsinfo before a
+// clean, deploy or service runs, as Ironic's _validate_user_step.
 //
 // Periodic work (power sync, wait-state timeouts, take-over of dead
 // conductors' locks) runs only for the nodes this conductor owns on the hash

@@ -46,6 +46,7 @@ func (c *Conductor) verifyFlow(ctx context.Context, t *task) {
 	if state == fsm.PowerOn || state == fsm.PowerOff {
 		n.PowerState = state
 	}
+	c.cacheSettings(ctx, t) // Ironic's node_update_cache after verifying
 	t.advance(fsm.EvDone)
 }
 
@@ -73,6 +74,7 @@ func (c *Conductor) inspectFlow(ctx context.Context, t *task) {
 		return
 	}
 	n.InspectionFinishedAt = c.now().UTC()
+	c.cacheSettings(ctx, t)
 	t.advance(fsm.EvDone)
 }
 
@@ -186,6 +188,7 @@ func (c *Conductor) serviceFlow(steps []map[string]any) flow {
 		if !c.planUser(t, driver.ServiceSteps, steps) {
 			return
 		}
+		c.cacheSettings(ctx, t) // Ironic's node_update_cache when servicing starts
 		c.runSteps(ctx, t, driver.ServiceSteps, 0)
 	}
 }

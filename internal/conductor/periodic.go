@@ -91,7 +91,7 @@ func (c *Conductor) syncPower(ctx context.Context, n *model.Node) {
 	if err != nil || drv.Power == nil {
 		return
 	}
-	state, err := drv.Power.PowerState(ctx, &driver.Task{Node: n})
+	state, health, hasHealth, err := readPower(ctx, drv.Power, n)
 	if err != nil {
 		c.powerReadFailed(ctx, n, err)
 		return
@@ -99,7 +99,7 @@ func (c *Conductor) syncPower(ctx context.Context, n *model.Node) {
 	c.log.Debug("power state read", "node", n.UUID, "power_state", state)
 	c.powerFailures.Delete(n.UUID)
 	recovered := n.Maintenance && n.Fault == faultPowerFailure
-	if !recovered && (state == n.PowerState || state == "") {
+	if !recovered && (!hasHealth || health == n.Health) && (state == n.PowerState || state == "") {
 		return
 	}
 	t, err := c.acquire(ctx, n.UUID, "")
@@ -108,6 +108,11 @@ func (c *Conductor) syncPower(ctx context.Context, n *model.Node) {
 	}
 	defer t.finish()
 	n = t.node
+	if hasHealth && health != n.Health {
+		t.record(&model.HistoryEvent{Severity: model.SeverityInfo, EventType: "monitoring",
+			Event: fmt.Sprintf("Node health status changed: health='%s' (previously '%s')", powerName(health), powerName(n.Health))})
+		n.Health = health
+	}
 	if n.Maintenance && n.Fault == faultPowerFailure {
 		n.Maintenance, n.Fault, n.MaintenanceReason = false, "", ""
 		t.record(&model.HistoryEvent{Severity: model.SeverityInfo, EventType: "maintenance",
@@ -133,6 +138,19 @@ func (c *Conductor) syncPower(ctx context.Context, n *model.Node) {
 		n.PowerState = state
 	}
 	t.record(&model.HistoryEvent{Severity: sev, EventType: "power", Event: msg})
+}
+
+// readPower reads the power state and, from a power interface that reports
+// it (driver.HealthReader, as Ironic's redfish get_node_health), the
+// hardware's health in the same call; hasHealth is false for the others,
+// which leave the node's health alone.
+func readPower(ctx context.Context, p driver.Power, n *model.Node) (state, health string, hasHealth bool, err error) {
+	if hr, ok := p.(driver.HealthReader); ok {
+		state, health, err = hr.PowerStateHealth(ctx, &driver.Task{Node: n})
+		return state, health, err == nil, err
+	}
+	state, err = p.PowerState(ctx, &driver.Task{Node: n})
+	return state, "", false, err
 }
 
 func (c *Conductor) powerReadFailed(ctx context.Context, n *model.Node, readErr error) {

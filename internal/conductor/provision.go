@@ -113,12 +113,12 @@ func checkProvisionArgs(n *model.Node, req ProvisionRequest, event string) error
 		if len(req.CleanSteps) == 0 {
 			return bad("\"clean_steps\" is required when setting target provision state to clean")
 		}
-		return checkSteps("clean_steps", req.CleanSteps)
+		// the shape of clean and service steps is Ironic's API schema,
+		// checked by the API (internal/api: checkStepSchema)
 	case fsm.EvService:
 		if len(req.ServiceSteps) == 0 {
 			return bad("\"service_steps\" is required when setting target provision state to service")
 		}
-		return checkSteps("service_steps", req.ServiceSteps)
 	case fsm.EvDeploy, fsm.EvRebuild:
 		return checkSteps("deploy_steps", req.DeploySteps)
 	case fsm.EvRescue:

@@ -188,6 +188,10 @@ func (c *Conductor) cleanFlow(manual bool, user []map[string]any) flow {
 				t.failWith(fmt.Sprintf("Cannot clean node %s: node does not support this clean step: %s", n.UUID, pyRepr(unknown)))
 				return
 			}
+			if msg := argsErrors(driver.CleanSteps, steps, user); msg != "" {
+				t.failWith(fmt.Sprintf("Cannot clean node %s: %s", n.UUID, msg))
+				return
+			}
 		} else if c.automatedClean(n) {
 			for _, s := range offered(t, driver.CleanSteps) {
 				if s.Priority > 0 {
@@ -197,6 +201,7 @@ func (c *Conductor) cleanFlow(manual bool, user []map[string]any) flow {
 			sort.SliceStable(steps, func(i, j int) bool { return steps[i].Priority > steps[j].Priority })
 		}
 		plan(n, driver.CleanSteps, steps)
+		c.cacheSettings(ctx, t)
 		c.runSteps(ctx, t, driver.CleanSteps, 0)
 	}
 }
@@ -225,6 +230,10 @@ func (c *Conductor) planUser(t *task, kind driver.StepKind, user []map[string]an
 		t.failWith(fmt.Sprintf("Node %s does not support this %s step: %s", t.node.UUID, kind, pyRepr(unknown)))
 		return false
 	}
+	if msg := argsErrors(kind, us, user); msg != "" {
+		t.failWith(fmt.Sprintf("Cannot %s node %s: %s", kind, t.node.UUID, msg))
+		return false
+	}
 	plan(t.node, kind, append(steps, us...))
 	return true
 }
@@ -239,7 +248,10 @@ func (c *Conductor) execStep(ctx context.Context, t *task, kind driver.StepKind,
 	if !ok {
 		return driver.Done, fmt.Errorf("interface %s offers no steps", s.Interface)
 	}
-	return st.ExecuteStep(ctx, t.driverTask(ctx), kind, s)
+	dt := t.driverTask(ctx)
+	res, err := st.ExecuteStep(ctx, dt, kind, s)
+	c.saveSettings(ctx, dt)
+	return res, err
 }
 
 func stepJSON(s driver.Step) model.JSON {

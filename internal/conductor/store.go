@@ -18,6 +18,7 @@ type Store interface {
 	PortgroupStore
 	AllocationStore
 	ConductorStore
+	store.SettingsStore
 	// AddHistory appends a node history entry and prunes to the newest keep.
 	AddHistory(ctx context.Context, e *model.HistoryEvent, keep int) error
 }

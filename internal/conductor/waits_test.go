@@ -53,7 +53,7 @@ type waitCase struct {
 }
 
 func waitCases() []waitCase {
-	svc := serviceSteps(model.JSON{"interface": "bios", "step": "apply_configuration"})
+	svc := serviceSteps(model.JSON{"interface": "bios", "step": "factory_reset"})
 	return []waitCase{
 		{"deploy", "deploy", []string{"manage", "provide"}, "active", nil, fsm.DeployWait, fsm.Active, fsm.DeployFailed, "Timeout reached while waiting for callback for node "},
 		{"automated clean", "clean", []string{"manage"}, "provide", nil, fsm.CleanWait, fsm.Available, fsm.CleanFailed, "Timeout reached while cleaning the node. Please check if the ramdisk responsible for the cleaning is running on the node. Failed on step {'interface': 'deploy', 'step': 'erase_devices_metadata'"},
@@ -207,7 +207,7 @@ func TestHoldAndUnhold(t *testing.T) {
 	}{
 		{"clean hold", []string{"manage"}, "clean", cleanSteps(hold, erase), fsm.CleanHold, fsm.Manageable},
 		{"deploy hold", []string{"manage", "provide"}, "active", func(r *conductor.ProvisionRequest) { r.DeploySteps = []model.JSON{hold} }, fsm.DeployHold, fsm.Active},
-		{"service hold", []string{"manage", "provide", "active"}, "service", serviceSteps(hold, model.JSON{"interface": "bios", "step": "apply_configuration"}), fsm.ServiceHold, fsm.Active},
+		{"service hold", []string{"manage", "provide", "active"}, "service", serviceSteps(hold, model.JSON{"interface": "bios", "step": "factory_reset"}), fsm.ServiceHold, fsm.Active},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -249,7 +249,7 @@ func TestHoldAndUnhold(t *testing.T) {
 			e.must(id, v, mustStable(v))
 		}
 		e.setInfo(id, "fake_fail", "service")
-		e.must(id, "service", fsm.ServiceFailed, serviceSteps(model.JSON{"interface": "bios", "step": "apply_configuration"}))
+		e.must(id, "service", fsm.ServiceFailed, serviceSteps(model.JSON{"interface": "bios", "step": "factory_reset"}))
 		e.must(id, "abort", fsm.Active)
 	})
 }

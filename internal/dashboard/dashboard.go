@@ -17,6 +17,11 @@ import (
 // Path is where the dashboard is served; every asset is under Path + "/".
 const Path = "/dashboard"
 
+// SessionPath is where the page logs in (POST), asks who is logged in
+// (GET) and logs out (DELETE): served by internal/auth's sessions, in
+// front of this handler.
+const SessionPath = Path + "/session"
+
 //go:embed assets
 var assets embed.FS
 

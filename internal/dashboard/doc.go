@@ -10,7 +10,10 @@
 // acts through the API (GET /v1/fleet/nodes and /v1/fleet/summary for the
 // fleet, the Ironic endpoints for a node) with the browser's credentials,
 // so the API's authentication, authorization and secret masking apply to
-// everything it shows. The diagram (lifecycle.svg) and the machine's
+// everything it shows. Under http_basic or jwt the page logs in at
+// SessionPath (internal/auth's sessions: an HttpOnly session cookie, a CSRF
+// token for writes) and keeps neither password nor token; the page and its
+// assets are public, as they hold no data. The diagram (lifecycle.svg) and the machine's
 // description (machine.json: each state's class and the provision targets
 // the machine allows there) are computed from internal/fsm when the
 // handler is built, so they cannot drift from the machine.

@@ -36,6 +36,27 @@ const (
 type Task struct {
 	Node  *model.Node
 	Ports []*model.Port
+	// BIOS, when a bios interface sets it, replaces the node's cached BIOS
+	// settings (Ironic's cache_bios_settings); Firmware, when a firmware
+	// interface sets it, records the versions of the node's firmware
+	// components (cache_firmware_components). The conductor saves both.
+	BIOS     *[]model.BIOSSetting
+	Firmware *[]model.FirmwareComponent
+}
+
+// Cacher is an optional capability of bios and firmware interfaces: read
+// the node's BIOS settings or firmware components into Task.BIOS or
+// Task.Firmware. The conductor calls it when cleaning starts and after an
+// inspection, as Ironic does; its failure is logged, never fatal. Steps
+// that change settings or firmware fill the Task themselves.
+type Cacher interface {
+	Cache(ctx context.Context, t *Task) error
+}
+
+// ArgInfo describes one argument of a step (Ironic's argsinfo entry).
+type ArgInfo struct {
+	Description string `json:"description"`
+	Required    bool   `json:"required"`
 }
 
 // Validator checks a node's configuration for one interface without touching
@@ -183,6 +204,10 @@ type Step struct {
 	Priority  int        `json:"priority"`
 	Args      model.JSON `json:"args,omitempty"`
 	Abortable bool       `json:"abortable,omitempty"`
+	// ArgsInfo is the arguments the step takes (nil: not checked); a user step
+	// with an argument it does not take, or without a required one, is
+	// refused before it runs, as Ironic's _validate_user_step.
+	ArgsInfo map[string]ArgInfo `json:"argsinfo,omitempty"`
 }
 
 // StepKind names the three step families.

@@ -129,7 +129,7 @@ func (l *Log) Append(e events.Event) (wait func()) {
 		e.Time = l.cfg.Now().UTC()
 	}
 	e.ID = 0
-	data, err := json.Marshal(e)
+	data, err := json.Marshal(recordOf(&e))
 	if err != nil { // an Event always encodes
 		l.cfg.Log.Error("eventlog: encode event", "node", e.Node, "err", err)
 		return nil
@@ -287,14 +287,15 @@ func scan(rows *sql.Rows) ([]events.Event, error) {
 		var (
 			id   int64
 			data []byte
-			e    events.Event
+			r    record
 		)
 		if err := rows.Scan(&id, &data); err != nil {
 			return nil, fmt.Errorf("eventlog: %w", err)
 		}
-		if err := json.Unmarshal(data, &e); err != nil {
-			return nil, fmt.Errorf("eventlog: event %d: %w", id, err)
+		if err := json.Unmarshal(data, &r); err != nil || r.Event == nil {
+			return nil, fmt.Errorf("eventlog: event %d: %w", id, errors.Join(err, errors.New("not an event record")))
 		}
+		e := r.event()
 		e.ID = uint64(id)
 		out = append(out, e)
 	}
@@ -395,4 +396,45 @@ func wait(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// record is an event as the table stores it: the stream's JSON of the
+// event and what that JSON leaves out but other processes' brokers need
+// (the node's projects, for project-scoped streams).
+type record struct {
+	Event        *events.Event `json:"e"`
+	Owner        string        `json:"o,omitempty"`
+	Lessee       string        `json:"l,omitempty"`
+	PrevOwner    string        `json:"po,omitempty"`
+	PrevLessee   string        `json:"pl,omitempty"`
+	HistoryOwner string        `json:"ho,omitempty"`
+}
+
+func recordOf(e *events.Event) record {
+	r := record{Event: e}
+	if e.State != nil {
+		r.Owner, r.Lessee = e.State.Owner, e.State.Lessee
+	}
+	if e.Previous != nil {
+		r.PrevOwner, r.PrevLessee = e.Previous.Owner, e.Previous.Lessee
+	}
+	if e.History != nil {
+		r.HistoryOwner = e.History.Owner
+	}
+	return r
+}
+
+// event is the event r stores, projects included.
+func (r record) event() events.Event {
+	e := *r.Event
+	if e.State != nil {
+		e.State.Owner, e.State.Lessee = r.Owner, r.Lessee
+	}
+	if e.Previous != nil {
+		e.Previous.Owner, e.Previous.Lessee = r.PrevOwner, r.PrevLessee
+	}
+	if e.History != nil {
+		e.History.Owner = r.HistoryOwner
+	}
+	return e
 }

@@ -382,3 +382,26 @@ func TestLaggingFollower(t *testing.T) {
 		t.Fatal("resume from the last event after the gap: reset")
 	}
 }
+
+// TestProjectsCarried: the node's owner and lessee, which the stream's JSON
+// leaves out, reach other processes' brokers, so that project-scoped
+// streams there select the same events.
+func TestProjectsCarried(t *testing.T) {
+	dsn := migrated(t)
+	w := open(t, dsn, Config{})
+	b := follow(t, open(t, dsn, Config{}), eventbus.Config{})
+	p2 := b.Subscribe(events.Filter{Project: "p2", Types: []string{events.TypeUpdated, events.TypeHistory}})
+	defer p2.Close()
+	w.Append(events.Event{Type: events.TypeUpdated, Node: "moved",
+		State: &events.NodeState{ProvisionState: "active", Owner: "p2", Lessee: "p3"}, Previous: &events.NodeState{ProvisionState: "active", Owner: "p1"}})()
+	w.Append(events.Event{Type: events.TypeUpdated, Node: "other", Changed: []string{events.FieldFault},
+		State: &events.NodeState{Owner: "p9"}, Previous: &events.NodeState{Owner: "p9"}})()
+	w.Append(events.Event{Type: events.TypeHistory, Node: "moved", History: &events.History{Event: "x", Owner: "p2"}})()
+	got := collect(t, p2, 2)
+	if u := got[0]; u.Node != "moved" || u.State.Owner != "p2" || u.State.Lessee != "p3" || u.Previous.Owner != "p1" {
+		t.Fatalf("update: %+v %+v %+v", u, u.State, u.Previous)
+	}
+	if h := got[1]; h.Type != events.TypeHistory || h.History.Owner != "p2" {
+		t.Fatalf("history: %+v", h)
+	}
+}

@@ -13,7 +13,7 @@ func StateOf(n *model.Node) events.NodeState {
 		ProvisionUpdatedAt: n.ProvisionUpdatedAt, PowerState: n.PowerState,
 		TargetPowerState: n.TargetPowerState, Maintenance: n.Maintenance,
 		MaintenanceReason: n.MaintenanceReason, Fault: n.Fault, LastError: secret.String(n.LastError),
-		Reservation: n.Reservation, UpdatedAt: n.UpdatedAt,
+		Reservation: n.Reservation, UpdatedAt: n.UpdatedAt, Owner: n.Owner, Lessee: n.Lessee,
 	}
 }
 

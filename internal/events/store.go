@@ -126,7 +126,8 @@ func (p *publisher) updated(n, before *model.Node) func() {
 		prev := old.state
 		e.Previous = &prev
 		e.Changed = changed(old.name, old.state, n.Name, cur)
-		if len(e.Changed) == 0 {
+		moved := old.state.Owner != cur.Owner || old.state.Lessee != cur.Lessee
+		if len(e.Changed) == 0 && !moved { // a move between projects is published for their streams
 			return nil
 		}
 	} else {
@@ -246,8 +247,10 @@ func (p *publisher) AddHistory(ctx context.Context, e *model.HistoryEvent, keep 
 		return err
 	}
 	p.mu.Lock()
-	w := p.emit(events.Event{Type: events.TypeHistory, Node: e.NodeUUID, Name: p.known[e.NodeUUID].name,
-		History: historyOf(e)})
+	k := p.known[e.NodeUUID]
+	h := historyOf(e)
+	h.Owner = k.state.Owner
+	w := p.emit(events.Event{Type: events.TypeHistory, Node: e.NodeUUID, Name: k.name, History: h})
 	p.mu.Unlock()
 	wait(w)
 	return nil

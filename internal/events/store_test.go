@@ -157,3 +157,38 @@ func sameState(a, b events.NodeState) bool {
 	a.UpdatedAt = b.UpdatedAt
 	return a == b
 }
+
+// TestStoreProjects: events carry the node's owner and lessee (for
+// project-scoped streams), a move between projects is published although
+// no watched field changed, and history carries the owner.
+func TestStoreProjects(t *testing.T) {
+	ctx := context.Background()
+	_, b, p := newTestStore(t)
+	sub := b.Subscribe(events.Filter{Types: []string{events.TypeCreated, events.TypeUpdated, events.TypeHistory}})
+	defer sub.Close()
+	n := &model.Node{UUID: "2b1b3c4d-0000-4000-8000-000000000009", Driver: "fake-hardware", ProvisionState: "enroll", Owner: "p1"}
+	if err := p.CreateNode(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := p.GetNode(ctx, n.UUID)
+	cur.Owner, cur.Lessee = "p2", "p3"
+	if err := p.UpdateNode(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AddHistory(ctx, &model.HistoryEvent{NodeUUID: n.UUID, Severity: model.SeverityInfo, EventType: "x"}, 10); err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := sub.Take(nil)
+	if len(got) != 3 {
+		t.Fatalf("published %+v", got)
+	}
+	if got[0].State.Owner != "p1" {
+		t.Errorf("created: owner %q", got[0].State.Owner)
+	}
+	if u := got[1]; u.Type != events.TypeUpdated || len(u.Changed) != 0 || u.Previous.Owner != "p1" || u.State.Owner != "p2" || u.State.Lessee != "p3" {
+		t.Errorf("the move: %+v %+v %+v", u, u.Previous, u.State)
+	}
+	if h := got[2].History; h == nil || h.Owner != "p2" {
+		t.Errorf("history: %+v", h)
+	}
+}

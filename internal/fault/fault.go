@@ -23,6 +23,9 @@ const (
 	TooLarge                      // 413
 	Unsupported                   // 415: wrong content type
 	Unavailable                   // 503: no free worker, limit reached
+	// DriverFailed is 500 with its text shown: a driver operation failed on
+	// the hardware (Ironic's DriverOperationError, e.g. RedfishError).
+	DriverFailed
 )
 
 // Error is a client-visible failure with Ironic's wording.

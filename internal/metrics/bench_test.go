@@ -9,12 +9,15 @@ import (
 	"github.com/anvil-metal/anvil/internal/model"
 )
 
-// BenchmarkScrape10k is one /metrics scrape over 10,000 nodes (the node
-// gauges list every node once).
-func BenchmarkScrape10k(b *testing.B) {
+// BenchmarkScrape10k and BenchmarkScrape100k are one /metrics scrape over
+// 10,000 and 100,000 nodes (the node gauges are one GROUP BY).
+func BenchmarkScrape10k(b *testing.B)  { benchScrape(b, 10000) }
+func BenchmarkScrape100k(b *testing.B) { benchScrape(b, 100000) }
+
+func benchScrape(b *testing.B, nodes int) {
 	m, st, _ := newTestMetrics(b)
 	ctx := context.Background()
-	for i := range 10000 {
+	for i := range nodes {
 		n := &model.Node{Driver: "fake-hardware", Name: fmt.Sprintf("n%d", i), ProvisionState: "available",
 			PowerState: "power off", DriverInfo: model.JSON{"ipmi_address": "10.0.0.1", "ipmi_password": "x"}}
 		if err := st.CreateNode(ctx, n); err != nil {

@@ -291,10 +291,14 @@ func TestLocksAndPool(t *testing.T) {
 	}
 }
 
-// failingStore fails ListNodes.
+// failingStore fails the node reads the gauges could use.
 type failingStore struct{ store.Store }
 
 func (failingStore) ListNodes(context.Context, store.NodeQuery) ([]*model.Node, error) {
+	return nil, errors.New("database on fire")
+}
+
+func (failingStore) CountNodeGroups(context.Context, store.NodeQuery) ([]store.NodeGroup, error) {
 	return nil, errors.New("database on fire")
 }
 

@@ -9,7 +9,6 @@ import (
 
 	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/fsm"
-	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -39,7 +38,9 @@ var (
 	knownFaults      = []string{"power failure", "clean failure", "rescue abort failure", "service failure"}
 )
 
-// nodeCollector computes the node gauges from one listing of every node.
+// nodeCollector computes the node gauges from one grouped count of the
+// nodes (store.CountNodeGroups: SQL GROUP BY, no node is read), so a scrape
+// costs the same at 100 nodes as at 100,000 in memory.
 type nodeCollector struct{ m *Metrics }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -52,12 +53,12 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	start := c.m.cfg.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), c.m.cfg.ScrapeTimeout)
 	defer cancel()
-	nodes, err := c.m.cfg.Store.ListNodes(ctx, store.NodeQuery{})
+	groups, err := c.m.cfg.Store.CountNodeGroups(ctx, store.NodeQuery{})
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(descNodes, err)
 		return
 	}
-	counts := countNodes(nodes, start)
+	counts := countNodes(groups, start)
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
@@ -85,9 +86,10 @@ type nodeCounts struct {
 	maintenance, locked     int
 }
 
-// countNodes computes the gauges at time now; every provision state, known
-// power state, known fault and wait state is present, at zero if need be.
-func countNodes(nodes []*model.Node, now time.Time) nodeCounts {
+// countNodes computes the gauges at time now from the node groups; every
+// provision state, known power state, known fault and wait state is
+// present, at zero if need be.
+func countNodes(groups []store.NodeGroup, now time.Time) nodeCounts {
 	c := nodeCounts{provision: map[string]int{}, power: map[string]int{}, fault: map[string]int{},
 		waitAge: map[string]float64{}}
 	for _, s := range fsm.States() {
@@ -102,25 +104,25 @@ func countNodes(nodes []*model.Node, now time.Time) nodeCounts {
 	for _, f := range knownFaults {
 		c.fault[f] = 0
 	}
-	for _, n := range nodes {
-		c.provision[n.ProvisionState]++
-		p := n.PowerState
+	for _, g := range groups {
+		c.provision[g.ProvisionState] += g.Count
+		p := g.PowerState
 		if p == "" {
 			p = powerNone
 		}
-		c.power[p]++
-		if n.Fault != "" {
-			c.fault[n.Fault]++
+		c.power[p] += g.Count
+		if g.Fault != "" {
+			c.fault[g.Fault] += g.Count
 		}
-		if n.Maintenance {
-			c.maintenance++
+		if g.Maintenance {
+			c.maintenance += g.Count
 		}
-		if n.Reservation != "" {
-			c.locked++
+		if g.Reservation != "" {
+			c.locked += g.Count
 		}
-		if fsm.IsWait(n.ProvisionState) && !n.ProvisionUpdatedAt.IsZero() {
-			age := now.Sub(n.ProvisionUpdatedAt).Seconds()
-			c.waitAge[n.ProvisionState] = max(c.waitAge[n.ProvisionState], age)
+		if fsm.IsWait(g.ProvisionState) && !g.OldestProvisionUpdate.IsZero() {
+			age := now.Sub(g.OldestProvisionUpdate).Seconds()
+			c.waitAge[g.ProvisionState] = max(c.waitAge[g.ProvisionState], age)
 		}
 	}
 	return c

@@ -265,3 +265,34 @@ type HistoryEvent struct {
 	Trigger   string        // the FSM event that caused it
 	Duration  time.Duration // time spent in FromState
 }
+
+// BIOSSetting is one cached BIOS setting of a node (Ironic's bios_settings
+// row): its value and, where the BMC's attribute registry says, its schema.
+// Nil schema fields are unknown (null in the API).
+type BIOSSetting struct {
+	Name            string    `json:"name"`
+	Value           *string   `json:"value"` // Ironic stores values as strings; nil is null
+	AttributeType   *string   `json:"attribute_type,omitempty"`
+	AllowableValues []string  `json:"allowable_values,omitempty"`
+	LowerBound      *int64    `json:"lower_bound,omitempty"`
+	UpperBound      *int64    `json:"upper_bound,omitempty"`
+	MinLength       *int64    `json:"min_length,omitempty"`
+	MaxLength       *int64    `json:"max_length,omitempty"`
+	ReadOnly        *bool     `json:"read_only,omitempty"`
+	ResetRequired   *bool     `json:"reset_required,omitempty"`
+	Unique          *bool     `json:"unique,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	UpdatedAt       time.Time `json:"updated_at"` // zero until the value changes
+}
+
+// FirmwareComponent is one firmware component of a node (Ironic's
+// firmware_information row): "bios", "bmc" or "nic:<id>", the version first
+// seen, the current one and the last one an update flashed ("" = null).
+type FirmwareComponent struct {
+	Component          string    `json:"component"`
+	InitialVersion     string    `json:"initial_version"`
+	CurrentVersion     string    `json:"current_version"`
+	LastVersionFlashed string    `json:"last_version_flashed"`
+	CreatedAt          time.Time `json:"created_at"`
+	UpdatedAt          time.Time `json:"updated_at"`
+}

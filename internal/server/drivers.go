@@ -65,11 +65,11 @@ func DefaultInterfaces() map[string][]string {
 		"deploy":   {fake.Interface, direct.Name},
 		"inspect":  {fake.Interface, redfish.Name, direct.InterfaceName, noop.Names["inspect"]},
 		"rescue":   {fake.Interface, direct.InterfaceName, noop.Names["rescue"]},
-		"bios":     {fake.Interface, noop.Names["bios"]},
+		"bios":     {fake.Interface, redfish.Name, IDRACRedfish, noop.Names["bios"]},
 		"console":  {fake.Interface, noop.Names["console"]},
-		"firmware": {fake.Interface, noop.Names["firmware"]},
-		"raid":     {fake.Interface, noop.Names["raid"]},
-		"vendor":   {fake.Interface, noop.Names["vendor"]},
+		"firmware": {fake.Interface, redfish.Name, noop.Names["firmware"]},
+		"raid":     {fake.Interface, noop.Names["raid"], direct.InterfaceName, redfish.Name, IDRACRedfish},
+		"vendor":   {fake.Interface, redfish.Name, IDRACRedfish, noop.Names["vendor"]},
 		"network":  {"flat", "noop"},
 		"storage":  {"noop"},
 	}
@@ -92,6 +92,8 @@ func generic() map[string][]string {
 	for _, kind := range []string{"bios", "console", "firmware", "raid", "vendor"} {
 		m[kind] = []string{noop.Names[kind]}
 	}
+	// Ironic's AgentRAID needs an IPA with RAID support: no-raid stays first.
+	m["raid"] = append(m["raid"], direct.InterfaceName)
 	return m
 }
 
@@ -141,6 +143,7 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	r.AddInterface("deploy", direct.Name, dd)
 	r.AddInterface("inspect", direct.InterfaceName, dd.Inspector())
 	r.AddInterface("rescue", direct.InterfaceName, dd.Rescuer())
+	r.AddInterface("raid", direct.InterfaceName, dd.RAID())
 	pcfg := pxe.Config{Publisher: d.Boot, Drivers: r, KernelParams: d.KernelParams}
 	r.AddInterface("boot", pxe.IPXE, pxe.New(pxe.IPXE, pcfg))
 	r.AddInterface("boot", pxe.PXE, pxe.New(pxe.PXE, pcfg))
@@ -148,13 +151,23 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	r.AddInterface("power", redfish.Name, d.Redfish)
 	r.AddInterface("management", redfish.Name, d.Redfish)
 	r.AddInterface("inspect", redfish.Name, d.Redfish)
+	r.AddInterface("bios", redfish.Name, d.Redfish.BIOS())
+	r.AddInterface("firmware", redfish.Name, d.Redfish.Firmware())
+	r.AddInterface("vendor", redfish.Name, d.Redfish.NewVendor())
+	rfRAID := d.Redfish.NewRAID()
+	r.AddInterface("raid", redfish.Name, rfRAID)
 	// idrac is redfish under Dell's interface names (Ironic's idrac
-	// hardware type): its idrac-redfish power, management and inspect are
-	// the redfish implementations. Its BIOS, RAID and virtual media
-	// interfaces are not offered until they are real.
+	// hardware type): its idrac-redfish power, management, inspect and bios
+	// are the redfish implementations (RAID too, Ironic's DracRedfishRAID
+	// being RedfishRAID), and it takes the redfish firmware interface (what
+	// Metal3 sends). Its virtual media interfaces are not offered until they
+	// are real.
 	r.AddInterface("power", IDRACRedfish, d.Redfish)
+	r.AddInterface("raid", IDRACRedfish, rfRAID)
 	r.AddInterface("management", IDRACRedfish, d.Redfish)
 	r.AddInterface("inspect", IDRACRedfish, d.Redfish)
+	r.AddInterface("bios", IDRACRedfish, d.Redfish.BIOS())
+	r.AddInterface("vendor", IDRACRedfish, d.Redfish.NewVendor())
 	r.AddInterface("power", ipmi.Interface, d.IPMI)
 	r.AddInterface("management", ipmi.Interface, d.IPMI)
 
@@ -169,12 +182,20 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 			"power":      {redfish.Name},
 			"management": {redfish.Name},
 			"inspect":    {redfish.Name, direct.InterfaceName, noop.Names["inspect"]},
+			"bios":       {redfish.Name, noop.Names["bios"]},
+			"firmware":   {redfish.Name, noop.Names["firmware"]},
+			"vendor":     {redfish.Name, noop.Names["vendor"]},
+			"raid":       {redfish.Name, noop.Names["raid"], direct.InterfaceName},
 		})})
 	r.AddHardwareType(driver.HardwareType{Name: IDRAC, Properties: withBoot(redfish.Properties()), OptIn: optInFake(),
 		Supported: withGeneric(map[string][]string{
 			"power":      {IDRACRedfish},
 			"management": {IDRACRedfish},
 			"inspect":    {IDRACRedfish, direct.InterfaceName, noop.Names["inspect"]},
+			"bios":       {IDRACRedfish, noop.Names["bios"]},
+			"firmware":   {redfish.Name, noop.Names["firmware"]},
+			"vendor":     {IDRACRedfish, noop.Names["vendor"]},
+			"raid":       {IDRACRedfish, noop.Names["raid"], direct.InterfaceName},
 		})})
 	r.AddHardwareType(driver.HardwareType{Name: ipmi.Name, Properties: withBoot(ipmi.Properties()), OptIn: optInFake(),
 		Supported: withGeneric(map[string][]string{

@@ -18,9 +18,9 @@ func faultstring(t *testing.T, body map[string]any) string {
 }
 
 // TestRegistrationInterfaces: the no-op interfaces Metal3 names on real
-// hardware are accepted; interfaces Anvil does not implement (redfish
-// firmware, idrac-redfish RAID) are an honest 400 naming what is valid,
-// never a fake success.
+// hardware are accepted, and so are the real redfish firmware, BIOS and RAID
+// interfaces; interfaces Anvil does not implement (idrac's virtual media
+// boot) are an honest 400 naming what is valid, never a fake success.
 func TestRegistrationInterfaces(t *testing.T) {
 	s := serveWith(t, func(c *Config) {
 		c.Interfaces = driver.Enablement{HardwareTypes: []string{"ipmi", "redfish", "idrac"},
@@ -36,9 +36,16 @@ func TestRegistrationInterfaces(t *testing.T) {
 	}
 	idrac := s.do("POST", "/v1/nodes", `{"driver": "idrac", "name": "dell"}`, 201)
 	for k, want := range map[string]string{"power_interface": "idrac-redfish", "management_interface": "idrac-redfish",
-		"inspect_interface": "idrac-redfish", "boot_interface": "ipxe", "raid_interface": "no-raid"} {
+		"inspect_interface": "idrac-redfish", "boot_interface": "ipxe", "raid_interface": "idrac-redfish"} {
 		if idrac[k] != want {
 			t.Errorf("idrac %s = %v, want %s", k, idrac[k], want)
+		}
+	}
+	// BMO's redfish and idrac firmware and BIOS interfaces (real ones)
+	for _, c := range []struct{ drv, bios string }{{"redfish", "redfish"}, {"idrac", "idrac-redfish"}} {
+		n := s.do("POST", "/v1/nodes", `{"driver": "`+c.drv+`", "firmware_interface": "redfish", "bios_interface": "`+c.bios+`"}`, 201)
+		if n["firmware_interface"] != "redfish" || n["bios_interface"] != c.bios {
+			t.Errorf("%s node %v", c.drv, n)
 		}
 	}
 	d := s.getAt("/v1/drivers/idrac", "latest")
@@ -46,10 +53,8 @@ func TestRegistrationInterfaces(t *testing.T) {
 		t.Errorf("idrac driver %v", d)
 	}
 	for _, c := range []struct{ body, want string }{
-		{`{"driver": "redfish", "firmware_interface": "redfish"}`,
-			"Could not find the following interface in the 'ironic.hardware.interfaces.firmware' entrypoint: redfish. Valid interfaces are ['fake', 'no-firmware']."},
-		{`{"driver": "idrac", "raid_interface": "idrac-redfish"}`,
-			"Could not find the following interface in the 'ironic.hardware.interfaces.raid' entrypoint: idrac-redfish. Valid interfaces are ['fake', 'no-raid']."},
+		{`{"driver": "idrac", "boot_interface": "idrac-redfish-virtual-media"}`,
+			"Could not find the following interface in the 'ironic.hardware.interfaces.boot' entrypoint: idrac-redfish-virtual-media. Valid interfaces are ['fake', 'ipxe', 'pxe', 'redfish-virtual-media']."},
 	} {
 		if got := faultstring(t, s.do("POST", "/v1/nodes", c.body, 400)); got != c.want {
 			t.Errorf("%s: %q\nwant %q", c.body, got, c.want)

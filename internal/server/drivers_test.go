@@ -99,10 +99,7 @@ func TestDriversMatchIronic(t *testing.T) {
 	}{
 		{name: "Ironic defaults", types: []string{"ipmi", "redfish"}, enabled: ironicDefaults, files: "defaults-",
 			differ: map[string]string{
-				"ipmi/vendor":    "no-vendor", // no ipmitool vendor passthru in Anvil
-				"redfish/bios":   "no-bios",   // no redfish BIOS, RAID or vendor interfaces yet
-				"redfish/raid":   "no-raid",
-				"redfish/vendor": "no-vendor",
+				"ipmi/vendor": "no-vendor", // no ipmitool vendor passthru in Anvil
 				// Anvil's redfish prefers virtual media; Ironic lists it last
 				"redfish/boot": "redfish-virtual-media",
 			}},
@@ -172,10 +169,10 @@ func TestDefaultInterfaces(t *testing.T) {
 	want := map[string]map[string][]string{
 		"fake-hardware": {"boot": {"fake", "ipxe", "pxe"}, "deploy": {"fake", "direct"}, "inspect": {"fake", "agent", "no-inspect"},
 			"rescue": {"fake", "agent", "no-rescue"}, "power": {"fake"}, "management": {"fake"}, "network": {"noop", "flat"},
-			"raid": {"fake", "no-raid"}, "vendor": {"fake", "no-vendor"}},
+			"raid": {"fake", "no-raid", "agent"}, "vendor": {"fake", "no-vendor"}},
 		"ipmi": {"boot": {"ipxe", "pxe"}, "deploy": {"direct"}, "inspect": {"agent", "no-inspect"},
 			"rescue": {"agent", "no-rescue"}, "power": {"ipmitool"}, "management": {"ipmitool"}, "network": {"flat", "noop"},
-			"raid": {"no-raid"}, "bios": {"no-bios"}, "console": {"no-console"}, "firmware": {"no-firmware"}, "vendor": {"no-vendor"}},
+			"raid": {"no-raid", "agent"}, "bios": {"no-bios"}, "console": {"no-console"}, "firmware": {"no-firmware"}, "vendor": {"no-vendor"}},
 		"redfish": {"boot": {"redfish-virtual-media", "ipxe", "pxe"}, "deploy": {"direct"}, "inspect": {"redfish", "agent", "no-inspect"},
 			"rescue": {"agent", "no-rescue"}, "power": {"redfish"}, "management": {"redfish"}},
 	}

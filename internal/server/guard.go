@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/anvil-metal/anvil/internal/auth"
+	"github.com/anvil-metal/anvil/internal/dashboard"
 )
 
 // Security is how `anvil serve` guards its listener.
@@ -36,12 +37,20 @@ type Security struct {
 
 // guard puts the Host check, authentication, the audit record and the
 // project policy (reading nodes) in front of h, auditing to auditLog. Boot files are public: machines fetch them
-// before they hold any credential.
+// before they hold any credential; so are the dashboard's assets, whose
+// page logs in at dashboard.SessionPath (auth's sessions).
 func guard(ctx context.Context, h http.Handler, cfg Config, bootPrefix string, auditLog *slog.Logger, nodes nodeReader) (http.Handler, error) {
 	ac := cfg.Security.Auth
 	ac.Log = cfg.Log
+	// The dashboard's page and assets hold no data (the page reads
+	// everything through the API with its session), so a browser without a
+	// session gets the page, which asks it to log in at SessionPath.
+	if cfg.Role != RoleConductor { // a conductor-only listener serves no dashboard
+		ac.SessionPath = dashboard.SessionPath
+	}
 	ac.Public = func(p string) bool {
-		return auth.PublicPath(p) || bootPrefix != "" && strings.HasPrefix(p, bootPrefix+"/")
+		return auth.PublicPath(p) || bootPrefix != "" && strings.HasPrefix(p, bootPrefix+"/") ||
+			p == dashboard.Path || strings.HasPrefix(p, dashboard.Path+"/")
 	}
 	h = audit(&projectPolicy{nodes: nodes, next: h}, auditLog)
 	h, err := auth.Middleware(ctx, h, ac)

@@ -28,6 +28,7 @@ func routes(portUUID string) []route {
 	return []route{
 		{"GET", "/", "", true}, {"GET", "/v1", "", true}, {"GET", "/v1/", "", true},
 		{"GET", "/v1/lookup?addresses=52:54:00:12:34:56", "", true},
+		{"GET", "/dashboard/", "", true}, {"GET", "/dashboard/session", "", true},
 		{"GET", "/v1/nodes", "", false}, {"GET", "/v1/nodes/detail", "", false}, {"GET", n, "", false},
 		{"GET", n + "/states", "", false}, {"GET", n + "/validate", "", false}, {"GET", "/v1/nodes/validate?node=m1", "", false},
 		{"GET", n + "/management/boot_device", "", false}, {"GET", n + "/management/boot_device/supported", "", false},
@@ -138,8 +139,9 @@ func TestAuthMatrix(t *testing.T) {
 						}
 					case who == "project-scoped":
 						// m1 belongs to no project: invisible (404) or system-only
-						// (403); its lists come back empty.
-						isList := r.method == "GET" && (r.path == "/v1/nodes" || r.path == "/v1/nodes/detail")
+						// (403); its lists (and the event stream) come back empty.
+						isList := r.method == "GET" && (r.path == "/v1/nodes" || r.path == "/v1/nodes/detail" ||
+							strings.HasPrefix(r.path, "/v1/events/stream"))
 						if !isList && st != 403 && st != 404 || isList && st != 200 {
 							t.Errorf("%s: %s %s = %d", who, r.method, r.path, st)
 						}

@@ -5,25 +5,30 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/anvil-metal/anvil/internal/api"
 	"github.com/anvil-metal/anvil/internal/auth"
+	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
+	"github.com/anvil-metal/anvil/pkg/events"
 )
 
 // projectPolicy is Ironic's default policy for project-scoped principals
 // (a jwt token with a project claim), for the routes it knows; every other
 // route requires system scope. System-scoped principals (http_basic users,
-// tokens without a project) pass untouched.
+// tokens without a project) pass, but a system member's PATCH of an active
+// node's owner (baremetal:node:update_owner_provisioned).
 //
 // A node is visible to project P when its owner or its lessee is P;
 // others are answered 404, as Ironic does. Node lists are narrowed to
 // ?project=P. Port routes follow their node. The rules (Ironic's policy
-// names, with who may act on a visible node) are policyRules.
+// names, with who may act on a visible node) are in policyrules.go.
 type projectPolicy struct {
 	nodes nodeReader
 	next  http.Handler
@@ -35,66 +40,29 @@ type nodeReader interface {
 	GetPort(ctx context.Context, ident string) (*model.Port, error)
 }
 
-// access is a project principal's relation to one node.
-type access struct {
-	owner, lessee bool
-	who           auth.Principal
-}
-
-func (a access) ownerMember() bool {
-	return a.owner && (a.who.HasRole(auth.RoleMember) || a.ownerAdmin())
-}
-func (a access) ownerAdmin() bool  { return a.owner && a.who.HasRole(auth.RoleAdmin) }
-func (a access) lesseeAdmin() bool { return a.lessee && a.who.HasRole(auth.RoleAdmin) }
-func (a access) reader() bool      { return a.owner || a.lessee }
-
-// policyRule is one action on a visible node: Ironic's policy name and its
-// default check for project scope.
-type policyRule struct {
-	name  string
-	allow func(access) bool
-}
-
-// policyRules maps "METHOD /path pattern" ({node}, {port}) to the rule.
-// Reads need the node visible (PROJECT_READER); writes as below.
-var policyRules = map[string]policyRule{
-	"GET /v1/nodes/{node}/*":                      {"baremetal:node:get", access.reader},
-	"PATCH /v1/nodes/{node}":                      {"baremetal:node:update (owner's members; lessees may not)", access.ownerMember},
-	"DELETE /v1/nodes/{node}":                     {"baremetal:node:delete (system admin only)", func(access) bool { return false }},
-	"PUT /v1/nodes/{node}/states/provision":       {"baremetal:node:set_provision_state", func(a access) bool { return a.ownerMember() || a.lesseeAdmin() }},
-	"PUT /v1/nodes/{node}/states/power":           {"baremetal:node:set_power_state", func(a access) bool { return a.ownerMember() || a.lesseeAdmin() }},
-	"PUT /v1/nodes/{node}/maintenance":            {"baremetal:node:set_maintenance", access.ownerAdmin},
-	"DELETE /v1/nodes/{node}/maintenance":         {"baremetal:node:clear_maintenance", access.ownerAdmin},
-	"PUT /v1/nodes/{node}/management/boot_device": {"baremetal:node:set_boot_device", access.ownerAdmin},
-	"GET /v1/ports/{port}":                        {"baremetal:port:get", access.reader},
-	"PATCH /v1/ports/{port}":                      {"baremetal:port:update", access.ownerAdmin},
-	"DELETE /v1/ports/{port}":                     {"baremetal:port:delete", access.ownerAdmin},
-	"POST /v1/ports":                              {"baremetal:port:create", access.ownerAdmin},
-	"GET /v1/ports":                               {"baremetal:port:list (of one node: ?node=)", access.reader},
-	"POST /v1/nodes/{node}/vifs":                  {"baremetal:node:vif:attach", func(a access) bool { return a.ownerMember() || a.lesseeAdmin() }},
-	"DELETE /v1/nodes/{node}/vifs/{id}":           {"baremetal:node:vif:detach", func(a access) bool { return a.ownerMember() || a.lesseeAdmin() }},
-	"PUT /v1/nodes/{node}/traits":                 {"baremetal:node:traits:set", access.ownerAdmin},
-	"PUT /v1/nodes/{node}/traits/{id}":            {"baremetal:node:traits:set", access.ownerAdmin},
-	"DELETE /v1/nodes/{node}/traits":              {"baremetal:node:traits:delete", access.ownerAdmin},
-	"DELETE /v1/nodes/{node}/traits/{id}":         {"baremetal:node:traits:delete", access.ownerAdmin},
-	"POST /v1/nodes/{node}/vmedia":                {"baremetal:node:vmedia:attach", func(a access) bool { return a.ownerMember() || a.lesseeAdmin() }},
-	"DELETE /v1/nodes/{node}/vmedia":              {"baremetal:node:vmedia:detach", func(a access) bool { return a.ownerMember() || a.lesseeAdmin() }},
-	"GET /v1/nodes/validate":                      {"baremetal:node:validate", func(a access) bool { return a.ownerMember() || a.lesseeAdmin() }},
-	"GET /v1/nodes/{node}/validate":               {"baremetal:node:validate", func(a access) bool { return a.ownerMember() || a.lesseeAdmin() }},
-}
-
-// Besides policyRules: GET /v1/nodes and /v1/nodes/detail are narrowed to
-// ?project=P; POST /v1/nodes (baremetal:node:create) is for system admins;
-// every other route (drivers, conductors, chassis, portgroups, allocations,
-// the fleet report, the event stream, /metrics, resources this policy does
-// not know) needs system scope.
+// Besides routeRules and patchPaths (policyrules.go): GET /v1/nodes,
+// /v1/nodes/detail, /v1/fleet/nodes, /v1/fleet/summary and the event
+// stream are narrowed to ?project=P (the store's owner-or-lessee filter,
+// so counts are the project's too); POST /v1/nodes (baremetal:node:create)
+// is for system admins; every other route (drivers, conductors, chassis,
+// portgroups, allocations, /metrics, resources this policy does not know)
+// needs system scope. Node fields a principal may not see (hiddenFields)
+// are replaced in every node rendering and stream event, through the
+// api.Redactor set on the request.
 
 func (p *projectPolicy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	who, ok := auth.PrincipalOf(r.Context())
+	if ok && !who.Scoped() && !systemAdmin(who) {
+		if status, msg := p.ownerProvisioned(r); status != 0 {
+			api.WriteError(w, status, msg)
+			return
+		}
+	}
 	if !ok || !who.Scoped() || auth.PublicPath(r.URL.Path) {
 		p.next.ServeHTTP(w, r)
 		return
 	}
+	r = r.WithContext(api.WithRedactor(r.Context(), redactor(who)))
 	status, msg := p.decide(w, r, who)
 	if status != 0 {
 		api.WriteError(w, status, msg)
@@ -111,8 +79,7 @@ func (p *projectPolicy) decide(w http.ResponseWriter, r *http.Request, who auth.
 	if m == http.MethodHead {
 		m = http.MethodGet
 	}
-	switch {
-	case len(seg) == 2 && seg[1] == "nodes" || len(seg) == 3 && seg[1] == "nodes" && seg[2] == "detail":
+	narrow := func() (int, string) {
 		if m != http.MethodGet {
 			return denied("baremetal:node:create")
 		}
@@ -120,29 +87,48 @@ func (p *projectPolicy) decide(w http.ResponseWriter, r *http.Request, who auth.
 		q.Set("project", who.Project) // owner or lessee is the project
 		r.URL.RawQuery = q.Encode()
 		return 0, ""
-	case len(seg) == 3 && seg[1] == "nodes" && seg[2] == "validate":
-		return p.onNode(r, who, q1(r, "node"), "GET /v1/nodes/validate")
+	}
+	switch {
+	case path == "/v1/nodes" || path == "/v1/nodes/detail" || path == "/v1/fleet/nodes" ||
+		path == "/v1/fleet/summary" || path == events.StreamPath:
+		return narrow()
+	case path == "/v1/nodes/validate":
+		return p.onNode(r, who, q1(r, "node"), []string{routeRules["GET /v1/nodes/validate"]})
 	case len(seg) >= 3 && seg[1] == "nodes":
+		if m == http.MethodPatch && len(seg) == 3 {
+			rules, err := patchRules(r)
+			if err != nil {
+				return http.StatusBadRequest, err.Error()
+			}
+			return p.onNode(r, who, seg[2], rules)
+		}
 		key := m + " /v1/nodes/{node}"
-		if len(seg) == 5 && (seg[3] == "vifs" || seg[3] == "traits") {
-			seg[4] = "{id}" // one VIF or trait: the rule of the collection's member
+		if len(seg) == 5 && (seg[3] == "vifs" || seg[3] == "traits" || seg[3] == "bios") {
+			seg[4] = "{id}" // one VIF, trait or BIOS setting: the collection's rule
 		}
 		if rest := strings.Join(seg[3:], "/"); rest != "" {
 			key += "/" + rest
 		}
-		if m == http.MethodGet {
-			key = "GET /v1/nodes/{node}/*"
+		rule, known := routeRules[key]
+		if !known && m == http.MethodGet {
+			rule = "baremetal:node:get" // another view of a visible node
 		}
-		return p.onNode(r, who, seg[2], key)
+		if key == "GET /v1/nodes/{node}/bios/{id}" {
+			rule = "baremetal:node:bios:get"
+		}
+		if len(seg) >= 4 && seg[3] == "vendor_passthru" {
+			rule = "baremetal:node:vendor_passthru" // whatever the HTTP method
+		}
+		return p.onNode(r, who, seg[2], []string{rule})
 	case len(seg) == 3 && seg[1] == "ports" && seg[2] != "detail":
 		port, err := p.nodes.GetPort(r.Context(), seg[2])
 		if err != nil {
 			return notFound("Port", seg[2], err)
 		}
-		return p.onNode(r, who, port.NodeUUID, m+" /v1/ports/{port}")
+		return p.onNode(r, who, port.NodeUUID, []string{routeRules[m+" /v1/ports/{port}"]})
 	case (len(seg) == 2 || len(seg) == 3 && seg[2] == "detail") && seg[1] == "ports":
 		if m == http.MethodPost {
-			return p.onNode(r, who, bodyNode(r), "POST /v1/ports")
+			return p.onNode(r, who, bodyNode(r), []string{routeRules["POST /v1/ports"]})
 		}
 		node := q1(r, "node")
 		if node == "" {
@@ -151,16 +137,20 @@ func (p *projectPolicy) decide(w http.ResponseWriter, r *http.Request, who auth.
 		if node == "" {
 			return http.StatusForbidden, "A project-scoped token lists the ports of one node: add ?node=<node>."
 		}
-		return p.onNode(r, who, node, "GET /v1/ports")
+		return p.onNode(r, who, node, []string{routeRules["GET /v1/ports"]})
 	}
 	return http.StatusForbidden, "This resource requires a system-scoped token (one without a project)."
 }
 
-// onNode applies rule key to the node ident: 404 when not visible.
-func (p *projectPolicy) onNode(r *http.Request, who auth.Principal, ident, key string) (int, string) {
-	rule, known := policyRules[key]
-	if !known {
-		return http.StatusForbidden, "This action requires a system-scoped token (one without a project)."
+// onNode checks rules on the node ident, in order, as Ironic's
+// check_multiple_node_policies_and_retrieve: a node the principal may not
+// see (baremetal:node:get) is answered 404, a rule it fails 403 with the
+// rule's name. An empty or unknown rule needs system scope.
+func (p *projectPolicy) onNode(r *http.Request, who auth.Principal, ident string, rules []string) (int, string) {
+	for _, name := range rules {
+		if _, known := allows(name, subject{}); !known {
+			return http.StatusForbidden, "This action requires a system-scoped token (one without a project)."
+		}
 	}
 	if ident == "" {
 		return http.StatusBadRequest, "Missing node."
@@ -169,12 +159,14 @@ func (p *projectPolicy) onNode(r *http.Request, who auth.Principal, ident, key s
 	if err != nil {
 		return notFound("Node", ident, err)
 	}
-	a := access{owner: n.Owner == who.Project, lessee: n.Lessee == who.Project && n.Owner != who.Project, who: who}
-	if !a.reader() {
+	s := subjectOf(who, n)
+	if ok, _ := allows("baremetal:node:get", s); !ok {
 		return http.StatusNotFound, "Node " + ident + " could not be found."
 	}
-	if !rule.allow(a) {
-		return denied(rule.name)
+	for _, name := range rules {
+		if ok, _ := allows(name, s); !ok {
+			return denied(name)
+		}
 	}
 	return 0, ""
 }
@@ -192,11 +184,17 @@ func notFound(kind, ident string, err error) (int, string) {
 
 func q1(r *http.Request, k string) string { return r.URL.Query().Get(k) }
 
-// bodyNode reads node_uuid from a JSON body (at most 1 MiB, as the API
-// caps it) and puts the body back for the handler.
-func bodyNode(r *http.Request) string {
+// peekBody reads a JSON body (at most 1 MiB, as the API caps it) and puts
+// it back for the handler.
+func peekBody(r *http.Request) ([]byte, error) {
 	raw, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1)) // one more: the API answers 413
 	r.Body = io.NopCloser(bytes.NewReader(raw))
+	return raw, err
+}
+
+// bodyNode reads node_uuid from a JSON body.
+func bodyNode(r *http.Request) string {
+	raw, err := peekBody(r)
 	if err != nil {
 		return ""
 	}
@@ -205,4 +203,67 @@ func bodyNode(r *http.Request) string {
 	}
 	_ = json.Unmarshal(raw, &doc)
 	return doc.NodeUUID
+}
+
+// patchRules are the rules a node PATCH body needs, one per operation
+// (patchRule), baremetal:node:update first when no operation names
+// another, as Ironic checks them. A body that is not a JSON Patch list is
+// left to the API to refuse: it needs baremetal:node:update.
+func patchRules(r *http.Request) ([]string, error) {
+	raw, err := peekBody(r)
+	if err != nil {
+		return nil, fmt.Errorf("the request body could not be read")
+	}
+	var ops []struct {
+		Path  string `json:"path"`
+		Value any    `json:"value"`
+	}
+	if json.Unmarshal(raw, &ops) != nil || len(ops) == 0 {
+		return []string{"baremetal:node:update"}, nil
+	}
+	var rules []string
+	generic := false
+	for _, op := range ops {
+		rule := patchRule(op.Path, op.Value)
+		if rule == "baremetal:node:update" {
+			generic = true
+			continue
+		}
+		if !slices.Contains(rules, rule) {
+			rules = append(rules, rule)
+		}
+	}
+	if generic {
+		rules = append(rules, "baremetal:node:update")
+	}
+	return rules, nil
+}
+
+// systemAdmin reports whether a system-scoped principal is an admin: an
+// http_basic user (no roles: Ironic's admin) or a token with the admin role.
+func systemAdmin(who auth.Principal) bool {
+	return len(who.Roles) == 0 || who.HasRole(auth.RoleAdmin)
+}
+
+// ownerProvisioned is baremetal:node:update_owner_provisioned (system
+// admins only) for a system member's PATCH of a node's owner: refused
+// with 409 while the node is active, as Ironic answers.
+func (p *projectPolicy) ownerProvisioned(r *http.Request) (int, string) {
+	path := strings.TrimSuffix(strings.TrimRight(r.URL.Path, "/"), ".json")
+	seg := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	if r.Method != http.MethodPatch || len(seg) != 3 || seg[0] != "v1" || seg[1] != "nodes" {
+		return 0, ""
+	}
+	rules, err := patchRules(r)
+	if err != nil || !slices.Contains(rules, "baremetal:node:update:owner") {
+		return 0, "" // the API answers a bad body
+	}
+	n, err := p.nodes.GetNode(r.Context(), seg[2])
+	if err != nil {
+		return 0, "" // the API answers 404
+	}
+	if n.ProvisionState == fsm.Active {
+		return http.StatusConflict, fmt.Sprintf("Cannot update owner of node \"%s\" while it is in state \"%s\".", n.UUID, fsm.Active)
+	}
+	return 0, ""
 }

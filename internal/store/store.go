@@ -1,5 +1,6 @@
 // Package store is the storage contract of Anvil: nodes, ports, portgroups,
-// allocations, conductors and node history, with the node lock kept in the
+// allocations, conductors, node history, and the BIOS settings and firmware
+// components cached from each node's BMC, with the node lock kept in the
 // nodes.reservation column and taken by compare-and-set. Implementations:
 // sqlite (embedded default) and postgres.
 //
@@ -55,14 +56,17 @@ func (e *DuplicateError) Unwrap() error { return ErrDuplicate }
 
 // NodeQuery selects nodes. Zero values mean "no filter".
 type NodeQuery struct {
-	ProvisionState  string
-	Maintenance     *bool
-	Driver          string
-	ResourceClass   string
-	Associated      *bool // instance_uuid set or not
-	Fault           string
-	Owner           string
-	Lessee          string
+	ProvisionState string
+	Maintenance    *bool
+	Driver         string
+	ResourceClass  string
+	Associated     *bool // instance_uuid set or not
+	Fault          string
+	Owner          string
+	Lessee         string
+	// Project selects nodes whose owner or lessee is it (Ironic's project
+	// filter, and what a project-scoped token may see).
+	Project         string
 	ConductorGroup  *string
 	InstanceUUID    string
 	Reserved        *bool    // reservation set or not
@@ -94,7 +98,11 @@ type NodeGroup struct {
 	PowerState     string // "" when unknown
 	Maintenance    bool
 	Reservation    string // "" when unlocked
+	Fault          string // "" when none
 	Count          int
+	// OldestProvisionUpdate is the earliest provision_updated_at of the
+	// group (zero when none of its nodes has one).
+	OldestProvisionUpdate time.Time
 }
 
 // NodeSortKeys are the sort keys a NodeQuery accepts.
@@ -159,15 +167,17 @@ type Store interface {
 	// CountNodes returns the number of nodes matching q's filters.
 	CountNodes(ctx context.Context, q NodeQuery) (int, error)
 	// CountNodeGroups counts the nodes matching q's filters in one pass,
-	// grouped by provision state, power state, maintenance and reservation
-	// (groups in no particular order, none empty).
+	// grouped by provision state, power state, maintenance, reservation and
+	// fault (groups in no particular order, none empty), with each group's
+	// oldest provision_updated_at: what gauges over the whole fleet need
+	// without reading a node.
 	CountNodeGroups(ctx context.Context, q NodeQuery) ([]NodeGroup, error)
 	// UpdateNode writes every field of n but reservation, if n.Version is current;
 	// on success n.Version is bumped and n.UpdatedAt set.
 	// Errors: ErrNotFound, ErrStale, *DuplicateError.
 	UpdateNode(ctx context.Context, n *model.Node) error
-	// DeleteNode removes the node and its ports, portgroups, allocation and
-	// history. Errors: ErrNotFound.
+	// DeleteNode removes the node and its ports, portgroups, allocation,
+	// history, BIOS settings and firmware components. Errors: ErrNotFound.
 	DeleteNode(ctx context.Context, uuid string) error
 
 	// ReserveNode sets reservation=host if it is empty (compare-and-set) and
@@ -229,5 +239,30 @@ type Store interface {
 	ListHistory(ctx context.Context, nodeUUID string) ([]*model.HistoryEvent, error)
 	GetHistory(ctx context.Context, nodeUUID, eventUUID string) (*model.HistoryEvent, error)
 
+	SettingsStore
+
 	Close() error
+}
+
+// SettingsStore keeps what a node's BMC reported of its BIOS settings and
+// firmware components (Ironic's bios_settings and firmware_information
+// tables). Lists are sorted by name; an unknown node has none.
+type SettingsStore interface {
+	// ListBIOSSettings returns a node's cached BIOS settings.
+	ListBIOSSettings(ctx context.Context, nodeUUID string) ([]model.BIOSSetting, error)
+	// GetBIOSSetting returns one. Errors: ErrNotFound.
+	GetBIOSSetting(ctx context.Context, nodeUUID, name string) (*model.BIOSSetting, error)
+	// SyncBIOSSettings makes the cache equal settings, as Ironic's
+	// sync_node_setting: new names are created, changed ones updated
+	// (updated_at set, created_at kept), absent ones deleted.
+	// Errors: ErrNotFound when the node does not exist.
+	SyncBIOSSettings(ctx context.Context, nodeUUID string, settings []model.BIOSSetting) error
+	// ListFirmwareComponents returns a node's firmware components.
+	ListFirmwareComponents(ctx context.Context, nodeUUID string) ([]model.FirmwareComponent, error)
+	// SyncFirmwareComponents records the current versions of comps, as
+	// Ironic's cache_firmware_components: a new component takes its current
+	// version as initial_version; a known one whose version changed records
+	// it as current_version and last_version_flashed. Components not in
+	// comps are kept. Errors: ErrNotFound when the node does not exist.
+	SyncFirmwareComponents(ctx context.Context, nodeUUID string, comps []model.FirmwareComponent) error
 }

@@ -97,6 +97,9 @@ type NodeState struct {
 	LastError            string
 	Reservation          string
 	UpdatedAt            time.Time
+	// Owner and Lessee are the node's projects, for a server to give a
+	// project-scoped reader only its nodes' events. They are not sent.
+	Owner, Lessee string
 }
 
 type wireState struct {
@@ -180,6 +183,10 @@ type History struct {
 	Trigger   string    `json:"trigger,omitempty"`
 	// Duration is the time spent in FromState, in seconds.
 	Duration float64 `json:"duration,omitempty"`
+	// Owner is the node's owner project when the entry was recorded, for a
+	// server to give a project-scoped reader only its nodes' history (a
+	// lessee does not see it, as in Ironic). It is not sent.
+	Owner string `json:"-"`
 }
 
 // Resting reports whether a node in state s has stopped moving: it holds no

@@ -23,6 +23,9 @@ type Filter struct {
 	// matching node when it does not resume (or cannot: after a reset).
 	// The broker ignores it.
 	Snapshot bool
+	// Project, when set, selects the events of nodes whose owner or lessee
+	// it is (before or after an update), and the history of nodes it owns.
+	Project string
 }
 
 // Query parameters of GET /v1/events/stream.
@@ -31,6 +34,7 @@ const (
 	ParamFields   = "fields"
 	ParamTypes    = "types"
 	ParamSnapshot = "snapshot"
+	ParamProject  = "project"
 	// ParamLastEventID is the query form of the Last-Event-ID header, for
 	// clients that cannot set headers on their first request.
 	ParamLastEventID = "last_event_id"
@@ -51,13 +55,17 @@ func (f Filter) Values() url.Values {
 	if f.Snapshot {
 		v.Set(ParamSnapshot, "true")
 	}
+	if f.Project != "" {
+		v.Set(ParamProject, f.Project)
+	}
 	return v
 }
 
 // ParseFilter reads a filter from the stream's query parameters; each may be
 // repeated or comma-separated. Unknown fields and types are errors.
 func ParseFilter(q url.Values) (Filter, error) {
-	f := Filter{Nodes: list(q[ParamNode]), Fields: list(q[ParamFields]), Types: list(q[ParamTypes])}
+	f := Filter{Nodes: list(q[ParamNode]), Fields: list(q[ParamFields]), Types: list(q[ParamTypes]),
+		Project: q.Get(ParamProject)}
 	for _, fl := range f.Fields {
 		if !slices.Contains(Fields(), fl) {
 			return Filter{}, fmt.Errorf("unknown field %q in %s; watched fields are %s", fl, ParamFields, strings.Join(Fields(), ", "))
@@ -94,9 +102,10 @@ func list(raw []string) []string {
 
 // Matcher is a compiled Filter, for matching many events.
 type Matcher struct {
-	nodes  map[string]bool // nil: any node
-	fields map[string]bool // nil: any field
-	types  map[string]bool
+	project string
+	nodes   map[string]bool // nil: any node
+	fields  map[string]bool // nil: any field
+	types   map[string]bool
 }
 
 // Compile returns f ready to match events.
@@ -111,7 +120,7 @@ func (f Filter) Compile() *Matcher {
 		}
 		return m
 	}
-	m := &Matcher{nodes: set(f.Nodes), fields: set(f.Fields), types: set(f.Types)}
+	m := &Matcher{project: f.Project, nodes: set(f.Nodes), fields: set(f.Fields), types: set(f.Types)}
 	if m.types == nil {
 		m.types = set(defaultTypes)
 	}
@@ -129,6 +138,9 @@ func (m *Matcher) Match(e *Event) bool {
 	if m.nodes != nil && !m.nodes[e.Node] && (e.Name == "" || !m.nodes[e.Name]) {
 		return false
 	}
+	if m.project != "" && !m.projects(e) {
+		return false
+	}
 	if m.fields == nil || e.Type != TypeUpdated {
 		return true
 	}
@@ -138,4 +150,13 @@ func (m *Matcher) Match(e *Event) bool {
 		}
 	}
 	return false
+}
+
+// projects reports whether e is of a node of the matcher's project.
+func (m *Matcher) projects(e *Event) bool {
+	if e.Type == TypeHistory {
+		return e.History != nil && e.History.Owner == m.project
+	}
+	of := func(s *NodeState) bool { return s != nil && (s.Owner == m.project || s.Lessee == m.project) }
+	return of(e.State) || of(e.Previous)
 }

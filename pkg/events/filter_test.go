@@ -101,3 +101,31 @@ func TestResting(t *testing.T) {
 		}
 	}
 }
+
+// TestMatchProject: a project's filter passes the events of nodes it owns
+// or leases (before or after the change) and the history of nodes it owns.
+func TestMatchProject(t *testing.T) {
+	m := Filter{Project: "p1", Types: []string{TypeUpdated, TypeHistory}}.Compile()
+	for _, c := range []struct {
+		name string
+		e    Event
+		want bool
+	}{
+		{"owned", Event{Type: TypeUpdated, State: &NodeState{Owner: "p1"}}, true},
+		{"leased", Event{Type: TypeUpdated, State: &NodeState{Owner: "p2", Lessee: "p1"}}, true},
+		{"another's", Event{Type: TypeUpdated, State: &NodeState{Owner: "p2"}}, false},
+		{"moved away", Event{Type: TypeUpdated, State: &NodeState{Owner: "p2"}, Previous: &NodeState{Owner: "p1"}}, true},
+		{"no state", Event{Type: TypeUpdated}, false},
+		{"owned history", Event{Type: TypeHistory, History: &History{Owner: "p1"}}, true},
+		{"leased history", Event{Type: TypeHistory, History: &History{Owner: "p2"}}, false},
+	} {
+		if got := m.Match(&c.e); got != c.want {
+			t.Errorf("%s: %v", c.name, got)
+		}
+	}
+	c := Event{Type: TypeUpdated, State: &NodeState{Owner: "p1", Lessee: "p1"}}
+	c.Encode()
+	if strings.Contains(string(c.data), "p1") {
+		t.Errorf("owner and lessee are sent: %s", c.data)
+	}
+}

@@ -30,7 +30,7 @@ type browser struct {
 	t    testing.TB
 	ctx  context.Context
 	mu   sync.Mutex
-	errs []string
+	errs []chromedp.ConsoleMessage
 }
 
 // startBrowser starts Chromium for the test, or skips (fails in CI) when it
@@ -71,7 +71,7 @@ func startBrowser(t testing.TB) *browser {
 			}
 			if m.Type == chromedp.ConsoleError || m.IsException() {
 				b.mu.Lock()
-				b.errs = append(b.errs, m.String())
+				b.errs = append(b.errs, m)
 				b.mu.Unlock()
 			}
 		}
@@ -123,10 +123,18 @@ func (b *browser) until(what, js string) time.Duration {
 	}
 }
 
-func (b *browser) consoleErrors() []string {
+// consoleErrors are the errors and exceptions seen, but those expected
+// says are the page's business (nil: none is).
+func (b *browser) consoleErrors(expected func(chromedp.ConsoleMessage) bool) []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return slices.Clone(b.errs)
+	var out []string
+	for _, m := range b.errs {
+		if expected == nil || !expected(m) {
+			out = append(out, m.String()+" ("+m.Source+" "+m.URL+")")
+		}
+	}
+	return out
 }
 
 func (b *browser) screenshot(name string) {
@@ -331,7 +339,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		b.screenshot("dashboard-node.png")
 	})
 
-	if errs := b.consoleErrors(); len(errs) > 0 {
+	if errs := b.consoleErrors(nil); len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
 }

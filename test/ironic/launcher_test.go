@@ -28,7 +28,7 @@ const ironicReady = 3 * time.Minute
 // direct deploy and agent rescue interfaces, the API URL handed to agents
 // (no Keystone catalog), short agent heartbeats, BIOS boot, and no 30 s
 // wait for the fake power interface to report the agent's soft power-off.
-// Facts from /work/shared/tools/ironic-reference (IRONIC_AGENT=1), copied.
+// Facts from the project workspace's shared/tools/ironic-reference (IRONIC_AGENT=1), copied.
 const ironicConf = `[DEFAULT]
 debug = True
 log_file = {{dir}}/ironic.log

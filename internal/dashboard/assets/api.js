@@ -1,22 +1,34 @@
 // The API as the page uses it: every request goes to the same server with
-// the browser's credentials (so HTTP basic authentication just works) and
-// asks for the newest microversion.
+// the browser's session cookie (set by the login, invisible to scripts)
+// and asks for the newest microversion. Writes also carry the session's
+// CSRF token, which the server requires of cookie-authenticated writes.
 
 const headers = {
   'Accept': 'application/json',
   'X-OpenStack-Ironic-API-Version': 'latest',
 };
 
+// The session's CSRF token (not a credential: useless without the cookie).
+let csrf = '';
+
+// sessionPath is where the page logs in, asks who is logged in and logs out.
+export const sessionPath = '/dashboard/session';
+
+// onUnauthorized is called when the API answers 401: the session ended.
+let onUnauthorized = () => {};
+export function setUnauthorizedHandler(fn) { onUnauthorized = fn; }
+
 // apiError turns Ironic's error body into an Error with its faultstring.
 async function apiError(resp) {
   let text = `${resp.status} ${resp.statusText}`;
   try {
     const body = await resp.json();
-    const inner = JSON.parse(body.error_message);
-    text = inner.faultstring || inner.description || text;
+    const inner = body.error_message ? JSON.parse(body.error_message) : body.error;
+    text = inner.faultstring || inner.description || inner.message || text;
   } catch (_) { /* not Ironic's error body */ }
   const err = new Error(text);
   err.status = resp.status;
+  if (resp.status === 401) onUnauthorized();
   return err;
 }
 
@@ -27,7 +39,7 @@ export async function get(path) {
 }
 
 export async function send(method, path, body) {
-  const init = { method, headers: { ...headers }, credentials: 'same-origin' };
+  const init = { method, headers: { ...headers, 'X-Anvil-CSRF': csrf }, credentials: 'same-origin' };
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
@@ -35,6 +47,36 @@ export async function send(method, path, body) {
   const resp = await fetch(path, init);
   if (!resp.ok) throw await apiError(resp);
   return resp.status === 204 || resp.status === 202 ? null : resp.json().catch(() => null);
+}
+
+// session answers who is logged in ({strategy, authenticated, user,
+// project, roles, csrf_token}); it never fails for want of a login.
+export async function session() {
+  const s = await get(sessionPath);
+  csrf = s.csrf_token || '';
+  return s;
+}
+
+// login posts the credentials; the answer sets the session cookie.
+export async function login(creds) {
+  const resp = await fetch(sessionPath, {
+    method: 'POST', credentials: 'same-origin',
+    headers: { 'Content-Type': 'application/json', 'Accept': 'application/json' },
+    body: JSON.stringify(creds),
+  });
+  if (!resp.ok) {
+    const err = new Error(resp.status === 401 ? 'wrong user, password or token' : `login refused (${resp.status})`);
+    try { err.message = (await resp.json()).error.message || err.message; } catch (_) { /* keep */ }
+    throw err;
+  }
+  const s = await resp.json();
+  csrf = s.csrf_token || '';
+  return s;
+}
+
+export async function logout() {
+  await send('DELETE', sessionPath);
+  csrf = '';
 }
 
 export function query(params) {
@@ -51,9 +93,10 @@ const eventTypes = ['node.created', 'node.updated', 'node.deleted', 'node.histor
 // watch follows GET /v1/events/stream with the given parameters and calls
 // onEvent(type, event) for each event and onStatus(live) when the
 // connection opens or drops. EventSource reconnects by itself, resuming
-// from the last event id; a reset event means events were lost: re-read.
+// from the last event id, and sends the session cookie (same origin); a
+// reset event means events were lost: re-read.
 export function watch(params, onEvent, onStatus) {
-  const es = new EventSource('/v1/events/stream?' + query(params), { withCredentials: true });
+  const es = new EventSource('/v1/events/stream?' + query(params));
   for (const t of eventTypes) {
     es.addEventListener(t, (e) => onEvent(t, JSON.parse(e.data)));
   }

@@ -29,11 +29,16 @@ export class NodePage {
   async load() {
     const id = encodeURIComponent(this.ident);
     try {
-      const [node, ports, history] = await Promise.all([
+      const [node, ports] = await Promise.all([
         get(`/v1/nodes/${id}`),
         get(`/v1/nodes/${id}/ports?detail=True`),
-        get(`/v1/nodes/${id}/history?detail=True`).catch(() => ({ history: [] })),
       ]);
+      // A node's history is its owner's (Ironic's baremetal:node:history:get):
+      // a project that only leases the node is not shown it.
+      const project = document.body.dataset.project;
+      const history = project && node.owner !== project
+        ? { history: [] }
+        : await get(`/v1/nodes/${id}/history?detail=True`).catch(() => ({ history: [] }));
       showError(null);
       this.node = node;
       this.render(node, ports.ports, history.history);

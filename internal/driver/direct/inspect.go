@@ -15,10 +15,10 @@ import (
 const InterfaceName = "agent"
 
 // driver_internal_info keys holding the inventory and the plugin data of
-// the last agent inspection (served by GET /v1/nodes/{node}/inventory).
+// the last inspection (served by GET /v1/nodes/{node}/inventory).
 const (
-	KeyInventory  = "inspection_inventory"
-	KeyPluginData = "inspection_plugin_data"
+	KeyInventory  = driver.KeyInventory
+	KeyPluginData = driver.KeyPluginData
 )
 
 // Inspector is the "agent" inspect interface: it boots the node into the

@@ -5,6 +5,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/raid"
 )
 
 // steps are the fake steps by interface slot and kind, with default priorities
@@ -22,14 +23,18 @@ var stepTable = map[string]map[driver.StepKind][]driver.Step{
 	},
 	"bios": {
 		driver.CleanSteps: {
-			{Interface: "bios", Step: "apply_configuration"},
+			{Interface: "bios", Step: "apply_configuration", ArgsInfo: biosArgs},
 			{Interface: "bios", Step: "factory_reset"},
 			{Interface: "bios", Step: "cache_bios_settings"},
 		},
 		driver.ServiceSteps: {
-			{Interface: "bios", Step: "apply_configuration"},
+			{Interface: "bios", Step: "apply_configuration", ArgsInfo: biosArgs},
 			{Interface: "bios", Step: "factory_reset"},
 		},
+	},
+	"firmware": {
+		driver.CleanSteps:   {{Interface: "firmware", Step: "update", ArgsInfo: firmwareArgs}},
+		driver.ServiceSteps: {{Interface: "firmware", Step: "update", ArgsInfo: firmwareArgs}},
 	},
 	"raid": {
 		driver.CleanSteps: {
@@ -49,6 +54,14 @@ var stepTable = map[string]map[driver.StepKind][]driver.Step{
 	},
 }
 
+// Ironic's fake bios and firmware argsinfo.
+var (
+	biosArgs = map[string]driver.ArgInfo{"settings": {
+		Description: "List of BIOS settings, each item needs to contain a dictionary with name/value pairs", Required: true}}
+	firmwareArgs = map[string]driver.ArgInfo{"settings": {
+		Description: "List of Firmware components, each item needs to contain a dictionary with name/value pairs", Required: true}}
+)
+
 // Steps lists the fake steps of kind for interface slot iface.
 func (h *Hardware) Steps(n *model.Node, iface string, kind driver.StepKind) []driver.Step {
 	return append([]driver.Step(nil), stepTable[iface][kind]...)
@@ -62,5 +75,35 @@ func (h *Hardware) ExecuteStep(ctx context.Context, t *driver.Task, kind driver.
 		}
 		return driver.Done, h.op(ctx, t.Node, "deploy", "deploy")
 	}
+	if s.Interface == "bios" {
+		if err := fakeBIOS(t, s); err != nil {
+			return driver.Done, err
+		}
+	}
 	return result(t.Node, string(kind)), h.op(ctx, t.Node, string(kind), string(kind))
 }
+
+// fakeBIOS keeps BIOS settings without hardware, as Ironic's FakeBIOS:
+// apply_configuration makes the cached settings the given ones,
+// factory_reset deletes them all, cache_bios_settings keeps them.
+func fakeBIOS(t *driver.Task, s driver.Step) error {
+	switch s.Step {
+	case "apply_configuration":
+		settings, err := driver.ParseBIOSSettings(s.Args["settings"])
+		if err != nil {
+			return err
+		}
+		cached := driver.BIOSFromSettings(settings)
+		t.BIOS = &cached
+	case "factory_reset":
+		t.BIOS = &[]model.BIOSSetting{}
+	}
+	return nil
+}
+
+// ValidateRAIDConfig checks the configuration against Ironic's schema (the
+// fake RAID interface inherits Ironic's base validation).
+func (h *Hardware) ValidateRAIDConfig(_ *model.Node, cfg model.JSON) error { return raid.Validate(cfg) }
+
+// LogicalDiskProperties are the schema's.
+func (h *Hardware) LogicalDiskProperties() map[string]string { return raid.LogicalDiskProperties() }

@@ -2,6 +2,8 @@ package ipmi_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,4 +47,17 @@ func TestConformanceIPMISim(t *testing.T) {
 		BootDevices:        []string{"pxe", "disk"},
 		ErrorTimeout:       10 * time.Second,
 	})
+}
+
+// TestInjectNMIIPMISim: ipmi_sim refuses Chassis Control "pulse
+// diagnostic interrupt" (ipmitool power diag) with completion code 0xcc;
+// the driver answers Ironic's IPMIFailure at once, without retrying.
+func TestInjectNMIIPMISim(t *testing.T) {
+	port := startIPMISim(t)
+	d := fastDriver()
+	err := d.InjectNMI(context.Background(), &driver.Task{Node: ipmiNode("127.0.0.1", port, testPassword)})
+	var ce *driver.CallError
+	if !errors.As(err, &ce) || ce.Msg != "IPMI call failed: power diag." || !strings.Contains(errors.Unwrap(err).Error(), "0xcc") {
+		t.Fatalf("ipmi_sim inject NMI: %v (cause: %v)", err, errors.Unwrap(err))
+	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/raid"
 )
 
 // Names of the implementations by kind (Ironic's entry point names).
@@ -69,3 +70,9 @@ func (i *Interface) Rescue(_ context.Context, t *driver.Task) (driver.Result, er
 
 // Unrescue fails (no-rescue).
 func (i *Interface) Unrescue(_ context.Context, t *driver.Task) error { return i.fail(t.Node) }
+
+// ValidateRAIDConfig fails (no-raid refuses any target RAID configuration).
+func (i *Interface) ValidateRAIDConfig(n *model.Node, _ model.JSON) error { return i.fail(n) }
+
+// LogicalDiskProperties are the schema's, as Ironic's NoRAID inherits them.
+func (i *Interface) LogicalDiskProperties() map[string]string { return raid.LogicalDiskProperties() }

@@ -56,11 +56,20 @@ func (inv Inventory) Missing() []string {
 // Ironic's message, and then nothing is recorded. A refused login or an
 // unreachable BMC fails it too.
 //
+// It also stores the inventory in IPA's format (ipaInventory) and empty
+// plugin data in driver_internal_info, as Ironic's redfish inspection does
+// since 2023.2, so GET /v1/nodes/{node}/inventory answers after it.
+//
 // The conductor owns persistence: it saves the node's properties; creating
 // the appended ports needs the conductor to store every Task.Ports entry
 // with an empty UUID after Inspect returns Done.
 func (d *Driver) Inspect(ctx context.Context, t *driver.Task) (driver.Result, error) {
-	inv, err := d.Inventory(ctx, t.Node)
+	sys, err := d.system(ctx, t.Node)
+	if err != nil {
+		return driver.Done, err
+	}
+	log := d.cfg.Log.With("node", t.Node.UUID)
+	inv, err := ReadInventory(sys, log)
 	if err != nil {
 		return driver.Done, err
 	}
@@ -68,6 +77,11 @@ func (d *Driver) Inspect(ctx context.Context, t *driver.Task) (driver.Result, er
 		return driver.Done, fmt.Errorf("Failed to discover the following properties: %s on node %s", strings.Join(missing, ", "), t.Node.UUID)
 	}
 	inv.Apply(t)
+	if t.Node.DriverInternalInfo == nil {
+		t.Node.DriverInternalInfo = model.JSON{}
+	}
+	t.Node.DriverInternalInfo[driver.KeyInventory] = ipaInventory(sys, inv, log)
+	t.Node.DriverInternalInfo[driver.KeyPluginData] = map[string]any{}
 	return driver.Done, nil
 }
 

@@ -1,6 +1,7 @@
-// Package redfish is the redfish hardware type's power, management and
-// inspect interfaces (Ironic's "redfish" implementations), built on gofish's
-// Redfish models with a small client of its own: one context per operation,
+// Package redfish is the redfish hardware type's power, management,
+// inspect, bios and firmware interfaces (Ironic's "redfish"
+// implementations), built on gofish's Redfish models with a small client of
+// its own: one context per operation,
 // bounded retries of transient failures (connection errors and HTTP 500,
 // 502, 503, 504), basic or session authentication with sessions cached per
 // BMC account. Auth type auto (the default) is sushy's SessionOrBasicAuth: a
@@ -31,6 +32,24 @@
 // Ironic's message when memory_mb or cpu_arch cannot be found, and appends
 // the NICs it finds to Task.Ports as new ports (UUID ""): the conductor
 // creates them (see Inspect).
+//
+// The bios interface ([BIOS], Ironic's RedfishBIOS) and the firmware
+// interface ([Firmware], RedfishFirmware) run their steps to the end within
+// the step: settings are PATCHed to the Bios resource's @Redfish.Settings
+// object with apply time OnReset (sushy's set_attributes), the node is
+// rebooted so that the BMC applies them (reboot_to_finish_step; a node
+// found off is powered off again), then read back, checked (Ironic's
+// _get_unapplied_bios_attrs) and cached with the schema of the BMC's
+// attribute registry. Firmware images go to UpdateService.SimpleUpdate and
+// the Task it answers is followed until it ends (Config.FirmwareTimeout).
+// sushy-tools serves Bios (at .../BIOS, settings effective at once) only
+// with its libvirt driver, not its fake one; its SimpleUpdate needs Targets
+// and bumps BiosVersion's minor number.
+// The redfish vendor interface ([Vendor], vendor.go) manages BMC event
+// subscriptions on the EventService and ejects virtual media, as Ironic's
+// RedfishVendorPassthru. The Driver also injects NMIs (ResetType Nmi) and
+// reports Status.Health with the power state (health.go), and inspection
+// stores an inventory in IPA's format (inventory.go).
 //
 // Tests run internal/driver/drivertest against the BMC emulator, against a
 // replay of what sushy-tools answered (testdata/sushy-tools: no
@@ -68,6 +87,8 @@ type Config struct {
 	PowerTimeout  time.Duration // wait for a power change to show ([conductor]power_state_change_timeout: 60 s)
 	PollInterval  time.Duration // between power reads while waiting (1 s)
 	MediaTimeout  time.Duration // wait for inserted virtual media to show (60 s)
+	// FirmwareTimeout bounds one firmware update's Task (30 min).
+	FirmwareTimeout time.Duration
 	// Transport replaces the HTTP transport (tests); nil builds one per TLS setting.
 	Transport http.RoundTripper
 	Sleep     func(ctx context.Context, d time.Duration) error // nil: real time
@@ -100,6 +121,9 @@ func New(cfg Config) *Driver {
 	}
 	if cfg.MediaTimeout <= 0 {
 		cfg.MediaTimeout = 60 * time.Second
+	}
+	if cfg.FirmwareTimeout <= 0 {
+		cfg.FirmwareTimeout = 30 * time.Minute
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = time.Second
@@ -301,8 +325,8 @@ func (d *Driver) SetBootDevice(ctx context.Context, t *driver.Task, dev driver.B
 
 // Boot modes in Ironic's words.
 const (
-	BootModeUEFI = "uefi"
-	BootModeBIOS = "bios"
+	BootModeUEFI = driver.BootModeUEFI
+	BootModeBIOS = driver.BootModeBIOS
 )
 
 func redfishMode(m string) redfish.BootSourceOverrideMode {

@@ -155,6 +155,9 @@ func (s *Store) nodeWhere(q *store.NodeQuery) *where {
 	eq("fault", q.Fault)
 	eq("owner", q.Owner)
 	eq("lessee", q.Lessee)
+	if q.Project != "" {
+		w.add("(owner = ? OR lessee = ?)", q.Project, q.Project)
+	}
 	eq("instance_uuid", q.InstanceUUID)
 	eq("reservation", q.ReservedBy)
 	isNull("instance_uuid", q.Associated)
@@ -278,8 +281,8 @@ func (s *Store) CountNodes(ctx context.Context, q store.NodeQuery) (int, error) 
 // CountNodeGroups implements store.Store; pagination fields of q are ignored.
 func (s *Store) CountNodeGroups(ctx context.Context, q store.NodeQuery) ([]store.NodeGroup, error) {
 	w := s.nodeWhere(&q)
-	rows, err := s.reader().query(ctx, "SELECT provision_state, power_state, maintenance, COALESCE(reservation, ''), COUNT(*) FROM nodes"+
-		w.String()+" GROUP BY provision_state, power_state, maintenance, reservation", w.args...)
+	rows, err := s.reader().query(ctx, "SELECT provision_state, power_state, maintenance, COALESCE(reservation, ''), COALESCE(fault, ''), COUNT(*), MIN(provision_updated_at) FROM nodes"+
+		w.String()+" GROUP BY provision_state, power_state, maintenance, reservation, fault", w.args...)
 	if err != nil {
 		return nil, fmt.Errorf("count node groups: %w", err)
 	}
@@ -287,7 +290,7 @@ func (s *Store) CountNodeGroups(ctx context.Context, q store.NodeQuery) ([]store
 	var out []store.NodeGroup
 	for rows.Next() {
 		var g store.NodeGroup
-		if err := rows.Scan(&g.ProvisionState, &g.PowerState, &g.Maintenance, &g.Reservation, &g.Count); err != nil {
+		if err := rows.Scan(&g.ProvisionState, &g.PowerState, &g.Maintenance, &g.Reservation, &g.Fault, &g.Count, timeDest{&g.OldestProvisionUpdate}); err != nil {
 			return nil, fmt.Errorf("count node groups: %w", err)
 		}
 		out = append(out, g)

@@ -163,7 +163,7 @@ func (s *Store) DeleteNode(ctx context.Context, id string) error {
 		if _, err := c.exec(ctx, "DELETE FROM node_history WHERE node_uuid = ?", id); err != nil {
 			return err
 		}
-		for _, table := range []string{"ports", "portgroups", "allocations"} {
+		for _, table := range []string{"ports", "portgroups", "allocations", "bios_settings", "firmware_components"} {
 			if _, err := c.exec(ctx, "DELETE FROM "+table+" WHERE node_uuid = ?", id); err != nil {
 				return err
 			}

@@ -66,7 +66,7 @@ func listFixture(t *testing.T, s store.Store) []*model.Node {
 			Maintenance:          i%3 == 0,
 			ResourceClass:        []string{"", "gpu"}[i%2],
 			Owner:                []string{"", "proj-a", "proj-b"}[i%3],
-			Lessee:               []string{"", "lessee"}[(i/2)%2],
+			Lessee:               []string{"", "lessee", "", "proj-b"}[(i/2)%4],
 			ConductorGroup:       []string{"", "g1", "G1"}[i%3],
 			CreatedAt:            stamp((i * 7) % 5), // repeats
 			ProvisionUpdatedAt:   stamp(i % 4).Add(time.Minute),
@@ -139,6 +139,8 @@ func nodeFilterCases(nodes []*model.Node) []filterCase {
 			func(n *model.Node) bool { return n.Owner == "proj-a" }},
 		{"lessee", store.NodeQuery{Lessee: "lessee"},
 			func(n *model.Node) bool { return n.Lessee == "lessee" }},
+		{"project (owner or lessee)", store.NodeQuery{Project: "proj-b"},
+			func(n *model.Node) bool { return n.Owner == "proj-b" || n.Lessee == "proj-b" }},
 		{"conductor group", store.NodeQuery{ConductorGroup: ptr("g1")},
 			func(n *model.Node) bool { return n.ConductorGroup == "g1" }},
 		{"empty conductor group", store.NodeQuery{ConductorGroup: ptr("")},
@@ -204,19 +206,28 @@ func checkNodeGroups(t *testing.T, s store.Store, q store.NodeQuery, want []*mod
 	groups, err := s.CountNodeGroups(t.Context(), q)
 	wantErr(t, "CountNodeGroups", err, nil)
 	key := func(g store.NodeGroup) string {
-		return fmt.Sprintf("%s|%s|%t|%s", g.ProvisionState, g.PowerState, g.Maintenance, g.Reservation)
+		return fmt.Sprintf("%s|%s|%t|%s|%s", g.ProvisionState, g.PowerState, g.Maintenance, g.Reservation, g.Fault)
 	}
 	got, exp := map[string]int{}, map[string]int{}
+	gotOldest, expOldest := map[string]time.Time{}, map[string]time.Time{}
 	for _, g := range groups {
 		if g.Count <= 0 {
 			t.Fatalf("CountNodeGroups returned an empty group %+v", g)
 		}
 		got[key(g)] += g.Count
+		gotOldest[key(g)] = g.OldestProvisionUpdate.UTC()
 	}
 	for _, n := range want {
-		exp[key(store.NodeGroup{ProvisionState: n.ProvisionState, PowerState: n.PowerState,
-			Maintenance: n.Maintenance, Reservation: n.Reservation})]++
+		k := key(store.NodeGroup{ProvisionState: n.ProvisionState, PowerState: n.PowerState,
+			Maintenance: n.Maintenance, Reservation: n.Reservation, Fault: n.Fault})
+		exp[k]++
+		if at := n.ProvisionUpdatedAt; !at.IsZero() && (expOldest[k].IsZero() || at.Before(expOldest[k])) {
+			expOldest[k] = at.UTC()
+		} else if _, ok := expOldest[k]; !ok {
+			expOldest[k] = time.Time{}
+		}
 	}
+	wantEqual(t, "CountNodeGroups oldest provision_updated_at", gotOldest, expOldest)
 	wantEqual(t, "CountNodeGroups", got, exp)
 }
 

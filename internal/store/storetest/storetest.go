@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Allocations", testAllocations},
 		{"Conductors", testConductors},
 		{"History", testHistory},
+		{"Settings", testSettings},
 		{"Migrate", testMigrate},
 		{"Load", testLoad},
 	}

@@ -3,7 +3,7 @@
 // deployments: it writes the simulator's lan.conf and .emu files (LAN
 // channel on 127.0.0.1, user 2 "admin" with a password, every
 // authentication type, a chassis_control program) and starts it. The
-// facts behind the files are in /work/shared/tools/simulators.md's ipmi_sim
+// facts behind the files are in the project workspace's shared/tools/simulators.md ipmi_sim
 // section: ipmi_sim binds its UDP port only once it is ready to answer.
 //
 // It is imported by tests only.

@@ -1,0 +1,243 @@
+package api
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// Versions of the node sub-resources of this file (Ironic's
+// MINOR_40_BIOS_INTERFACE, MINOR_74_BIOS_REGISTRY and
+// MINOR_86_FIRMWARE_INTERFACE); below them they do not exist (404).
+const (
+	minorBIOS         = 40
+	minorBIOSRegistry = 74
+	minorFirmware     = 86
+)
+
+// BIOS setting fields: the default ones and those ?detail=true adds
+// (Ironic's _DEFAULT_RETURN_FIELDS and _DEFAULT_FIELDS_WITH_REGISTRY).
+var (
+	biosDefaultFields = []string{"name", "value"}
+	biosDetailFields  = []string{"name", "value", "attribute_type", "allowable_values", "lower_bound",
+		"max_length", "min_length", "read_only", "reset_required", "unique", "upper_bound"}
+	firmwareFields = []string{"component", "initial_version", "current_version", "last_version_flashed"}
+)
+
+func (s *Server) biosRoutes() {
+	s.handle(endpoint{"GET": s.listBIOS}, "/v1/nodes/{ident}/bios")
+	s.handle(endpoint{"GET": s.getBIOS}, "/v1/nodes/{ident}/bios/{setting}")
+	s.handle(endpoint{"GET": s.listFirmware}, "/v1/nodes/{ident}/firmware")
+}
+
+// returnFields is Ironic's get_request_return_fields: ?detail and ?fields
+// need version minor, and exclude each other.
+func (rc *call) returnFields(minor int, defaults, detailed []string) ([]string, error) {
+	detail, err := rc.boolParam("detail")
+	if err != nil {
+		return nil, err
+	}
+	fields := rc.fieldsParam()
+	if detail != nil && rc.minor < minor {
+		return nil, invalid("Invalid query parameter ?detail=%s received.", pyrepr.Bool(*detail))
+	}
+	if fields != nil && rc.minor < minor {
+		return nil, invalid("Invalid query parameter ?fields=%s received.", pyrepr.Strings(fields))
+	}
+	if fields != nil && detail != nil && *detail {
+		return nil, invalid("Can not specify ?detail=True and fields in the same request.")
+	}
+	switch {
+	case fields != nil:
+		var bad []string
+		for _, f := range fields {
+			if !slices.Contains(detailed, f) {
+				bad = append(bad, f)
+			}
+		}
+		if bad != nil {
+			return nil, invalid("Field(s) \"%s\" are not valid", strings.Join(bad, ", "))
+		}
+		return fields, nil
+	case detail != nil && *detail:
+		return detailed, nil
+	}
+	return defaults, nil
+}
+
+// GET /v1/nodes/{ident}/bios (1.40): {"bios": [...]}; ?detail=true and
+// ?fields= from 1.74.
+func (s *Server) listBIOS(rc *call) error {
+	if rc.minor < minorBIOS {
+		return errNotFound()
+	}
+	if err := rc.checkQuery("detail", "fields"); err != nil {
+		return err
+	}
+	fields, err := rc.returnFields(minorBIOSRegistry, biosDefaultFields, biosDetailFields)
+	if err != nil {
+		return err
+	}
+	n, raw, err := rc.loadNode()
+	if err != nil {
+		return err
+	}
+	settings, err := s.cfg.Store.ListBIOSSettings(rc.ctx, n.UUID)
+	if err != nil {
+		return err
+	}
+	w := &jw{}
+	w.rootObj()
+	w.key("bios")
+	w.arr()
+	for _, b := range settings {
+		rc.writeBIOS(w, raw, b, fields) // Ironic links with the ident as given
+	}
+	w.endArr()
+	w.endObj()
+	return rc.json(200, w)
+}
+
+// GET /v1/nodes/{ident}/bios/{setting} (1.40): {"<name>": {...}}, with the
+// registry fields from 1.74.
+func (s *Server) getBIOS(rc *call) error {
+	if rc.minor < minorBIOS {
+		return errNotFound()
+	}
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	n, _, err := rc.loadNode()
+	if err != nil {
+		return err
+	}
+	name := rc.r.PathValue("setting")
+	b, err := s.cfg.Store.GetBIOSSetting(rc.ctx, n.UUID, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return fault.New(fault.NotFound, "Node %s doesn't have a BIOS setting '%s'", n.UUID, name)
+	}
+	if err != nil {
+		return err
+	}
+	fields := biosDefaultFields
+	if rc.minor >= minorBIOSRegistry {
+		fields = biosDetailFields
+	}
+	w := &jw{}
+	w.rootObj()
+	w.key(name)
+	rc.writeBIOS(w, n.UUID, *b, fields)
+	w.endObj()
+	return rc.json(200, w)
+}
+
+// writeBIOS writes one setting as Ironic's object_to_dict: created_at,
+// updated_at, the fields, the links.
+func (rc *call) writeBIOS(w *jw, node string, b model.BIOSSetting, fields []string) {
+	w.obj()
+	w.key("created_at")
+	w.timestamp(b.CreatedAt)
+	w.key("updated_at")
+	w.timestamp(b.UpdatedAt)
+	for _, f := range fields {
+		w.key(f)
+		switch f {
+		case "name":
+			w.str(b.Name)
+		case "value":
+			strPtr(w, b.Value)
+		case "attribute_type":
+			strPtr(w, b.AttributeType)
+		case "allowable_values":
+			w.strings(b.AllowableValues)
+		case "lower_bound":
+			intPtr(w, b.LowerBound)
+		case "upper_bound":
+			intPtr(w, b.UpperBound)
+		case "min_length":
+			intPtr(w, b.MinLength)
+		case "max_length":
+			intPtr(w, b.MaxLength)
+		case "read_only":
+			w.boolPtr(b.ReadOnly)
+		case "reset_required":
+			w.boolPtr(b.ResetRequired)
+		case "unique":
+			w.boolPtr(b.Unique)
+		}
+	}
+	w.key("links")
+	rc.links(w, "nodes", node, "bios", b.Name)
+	w.endObj()
+}
+
+func strPtr(w *jw, s *string) {
+	if s == nil {
+		w.null()
+		return
+	}
+	w.str(*s)
+}
+
+func intPtr(w *jw, i *int64) {
+	if i == nil {
+		w.null()
+		return
+	}
+	w.integer(*i)
+}
+
+// GET /v1/nodes/{ident}/firmware (1.86): {"firmware": [...]}.
+func (s *Server) listFirmware(rc *call) error {
+	if rc.minor < minorFirmware {
+		return errNotFound()
+	}
+	if err := rc.checkQuery("detail", "fields"); err != nil {
+		return err
+	}
+	fields, err := rc.returnFields(minorFirmware, firmwareFields, firmwareFields)
+	if err != nil {
+		return err
+	}
+	n, _, err := rc.loadNode()
+	if err != nil {
+		return err
+	}
+	comps, err := s.cfg.Store.ListFirmwareComponents(rc.ctx, n.UUID)
+	if err != nil {
+		return err
+	}
+	w := &jw{}
+	w.rootObj()
+	w.key("firmware")
+	w.arr()
+	for _, c := range comps {
+		w.obj()
+		w.key("created_at")
+		w.timestamp(c.CreatedAt)
+		w.key("updated_at")
+		w.timestamp(c.UpdatedAt)
+		for _, f := range fields {
+			w.key(f)
+			switch f {
+			case "component":
+				w.str(c.Component)
+			case "initial_version":
+				w.strOrNull(c.InitialVersion)
+			case "current_version":
+				w.strOrNull(c.CurrentVersion)
+			case "last_version_flashed":
+				w.strOrNull(c.LastVersionFlashed)
+			}
+		}
+		w.endObj()
+	}
+	w.endArr()
+	w.endObj()
+	return rc.json(200, w)
+}

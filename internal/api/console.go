@@ -1,0 +1,57 @@
+package api
+
+func (s *Server) consoleRoutes() {
+	s.handle(endpoint{"GET": s.getConsole, "PUT": s.setConsole}, "/v1/nodes/{ident}/states/console")
+}
+
+// GET /v1/nodes/{ident}/states/console: {"console_enabled", "console_info"}.
+func (s *Server) getConsole(rc *call) error {
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	ident, err := rc.nodeIdent(rc.r.PathValue("ident"))
+	if err != nil {
+		return err
+	}
+	on, info, err := s.cfg.Conductor.Console(rc.ctx, ident)
+	if err != nil {
+		return err
+	}
+	w := &jw{}
+	w.rootObj()
+	w.key("console_enabled")
+	w.boolean(on)
+	w.key("console_info")
+	if info == nil {
+		w.null()
+	} else {
+		w.object(info)
+	}
+	w.endObj()
+	return rc.json(200, w)
+}
+
+// PUT /v1/nodes/{ident}/states/console {"enabled": bool}: 202 with a
+// Location of the console state.
+func (s *Server) setConsole(rc *call) error {
+	args, err := rc.argsBody(s.cfg.MaxBodyBytes, "enabled")
+	if err != nil {
+		return err
+	}
+	enabled, err := argBool("enabled", args["enabled"])
+	if err != nil {
+		return err
+	}
+	if enabled == nil {
+		return missingArg("enabled")
+	}
+	raw := rc.r.PathValue("ident")
+	ident, err := rc.nodeIdent(raw)
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Conductor.SetConsole(rc.ctx, ident, "", *enabled); err != nil {
+		return err
+	}
+	return rc.accepted(rc.link(false, "nodes", pathEscape(raw), "states", "console"))
+}

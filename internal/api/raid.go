@@ -1,0 +1,50 @@
+package api
+
+import "github.com/anvil-metal/anvil/internal/model"
+
+// raidRoutes serve Ironic's RAID API (1.12).
+func (s *Server) raidRoutes() {
+	s.handle(endpoint{"PUT": s.setRAIDConfig}, "/v1/nodes/{ident}/states/raid")
+	s.handle(endpoint{"GET": s.raidLogicalDiskProperties}, "/v1/drivers/{name}/raid/logical_disk_properties")
+}
+
+// PUT /v1/nodes/{ident}/states/raid: the body is the target RAID
+// configuration ({} clears it); 204.
+func (s *Server) setRAIDConfig(rc *call) error {
+	body, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	if body == nil {
+		return missingArg("target_raid_config")
+	}
+	if err := argTypes("target_raid_config", body, "object"); err != nil {
+		return err
+	}
+	n, _, err := rc.loadNode()
+	if err != nil {
+		return err
+	}
+	if rc.minor < minorRaidConfig {
+		return notAcceptable()
+	}
+	if err := s.cfg.Conductor.SetTargetRAIDConfig(rc.ctx, n.UUID, model.JSON(body.(map[string]any))); err != nil {
+		return err
+	}
+	return rc.noContent()
+}
+
+// GET /v1/drivers/{name}/raid/logical_disk_properties
+func (s *Server) raidLogicalDiskProperties(rc *call) error {
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	if rc.minor < minorRaidConfig {
+		return notAcceptable()
+	}
+	props, err := s.cfg.Conductor.RAIDLogicalDiskProperties(rc.r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	return rc.json(200, stringMapJSON(props))
+}

@@ -1,0 +1,2 @@
+DROP TABLE firmware_components;
+DROP TABLE bios_settings;

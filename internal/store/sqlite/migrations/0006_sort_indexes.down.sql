@@ -1,0 +1,10 @@
+DROP INDEX nodes_sort_name_idx;
+DROP INDEX nodes_sort_created_idx;
+DROP INDEX nodes_sort_updated_idx;
+DROP INDEX nodes_sort_provision_updated_idx;
+DROP INDEX nodes_sort_driver_idx;
+DROP INDEX nodes_sort_instance_uuid_idx;
+DROP INDEX nodes_sort_resource_class_idx;
+DROP INDEX nodes_sort_fault_idx;
+DROP INDEX nodes_sort_reservation_idx;
+DROP INDEX nodes_sort_target_provision_state_idx;

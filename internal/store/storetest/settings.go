@@ -1,0 +1,97 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+func testSettings(t *testing.T, su suite) {
+	runScenarios(t, su, []scenario{
+		{"BIOS settings sync", biosSync},
+		{"firmware components sync", firmwareSync},
+		{"go with their node", settingsGoWithNode},
+	})
+}
+
+func strp(s string) *string { return &s }
+
+func biosSync(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	n := mustCreateNode(t, s, newNode("n"))
+	lo, hi, ro := int64(0), int64(300), true
+	typ := "Integer"
+	first := []model.BIOSSetting{
+		{Name: "ProcTurboMode", Value: strp("Enabled"), AttributeType: strp("Enumeration"), AllowableValues: []string{"Enabled", "Disabled"}},
+		{Name: "PowerOnDelay", Value: strp("0"), AttributeType: &typ, LowerBound: &lo, UpperBound: &hi},
+		{Name: "ServiceTag", Value: strp("ABC"), ReadOnly: &ro},
+	}
+	wantErr(t, "sync", s.SyncBIOSSettings(ctx, n.UUID, first), nil)
+	got, err := s.ListBIOSSettings(ctx, n.UUID)
+	wantErr(t, "list", err, nil)
+	if len(got) != 3 || got[0].Name != "PowerOnDelay" || got[1].Name != "ProcTurboMode" || got[2].Name != "ServiceTag" {
+		t.Fatalf("list = %+v, want 3 sorted by name", got)
+	}
+	if *got[0].UpperBound != 300 || got[1].AllowableValues[1] != "Disabled" || got[2].ReadOnly == nil || !*got[2].ReadOnly ||
+		got[0].CreatedAt.IsZero() || !got[0].UpdatedAt.IsZero() {
+		t.Fatalf("round trip lost fields: %+v", got)
+	}
+	created := got[1].CreatedAt
+	// change one, drop one, keep one
+	second := []model.BIOSSetting{first[0], first[1]}
+	second[1].Value = strp("30")
+	wantErr(t, "resync", s.SyncBIOSSettings(ctx, n.UUID, second), nil)
+	one, err := s.GetBIOSSetting(ctx, n.UUID, "PowerOnDelay")
+	wantErr(t, "get", err, nil)
+	if *one.Value != "30" || one.UpdatedAt.IsZero() {
+		t.Errorf("changed setting = %+v, want value 30 with updated_at", one)
+	}
+	kept, err := s.GetBIOSSetting(ctx, n.UUID, "ProcTurboMode")
+	wantErr(t, "get kept", err, nil)
+	if !kept.UpdatedAt.IsZero() || !kept.CreatedAt.Equal(created) {
+		t.Errorf("unchanged setting = %+v, want created_at kept and no updated_at", kept)
+	}
+	_, err = s.GetBIOSSetting(ctx, n.UUID, "ServiceTag")
+	wantErr(t, "dropped setting", err, store.ErrNotFound)
+	wantErr(t, "unknown node", s.SyncBIOSSettings(ctx, "00000000-0000-4000-8000-000000000000", first), store.ErrNotFound)
+}
+
+func firmwareSync(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	n := mustCreateNode(t, s, newNode("n"))
+	comps := []model.FirmwareComponent{{Component: "bmc", CurrentVersion: "1.0.0"}, {Component: "bios", CurrentVersion: "2.1.0"}}
+	wantErr(t, "sync", s.SyncFirmwareComponents(ctx, n.UUID, comps), nil)
+	wantErr(t, "sync again", s.SyncFirmwareComponents(ctx, n.UUID, comps), nil)
+	got, err := s.ListFirmwareComponents(ctx, n.UUID)
+	wantErr(t, "list", err, nil)
+	if len(got) != 2 || got[0].Component != "bios" || got[0].InitialVersion != "2.1.0" || got[0].CurrentVersion != "2.1.0" ||
+		got[0].LastVersionFlashed != "" || !got[0].UpdatedAt.IsZero() {
+		t.Fatalf("first sync = %+v", got)
+	}
+	wantErr(t, "flashed", s.SyncFirmwareComponents(ctx, n.UUID, []model.FirmwareComponent{{Component: "bios", CurrentVersion: "2.2.0"}}), nil)
+	got, err = s.ListFirmwareComponents(ctx, n.UUID)
+	wantErr(t, "list", err, nil)
+	if len(got) != 2 || got[0].InitialVersion != "2.1.0" || got[0].CurrentVersion != "2.2.0" || got[0].LastVersionFlashed != "2.2.0" ||
+		got[0].UpdatedAt.IsZero() || got[1].CurrentVersion != "1.0.0" {
+		t.Fatalf("after flashing bios: %+v", got)
+	}
+	wantErr(t, "unknown node", s.SyncFirmwareComponents(ctx, "00000000-0000-4000-8000-000000000000", comps), store.ErrNotFound)
+}
+
+func settingsGoWithNode(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	n := mustCreateNode(t, s, newNode("n"))
+	wantErr(t, "bios", s.SyncBIOSSettings(ctx, n.UUID, []model.BIOSSetting{{Name: "A", Value: strp("1")}}), nil)
+	wantErr(t, "firmware", s.SyncFirmwareComponents(ctx, n.UUID, []model.FirmwareComponent{{Component: "bmc", CurrentVersion: "1"}}), nil)
+	wantErr(t, "DeleteNode", s.DeleteNode(ctx, n.UUID), nil)
+	n2 := newNode("n")
+	n2.UUID = n.UUID
+	mustCreateNode(t, s, n2)
+	if b, _ := s.ListBIOSSettings(ctx, n.UUID); len(b) != 0 {
+		t.Errorf("BIOS settings survived their node: %+v", b)
+	}
+	if f, _ := s.ListFirmwareComponents(ctx, n.UUID); len(f) != 0 {
+		t.Errorf("firmware components survived their node: %+v", f)
+	}
+}
