@@ -304,6 +304,13 @@ func openEvents(ctx context.Context, cfg Config) (*eventbus.Broker, eventbus.Sin
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if cfg.Role == RoleConductor {
+		// Nobody reads its stream: its broker takes its own events, so that
+		// its /metrics counts its own transitions (the API processes count
+		// everyone's).
+		b := eventbus.NewBroker(cfg.Events)
+		return b, teeSink{lg, b}, func() { _ = lg.Close() }, nil
+	}
 	b, err := lg.NewBroker(ctx, cfg.Events)
 	if err != nil {
 		_ = lg.Close()
@@ -311,17 +318,8 @@ func openEvents(ctx context.Context, cfg Config) (*eventbus.Broker, eventbus.Sin
 	}
 	fctx, stopFollow := context.WithCancel(context.Background())
 	followed := make(chan struct{})
-	var sink eventbus.Sink = lg
-	if cfg.Role == RoleConductor {
-		// Nobody reads its stream: its broker takes its own events, so that
-		// its /metrics counts its own transitions (the API processes count
-		// everyone's).
-		close(followed)
-		sink = teeSink{lg, b}
-	} else {
-		go func() { defer close(followed); lg.Follow(fctx, b) }()
-	}
-	return b, sink, func() {
+	go func() { defer close(followed); lg.Follow(fctx, b) }()
+	return b, lg, func() {
 		stopFollow()
 		<-followed
 		_ = lg.Close()
