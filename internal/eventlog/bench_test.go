@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -37,12 +38,20 @@ func BenchmarkFanOut(b *testing.B) {
 				for range c.goroutines {
 					wg.Go(func() {
 						for range per {
-							l.Append(e)()
+							if wait := l.Append(e); wait != nil { // nil once closed (a failed run)
+								wait()
+							}
 						}
 					})
 				}
 			}
-			collect(b, sub, total)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			for got := 0; got < total; got++ {
+				if _, err := sub.Next(ctx); err != nil {
+					b.Fatalf("after %d of %d events: %v", got, total, err)
+				}
+			}
 			elapsed := time.Since(start)
 			wg.Wait()
 			b.ReportMetric(float64(total)/elapsed.Seconds(), "events/s")
