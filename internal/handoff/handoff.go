@@ -21,7 +21,14 @@ const (
 	kindPower     = "power"
 	kindHeartbeat = "heartbeat"
 	kindInspect   = "inspection"
+	kindAllocate  = "allocation"
 )
+
+// allocationCall is the body of a handed-over allocation.
+type allocationCall struct {
+	Allocation model.Allocation `json:"allocation"`
+	Backfill   string           `json:"backfill,omitempty"`
+}
 
 // inspectionCall is the body of a handed-over continue_inspection: the
 // node is already resolved (its UUID is the call's node).
@@ -60,6 +67,12 @@ func Handler(c *conductor.Conductor) workq.Handler {
 			}
 			_, err := c.ContinueInspection(ctx, nil, node, req.Token, req.Inventory, req.PluginData)
 			return err
+		case kindAllocate:
+			var req allocationCall
+			if err := json.Unmarshal(body, &req); err != nil {
+				return fmt.Errorf("decode %s call: %w", kind, err)
+			}
+			return c.CreateAllocation(ctx, &req.Allocation, req.Backfill)
 		}
 		return fmt.Errorf("unknown call kind %q", kind)
 	}
@@ -120,6 +133,49 @@ func (h *Conductor) ContinueInspection(ctx context.Context, macs []string, nodeU
 		return nil, err
 	}
 	return n, nil
+}
+
+// CreateAllocation hands a new allocation to a conductor, so that its
+// worker runs there and the allocation's conductor_affinity names it: for
+// a backfill the node's owner, otherwise the owner of the allocation's
+// UUID on the ring of the default group (or of the first group served, if
+// no conductor serves the default one). The answer is the stored
+// allocation.
+func (h *Conductor) CreateAllocation(ctx context.Context, a *model.Allocation, backfill string) error {
+	body := allocationCall{Allocation: *a, Backfill: backfill}
+	var err error
+	if backfill != "" {
+		err = h.call(ctx, backfill, kindAllocate, body)
+	} else {
+		var owner string
+		if owner, err = h.allocationOwner(ctx, a.UUID); err == nil {
+			err = h.cfg.Queue.Call(ctx, owner, kindAllocate, a.UUID, body, h.cfg.Timeout)
+		}
+	}
+	// A refused backfill is stored too (state "error"): show what was.
+	if got, gerr := h.cfg.Store.GetAllocation(ctx, a.UUID); gerr == nil {
+		*a = *got
+	}
+	return err
+}
+
+// allocationOwner picks the conductor that processes a new allocation.
+func (h *Conductor) allocationOwner(ctx context.Context, uuid string) (string, error) {
+	conds, err := h.cfg.Store.ListConductors(ctx)
+	if err != nil {
+		return "", err
+	}
+	live := ring.Live(conds, h.cfg.Now(), h.cfg.DeadAfter)
+	if len(live) == 0 {
+		return "", fault.New(fault.Unavailable, "No conductor is alive to process allocation %s.", uuid)
+	}
+	group := live[0].Group
+	for _, m := range live {
+		if m.Group == "" {
+			group = ""
+		}
+	}
+	return ring.New(live, h.cfg.Partitions, 1).Owner(uuid, group), nil
 }
 
 func (h *Conductor) call(ctx context.Context, ident, kind string, body any) error {

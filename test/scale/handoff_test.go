@@ -1,6 +1,7 @@
 package scale
 
 import (
+	"database/sql"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -134,5 +135,48 @@ func TestAPIProcessHandsInspection(t *testing.T) {
 	}
 	if n := len(transition.FindAllString(cond.Logs.String(), -1)); n < 4 {
 		t.Fatalf("the conductor logged %d transitions, want the whole inspection", n)
+	}
+}
+
+// An API-only process hands a new allocation to a conductor: the
+// allocation is processed there (its conductor_affinity is the conductor,
+// not the API process) and gets the available node of its resource class.
+func TestAPIProcessHandsAllocation(t *testing.T) {
+	db := pg.URL(t)
+	testbin.ServeOn(t, anvilBin, db, "worker", append([]string{"--role", "conductor"}, ringFlags...)...)
+	api, _ := testbin.ServeOn(t, anvilBin, db, "front", append([]string{"--role", "api"}, ringFlags...)...)
+
+	id := testbin.MustCall(t, http.StatusCreated, http.MethodPost, api+"/v1/nodes", map[string]any{
+		"driver": "fake-hardware", "resource_class": "handed"}).JSON(t)["uuid"].(string)
+	for _, step := range []struct{ verb, state string }{{"manage", "manageable"}, {"provide", "available"}} {
+		testbin.MustCall(t, http.StatusAccepted, http.MethodPut, api+"/v1/nodes/"+id+"/states/provision", map[string]any{"target": step.verb})
+		testbin.WaitState(t, api, id, step.state, 20*time.Second)
+	}
+	testbin.MustCall(t, http.StatusAccepted, http.MethodPut, api+"/v1/nodes/"+id+"/states/power", map[string]any{"target": "power off"})
+	waitFor(t, "the node's power state", 20*time.Second, func() bool { return testbin.GetNode(t, api, id)["power_state"] == "power off" })
+	r := testbin.Call(t, "1.52", http.MethodPost, api+"/v1/allocations", map[string]any{"resource_class": "handed"})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("allocation through the API process: HTTP %d %s", r.Status, r.Body)
+	}
+	alloc := r.JSON(t)["uuid"].(string)
+	var got map[string]any
+	waitFor(t, "the allocation", 20*time.Second, func() bool {
+		got = testbin.Call(t, "1.52", http.MethodGet, api+"/v1/allocations/"+alloc, nil).JSON(t)
+		return got["state"] != "allocating"
+	})
+	if got["state"] != "active" || got["node_uuid"] != id {
+		t.Fatalf("allocation: %v", got)
+	}
+	conn, err := sql.Open("pgx", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var affinity string
+	if err := conn.QueryRow("SELECT data->>'conductor_affinity' FROM allocations WHERE uuid = $1", alloc).Scan(&affinity); err != nil {
+		t.Fatal(err)
+	}
+	if affinity != "worker" {
+		t.Fatalf("allocation processed by %q, want the conductor", affinity)
 	}
 }
