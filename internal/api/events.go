@@ -49,6 +49,10 @@ func (s *Server) streamEvents(rc *call) error {
 	var sub *eventbus.Subscription
 	reset := false
 	if resume {
+		// The ID may come from another process that is ahead of this one.
+		if err := b.Sync(rc.ctx); err != nil {
+			s.log.Warn("event stream: catching up with the shared log", "request_id", rc.reqID, "err", err)
+		}
 		var ok bool
 		sub, ok = b.Resume(f, after)
 		reset = !ok

@@ -378,6 +378,26 @@ func TestEventStreamSnapshotAndReset(t *testing.T) {
 	}
 }
 
+// TestEventStreamResumeSyncs: a Last-Event-ID above this process's last
+// event (one another process sharing the event log delivered) is served
+// once the broker has caught up (Broker.Sync), not answered with a reset.
+func TestEventStreamResumeSyncs(t *testing.T) {
+	e := newStreamEnv(t, eventbus.Config{Heartbeat: time.Hour})
+	last := e.b.Stats().LastID
+	ahead := events.Event{ID: last + 10, Type: events.TypeUpdated, Node: "elsewhere", Changed: []string{events.FieldFault}}
+	next := ahead
+	next.ID = last + 11
+	e.b.SetSync(func(context.Context) error {
+		e.b.Relay(ahead)
+		e.b.Relay(next)
+		return nil
+	})
+	c := e.open("", idString(ahead.ID))
+	if ev := c.event(); ev.Type != events.TypeUpdated || ev.ID != next.ID {
+		t.Fatalf("resumed from %d: got %+v, want the event %d", ahead.ID, ev, next.ID)
+	}
+}
+
 // TestEventStreamStalledReader: a stream nobody reads does not hold up the
 // conductor, and other readers get every event.
 func TestEventStreamStalledReader(t *testing.T) {

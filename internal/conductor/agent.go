@@ -69,6 +69,14 @@ func tokenIssued(n *model.Node) bool {
 	return s != "" && !strings.HasPrefix(s, "sha256:")
 }
 
+// AgentNode finds the node an agent's request is about, by node UUID or by
+// one of its MAC addresses, as Lookup and ContinueInspection do (an API
+// process resolves it so to hand the request to the node's owner).
+// Errors: fault NotFound.
+func (c *Conductor) AgentNode(ctx context.Context, macs []string, nodeUUID string) (*model.Node, error) {
+	return c.lookupNode(ctx, macs, nodeUUID)
+}
+
 func (c *Conductor) lookupNode(ctx context.Context, macs []string, nodeUUID string) (*model.Node, error) {
 	if nodeUUID != "" {
 		n, err := c.store.GetNode(ctx, nodeUUID)

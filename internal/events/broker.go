@@ -39,12 +39,14 @@ type Broker struct {
 
 	mu        sync.Mutex
 	seq       uint64         // ID of the last published event
+	floor     uint64         // every event with an ID above floor is in ring
 	ring      []events.Event // the last len(ring) events, oldest at head
 	head      int
 	subs      map[*Subscription]struct{}
 	observers []func(events.Event)
 	closed    bool
 	stats     Stats
+	sync      func(context.Context) error // see SetSync
 }
 
 // Stats are the broker's counters.
@@ -74,7 +76,7 @@ func NewBroker(cfg Config) *Broker {
 	if cfg.IDBase == 0 {
 		cfg.IDBase = uint64(cfg.Now().UnixMicro())
 	}
-	return &Broker{cfg: cfg, seq: cfg.IDBase, ring: make([]events.Event, 0, cfg.Buffer),
+	return &Broker{cfg: cfg, seq: cfg.IDBase, floor: cfg.IDBase, ring: make([]events.Event, 0, cfg.Buffer),
 		subs: map[*Subscription]struct{}{}}
 }
 
@@ -98,15 +100,42 @@ func (b *Broker) Publish(e events.Event) events.Event {
 	if b.closed {
 		return e
 	}
+	e.ID = b.seq + 1
+	return b.publish(e)
+}
+
+// Append publishes e (the broker is the decorator's Sink in a single
+// process): there is nothing to wait for.
+func (b *Broker) Append(e events.Event) (wait func()) {
+	b.Publish(e)
+	return nil
+}
+
+// Relay publishes e with the ID it already has, numbered elsewhere (by the
+// log processes share, internal/eventlog), if that ID is above the last
+// published one; it reports whether it did. IDs relayed need not be
+// consecutive, only increasing.
+func (b *Broker) Relay(e events.Event) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || e.ID <= b.seq {
+		return false
+	}
+	b.publish(e)
+	return true
+}
+
+// publish keeps and fans out e, whose ID is above b.seq; b.mu is held.
+func (b *Broker) publish(e events.Event) events.Event {
 	if e.Time.IsZero() {
 		e.Time = b.cfg.Now().UTC()
 	}
-	b.seq++
-	e.ID = b.seq
+	b.seq = e.ID
 	e.Encode()
 	if len(b.ring) < cap(b.ring) {
 		b.ring = append(b.ring, e)
 	} else {
+		b.floor = b.ring[b.head].ID
 		b.ring[b.head] = e
 		b.head = (b.head + 1) % len(b.ring)
 	}
@@ -123,6 +152,47 @@ func (b *Broker) Publish(e events.Event) events.Event {
 	return e
 }
 
+// Discontinue says the events numbered up to upto are lost to this broker
+// (the shared log pruned them before it read them): resumes from below upto
+// become resets, and each open subscription ends with an overflow event at
+// its position, so that its reader reconnects, gets the reset and re-reads
+// the nodes. It does nothing if upto is not above the last ID.
+func (b *Broker) Discontinue(upto uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if upto <= b.seq {
+		return
+	}
+	b.seq, b.floor = upto, upto
+	now := b.cfg.Now().UTC()
+	for s := range b.subs {
+		s.cut(now)
+		delete(b.subs, s)
+		b.stats.Overflows++
+	}
+}
+
+// SetSync sets what Sync runs: catching up with events published
+// elsewhere (internal/eventlog's follower). Call it before serving.
+func (b *Broker) SetSync(fn func(context.Context) error) {
+	b.mu.Lock()
+	b.sync = fn
+	b.mu.Unlock()
+}
+
+// Sync brings the broker up to date with the events other processes
+// published before the call, so that a resume from an ID another process
+// delivered finds it. Without SetSync (one process) it does nothing.
+func (b *Broker) Sync(ctx context.Context) error {
+	b.mu.Lock()
+	fn := b.sync
+	b.mu.Unlock()
+	if fn == nil {
+		return nil
+	}
+	return fn(ctx)
+}
+
 // Subscribe follows the events published from now on that match f.
 func (b *Broker) Subscribe(f events.Filter) *Subscription {
 	b.mu.Lock()
@@ -137,8 +207,7 @@ func (b *Broker) Subscribe(f events.Filter) *Subscription {
 func (b *Broker) Resume(f events.Filter, after uint64) (s *Subscription, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	oldest := b.seq + 1 - uint64(len(b.ring)) // ID of the oldest kept event
-	if after > b.seq || after+1 < oldest {
+	if after > b.seq || after < b.floor {
 		b.stats.Resets++
 		return b.subscribe(f, nil), false
 	}
@@ -236,6 +305,18 @@ func (s *Subscription) offer(e *events.Event) (overflow bool) {
 	s.pos = e.ID
 	s.signal()
 	return false
+}
+
+// cut ends the subscription with an overflow event at its position.
+func (s *Subscription) cut(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	last := s.pos
+	if n := len(s.queue); n > 0 {
+		last = s.queue[n-1].ID
+	}
+	s.queue = append(s.queue, events.Event{ID: last, Type: events.TypeOverflow, Time: now})
+	s.endLocked(ErrOverflow)
 }
 
 func (s *Subscription) signal() {

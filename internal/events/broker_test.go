@@ -290,3 +290,52 @@ func TestObserve(t *testing.T) {
 		t.Fatalf("observed %v", seen)
 	}
 }
+
+// TestRelay: events numbered elsewhere keep their IDs, gaps included; an
+// ID not above the last is dropped; a resume is served from the ring as
+// long as the reader's ID is at or above the last event evicted from it.
+func TestRelay(t *testing.T) {
+	b := newTestBroker(Config{Buffer: 3})
+	relay := func(id uint64) bool {
+		return b.Relay(events.Event{ID: id, Type: events.TypeUpdated, Node: "n", Changed: []string{events.FieldFault}})
+	}
+	for _, id := range []uint64{105, 110, 111} {
+		if !relay(id) {
+			t.Fatalf("relay %d refused", id)
+		}
+	}
+	if relay(111) || relay(104) {
+		t.Fatal("relayed an ID not above the last")
+	}
+	for _, tt := range []struct {
+		after  uint64
+		ok     bool
+		replay []uint64
+	}{
+		{100, true, []uint64{105, 110, 111}}, // the base: nothing evicted yet
+		{107, true, []uint64{110, 111}},      // between two events (a gap)
+		{99, false, nil},
+		{112, false, nil},
+	} {
+		s, ok := b.Resume(events.Filter{}, tt.after)
+		got, _, _ := s.Take(nil)
+		s.Close()
+		if ok != tt.ok || !slices.Equal(ids(got), tt.replay) {
+			t.Fatalf("resume after %d: ok %v %v, want %v %v", tt.after, ok, ids(got), tt.ok, tt.replay)
+		}
+	}
+	relay(120) // evicts 105
+	if s, ok := b.Resume(events.Filter{}, 104); ok {
+		s.Close()
+		t.Fatal("resume from before an evicted event: ok")
+	}
+	s, ok := b.Resume(events.Filter{}, 105)
+	got, _, _ := s.Take(nil)
+	s.Close()
+	if !ok || !slices.Equal(ids(got), []uint64{110, 111, 120}) {
+		t.Fatalf("resume from the evicted event: ok %v %v", ok, ids(got))
+	}
+	if b.Publish(events.Event{Type: events.TypeUpdated, Node: "n"}).ID != 121 {
+		t.Fatal("Publish after Relay does not continue the numbering")
+	}
+}

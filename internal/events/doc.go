@@ -15,6 +15,11 @@
 //     microseconds, so an ID from a previous run is older than the ring and
 //     a resume from it answers "reset" (re-read the nodes) instead of
 //     silently skipping the changes made while the server was down.
+//     Events numbered elsewhere (the log processes share on PostgreSQL,
+//     internal/eventlog) are relayed with their IDs (Relay): increasing,
+//     not necessarily consecutive; a resume is served from the ring when
+//     the reader's ID is at or above the last ID evicted from it. The store
+//     decorator then sends to that log (StoreVia) rather than to the broker.
 //   - For one node, events come in the order its writes were applied: the
 //     decorator publishes before the write call returns, and a stale
 //     publication (an older version than one already published) is dropped

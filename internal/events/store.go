@@ -17,13 +17,31 @@ type Publisher interface {
 	Broker() *Broker
 }
 
+// Sink takes the decorator's events in the order of the writes. Append is
+// called with the decorator's lock held and must not wait for I/O: it
+// queues e and returns what waits until e is published (nil when it
+// already is). The decorator calls wait before the write call returns, so
+// that a node's next writer (the next holder of its lock, maybe in another
+// process) publishes after it.
+type Sink interface {
+	Append(e events.Event) (wait func())
+}
+
 // Store returns inner with every successful node write published on b:
 // CreateNode, UpdateNode (when a watched field changed), DeleteNode, the
 // reservation changes of ReserveNode, ReleaseNode and ReleaseHost, and
 // AddHistory. Reads pass through. Writes made by other processes sharing
-// the database are not seen.
+// the database are not seen: for those, see StoreVia.
 func Store(inner store.Store, b *Broker) Publisher {
-	return &publisher{Store: inner, b: b, known: map[string]known{}}
+	return StoreVia(inner, b, b)
+}
+
+// StoreVia is Store with the events sent to sink rather than to b: when
+// processes share a database, sink is the log they share
+// (internal/eventlog), which relays every process's events, in one order,
+// to each process's broker b.
+func StoreVia(inner store.Store, b *Broker, sink Sink) Publisher {
+	return &publisher{Store: inner, b: b, sink: sink, known: map[string]known{}}
 }
 
 // publisher is the decorator. It remembers the last published state of each
@@ -31,7 +49,8 @@ func Store(inner store.Store, b *Broker) Publisher {
 // again: O(nodes) small entries.
 type publisher struct {
 	store.Store
-	b *Broker
+	b    *Broker
+	sink Sink
 
 	mu    sync.Mutex
 	known map[string]known // node UUID → last published state
@@ -45,6 +64,17 @@ type known struct {
 
 func (p *publisher) Broker() *Broker { return p.b }
 
+// emit sends e to the sink; p.mu is held. Call the result (maybe nil) with
+// wait once p.mu is released.
+func (p *publisher) emit(e events.Event) func() { return p.sink.Append(e) }
+
+// wait runs a Sink's wait, if any.
+func wait(w func()) {
+	if w != nil {
+		w()
+	}
+}
+
 // CreateNode implements store.Store.
 func (p *publisher) CreateNode(ctx context.Context, n *model.Node) error {
 	if err := p.Store.CreateNode(ctx, n); err != nil {
@@ -52,9 +82,10 @@ func (p *publisher) CreateNode(ctx context.Context, n *model.Node) error {
 	}
 	st := StateOf(n)
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.known[n.UUID] = known{version: n.Version, name: n.Name, state: st}
-	p.b.Publish(events.Event{Type: events.TypeCreated, Node: n.UUID, Name: n.Name, State: &st})
+	w := p.emit(events.Event{Type: events.TypeCreated, Node: n.UUID, Name: n.Name, State: &st})
+	p.mu.Unlock()
+	wait(w)
 	return nil
 }
 
@@ -70,6 +101,13 @@ func (p *publisher) UpdateNode(ctx context.Context, n *model.Node) error {
 	if err := p.Store.UpdateNode(ctx, n); err != nil {
 		return err
 	}
+	wait(p.updated(n, before))
+	return nil
+}
+
+// updated records and emits an update of n (before: the node as stored
+// before it, when not known); it returns the sink's wait.
+func (p *publisher) updated(n, before *model.Node) func() {
 	cur := StateOf(n)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -95,8 +133,7 @@ func (p *publisher) UpdateNode(ctx context.Context, n *model.Node) error {
 	} else {
 		e.Changed = events.Fields()
 	}
-	p.b.Publish(e)
-	return nil
+	return p.emit(e)
 }
 
 // DeleteNode implements store.Store.
@@ -105,13 +142,14 @@ func (p *publisher) DeleteNode(ctx context.Context, uuid string) error {
 		return err
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	e := events.Event{Type: events.TypeDeleted, Node: uuid}
 	if k, ok := p.known[uuid]; ok {
 		e.Name, e.State = k.name, &k.state
 		delete(p.known, uuid)
 	}
-	p.b.Publish(e)
+	w := p.emit(e)
+	p.mu.Unlock()
+	wait(w)
 	return nil
 }
 
@@ -122,7 +160,6 @@ func (p *publisher) ReserveNode(ctx context.Context, uuid, host string) (*model.
 		return n, err
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	old, ok := p.known[n.UUID]
 	var cur events.NodeState
 	switch {
@@ -138,20 +175,22 @@ func (p *publisher) ReserveNode(ctx context.Context, uuid, host string) (*model.
 		old = known{version: n.Version, name: n.Name, state: cur}
 		old.state.Reservation = ""
 	}
-	p.publishLock(n.UUID, old, cur)
+	w := p.publishLock(n.UUID, old, cur)
+	p.mu.Unlock()
+	wait(w)
 	return n, nil
 }
 
-// publishLock records cur as node uuid's state and publishes the change
-// from old, if any. p.mu is held.
-func (p *publisher) publishLock(uuid string, old known, cur events.NodeState) {
+// publishLock records cur as node uuid's state and emits the change from
+// old, if any, returning the sink's wait. p.mu is held.
+func (p *publisher) publishLock(uuid string, old known, cur events.NodeState) func() {
 	p.known[uuid] = known{version: old.version, name: old.name, state: cur}
 	ch := changed(old.name, old.state, old.name, cur)
 	if len(ch) == 0 {
-		return
+		return nil
 	}
 	prev := old.state
-	p.b.Publish(events.Event{Type: events.TypeUpdated, Node: uuid, Name: old.name, Changed: ch,
+	return p.emit(events.Event{Type: events.TypeUpdated, Node: uuid, Name: old.name, Changed: ch,
 		State: &cur, Previous: &prev})
 }
 
@@ -190,14 +229,16 @@ func (p *publisher) ReleaseHost(ctx context.Context, host string) ([]string, err
 // released publishes that host no longer holds uuid's lock.
 func (p *publisher) released(uuid, host string) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	old, ok := p.known[uuid]
 	if !ok || old.state.Reservation != host {
+		p.mu.Unlock()
 		return
 	}
 	cur := old.state
 	cur.Reservation = ""
-	p.publishLock(uuid, old, cur)
+	w := p.publishLock(uuid, old, cur)
+	p.mu.Unlock()
+	wait(w)
 }
 
 // AddHistory implements store.Store.
@@ -206,10 +247,11 @@ func (p *publisher) AddHistory(ctx context.Context, e *model.HistoryEvent, keep 
 		return err
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	k := p.known[e.NodeUUID]
 	h := historyOf(e)
 	h.Owner = k.state.Owner
-	p.b.Publish(events.Event{Type: events.TypeHistory, Node: e.NodeUUID, Name: k.name, History: h})
+	w := p.emit(events.Event{Type: events.TypeHistory, Node: e.NodeUUID, Name: k.name, History: h})
+	p.mu.Unlock()
+	wait(w)
 	return nil
 }

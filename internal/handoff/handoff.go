@@ -9,6 +9,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/ring"
 	"github.com/anvil-metal/anvil/internal/store"
 	"github.com/anvil-metal/anvil/internal/workq"
@@ -19,7 +20,23 @@ const (
 	kindProvision = "provision"
 	kindPower     = "power"
 	kindHeartbeat = "heartbeat"
+	kindInspect   = "inspection"
+	kindAllocate  = "allocation"
 )
+
+// allocationCall is the body of a handed-over allocation.
+type allocationCall struct {
+	Allocation model.Allocation `json:"allocation"`
+	Backfill   string           `json:"backfill,omitempty"`
+}
+
+// inspectionCall is the body of a handed-over continue_inspection: the
+// node is already resolved (its UUID is the call's node).
+type inspectionCall struct {
+	Token      string         `json:"token,omitempty"`
+	Inventory  map[string]any `json:"inventory"`
+	PluginData map[string]any `json:"plugin_data,omitempty"`
+}
 
 // Handler runs handed-over calls on c.
 func Handler(c *conductor.Conductor) workq.Handler {
@@ -43,6 +60,19 @@ func Handler(c *conductor.Conductor) workq.Handler {
 				return fmt.Errorf("decode %s call: %w", kind, err)
 			}
 			return c.Heartbeat(ctx, node, req)
+		case kindInspect:
+			var req inspectionCall
+			if err := json.Unmarshal(body, &req); err != nil {
+				return fmt.Errorf("decode %s call: %w", kind, err)
+			}
+			_, err := c.ContinueInspection(ctx, nil, node, req.Token, req.Inventory, req.PluginData)
+			return err
+		case kindAllocate:
+			var req allocationCall
+			if err := json.Unmarshal(body, &req); err != nil {
+				return fmt.Errorf("decode %s call: %w", kind, err)
+			}
+			return c.CreateAllocation(ctx, &req.Allocation, req.Backfill)
 		}
 		return fmt.Errorf("unknown call kind %q", kind)
 	}
@@ -91,6 +121,63 @@ func (h *Conductor) Heartbeat(ctx context.Context, ident string, hb conductor.He
 	return h.call(ctx, ident, kindHeartbeat, hb)
 }
 
+// ContinueInspection hands an agent's inventory to the owner of the node
+// it is about (found here by UUID or MACs, as the owner would): the
+// inspection's work and transitions run there, like the heartbeat's.
+func (h *Conductor) ContinueInspection(ctx context.Context, macs []string, nodeUUID, token string, inventory, pluginData map[string]any) (*model.Node, error) {
+	n, err := h.Conductor.AgentNode(ctx, macs, nodeUUID)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.callNode(ctx, n, kindInspect, inspectionCall{Token: token, Inventory: inventory, PluginData: pluginData}); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// CreateAllocation hands a new allocation to a conductor, so that its
+// worker runs there and the allocation's conductor_affinity names it: for
+// a backfill the node's owner, otherwise the owner of the allocation's
+// UUID on the ring of the default group (or of the first group served, if
+// no conductor serves the default one). The answer is the stored
+// allocation.
+func (h *Conductor) CreateAllocation(ctx context.Context, a *model.Allocation, backfill string) error {
+	body := allocationCall{Allocation: *a, Backfill: backfill}
+	var err error
+	if backfill != "" {
+		err = h.call(ctx, backfill, kindAllocate, body)
+	} else {
+		var owner string
+		if owner, err = h.allocationOwner(ctx, a.UUID); err == nil {
+			err = h.cfg.Queue.Call(ctx, owner, kindAllocate, a.UUID, body, h.cfg.Timeout)
+		}
+	}
+	// A refused backfill is stored too (state "error"): show what was.
+	if got, gerr := h.cfg.Store.GetAllocation(ctx, a.UUID); gerr == nil {
+		*a = *got
+	}
+	return err
+}
+
+// allocationOwner picks the conductor that processes a new allocation.
+func (h *Conductor) allocationOwner(ctx context.Context, uuid string) (string, error) {
+	conds, err := h.cfg.Store.ListConductors(ctx)
+	if err != nil {
+		return "", err
+	}
+	live := ring.Live(conds, h.cfg.Now(), h.cfg.DeadAfter)
+	if len(live) == 0 {
+		return "", fault.New(fault.Unavailable, "No conductor is alive to process allocation %s.", uuid)
+	}
+	group := live[0].Group
+	for _, m := range live {
+		if m.Group == "" {
+			group = ""
+		}
+	}
+	return ring.New(live, h.cfg.Partitions, 1).Owner(uuid, group), nil
+}
+
 func (h *Conductor) call(ctx context.Context, ident, kind string, body any) error {
 	n, err := h.cfg.Store.GetNode(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
@@ -99,6 +186,11 @@ func (h *Conductor) call(ctx context.Context, ident, kind string, body any) erro
 	if err != nil {
 		return err
 	}
+	return h.callNode(ctx, n, kind, body)
+}
+
+// callNode hands kind to n's owner on the ring.
+func (h *Conductor) callNode(ctx context.Context, n *model.Node, kind string, body any) error {
 	conds, err := h.cfg.Store.ListConductors(ctx)
 	if err != nil {
 		return err

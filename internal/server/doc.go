@@ -9,7 +9,10 @@
 // conductor runs the conductor without the Ironic API (the listener serves
 // /metrics); --role api runs the API and hands verbs to the owning conductor
 // (internal/handoff over internal/workq, which every conductor on
-// PostgreSQL serves); roles other than all need PostgreSQL.
+// PostgreSQL serves); roles other than all need PostgreSQL. On PostgreSQL
+// node events go to the log processes share (internal/eventlog), which
+// every process serving the API follows into its broker; on SQLite the
+// broker is fed in process.
 //
 // It also guards the listener (guard.go, hosts.go, http.go, audit.go,
 // policy.go): outermost the Host check against DNS rebinding, then

@@ -20,6 +20,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver/fake"
 	"github.com/anvil-metal/anvil/internal/driver/pxe"
 	"github.com/anvil-metal/anvil/internal/driver/redfish"
+	"github.com/anvil-metal/anvil/internal/eventlog"
 	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/handoff"
 	"github.com/anvil-metal/anvil/internal/hostlock"
@@ -28,6 +29,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/store"
 	"github.com/anvil-metal/anvil/internal/store/storeopen"
 	"github.com/anvil-metal/anvil/internal/workq"
+	"github.com/anvil-metal/anvil/pkg/events"
 )
 
 // Config is what `anvil serve` takes.
@@ -153,10 +155,16 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer claim.Release()
 	// Every node write goes through st: it is published on the broker (the
 	// watch stream and the transition metrics) and its lock attempts counted.
-	broker := eventbus.NewBroker(cfg.Events)
+	// On PostgreSQL it goes to the log processes share, which every process
+	// serving the API follows into its broker.
+	broker, sink, stopEvents, err := openEvents(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer stopEvents()
 	defer broker.Close()
 	mx := metrics.New(metrics.Config{Store: db, Broker: broker, Log: cfg.Log, Process: true})
-	st := eventbus.Store(mx.Store(db), broker)
+	st := eventbus.StoreVia(mx.Store(db), broker, sink)
 	ccfg := cfg.Conductor
 	// From flags, 0 means "disabled" (Ironic's meaning); the conductor reads
 	// 0 as "default" and a negative interval as "disabled".
@@ -279,6 +287,54 @@ func Serve(ctx context.Context, cfg Config) error {
 		cfg.Log.Info("shut down")
 	}
 	return err
+}
+
+// openEvents makes the broker of the watch stream and the sink of the
+// store decorator. With SQLite they are one: the in-process broker. With
+// PostgreSQL the sink is the shared event log (internal/eventlog) and,
+// unless the process runs the conductor only, a follower relays the log
+// into the broker. stop ends the follower and closes the log once the
+// conductor's last write is in.
+func openEvents(ctx context.Context, cfg Config) (*eventbus.Broker, eventbus.Sink, func(), error) {
+	if !storeopen.IsPostgres(cfg.Database) {
+		b := eventbus.NewBroker(cfg.Events)
+		return b, b, func() {}, nil
+	}
+	lg, err := eventlog.Open(ctx, eventlog.Config{DSN: cfg.Database, Log: cfg.Log, Keep: max(20000, 2*cfg.Events.Buffer)})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if cfg.Role == RoleConductor {
+		// Nobody reads its stream: its broker takes its own events, so that
+		// its /metrics counts its own transitions (the API processes count
+		// everyone's).
+		b := eventbus.NewBroker(cfg.Events)
+		return b, teeSink{lg, b}, func() { _ = lg.Close() }, nil
+	}
+	b, err := lg.NewBroker(ctx, cfg.Events)
+	if err != nil {
+		_ = lg.Close()
+		return nil, nil, nil, err
+	}
+	fctx, stopFollow := context.WithCancel(context.Background())
+	followed := make(chan struct{})
+	go func() { defer close(followed); lg.Follow(fctx, b) }()
+	return b, lg, func() {
+		stopFollow()
+		<-followed
+		_ = lg.Close()
+	}, nil
+}
+
+// teeSink publishes on a local broker and appends to the shared log.
+type teeSink struct {
+	log   eventbus.Sink
+	local *eventbus.Broker
+}
+
+func (t teeSink) Append(e events.Event) func() {
+	t.local.Publish(e)
+	return t.log.Append(e)
 }
 
 // claimHost holds the conductor name host on database for the life of the

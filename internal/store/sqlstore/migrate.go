@@ -16,7 +16,7 @@ type migration struct {
 }
 
 // loadMigrations reads NNNN_name.up.sql / NNNN_name.down.sql pairs; versions
-// must run 1, 2, 3, ... without gaps.
+// must run 1, 2, 3, ... without gaps, one pair each.
 func loadMigrations(fsys fs.FS) ([]migration, error) {
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
@@ -37,11 +37,14 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 			m = &migration{version: v}
 			byVersion[v] = m
 		}
+		dst := &m.down
 		if up {
-			m.up = string(body)
-		} else {
-			m.down = string(body)
+			dst = &m.up
 		}
+		if *dst != "" { // two branches numbered their migrations alike
+			return nil, fmt.Errorf("migration %04d: two files for one version (%s)", v, e.Name())
+		}
+		*dst = string(body)
 	}
 	ms := make([]migration, 0, len(byVersion))
 	for v := 1; v <= len(byVersion); v++ {

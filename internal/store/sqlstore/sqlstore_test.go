@@ -65,6 +65,11 @@ func TestLoadMigrations(t *testing.T) {
 			"0003_c.up.sql": file("C"), "0003_c.down.sql": file("c"),
 		}, nil, "migration 0002"},
 		{"no down", fstest.MapFS{"0001_a.up.sql": file("A")}, nil, "migration 0001"},
+		{"one version twice", fstest.MapFS{
+			"0001_a.up.sql": file("A"), "0001_a.down.sql": file("a"),
+			"0002_b.up.sql": file("B"), "0002_b.down.sql": file("b"),
+			"0002_c.up.sql": file("C"), "0002_c.down.sql": file("c"),
+		}, nil, "migration 0002: two files"},
 		{"empty", fstest.MapFS{}, []int{}, ""},
 	}
 	for _, c := range cases {

@@ -1,0 +1,2 @@
+DROP TABLE node_events_pruned;
+DROP TABLE node_events;
