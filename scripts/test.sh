@@ -44,6 +44,11 @@ fi
 echo "== go vet"
 go vet ./...
 
+# The real `baremetal` CLI (installed above) runs in the API's and the
+# server's CLI tests too; they take minutes, so a developer may turn them
+# off with ANVIL_BAREMETAL_CLI=0.
+export ANVIL_BAREMETAL_CLI="${ANVIL_BAREMETAL_CLI:-1}"
+
 echo "== go test -race"
 # shellcheck disable=SC2086
 go test -race -count=1 -timeout 20m ${GO_TEST_FLAGS:-} ./...
