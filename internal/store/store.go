@@ -154,6 +154,19 @@ type AllocationQuery struct {
 var AllocationSortKeys = []string{"id", "uuid", "name", "node_uuid", "state", "resource_class",
 	"owner", "created_at", "updated_at"}
 
+// DeployTemplateQuery selects deploy templates.
+type DeployTemplateQuery struct {
+	// Names selects the templates with one of these names (none: all).
+	Names   []string
+	Limit   int
+	Marker  string
+	SortKey string // one of DeployTemplateSortKeys; "" means "id"
+	SortDir string
+}
+
+// DeployTemplateSortKeys are the sort keys a DeployTemplateQuery accepts.
+var DeployTemplateSortKeys = []string{"id", "uuid", "name", "created_at", "updated_at"}
+
 // Store is the storage contract.
 type Store interface {
 	// CreateNode inserts n, setting n.ID, n.Version=1 and CreatedAt if zero.
@@ -240,6 +253,7 @@ type Store interface {
 	GetHistory(ctx context.Context, nodeUUID, eventUUID string) (*model.HistoryEvent, error)
 
 	SettingsStore
+	DeployTemplateStore
 
 	Close() error
 }
@@ -265,4 +279,20 @@ type SettingsStore interface {
 	// it as current_version and last_version_flashed. Components not in
 	// comps are kept. Errors: ErrNotFound when the node does not exist.
 	SyncFirmwareComponents(ctx context.Context, nodeUUID string, comps []model.FirmwareComponent) error
+}
+
+// DeployTemplateStore keeps deploy templates (Ironic's deploy_templates).
+type DeployTemplateStore interface {
+	// CreateDeployTemplate inserts t, setting t.ID, t.Version=1, a UUID if
+	// empty and CreatedAt if zero. Errors: *DuplicateError (uuid, name).
+	CreateDeployTemplate(ctx context.Context, t *model.DeployTemplate) error
+	// GetDeployTemplate finds a template by UUID, or by name. Errors: ErrNotFound.
+	GetDeployTemplate(ctx context.Context, ident string) (*model.DeployTemplate, error)
+	// ListDeployTemplates returns the templates matching q in q's order.
+	ListDeployTemplates(ctx context.Context, q DeployTemplateQuery) ([]*model.DeployTemplate, error)
+	// UpdateDeployTemplate is version-checked like UpdateNode.
+	// Errors: ErrNotFound, ErrStale, *DuplicateError (name).
+	UpdateDeployTemplate(ctx context.Context, t *model.DeployTemplate) error
+	// DeleteDeployTemplate removes a template. Errors: ErrNotFound.
+	DeleteDeployTemplate(ctx context.Context, uuid string) error
 }

@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Conductors", testConductors},
 		{"History", testHistory},
 		{"Settings", testSettings},
+		{"DeployTemplates", testDeployTemplates},
 		{"Migrate", testMigrate},
 		{"Load", testLoad},
 	}
