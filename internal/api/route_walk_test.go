@@ -37,14 +37,8 @@ var notServed = map[string]string{
 	"POST /v1/volume/targets":                            "no volume target table",
 	"PATCH /v1/volume/targets/{volume_target_id}":        "no volume target table",
 	"DELETE /v1/volume/targets/{volume_target_id}":       "no volume target table",
-	// Deploy templates (1.55), runbooks (1.92) and inspection rules (1.96)
-	// need their own tables; runbooks and inspection rules are documented
-	// as unsupported (internal/api/doc.go).
-	"POST /v1/deploy_templates":                        "no deploy template table",
-	"GET /v1/deploy_templates":                         "no deploy template table",
-	"GET /v1/deploy_templates/{deploy_template_id}":    "no deploy template table",
-	"PATCH /v1/deploy_templates/{deploy_template_id}":  "no deploy template table",
-	"DELETE /v1/deploy_templates/{deploy_template_id}": "no deploy template table",
+	// Runbooks (1.92) and inspection rules (1.96) need their own tables;
+	// they are documented as unsupported (internal/api/doc.go).
 	"POST /v1/runbooks":                                "runbooks unsupported (1.92)",
 	"GET /v1/runbooks":                                 "runbooks unsupported (1.92)",
 	"GET /v1/runbooks/{runbook_id}":                    "runbooks unsupported (1.92)",

@@ -19,6 +19,7 @@ type Store interface {
 	AllocationStore
 	ConductorStore
 	store.SettingsStore
+	store.DeployTemplateStore
 	// AddHistory appends a node history entry and prunes to the newest keep.
 	AddHistory(ctx context.Context, e *model.HistoryEvent, keep int) error
 }
