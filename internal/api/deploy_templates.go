@@ -216,6 +216,9 @@ func deployStep(what string, v any) (model.DeployStep, error) {
 		return s, schemaError(what, "%s is not one of %s", pyrepr.Repr(iface), pyrepr.Strings(deployStepInterfaces))
 	}
 	prio, ok := stepPriority(m["priority"])
+	if f, isNum := m["priority"].(float64); isNum && f < 0 {
+		return s, schemaError(what, "%s is less than the minimum of 0", pyrepr.Repr(f))
+	}
 	if !ok {
 		return s, schemaError(what, "%s is not valid under any of the given schemas", pyrepr.Repr(m["priority"]))
 	}
