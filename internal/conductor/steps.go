@@ -265,20 +265,36 @@ func (c *Conductor) planUser(ctx context.Context, t *task, kind driver.StepKind,
 // node's instance traits, failing the deploy with Ironic's text when one is
 // unknown, has bad arguments, or two templates name the same step.
 func (c *Conductor) templatePlan(ctx context.Context, t *task) ([]driver.Step, bool) {
-	names, user, err := c.deployTemplateSteps(ctx, t.node)
+	steps, msg, err := c.templateSteps(ctx, t, false)
 	if err != nil {
 		t.failWith(fmt.Sprintf("Failed to get deploy steps for node %s: %s", t.node.UUID, c.errorText(err)))
 		return nil, false
 	}
-	if len(user) == 0 {
-		return nil, true
+	if msg != "" {
+		t.failWith(msg)
+		return nil, false
+	}
+	return steps, true
+}
+
+// templateSteps resolves the steps of the deploy templates matching the
+// node's instance traits (Ironic's _get_validated_steps_from_templates):
+// msg is Ironic's validation error text, or "". skipMissing passes over
+// steps the driver does not offer (yet), as Ironic does when a deploy is
+// requested.
+func (c *Conductor) templateSteps(ctx context.Context, t *task, skipMissing bool) ([]driver.Step, string, error) {
+	names, user, err := c.deployTemplateSteps(ctx, t.node)
+	if err != nil || len(user) == 0 {
+		return nil, "", err
 	}
 	var errs []string
 	var steps []driver.Step
 	for _, u := range user {
 		one, unknown := resolve(t, driver.DeploySteps, []map[string]any{u})
 		if unknown != nil {
-			errs = append(errs, "node does not support this deploy step: "+pyRepr(unknown))
+			if !skipMissing {
+				errs = append(errs, "node does not support this deploy step: "+pyRepr(unknown))
+			}
 			continue
 		}
 		if msg := argsErrors(driver.DeploySteps, one, []map[string]any{u}); msg != "" {
@@ -290,11 +306,10 @@ func (c *Conductor) templatePlan(ctx context.Context, t *task) ([]driver.Step, b
 		errs = append(errs, msg)
 	}
 	if len(errs) > 0 {
-		t.failWith(fmt.Sprintf("Validation of deploy steps from deploy templates matching this node's instance traits failed. "+
-			"Matching deploy templates: %s. Errors: %s", strings.Join(names, ","), strings.Join(errs, "; ")))
-		return nil, false
+		return nil, fmt.Sprintf("Validation of deploy steps from deploy templates matching this node's instance traits failed. "+
+			"Matching deploy templates: %s. Errors: %s", strings.Join(names, ","), strings.Join(errs, "; ")), nil
 	}
-	return steps, true
+	return steps, "", nil
 }
 
 func (c *Conductor) execStep(ctx context.Context, t *task, kind driver.StepKind, s driver.Step) (driver.Result, error) {

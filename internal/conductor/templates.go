@@ -108,6 +108,59 @@ func instanceTraits(n *model.Node) []string {
 	return out
 }
 
+// instanceTraitsError is Ironic's validate_instance_info_traits: the
+// instance traits are a list of strings, each one of the node's traits.
+// It answers the error text, or "".
+func instanceTraitsError(n *model.Node) string {
+	raw, ok := n.InstanceInfo["traits"]
+	if !ok || raw == nil {
+		return ""
+	}
+	list, isList := raw.([]any)
+	if !isList {
+		if ss, isStrings := raw.([]string); isStrings {
+			list = make([]any, len(ss))
+			for i, s := range ss {
+				list[i] = s
+			}
+		} else if isEmpty(raw) {
+			return ""
+		} else {
+			return fmt.Sprintf("Error parsing traits from Node %s instance_info field. A list of strings is expected.", n.UUID)
+		}
+	}
+	var missing []string
+	for _, v := range list {
+		s, isStr := v.(string)
+		if !isStr {
+			return fmt.Sprintf("Error parsing traits from Node %s instance_info field. A list of strings is expected.", n.UUID)
+		}
+		if !slices.Contains(n.Traits, s) && !slices.Contains(missing, s) {
+			missing = append(missing, s)
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Cannot specify instance traits that are not also set on the node. Node %s is missing traits %s",
+		n.UUID, strings.Join(missing, ", "))
+}
+
+// isEmpty is Python's falsiness of a JSON value that is not a list.
+func isEmpty(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return x == ""
+	case bool:
+		return !x
+	case float64:
+		return x == 0
+	case map[string]any:
+		return len(x) == 0
+	}
+	return false
+}
+
 // deployTemplateSteps returns the steps of the deploy templates named by the
 // node's instance traits, as user steps (Ironic's _get_deployment_templates
 // and _get_steps_from_deployment_templates), templates in name order.

@@ -2,7 +2,6 @@ package conductor_test
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/anvil-metal/anvil/internal/conductor"
@@ -28,6 +27,10 @@ func (e *env) availableWithTraits(traits ...any) string {
 	e.must(id, "provide", fsm.Available)
 	if _, err := e.c.UpdateNode(e.ctx, id, func(n *model.Node) error {
 		n.InstanceInfo = model.JSON{"image_source": "http://127.0.0.1/img", "traits": traits}
+		n.Traits = nil
+		for _, tr := range traits {
+			n.Traits = append(n.Traits, tr.(string))
+		}
 		return nil
 	}); err != nil {
 		e.t.Fatal(err)
@@ -85,13 +88,33 @@ func TestDeployTemplatesJoinTheDeploy(t *testing.T) {
 			t.Fatalf("last_error %q\nwant       %q", n.LastError, want)
 		}
 	})
+	// Known steps are validated when the deploy is asked for (Ironic's
+	// start_deploy, skip_missing): the request fails, the node stays.
 	t.Run("two templates with one step", func(t *testing.T) {
 		id := e.availableWithTraits("CUSTOM_RAID", "CUSTOM_LATE")
-		n := e.must(id, "active", fsm.DeployFailed)
-		want := "Matching deploy templates: CUSTOM_LATE,CUSTOM_RAID. Errors: deploy steps from all deploy templates " +
-			"matching this node's instance traits cannot have the same interface and step. Duplicate deploy steps for raid.apply_configuration"
-		if !strings.Contains(n.LastError, want) {
-			t.Fatalf("last_error %q\nwant it to contain %q", n.LastError, want)
+		err := e.do(id, "active")
+		want := "Failed to validate deploy or power info for node " + id + ": Validation of deploy steps from deploy templates " +
+			"matching this node's instance traits failed. Matching deploy templates: CUSTOM_LATE,CUSTOM_RAID. Errors: deploy steps " +
+			"from all deploy templates matching this node's instance traits cannot have the same interface and step. " +
+			"Duplicate deploy steps for raid.apply_configuration"
+		var f *fault.Error
+		if !errors.As(err, &f) || f.Kind != fault.Invalid || err.Error() != want {
+			t.Fatalf("deploy: %v\nwant Invalid %q", err, want)
+		}
+		if n := e.get(id); n.ProvisionState != fsm.Available {
+			t.Fatalf("state %q after a refused deploy", n.ProvisionState)
+		}
+	})
+	t.Run("instance traits the node lacks", func(t *testing.T) {
+		id := e.availableWithTraits("CUSTOM_RAID")
+		if _, err := e.c.SetTraits(e.ctx, id, func([]string) ([]string, error) { return nil, nil }); err != nil {
+			t.Fatal(err)
+		}
+		err := e.do(id, "active")
+		want := "Failed to validate deploy or power info for node " + id +
+			": Cannot specify instance traits that are not also set on the node. Node " + id + " is missing traits CUSTOM_RAID"
+		if err == nil || err.Error() != want {
+			t.Fatalf("deploy: %v\nwant %q", err, want)
 		}
 	})
 	t.Run("a template deleted no longer applies", func(t *testing.T) {
