@@ -69,6 +69,7 @@ type NodeQuery struct {
 	Project         string
 	ConductorGroup  *string
 	InstanceUUID    string
+	ChassisUUID     string
 	Reserved        *bool    // reservation set or not
 	ReservedBy      string   // reservation equals this host
 	ProvisionStates []string // provision_state IN (...)
@@ -164,6 +165,20 @@ type DeployTemplateQuery struct {
 	SortDir string
 }
 
+// ChassisQuery selects chassis.
+type ChassisQuery struct {
+	Limit   int
+	Marker  string
+	SortKey string // one of ChassisSortKeys; "" means "id"
+	SortDir string
+}
+
+// ChassisSortKeys are the sort keys a ChassisQuery accepts.
+var ChassisSortKeys = []string{"id", "uuid", "created_at", "updated_at"}
+
+// ErrChassisNotEmpty is DeleteChassis's answer while nodes name the chassis.
+var ErrChassisNotEmpty = errors.New("chassis has nodes")
+
 // DeployTemplateSortKeys are the sort keys a DeployTemplateQuery accepts.
 var DeployTemplateSortKeys = []string{"id", "uuid", "name", "created_at", "updated_at"}
 
@@ -254,6 +269,7 @@ type Store interface {
 
 	SettingsStore
 	DeployTemplateStore
+	ChassisStore
 
 	Close() error
 }
@@ -295,4 +311,20 @@ type DeployTemplateStore interface {
 	UpdateDeployTemplate(ctx context.Context, t *model.DeployTemplate) error
 	// DeleteDeployTemplate removes a template. Errors: ErrNotFound.
 	DeleteDeployTemplate(ctx context.Context, uuid string) error
+}
+
+// ChassisStore keeps chassis (Ironic's chassis table).
+type ChassisStore interface {
+	// CreateChassis inserts c, setting c.ID, c.Version=1, a UUID if empty
+	// and CreatedAt if zero. Errors: *DuplicateError (uuid).
+	CreateChassis(ctx context.Context, c *model.Chassis) error
+	// GetChassis finds a chassis by UUID. Errors: ErrNotFound.
+	GetChassis(ctx context.Context, uuid string) (*model.Chassis, error)
+	// ListChassis returns the chassis in q's order.
+	ListChassis(ctx context.Context, q ChassisQuery) ([]*model.Chassis, error)
+	// UpdateChassis is version-checked like UpdateNode.
+	UpdateChassis(ctx context.Context, c *model.Chassis) error
+	// DeleteChassis removes a chassis no node names. Errors: ErrNotFound,
+	// ErrChassisNotEmpty.
+	DeleteChassis(ctx context.Context, uuid string) error
 }

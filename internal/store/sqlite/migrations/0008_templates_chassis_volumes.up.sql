@@ -10,3 +10,17 @@ CREATE TABLE deploy_templates (
     updated_at TEXT,
     data       TEXT    NOT NULL
 );
+
+-- Chassis (Ironic's chassis): the JSON of the model in data. A node names
+-- its chassis in nodes.chassis_uuid (a copy of data's), which a chassis
+-- with nodes cannot be deleted under (the store checks it).
+CREATE TABLE chassis (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    uuid       TEXT    NOT NULL UNIQUE,
+    version    INTEGER NOT NULL,
+    created_at TEXT    NOT NULL,
+    updated_at TEXT,
+    data       TEXT    NOT NULL
+);
+ALTER TABLE nodes ADD COLUMN chassis_uuid TEXT;
+CREATE INDEX nodes_chassis_uuid_idx ON nodes (chassis_uuid);
