@@ -135,7 +135,7 @@
 // (rendering), and one file per resource: root.go, nodes.go, node_list.go,
 // node_body.go, render_node.go, node_states.go, history.go, ports.go,
 // port_body.go, portgroups.go, portgroup_body.go, vifs.go, traits.go
-// (with ostraits.go), allocations.go, deploy_templates.go, drivers.go, conductors.go, lookup.go, agent.go,
+// (with ostraits.go), allocations.go, deploy_templates.go, chassis.go, drivers.go, conductors.go, lookup.go, agent.go,
 // continue_inspection.go, inventory.go, vendor.go, volume.go, shards.go, console.go, bootmode.go,
 // indicators.go, netevents.go (POST /v1/events), events.go (the watch stream) and
 // metrics.go (route names for request metrics).

@@ -22,11 +22,6 @@ var pendingOtherBranches = map[string]string{}
 // (reported with issue 13): either serve it, or lower the advertised
 // maximum below its version.
 var notServed = map[string]string{
-	// Anvil has no chassis: GET lists none and every chassis is unknown;
-	// creating one needs a chassis table (and a migration).
-	"POST /v1/chassis":                "no chassis table",
-	"PATCH /v1/chassis/{chassis_id}":  "no chassis table",
-	"DELETE /v1/chassis/{chassis_id}": "no chassis table",
 	// Volume connectors and targets (boot from volume): Anvil's storage
 	// interface is noop only; the lists answer empty. Creating them needs
 	// their own tables (UUIDs, unique type+connector_id per node, lists
