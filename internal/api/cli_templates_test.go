@@ -9,8 +9,9 @@ import (
 	"testing"
 )
 
-// TestBaremetalCLIDeployTemplates drives /v1/deploy_templates with the
-// real `baremetal deploy template` commands (python-ironicclient).
+// TestBaremetalCLIDeployTemplates drives /v1/deploy_templates and
+// /v1/chassis with the real `baremetal deploy template` and `baremetal
+// chassis` commands (python-ironicclient).
 func TestBaremetalCLIDeployTemplates(t *testing.T) {
 	if os.Getenv("ANVIL_BAREMETAL_CLI") != "1" {
 		t.Skip("set ANVIL_BAREMETAL_CLI=1 to run the baremetal CLI")
@@ -53,6 +54,21 @@ func TestBaremetalCLIDeployTemplates(t *testing.T) {
 		t.Errorf("bad name: %v %s", err, out)
 	}
 	mustRun("deploy", "template", "delete", "CUSTOM_HT")
+
+	chassis := strings.TrimSpace(mustRun("chassis", "create", "--description", "rack 1", "-f", "value", "-c", "uuid"))
+	mustRun("node", "create", "--driver", "fake-hardware", "--name", "racked", "--chassis-uuid", chassis)
+	if out := mustRun("node", "list", "--chassis", chassis, "-f", "value", "-c", "Name"); strings.TrimSpace(out) != "racked" {
+		t.Errorf("node list --chassis: %q", out)
+	}
+	mustRun("chassis", "set", chassis, "--description", "rack 2", "--extra", "row=a")
+	if out := mustRun("chassis", "list", "-f", "value", "-c", "Description"); strings.TrimSpace(out) != "rack 2" {
+		t.Errorf("chassis list: %q", out)
+	}
+	if out, err := run("chassis", "delete", chassis); err == nil || !strings.Contains(out, "contains nodes") {
+		t.Errorf("delete a chassis with nodes: %v %s", err, out)
+	}
+	mustRun("node", "delete", "racked")
+	mustRun("chassis", "delete", chassis)
 	out, err = run("deploy", "template", "show", "CUSTOM_HT")
 	if err == nil || !strings.Contains(out, "Deploy template CUSTOM_HT could not be found. (HTTP 404)") {
 		t.Errorf("deleted: %v %s", err, out)
