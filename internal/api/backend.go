@@ -33,6 +33,10 @@ type Store interface {
 	ListBIOSSettings(ctx context.Context, nodeUUID string) ([]model.BIOSSetting, error)
 	GetBIOSSetting(ctx context.Context, nodeUUID, name string) (*model.BIOSSetting, error)
 	ListFirmwareComponents(ctx context.Context, nodeUUID string) ([]model.FirmwareComponent, error)
+	GetChassis(ctx context.Context, uuid string) (*model.Chassis, error)
+	ListChassis(ctx context.Context, q store.ChassisQuery) ([]*model.Chassis, error)
+	GetDeployTemplate(ctx context.Context, ident string) (*model.DeployTemplate, error)
+	ListDeployTemplates(ctx context.Context, q store.DeployTemplateQuery) ([]*model.DeployTemplate, error)
 	// Broker is the stream the store publishes its node changes on; never nil.
 	Broker() *eventbus.Broker
 }
@@ -130,6 +134,19 @@ type Conductor interface {
 	CreateAllocation(ctx context.Context, a *model.Allocation, backfill string) error
 	UpdateAllocation(ctx context.Context, ident string, apply func(a *model.Allocation) error) (*model.Allocation, error)
 	DeleteAllocation(ctx context.Context, ident string) error
+
+	// Chassis change without a node lock; DeleteChassis refuses a chassis
+	// nodes name (fault Invalid). Errors: fault NotFound, Conflict.
+	CreateChassis(ctx context.Context, c *model.Chassis) error
+	UpdateChassis(ctx context.Context, id string, apply func(c *model.Chassis) error) (*model.Chassis, error)
+	DeleteChassis(ctx context.Context, id string) error
+
+	// Deploy templates (1.55): stored without a node lock; a deploy reads
+	// them when it plans its steps. Errors: fault NotFound, Conflict
+	// (uuid or name taken), and apply's own.
+	CreateDeployTemplate(ctx context.Context, t *model.DeployTemplate) error
+	UpdateDeployTemplate(ctx context.Context, ident string, apply func(t *model.DeployTemplate) error) (*model.DeployTemplate, error)
+	DeleteDeployTemplate(ctx context.Context, ident string) error
 
 	// Heartbeat is an agent's callback: it resumes a node in a wait state.
 	Heartbeat(ctx context.Context, ident string, hb conductor.HeartbeatRequest) error

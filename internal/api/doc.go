@@ -82,6 +82,13 @@
 //     1.57, 405 below; backfill with "node" from 1.58; owner from 1.60,
 //     406 below). The conductor allocates in a worker; the node's
 //     allocation_uuid is real.
+//   - 1.55: /v1/deploy_templates (404 to read, 405 to write below):
+//     TEMPLATE_SCHEMA with jsonschema's texts, a trait as name, steps on
+//     the deploy interfaces with an integer priority (a digit string is
+//     stored as the integer), step args masked as Ironic's step_sanitize.
+//     description is accepted and stored but not shown, as in Ironic 21.4
+//     (its object has no such field). Templates apply at deploy time
+//     (internal/conductor, templates.go).
 //
 // Microversions 1.90 to 1.110 (Metal3 picks 1.110, 1.109, 1.95, 1.93 or
 // 1.89), version by version:
@@ -128,7 +135,7 @@
 // (rendering), and one file per resource: root.go, nodes.go, node_list.go,
 // node_body.go, render_node.go, node_states.go, history.go, ports.go,
 // port_body.go, portgroups.go, portgroup_body.go, vifs.go, traits.go
-// (with ostraits.go), allocations.go, drivers.go, conductors.go, lookup.go, agent.go,
+// (with ostraits.go), allocations.go, deploy_templates.go, chassis.go, drivers.go, conductors.go, lookup.go, agent.go,
 // continue_inspection.go, inventory.go, vendor.go, volume.go, shards.go, console.go, bootmode.go,
 // indicators.go, netevents.go (POST /v1/events), events.go (the watch stream) and
 // metrics.go (route names for request metrics).

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
@@ -133,7 +134,13 @@ func (rc *call) nodeFilterIdentity(sel *nodeSelection) error {
 		return err
 	}
 	if chassis != "" {
-		sel.keep = append(sel.keep, func(n *model.Node) bool { return n.ChassisUUID == chassis })
+		// Ironic's node query looks the chassis up first: 404 when unknown.
+		if _, err := rc.s.cfg.Store.GetChassis(rc.ctx, chassis); errors.Is(err, store.ErrNotFound) {
+			return conductor.ChassisNotFound(chassis)
+		} else if err != nil {
+			return err
+		}
+		sel.q.ChassisUUID = chassis
 		sel.link = append(sel.link, [2]string{"chassis_uuid", chassis})
 	}
 	inst, err := rc.uuidParam("instance_uuid")

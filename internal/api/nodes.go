@@ -204,11 +204,16 @@ func checkNodeName(name any, minor int, format string) error {
 	return nil
 }
 
-// checkNodeLinks checks the references a node body makes: Anvil has no
-// chassis, and a parent node must exist (it is stored by UUID).
+// checkNodeLinks checks the references a node body makes: the chassis and
+// a parent node must exist (the parent is stored by UUID). An unknown
+// chassis is Ironic's ChassisNotFound turned into a 400.
 func (rc *call) checkNodeLinks(doc map[string]any, old *model.Node) error {
 	if c, _ := doc["chassis_uuid"].(string); c != "" && (old == nil || c != old.ChassisUUID) {
-		return fault.New(fault.Invalid, "Chassis %s could not be found.", c)
+		if _, err := rc.s.cfg.Store.GetChassis(rc.ctx, c); errors.Is(err, store.ErrNotFound) {
+			return fault.New(fault.Invalid, "Chassis %s could not be found.", c)
+		} else if err != nil {
+			return err
+		}
 	}
 	p, _ := doc["parent_node"].(string)
 	if p == "" || (old != nil && p == old.ParentNode) {

@@ -1,8 +1,6 @@
 package api
 
-import (
-	"github.com/anvil-metal/anvil/internal/fault"
-)
+import ()
 
 // Minor versions that add resources to GET /v1 (Ironic's VERSIONED_CONTROLLERS,
 // limited to the resources Anvil serves or links).
@@ -107,26 +105,4 @@ func (s *Server) getV1(rc *call) error {
 	rc.versionObject(w)
 	w.endObj()
 	return rc.json(200, w)
-}
-
-// Anvil has no chassis, but GET /v1 advertises them as Ironic always does,
-// so the collection answers empty and every chassis is unknown.
-func (s *Server) chassisRoutes() {
-	list := func(rc *call) error {
-		w := &jw{}
-		w.rootObj()
-		w.key("chassis")
-		w.arr()
-		w.endArr()
-		w.endObj()
-		return rc.json(200, w)
-	}
-	s.handle(endpoint{"GET": list}, "/v1/chassis", "/v1/chassis/detail")
-	s.handle(endpoint{"GET": func(rc *call) error {
-		return chassisNotFound(rc.r.PathValue("ident"))
-	}}, "/v1/chassis/{ident}")
-}
-
-func chassisNotFound(ident string) error {
-	return fault.New(fault.NotFound, "Chassis %s could not be found.", ident)
 }

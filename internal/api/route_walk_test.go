@@ -22,11 +22,6 @@ var pendingOtherBranches = map[string]string{}
 // (reported with issue 13): either serve it, or lower the advertised
 // maximum below its version.
 var notServed = map[string]string{
-	// Anvil has no chassis: GET lists none and every chassis is unknown;
-	// creating one needs a chassis table (and a migration).
-	"POST /v1/chassis":                "no chassis table",
-	"PATCH /v1/chassis/{chassis_id}":  "no chassis table",
-	"DELETE /v1/chassis/{chassis_id}": "no chassis table",
 	// Volume connectors and targets (boot from volume): Anvil's storage
 	// interface is noop only; the lists answer empty. Creating them needs
 	// their own tables (UUIDs, unique type+connector_id per node, lists
@@ -37,25 +32,19 @@ var notServed = map[string]string{
 	"POST /v1/volume/targets":                            "no volume target table",
 	"PATCH /v1/volume/targets/{volume_target_id}":        "no volume target table",
 	"DELETE /v1/volume/targets/{volume_target_id}":       "no volume target table",
-	// Deploy templates (1.55), runbooks (1.92) and inspection rules (1.96)
-	// need their own tables; runbooks and inspection rules are documented
-	// as unsupported (internal/api/doc.go).
-	"POST /v1/deploy_templates":                        "no deploy template table",
-	"GET /v1/deploy_templates":                         "no deploy template table",
-	"GET /v1/deploy_templates/{deploy_template_id}":    "no deploy template table",
-	"PATCH /v1/deploy_templates/{deploy_template_id}":  "no deploy template table",
-	"DELETE /v1/deploy_templates/{deploy_template_id}": "no deploy template table",
-	"POST /v1/runbooks":                                "runbooks unsupported (1.92)",
-	"GET /v1/runbooks":                                 "runbooks unsupported (1.92)",
-	"GET /v1/runbooks/{runbook_id}":                    "runbooks unsupported (1.92)",
-	"PATCH /v1/runbooks/{runbook_id}":                  "runbooks unsupported (1.92)",
-	"DELETE /v1/runbooks/{runbook_id}":                 "runbooks unsupported (1.92)",
-	"POST /v1/inspection_rules":                        "inspection rules unsupported (1.96)",
-	"GET /v1/inspection_rules":                         "inspection rules unsupported (1.96)",
-	"GET /v1/inspection_rules/{rule_id}":               "inspection rules unsupported (1.96)",
-	"PATCH /v1/inspection_rules/{rule_id}":             "inspection rules unsupported (1.96)",
-	"DELETE /v1/inspection_rules/{rule_id}":            "inspection rules unsupported (1.96)",
-	"DELETE /v1/inspection_rules":                      "inspection rules unsupported (1.96)",
+	// Runbooks (1.92) and inspection rules (1.96) need their own tables;
+	// they are documented as unsupported (internal/api/doc.go).
+	"POST /v1/runbooks":                     "runbooks unsupported (1.92)",
+	"GET /v1/runbooks":                      "runbooks unsupported (1.92)",
+	"GET /v1/runbooks/{runbook_id}":         "runbooks unsupported (1.92)",
+	"PATCH /v1/runbooks/{runbook_id}":       "runbooks unsupported (1.92)",
+	"DELETE /v1/runbooks/{runbook_id}":      "runbooks unsupported (1.92)",
+	"POST /v1/inspection_rules":             "inspection rules unsupported (1.96)",
+	"GET /v1/inspection_rules":              "inspection rules unsupported (1.96)",
+	"GET /v1/inspection_rules/{rule_id}":    "inspection rules unsupported (1.96)",
+	"PATCH /v1/inspection_rules/{rule_id}":  "inspection rules unsupported (1.96)",
+	"DELETE /v1/inspection_rules/{rule_id}": "inspection rules unsupported (1.96)",
+	"DELETE /v1/inspection_rules":           "inspection rules unsupported (1.96)",
 }
 
 // route is one line of testdata/ironic-routes.txt.

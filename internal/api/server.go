@@ -125,6 +125,7 @@ func (s *Server) routes() {
 	s.portgroupRoutes()
 	s.vifRoutes()
 	s.allocationRoutes()
+	s.deployTemplateRoutes()
 	s.driverRoutes()
 	s.conductorRoutes()
 	s.agentRoutes()

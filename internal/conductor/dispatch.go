@@ -126,6 +126,17 @@ func validateDeploy(ctx context.Context, t *task) error {
 			return fault.New(fault.Invalid, "Failed to validate deploy or power info for node %s: %v", n.UUID, err)
 		}
 	}
+	msg := instanceTraitsError(n)
+	if msg == "" {
+		_, m, err := t.c.templateSteps(ctx, t, true)
+		if err != nil {
+			return err
+		}
+		msg = m
+	}
+	if msg != "" {
+		return fault.New(fault.Invalid, "Failed to validate deploy or power info for node %s: %s", n.UUID, msg)
+	}
 	return nil
 }
 

@@ -46,6 +46,11 @@
 // Ironic's noop and flat network semantics) and allocations
 // (allocations.go: a worker picks and locks a matching node; unfinished
 // allocations resume on start and are taken over from dead conductors).
+// Deploy templates (templates.go) change without a lock; a deploy adds the
+// steps of those named by instance_info.traits (which must be node traits)
+// to its plan in Ironic's merged priority order, user deploy_steps
+// overriding them; known steps are validated when the deploy is asked for
+// (a 400), steps the driver does not offer fail the deploy when planned.
 //
 // BIOS settings and firmware components that a bios or firmware interface
 // reads (driver.Task.BIOS and Firmware, or driver.Cacher) are saved after

@@ -91,7 +91,7 @@ func (c *Conductor) deployFlow(userSteps []map[string]any) flow {
 			t.failWith(fmt.Sprintf("Failed to validate deploy interface for node %s: %s", n.UUID, t.c.errorText(err)))
 			return
 		}
-		if !c.planUser(t, driver.DeploySteps, userSteps) {
+		if !c.planUser(ctx, t, driver.DeploySteps, userSteps) {
 			return
 		}
 		c.runSteps(ctx, t, driver.DeploySteps, 0)
@@ -185,7 +185,7 @@ func (c *Conductor) adoptFlow(ctx context.Context, t *task) {
 // serviceFlow: servicing → active (or service wait / hold), service failed on error.
 func (c *Conductor) serviceFlow(steps []map[string]any) flow {
 	return func(ctx context.Context, t *task) {
-		if !c.planUser(t, driver.ServiceSteps, steps) {
+		if !c.planUser(ctx, t, driver.ServiceSteps, steps) {
 			return
 		}
 		c.cacheSettings(ctx, t) // Ironic's node_update_cache when servicing starts

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fsm"
@@ -213,18 +214,11 @@ func (c *Conductor) automatedClean(n *model.Node) bool {
 	return c.cfg.AutomatedClean
 }
 
-// planUser resolves user deploy or service steps; the driver's own steps of
-// kind with a priority come first (deploy.deploy for deploys).
-func (c *Conductor) planUser(t *task, kind driver.StepKind, user []map[string]any) bool {
-	var steps []driver.Step
-	if kind == driver.DeploySteps {
-		for _, s := range offered(t, kind) {
-			if s.Priority > 0 {
-				steps = append(steps, s)
-			}
-		}
-		sort.SliceStable(steps, func(i, j int) bool { return steps[i].Priority > steps[j].Priority })
-	}
+// planUser resolves user deploy or service steps and plans them. For a
+// deploy, the steps of the deploy templates named by the instance traits
+// join the user's (which override them), and the driver's enabled steps
+// not overridden come along, all in Ironic's order (mergeDeploySteps).
+func (c *Conductor) planUser(ctx context.Context, t *task, kind driver.StepKind, user []map[string]any) bool {
 	us, unknown := resolve(t, kind, user)
 	if unknown != nil {
 		t.failWith(fmt.Sprintf("Node %s does not support this %s step: %s", t.node.UUID, kind, pyRepr(unknown)))
@@ -234,8 +228,88 @@ func (c *Conductor) planUser(t *task, kind driver.StepKind, user []map[string]an
 		t.failWith(fmt.Sprintf("Cannot %s node %s: %s", kind, t.node.UUID, msg))
 		return false
 	}
-	plan(t.node, kind, append(steps, us...))
+	if kind != driver.DeploySteps {
+		plan(t.node, kind, us)
+		return true
+	}
+	ts, ok := c.templatePlan(ctx, t)
+	if !ok {
+		return false
+	}
+	have, disabled := map[[2]string]bool{}, map[[2]string]bool{}
+	for i, s := range us {
+		have[[2]string{s.Interface, s.Step}] = true
+		if p, ok := user[i]["priority"].(float64); ok && p == 0 {
+			disabled[[2]string{s.Interface, s.Step}] = true
+		}
+	}
+	for _, s := range ts {
+		if !have[[2]string{s.Interface, s.Step}] {
+			us = append(us, s)
+			if s.Priority == 0 {
+				disabled[[2]string{s.Interface, s.Step}] = true
+			}
+		}
+	}
+	var drv []driver.Step
+	for _, s := range offered(t, kind) {
+		if s.Priority > 0 {
+			drv = append(drv, s)
+		}
+	}
+	plan(t.node, kind, mergeDeploySteps(drv, us, disabled))
 	return true
+}
+
+// templatePlan resolves the steps of the deploy templates matching the
+// node's instance traits, failing the deploy with Ironic's text when one is
+// unknown, has bad arguments, or two templates name the same step.
+func (c *Conductor) templatePlan(ctx context.Context, t *task) ([]driver.Step, bool) {
+	steps, msg, err := c.templateSteps(ctx, t, false)
+	if err != nil {
+		t.failWith(fmt.Sprintf("Failed to get deploy steps for node %s: %s", t.node.UUID, c.errorText(err)))
+		return nil, false
+	}
+	if msg != "" {
+		t.failWith(msg)
+		return nil, false
+	}
+	return steps, true
+}
+
+// templateSteps resolves the steps of the deploy templates matching the
+// node's instance traits (Ironic's _get_validated_steps_from_templates):
+// msg is Ironic's validation error text, or "". skipMissing passes over
+// steps the driver does not offer (yet), as Ironic does when a deploy is
+// requested.
+func (c *Conductor) templateSteps(ctx context.Context, t *task, skipMissing bool) ([]driver.Step, string, error) {
+	names, user, err := c.deployTemplateSteps(ctx, t.node)
+	if err != nil || len(user) == 0 {
+		return nil, "", err
+	}
+	var errs []string
+	var steps []driver.Step
+	for _, u := range user {
+		one, unknown := resolve(t, driver.DeploySteps, []map[string]any{u})
+		if unknown != nil {
+			if !skipMissing {
+				errs = append(errs, "node does not support this deploy step: "+pyRepr(unknown))
+			}
+			continue
+		}
+		if msg := argsErrors(driver.DeploySteps, one, []map[string]any{u}); msg != "" {
+			errs = append(errs, msg)
+		}
+		steps = append(steps, one...)
+	}
+	if msg := duplicateTemplateSteps(steps); msg != "" {
+		errs = append(errs, msg)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Sprintf("Validation of deploy steps from deploy templates matching this node's instance traits failed. "+
+			"Matching deploy templates: %s. Errors: %s", strings.Join(names, ","), strings.Join(errs, "; ")), nil
+	}
+	return steps, "", nil
 }
 
 func (c *Conductor) execStep(ctx context.Context, t *task, kind driver.StepKind, s driver.Step) (driver.Result, error) {

@@ -19,6 +19,8 @@ type Store interface {
 	AllocationStore
 	ConductorStore
 	store.SettingsStore
+	store.DeployTemplateStore
+	store.ChassisStore
 	// AddHistory appends a node history entry and prunes to the newest keep.
 	AddHistory(ctx context.Context, e *model.HistoryEvent, keep int) error
 }

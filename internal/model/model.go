@@ -224,6 +224,45 @@ type Allocation struct {
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
 }
 
+// Chassis groups nodes (Ironic's chassis): a description and extra; a node
+// names it in ChassisUUID.
+type Chassis struct {
+	ID          int64  `json:"-"`
+	Version     int64  `json:"-"`
+	UUID        string `json:"uuid"`
+	Description string `json:"description,omitempty"`
+	Extra       JSON   `json:"extra,omitempty"`
+
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}
+
+// DeployTemplate is a named set of deploy steps (Ironic's deploy template,
+// API 1.55): a deploy whose instance traits include its name (a trait)
+// adds its steps to the deploy plan.
+type DeployTemplate struct {
+	ID      int64  `json:"-"`
+	Version int64  `json:"-"`
+	UUID    string `json:"uuid"`
+	Name    string `json:"name"`
+	// Steps are the deploy steps, each with interface, step, args and
+	// priority (an integer).
+	Steps       []DeployStep `json:"steps"`
+	Description string       `json:"description,omitempty"`
+	Extra       JSON         `json:"extra,omitempty"`
+
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}
+
+// DeployStep is one step of a deploy template.
+type DeployStep struct {
+	Interface string `json:"interface"`
+	Step      string `json:"step"`
+	Args      JSON   `json:"args"`
+	Priority  int    `json:"priority"`
+}
+
 // Conductor is a registered conductor process.
 type Conductor struct {
 	Hostname       string

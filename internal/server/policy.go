@@ -46,7 +46,8 @@ type nodeReader interface {
 // so counts are the project's too); POST /v1/nodes (baremetal:node:create)
 // is for system admins; every other route (drivers, conductors, chassis,
 // portgroups, allocations, /metrics, resources this policy does not know)
-// needs system scope. Node fields a principal may not see (hiddenFields)
+// needs system scope (deploy templates too: Ironic's defaults for them are
+// SYSTEM_READER and SYSTEM_ADMIN). Node fields a principal may not see (hiddenFields)
 // are replaced in every node rendering and stream event, through the
 // api.Redactor set on the request.
 

@@ -69,6 +69,7 @@ type NodeQuery struct {
 	Project         string
 	ConductorGroup  *string
 	InstanceUUID    string
+	ChassisUUID     string
 	Reserved        *bool    // reservation set or not
 	ReservedBy      string   // reservation equals this host
 	ProvisionStates []string // provision_state IN (...)
@@ -153,6 +154,33 @@ type AllocationQuery struct {
 // AllocationSortKeys are the sort keys an AllocationQuery accepts.
 var AllocationSortKeys = []string{"id", "uuid", "name", "node_uuid", "state", "resource_class",
 	"owner", "created_at", "updated_at"}
+
+// DeployTemplateQuery selects deploy templates.
+type DeployTemplateQuery struct {
+	// Names selects the templates with one of these names (none: all).
+	Names   []string
+	Limit   int
+	Marker  string
+	SortKey string // one of DeployTemplateSortKeys; "" means "id"
+	SortDir string
+}
+
+// ChassisQuery selects chassis.
+type ChassisQuery struct {
+	Limit   int
+	Marker  string
+	SortKey string // one of ChassisSortKeys; "" means "id"
+	SortDir string
+}
+
+// ChassisSortKeys are the sort keys a ChassisQuery accepts.
+var ChassisSortKeys = []string{"id", "uuid", "created_at", "updated_at"}
+
+// ErrChassisNotEmpty is DeleteChassis's answer while nodes name the chassis.
+var ErrChassisNotEmpty = errors.New("chassis has nodes")
+
+// DeployTemplateSortKeys are the sort keys a DeployTemplateQuery accepts.
+var DeployTemplateSortKeys = []string{"id", "uuid", "name", "created_at", "updated_at"}
 
 // Store is the storage contract.
 type Store interface {
@@ -240,6 +268,8 @@ type Store interface {
 	GetHistory(ctx context.Context, nodeUUID, eventUUID string) (*model.HistoryEvent, error)
 
 	SettingsStore
+	DeployTemplateStore
+	ChassisStore
 
 	Close() error
 }
@@ -265,4 +295,36 @@ type SettingsStore interface {
 	// it as current_version and last_version_flashed. Components not in
 	// comps are kept. Errors: ErrNotFound when the node does not exist.
 	SyncFirmwareComponents(ctx context.Context, nodeUUID string, comps []model.FirmwareComponent) error
+}
+
+// DeployTemplateStore keeps deploy templates (Ironic's deploy_templates).
+type DeployTemplateStore interface {
+	// CreateDeployTemplate inserts t, setting t.ID, t.Version=1, a UUID if
+	// empty and CreatedAt if zero. Errors: *DuplicateError (uuid, name).
+	CreateDeployTemplate(ctx context.Context, t *model.DeployTemplate) error
+	// GetDeployTemplate finds a template by UUID, or by name. Errors: ErrNotFound.
+	GetDeployTemplate(ctx context.Context, ident string) (*model.DeployTemplate, error)
+	// ListDeployTemplates returns the templates matching q in q's order.
+	ListDeployTemplates(ctx context.Context, q DeployTemplateQuery) ([]*model.DeployTemplate, error)
+	// UpdateDeployTemplate is version-checked like UpdateNode.
+	// Errors: ErrNotFound, ErrStale, *DuplicateError (name).
+	UpdateDeployTemplate(ctx context.Context, t *model.DeployTemplate) error
+	// DeleteDeployTemplate removes a template. Errors: ErrNotFound.
+	DeleteDeployTemplate(ctx context.Context, uuid string) error
+}
+
+// ChassisStore keeps chassis (Ironic's chassis table).
+type ChassisStore interface {
+	// CreateChassis inserts c, setting c.ID, c.Version=1, a UUID if empty
+	// and CreatedAt if zero. Errors: *DuplicateError (uuid).
+	CreateChassis(ctx context.Context, c *model.Chassis) error
+	// GetChassis finds a chassis by UUID. Errors: ErrNotFound.
+	GetChassis(ctx context.Context, uuid string) (*model.Chassis, error)
+	// ListChassis returns the chassis in q's order.
+	ListChassis(ctx context.Context, q ChassisQuery) ([]*model.Chassis, error)
+	// UpdateChassis is version-checked like UpdateNode.
+	UpdateChassis(ctx context.Context, c *model.Chassis) error
+	// DeleteChassis removes a chassis no node names. Errors: ErrNotFound,
+	// ErrChassisNotEmpty.
+	DeleteChassis(ctx context.Context, uuid string) error
 }

@@ -159,6 +159,7 @@ func (s *Store) nodeWhere(q *store.NodeQuery) *where {
 		w.add("(owner = ? OR lessee = ?)", q.Project, q.Project)
 	}
 	eq("instance_uuid", q.InstanceUUID)
+	eq("chassis_uuid", q.ChassisUUID)
 	eq("reservation", q.ReservedBy)
 	isNull("instance_uuid", q.Associated)
 	isNull("reservation", q.Reserved)

@@ -40,6 +40,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Conductors", testConductors},
 		{"History", testHistory},
 		{"Settings", testSettings},
+		{"DeployTemplates", testDeployTemplates},
+		{"Chassis", testChassis},
 		{"Migrate", testMigrate},
 		{"Load", testLoad},
 	}

@@ -1,0 +1,446 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// minorDeployTemplates is the version that added /v1/deploy_templates.
+const minorDeployTemplates = 55
+
+// noDeployTemplates is Ironic's text below 1.55 (404 to read, 405 to write).
+const noDeployTemplates = "The API version does not allow deploy templates"
+
+// templateProps is Ironic's TEMPLATE_SCHEMA, in its property order (name
+// and steps are checked on their own: TRAITS_SCHEMA, DEPLOY_STEP_SCHEMA).
+var templateProps = []nodeProp{
+	{name: "description", types: tStr, maxLen: 255},
+	{name: "extra", types: tObj},
+	{name: "name", types: []string{"string"}},
+	{name: "steps", types: []string{"array"}},
+	{name: "uuid", types: tStr},
+}
+
+// deployStepInterfaces is the enum of a deploy step's interface (Ironic's
+// DEPLOYING_INTERFACE_PRIORITY keys, in its order).
+var deployStepInterfaces = []string{"power", "management", "deploy", "bios", "raid"}
+
+// templateFields are the keys of a deploy template document, in Ironic's
+// order (object_to_dict with name and extra, links, then steps).
+var templateFields = []string{"uuid", "created_at", "updated_at", "name", "extra", "links", "steps"}
+
+// unsortableTemplateKeys are the fields Ironic refuses to sort on.
+var unsortableTemplateKeys = []string{"extra", "steps"}
+
+func (s *Server) deployTemplateRoutes() {
+	s.handle(endpoint{"GET": s.listDeployTemplates, "POST": s.createDeployTemplate}, "/v1/deploy_templates")
+	s.handle(endpoint{"GET": s.getDeployTemplate, "PATCH": s.patchDeployTemplate, "DELETE": s.deleteDeployTemplate},
+		"/v1/deploy_templates/{template}")
+}
+
+func (rc *call) deployTemplatesAllowed() error {
+	if rc.minor >= minorDeployTemplates {
+		return nil
+	}
+	if rc.r.Method == "GET" {
+		return fault.New(fault.NotFound, "%s", noDeployTemplates).AsRouting()
+	}
+	return fault.New(fault.NotAllowed, "%s", noDeployTemplates).AsRouting()
+}
+
+// writeDeployTemplate writes a template (all fields, or the requested ones
+// plus links); step arguments are masked as Ironic's step_sanitize does.
+func (rc *call) writeDeployTemplate(w *jw, t *model.DeployTemplate, fields []string) {
+	w.obj()
+	for _, f := range templateFields {
+		if fields != nil && f != "links" && !slices.Contains(fields, f) {
+			continue
+		}
+		w.key(f)
+		switch f {
+		case "uuid":
+			w.str(t.UUID)
+		case "created_at":
+			w.timestamp(t.CreatedAt)
+		case "updated_at":
+			w.timestamp(t.UpdatedAt)
+		case "name":
+			w.str(t.Name)
+		case "extra":
+			w.object(t.Extra)
+		case "links":
+			rc.links(w, "deploy_templates", t.UUID)
+		case "steps":
+			w.arr()
+			for _, s := range t.Steps {
+				w.obj()
+				w.key("interface")
+				w.str(s.Interface)
+				w.key("step")
+				w.str(s.Step)
+				w.key("args")
+				w.masked(s.Args)
+				w.key("priority")
+				w.integer(int64(s.Priority))
+				w.endObj()
+			}
+			w.endArr()
+		}
+	}
+	w.endObj()
+}
+
+// checkTemplateFields validates ?fields= (Ironic's check_allowed_fields
+// then check_for_invalid_fields).
+func checkTemplateFields(fields []string) error {
+	var bad []string
+	for _, f := range fields {
+		if !slices.Contains(templateFields, f) {
+			bad = append(bad, f)
+		}
+	}
+	if len(bad) > 0 {
+		return invalid("Field(s) \"%s\" are not valid", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+func templateIdent(raw string) (string, error) {
+	if isUUIDLike(raw) {
+		return canonicalUUID(raw), nil
+	}
+	if !isValidLogicalName(raw) {
+		return "", invalid("Expected UUID or name for template_ident: %s", raw)
+	}
+	return raw, nil
+}
+
+func (rc *call) loadDeployTemplate() (*model.DeployTemplate, error) {
+	raw := rc.r.PathValue("template")
+	ident, err := templateIdent(raw)
+	if err != nil {
+		return nil, err
+	}
+	t, err := rc.s.cfg.Store.GetDeployTemplate(rc.ctx, ident)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, conductor.DeployTemplateNotFound(raw)
+	}
+	return t, err
+}
+
+// validateTemplate checks doc against TEMPLATE_SCHEMA and Ironic's
+// duplicate_steps and uuid validators, as args.validate reports them
+// (what is "template" for a POST body, "patch" for a patched one), and
+// builds the template.
+func validateTemplate(what string, v any) (*model.DeployTemplate, error) {
+	doc, err := validateObject(what, v, templateProps, "steps", "name")
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTrait(what, doc["name"]); err != nil {
+		return nil, err
+	}
+	list, _ := doc["steps"].([]any)
+	if len(list) == 0 {
+		return nil, schemaError(what, "[] should be non-empty")
+	}
+	t := &model.DeployTemplate{Name: docString(doc["name"]), Description: docString(doc["description"]),
+		Extra: docMap(doc["extra"])}
+	for _, raw := range list {
+		s, err := deployStep(what, raw)
+		if err != nil {
+			return nil, err
+		}
+		t.Steps = append(t.Steps, s)
+	}
+	seen := map[[2]string]int{}
+	var dups []string
+	for _, s := range t.Steps {
+		k := [2]string{s.Interface, s.Step}
+		if seen[k]++; seen[k] == 2 {
+			dups = append(dups, fmt.Sprintf("interface: %s, step: %s", s.Interface, s.Step))
+		}
+	}
+	if len(dups) > 0 {
+		return nil, invalid("Deploy template invalid: Duplicate deploy steps. A deploy template cannot have multiple deploy "+
+			"steps with the same interface and step. Duplicates: %s.", strings.Join(dups, "; "))
+	}
+	if u, ok := doc["uuid"].(string); ok {
+		if !isUUIDLike(u) {
+			return nil, invalid("Expected UUID for uuid: %s", u)
+		}
+		t.UUID = canonicalUUID(u)
+	}
+	return t, nil
+}
+
+// deployStep checks one step against DEPLOY_STEP_SCHEMA.
+func deployStep(what string, v any) (model.DeployStep, error) {
+	var s model.DeployStep
+	m, ok := v.(map[string]any)
+	if !ok {
+		return s, schemaError(what, "%s is not of type 'object'", pyrepr.Repr(v))
+	}
+	for _, r := range []string{"interface", "step", "args", "priority"} {
+		if _, ok := m[r]; !ok {
+			return s, schemaError(what, "'%s' is a required property", r)
+		}
+	}
+	var extra []string
+	for k := range m {
+		if k != "interface" && k != "step" && k != "args" && k != "priority" {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) > 0 {
+		return s, additionalProps(what, extra)
+	}
+	args, ok := m["args"].(map[string]any)
+	if !ok {
+		return s, schemaError(what, "%s is not of type 'object'", pyrepr.Repr(m["args"]))
+	}
+	iface, ok := m["interface"].(string)
+	if !ok {
+		return s, schemaError(what, "%s is not of type 'string'", pyrepr.Repr(m["interface"]))
+	}
+	if !slices.Contains(deployStepInterfaces, iface) {
+		return s, schemaError(what, "%s is not one of %s", pyrepr.Repr(iface), pyrepr.Strings(deployStepInterfaces))
+	}
+	prio, ok := stepPriority(m["priority"])
+	if f, isNum := m["priority"].(float64); isNum && f < 0 {
+		return s, schemaError(what, "%s is less than the minimum of 0", pyrepr.Repr(f))
+	}
+	if !ok {
+		return s, schemaError(what, "%s is not valid under any of the given schemas", pyrepr.Repr(m["priority"]))
+	}
+	name, ok := m["step"].(string)
+	if !ok {
+		return s, schemaError(what, "%s is not of type 'string'", pyrepr.Repr(m["step"]))
+	}
+	if name == "" {
+		return s, schemaError(what, "'' should be non-empty")
+	}
+	return model.DeployStep{Interface: iface, Step: name, Args: args, Priority: prio}, nil
+}
+
+// stepPriority reads a priority: a non-negative integer, or a string of
+// digits (stored as the integer, as Ironic's deploy_template_steps column).
+func stepPriority(v any) (int, bool) {
+	switch p := v.(type) {
+	case float64:
+		if p >= 0 && p == float64(int(p)) {
+			return int(p), true
+		}
+	case string:
+		if digits.MatchString(p) {
+			n, err := strconv.Atoi(p)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// GET /v1/deploy_templates/{template}
+func (s *Server) getDeployTemplate(rc *call) error {
+	if err := rc.deployTemplatesAllowed(); err != nil {
+		return err
+	}
+	if err := rc.checkQuery("fields"); err != nil {
+		return err
+	}
+	fields := rc.fieldsParam()
+	if err := checkTemplateFields(fields); err != nil {
+		return err
+	}
+	t, err := rc.loadDeployTemplate()
+	if err != nil {
+		return err
+	}
+	w := &jw{}
+	rc.writeDeployTemplate(w, t, fields)
+	return rc.json(200, w)
+}
+
+// GET /v1/deploy_templates
+func (s *Server) listDeployTemplates(rc *call) error {
+	if err := rc.deployTemplatesAllowed(); err != nil {
+		return err
+	}
+	if err := rc.checkQuery("marker", "limit", "sort_key", "sort_dir", "fields", "detail"); err != nil {
+		return err
+	}
+	p, err := rc.pageParams("id")
+	if err != nil {
+		return err
+	}
+	if err := rc.markerParam(&p); err != nil {
+		return err
+	}
+	if err := checkTemplateFields(p.fields); err != nil {
+		return err
+	}
+	if err := checkTemplateFields([]string{p.sortKey}); err != nil && p.sortKey != "id" {
+		return err
+	}
+	if err := p.check(rc); err != nil {
+		return err
+	}
+	if slices.Contains(unsortableTemplateKeys, p.sortKey) {
+		return badSortKey(p.sortKey, false)
+	}
+	if !slices.Contains(store.DeployTemplateSortKeys, p.sortKey) {
+		return badSortKey(p.sortKey, true)
+	}
+	if p.marker != "" {
+		if _, err := s.cfg.Store.GetDeployTemplate(rc.ctx, p.marker); errors.Is(err, store.ErrNotFound) {
+			return conductor.DeployTemplateNotFound(p.marker)
+		} else if err != nil {
+			return err
+		}
+	}
+	fields := p.fields
+	if fields == nil && (p.detail == nil || !*p.detail) {
+		fields = []string{"uuid", "name"} // DEFAULT_RETURN_FIELDS
+	}
+	list, err := s.cfg.Store.ListDeployTemplates(rc.ctx, store.DeployTemplateQuery{Limit: p.limit, Marker: p.marker,
+		SortKey: p.sortKey, SortDir: p.sortDir})
+	if err != nil {
+		return err
+	}
+	w := rc.s.listWriter(256 + len(list)*512)
+	w.rootObj()
+	w.key("deploy_templates")
+	w.arr()
+	for _, t := range list {
+		rc.writeDeployTemplate(w, t, fields)
+	}
+	w.endArr()
+	if len(list) > 0 && len(list) == p.limit {
+		params := [][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}
+		if p.detail != nil {
+			params = append(params, [2]string{"detail", strconv.FormatBool(*p.detail)})
+		}
+		if p.fields != nil {
+			params = append(params, [2]string{"fields", strings.Join(p.fields, ",")})
+		}
+		w.key("next")
+		w.str(rc.nextLink("deploy_templates", params, p.limit, list[len(list)-1].UUID))
+	}
+	w.endObj()
+	return rc.json(200, w)
+}
+
+// POST /v1/deploy_templates
+func (s *Server) createDeployTemplate(rc *call) error {
+	if err := rc.deployTemplatesAllowed(); err != nil {
+		return err
+	}
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	body, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	t, err := validateTemplate("template", body)
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Conductor.CreateDeployTemplate(rc.ctx, t); err != nil {
+		return err
+	}
+	rc.w.Header().Set("Location", rc.link(false, "deploy_templates", t.UUID))
+	w := &jw{}
+	rc.writeDeployTemplate(w, t, nil)
+	return rc.json(201, w)
+}
+
+// templateDoc is a template as a JSON document, for a PATCH to apply to.
+func templateDoc(t *model.DeployTemplate) map[string]any {
+	steps := make([]any, len(t.Steps))
+	for i, s := range t.Steps {
+		args := map[string]any(s.Args)
+		if args == nil {
+			args = map[string]any{}
+		}
+		steps[i] = map[string]any{"interface": s.Interface, "step": s.Step, "args": args, "priority": float64(s.Priority)}
+	}
+	return map[string]any{"uuid": t.UUID, "name": t.Name, "steps": steps, "extra": orEmpty(t.Extra),
+		"description": nilIfEmpty(t.Description)}
+}
+
+// PATCH /v1/deploy_templates/{template} (extra, name, steps, description)
+func (s *Server) patchDeployTemplate(rc *call) error {
+	if err := rc.deployTemplatesAllowed(); err != nil {
+		return err
+	}
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	v, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	ops, err := parsePatch(v, rc.minor)
+	if err != nil {
+		return err
+	}
+	if err := checkAllowedFields(ops, []string{"extra", "name", "steps", "description"}); err != nil {
+		return err
+	}
+	cur, err := rc.loadDeployTemplate()
+	if err != nil {
+		return err
+	}
+	t, err := s.cfg.Conductor.UpdateDeployTemplate(rc.ctx, cur.UUID, func(t *model.DeployTemplate) error {
+		patched, err := applyPatch(rc.ctx, templateDoc(t), ops)
+		if err != nil {
+			return err
+		}
+		if patched["description"] == nil {
+			delete(patched, "description")
+		}
+		if patched["extra"] == nil {
+			delete(patched, "extra")
+		}
+		nt, err := validateTemplate("patch", patched)
+		if err != nil {
+			return err
+		}
+		t.Name, t.Steps, t.Extra, t.Description = nt.Name, nt.Steps, nt.Extra, nt.Description
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	w := &jw{}
+	rc.writeDeployTemplate(w, t, nil)
+	return rc.json(200, w)
+}
+
+// DELETE /v1/deploy_templates/{template}
+func (s *Server) deleteDeployTemplate(rc *call) error {
+	if err := rc.deployTemplatesAllowed(); err != nil {
+		return err
+	}
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	t, err := rc.loadDeployTemplate()
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Conductor.DeleteDeployTemplate(rc.ctx, t.UUID); err != nil {
+		return err
+	}
+	return rc.noContent()
+}
