@@ -1,18 +1,18 @@
 package api
 
 import (
+	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fault"
 )
 
 // minorInventory is the version that added /v1/nodes/{node}/inventory.
 const minorInventory = 81
 
-// Where the agent inspect interface stores the inventory and the plugin
-// data in driver_internal_info (internal/driver/direct.KeyInventory,
-// KeyPluginData).
+// Where inspection stores the inventory and the plugin data in
+// driver_internal_info.
 const (
-	inventoryKey  = "inspection_inventory"
-	pluginDataKey = "inspection_plugin_data"
+	inventoryKey  = driver.KeyInventory
+	pluginDataKey = driver.KeyPluginData
 )
 
 func (s *Server) inventoryRoutes() {
