@@ -24,7 +24,7 @@ ROOT=$OUT/rootfs
 mkdir -p "$OUT"
 if [ ! -x "$ROOT/usr/bin/python3" ]; then
 	debootstrap --variant=minbase \
-		--include=python3,python3-cffi-backend,python3-pbr,python3-eventlet,python3-netifaces,python3-oslo.config,python3-oslo.concurrency,python3-oslo.log,python3-oslo.service,python3-oslo.utils,python3-pint,python3-psutil,python3-pyudev,python3-requests,python3-stevedore,python3-tenacity,python3-ironic-lib,python3-werkzeug,python3-cryptography,python3-tooz,python3-pip,python3-setuptools,qemu-utils,parted,gdisk,dmidecode,lshw,hdparm,pciutils,mdadm,e2fsprogs,dosfstools,kmod,lvm2,linux-image-amd64,systemd-sysv,udev,iproute2,util-linux,procps,xfsprogs \
+		--include=python3,python3-cffi-backend,python3-pbr,python3-eventlet,python3-netifaces,python3-oslo.config,python3-oslo.concurrency,python3-oslo.log,python3-oslo.service,python3-oslo.utils,python3-pint,python3-psutil,python3-pyudev,python3-requests,python3-stevedore,python3-tenacity,python3-ironic-lib,python3-werkzeug,python3-cryptography,python3-tooz,python3-pip,python3-setuptools,qemu-utils,parted,gdisk,dmidecode,lshw,hdparm,pciutils,mdadm,e2fsprogs,dosfstools,kmod,lvm2,linux-image-amd64,systemd-sysv,udev,iproute2,util-linux,procps,psmisc,xfsprogs \
 		bookworm "$ROOT" "$MIRROR"
 fi
 
