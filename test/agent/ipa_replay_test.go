@@ -154,7 +154,7 @@ func (f *fakeIPA) violation(format string, args ...any) {
 
 func (f *fakeIPA) vars() map[string]string {
 	return map[string]string{"mac": f.mac, "macs": f.mac, "node": f.node, "token": f.token, "callback_url": f.srv.URL,
-		"bootif": "01-" + strings.ReplaceAll(f.mac, ":", "-"),
+		"bootif":          "01-" + strings.ReplaceAll(f.mac, ":", "-"),
 		"agent_verify_ca": string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.srv.Certificate().Raw}))}
 }
 
