@@ -66,6 +66,9 @@ ln -sf /etc/systemd/system/ironic-python-agent.service "$ROOT/etc/systemd/system
 ln -sf /lib/systemd/system/systemd-networkd.service "$ROOT/etc/systemd/system/multi-user.target.wants/"
 ln -sf /lib/systemd/system/systemd-networkd-wait-online.service "$ROOT/etc/systemd/system/network-online.target.wants/"
 mkdir -p "$ROOT/etc/ironic-python-agent"
+# rescue.finalize_rescue writes the password here (IPA's image builders
+# create it; without it IPA answers 500 "OSError is not JSON serializable").
+mkdir -p "$ROOT/etc/ipa-rescue-config"
 : > "$ROOT/etc/ironic-python-agent.conf"
 echo ipa-vm > "$ROOT/etc/hostname"
 echo '/dev/vda / ext4 rw,errors=remount-ro 0 1' > "$ROOT/etc/fstab"

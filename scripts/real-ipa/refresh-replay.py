@@ -61,25 +61,41 @@ fix["inspection"] = {"method": "POST", "path": "/v1/continue_inspection", "heade
 disc = first(lambda e: e["path"] == "/" and e["dir"] == "ipa->anvil")
 fix["version_discovery"] = {"method": "GET", "path": "/", "headers": headers(disc), "reads": "default_version.version"}
 
-# Commands: the answers IPA gave (the last poll of each command).
-final = {}
+# Commands: the answers IPA gave (the last poll of each command), with
+# the parameters Anvil sent it.
+final, params = {}, {}
 for e in rec:
     if e["dir"] != "anvil->ipa" or e["status"] != 200 or not isinstance(e.get("answer"), dict):
         continue
     a = e["answer"]
+    if e["method"] == "POST" and isinstance(e.get("body"), dict):
+        params[a.get("id")] = e["body"].get("params") or {}
     if "command_name" in a and a["command_status"] != "RUNNING":
-        final[a["command_name"]] = a
+        final[a["command_name"]] = (a, params.get(a["id"], {}))
+
+
+def param_placeholders(v, p):
+    """Puts {{params.X}} back where a result repeats a parameter."""
+    for k, pv in p.items():
+        if isinstance(v, dict) and any(x == pv and isinstance(pv, dict) for x in v.values()):
+            v = {kk: ("{{params.%s}}" % k if x == pv else x) for kk, x in v.items()}
+    img = (p.get("image_info") or {}).get("id")
+    if img:
+        v = json.loads(json.dumps(v).replace("(%s)" % img, "({{params.image_info.id}})"))
+    return v
 for full, spec in fix["commands"].items():
     name = full.split(".", 1)[1]
-    a = final.get(name)
+    a, p = final.get(name, (None, None))
     if not a:
         spec.pop("recorded", None)
         continue
     spec["recorded"] = True
     if a["command_status"] == "SUCCEEDED":
-        spec["result"] = placeholders(a["command_result"])
+        spec["result"] = param_placeholders(placeholders(a["command_result"]), p)
     else:
-        spec["failure"] = placeholders(a["command_error"])
+        # Kept beside the failure the replay plays (built from source), as
+        # a record of the real shape.
+        spec["recorded_failure"] = placeholders(a["command_error"])
 
 commit = open(sys.argv[4]).read().strip() if len(sys.argv) > 4 else fix["provenance"].get("commit")
 fix["provenance"] = {

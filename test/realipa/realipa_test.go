@@ -37,6 +37,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -173,8 +174,12 @@ func TestRealIPA(t *testing.T) {
 	}
 
 	// The image, on a loopback server the guest reaches as 10.0.2.101:80.
+	// A whole-disk image must hold a partition table: IPA checks one is
+	// there after writing (an MBR with one Linux partition over random
+	// bytes).
 	image := make([]byte, 16*mib)
 	_, _ = rand.Read(image)
+	mbr(image)
 	sum := sha256.Sum256(image)
 	imgLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -316,4 +321,15 @@ func checkRecording(t *testing.T, ex []exchange) {
 			t.Errorf("recording lacks a successful %q", want)
 		}
 	}
+}
+
+// mbr writes a DOS partition table into img's first sector: one Linux
+// partition from sector 2048 to the end.
+func mbr(img []byte) {
+	clear(img[:512])
+	e := img[446:462]
+	e[4] = 0x83
+	binary.LittleEndian.PutUint32(e[8:], 2048)
+	binary.LittleEndian.PutUint32(e[12:], uint32(len(img)/512-2048))
+	img[510], img[511] = 0x55, 0xaa
 }
