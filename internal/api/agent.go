@@ -24,7 +24,7 @@ func (s *Server) heartbeat(rc *call) error {
 	}
 	var hb conductor.HeartbeatRequest
 	for name, dst := range map[string]*string{"callback_url": &hb.CallbackURL, "agent_version": &hb.AgentVersion,
-		"agent_token": &hb.AgentToken, "agent_status": &hb.AgentStatus} {
+		"agent_token": &hb.AgentToken, "agent_status": &hb.AgentStatus, "agent_verify_ca": &hb.AgentVerifyCA} {
 		v, _, err := argString(name, args[name])
 		if err != nil {
 			return err

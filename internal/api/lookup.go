@@ -46,8 +46,17 @@ func (s *Server) lookup(rc *call) error {
 	w.object(n.Properties)
 	w.key("instance_info")
 	w.masked(n.InstanceInfo, instanceInfoSecrets...)
+	// Without the inspection data Anvil keeps there (Ironic keeps it in
+	// its own table, so its lookup never carries it): with IPA's logs it
+	// is >100 KB the agent has no use for (seen with IPA 9.4.3).
+	dii := make(map[string]any, len(n.DriverInternalInfo))
+	for k, v := range n.DriverInternalInfo {
+		if k != inventoryKey && k != pluginDataKey {
+			dii[k] = v
+		}
+	}
 	w.key("driver_internal_info")
-	w.masked(n.DriverInternalInfo)
+	w.masked(dii)
 	w.key("links")
 	rc.links(w, "nodes", n.UUID)
 	w.endObj()

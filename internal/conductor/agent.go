@@ -134,13 +134,17 @@ func checkAgent(n *model.Node, hb HeartbeatRequest) error {
 	return nil
 }
 
-// recordAgent keeps the agent's callback URL and version (first heartbeat).
+// recordAgent keeps the agent's callback URL, version and, for an https
+// callback URL, the certificate to verify it with.
 func recordAgent(n *model.Node, hb HeartbeatRequest) {
 	if hb.CallbackURL != "" {
 		setInfo(&n.DriverInternalInfo, ipa.KeyURL, hb.CallbackURL)
 	}
 	if hb.AgentVersion != "" {
 		setInfo(&n.DriverInternalInfo, ipa.KeyVersion, hb.AgentVersion)
+	}
+	if hb.AgentVerifyCA != "" {
+		setInfo(&n.DriverInternalInfo, ipa.KeyVerifyCA, hb.AgentVerifyCA)
 	}
 }
 

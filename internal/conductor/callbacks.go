@@ -18,6 +18,10 @@ type HeartbeatRequest struct {
 	AgentToken   string
 	AgentVersion string
 	AgentStatus  string
+	// AgentVerifyCA is the PEM certificate IPA generated for its https
+	// callback_url (auto TLS, IPA ≥ 6.3 with API ≥ 1.68): the conductor
+	// verifies the agent with it.
+	AgentVerifyCA string
 }
 
 // Heartbeat is the callback that resumes a node parked in a wait state. A

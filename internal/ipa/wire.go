@@ -197,6 +197,7 @@ const (
 	KeyToken         = "agent_secret_token"   // the issued token (masked by the API)
 	KeyTokenRequired = "agent_token_required" // a heartbeat must carry a token
 	KeyURL           = "agent_url"            // the agent's callback_url
+	KeyVerifyCA      = "agent_verify_ca"      // PEM of the certificate an https callback_url is verified with
 	KeyVersion       = "agent_version"
 )
 

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -105,6 +106,7 @@ type fakeIPA struct {
 	seen    []string // every command name Anvil sent, in order
 	failing string   // a command to fail once with its recorded failure
 	held    bool     // the main loop is paused (IPA still collecting its inventory)
+	lookup  []byte   // the last lookup's answer
 	errs    []string // protocol violations seen
 }
 
@@ -123,7 +125,9 @@ func loadExchanges(t *testing.T) exchanges {
 
 func startFakeIPA(t *testing.T, api, mac string) *fakeIPA {
 	f := &fakeIPA{t: t, ex: loadExchanges(t), api: api, mac: mac, params: map[string]map[string]any{}}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	// IPA serves its command API over TLS with a certificate of its own,
+	// sent in the heartbeat's agent_verify_ca (auto TLS, recorded).
+	f.srv = httptest.NewTLSServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -149,7 +153,9 @@ func (f *fakeIPA) violation(format string, args ...any) {
 }
 
 func (f *fakeIPA) vars() map[string]string {
-	return map[string]string{"mac": f.mac, "macs": f.mac, "node": f.node, "token": f.token, "callback_url": f.srv.URL}
+	return map[string]string{"mac": f.mac, "macs": f.mac, "node": f.node, "token": f.token, "callback_url": f.srv.URL,
+		"bootif":          "01-" + strings.ReplaceAll(f.mac, ":", "-"),
+		"agent_verify_ca": string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.srv.Certificate().Raw}))}
 }
 
 // send makes one of IPA's requests to Anvil.
@@ -213,7 +219,7 @@ func (f *fakeIPA) beat() {
 			return
 		}
 		f.mu.Lock()
-		f.token, f.node, f.cmds = lr.Config.AgentToken, lr.Node.UUID, nil
+		f.token, f.node, f.cmds, f.lookup = lr.Config.AgentToken, lr.Node.UUID, nil, b
 		vars = f.vars()
 		f.mu.Unlock()
 	}
@@ -380,16 +386,17 @@ func TestAnvilDrivesIPA(t *testing.T) {
 	// before the heartbeat loop); Anvil takes it as Ironic does while no
 	// token was issued for the node.
 	hold := func(h bool) { ipa.mu.Lock(); ipa.held = h; ipa.mu.Unlock() }
+	insp := map[string]string{"mac": mac, "bootif": "01-" + strings.ReplaceAll(mac, ":", "-")}
 	hold(true)
 	provision(t, api, node, "manage")
 	waitState(t, api, node, "manageable")
 	provision(t, api, node, "inspect")
 	waitState(t, api, node, "inspect wait")
-	if st, b := ipa.send(ipa.ex.Inspect, map[string]string{"mac": mac}, nil); st != http.StatusAccepted {
+	if st, b := ipa.send(ipa.ex.Inspect, insp, nil); st != http.StatusAccepted {
 		t.Fatalf("IPA's token-less inspection data before any lookup: HTTP %d %s, want 202", st, b)
 	}
 	got := waitState(t, api, node, "manageable")
-	if p := got["properties"].(map[string]any); p["cpus"] != float64(4) || p["memory_mb"] != float64(4096) || p["local_gb"] != float64(19) {
+	if p := got["properties"].(map[string]any); p["cpus"] != float64(1) || p["memory_mb"] != float64(1536) || p["local_gb"] != float64(4) {
 		t.Errorf("properties from IPA's token-less inventory = %v", p)
 	}
 
@@ -404,10 +411,10 @@ func TestAnvilDrivesIPA(t *testing.T) {
 		tok := ipa.token
 		ipa.mu.Unlock()
 		if tok != "" {
-			if st, b := ipa.send(ipa.ex.Inspect, map[string]string{"mac": mac}, nil); st != http.StatusUnauthorized {
+			if st, b := ipa.send(ipa.ex.Inspect, insp, nil); st != http.StatusUnauthorized {
 				t.Fatalf("token-less inspection data after the lookup: HTTP %d %s, want 401", st, b)
 			}
-			if st, b := ipa.send(ipa.ex.Inspect, map[string]string{"mac": mac}, map[string]any{"agent_token": tok}); st != http.StatusAccepted {
+			if st, b := ipa.send(ipa.ex.Inspect, insp, map[string]any{"agent_token": tok}); st != http.StatusAccepted {
 				t.Fatalf("inspection data with the token: HTTP %d %s", st, b)
 			}
 			break
@@ -418,11 +425,11 @@ func TestAnvilDrivesIPA(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	got = waitState(t, api, node, "manageable")
-	if p := got["properties"].(map[string]any); p["cpus"] != float64(4) || p["memory_mb"] != float64(4096) || p["local_gb"] != float64(19) {
+	if p := got["properties"].(map[string]any); p["cpus"] != float64(1) || p["memory_mb"] != float64(1536) || p["local_gb"] != float64(4) {
 		t.Errorf("properties from IPA's inventory = %v", p)
 	}
 	inv := mustCall(t, 200, "GET", api+"/v1/nodes/"+node+"/inventory", nil).JSON(t)
-	if pd := inv["plugin_data"].(map[string]any); pd["boot_interface"] != mac || pd["root_disk"] == nil {
+	if pd := inv["plugin_data"].(map[string]any); pd["boot_interface"] != ipa.vars()["bootif"] || pd["root_disk"] == nil {
 		t.Errorf("plugin_data = %v", pd)
 	}
 	check("inspection")
@@ -431,6 +438,24 @@ func TestAnvilDrivesIPA(t *testing.T) {
 	provision(t, api, node, "provide")
 	waitState(t, api, node, "available")
 	check("cleaning", "clean.execute_clean_step")
+	// The lookup's node carries no inspection data (Ironic keeps it apart;
+	// with IPA's logs it was >100 KB in every lookup).
+	ipa.mu.Lock()
+	lookup := ipa.lookup
+	ipa.mu.Unlock()
+	var lr struct {
+		Node struct {
+			DII map[string]any `json:"driver_internal_info"`
+		} `json:"node"`
+	}
+	if err := json.Unmarshal(lookup, &lr); err != nil || lr.Node.DII == nil {
+		t.Fatalf("lookup answer %s: %v", lookup, err)
+	}
+	for _, k := range []string{"inspection_inventory", "inspection_plugin_data"} {
+		if _, ok := lr.Node.DII[k]; ok {
+			t.Errorf("the lookup's driver_internal_info carries %s", k)
+		}
+	}
 	if p := ipa.paramsOf("execute_clean_step"); p["step"].(map[string]any)["step"] != "erase_devices_metadata" ||
 		p["node"].(map[string]any)["uuid"] != node {
 		t.Errorf("execute_clean_step params = %v", p)

@@ -3,6 +3,8 @@ package direct
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/anvil-metal/anvil/internal/ipa"
@@ -18,6 +21,9 @@ import (
 // Client talks to an agent's command API (IPA's, internal/ipa).
 type Client struct {
 	HTTP *http.Client
+
+	mu   sync.Mutex
+	byCA map[string]*Client // per agent_verify_ca (verifying)
 }
 
 // NewClient returns a client with a short per-request timeout (commands are
@@ -25,6 +31,43 @@ type Client struct {
 func NewClient() *Client {
 	return &Client{HTTP: &http.Client{Timeout: 30 * time.Second}}
 }
+
+// verifying returns the client to reach an agent whose https callback_url
+// is verified with the PEM certificate ca (the heartbeat's
+// agent_verify_ca, IPA's auto TLS), as Ironic's agent client verifies
+// with the certificate it stored; with no ca, c itself (system roots).
+// Clients are kept per certificate, so connections are reused.
+func (c *Client) verifying(ca string) (*Client, error) {
+	if ca == "" {
+		return c, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.byCA[ca]; ok {
+		return v, nil
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(ca)) {
+		return nil, errors.New("the agent's agent_verify_ca holds no PEM certificate")
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	v := &Client{HTTP: &http.Client{Timeout: c.HTTP.Timeout, Transport: tr}}
+	if c.byCA == nil {
+		c.byCA = map[string]*Client{}
+	}
+	if len(c.byCA) >= maxAgentCAs { // one per booted agent: forget the oldest generation
+		for k, old := range c.byCA {
+			old.HTTP.CloseIdleConnections()
+			delete(c.byCA, k)
+		}
+	}
+	c.byCA[ca] = v
+	return v, nil
+}
+
+// maxAgentCAs bounds the clients kept per agent certificate.
+const maxAgentCAs = 256
 
 // ErrBusy is the agent's 409: another command is still running.
 var ErrBusy = errors.New("the agent is busy with another command")

@@ -252,7 +252,7 @@ func forgetAgent(n *model.Node) {
 	if n.DriverInternalInfo == nil {
 		n.DriverInternalInfo = model.JSON{}
 	}
-	for _, k := range []string{ipa.KeyToken, ipa.KeyTokenRequired, ipa.KeyURL, ipa.KeyVersion,
+	for _, k := range []string{ipa.KeyToken, ipa.KeyTokenRequired, ipa.KeyURL, ipa.KeyVersion, ipa.KeyVerifyCA,
 		keyCommandID, keyCommandName, keyDeployPhase} {
 		delete(n.DriverInternalInfo, k)
 	}
@@ -386,6 +386,11 @@ func runCommand(ctx context.Context, c *Client, n *model.Node, name string, para
 	url, _ := info[ipa.KeyURL].(string)
 	token, _ := info[ipa.KeyToken].(string)
 	id, _ := info[keyCommandID].(string)
+	ca, _ := info[ipa.KeyVerifyCA].(string)
+	c, err = c.verifying(ca)
+	if err != nil {
+		return res, false, err
+	}
 	if id == "" || info[keyCommandName] != name {
 		res, err = c.Run(ctx, url, token, name, params, false)
 		if errors.Is(err, ErrBusy) { // an earlier command still runs: next heartbeat

@@ -19,7 +19,12 @@ import (
 func (d *Direct) saveLogs(ctx context.Context, n *model.Node, op string) string {
 	url, _ := n.DriverInternalInfo[ipa.KeyURL].(string)
 	token, _ := n.DriverInternalInfo[ipa.KeyToken].(string)
-	res, err := d.cfg.Client.Run(ctx, url, token, ipa.CmdCollectSystemLogs, nil, true)
+	ca, _ := n.DriverInternalInfo[ipa.KeyVerifyCA].(string)
+	c, err := d.cfg.Client.verifying(ca)
+	if err != nil {
+		return fmt.Sprintf("collecting the agent's logs failed: %v", err)
+	}
+	res, err := c.Run(ctx, url, token, ipa.CmdCollectSystemLogs, nil, true)
 	if err == nil && res.Status != ipa.StatusSucceeded {
 		err = fmt.Errorf("%s: %s", res.Status, res.ErrorText())
 	}
