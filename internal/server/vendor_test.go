@@ -74,6 +74,9 @@ func newVendorEnv(t *testing.T) *vendorEnv {
 	t.Cleanup(func() { emu.Close() })
 	s := serveWith(t, func(c *Config) {
 		c.Conductor.SyncPowerStateInterval = 50 * time.Millisecond
+		// The fast power sync holds the node now and then: calls wait
+		// for it as with `serve`'s defaults (Ironic's lock retries).
+		c.Conductor.LockRetries, c.Conductor.LockRetryInterval = 3, 200*time.Millisecond
 	})
 	nf, err := emu.Nodes(bmcemu.DriverRedfish)
 	if err != nil {

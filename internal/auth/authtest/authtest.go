@@ -37,9 +37,13 @@ func NewIssuer(t testing.TB) *Issuer {
 	mux.HandleFunc("/keys", func(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}})
 	})
-	srv := httptest.NewServer(mux)
+	// The URL is known before the server answers anything: handlers read
+	// it, and a client in another process gives the race detector no
+	// happens-before edge with a later write.
+	srv := httptest.NewUnstartedServer(mux)
+	iss.URL = "http://" + srv.Listener.Addr().String()
+	srv.Start()
 	t.Cleanup(srv.Close)
-	iss.URL = srv.URL
 	return iss
 }
 

@@ -32,10 +32,20 @@ async function apiError(resp) {
   return err;
 }
 
+// inflight are the reads under way: logout waits for them, so that none
+// reaches the server after the session ended (it would answer 401).
+const inflight = new Set();
+
 export async function get(path) {
-  const resp = await fetch(path, { headers, credentials: 'same-origin' });
-  if (!resp.ok) throw await apiError(resp);
-  return resp.json();
+  const req = fetch(path, { headers, credentials: 'same-origin' });
+  inflight.add(req);
+  try {
+    const resp = await req;
+    if (!resp.ok) throw await apiError(resp);
+    return await resp.json();
+  } finally {
+    inflight.delete(req);
+  }
 }
 
 export async function send(method, path, body) {
@@ -74,7 +84,10 @@ export async function login(creds) {
   return s;
 }
 
+// logout ends the session once the reads under way are answered (the
+// caller stops its views first, so that no new one starts).
 export async function logout() {
+  await Promise.allSettled([...inflight]);
   await send('DELETE', sessionPath);
   csrf = '';
 }

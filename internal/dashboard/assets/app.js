@@ -103,6 +103,7 @@ class App {
   }
 
   async logout() {
+    this.stop(); // no view reads (or follows the stream) past the session's end
     try {
       await logout();
     } catch (e) {

@@ -24,6 +24,7 @@ export class NodePage {
   stop() {
     if (this.stream) this.stream.close();
     this.stream = null;
+    this.reload.cancel();
   }
 
   async load() {

@@ -63,6 +63,8 @@ export class Overview {
     if (this.stream) this.stream.close();
     this.stream = null;
     clearInterval(this.tick);
+    this.reloadTable.cancel();
+    this.reloadSummary.cancel();
   }
 
   // applyForm puts the form's filters in the address, which reloads the table.

@@ -60,13 +60,16 @@ export function fillTable(table, columns, items, empty = 'none') {
   }
 }
 
-// debounce runs fn once, delay ms after the last call.
+// debounce runs fn once, delay ms after the last call; cancel() drops a
+// pending call (a view that stops must not load after it stopped).
 export function debounce(fn, delay) {
   let t = null;
-  return (...args) => {
+  const call = (...args) => {
     clearTimeout(t);
     t = setTimeout(() => fn(...args), delay);
   };
+  call.cancel = () => clearTimeout(t);
+  return call;
 }
 
 export function showError(err) {
