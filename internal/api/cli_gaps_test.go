@@ -2,23 +2,18 @@ package api
 
 import (
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // TestBaremetalCLIVendorAndMore runs the real `baremetal` CLI's vendor
 // passthru, inject NMI, console, boot mode and volume commands against the API (with ANVIL_BAREMETAL_CLI=1, as
 // TestBaremetalCLI).
 func TestBaremetalCLIVendorAndMore(t *testing.T) {
-	if os.Getenv("ANVIL_BAREMETAL_CLI") != "1" {
-		t.Skip("set ANVIL_BAREMETAL_CLI=1 to run the baremetal CLI")
-	}
-	bin, err := exec.LookPath("baremetal")
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testbin.BaremetalCLI(t)
 	e := newEnv(t)
 	srv := httptest.NewServer(e.h)
 	defer srv.Close()

@@ -3,23 +3,18 @@ package api
 import (
 	"encoding/json"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // TestBaremetalCLIDeployTemplates drives /v1/deploy_templates and
 // /v1/chassis with the real `baremetal deploy template` and `baremetal
 // chassis` commands (python-ironicclient).
 func TestBaremetalCLIDeployTemplates(t *testing.T) {
-	if os.Getenv("ANVIL_BAREMETAL_CLI") != "1" {
-		t.Skip("set ANVIL_BAREMETAL_CLI=1 to run the baremetal CLI")
-	}
-	bin, err := exec.LookPath("baremetal")
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testbin.BaremetalCLI(t)
 	srv := httptest.NewServer(newEnv(t).h)
 	defer srv.Close()
 	run := func(args ...string) (string, error) {

@@ -3,23 +3,18 @@ package api
 import (
 	"encoding/json"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // TestBaremetalCLI runs the real `baremetal` CLI (python-ironicclient)
 // against the API. It is slow (a Python start per command), so it runs only
 // with ANVIL_BAREMETAL_CLI=1; it fails if the CLI is then missing.
 func TestBaremetalCLI(t *testing.T) {
-	if os.Getenv("ANVIL_BAREMETAL_CLI") != "1" {
-		t.Skip("set ANVIL_BAREMETAL_CLI=1 to run the baremetal CLI")
-	}
-	bin, err := exec.LookPath("baremetal")
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testbin.BaremetalCLI(t)
 	e := newEnv(t)
 	srv := httptest.NewServer(e.h)
 	defer srv.Close()

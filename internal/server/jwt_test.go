@@ -13,6 +13,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/auth"
 	"github.com/anvil-metal/anvil/internal/auth/authtest"
 	"github.com/anvil-metal/anvil/internal/cli"
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // TestJWTServe: with --auth-strategy jwt, a token of the local issuer
@@ -68,24 +69,20 @@ func TestJWTServe(t *testing.T) {
 		}
 	}
 
-	if os.Getenv("ANVIL_BAREMETAL_CLI") != "1" {
-		return
-	}
-	bin, err := exec.LookPath("baremetal")
-	if err != nil {
-		return
-	}
-	cmd := exec.Command(bin, "--os-endpoint", s.base, "--os-auth-type", "admin_token", "--os-token", admin,
-		"--max-retries", "0", "node", "show", "jwt-node", "-f", "value", "-c", "name")
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "jwt-node" {
-		t.Fatalf("baremetal --os-token: %v\n%s", err, out)
-	}
-	cmd = exec.Command(bin, "--os-endpoint", s.base, "--os-auth-type", "admin_token", "--os-token", reader,
-		"--max-retries", "0", "node", "set", "jwt-node", "--extra", "x=1")
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "403") {
-		t.Fatalf("baremetal with a reader token: %v\n%s", err, out)
-	}
+	t.Run("baremetal CLI", func(t *testing.T) {
+		bin := testbin.BaremetalCLI(t)
+		cmd := exec.Command(bin, "--os-endpoint", s.base, "--os-auth-type", "admin_token", "--os-token", admin,
+			"--max-retries", "0", "node", "show", "jwt-node", "-f", "value", "-c", "name")
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "jwt-node" {
+			t.Fatalf("baremetal --os-token: %v\n%s", err, out)
+		}
+		cmd = exec.Command(bin, "--os-endpoint", s.base, "--os-auth-type", "admin_token", "--os-token", reader,
+			"--max-retries", "0", "node", "set", "jwt-node", "--extra", "x=1")
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "403") {
+			t.Fatalf("baremetal with a reader token: %v\n%s", err, out)
+		}
+	})
 }

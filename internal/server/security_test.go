@@ -21,6 +21,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/httpbasic"
@@ -286,13 +288,7 @@ func TestInsecureWarnings(t *testing.T) {
 // TestBaremetalCLIHTTPBasic drives the real `baremetal` CLI with http_basic
 // and over TLS with --os-cacert.
 func TestBaremetalCLIHTTPBasic(t *testing.T) {
-	if os.Getenv("ANVIL_BAREMETAL_CLI") != "1" {
-		t.Skip("set ANVIL_BAREMETAL_CLI=1 to run the baremetal CLI")
-	}
-	bin, err := exec.LookPath("baremetal")
-	if err != nil {
-		t.Skip("baremetal CLI not installed")
-	}
+	bin := testbin.BaremetalCLI(t)
 	cert, key, _ := selfSigned(t)
 	s := serveWith(t, func(c *Config) {
 		c.Security.Auth = auth.Config{Strategy: auth.HTTPBasic, UserFile: htpasswd(t, "cli", "cli-pass")}

@@ -66,3 +66,19 @@ func lookTool(tool string) (string, error) {
 	}
 	return "", err
 }
+
+// BaremetalCLISwitch turns on the tests that run python-ironicclient's
+// `baremetal` (a Python start per command makes them slow); the test
+// command sets it.
+const BaremetalCLISwitch = "ANVIL_BAREMETAL_CLI"
+
+// BaremetalCLI returns the path of the `baremetal` CLI for a test that runs
+// it: the test skips unless BaremetalCLISwitch is "1", and then fails if
+// the CLI is missing.
+func BaremetalCLI(t testing.TB) string {
+	t.Helper()
+	if os.Getenv(BaremetalCLISwitch) != "1" {
+		t.Skip("set " + BaremetalCLISwitch + "=1 to run the baremetal CLI")
+	}
+	return Need(t, "baremetal", "python3-ironicclient", BaremetalCLISwitch)
+}
