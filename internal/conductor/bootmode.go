@@ -81,6 +81,15 @@ func (c *Conductor) managementChange(ctx context.Context, ident, user, purpose s
 		t.release()
 		return err
 	}
+	return c.runRecorded(ctx, t, "management", purpose, func(ctx context.Context) error { return act(ctx, t, m) }, msg)
+}
+
+// runRecorded clears the locked node's last_error, saves it and runs act
+// in a worker (503 when none is free), releasing the lock at the end; a
+// failure becomes last_error (made by msg) and an error history event of
+// eventType. The lock is released on every path.
+func (c *Conductor) runRecorded(ctx context.Context, t *task, eventType, purpose string,
+	act func(ctx context.Context) error, msg func(error) string) error {
 	if err := c.reserveWorker(); err != nil {
 		t.release()
 		return err
@@ -93,11 +102,13 @@ func (c *Conductor) managementChange(ctx context.Context, ident, user, purpose s
 	}
 	c.spawn(func(wctx context.Context) {
 		defer t.finish()
-		if err := act(wctx, t, m); err != nil {
+		if err := act(wctx); err != nil {
 			t.node.LastError = msg(err)
-			t.record(&model.HistoryEvent{Severity: model.SeverityError, EventType: "management", Event: t.node.LastError})
+			t.record(&model.HistoryEvent{Severity: model.SeverityError, EventType: eventType, Event: t.node.LastError})
 			c.log.Error(purpose+" failed", "node", t.node.UUID, "err", err)
+			return
 		}
+		c.log.Info(purpose+" done", "node", t.node.UUID)
 	})
 	return nil
 }

@@ -107,25 +107,6 @@ func (c *Conductor) vmediaAction(ctx context.Context, ident, user, purpose strin
 		t.release()
 		return err
 	}
-	if err := c.reserveWorker(); err != nil {
-		t.release()
-		return err
-	}
-	t.node.LastError = ""
-	if err := t.save(ctx); err != nil {
-		c.freeWorker()
-		t.release()
-		return err
-	}
-	c.spawn(func(wctx context.Context) {
-		defer t.finish()
-		if err := act(wctx, t, vm); err != nil {
-			t.node.LastError = msg(t.node.UUID, err)
-			t.record(&model.HistoryEvent{Severity: model.SeverityError, EventType: "vmedia", Event: t.node.LastError})
-			c.log.Error(purpose+" failed", "node", t.node.UUID, "err", err)
-			return
-		}
-		c.log.Info(purpose+" done", "node", t.node.UUID)
-	})
-	return nil
+	return c.runRecorded(ctx, t, "vmedia", purpose, func(ctx context.Context) error { return act(ctx, t, vm) },
+		func(err error) string { return msg(t.node.UUID, err) })
 }
