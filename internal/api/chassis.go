@@ -3,7 +3,6 @@ package api
 import (
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/anvil-metal/anvil/internal/conductor"
@@ -163,13 +162,7 @@ func (s *Server) chassisList(rc *call, detailPath bool) error {
 	}
 	w.endArr()
 	if len(list) > 0 && len(list) == p.limit {
-		params := [][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}
-		if p.detail != nil {
-			params = append(params, [2]string{"detail", strconv.FormatBool(*p.detail)})
-		}
-		if p.fields != nil {
-			params = append(params, [2]string{"fields", strings.Join(p.fields, ",")})
-		}
+		params := p.nextParams()
 		resource := "chassis"
 		if detailPath {
 			resource = "chassis/detail"

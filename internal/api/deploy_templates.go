@@ -325,13 +325,7 @@ func (s *Server) listDeployTemplates(rc *call) error {
 	}
 	w.endArr()
 	if len(list) > 0 && len(list) == p.limit {
-		params := [][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}
-		if p.detail != nil {
-			params = append(params, [2]string{"detail", strconv.FormatBool(*p.detail)})
-		}
-		if p.fields != nil {
-			params = append(params, [2]string{"fields", strings.Join(p.fields, ",")})
-		}
+		params := p.nextParams()
 		w.key("next")
 		w.str(rc.nextLink("deploy_templates", params, p.limit, list[len(list)-1].UUID))
 	}

@@ -22,6 +22,19 @@ type page struct {
 	detail  *bool
 }
 
+// nextParams are the query parameters a next link repeats: the sort, and
+// detail and fields as the client gave them.
+func (p page) nextParams() [][2]string {
+	params := [][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}
+	if p.detail != nil {
+		params = append(params, [2]string{"detail", strconv.FormatBool(*p.detail)})
+	}
+	if p.fields != nil {
+		params = append(params, [2]string{"fields", strings.Join(p.fields, ",")})
+	}
+	return params
+}
+
 // param returns the first value of a query parameter.
 func (rc *call) param(name string) (string, bool) {
 	vals, ok := rc.query[name]
