@@ -167,6 +167,10 @@ func startServer(tb testing.TB, name string) *server {
 		"--database", filepath.Join(dir, "anvil.db"),
 		"--host-id", "bench",
 		"--shutdown-timeout", "5s")
+	// ANVIL_BENCH_PPROF=127.0.0.1:6060 serves the server's profiles there.
+	if addr := os.Getenv("ANVIL_BENCH_PPROF"); addr != "" {
+		cmd.Args = append(cmd.Args, "--pprof-listen", addr)
+	}
 	cmd.Dir = dir
 	cmd.Stderr = logf
 	cmd.SysProcAttr = childAttr()

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"context"
 	"strings"
+	"time"
 
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
@@ -250,9 +252,8 @@ func (rc *call) conductorFor(n *model.Node) string {
 	}
 	if rc.ncond == nil {
 		rc.ncond = &nodeConductor{}
-		host := rc.s.cfg.Conductor.Host()
-		if c, err := rc.s.cfg.Store.GetConductor(rc.ctx, host); err == nil {
-			rc.ncond.host, rc.ncond.group = host, c.ConductorGroup
+		if c := rc.s.ownConductor(rc.ctx); c != nil {
+			rc.ncond.host, rc.ncond.group = c.Hostname, c.ConductorGroup
 			rc.ncond.alive = rc.s.alive(c)
 		}
 	}
@@ -275,4 +276,30 @@ func withoutInventory(m map[string]any) map[string]any {
 		}
 	}
 	return out
+}
+
+// ownRow is this API's conductor row as read at a time (nil: none).
+type ownRow struct {
+	c  *model.Conductor
+	at time.Time
+}
+
+// ownRowTTL: how long the conductor row read for a node's "conductor" is
+// reused. Its heartbeat moves every few seconds and liveness allows a
+// minute; reading it for every created or shown node cost a tenth of a
+// create's time.
+const ownRowTTL = time.Second
+
+// ownConductor returns this API's conductor row, read at most once per
+// ownRowTTL (liveness is judged by the caller against the current clock).
+func (s *Server) ownConductor(ctx context.Context) *model.Conductor {
+	if r := s.own.Load(); r != nil && time.Since(r.at) < ownRowTTL {
+		return r.c
+	}
+	c, err := s.cfg.Store.GetConductor(ctx, s.cfg.Conductor.Host())
+	if err != nil {
+		c = nil
+	}
+	s.own.Store(&ownRow{c: c, at: time.Now()})
+	return c
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -47,6 +48,7 @@ type Server struct {
 	log  *slog.Logger
 	mux  *http.ServeMux
 	bufs sync.Pool // *[]byte response buffers of large lists
+	own  atomic.Pointer[ownRow]
 }
 
 // New returns the API handler. Store, its Broker and Conductor are

@@ -39,7 +39,8 @@ func Open(ctx context.Context, path string, opts ...sqlstore.Option) (store.Stor
 		_ = w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	s := sqlstore.New(w, r, Dialect(), opts...)
+	// One writer connection: concurrent writes share commits (group commit).
+	s := sqlstore.New(w, r, Dialect(), append([]sqlstore.Option{sqlstore.WithGroupCommit()}, opts...)...)
 	if err := s.MigrateUp(ctx); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("sqlite: %w", err)
@@ -48,10 +49,12 @@ func Open(ctx context.Context, path string, opts ...sqlstore.Option) (store.Stor
 }
 
 // Connection parameters (modernc.org/sqlite DSN keys). The writer sets the
-// persistent WAL mode; readers refuse to write.
+// persistent WAL mode and keeps its statement journals in memory (group
+// commit runs each write in a savepoint: on disk, each would cost writes);
+// readers refuse to write.
 const (
 	common       = "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
-	writerParams = common + "&_pragma=journal_mode(WAL)&_txlock=immediate"
+	writerParams = common + "&_pragma=journal_mode(WAL)&_pragma=temp_store(MEMORY)&_txlock=immediate"
 	readerParams = common + "&_pragma=query_only(1)"
 )
 

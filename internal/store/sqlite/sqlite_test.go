@@ -140,6 +140,8 @@ func BenchmarkCreateNodeParallel(b *testing.B) {
 	s := openTemp(b)
 	defer s.Close()
 	storetest.BenchCreateNodeParallel(b, s)
+	g, w := s.(*sqlstore.Store).GroupCommits()
+	b.ReportMetric(float64(w)/float64(max(g, 1)), "writes/commit")
 }
 
 func BenchmarkListNodes1000(b *testing.B) {

@@ -23,8 +23,12 @@ func (s *Store) ReserveNode(ctx context.Context, id, host string) (*model.Node, 
 		return nil, fmt.Errorf("reserve node %s: empty host", id)
 	}
 	for range reserveAttempts {
-		n, err := s.scanNode(s.writer().queryRow(ctx, `UPDATE nodes SET reservation = ?
-			WHERE uuid = ? AND reservation IS NULL RETURNING `+nodeReadCols, host, id))
+		var n *model.Node
+		err := s.writeOne(ctx, func(c conn) (err error) {
+			n, err = s.scanNode(c.queryRow(ctx, `UPDATE nodes SET reservation = ?
+				WHERE uuid = ? AND reservation IS NULL RETURNING `+nodeReadCols, host, id))
+			return err
+		})
 		if err == nil {
 			return n, nil
 		}
@@ -55,13 +59,21 @@ func (s *Store) holder(ctx context.Context, id string) (sql.NullString, error) {
 
 // ReleaseNode implements store.Store.
 func (s *Store) ReleaseNode(ctx context.Context, id, host string) error {
-	res, err := s.writer().exec(ctx,
-		"UPDATE nodes SET reservation = NULL WHERE uuid = ? AND reservation = ?", id, host)
+	var rows int64
+	err := s.writeOne(ctx, func(c conn) error {
+		res, err := c.exec(ctx,
+			"UPDATE nodes SET reservation = NULL WHERE uuid = ? AND reservation = ?", id, host)
+		if err != nil {
+			return err
+		}
+		rows, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("release node %s: %w", id, err)
 	}
-	if rows, err := res.RowsAffected(); err != nil || rows == 1 {
-		return err
+	if rows == 1 {
+		return nil
 	}
 	holder, err := s.holder(ctx, id)
 	switch {

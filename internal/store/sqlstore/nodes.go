@@ -90,7 +90,9 @@ func (s *Store) CreateNode(ctx context.Context, n *model.Node) error {
 	}
 	args := append([]any{n.UUID}, s.nodeArgs(n, data)...)
 	var id int64
-	err = s.writer().queryRow(ctx, insertNodeSQL, args...).Scan(&id)
+	err = s.writeOne(ctx, func(c conn) error {
+		return c.queryRow(ctx, insertNodeSQL, args...).Scan(&id)
+	})
 	if err != nil {
 		return fmt.Errorf("create node %s: %w", n.UUID, s.writeErr(err, nodeValue(n)))
 	}
@@ -134,12 +136,20 @@ func (s *Store) updateNode(ctx context.Context, n *model.Node) error {
 		return err
 	}
 	args := append(s.nodeArgs(n, data), n.UUID, n.Version)
-	res, err := s.writer().exec(ctx, updateNodeSQL, args...)
+	var rows int64
+	err = s.writeOne(ctx, func(c conn) error {
+		res, err := c.exec(ctx, updateNodeSQL, args...)
+		if err != nil {
+			return err
+		}
+		rows, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return s.writeErr(err, nodeValue(n))
 	}
-	if rows, err := res.RowsAffected(); err != nil || rows == 1 {
-		return err
+	if rows == 1 {
+		return nil
 	}
 	return s.missingOrStale(ctx, "nodes", n.UUID)
 }

@@ -15,7 +15,8 @@ type Store struct {
 	w, r  *sql.DB // writes, reads; the same pool when the engine has no writer limit
 	d     Dialect
 	now   func() time.Time
-	cache *nodeCache // nil: no cache
+	cache *nodeCache   // nil: no cache
+	gc    *groupCommit // nil: each write its own transaction
 }
 
 var _ store.Store = (*Store)(nil)
@@ -65,29 +66,86 @@ type querier interface {
 
 // conn runs queries written with ? placeholders on a pool or transaction.
 type conn struct {
-	d *Dialect
-	q querier
+	d  *Dialect
+	q  querier
+	st *txStmts // nil: each query prepared anew
+}
+
+func (c conn) on(query string) (querier, string) {
+	query = c.d.rebind(query)
+	if c.st != nil {
+		return c.st.prepared(query)
+	}
+	return c.q, query
 }
 
 func (c conn) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return c.q.ExecContext(ctx, c.d.rebind(query), args...)
+	q, query := c.on(query)
+	return q.ExecContext(ctx, query, args...)
 }
 
 func (c conn) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return c.q.QueryContext(ctx, c.d.rebind(query), args...)
+	q, query := c.on(query)
+	return q.QueryContext(ctx, query, args...)
 }
 
 func (c conn) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	return c.q.QueryRowContext(ctx, c.d.rebind(query), args...)
+	q, query := c.on(query)
+	return q.QueryRowContext(ctx, query, args...)
 }
 
-// write runs fn in a transaction on the write pool.
+// txStmts prepares each query once per transaction, for the writes of a
+// commit group: sixteen creates parse their INSERT once, not sixteen times.
+type txStmts struct {
+	tx   *sql.Tx
+	byQ  map[string]*sql.Stmt
+	fail map[string]bool // queries the driver would not prepare: run as they are
+}
+
+// prepared gives what runs query on the transaction: its prepared statement,
+// or the transaction itself for a query that could not be prepared.
+func (t *txStmts) prepared(query string) (querier, string) {
+	if st, ok := t.byQ[query]; ok {
+		return stmtQuerier{st}, ""
+	}
+	if !t.fail[query] {
+		st, err := t.tx.PrepareContext(context.Background(), query)
+		if err == nil {
+			t.byQ[query] = st
+			return stmtQuerier{st}, ""
+		}
+		t.fail[query] = true
+	}
+	return t.tx, query
+}
+
+// stmtQuerier runs a prepared statement behind the querier interface (the
+// query text is the statement's own and ignored).
+type stmtQuerier struct{ st *sql.Stmt }
+
+func (s stmtQuerier) ExecContext(ctx context.Context, _ string, args ...any) (sql.Result, error) {
+	return s.st.ExecContext(ctx, args...)
+}
+
+func (s stmtQuerier) QueryContext(ctx context.Context, _ string, args ...any) (*sql.Rows, error) {
+	return s.st.QueryContext(ctx, args...)
+}
+
+func (s stmtQuerier) QueryRowContext(ctx context.Context, _ string, args ...any) *sql.Row {
+	return s.st.QueryRowContext(ctx, args...)
+}
+
+// write runs fn in a transaction on the write pool (under group commit, in
+// a savepoint of a shared one).
 func (s *Store) write(ctx context.Context, fn func(c conn) error) error {
+	if s.gc != nil {
+		return s.grouped(ctx, fn)
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(conn{&s.d, tx}); err != nil {
+	if err := fn(conn{d: &s.d, q: tx}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -99,8 +157,8 @@ func (s *Store) write(ctx context.Context, fn func(c conn) error) error {
 
 // reader returns a querier on the read pool; writer one on the write pool
 // outside any transaction (for single-statement writes).
-func (s *Store) reader() conn { return conn{&s.d, s.r} }
-func (s *Store) writer() conn { return conn{&s.d, s.w} }
+func (s *Store) reader() conn { return conn{d: &s.d, q: s.r} }
+func (s *Store) writer() conn { return conn{d: &s.d, q: s.w} }
 
 // writeErr turns a driver error into the contract's errors: a unique
 // violation becomes *store.DuplicateError with the value value(column), a

@@ -40,6 +40,7 @@ func BenchCreateNode(b *testing.B, s store.Store) {
 
 // BenchCreateNodeParallel measures CreateNode from GOMAXPROCS goroutines.
 func BenchCreateNodeParallel(b *testing.B, s store.Store) {
+	b.SetParallelism(8) // 16 writers on 2 cores, as the HTTP benchmark's clients
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			n := BenchNode(0)
