@@ -13,6 +13,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
 	eventbus "github.com/anvil-metal/anvil/internal/events"
+	"github.com/anvil-metal/anvil/internal/store"
 	"github.com/anvil-metal/anvil/internal/store/sqlite"
 	"github.com/anvil-metal/anvil/internal/store/sqlstore"
 )
@@ -46,11 +47,18 @@ func newTestBackend(t testing.TB, host string, now func() time.Time) (eventbus.P
 // newTestBackendWith is newTestBackend with more interfaces registered by mod.
 func newTestBackendWith(t testing.TB, host string, now func() time.Time, mod func(*driver.Registry)) (eventbus.Publisher, *testConductor) {
 	t.Helper()
-	ctx := context.Background()
-	raw, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "anvil.db"), sqlstore.WithClock(now))
+	raw, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "anvil.db"), sqlstore.WithClock(now))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newTestBackendOn(t, raw, host, now, mod)
+}
+
+// newTestBackendOn is newTestBackendWith on the store raw, which it closes
+// when t ends.
+func newTestBackendOn(t testing.TB, raw store.Store, host string, now func() time.Time, mod func(*driver.Registry)) (eventbus.Publisher, *testConductor) {
+	t.Helper()
+	ctx := context.Background()
 	b := eventbus.NewBroker(eventbus.Config{})
 	st := eventbus.Store(raw, b)
 	reg := driver.NewRegistry()

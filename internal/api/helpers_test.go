@@ -14,6 +14,7 @@ import (
 
 	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
 )
 
 // testClock is a settable clock.
@@ -47,8 +48,23 @@ const testHost = "anvil.test:6385"
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	return newEnvOn(t, nil)
+}
+
+// newEnvOn is newEnv on the store open opens with the env's clock (nil:
+// SQLite in a temporary directory).
+func newEnvOn(t testing.TB, open func(now func() time.Time) store.Store) *env {
+	t.Helper()
 	clock := &testClock{t: time.Date(2026, 12, 2, 12, 16, 3, 434301000, time.UTC)}
-	st, fc := newTestBackend(t, "anvil-test", clock.Now)
+	var (
+		st eventbus.Publisher
+		fc *testConductor
+	)
+	if open == nil {
+		st, fc = newTestBackend(t, "anvil-test", clock.Now)
+	} else {
+		st, fc = newTestBackendOn(t, open(clock.Now), "anvil-test", clock.Now, nil)
+	}
 	h := New(Config{Store: st, Conductor: fc, Now: clock.Now,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	return &env{t: t, h: h, st: st, cond: fc, clock: clock}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
+	"github.com/anvil-metal/anvil/internal/store/postgres"
+	"github.com/anvil-metal/anvil/internal/store/sqlstore"
 )
 
 // BenchmarkNodeList100k serves Ironic's node list over 100,000 nodes in
@@ -16,9 +18,23 @@ import (
 // filtered by each indexed filter. Seeding takes a while; run it alone:
 //
 //	go test ./internal/api -run '^$' -bench NodeList100k -benchtime 3x
-func BenchmarkNodeList100k(b *testing.B) {
+func BenchmarkNodeList100k(b *testing.B) { benchNodeList100k(b, newEnv(b)) }
+
+// BenchmarkNodeList100kPostgres is the same on PostgreSQL (a throwaway
+// server, or $ANVIL_TEST_POSTGRES_DSN).
+func BenchmarkNodeList100kPostgres(b *testing.B) {
+	dsn := pg.DSN(b)
+	benchNodeList100k(b, newEnvOn(b, func(now func() time.Time) store.Store {
+		st, err := postgres.Open(b.Context(), dsn, sqlstore.WithClock(now))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return st
+	}))
+}
+
+func benchNodeList100k(b *testing.B, e *env) {
 	const total = 100_000
-	e := newEnv(b)
 	states := []string{"active", "active", "active", "available", "wait call-back", "deploy failed"}
 	for i := range total {
 		n := &model.Node{Name: fmt.Sprintf("rack%03d-n%03d", i/1000, i%1000), Driver: fakeDriver,
