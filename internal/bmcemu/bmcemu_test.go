@@ -33,6 +33,7 @@ func start(t *testing.T, cfg bmcemu.Config) *bmcemu.Emulator {
 type reply struct {
 	status int
 	body   string
+	header http.Header
 }
 
 func do(t *testing.T, method, url, user, pass, body string) reply {
@@ -50,7 +51,7 @@ func do(t *testing.T, method, url, user, pass, body string) reply {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return reply{resp.StatusCode, string(b)}
+	return reply{resp.StatusCode, string(b), resp.Header}
 }
 
 func TestRedfishTreeAndAuth(t *testing.T) {

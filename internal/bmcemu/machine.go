@@ -26,6 +26,12 @@ type Knobs struct {
 	FailInsertMedia bool `json:"fail_insert_media"`
 	// Health is the system's Status.Health (OK, Warning, Critical); "" is OK.
 	Health string `json:"health,omitempty"`
+	// RAIDOnReset makes the RAID controller apply volume changes only at the
+	// next reset, as many real controllers do: its Volumes collection offers
+	// OperationApplyTime OnReset alone, and a volume create or delete
+	// answers 202 with a task monitor and happens when the machine next
+	// boots.
+	RAIDOnReset bool `json:"raid_on_reset,omitempty"`
 }
 
 // Boot devices as Redfish names them (BootSourceOverrideTarget).
@@ -230,6 +236,7 @@ func (m *Machine) applyPower(on, reset bool) error {
 	m.mu.Unlock()
 	if boots {
 		m.applyPendingBIOS() // pending BIOS settings take effect at boot
+		m.applyPendingVolumes()
 	}
 	if (boots || offs) && m.emu != nil && m.emu.cfg.QEMU != nil {
 		if err := m.emu.vmPowered(m, boots, dev); err != nil {

@@ -18,7 +18,8 @@ import (
 // must fit (0 or absent: the largest that fits). DELETE of a volume frees
 // its drives. The volumes collection advertises OperationApplyTime
 // Immediate, which Ironic sends and this emulator honours by answering
-// synchronously.
+// synchronously. With Knobs.RAIDOnReset the collection offers OnReset alone
+// and creates and deletes are held, behind a task, until the next boot.
 
 // StorageID is the Id of every machine's RAID controller's Storage resource.
 const StorageID = "RAID.Integrated.1-1"
@@ -40,6 +41,71 @@ type storageState struct {
 	mu      sync.Mutex
 	volumes []Volume
 	next    int
+	pending []pendingVolume // changes held until the next boot (Knobs.RAIDOnReset)
+}
+
+// pendingVolume is a volume create (create set) or delete (deleteID set)
+// waiting for the next boot, and its task.
+type pendingVolume struct {
+	create   *Volume
+	deleteID string
+	task     string
+}
+
+// onReset reports whether the machine's controller applies volume changes
+// only at the next reset.
+func (m *Machine) onReset() bool { return m.Knobs().RAIDOnReset }
+
+// applyTimes are the OperationApplyTime values the Volumes collection offers.
+func (m *Machine) applyTimes() []string {
+	if m.onReset() {
+		return []string{"OnReset"}
+	}
+	return []string{"Immediate"}
+}
+
+// holdVolumeChange queues a change for the next boot and answers 202 with
+// its task monitor.
+func (m *Machine) holdVolumeChange(w http.ResponseWriter, p pendingVolume, what string) {
+	t := m.emu.addTask(m, volumeTask, what+" at the next reset")
+	p.task = t.ID
+	m.storage.pending = append(m.storage.pending, p)
+	w.Header().Set("Location", rfMonitors+"/"+t.ID)
+	writeJSON(w, http.StatusAccepted, taskJSON(&t))
+}
+
+// applyPendingVolumes makes the held volume changes at boot, in order, and
+// ends their tasks.
+func (m *Machine) applyPendingVolumes() {
+	m.storage.mu.Lock()
+	pending := m.storage.pending
+	m.storage.pending = nil
+	var ended []pendingVolume
+	var failed []string
+	for _, p := range pending {
+		switch {
+		case p.create != nil:
+			m.storage.volumes = append(m.storage.volumes, *p.create)
+			ended, failed = append(ended, p), append(failed, "")
+		default:
+			i := slices.IndexFunc(m.storage.volumes, func(v Volume) bool { return v.ID == p.deleteID })
+			msg := ""
+			if i < 0 {
+				msg = "The volume " + p.deleteID + " no longer exists."
+			} else {
+				m.storage.volumes = slices.Delete(m.storage.volumes, i, i+1)
+			}
+			ended, failed = append(ended, p), append(failed, msg)
+		}
+	}
+	m.storage.mu.Unlock()
+	for i, p := range ended {
+		if failed[i] != "" {
+			m.emu.endTask(p.task, TaskException, failed[i])
+		} else {
+			m.emu.endTask(p.task, TaskCompleted, "The volume change was applied.")
+		}
+	}
 }
 
 // Volumes returns the volumes now on the machine's RAID controller.
@@ -92,6 +158,16 @@ func (e *Emulator) serveStorage(w http.ResponseWriter, r *http.Request, m *Machi
 			}
 			writeJSON(w, http.StatusOK, volumeJSON(ctrl, v))
 		case http.MethodDelete:
+			if m.onReset() && m.emu != nil {
+				if _, ok := m.volume(sub[2]); !ok {
+					notFound(w, r)
+					return
+				}
+				m.storage.mu.Lock()
+				m.holdVolumeChange(w, pendingVolume{deleteID: sub[2]}, "Deleting volume "+sub[2])
+				m.storage.mu.Unlock()
+				return
+			}
 			if !m.deleteVolume(sub[2]) {
 				notFound(w, r)
 				return
@@ -138,7 +214,7 @@ func volumesJSON(m *Machine, ctrl string) map[string]any {
 	}
 	c := collection("#VolumeCollection.VolumeCollection", "Volume Collection", ctrl+"/Volumes", members)
 	c["@Redfish.OperationApplyTimeSupport"] = map[string]any{
-		"@odata.type": "#Settings.v1_3_3.OperationApplyTimeSupport", "SupportedValues": []string{"Immediate"}}
+		"@odata.type": "#Settings.v1_3_3.OperationApplyTimeSupport", "SupportedValues": m.applyTimes()}
 	return c
 }
 
@@ -225,7 +301,7 @@ func (m *Machine) createVolume(w http.ResponseWriter, r *http.Request, ctrl stri
 		return
 	}
 	bad := func(code, msg string) { rfError(w, http.StatusBadRequest, code, msg) }
-	if body.ApplyTime != "" && body.ApplyTime != "Immediate" {
+	if body.ApplyTime != "" && !slices.Contains(m.applyTimes(), body.ApplyTime) {
 		bad("Base.1.8.PropertyValueNotInList", fmt.Sprintf("The value '%s' for the property @Redfish.OperationApplyTime is not in the list of acceptable values.", body.ApplyTime))
 		return
 	}
@@ -243,6 +319,13 @@ func (m *Machine) createVolume(w http.ResponseWriter, r *http.Request, ctrl stri
 	for _, v := range m.storage.volumes {
 		for _, d := range v.Drives {
 			used[d] = true
+		}
+	}
+	for _, p := range m.storage.pending { // drives a held create will take
+		if p.create != nil {
+			for _, d := range p.create.Drives {
+				used[d] = true
+			}
 		}
 	}
 	var ids []string
@@ -286,6 +369,10 @@ func (m *Machine) createVolume(w http.ResponseWriter, r *http.Request, ctrl stri
 	v := Volume{ID: fmt.Sprintf("Volume.%d", m.storage.next), Name: body.Name, RAIDType: body.RAIDType, CapacityBytes: size, Drives: ids}
 	if v.Name == "" {
 		v.Name = "Virtual Disk " + fmt.Sprint(m.storage.next)
+	}
+	if m.onReset() && m.emu != nil {
+		m.holdVolumeChange(w, pendingVolume{create: &v}, "Creating volume "+v.ID)
+		return
 	}
 	m.storage.volumes = append(m.storage.volumes, v)
 	w.Header().Set("Location", ctrl+"/Volumes/"+v.ID)

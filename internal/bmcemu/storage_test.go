@@ -112,3 +112,58 @@ func TestStorageVolumes(t *testing.T) {
 		t.Fatalf("after delete: %+v", vols)
 	}
 }
+
+// A controller that applies volume changes only at reset: the collection
+// offers OnReset alone, a create or delete answers 202 with a task monitor
+// that stays 202 until the machine boots, and the change happens then.
+func TestStorageVolumesOnReset(t *testing.T) {
+	const g = int64(1) << 30
+	e := start(t, bmcemu.Config{Count: 1, Hardware: &bmcemu.Hardware{Sockets: 1, CoresPerSocket: 1, ThreadsPerCore: 1,
+		Arch: "x86", DIMMs: 1, DIMMMiB: 1024, DisksBytes: []int64{100 * g, 100 * g}}})
+	m := e.Machines()[0]
+	k := m.Knobs()
+	k.RAIDOnReset = true
+	m.SetKnobs(k)
+	sys := e.URL() + "/redfish/v1/Systems/" + m.ID
+	ctrl := sys + "/Storage/" + bmcemu.StorageID
+	var col struct {
+		Support struct{ SupportedValues []string } `json:"@Redfish.OperationApplyTimeSupport"`
+	}
+	r := do(t, "GET", ctrl+"/Volumes", "admin", pw, "")
+	if err := json.Unmarshal([]byte(r.body), &col); err != nil || strings.Join(col.Support.SupportedValues, ",") != "OnReset" {
+		t.Fatalf("apply times %+v (%v)", col, err)
+	}
+	disk := func(i string) string { return `{"@odata.id": "` + strings.TrimPrefix(ctrl, e.URL()) + `/Drives/Disk.` + i + `"}` }
+	if r := do(t, "POST", ctrl+"/Volumes", "admin", pw, `{"RAIDType": "RAID1", "@Redfish.OperationApplyTime": "Immediate", "Links": {"Drives": [`+disk("1")+`,`+disk("2")+`]}}`); r.status != 400 {
+		t.Fatalf("Immediate on an OnReset controller: %d %s", r.status, r.body)
+	}
+	r = do(t, "POST", ctrl+"/Volumes", "admin", pw, `{"RAIDType": "RAID1", "@Redfish.OperationApplyTime": "OnReset", "Links": {"Drives": [`+disk("1")+`,`+disk("2")+`]}}`)
+	if r.status != 202 || r.header.Get("Location") == "" {
+		t.Fatalf("held create: %d %s", r.status, r.body)
+	}
+	monitor := e.URL() + r.header.Get("Location")
+	if r := do(t, "POST", ctrl+"/Volumes", "admin", pw, `{"RAIDType": "RAID0", "Links": {"Drives": [`+disk("1")+`]}}`); r.status != 400 {
+		t.Fatalf("a drive a held create takes: %d %s", r.status, r.body)
+	}
+	if r := do(t, "GET", monitor, "admin", pw, ""); r.status != 202 || len(m.Volumes()) != 0 {
+		t.Fatalf("before the reset: monitor %d, volumes %+v", r.status, m.Volumes())
+	}
+	if r := do(t, "POST", sys+"/Actions/ComputerSystem.Reset", "admin", pw, `{"ResetType": "On"}`); r.status != 204 {
+		t.Fatalf("power on: %d %s", r.status, r.body)
+	}
+	r = do(t, "GET", monitor, "admin", pw, "")
+	vols := m.Volumes()
+	if r.status != 200 || !strings.Contains(r.body, `"Completed"`) || len(vols) != 1 || vols[0].RAIDType != "RAID1" {
+		t.Fatalf("after the boot: monitor %d %s, volumes %+v", r.status, r.body, vols)
+	}
+	r = do(t, "DELETE", ctrl+"/Volumes/"+vols[0].ID, "admin", pw, "")
+	if r.status != 202 || len(m.Volumes()) != 1 {
+		t.Fatalf("held delete: %d %s, volumes %+v", r.status, r.body, m.Volumes())
+	}
+	if r := do(t, "POST", sys+"/Actions/ComputerSystem.Reset", "admin", pw, `{"ResetType": "ForceRestart"}`); r.status != 204 {
+		t.Fatalf("restart: %d %s", r.status, r.body)
+	}
+	if len(m.Volumes()) != 0 {
+		t.Fatalf("the held delete did not happen at the reset: %+v", m.Volumes())
+	}
+}

@@ -91,11 +91,47 @@ type updateService struct {
 	wg     sync.WaitGroup // running updates
 }
 
-// updateTask is one SimpleUpdate's Task resource.
+// updateTask is one Task resource: a SimpleUpdate's, or a volume change
+// held until the next reset.
 type updateTask struct {
-	ID, State, Status, Message string
-	Start, End                 time.Time
-	machine                    string
+	ID, Name, State, Status, Message string
+	Start, End                       time.Time
+	machine                          string
+}
+
+// Task names.
+const (
+	firmwareTask = "Firmware update"
+	volumeTask   = "Volume change"
+)
+
+// addTask registers a running task for machine m and returns a copy of it.
+func (e *Emulator) addTask(m *Machine, name, message string) updateTask {
+	u := &e.updates
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.tasks == nil {
+		u.tasks = map[string]*updateTask{}
+	}
+	u.nextID++
+	t := &updateTask{ID: strconv.Itoa(u.nextID), Name: name, State: TaskRunning, Status: "OK",
+		Start: time.Now().UTC(), machine: m.ID, Message: message}
+	u.tasks[t.ID] = t
+	return *t
+}
+
+// endTask ends a task: Completed, or Exception with a Critical status.
+func (e *Emulator) endTask(id, state, msg string) {
+	e.updates.mu.Lock()
+	defer e.updates.mu.Unlock()
+	t := e.updates.tasks[id]
+	if t == nil {
+		return
+	}
+	t.State, t.Message, t.End = state, msg, time.Now().UTC()
+	if state != TaskCompleted {
+		t.Status = "Critical"
+	}
 }
 
 // Task states (Redfish TaskState) an update goes through.
@@ -118,7 +154,7 @@ func (e *Emulator) UpdateTasks(id string) []string {
 	defer e.updates.mu.Unlock()
 	var out []string
 	for i := 1; i <= e.updates.nextID; i++ {
-		if t := e.updates.tasks[strconv.Itoa(i)]; t != nil && t.machine == id {
+		if t := e.updates.tasks[strconv.Itoa(i)]; t != nil && t.machine == id && t.Name == firmwareTask {
 			out = append(out, t.State)
 		}
 	}
@@ -205,21 +241,11 @@ func (e *Emulator) simpleUpdate(w http.ResponseWriter, r *http.Request, c creds)
 			"The value for the parameter Targets in the action UpdateService.SimpleUpdate is invalid: name one system this account manages.")
 		return
 	}
-	u2 := &e.updates
-	u2.mu.Lock()
-	if u2.tasks == nil {
-		u2.tasks = map[string]*updateTask{}
-	}
-	u2.nextID++
-	t := &updateTask{ID: strconv.Itoa(u2.nextID), State: TaskRunning, Status: "OK", Start: time.Now().UTC(), machine: m.ID,
-		Message: "Applying " + body.ImageURI}
-	u2.tasks[t.ID] = t
-	u2.wg.Add(1)
-	answer := *t // runUpdate changes t under u2.mu from now on
-	u2.mu.Unlock()
+	e.updates.wg.Add(1)
+	t := e.addTask(m, firmwareTask, "Applying "+body.ImageURI)
 	go e.runUpdate(m, t.ID, body.ImageURI)
 	w.Header().Set("Location", rfMonitors+"/"+t.ID)
-	writeJSON(w, http.StatusAccepted, taskJSON(&answer))
+	writeJSON(w, http.StatusAccepted, taskJSON(&t))
 }
 
 // loopbackHost reports whether host is localhost or a loopback IP literal.
@@ -277,13 +303,7 @@ func (e *Emulator) runUpdate(m *Machine, id, image string) {
 		msg = fmt.Sprintf("%s firmware updated to %s", strings.ToUpper(component), v)
 		e.log.Info("firmware updated", "machine", m.ID, "component", component, "version", v)
 	}
-	e.updates.mu.Lock()
-	t := e.updates.tasks[id]
-	t.State, t.Message, t.End = state, msg, time.Now().UTC()
-	if state != TaskCompleted {
-		t.Status = "Critical"
-	}
-	e.updates.mu.Unlock()
+	e.endTask(id, state, msg)
 }
 
 // fetchFirmware downloads an image and reads its header line.
@@ -353,7 +373,7 @@ func (e *Emulator) serveTasks(w http.ResponseWriter, r *http.Request, monitor bo
 
 func taskJSON(t *updateTask) map[string]any {
 	out := map[string]any{
-		"@odata.type": "#Task.v1_7_0.Task", "@odata.id": rfTasks + "/" + t.ID, "Id": t.ID, "Name": "Firmware update",
+		"@odata.type": "#Task.v1_7_0.Task", "@odata.id": rfTasks + "/" + t.ID, "Id": t.ID, "Name": t.Name,
 		"TaskState": t.State, "TaskStatus": t.Status, "StartTime": t.Start.Format(time.RFC3339),
 		"PercentComplete": 0, "Messages": []any{map[string]any{"Message": t.Message}}, "TaskMonitor": rfMonitors + "/" + t.ID,
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/anvil-metal/anvil/internal/driver"
-	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
@@ -136,7 +135,7 @@ func (b *BIOS) apply(ctx context.Context, t *driver.Task, raw any) error {
 		return fmt.Errorf("Redfish BIOS apply configuration failed for node %s. Error: %w", n.UUID, err)
 	}
 	resp.Body.Close()
-	if err := b.rebootToApply(ctx, t); err != nil {
+	if err := b.d.rebootToApply(ctx, t, "its BIOS settings"); err != nil {
 		return err
 	}
 	c, res, err = b.readBIOS(ctx, n)
@@ -163,7 +162,7 @@ func (b *BIOS) factoryReset(ctx context.Context, t *driver.Task) error {
 		return fmt.Errorf("Redfish BIOS factory reset failed for node %s. Error: %w", n.UUID, err)
 	}
 	resp.Body.Close()
-	if err := b.rebootToApply(ctx, t); err != nil {
+	if err := b.d.rebootToApply(ctx, t, "its BIOS settings"); err != nil {
 		return err
 	}
 	c, res, err = b.readBIOS(ctx, n)
@@ -171,28 +170,6 @@ func (b *BIOS) factoryReset(ctx context.Context, t *driver.Task) error {
 		return err
 	}
 	return b.cacheFrom(t, res, b.registry(c, res))
-}
-
-// rebootToApply reboots the node so that the BMC applies pending settings
-// (Ironic's reboot_to_finish_step). A node that was off is powered off
-// again afterwards, so the step leaves power as it found it (unless it has
-// disable_power_off, which forbids powering it off).
-func (b *BIOS) rebootToApply(ctx context.Context, t *driver.Task) error {
-	was, err := b.d.PowerState(ctx, t)
-	if err != nil {
-		return err
-	}
-	if err := b.d.SetPowerState(ctx, t, fsm.Rebooting); err != nil {
-		return fmt.Errorf("rebooting node %s to apply its BIOS settings: %w", t.Node.UUID, err)
-	}
-	t.Node.PowerState = fsm.PowerOn
-	if was == fsm.PowerOff && !t.Node.DisablePowerOff {
-		if err := b.d.SetPowerState(ctx, t, fsm.PowerOff); err != nil {
-			return err
-		}
-		t.Node.PowerState = fsm.PowerOff
-	}
-	return nil
 }
 
 // pending reads the settings object's attributes (none when unreadable).

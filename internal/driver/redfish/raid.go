@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/anvil-metal/anvil/internal/driver"
@@ -28,9 +29,14 @@ import (
 // (update_raid_config). delete_configuration (clean, deploy and service
 // step) DELETEs every volume with a RAIDType. A 202 answer is followed to
 // its task monitor until it ends (sushy's blocking call, at most
-// raidTaskTimeout). BMCs that apply volume changes only on reset
-// (OperationApplyTime OnReset without Immediate) are refused: Anvil does not
-// reboot to finish a RAID step yet.
+// raidTaskTimeout). A controller that applies volume changes only on reset
+// (OperationApplyTime OnReset without Immediate, as many real ones) gets
+// its changes with OnReset; the BMC holds them behind task monitors, the
+// node is rebooted (Ironic's reboot_to_finish_step; power left as found),
+// and the step waits for every task to complete (Ironic's periodic RAID
+// task check: Completed with an OK or Warning status, else the step fails
+// with the task's messages). With delete_existing on such a controller the
+// deletes are applied by a reboot of their own before the creates are sent.
 //
 // Unlike Ironic 21.4, whose redfish create_configuration ignores it,
 // delete_existing=true deletes the existing volumes first.
@@ -100,7 +106,7 @@ func (r *RAID) ExecuteStep(ctx context.Context, t *driver.Task, kind driver.Step
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return driver.Done, err
 		}
-		return driver.Done, r.create(ctx, t.Node, root, nonRoot, del)
+		return driver.Done, r.create(ctx, t, root, nonRoot, del)
 	case "apply_configuration":
 		cfg, ok := s.Args["raid_config"].(map[string]any)
 		if !ok {
@@ -116,9 +122,9 @@ func (r *RAID) ExecuteStep(ctx context.Context, t *driver.Task, kind driver.Step
 			return driver.Done, err
 		}
 		t.Node.TargetRaidConfig = cfg
-		return driver.Done, r.create(ctx, t.Node, root, nonRoot, del)
+		return driver.Done, r.create(ctx, t, root, nonRoot, del)
 	case "delete_configuration":
-		return driver.Done, r.delete(ctx, t.Node)
+		return driver.Done, r.delete(ctx, t)
 	}
 	return driver.Done, fmt.Errorf("redfish RAID has no %s step %s", kind, s.Step)
 }
@@ -211,18 +217,19 @@ func storages(c *conn, sysPath string) ([]*rfStorage, error) {
 }
 
 // applyTime is the OperationApplyTime to request: Immediate when offered,
-// none when nothing is advertised; OnReset alone is refused.
-func (s *rfStorage) applyTime() (string, error) {
-	switch {
-	case slices.Contains(s.applyAt, "Immediate"):
-		return "Immediate", nil
-	case slices.Contains(s.applyAt, "OnReset"):
-		return "", fmt.Errorf("Redfish storage %s applies volume changes only on reset, which Anvil does not support", s.ID)
+// else OnReset when offered (Ironic's choice), none when nothing is
+// advertised.
+func (s *rfStorage) applyTime() string {
+	for _, at := range []string{"Immediate", "OnReset"} {
+		if slices.Contains(s.applyAt, at) {
+			return at
+		}
 	}
-	return "", nil
+	return ""
 }
 
-func (r *RAID) create(ctx context.Context, n *model.Node, root, nonRoot, deleteExisting bool) error {
+func (r *RAID) create(ctx context.Context, t *driver.Task, root, nonRoot, deleteExisting bool) error {
+	n := t.Node
 	cfg, err := raid.Filter(n, true, true)
 	if err != nil {
 		return err
@@ -263,29 +270,52 @@ func (r *RAID) create(ctx context.Context, n *model.Node, root, nonRoot, deleteE
 		return err
 	}
 	if deleteExisting {
-		if err := r.deleteVolumes(ctx, c, n, all); err != nil {
+		var held []string
+		if err := r.deleteVolumes(ctx, c, n, all, &held); err != nil {
+			return err
+		}
+		if err := r.applyHeld(ctx, t, c, held); err != nil {
 			return err
 		}
 	}
+	var held []string
 	for _, v := range vols {
-		if err := r.createVolume(ctx, c, n, byDrive, drives, v); err != nil {
+		if err := r.createVolume(ctx, c, n, byDrive, drives, v, &held); err != nil {
 			return err
 		}
+	}
+	if err := r.applyHeld(ctx, t, c, held); err != nil {
+		return err
 	}
 	return r.record(c, sysPath, n)
 }
 
+// applyHeld reboots the node so that the BMC applies the volume changes it
+// holds until reset, then waits for their tasks (nothing when none is held).
+func (r *RAID) applyHeld(ctx context.Context, t *driver.Task, c *conn, monitors []string) error {
+	if len(monitors) == 0 {
+		return nil
+	}
+	if err := r.d.rebootToApply(ctx, t, "its RAID configuration"); err != nil {
+		return err
+	}
+	for _, m := range monitors {
+		if err := r.wait(ctx, c, m); err != nil {
+			return fmt.Errorf("Redfish RAID configuration failed for node %s: %w", t.Node.UUID, err)
+		}
+	}
+	return nil
+}
+
 // createVolume POSTs one volume to the storage holding its first drive
-// (Ironic's _get_storage_controller).
-func (r *RAID) createVolume(ctx context.Context, c *conn, n *model.Node, byDrive map[string]*rfStorage, drives []raid.Drive, v raid.Volume) error {
+// (Ironic's _get_storage_controller); a create the BMC holds until reset
+// adds its task monitor to held.
+func (r *RAID) createVolume(ctx context.Context, c *conn, n *model.Node, byDrive map[string]*rfStorage, drives []raid.Drive, v raid.Volume, held *[]string) error {
 	s := byDrive[v.Drives[0]]
 	if s == nil || s.Volumes.ID == "" {
 		return fmt.Errorf("No storage controller found for node %s", n.UUID)
 	}
-	at, err := s.applyTime()
-	if err != nil {
-		return err
-	}
+	at := s.applyTime()
 	level, _ := raid.LevelInfo(v.RAIDLevel)
 	var links []link
 	for _, id := range v.Drives {
@@ -303,10 +333,11 @@ func (r *RAID) createVolume(ctx context.Context, c *conn, n *model.Node, byDrive
 	if err != nil {
 		return fmt.Errorf("Redfish driver failed to create virtual disk for node %s. Reason: %w.", n.UUID, err)
 	}
-	return r.finish(ctx, c, resp)
+	return r.finish(ctx, c, resp, at, held)
 }
 
-func (r *RAID) delete(ctx context.Context, n *model.Node) error {
+func (r *RAID) delete(ctx context.Context, t *driver.Task) error {
+	n := t.Node
 	c, sysPath, err := r.d.target(ctx, n)
 	if err != nil {
 		return err
@@ -315,7 +346,11 @@ func (r *RAID) delete(ctx context.Context, n *model.Node) error {
 	if err != nil {
 		return fmt.Errorf("Cannot get the list of volumes to delete for node %s. Reason: %w.", n.UUID, err)
 	}
-	if err := r.deleteVolumes(ctx, c, n, all); err != nil {
+	var held []string
+	if err := r.deleteVolumes(ctx, c, n, all, &held); err != nil {
+		return err
+	}
+	if err := r.applyHeld(ctx, t, c, held); err != nil {
 		return err
 	}
 	return r.record(c, sysPath, n)
@@ -323,16 +358,13 @@ func (r *RAID) delete(ctx context.Context, n *model.Node) error {
 
 // deleteVolumes deletes every volume with a RAID type, on every storage
 // (Ironic's _submit_delete_configuration).
-func (r *RAID) deleteVolumes(ctx context.Context, c *conn, n *model.Node, all []*rfStorage) error {
+func (r *RAID) deleteVolumes(ctx context.Context, c *conn, n *model.Node, all []*rfStorage, held *[]string) error {
 	for _, s := range all {
 		for _, v := range s.volumes {
 			if v.RAIDType == "" {
 				continue
 			}
-			at, err := s.applyTime()
-			if err != nil {
-				return err
-			}
+			at := s.applyTime()
 			var body []byte
 			if at != "" {
 				body, _ = json.Marshal(map[string]string{"@Redfish.OperationApplyTime": at})
@@ -341,7 +373,7 @@ func (r *RAID) deleteVolumes(ctx context.Context, c *conn, n *model.Node, all []
 			if err != nil {
 				return fmt.Errorf("Redfish driver failed to delete volume %s of node %s: %w", v.ID, n.UUID, err)
 			}
-			if err := r.finish(ctx, c, resp); err != nil {
+			if err := r.finish(ctx, c, resp, at, held); err != nil {
 				return err
 			}
 		}
@@ -350,8 +382,9 @@ func (r *RAID) deleteVolumes(ctx context.Context, c *conn, n *model.Node, all []
 }
 
 // finish follows a 202 answer's task monitor (Location) until the task
-// ends, as sushy's blocking call; any other 2xx is done.
-func (r *RAID) finish(ctx context.Context, c *conn, resp *http.Response) error {
+// ends, as sushy's blocking call; any other 2xx is done. A change requested
+// OnReset is not waited for: its monitor is added to held.
+func (r *RAID) finish(ctx context.Context, c *conn, resp *http.Response, at string, held *[]string) error {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted {
 		return nil
@@ -360,6 +393,17 @@ func (r *RAID) finish(ctx context.Context, c *conn, resp *http.Response) error {
 	if monitor == "" {
 		return fmt.Errorf("Redfish answered 202 to %s without a Location header", resp.Request.URL.Path)
 	}
+	if at == "OnReset" {
+		*held = append(*held, monitor)
+		return nil
+	}
+	return r.wait(ctx, c, monitor)
+}
+
+// wait polls a task monitor until the task ends (at most raidTaskTimeout);
+// a Task that ended other than Completed with an OK or Warning status is
+// the error, with its messages.
+func (r *RAID) wait(ctx context.Context, c *conn, monitor string) error {
 	deadline := time.Now().Add(raidTaskTimeout)
 	for {
 		if err := r.d.sleep(ctx, r.d.cfg.PollInterval); err != nil {
@@ -369,10 +413,10 @@ func (r *RAID) finish(ctx context.Context, c *conn, resp *http.Response) error {
 		if err != nil {
 			return fmt.Errorf("Redfish task %s failed: %w", monitor, err)
 		}
-		_, _ = io.Copy(io.Discard, m.Body)
+		body, _ := io.ReadAll(io.LimitReader(m.Body, 1<<20))
 		m.Body.Close()
 		if m.StatusCode != http.StatusAccepted {
-			return nil
+			return taskOutcome(monitor, body)
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("Redfish task %s did not end within %s", monitor, raidTaskTimeout)
@@ -398,4 +442,26 @@ func (r *RAID) record(c *conn, sysPath string, n *model.Node) error {
 		}
 	}
 	return raid.Apply(n, lds, r.now())
+}
+
+// taskOutcome reads a finished task monitor's body: a Task that did not
+// complete well is an error with its messages; any other body is success.
+func taskOutcome(monitor string, body []byte) error {
+	var task struct {
+		TaskState, TaskStatus string
+		Messages              []struct{ Message string }
+	}
+	if json.Unmarshal(body, &task) != nil || task.TaskState == "" {
+		return nil
+	}
+	if task.TaskState == "Completed" && (task.TaskStatus == "" || task.TaskStatus == "OK" || task.TaskStatus == "Warning") {
+		return nil
+	}
+	var msgs []string
+	for _, m := range task.Messages {
+		if m.Message != "" {
+			msgs = append(msgs, m.Message)
+		}
+	}
+	return fmt.Errorf("task %s ended %s (%s): %s", monitor, task.TaskState, task.TaskStatus, strings.Join(msgs, "; "))
 }

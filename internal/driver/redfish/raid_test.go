@@ -145,13 +145,11 @@ func TestRAIDApplyConfigurationDeployStep(t *testing.T) {
 }
 
 // TestRAIDTaskMonitor: a BMC answering 202 with a task monitor is
-// followed until the task ends (sushy's blocking call); one that applies
-// volume changes only on reset is refused before anything is sent.
+// followed until the task ends (sushy's blocking call).
 func TestRAIDTaskMonitor(t *testing.T) {
 	e, m := raidEmulator(t)
 	var mu sync.Mutex
 	var polls int
-	onReset := false
 	inner := e.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
@@ -173,10 +171,6 @@ func TestRAIDTaskMonitor(t *testing.T) {
 			}
 			w.Header().Set("Location", "/taskmon/1")
 			w.WriteHeader(http.StatusAccepted)
-		case onReset && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/Volumes"):
-			rec := httptest.NewRecorder()
-			inner.ServeHTTP(rec, r)
-			_, _ = w.Write([]byte(strings.Replace(rec.Body.String(), `"Immediate"`, `"OnReset"`, 1)))
 		default:
 			inner.ServeHTTP(w, r)
 		}
@@ -194,13 +188,54 @@ func TestRAIDTaskMonitor(t *testing.T) {
 	if polls != 3 {
 		t.Errorf("task monitor polled %d times, want until it ended (3)", polls)
 	}
-	onReset = true
 	mu.Unlock()
 	if v := m.Volumes(); len(v) != 1 || len(n.RaidConfig["logical_disks"].([]any)) != 1 {
 		t.Fatalf("volumes %+v raid_config %v", v, n.RaidConfig)
 	}
-	_, err := r.ExecuteStep(context.Background(), &driver.Task{Node: n}, driver.CleanSteps, driver.Step{Interface: "raid", Step: "delete_configuration"})
-	if err == nil || !strings.Contains(err.Error(), "applies volume changes only on reset") || len(m.Volumes()) != 1 {
-		t.Fatalf("OnReset BMC: %v, volumes %+v", err, m.Volumes())
+}
+
+// TestRAIDOnReset: a controller that applies volume changes only at reset
+// (the emulator's RAIDOnReset: OnReset alone offered, changes held behind
+// task monitors until the machine boots) gets its changes OnReset, the node
+// is rebooted and left off as found, and the step ends once the tasks
+// completed — for creates, deletes, and delete_existing (two reboots).
+func TestRAIDOnReset(t *testing.T) {
+	e, m := raidEmulator(t)
+	k := m.Knobs()
+	k.RAIDOnReset = true
+	m.SetKnobs(k)
+	r := fastDriver().NewRAID()
+	n := node(e, m.ID, testPassword, "basic")
+	n.TargetRaidConfig = jsonObj(t, `{"logical_disks": [{"raid_level": "1", "size_gb": 10}]}`)
+	step := func(name string, args model.JSON) error {
+		_, err := r.ExecuteStep(context.Background(), &driver.Task{Node: n}, driver.CleanSteps,
+			driver.Step{Interface: "raid", Step: name, Args: args})
+		return err
+	}
+	boots := m.Status().Boots
+	if err := step("create_configuration", nil); err != nil {
+		t.Fatal(err)
+	}
+	v := m.Volumes()
+	if len(v) != 1 || v[0].RAIDType != "RAID1" || len(n.RaidConfig["logical_disks"].([]any)) != 1 {
+		t.Fatalf("after create: volumes %+v raid_config %v", v, n.RaidConfig)
+	}
+	if st := m.Status(); st.Boots != boots+1 || st.Power != "Off" {
+		t.Fatalf("create: %d boots (want 1), power %s (want Off, as found)", st.Boots-boots, st.Power)
+	}
+	if err := step("create_configuration", model.JSON{"delete_existing": true}); err != nil {
+		t.Fatal(err)
+	}
+	if v2 := m.Volumes(); len(v2) != 1 || v2[0].ID == v[0].ID {
+		t.Fatalf("delete_existing: volumes %+v (was %+v)", v2, v)
+	}
+	if st := m.Status(); st.Boots != boots+3 {
+		t.Fatalf("delete_existing: %d boots in all, want 3", st.Boots-boots)
+	}
+	if err := step("delete_configuration", nil); err != nil {
+		t.Fatal(err)
+	}
+	if v := m.Volumes(); len(v) != 0 || len(n.RaidConfig["logical_disks"].([]any)) != 0 {
+		t.Fatalf("after delete: volumes %+v raid_config %v", v, n.RaidConfig)
 	}
 }

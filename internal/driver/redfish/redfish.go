@@ -385,3 +385,25 @@ func RequestedBootMode(n *model.Node) string {
 	}
 	return ""
 }
+
+// rebootToApply reboots the node so that the BMC applies pending changes
+// (what: "its BIOS settings", ...; Ironic's reboot_to_finish_step). A node that was off is powered off
+// again afterwards, so the step leaves power as it found it (unless it has
+// disable_power_off, which forbids powering it off).
+func (d *Driver) rebootToApply(ctx context.Context, t *driver.Task, what string) error {
+	was, err := d.PowerState(ctx, t)
+	if err != nil {
+		return err
+	}
+	if err := d.SetPowerState(ctx, t, fsm.Rebooting); err != nil {
+		return fmt.Errorf("rebooting node %s to apply %s: %w", t.Node.UUID, what, err)
+	}
+	t.Node.PowerState = fsm.PowerOn
+	if was == fsm.PowerOff && !t.Node.DisablePowerOff {
+		if err := d.SetPowerState(ctx, t, fsm.PowerOff); err != nil {
+			return err
+		}
+		t.Node.PowerState = fsm.PowerOff
+	}
+	return nil
+}
