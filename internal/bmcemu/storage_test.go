@@ -133,7 +133,9 @@ func TestStorageVolumesOnReset(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.body), &col); err != nil || strings.Join(col.Support.SupportedValues, ",") != "OnReset" {
 		t.Fatalf("apply times %+v (%v)", col, err)
 	}
-	disk := func(i string) string { return `{"@odata.id": "` + strings.TrimPrefix(ctrl, e.URL()) + `/Drives/Disk.` + i + `"}` }
+	disk := func(i string) string {
+		return `{"@odata.id": "` + strings.TrimPrefix(ctrl, e.URL()) + `/Drives/Disk.` + i + `"}`
+	}
 	if r := do(t, "POST", ctrl+"/Volumes", "admin", pw, `{"RAIDType": "RAID1", "@Redfish.OperationApplyTime": "Immediate", "Links": {"Drives": [`+disk("1")+`,`+disk("2")+`]}}`); r.status != 400 {
 		t.Fatalf("Immediate on an OnReset controller: %d %s", r.status, r.body)
 	}
