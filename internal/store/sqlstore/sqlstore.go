@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/anvil-metal/anvil/internal/store"
@@ -108,7 +109,7 @@ func (t *txStmts) prepared(query string) (querier, string) {
 	if st, ok := t.byQ[query]; ok {
 		return stmtQuerier{st}, ""
 	}
-	if !t.fail[query] {
+	if !t.fail[query] && !strings.Contains(strings.TrimRight(query, "; \n\t"), ";") { // one statement only
 		st, err := t.tx.PrepareContext(context.Background(), query)
 		if err == nil {
 			t.byQ[query] = st
