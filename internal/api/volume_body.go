@@ -316,7 +316,11 @@ func (rc *call) writeTarget(w *jw, t *model.VolumeTarget, fields []string) {
 		case "extra":
 			w.object(t.Extra)
 		case "properties":
-			w.masked(t.Properties)
+			if shown, hidden := rc.redactTargetProperties(t); hidden {
+				w.any(shown)
+			} else {
+				w.masked(t.Properties)
+			}
 		case "volume_id":
 			w.str(t.VolumeID)
 		case "volume_type":
@@ -328,4 +332,13 @@ func (rc *call) writeTarget(w *jw, t *model.VolumeTarget, fields []string) {
 		}
 	}
 	w.endObj()
+}
+
+// redactTargetProperties is what the request's principal is shown instead
+// of a target's properties, if it may not see them.
+func (rc *call) redactTargetProperties(t *model.VolumeTarget) (any, bool) {
+	if rc.redact == nil {
+		return nil, false
+	}
+	return rc.redact(&model.Node{UUID: t.NodeUUID}, TargetPropertiesField)
 }

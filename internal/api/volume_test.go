@@ -60,9 +60,18 @@ func TestVolumeConnectors(t *testing.T) {
 	// Ironic's API creates without the node's lock or a power check.
 	onConn := mustCreateVolume(t, e, "connectors", `{"node_uuid": "`+on.UUID+`", "type": "wwpn", "connector_id": "50:00:00:00:00:00:00:01"}`)["uuid"].(string)
 	mgConn := mustCreateVolume(t, e, "connectors", `{"node_uuid": "`+manageable.UUID+`", "type": "mac", "connector_id": "52:54:00:00:00:01"}`)["uuid"].(string)
+	locked := e.mustNode(&model.Node{Name: "vol-locked", PowerState: "power off"})
+	lockedConn := mustCreateVolume(t, e, "connectors", `{"node_uuid": "`+locked.UUID+`", "type": "ip", "connector_id": "10.0.0.9"}`)["uuid"].(string)
+	if _, err := e.st.ReserveNode(t.Context(), locked.UUID, "other"); err != nil {
+		t.Fatal(err)
+	}
 	unknown := "11111111-2222-4333-8444-555555555555"
 	runVCases(t, e, []vcase{
 		{"before 1.32", "POST", "/v1/volume/connectors", `{}`, at(31), 404, "", nil},
+		{"patch under another's lock", "PATCH", "/v1/volume/connectors/" + lockedConn, `[{"op": "replace", "path": "/connector_id", "value": "10.0.0.8"}]`,
+			latest, 409, "Node " + locked.UUID + " is locked by host other, please retry after the current operation is completed.", nil},
+		{"delete under another's lock", "DELETE", "/v1/volume/connectors/" + lockedConn, "", latest, 409,
+			"Node " + locked.UUID + " is locked by host other, please retry after the current operation is completed.", nil},
 		{"duplicate type and id", "POST", "/v1/volume/connectors", `{"node_uuid": "` + on.UUID + `", "type": "iqn", "connector_id": "` + iqn + `"}`,
 			latest, 409, "A volume connector with type iqn and connector ID " + iqn + " already exists.", nil},
 		{"duplicate uuid", "POST", "/v1/volume/connectors", `{"uuid": "` + id + `", "node_uuid": "` + on.UUID + `", "type": "ip", "connector_id": "10.0.0.1"}`,
