@@ -20,7 +20,8 @@ type volumeKind struct {
 	name, plural string // "connector", "connectors"
 	listFields   []string
 	detailFields []string
-	// strs are the string options of create and set: flag → field.
+	// strs are the scalar options of create and set, flag → field, in
+	// python-ironicclient's patch order (boot-index is the integer one).
 	strs [][2]string
 	// dicts are the key=value options: flag → field; create, set and
 	// unset take them.
@@ -42,8 +43,8 @@ var (
 		listFields: []string{"uuid", "node_uuid", "volume_type", "boot_index", "volume_id"},
 		detailFields: []string{"uuid", "node_uuid", "volume_type", "properties", "boot_index", "extra",
 			"volume_id", "created_at", "updated_at"},
-		strs:     [][2]string{{"type", "volume_type"}, {"volume-id", "volume_id"}},
-		dicts:    [][2]string{{"extra", "extra"}, {"property", "properties"}},
+		strs:     [][2]string{{"type", "volume_type"}, {"boot-index", "boot_index"}, {"volume-id", "volume_id"}},
+		dicts:    [][2]string{{"property", "properties"}, {"extra", "extra"}},
 		required: []string{"node", "type", "boot-index", "volume-id"}, bootIndex: true}
 )
 
@@ -79,7 +80,9 @@ func (k *volumeKind) addOpts(cmd *cobra.Command, verb string) *volumeOpts {
 	f := cmd.Flags()
 	f.StringVar(&o.node, "node", "", verb+" the node (name or UUID) of this volume "+k.name)
 	for _, s := range k.strs {
-		o.strs[s[0]] = f.String(s[0], "", verb+" the "+strings.ReplaceAll(s[1], "_", " "))
+		if s[0] != "boot-index" {
+			o.strs[s[0]] = f.String(s[0], "", verb+" the "+strings.ReplaceAll(s[1], "_", " "))
+		}
 	}
 	for _, d := range k.dicts {
 		o.dicts[d[0]] = f.StringArray(d[0], nil, d[1]+" key=value (repeatable)")
@@ -102,9 +105,9 @@ func (a *app) volumeCreateCmd(k *volumeKind) *cobra.Command {
 	_ = cmd.RegisterFlagCompletionFunc("node", a.completeNodes)
 	addShowOutput(cmd, &out)
 	cmd.RunE = a.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-		body := map[string]any{}
-		for _, s := range k.strs {
-			body[s[1]] = *o.strs[s[0]]
+		body, err := o.scalars(k, cmd)
+		if err != nil {
+			return err
 		}
 		for _, d := range k.dicts {
 			m, err := kvMap(*o.dicts[d[0]])
@@ -114,9 +117,6 @@ func (a *app) volumeCreateCmd(k *volumeKind) *cobra.Command {
 			if m != nil {
 				body[d[1]] = m
 			}
-		}
-		if cmd.Flags().Changed("boot-index") {
-			body["boot_index"] = o.bootIndex
 		}
 		if id != "" {
 			body["uuid"] = id
@@ -259,15 +259,15 @@ func (a *app) volumeSetCmd(k *volumeKind, unset bool) *cobra.Command {
 			return err
 		}
 		var ops []patchOp
+		if !unset {
+			if ops, err = o.patch(ctx, c, k, cmd); err != nil {
+				return err
+			}
+		}
 		for _, d := range k.dicts {
 			if unset {
 				ops = removeKeys(ops, "/"+d[1], *keys[d[0]])
 			} else if ops, err = addKV(ops, "/"+d[1], *o.dicts[d[0]]); err != nil {
-				return err
-			}
-		}
-		if !unset {
-			if ops, err = o.patch(ctx, c, k, cmd, ops); err != nil {
 				return err
 			}
 		}
@@ -280,22 +280,43 @@ func (a *app) volumeSetCmd(k *volumeKind, unset bool) *cobra.Command {
 	return cmd
 }
 
-// patch appends the operations of set's node, string and boot index options.
-func (o *volumeOpts) patch(ctx context.Context, c *Client, k *volumeKind, cmd *cobra.Command, ops []patchOp) ([]patchOp, error) {
+// scalars are the node-less scalar options given, by field: strings as
+// given, the boot index an integer (not negative).
+func (o *volumeOpts) scalars(k *volumeKind, cmd *cobra.Command) (map[string]any, error) {
+	out := map[string]any{}
+	for _, s := range k.strs {
+		switch {
+		case s[0] == "boot-index" && cmd.Flags().Changed(s[0]):
+			if o.bootIndex < 0 {
+				return nil, usageErrorf("Expected non-negative --boot-index, got %d", o.bootIndex)
+			}
+			out[s[1]] = o.bootIndex
+		case s[0] != "boot-index" && *o.strs[s[0]] != "":
+			out[s[1]] = *o.strs[s[0]]
+		}
+	}
+	return out, nil
+}
+
+// patch is the "add" operations of set's node and scalar options, in
+// python-ironicclient's order.
+func (o *volumeOpts) patch(ctx context.Context, c *Client, k *volumeKind, cmd *cobra.Command) ([]patchOp, error) {
+	var ops []patchOp
 	if o.node != "" {
 		id, err := nodeUUID(ctx, c, o.node)
 		if err != nil {
 			return nil, err
 		}
-		ops = append(ops, patchOp{Op: "replace", Path: "/node_uuid", Value: id})
+		ops = append(ops, patchOp{Op: "add", Path: "/node_uuid", Value: id})
+	}
+	vals, err := o.scalars(k, cmd)
+	if err != nil {
+		return nil, err
 	}
 	for _, s := range k.strs {
-		if v := *o.strs[s[0]]; v != "" {
-			ops = append(ops, patchOp{Op: "replace", Path: "/" + s[1], Value: v})
+		if v, ok := vals[s[1]]; ok {
+			ops = append(ops, patchOp{Op: "add", Path: "/" + s[1], Value: v})
 		}
-	}
-	if cmd.Flags().Changed("boot-index") {
-		ops = append(ops, patchOp{Op: "replace", Path: "/boot_index", Value: o.bootIndex})
 	}
 	return ops, nil
 }

@@ -144,8 +144,8 @@ func TestVolumeCommands(t *testing.T) {
 	}
 
 	run(0, "volume", "connector", "set", conn, "--connector-id", "iqn.y", "--node", "node-01", "--extra", "row=2")
-	if want := `PATCH /v1/volume/connectors/` + conn + ` [{"op":"add","path":"/extra/row","value":2},{"op":"replace","path":"/node_uuid","value":"` +
-		volumeFakeNode + `"},{"op":"replace","path":"/connector_id","value":"iqn.y"}]`; lastCall() != want {
+	if want := `PATCH /v1/volume/connectors/` + conn + ` [{"op":"add","path":"/node_uuid","value":"` + volumeFakeNode +
+		`"},{"op":"add","path":"/connector_id","value":"iqn.y"},{"op":"add","path":"/extra/row","value":2}]`; lastCall() != want {
 		t.Errorf("set sent %q\nwant     %q", lastCall(), want)
 	}
 	run(0, "volume", "connector", "unset", conn, "--extra", "rack")
@@ -168,8 +168,11 @@ func TestVolumeCommands(t *testing.T) {
 		t.Errorf("target create sent %q", call)
 	}
 	run(0, "volume", "target", "set", target, "--boot-index", "0", "--type", "fibre_channel")
-	if want := `PATCH /v1/volume/targets/` + target + ` [{"op":"replace","path":"/volume_type","value":"fibre_channel"},{"op":"replace","path":"/boot_index","value":0}]`; lastCall() != want {
+	if want := `PATCH /v1/volume/targets/` + target + ` [{"op":"add","path":"/volume_type","value":"fibre_channel"},{"op":"add","path":"/boot_index","value":0}]`; lastCall() != want {
 		t.Errorf("target set sent %q\nwant            %q", lastCall(), want)
+	}
+	if r := run(1, "volume", "target", "set", target, "--boot-index", "-1"); !strings.Contains(r.stderr, "Expected non-negative --boot-index, got -1") {
+		t.Errorf("negative boot index: %+v", r)
 	}
 	r = run(0, "volume", "target", "list", "--node", "node-01", "--long", "-f", "value", "-c", "Boot Index", "-c", "Driver Volume Type", "-c", "Properties")
 	// Columns come in the list's order; dicts as osc-lib's format_dict.
