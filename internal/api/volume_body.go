@@ -196,7 +196,7 @@ func (rc *call) patchVolumeDoc(doc map[string]any, ops []patchOp, allowed []stri
 		}
 	}
 	if vals := patchValues(ops, "/node_uuid"); len(vals) > 0 {
-		if err := rc.checkPortNodeLink(vals[0]); err != nil {
+		if err := rc.checkPortNodeLink(vals[0], docString(node)); err != nil {
 			return nil, err
 		}
 		node = canonicalUUID(vals[0].(string))

@@ -65,9 +65,13 @@ func TestVolumeConnectors(t *testing.T) {
 	if _, err := e.st.ReserveNode(t.Context(), locked.UUID, "other"); err != nil {
 		t.Fatal(err)
 	}
+	owned := e.mustNode(&model.Node{Name: "vol-owned", PowerState: "power off", Owner: "p1"})
 	unknown := "11111111-2222-4333-8444-555555555555"
 	runVCases(t, e, []vcase{
 		{"before 1.32", "POST", "/v1/volume/connectors", `{}`, at(31), 404, "", nil},
+		// Ironic's fix of CVE-2026-44918: no moving to another owner's node.
+		{"patch onto another owner's node", "PATCH", "/v1/volume/connectors/" + id, `[{"op": "replace", "path": "/node_uuid", "value": "` + owned.UUID + `"}]`,
+			latest, 400, "Unable to apply the requested node_uuid '" + owned.UUID + "'. Requested value was invalid.", nil},
 		{"patch under another's lock", "PATCH", "/v1/volume/connectors/" + lockedConn, `[{"op": "replace", "path": "/connector_id", "value": "10.0.0.8"}]`,
 			latest, 409, "Node " + locked.UUID + " is locked by host other, please retry after the current operation is completed.", nil},
 		{"delete under another's lock", "DELETE", "/v1/volume/connectors/" + lockedConn, "", latest, 409,
