@@ -37,6 +37,10 @@ type Store interface {
 	ListChassis(ctx context.Context, q store.ChassisQuery) ([]*model.Chassis, error)
 	GetDeployTemplate(ctx context.Context, ident string) (*model.DeployTemplate, error)
 	ListDeployTemplates(ctx context.Context, q store.DeployTemplateQuery) ([]*model.DeployTemplate, error)
+	GetVolumeConnector(ctx context.Context, uuid string) (*model.VolumeConnector, error)
+	ListVolumeConnectors(ctx context.Context, q store.VolumeQuery) ([]*model.VolumeConnector, error)
+	GetVolumeTarget(ctx context.Context, uuid string) (*model.VolumeTarget, error)
+	ListVolumeTargets(ctx context.Context, q store.VolumeQuery) ([]*model.VolumeTarget, error)
 	// Broker is the stream the store publishes its node changes on; never nil.
 	Broker() *eventbus.Broker
 }
@@ -147,6 +151,18 @@ type Conductor interface {
 	CreateDeployTemplate(ctx context.Context, t *model.DeployTemplate) error
 	UpdateDeployTemplate(ctx context.Context, ident string, apply func(t *model.DeployTemplate) error) (*model.DeployTemplate, error)
 	DeleteDeployTemplate(ctx context.Context, ident string) error
+
+	// Volume connectors and targets (1.32): created without a lock; an
+	// update locks the node the changed record names and needs it powered
+	// off, a deletion locks its node and needs it powered off or in a
+	// delete-allowed state (fault Invalid otherwise). Errors: fault
+	// NotFound, Conflict (locked node, duplicate), and apply's own.
+	CreateVolumeConnector(ctx context.Context, c *model.VolumeConnector) error
+	UpdateVolumeConnector(ctx context.Context, id string, apply func(c *model.VolumeConnector) error) (*model.VolumeConnector, error)
+	DeleteVolumeConnector(ctx context.Context, id string) error
+	CreateVolumeTarget(ctx context.Context, t *model.VolumeTarget) error
+	UpdateVolumeTarget(ctx context.Context, id string, apply func(t *model.VolumeTarget) error) (*model.VolumeTarget, error)
+	DeleteVolumeTarget(ctx context.Context, id string) error
 
 	// Heartbeat is an agent's callback: it resumes a node in a wait state.
 	Heartbeat(ctx context.Context, ident string, hb conductor.HeartbeatRequest) error

@@ -25,7 +25,17 @@ var bodyEndpoints = []struct{ method, path string }{
 	{"POST", "/v1/nodes/bad-input/vifs"},
 	{"POST", "/v1/allocations"},
 	{"PATCH", "/v1/allocations/bad-input-alloc"},
+	{"POST", "/v1/volume/connectors"},
+	{"PATCH", "/v1/volume/connectors/" + badInputConnector},
+	{"POST", "/v1/volume/targets"},
+	{"PATCH", "/v1/volume/targets/" + badInputTarget},
 }
+
+// The volume connector and target FuzzRequestBodies patches.
+const (
+	badInputConnector = "00000000-0000-4000-8000-0000000000c1"
+	badInputTarget    = "00000000-0000-4000-8000-0000000000c2"
+)
 
 func TestBadBodiesAre4xx(t *testing.T) {
 	deep := strings.Repeat("[", 26) + strings.Repeat("]", 26)

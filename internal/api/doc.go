@@ -65,9 +65,12 @@
 //     /v1/drivers/{driver}/vendor_passthru (?method=NAME, any HTTP method,
 //     a JSON object body) with .../methods; synchronous methods answer 200
 //     with their value, asynchronous ones 202 (vendor.go).
-//   - 1.32: /v1/volume and /v1/nodes/{node}/volume with their connectors
-//     and targets collections, always empty (storage interface noop only;
-//     creating them is not offered), so the links lead somewhere.
+//   - 1.32: volume connectors and targets (volume.go, volume_body.go):
+//     /v1/volume/{connectors,targets} listed (node, detail, fields,
+//     paging), shown, created, patched and deleted, and listed under
+//     /v1/nodes/{node}/volume; Ironic's checks and texts, the node's
+//     lock and power state checked by the conductor, target properties
+//     masked. The only storage interface is noop: nothing uses them yet.
 //   - 1.54: POST /v1/events: Neutron's port events, validated as Ironic
 //     does and logged (204).
 //   - 1.76: PUT .../states/boot_mode and .../states/secure_boot, in a
@@ -136,7 +139,7 @@
 // node_body.go, render_node.go, node_states.go, history.go, ports.go,
 // port_body.go, portgroups.go, portgroup_body.go, vifs.go, traits.go
 // (with ostraits.go), allocations.go, deploy_templates.go, chassis.go, drivers.go, conductors.go, lookup.go, agent.go,
-// continue_inspection.go, inventory.go, vendor.go, volume.go, shards.go, console.go, bootmode.go,
+// continue_inspection.go, inventory.go, vendor.go, volume.go (with volume_body.go), shards.go, console.go, bootmode.go,
 // indicators.go, netevents.go (POST /v1/events), events.go (the watch stream) and
 // metrics.go (route names for request metrics).
 package api

@@ -135,6 +135,26 @@ func FuzzRequestBodies(f *testing.F) {
 	if err := e.st.CreatePortgroup(f.Context(), &model.Portgroup{NodeUUID: n.UUID, Name: "bad-input-pg", Mode: "active-backup"}); err != nil {
 		f.Fatal(err)
 	}
+	// Volume records on a powered-off node, so patches reach the store.
+	off := e.mustNode(&model.Node{Name: "bad-input-off", PowerState: "power off"})
+	if err := e.st.CreateVolumeConnector(f.Context(), &model.VolumeConnector{UUID: badInputConnector, NodeUUID: off.UUID,
+		Type: "iqn", ConnectorID: "iqn.fuzz"}); err != nil {
+		f.Fatal(err)
+	}
+	if err := e.st.CreateVolumeTarget(f.Context(), &model.VolumeTarget{UUID: badInputTarget, NodeUUID: off.UUID,
+		VolumeType: "iscsi", VolumeID: "v"}); err != nil {
+		f.Fatal(err)
+	}
+	for i, ep := range bodyEndpoints {
+		if strings.HasPrefix(ep.path, "/v1/volume/") {
+			for _, s := range []string{`{"node_uuid":"` + off.UUID + `","type":"iqn","connector_id":"iqn.2"}`,
+				`{"node_uuid":"` + off.UUID + `","volume_type":"iscsi","boot_index":1,"volume_id":"v","properties":{"a":1}}`,
+				`[{"op":"replace","path":"/boot_index","value":3},{"op":"add","path":"/extra/a","value":[1]}]`,
+				`[{"op":"replace","path":"/node_uuid","value":"` + n.UUID + `"}]`, `[{"op":"remove","path":"/type"}]`} {
+				f.Add(uint8(i), []byte(s))
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		ep := bodyEndpoints[int(which)%len(bodyEndpoints)]
 		rec := e.with(t).do(ep.method, ep.path, string(body), latest)

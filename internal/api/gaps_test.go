@@ -58,8 +58,11 @@ func TestVolumeLinks(t *testing.T) {
 	expect(t, e, "GET", "/v1/volume", "", latest, 200, `{"links": [{"href": "http://`+testHost+`/v1/volume/", "rel": "self"}, {"href": "http://`+testHost+`/volume/", "rel": "bookmark"}], "connectors": [{"href": "http://`+testHost+`/v1/volume/connectors", "rel": "self"}`)
 	expect(t, e, "GET", "/v1/volume/connectors", "", latest, 200, `{"connectors": []}`)
 	expect(t, e, "GET", "/v1/volume/targets", "", latest, 200, `{"targets": []}`)
-	expect(t, e, "GET", "/v1/volume/targets/x1", "", latest, 404, "Volume target x1 could not be found.")
-	expect(t, e, "GET", "/v1/volume/connectors/x1", "", latest, 404, "Volume connector x1 could not be found.")
+	expect(t, e, "GET", "/v1/volume/targets/x1", "", latest, 400, "Expected UUID for target_uuid: x1")
+	expect(t, e, "GET", "/v1/volume/connectors/x1", "", latest, 400, "Expected UUID for connector_uuid: x1")
+	const unknown = "11111111-2222-4333-8444-555555555555"
+	expect(t, e, "GET", "/v1/volume/targets/"+unknown, "", latest, 404, "Volume target "+unknown+" could not be found.")
+	expect(t, e, "GET", "/v1/volume/connectors/"+unknown, "", latest, 404, "Volume connector "+unknown+" could not be found.")
 	expect(t, e, "GET", "/v1/volume", "", at(31), 404, "")
 	// the node document's volume link leads somewhere
 	links, _ := n["volume"].([]any)

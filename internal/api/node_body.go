@@ -141,8 +141,8 @@ func additionalText(extra []string) string {
 
 func checkProp(what string, p nodeProp, val any) error {
 	t := jsonType(val)
-	if t == "integer" || t == "number" {
-		t = "number"
+	if t == "integer" && !slices.Contains(p.types, "integer") {
+		t = "number" // an integer is a number; "integer" only where a schema asks for it
 	}
 	if !slices.Contains(p.types, t) {
 		return schemaError(what, "%s is not of type %s", pyrepr.Repr(val), pyrepr.QuoteAll(p.types))

@@ -142,6 +142,11 @@ func (p *page) check(rc *call) error {
 	if p.fields != nil && p.detail != nil && *p.detail {
 		return invalid("Can not specify ?detail=True and fields in the same request.")
 	}
+	return p.checkSortDir()
+}
+
+// checkSortDir is Ironic's validate_sort_dir.
+func (p *page) checkSortDir() error {
 	if p.sortDir != "asc" && p.sortDir != "desc" {
 		return invalid("Invalid sort direction: %s. Acceptable values are 'asc' or 'desc'", p.sortDir)
 	}

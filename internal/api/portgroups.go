@@ -200,7 +200,7 @@ func (s *Server) patchPortgroup(rc *call) error {
 // applyPortgroupPatch runs under the node lock.
 func (rc *call) applyPortgroupPatch(pg *model.Portgroup, ops []patchOp) error {
 	if vals := patchValues(ops, "/node_uuid"); len(vals) > 0 {
-		if err := rc.checkPortNodeLink(vals[0]); err != nil {
+		if err := rc.checkPortNodeLink(vals[0], pg.NodeUUID); err != nil {
 			return err
 		}
 	}

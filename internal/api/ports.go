@@ -281,7 +281,7 @@ func (rc *call) checkPortPatch(ops []patchOp) error {
 // applyPortPatch runs under the node lock.
 func (rc *call) applyPortPatch(p *model.Port, ops []patchOp) error {
 	if vals := patchValues(ops, "/node_uuid"); len(vals) > 0 {
-		if err := rc.checkPortNodeLink(vals[0]); err != nil {
+		if err := rc.checkPortNodeLink(vals[0], p.NodeUUID); err != nil {
 			return err
 		}
 	}
@@ -319,17 +319,28 @@ func (rc *call) applyPortPatch(p *model.Port, ops []patchOp) error {
 	return nil
 }
 
-// checkPortNodeLink checks that a port is moved to an existing node.
-func (rc *call) checkPortNodeLink(v any) error {
+// checkPortNodeLink is Ironic's authorize_node_link for a port, portgroup,
+// volume connector or target moved from node from to node v: v must name
+// an existing node with the same owner (one answer for both, so as not to
+// tell whether the node exists).
+func (rc *call) checkPortNodeLink(v any, from string) error {
 	s, _ := v.(string)
 	bad := invalid("Unable to apply the requested node_uuid '%s'. Requested value was invalid.", pyrepr.Str(v))
 	if !isUUIDLike(s) {
 		return bad
 	}
-	if _, err := rc.s.cfg.Store.GetNode(rc.ctx, canonicalUUID(s)); errors.Is(err, store.ErrNotFound) {
+	to, err := rc.s.cfg.Store.GetNode(rc.ctx, canonicalUUID(s))
+	if errors.Is(err, store.ErrNotFound) {
 		return bad
 	} else if err != nil {
 		return err
+	}
+	orig, err := rc.s.cfg.Store.GetNode(rc.ctx, from)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if orig != nil && orig.Owner != to.Owner {
+		return bad
 	}
 	return nil
 }

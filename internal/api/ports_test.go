@@ -238,3 +238,28 @@ func TestPortPatchAndDelete(t *testing.T) {
 		}
 	}
 }
+
+// TestPortNodeLinkKeepsOwner: a port or portgroup is not moved to a node of
+// another owner (Ironic's authorize_node_link, CVE-2026-44918), with the
+// answer of an unknown node.
+func TestPortNodeLinkKeepsOwner(t *testing.T) {
+	e := newEnv(t)
+	from := e.mustNode(&model.Node{Name: "from"})
+	other := e.mustNode(&model.Node{Name: "other", Owner: "p1"})
+	same := e.mustNode(&model.Node{Name: "same"})
+	port := &model.Port{NodeUUID: from.UUID, Address: "52:54:00:00:00:31"}
+	if err := e.st.CreatePort(t.Context(), port); err != nil {
+		t.Fatal(err)
+	}
+	pg := &model.Portgroup{NodeUUID: from.UUID, Name: "pg-from", Mode: "active-backup"}
+	if err := e.st.CreatePortgroup(t.Context(), pg); err != nil {
+		t.Fatal(err)
+	}
+	move := func(to string) string { return `[{"op": "replace", "path": "/node_uuid", "value": "` + to + `"}]` }
+	bad := "Unable to apply the requested node_uuid '" + other.UUID + "'. Requested value was invalid."
+	runVCases(t, e, []vcase{
+		{"port to another owner's node", "PATCH", "/v1/ports/" + port.UUID, move(other.UUID), latest, 400, bad, nil},
+		{"portgroup to another owner's node", "PATCH", "/v1/portgroups/" + pg.UUID, move(other.UUID), latest, 400, bad, nil},
+		{"port to the same owner's node", "PATCH", "/v1/ports/" + port.UUID, move(same.UUID), latest, 200, "", nil},
+	})
+}

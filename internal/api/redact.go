@@ -14,6 +14,11 @@ import (
 // (secrets are masked for everyone regardless).
 type Redactor func(n *model.Node, field string) (shown any, hidden bool)
 
+// TargetPropertiesField is the field a volume target's properties are
+// asked under (Ironic's baremetal:volume:view_target_properties); the node
+// given then has only its UUID set, the rule being about the principal.
+const TargetPropertiesField = "volume_target.properties"
+
 type redactorKey struct{}
 
 // WithRedactor returns ctx carrying r for the API's node renderings and

@@ -22,16 +22,6 @@ var pendingOtherBranches = map[string]string{}
 // (reported with issue 13): either serve it, or lower the advertised
 // maximum below its version.
 var notServed = map[string]string{
-	// Volume connectors and targets (boot from volume): Anvil's storage
-	// interface is noop only; the lists answer empty. Creating them needs
-	// their own tables (UUIDs, unique type+connector_id per node, lists
-	// across nodes with pagination), not node JSON.
-	"POST /v1/volume/connectors":                         "no volume connector table",
-	"PATCH /v1/volume/connectors/{volume_connector_id}":  "no volume connector table",
-	"DELETE /v1/volume/connectors/{volume_connector_id}": "no volume connector table",
-	"POST /v1/volume/targets":                            "no volume target table",
-	"PATCH /v1/volume/targets/{volume_target_id}":        "no volume target table",
-	"DELETE /v1/volume/targets/{volume_target_id}":       "no volume target table",
 	// Runbooks (1.92) and inspection rules (1.96) need their own tables;
 	// they are documented as unsupported (internal/api/doc.go).
 	"POST /v1/runbooks":                     "runbooks unsupported (1.92)",

@@ -1,35 +1,92 @@
 package api
 
 import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
 )
 
-// Volume connectors and targets (1.32): Anvil's only storage interface is
-// noop and it keeps no connectors or targets, so the links GET /v1 and node
-// documents carry lead to empty collections and every connector or target
-// is unknown. Creating one is not offered (it needs its own table).
+// Volume connectors and targets (1.32, boot from volume): Ironic's
+// VolumeConnectorsController and VolumeTargetsController. Both are listed,
+// shown, created, patched and deleted under /v1/volume, and listed under
+// /v1/nodes/{ident}/volume. The bodies, their checks and the documents are
+// in volume_body.go; what the conductor checks (the node's lock and power
+// state) is in internal/conductor/volumes.go.
+
+// volumeKind is what differs between connectors and targets in lists,
+// shows and deletes.
+type volumeKind struct {
+	plural     string   // "connectors", "targets": the list key and the path
+	idName     string   // the path parameter in Ironic's messages
+	fields     []string // document keys in Ironic's order (object_to_dict)
+	brief      []string // _DEFAULT_RETURN_FIELDS of a list
+	unsortable []string // the controller's invalid_sort_key_list
+	sortKeys   []string // the columns Ironic's database sorts on
+}
+
+var (
+	connectorKind = &volumeKind{plural: "connectors", idName: "connector_uuid",
+		fields:     []string{"uuid", "created_at", "updated_at", "connector_id", "extra", "type", "links", "node_uuid"},
+		brief:      []string{"uuid", "node_uuid", "type", "connector_id"},
+		unsortable: []string{"extra"},
+		sortKeys:   []string{"id", "uuid", "node_id", "type", "connector_id", "created_at", "updated_at"}}
+	targetKind = &volumeKind{plural: "targets", idName: "target_uuid",
+		fields: []string{"uuid", "created_at", "updated_at", "boot_index", "extra", "properties",
+			"volume_id", "volume_type", "links", "node_uuid"},
+		brief:      []string{"uuid", "node_uuid", "volume_type", "boot_index", "volume_id"},
+		unsortable: []string{"extra", "properties"},
+		sortKeys:   []string{"id", "uuid", "node_id", "volume_type", "volume_id", "boot_index", "created_at", "updated_at"}}
+)
+
+// volumeOps binds a kind to its store reads and its document.
+type volumeOps[T any] struct {
+	kind     *volumeKind
+	get      func(ctx context.Context, id string) (*T, error)
+	list     func(ctx context.Context, q store.VolumeQuery) ([]*T, error)
+	uuid     func(*T) string
+	write    func(rc *call, w *jw, v *T, fields []string)
+	notFound func(id string) error
+}
+
 func (s *Server) volumeRoutes() {
+	conns := volumeOps[model.VolumeConnector]{kind: connectorKind, get: s.cfg.Store.GetVolumeConnector,
+		list: s.cfg.Store.ListVolumeConnectors, uuid: func(c *model.VolumeConnector) string { return c.UUID },
+		write: (*call).writeConnector, notFound: conductor.VolumeConnectorNotFound}
+	targets := volumeOps[model.VolumeTarget]{kind: targetKind, get: s.cfg.Store.GetVolumeTarget,
+		list: s.cfg.Store.ListVolumeTargets, uuid: func(t *model.VolumeTarget) string { return t.UUID },
+		write: (*call).writeTarget, notFound: conductor.VolumeTargetNotFound}
 	s.handle(endpoint{"GET": s.volumeRoot}, "/v1/volume", "/v1/nodes/{ident}/volume")
-	s.handle(endpoint{"GET": s.volumeList("connectors")}, "/v1/volume/connectors", "/v1/nodes/{ident}/volume/connectors")
-	s.handle(endpoint{"GET": s.volumeList("targets")}, "/v1/volume/targets", "/v1/nodes/{ident}/volume/targets")
-	s.handle(endpoint{"GET": volumeMissing("Volume connector %s could not be found.")}, "/v1/volume/connectors/{id}")
-	s.handle(endpoint{"GET": volumeMissing("Volume target %s could not be found.")}, "/v1/volume/targets/{id}")
+	s.handle(endpoint{"GET": conns.listAll, "POST": s.createConnector}, "/v1/volume/connectors")
+	s.handle(endpoint{"GET": conns.listAll}, "/v1/nodes/{ident}/volume/connectors")
+	s.handle(endpoint{"GET": targets.listAll, "POST": s.createTarget}, "/v1/volume/targets")
+	s.handle(endpoint{"GET": targets.listAll}, "/v1/nodes/{ident}/volume/targets")
+	s.handle(endpoint{"GET": conns.show, "PATCH": s.patchConnector, "DELETE": s.volumeDelete(connectorKind, s.cfg.Conductor.DeleteVolumeConnector)},
+		"/v1/volume/connectors/{id}")
+	s.handle(endpoint{"GET": targets.show, "PATCH": s.patchTarget, "DELETE": s.volumeDelete(targetKind, s.cfg.Conductor.DeleteVolumeTarget)},
+		"/v1/volume/targets/{id}")
 }
 
 // volumeNode checks the version and, under a node, that the node exists;
-// it returns the link path prefix ("volume" or "nodes/<ident>/volume").
-func (rc *call) volumeNode() (string, error) {
+// it returns the link path prefix ("volume" or "nodes/<ident>/volume")
+// and the node (nil at /v1/volume).
+func (rc *call) volumeNode() (string, *model.Node, error) {
 	if rc.minor < minorVolume {
-		return "", errNotFound()
+		return "", nil, errNotFound()
 	}
 	if rc.r.PathValue("ident") == "" {
-		return "volume", nil
+		return "volume", nil, nil
 	}
-	_, raw, err := rc.loadNode()
+	n, raw, err := rc.loadNode()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return "nodes/" + pathEscape(raw) + "/volume", nil
+	return "nodes/" + pathEscape(raw) + "/volume", n, nil
 }
 
 // GET /v1/volume and /v1/nodes/{ident}/volume: links to the collections.
@@ -37,7 +94,7 @@ func (s *Server) volumeRoot(rc *call) error {
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}
-	prefix, err := rc.volumeNode()
+	prefix, _, err := rc.volumeNode()
 	if err != nil {
 		return err
 	}
@@ -53,30 +110,185 @@ func (s *Server) volumeRoot(rc *call) error {
 	return rc.json(200, w)
 }
 
-// GET /v1/volume/{connectors,targets} (and under a node): always empty.
-func (s *Server) volumeList(kind string) func(*call) error {
-	return func(rc *call) error {
-		if err := rc.checkQuery("node", "limit", "marker", "sort_key", "sort_dir", "fields", "detail", "project"); err != nil {
-			return err
-		}
-		if _, err := rc.volumeNode(); err != nil {
-			return err
-		}
-		w := &jw{}
-		w.rootObj()
-		w.key(kind)
-		w.arr()
-		w.endArr()
-		w.endObj()
-		return rc.json(200, w)
+// id reads the connector or target UUID of the path (Ironic's args.uuid).
+func (k *volumeKind) id(rc *call) (string, error) {
+	raw := rc.r.PathValue("id")
+	if !isUUIDLike(raw) {
+		return "", invalid("Expected UUID for %s: %s", k.idName, raw)
 	}
+	return canonicalUUID(raw), nil
 }
 
-func volumeMissing(format string) func(*call) error {
+// checkFields is Ironic's check_for_invalid_fields on the kind's document.
+func (k *volumeKind) checkFields(fields []string) error {
+	var bad []string
+	for _, f := range fields {
+		if !slices.Contains(k.fields, f) {
+			bad = append(bad, f)
+		}
+	}
+	if len(bad) > 0 {
+		return invalid("Field(s) \"%s\" are not valid", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// storeSortKey checks a sort key as Ironic does (the controller's list of
+// unsortable fields, then the database's columns) and names its column.
+// Ironic sorts node_id by the node's integer id, which Anvil has not; it
+// sorts by the node's UUID, which keeps each node's records together.
+func (k *volumeKind) storeSortKey(key string) (string, error) {
+	switch {
+	case slices.Contains(k.unsortable, key):
+		return "", badSortKey(key, false)
+	case !slices.Contains(k.sortKeys, key):
+		return "", badSortKey(key, true)
+	case key == "node_id":
+		return "node_uuid", nil
+	}
+	return key, nil
+}
+
+// GET /v1/volume/{connectors,targets} and /v1/nodes/{ident}/volume/...
+func (o volumeOps[T]) listAll(rc *call) error {
+	k := o.kind
+	if err := rc.checkQuery("node", "limit", "marker", "sort_key", "sort_dir", "fields", "detail", "project"); err != nil {
+		return err
+	}
+	nodeParam, hasNode := rc.param("node")
+	if hasNode && nodeParam != "" && !isUUIDLike(nodeParam) && !isValidLogicalName(nodeParam) {
+		return invalid("Expected UUID or name for node: %s", nodeParam)
+	}
+	p, err := rc.pageParams("id")
+	if err != nil {
+		return err
+	}
+	if err := rc.markerParam(&p); err != nil {
+		return err
+	}
+	_, parent, err := rc.volumeNode()
+	if err != nil {
+		return err
+	}
+	detail := p.detail != nil && *p.detail
+	if p.fields != nil && detail {
+		return invalid("Can't fetch a subset of fields with 'detail' set")
+	}
+	if err := k.checkFields(p.fields); err != nil {
+		return err
+	}
+	if err := p.checkSortDir(); err != nil {
+		return err
+	}
+	if p.marker != "" {
+		if _, err := o.get(rc.ctx, p.marker); errors.Is(err, store.ErrNotFound) {
+			return o.notFound(p.marker)
+		} else if err != nil {
+			return err
+		}
+	}
+	q := store.VolumeQuery{Limit: p.limit, Marker: p.marker, SortDir: p.sortDir}
+	if q.SortKey, err = k.storeSortKey(p.sortKey); err != nil {
+		return err
+	}
+	var link [][2]string
+	switch {
+	case parent != nil:
+		q.NodeUUID = parent.UUID
+	case hasNode && nodeParam != "":
+		n, err := rc.s.cfg.Store.GetNode(rc.ctx, nodeIdentForLookup(nodeParam))
+		if errors.Is(err, store.ErrNotFound) {
+			return fault.NodeNotFound(nodeParam)
+		} else if err != nil {
+			return err
+		}
+		q.NodeUUID = n.UUID
+		link = append(link, [2]string{"node", nodeParam})
+	}
+	items, err := o.list(rc.ctx, q)
+	if err != nil {
+		return err
+	}
+	fields := p.fields
+	if fields == nil && !detail {
+		fields = k.brief
+	}
+	w := rc.s.listWriter(256 + len(items)*384)
+	w.rootObj()
+	w.key(k.plural)
+	w.arr()
+	for _, it := range items {
+		o.write(rc, w, it, fields)
+	}
+	w.endArr()
+	if len(items) > 0 && len(items) == p.limit {
+		w.key("next")
+		w.str(rc.nextLink("volume/"+k.plural, volumeNextParams(p, detail, fields, link), p.limit, o.uuid(items[len(items)-1])))
+	}
+	w.endObj()
+	return rc.json(200, w)
+}
+
+// volumeNextParams are the query parameters of a next link in Ironic's
+// order: sort_key, sort_dir, detail (only when true), fields. Ironic's
+// link drops ?node= (and the node of /v1/nodes/{ident}/volume/...), so
+// following it lists every node's; Anvil keeps ?node= so the next page is
+// the same list's.
+func volumeNextParams(p page, detail bool, fields []string, link [][2]string) [][2]string {
+	params := [][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}
+	if detail {
+		params = append(params, [2]string{"detail", "True"})
+	}
+	params = append(params, link...)
+	if fields != nil {
+		params = append(params, [2]string{"fields", strings.Join(fields, ",")})
+	}
+	return params
+}
+
+// GET /v1/volume/{connectors,targets}/{id}
+func (o volumeOps[T]) show(rc *call) error {
+	if rc.minor < minorVolume {
+		return errNotFound()
+	}
+	if err := rc.checkQuery("fields"); err != nil {
+		return err
+	}
+	id, err := o.kind.id(rc)
+	if err != nil {
+		return err
+	}
+	v, err := o.get(rc.ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return o.notFound(id)
+	} else if err != nil {
+		return err
+	}
+	fields := rc.fieldsParam()
+	if err := o.kind.checkFields(fields); err != nil {
+		return err
+	}
+	w := &jw{}
+	o.write(rc, w, v, fields)
+	return rc.json(200, w)
+}
+
+// DELETE /v1/volume/{connectors,targets}/{id}
+func (s *Server) volumeDelete(k *volumeKind, del func(ctx context.Context, id string) error) func(*call) error {
 	return func(rc *call) error {
 		if rc.minor < minorVolume {
 			return errNotFound()
 		}
-		return fault.New(fault.NotFound, format, rc.r.PathValue("id"))
+		if err := rc.checkQuery(); err != nil {
+			return err
+		}
+		id, err := k.id(rc)
+		if err != nil {
+			return err
+		}
+		if err := del(rc.ctx, id); err != nil {
+			return err
+		}
+		return rc.noContent()
 	}
 }

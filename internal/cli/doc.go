@@ -1,5 +1,6 @@
 // Package cli is Anvil's operator command line: `anvil node ...`,
-// `anvil port ...`, `anvil driver ...`, `anvil conductor ...` and
+// `anvil port ...`, `anvil volume connector|target ...`, `anvil driver
+// ...`, `anvil conductor ...` and
 // `anvil fleet report`, in python-ironicclient's grammar so a script
 // written for `openstack baremetal` runs with `anvil` in its place.
 //
@@ -14,7 +15,7 @@
 //   - fields.go: field names and display labels, as python-ironicclient.
 //   - root.go: global options (--os-endpoint, OS_ENDPOINT, ANVIL_URL, ...),
 //     error reporting and exit codes.
-//   - node*.go, port.go, driver.go: the resource commands.
+//   - node*.go, port.go, volume.go, driver.go: the resource commands.
 //   - actions.go, batch.go, progress.go: provision, power and maintenance
 //     verbs, on one node or on many (selectors, bounded concurrency,
 //     per-node results).

@@ -39,6 +39,8 @@ var fieldLabels = map[string]string{
 	"is_smartnic": "Is Smart NIC port", "firmware_interface": "Firmware Interface",
 	"shard": "Shard", "parent_node": "Parent Node", "service_step": "Service Step",
 	"disable_power_off": "Disable Power Off", "portgroup": "Port Group",
+	"connector_id": "Connector ID", "volume_id": "Volume ID", "volume_type": "Driver Volume Type",
+	"boot_index": "Boot Index",
 }
 
 // labelAliases are other names -c accepts for a label: the operator

@@ -65,8 +65,8 @@ type globalOpts struct {
 	token         string
 }
 
-// Commands returns the operator commands: node, port, driver, conductor
-// and fleet. Each carries the global options (--os-endpoint, ...) as
+// Commands returns the operator commands: node, port, volume, driver,
+// conductor and fleet. Each carries the global options (--os-endpoint, ...) as
 // persistent flags, so they may come before or after the subcommand.
 func Commands(env Env) []*cobra.Command {
 	return newApp(env).commands()
@@ -95,7 +95,7 @@ func newApp(env Env) *app {
 }
 
 func (a *app) commands() []*cobra.Command {
-	cmds := []*cobra.Command{a.nodeCmd(), a.portCmd(), a.driverCmd(), a.conductorCmd(), a.fleetCmd()}
+	cmds := []*cobra.Command{a.nodeCmd(), a.portCmd(), a.volumeCmd(), a.driverCmd(), a.conductorCmd(), a.fleetCmd()}
 	for _, c := range cmds {
 		a.addGlobalFlags(c)
 	}

@@ -45,7 +45,10 @@
 // portgroups (ports.go, portgroups.go), traits (traits.go), VIFs (vifs.go,
 // Ironic's noop and flat network semantics) and allocations
 // (allocations.go: a worker picks and locks a matching node; unfinished
-// allocations resume on start and are taken over from dead conductors).
+// allocations resume on start and are taken over from dead conductors),
+// volume connectors and targets (volumes.go: created without a lock, as
+// Ironic's API does; changed under the lock of a powered-off node, deleted
+// under it when the node is powered off or in DELETE_ALLOWED_STATES).
 // Deploy templates (templates.go) change without a lock; a deploy adds the
 // steps of those named by instance_info.traits (which must be node traits)
 // to its plan in Ironic's merged priority order, user deploy_steps

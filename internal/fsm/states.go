@@ -183,7 +183,14 @@ func IsHold(s string) bool {
 // because [conductor]allow_deleting_available_nodes defaults to true. The
 // slice is the caller's.
 func DeleteAllowedStates() []string {
-	return []string{Manageable, Enroll, AdoptFailed, Available}
+	return append(IronicDeleteAllowedStates(), Available)
+}
+
+// IronicDeleteAllowedStates is Ironic's DELETE_ALLOWED_STATES tuple itself
+// (without available), which volume connector and target deletion check.
+// The slice is the caller's.
+func IronicDeleteAllowedStates() []string {
+	return []string{Manageable, Enroll, AdoptFailed}
 }
 
 // DeleteAllowed reports whether a node in state s may be deleted without

@@ -38,6 +38,8 @@ type projectPolicy struct {
 type nodeReader interface {
 	GetNode(ctx context.Context, ident string) (*model.Node, error)
 	GetPort(ctx context.Context, ident string) (*model.Port, error)
+	GetVolumeConnector(ctx context.Context, uuid string) (*model.VolumeConnector, error)
+	GetVolumeTarget(ctx context.Context, uuid string) (*model.VolumeTarget, error)
 }
 
 // Besides routeRules and patchPaths (policyrules.go): GET /v1/nodes,
@@ -121,6 +123,8 @@ func (p *projectPolicy) decide(w http.ResponseWriter, r *http.Request, who auth.
 			rule = "baremetal:node:vendor_passthru" // whatever the HTTP method
 		}
 		return p.onNode(r, who, seg[2], []string{rule})
+	case len(seg) >= 2 && seg[1] == "volume":
+		return p.onVolume(r, who, seg, m)
 	case len(seg) == 3 && seg[1] == "ports" && seg[2] != "detail":
 		port, err := p.nodes.GetPort(r.Context(), seg[2])
 		if err != nil {
@@ -139,6 +143,56 @@ func (p *projectPolicy) decide(w http.ResponseWriter, r *http.Request, who auth.
 			return http.StatusForbidden, "A project-scoped token lists the ports of one node: add ?node=<node>."
 		}
 		return p.onNode(r, who, node, []string{routeRules["GET /v1/ports"]})
+	}
+	return http.StatusForbidden, "This resource requires a system-scoped token (one without a project)."
+}
+
+// onVolume decides /v1/volume/...: the links are anyone's; a connector or
+// target follows its node (one the principal may not see is answered
+// 404, as Ironic's check_volume_policy_and_retrieve); a project lists
+// those of one node (?node=, or under /v1/nodes/{node}/volume).
+func (p *projectPolicy) onVolume(r *http.Request, who auth.Principal, seg []string, m string) (int, string) {
+	switch {
+	case len(seg) == 2 && m == http.MethodGet:
+		return 0, ""
+	case len(seg) == 3 && m == http.MethodPost:
+		return p.onNode(r, who, bodyNode(r), []string{routeRules["POST /v1/volume/"+seg[2]]})
+	case len(seg) == 3:
+		rule := routeRules[m+" /v1/volume/"+seg[2]]
+		if rule == "" {
+			break
+		}
+		node := q1(r, "node")
+		if node == "" {
+			return http.StatusForbidden, "A project-scoped token lists the volume " + seg[2] + " of one node: add ?node=<node>."
+		}
+		return p.onNode(r, who, node, []string{rule})
+	case len(seg) == 4:
+		rule := routeRules[m+" /v1/volume/"+seg[2]+"/{id}"]
+		if rule == "" {
+			break
+		}
+		kind, node, err := "Volume connector", "", error(nil)
+		if seg[2] == "targets" {
+			kind = "Volume target"
+			var t *model.VolumeTarget
+			if t, err = p.nodes.GetVolumeTarget(r.Context(), seg[3]); err == nil {
+				node = t.NodeUUID
+			}
+		} else {
+			var c *model.VolumeConnector
+			if c, err = p.nodes.GetVolumeConnector(r.Context(), seg[3]); err == nil {
+				node = c.NodeUUID
+			}
+		}
+		if err != nil {
+			return notFound(kind, seg[3], err)
+		}
+		status, msg := p.onNode(r, who, node, []string{rule})
+		if status == http.StatusNotFound {
+			return http.StatusNotFound, kind + " " + seg[3] + " could not be found."
+		}
+		return status, msg
 	}
 	return http.StatusForbidden, "This resource requires a system-scoped token (one without a project)."
 }

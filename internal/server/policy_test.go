@@ -67,6 +67,34 @@ func TestProjectPolicy(t *testing.T) {
 		ports[n] = p.UUID
 	}
 	member, admin, reader := tok("p1", "member"), tok("p1", "admin"), tok("p1", "reader")
+	conns, targets := map[string]string{}, map[string]string{}
+	for _, n := range []string{"a", "c"} {
+		for kind, body := range map[string]string{
+			"connectors": `{"node_uuid": "` + uuids[n] + `", "type": "iqn", "connector_id": "iqn.` + n + `"}`,
+			"targets":    `{"node_uuid": "` + uuids[n] + `", "volume_type": "iscsi", "boot_index": 0, "volume_id": "v", "properties": {"target_lun": 1}}`,
+		} {
+			st, body := call(system, "POST", "/v1/volume/"+kind, body)
+			if st != 201 {
+				t.Fatalf("volume %s on %s: %d %s", kind, n, st, body)
+			}
+			var v struct{ UUID string }
+			_ = json.Unmarshal([]byte(body), &v)
+			map[string]map[string]string{"connectors": conns, "targets": targets}[kind][n] = v.UUID
+		}
+	}
+	// Target properties are for admins (baremetal:volume:view_target_properties).
+	for _, c := range []struct {
+		who, authz string
+		redacted   bool
+	}{{"reader", reader, true}, {"member", member, true}, {"admin", admin, false}, {"system", system, false}} {
+		for _, path := range []string{"/v1/volume/targets/" + targets["a"], "/v1/nodes/a/volume/targets?detail=True"} {
+			st, body := call(c.authz, "GET", path, "")
+			redacted := strings.Contains(body, "Value redacted: Requires permission baremetal:volume:view_target_properties")
+			if st != 200 || redacted != c.redacted || strings.Contains(body, "target_lun") == redacted {
+				t.Errorf("%s GET %s: %d %s (redacted: %v)", c.who, path, st, body, c.redacted)
+			}
+		}
+	}
 
 	// The list shows what p1 owns or leases.
 	_, body := call(member, "GET", "/v1/nodes?owner=p2", "")
@@ -169,6 +197,21 @@ func TestProjectPolicy(t *testing.T) {
 		{"member", member, "GET", "/v1/fleet/nodes", "", 200},
 		{"member", member, "GET", "/v1/fleet/summary", "", 200},
 		{"member", member, "GET", "/v1", "", 200},
+		{"member", member, "GET", "/v1/volume", "", 200},
+		{"member", member, "GET", "/v1/volume/connectors", "", 403},
+		{"member", member, "GET", "/v1/volume/connectors?node=a", "", 200},
+		{"member", member, "GET", "/v1/volume/targets?node=c", "", 404},
+		{"reader", reader, "GET", "/v1/nodes/a/volume/connectors", "", 200},
+		{"reader", reader, "GET", "/v1/nodes/c/volume/connectors", "", 404},
+		{"reader", reader, "GET", "/v1/volume/connectors/" + conns["a"], "", 200},
+		{"admin", admin, "GET", "/v1/volume/connectors/" + conns["c"], "", 404},
+		{"member", member, "POST", "/v1/volume/connectors", `{"node_uuid": "` + uuids["a"] + `", "type": "ip", "connector_id": "10.0.0.1"}`, 403},
+		{"admin", admin, "POST", "/v1/volume/connectors", `{"node_uuid": "` + uuids["a"] + `", "type": "ip", "connector_id": "10.0.0.1"}`, 201},
+		{"admin", admin, "POST", "/v1/volume/targets", `{"node_uuid": "` + uuids["c"] + `", "volume_type": "iscsi", "boot_index": 1, "volume_id": "v"}`, 404},
+		{"member", member, "PATCH", "/v1/volume/connectors/" + conns["c"], `[{"op": "add", "path": "/extra/x", "value": 1}]`, 404},
+		{"reader", reader, "PATCH", "/v1/volume/connectors/" + conns["a"], `[{"op": "add", "path": "/extra/x", "value": 1}]`, 403},
+		{"member", member, "DELETE", "/v1/volume/targets/" + targets["a"], "", 403},
+		{"admin", admin, "DELETE", "/v1/volume/targets/" + targets["c"], "", 404},
 	}
 	for _, c := range cases {
 		st, body := call(c.authz, c.method, c.path, c.body)

@@ -3,6 +3,7 @@ package server
 import (
 	"strings"
 
+	"github.com/anvil-metal/anvil/internal/api"
 	"github.com/anvil-metal/anvil/internal/auth"
 	"github.com/anvil-metal/anvil/internal/model"
 )
@@ -58,6 +59,13 @@ var checks = map[string]check{
 	"SYSTEM_OR_OWNER_MEMBER_AND_LESSEE_ADMIN": func(s subject) bool {
 		return s.owner && s.level >= 2 || s.lessee && s.level >= 3
 	},
+	// Volume connectors and targets.
+	"SYSTEM_MEMBER_OR_OWNER_LESSEE_ADMIN": func(s subject) bool { return (s.owner || s.lessee) && s.level >= 3 },
+	// "(role:reader) or (role:service)": any reader (the node is visible
+	// besides, checked first).
+	"API_READER": func(s subject) bool { return s.level >= 1 },
+	// "(SYSTEM_READER) or (role:admin)": any admin.
+	"TARGET_PROPERTIES_READER": func(s subject) bool { return s.level >= 3 },
 }
 
 // allows reports whether rule lets s act; known is false for a rule not
@@ -125,6 +133,12 @@ var nodeRules = map[string]string{
 	"baremetal:node:traits:delete":            "SYSTEM_MEMBER_OR_OWNER_ADMIN",
 	"baremetal:node:vmedia:attach":            "SYSTEM_OR_OWNER_MEMBER_AND_LESSEE_ADMIN",
 	"baremetal:node:vmedia:detach":            "SYSTEM_OR_OWNER_MEMBER_AND_LESSEE_ADMIN",
+	"baremetal:volume:get":                    "SYSTEM_OR_PROJECT_READER",
+	"baremetal:volume:list":                   "API_READER",
+	"baremetal:volume:create":                 "SYSTEM_MEMBER_OR_OWNER_LESSEE_ADMIN",
+	"baremetal:volume:update":                 "SYSTEM_OR_OWNER_MEMBER_AND_LESSEE_ADMIN",
+	"baremetal:volume:delete":                 "SYSTEM_MEMBER_OR_OWNER_LESSEE_ADMIN",
+	"baremetal:volume:view_target_properties": "TARGET_PROPERTIES_READER",
 	"baremetal:port:get":                      "SYSTEM_OR_PROJECT_READER",
 	"baremetal:port:list":                     "SYSTEM_OR_PROJECT_READER",
 	"baremetal:port:create":                   "SYSTEM_ADMIN_OR_OWNER_ADMIN",
@@ -149,6 +163,18 @@ var routeRules = map[string]string{
 	"GET /v1/nodes/{node}/traits":                           "baremetal:node:traits:list",
 	"GET /v1/nodes/{node}/bios":                             "baremetal:node:bios:get",
 	"GET /v1/nodes/{node}/ports":                            "baremetal:port:list",
+	"GET /v1/nodes/{node}/volume/connectors":                "baremetal:volume:list",
+	"GET /v1/nodes/{node}/volume/targets":                   "baremetal:volume:list",
+	"GET /v1/volume/connectors":                             "baremetal:volume:list",
+	"GET /v1/volume/targets":                                "baremetal:volume:list",
+	"POST /v1/volume/connectors":                            "baremetal:volume:create",
+	"POST /v1/volume/targets":                               "baremetal:volume:create",
+	"GET /v1/volume/connectors/{id}":                        "baremetal:volume:get",
+	"GET /v1/volume/targets/{id}":                           "baremetal:volume:get",
+	"PATCH /v1/volume/connectors/{id}":                      "baremetal:volume:update",
+	"PATCH /v1/volume/targets/{id}":                         "baremetal:volume:update",
+	"DELETE /v1/volume/connectors/{id}":                     "baremetal:volume:delete",
+	"DELETE /v1/volume/targets/{id}":                        "baremetal:volume:delete",
 	"GET /v1/nodes/{node}/ports/detail":                     "baremetal:port:list",
 	"GET /v1/nodes/{node}/vmedia":                           "baremetal:node:get",
 	"DELETE /v1/nodes/{node}":                               "baremetal:node:delete",
@@ -263,6 +289,9 @@ var hiddenFields = []struct {
 		"** Redacted - requires baremetal:node:get:reservation permission. **"},
 	{"driver_internal_info", "baremetal:node:get:driver_internal_info",
 		map[string]any{"content": "** Redacted - Requires baremetal:node:get:driver_internal_info permission. **"}},
+	// Not a node field: a volume target's properties (its node's subject).
+	{api.TargetPropertiesField, "baremetal:volume:view_target_properties",
+		map[string]any{"redacted_contents": "** Value redacted: Requires permission baremetal:volume:view_target_properties access. Permission denied. **"}},
 }
 
 // redactor returns what who is shown instead of field of n, if it may not

@@ -63,6 +63,12 @@ func TestNodeRulesMatrix(t *testing.T) {
 		"baremetal:node:vif:attach":               ownerMemberOrLesseeAdmin,
 		"baremetal:node:traits:set":               ownerAdmin,
 		"baremetal:port:create":                   ownerAdmin,
+		"baremetal:volume:get":                    projectReader,
+		"baremetal:volume:list":                   append(slices.Clone(projectReader), "stranger-admin"), // the node's visibility is checked first
+		"baremetal:volume:create":                 {"owner-admin", "lessee-admin"},
+		"baremetal:volume:update":                 ownerMemberOrLesseeAdmin,
+		"baremetal:volume:delete":                 {"owner-admin", "lessee-admin"},
+		"baremetal:volume:view_target_properties": {"owner-admin", "lessee-admin", "stranger-admin"},
 		"baremetal:port:get":                      projectReader,
 	}
 	node := &model.Node{Owner: "own", Lessee: "lea"}
@@ -288,6 +294,14 @@ func (f fakeNodes) GetNode(_ context.Context, ident string) (*model.Node, error)
 }
 
 func (f fakeNodes) GetPort(context.Context, string) (*model.Port, error) {
+	return nil, store.ErrNotFound
+}
+
+func (f fakeNodes) GetVolumeConnector(context.Context, string) (*model.VolumeConnector, error) {
+	return nil, store.ErrNotFound
+}
+
+func (f fakeNodes) GetVolumeTarget(context.Context, string) (*model.VolumeTarget, error) {
 	return nil, store.ErrNotFound
 }
 

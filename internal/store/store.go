@@ -1,5 +1,6 @@
 // Package store is the storage contract of Anvil: nodes, ports, portgroups,
-// allocations, conductors, node history, and the BIOS settings and firmware
+// allocations, chassis, deploy templates, volume connectors and targets,
+// conductors, node history, and the BIOS settings and firmware
 // components cached from each node's BMC, with the node lock kept in the
 // nodes.reservation column and taken by compare-and-set. Implementations:
 // sqlite (embedded default) and postgres.
@@ -179,6 +180,22 @@ var ChassisSortKeys = []string{"id", "uuid", "created_at", "updated_at"}
 // ErrChassisNotEmpty is DeleteChassis's answer while nodes name the chassis.
 var ErrChassisNotEmpty = errors.New("chassis has nodes")
 
+// VolumeQuery selects volume connectors or targets.
+type VolumeQuery struct {
+	NodeUUID string
+	Limit    int
+	Marker   string
+	SortKey  string // one of VolumeConnectorSortKeys or VolumeTargetSortKeys; "" means "id"
+	SortDir  string
+}
+
+// VolumeConnectorSortKeys are the sort keys ListVolumeConnectors accepts.
+var VolumeConnectorSortKeys = []string{"id", "uuid", "node_uuid", "type", "connector_id", "created_at", "updated_at"}
+
+// VolumeTargetSortKeys are the sort keys ListVolumeTargets accepts.
+var VolumeTargetSortKeys = []string{"id", "uuid", "node_uuid", "volume_type", "volume_id", "boot_index",
+	"created_at", "updated_at"}
+
 // DeployTemplateSortKeys are the sort keys a DeployTemplateQuery accepts.
 var DeployTemplateSortKeys = []string{"id", "uuid", "name", "created_at", "updated_at"}
 
@@ -205,7 +222,8 @@ type Store interface {
 	// Errors: ErrNotFound, ErrStale, *DuplicateError.
 	UpdateNode(ctx context.Context, n *model.Node) error
 	// DeleteNode removes the node and its ports, portgroups, allocation,
-	// history, BIOS settings and firmware components. Errors: ErrNotFound.
+	// history, BIOS settings, firmware components and volume connectors and
+	// targets. Errors: ErrNotFound.
 	DeleteNode(ctx context.Context, uuid string) error
 
 	// ReserveNode sets reservation=host if it is empty (compare-and-set) and
@@ -270,6 +288,7 @@ type Store interface {
 	SettingsStore
 	DeployTemplateStore
 	ChassisStore
+	VolumeStore
 
 	Close() error
 }
@@ -327,4 +346,40 @@ type ChassisStore interface {
 	// DeleteChassis removes a chassis no node names. Errors: ErrNotFound,
 	// ErrChassisNotEmpty.
 	DeleteChassis(ctx context.Context, uuid string) error
+}
+
+// VolumeStore keeps volume connectors and targets (Ironic's
+// volume_connectors and volume_targets tables). Each belongs to a node and
+// goes with it.
+type VolumeStore interface {
+	// CreateVolumeConnector inserts c, setting c.ID, c.Version=1, a UUID if
+	// empty and CreatedAt if zero. Errors: *DuplicateError (uuid; "type"
+	// when another connector has the same type and connector_id),
+	// ErrNotFound if the node does not exist.
+	CreateVolumeConnector(ctx context.Context, c *model.VolumeConnector) error
+	// GetVolumeConnector finds a connector by UUID. Errors: ErrNotFound.
+	GetVolumeConnector(ctx context.Context, uuid string) (*model.VolumeConnector, error)
+	// ListVolumeConnectors returns the connectors matching q in q's order.
+	// Errors: ErrNotFound (wrapped) for an unknown marker.
+	ListVolumeConnectors(ctx context.Context, q VolumeQuery) ([]*model.VolumeConnector, error)
+	// UpdateVolumeConnector is version-checked like UpdateNode.
+	// Errors: ErrNotFound (connector, or the node it names), ErrStale,
+	// *DuplicateError ("type").
+	UpdateVolumeConnector(ctx context.Context, c *model.VolumeConnector) error
+	// DeleteVolumeConnector removes a connector. Errors: ErrNotFound.
+	DeleteVolumeConnector(ctx context.Context, uuid string) error
+
+	// CreateVolumeTarget inserts t like CreateVolumeConnector. Errors:
+	// *DuplicateError (uuid; "boot_index" when the node has a target with
+	// the same boot index), ErrNotFound if the node does not exist.
+	CreateVolumeTarget(ctx context.Context, t *model.VolumeTarget) error
+	// GetVolumeTarget finds a target by UUID. Errors: ErrNotFound.
+	GetVolumeTarget(ctx context.Context, uuid string) (*model.VolumeTarget, error)
+	// ListVolumeTargets returns the targets matching q in q's order.
+	ListVolumeTargets(ctx context.Context, q VolumeQuery) ([]*model.VolumeTarget, error)
+	// UpdateVolumeTarget is version-checked like UpdateNode.
+	// Errors: ErrNotFound, ErrStale, *DuplicateError ("boot_index").
+	UpdateVolumeTarget(ctx context.Context, t *model.VolumeTarget) error
+	// DeleteVolumeTarget removes a target. Errors: ErrNotFound.
+	DeleteVolumeTarget(ctx context.Context, uuid string) error
 }

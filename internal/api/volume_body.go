@@ -1,0 +1,344 @@
+package api
+
+import (
+	"errors"
+	"math"
+	"slices"
+
+	"github.com/google/uuid"
+
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// connectorProps is Ironic's CONNECTOR_SCHEMA, in its property order. The
+// type is any string: Ironic documents iqn, ip, mac, wwnn, wwpn, port and
+// portgroup but checks none of them (the storage interface reads the ones
+// it knows).
+var connectorProps = []nodeProp{
+	{name: "connector_id", types: []string{"string"}},
+	{name: "extra", types: tObj},
+	{name: "node_uuid", types: []string{"string"}},
+	{name: "type", types: []string{"string"}},
+	{name: "uuid", types: tStr},
+}
+
+// targetProps is Ironic's TARGET_SCHEMA, in its property order.
+var targetProps = []nodeProp{
+	{name: "boot_index", types: []string{"integer"}},
+	{name: "extra", types: tObj},
+	{name: "node_uuid", types: []string{"string"}},
+	{name: "properties", types: tObj},
+	{name: "volume_id", types: []string{"string"}},
+	{name: "volume_type", types: []string{"string"}},
+	{name: "uuid", types: tStr},
+}
+
+// The PATCH_ALLOWED_FIELDS of connectors and targets.
+var (
+	connectorPatchAllowed = []string{"connector_id", "extra", "node_uuid", "type"}
+	targetPatchAllowed    = []string{"boot_index", "extra", "node_uuid", "properties", "volume_id", "volume_type"}
+)
+
+// validateVolume checks a connector or target body (create, or patched)
+// against its schema and the validator that follows it (node_uuid and
+// uuid are UUIDs, put in canonical form).
+func validateVolume(what string, v any, props []nodeProp, required ...string) (map[string]any, error) {
+	doc, err := validateObject(what, v, props, required...)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"node_uuid", "uuid"} {
+		if s, ok := doc[k].(string); ok {
+			if !isUUIDLike(s) {
+				return nil, invalid("Expected UUID for %s: %s", k, s)
+			}
+			doc[k] = canonicalUUID(s)
+		}
+	}
+	if f, ok := doc["boot_index"].(float64); ok && math.Abs(f) > math.MaxInt32 {
+		// Ironic's column is an SQL integer; a larger index fails there.
+		return nil, invalid("Invalid boot_index %s: out of range", pyrepr.Repr(f))
+	}
+	return doc, nil
+}
+
+func validateConnector(what string, v any) (map[string]any, error) {
+	return validateVolume(what, v, connectorProps, "connector_id", "node_uuid", "type")
+}
+
+func validateTarget(what string, v any) (map[string]any, error) {
+	return validateVolume(what, v, targetProps, "boot_index", "node_uuid", "volume_id", "volume_type")
+}
+
+func applyConnectorDoc(c *model.VolumeConnector, doc map[string]any) {
+	c.NodeUUID, c.Type, c.ConnectorID = docString(doc["node_uuid"]), docString(doc["type"]), docString(doc["connector_id"])
+	c.Extra = docMap(doc["extra"])
+}
+
+func applyTargetDoc(t *model.VolumeTarget, doc map[string]any) {
+	t.NodeUUID, t.VolumeType, t.VolumeID = docString(doc["node_uuid"]), docString(doc["volume_type"]), docString(doc["volume_id"])
+	f, _ := doc["boot_index"].(float64)
+	t.BootIndex = int64(f)
+	t.Extra, t.Properties = docMap(doc["extra"]), docMap(doc["properties"])
+}
+
+// volumeCreateNode finds the node a new connector or target names. An
+// unknown one is Ironic's InvalidInput (400), as its API turns the
+// NodeNotFound of replace_node_uuid_with_id into one.
+func (rc *call) volumeCreateNode(doc map[string]any) error {
+	node := docString(doc["node_uuid"])
+	_, err := rc.s.cfg.Store.GetNode(rc.ctx, node)
+	if errors.Is(err, store.ErrNotFound) {
+		return invalid("Invalid input for field/attribute node_uuid. Value: '%s'. ", node)
+	}
+	return err
+}
+
+// POST /v1/volume/connectors
+func (s *Server) createConnector(rc *call) error {
+	doc, err := rc.volumeCreateBody("connector", validateConnector)
+	if err != nil {
+		return err
+	}
+	c := &model.VolumeConnector{UUID: docString(doc["uuid"])}
+	applyConnectorDoc(c, doc)
+	if c.UUID == "" {
+		c.UUID = uuid.NewString()
+	}
+	if err := s.cfg.Conductor.CreateVolumeConnector(rc.ctx, c); err != nil {
+		return err
+	}
+	rc.w.Header().Set("Location", rc.link(false, "volume", "connectors", c.UUID))
+	w := &jw{}
+	rc.writeConnector(w, c, nil)
+	return rc.json(201, w)
+}
+
+// POST /v1/volume/targets
+func (s *Server) createTarget(rc *call) error {
+	doc, err := rc.volumeCreateBody("target", validateTarget)
+	if err != nil {
+		return err
+	}
+	t := &model.VolumeTarget{UUID: docString(doc["uuid"])}
+	applyTargetDoc(t, doc)
+	if t.UUID == "" {
+		t.UUID = uuid.NewString()
+	}
+	if err := s.cfg.Conductor.CreateVolumeTarget(rc.ctx, t); err != nil {
+		return err
+	}
+	rc.w.Header().Set("Location", rc.link(false, "volume", "targets", t.UUID))
+	w := &jw{}
+	rc.writeTarget(w, t, nil)
+	return rc.json(201, w)
+}
+
+// volumeCreateBody reads and checks a create body (what is its name in
+// Ironic's schema errors), and its node.
+func (rc *call) volumeCreateBody(what string, validate func(string, any) (map[string]any, error)) (map[string]any, error) {
+	if rc.minor < minorVolume {
+		return nil, errNotFound()
+	}
+	if err := rc.checkQuery(); err != nil {
+		return nil, err
+	}
+	v, err := rc.decodeBody(rc.s.cfg.MaxBodyBytes)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := validate(what, v)
+	if err != nil {
+		return nil, err
+	}
+	return doc, rc.volumeCreateNode(doc)
+}
+
+// volumePatch reads a connector or target PATCH: the id of the path and
+// the operations.
+func (rc *call) volumePatch(k *volumeKind) (string, []patchOp, error) {
+	if rc.minor < minorVolume {
+		return "", nil, errNotFound()
+	}
+	if err := rc.checkQuery(); err != nil {
+		return "", nil, err
+	}
+	id, err := k.id(rc)
+	if err != nil {
+		return "", nil, err
+	}
+	v, err := rc.decodeBody(rc.s.cfg.MaxBodyBytes)
+	if err != nil {
+		return "", nil, err
+	}
+	ops, err := parsePatch(v, rc.minor)
+	if err != nil {
+		return "", nil, err
+	}
+	return id, ops, nil
+}
+
+// patchVolumeDoc applies ops to doc as Ironic's volume controllers do:
+// allowed fields, a UUID for node_uuid, a node that exists (the node_uuid
+// of the document is null while the patch applies, then the new node's or
+// the old one's), then the schema.
+func (rc *call) patchVolumeDoc(doc map[string]any, ops []patchOp, allowed []string,
+	validate func(string, any) (map[string]any, error)) (map[string]any, error) {
+	if err := checkAllowedFields(ops, allowed); err != nil {
+		return nil, err
+	}
+	node := doc["node_uuid"]
+	for _, v := range patchValues(ops, "/node_uuid") {
+		if s, ok := v.(string); !ok || !isUUIDLike(s) {
+			return nil, invalid("Expected a UUID for node_uuid, but received %s.", pyrepr.Str(v))
+		}
+	}
+	if vals := patchValues(ops, "/node_uuid"); len(vals) > 0 {
+		if err := rc.checkPortNodeLink(vals[0], docString(node)); err != nil {
+			return nil, err
+		}
+		node = canonicalUUID(vals[0].(string))
+	}
+	doc["node_uuid"] = nil
+	patched, err := applyPatch(rc.ctx, doc, ops)
+	if err != nil {
+		return nil, err
+	}
+	patched["node_uuid"] = node
+	return validate("patch", patched)
+}
+
+// PATCH /v1/volume/connectors/{id}
+func (s *Server) patchConnector(rc *call) error {
+	id, ops, err := rc.volumePatch(connectorKind)
+	if err != nil {
+		return err
+	}
+	c, err := s.cfg.Conductor.UpdateVolumeConnector(rc.ctx, id, func(c *model.VolumeConnector) error {
+		doc := map[string]any{"uuid": c.UUID, "node_uuid": c.NodeUUID, "type": c.Type,
+			"connector_id": c.ConnectorID, "extra": orEmpty(c.Extra)}
+		patched, err := rc.patchVolumeDoc(doc, ops, connectorPatchAllowed, validateConnector)
+		if err != nil {
+			return err
+		}
+		applyConnectorDoc(c, patched)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	w := &jw{}
+	rc.writeConnector(w, c, nil)
+	return rc.json(200, w)
+}
+
+// PATCH /v1/volume/targets/{id}
+func (s *Server) patchTarget(rc *call) error {
+	id, ops, err := rc.volumePatch(targetKind)
+	if err != nil {
+		return err
+	}
+	t, err := s.cfg.Conductor.UpdateVolumeTarget(rc.ctx, id, func(t *model.VolumeTarget) error {
+		doc := map[string]any{"uuid": t.UUID, "node_uuid": t.NodeUUID, "volume_type": t.VolumeType,
+			"volume_id": t.VolumeID, "boot_index": float64(t.BootIndex), "extra": orEmpty(t.Extra),
+			"properties": orEmpty(t.Properties)}
+		patched, err := rc.patchVolumeDoc(doc, ops, targetPatchAllowed, validateTarget)
+		if err != nil {
+			return err
+		}
+		applyTargetDoc(t, patched)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	w := &jw{}
+	rc.writeTarget(w, t, nil)
+	return rc.json(200, w)
+}
+
+// wanted says whether a document key is written: every key when fields is
+// nil, else the listed ones and links (Ironic's sanitize_dict).
+func wanted(fields []string, key string) bool {
+	return fields == nil || key == "links" || slices.Contains(fields, key)
+}
+
+// writeConnector renders a connector as Ironic's convert_with_links.
+func (rc *call) writeConnector(w *jw, c *model.VolumeConnector, fields []string) {
+	w.obj()
+	for _, f := range connectorKind.fields {
+		if !wanted(fields, f) {
+			continue
+		}
+		w.key(f)
+		switch f {
+		case "uuid":
+			w.str(c.UUID)
+		case "created_at":
+			w.timestamp(c.CreatedAt)
+		case "updated_at":
+			w.timestamp(c.UpdatedAt)
+		case "connector_id":
+			w.str(c.ConnectorID)
+		case "extra":
+			w.object(c.Extra)
+		case "type":
+			w.str(c.Type)
+		case "links":
+			rc.links(w, "volume", "connectors", c.UUID)
+		case "node_uuid":
+			w.strOrNull(c.NodeUUID)
+		}
+	}
+	w.endObj()
+}
+
+// writeTarget renders a target as Ironic's convert_with_links, its
+// properties masked as target_sanitize does (mask_dict_password).
+func (rc *call) writeTarget(w *jw, t *model.VolumeTarget, fields []string) {
+	w.obj()
+	for _, f := range targetKind.fields {
+		if !wanted(fields, f) {
+			continue
+		}
+		w.key(f)
+		switch f {
+		case "uuid":
+			w.str(t.UUID)
+		case "created_at":
+			w.timestamp(t.CreatedAt)
+		case "updated_at":
+			w.timestamp(t.UpdatedAt)
+		case "boot_index":
+			w.integer(t.BootIndex)
+		case "extra":
+			w.object(t.Extra)
+		case "properties":
+			if shown, hidden := rc.redactTargetProperties(t); hidden {
+				w.any(shown)
+			} else {
+				w.masked(t.Properties)
+			}
+		case "volume_id":
+			w.str(t.VolumeID)
+		case "volume_type":
+			w.str(t.VolumeType)
+		case "links":
+			rc.links(w, "volume", "targets", t.UUID)
+		case "node_uuid":
+			w.strOrNull(t.NodeUUID)
+		}
+	}
+	w.endObj()
+}
+
+// redactTargetProperties is what the request's principal is shown instead
+// of a target's properties, if it may not see them.
+func (rc *call) redactTargetProperties(t *model.VolumeTarget) (any, bool) {
+	if rc.redact == nil {
+		return nil, false
+	}
+	return rc.redact(&model.Node{UUID: t.NodeUUID}, TargetPropertiesField)
+}
