@@ -37,6 +37,8 @@ type Store interface {
 	ListChassis(ctx context.Context, q store.ChassisQuery) ([]*model.Chassis, error)
 	GetDeployTemplate(ctx context.Context, ident string) (*model.DeployTemplate, error)
 	ListDeployTemplates(ctx context.Context, q store.DeployTemplateQuery) ([]*model.DeployTemplate, error)
+	GetRunbook(ctx context.Context, ident string) (*model.Runbook, error)
+	ListRunbooks(ctx context.Context, q store.RunbookQuery) ([]*model.Runbook, error)
 	// Broker is the stream the store publishes its node changes on; never nil.
 	Broker() *eventbus.Broker
 }
@@ -147,6 +149,13 @@ type Conductor interface {
 	CreateDeployTemplate(ctx context.Context, t *model.DeployTemplate) error
 	UpdateDeployTemplate(ctx context.Context, ident string, apply func(t *model.DeployTemplate) error) (*model.DeployTemplate, error)
 	DeleteDeployTemplate(ctx context.Context, ident string) error
+
+	// Runbooks (1.92): stored without a node lock; a provision request
+	// naming one reads it (ProvisionRequest.Runbook). Errors: fault
+	// NotFound, Conflict (uuid or name taken), and apply's own.
+	CreateRunbook(ctx context.Context, r *model.Runbook) error
+	UpdateRunbook(ctx context.Context, ident string, apply func(r *model.Runbook) error) (*model.Runbook, error)
+	DeleteRunbook(ctx context.Context, ident string) error
 
 	// Heartbeat is an agent's callback: it resumes a node in a wait state.
 	Heartbeat(ctx context.Context, ident string, hb conductor.HeartbeatRequest) error

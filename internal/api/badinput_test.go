@@ -25,6 +25,8 @@ var bodyEndpoints = []struct{ method, path string }{
 	{"POST", "/v1/nodes/bad-input/vifs"},
 	{"POST", "/v1/allocations"},
 	{"PATCH", "/v1/allocations/bad-input-alloc"},
+	{"POST", "/v1/runbooks"},
+	{"PATCH", "/v1/runbooks/CUSTOM_BAD_INPUT"},
 }
 
 func TestBadBodiesAre4xx(t *testing.T) {
