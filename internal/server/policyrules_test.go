@@ -291,6 +291,10 @@ func (f fakeNodes) GetPort(context.Context, string) (*model.Port, error) {
 	return nil, store.ErrNotFound
 }
 
+func (f fakeNodes) GetRunbook(context.Context, string) (*model.Runbook, error) {
+	return nil, store.ErrNotFound
+}
+
 // TestOwnerProvisioned: baremetal:node:update_owner_provisioned — a system
 // member may not change an active node's owner (409, as Ironic answers); a
 // system admin may, and other fields or states are not concerned.
