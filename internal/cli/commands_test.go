@@ -238,6 +238,29 @@ func TestCleanStepsSources(t *testing.T) {
 	}
 }
 
+// TestRunbookFlag: node clean and node service send --runbook as the
+// request's runbook (API 1.92), instead of steps and never with them.
+func TestRunbookFlag(t *testing.T) {
+	f, url := startFake(t)
+	f.addNode("c1", "manageable", nil)
+	for _, v := range []string{"clean", "service"} {
+		r := runCLI(t, url, "", "node", v, "c1", "--runbook", "CUSTOM_RB")
+		f.mu.Lock()
+		last := f.bodies[len(f.bodies)-1]
+		f.mu.Unlock()
+		if r.code != 1 || last["runbook"] != "CUSTOM_RB" || last["target"] != v || len(last) != 2 {
+			t.Errorf("node %s --runbook: %+v sent %v", v, r, last)
+		}
+		r = runCLI(t, url, "", "node", v, "c1", "--runbook", "CUSTOM_RB", "--"+v+"-steps", "[]")
+		if r.code != 1 || !strings.Contains(r.stderr, "runbook") || strings.Count(r.stderr, "\n") > 1 {
+			t.Errorf("node %s --runbook with steps: %+v", v, r)
+		}
+	}
+	if r := runCLI(t, url, "", "node", "service", "c1"); r.code != 1 || !strings.Contains(r.stderr, "service-steps") {
+		t.Errorf("service without steps or runbook: %+v", r)
+	}
+}
+
 func TestFleetReport(t *testing.T) {
 	f, url := startFake(t)
 	f.addNode("ok-1", "active", map[string]any{"power_state": "power on"})

@@ -32,6 +32,7 @@ type fakeIronic struct {
 	locked  map[string]int
 	failing map[string]bool
 	calls   []string
+	bodies  []map[string]any // of the provision requests, in order
 	seq     int
 }
 
@@ -223,6 +224,7 @@ var fakeMoves = map[string][3]string{
 }
 
 func (f *fakeIronic) provision(w http.ResponseWriter, n map[string]any, body map[string]any) {
+	f.bodies = append(f.bodies, body)
 	target := body["target"].(string)
 	uuid := n["uuid"].(string)
 	mv, ok := fakeMoves[target]
