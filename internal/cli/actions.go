@@ -119,7 +119,13 @@ func (a *app) provisionCmd(v verb) *cobra.Command {
 						return err
 					}
 				}
-				return c.Do(ctx, Request{Method: http.MethodPut, Path: nodePath(node, "states", "provision"), Body: body}, nil)
+				req := Request{Method: http.MethodPut, Path: nodePath(node, "states", "provision"), Body: body}
+				if runbook != "" {
+					// Runbooks are 1.92; Ironic gates servicing by one as it
+					// gates disable_ramdisk, which the runbook sets: 1.108.
+					req.MinVersion = map[string]string{"clean": "1.92", "service": "1.108"}[v.target]
+				}
+				return c.Do(ctx, req, nil)
 			}}
 		return a.execute(ctx, b, act, args)
 	})

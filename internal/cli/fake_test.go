@@ -33,6 +33,7 @@ type fakeIronic struct {
 	failing map[string]bool
 	calls   []string
 	bodies  []map[string]any // of the provision requests, in order
+	version []string         // their API version headers
 	seq     int
 }
 
@@ -197,6 +198,7 @@ func (f *fakeIronic) serveNode(w http.ResponseWriter, r *http.Request, ident str
 	case path == "states" && r.Method == "GET":
 		reply(pick2(n, "power_state,target_power_state,provision_state,target_provision_state,last_error"))
 	case path == "states/provision":
+		f.version = append(f.version, r.Header.Get("X-OpenStack-Ironic-API-Version"))
 		f.provision(w, n, body.(map[string]any))
 	case path == "states/power":
 		target := body.(map[string]any)["target"].(string)
