@@ -255,3 +255,19 @@ func wantBIOS(t *testing.T, e *env, n *model.Node, want string) {
 		t.Errorf("bios after the runbook: %v, want LogicalProc=%q", list, want)
 	}
 }
+
+// TestRunbookStepErrorMasksSecrets: a runbook step the driver refuses
+// fails the clean with the step in last_error, its secret arguments masked.
+func TestRunbookStepErrorMasksSecrets(t *testing.T) {
+	e := newEnv(t)
+	mustRunbook(t, e, `{"name": "CUSTOM_PW", "steps": [{"interface": "bios", "step": "apply_configuration", "args": {"settings": [], "password": "s3cret-arg"}, "order": 1}]}`)
+	n := e.mustNode(&model.Node{Name: "pw", ProvisionState: fsm.Manageable, Traits: []string{"CUSTOM_PW"}})
+	if rec := e.do("PUT", "/v1/nodes/"+n.UUID+"/states/provision", `{"target": "clean", "runbook": "CUSTOM_PW"}`, latest); rec.Code != 202 {
+		t.Fatalf("clean: %d %s", rec.Code, rec.Body.String())
+	}
+	got, err := e.st.GetNode(t.Context(), n.UUID)
+	if err != nil || got.ProvisionState != fsm.CleanFailed || !strings.Contains(got.LastError, "'password': '******'") ||
+		strings.Contains(got.LastError, "s3cret-arg") {
+		t.Errorf("after a refused step: %v %s %q", err, got.ProvisionState, got.LastError)
+	}
+}
