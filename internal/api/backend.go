@@ -41,6 +41,8 @@ type Store interface {
 	ListVolumeConnectors(ctx context.Context, q store.VolumeQuery) ([]*model.VolumeConnector, error)
 	GetVolumeTarget(ctx context.Context, uuid string) (*model.VolumeTarget, error)
 	ListVolumeTargets(ctx context.Context, q store.VolumeQuery) ([]*model.VolumeTarget, error)
+	GetRunbook(ctx context.Context, ident string) (*model.Runbook, error)
+	ListRunbooks(ctx context.Context, q store.RunbookQuery) ([]*model.Runbook, error)
 	// Broker is the stream the store publishes its node changes on; never nil.
 	Broker() *eventbus.Broker
 }
@@ -163,6 +165,12 @@ type Conductor interface {
 	CreateVolumeTarget(ctx context.Context, t *model.VolumeTarget) error
 	UpdateVolumeTarget(ctx context.Context, id string, apply func(t *model.VolumeTarget) error) (*model.VolumeTarget, error)
 	DeleteVolumeTarget(ctx context.Context, id string) error
+	// Runbooks (1.92): stored without a node lock; a provision request
+	// naming one reads it (ProvisionRequest.Runbook). Errors: fault
+	// NotFound, Conflict (uuid or name taken), and apply's own.
+	CreateRunbook(ctx context.Context, r *model.Runbook) error
+	UpdateRunbook(ctx context.Context, ident string, apply func(r *model.Runbook) error) (*model.Runbook, error)
+	DeleteRunbook(ctx context.Context, ident string) error
 
 	// Heartbeat is an agent's callback: it resumes a node in a wait state.
 	Heartbeat(ctx context.Context, ident string, hb conductor.HeartbeatRequest) error

@@ -29,6 +29,8 @@ var bodyEndpoints = []struct{ method, path string }{
 	{"PATCH", "/v1/volume/connectors/" + badInputConnector},
 	{"POST", "/v1/volume/targets"},
 	{"PATCH", "/v1/volume/targets/" + badInputTarget},
+	{"POST", "/v1/runbooks"},
+	{"PATCH", "/v1/runbooks/CUSTOM_BAD_INPUT"},
 }
 
 // The volume connector and target FuzzRequestBodies patches.

@@ -3,7 +3,6 @@ package api
 import (
 	"errors"
 	"slices"
-	"strings"
 
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/model"
@@ -54,19 +53,6 @@ func (rc *call) writeChassis(w *jw, c *model.Chassis, fields []string) {
 		}
 	}
 	w.endObj()
-}
-
-func checkChassisFields(fields []string) error {
-	var bad []string
-	for _, f := range fields {
-		if !slices.Contains(chassisFields, f) {
-			bad = append(bad, f)
-		}
-	}
-	if len(bad) > 0 {
-		return invalid("Field(s) \"%s\" are not valid", strings.Join(bad, ", "))
-	}
-	return nil
 }
 
 // chassisIdent reads the chassis UUID of the path (Ironic's args.uuid).
@@ -125,7 +111,7 @@ func (s *Server) chassisList(rc *call, detailPath bool) error {
 	if err := rc.markerParam(&p); err != nil {
 		return err
 	}
-	if err := checkChassisFields(p.fields); err != nil {
+	if err := checkFields(p.fields, chassisFields); err != nil {
 		return err
 	}
 	if err := p.check(rc); err != nil {
@@ -183,7 +169,7 @@ func (s *Server) getChassis(rc *call) error {
 	if fields != nil && rc.minor < minorFields {
 		return notAcceptable()
 	}
-	if err := checkChassisFields(fields); err != nil {
+	if err := checkFields(fields, chassisFields); err != nil {
 		return err
 	}
 	c, err := rc.loadChassis()

@@ -2,13 +2,10 @@ package api
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/anvil-metal/anvil/internal/conductor"
-	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/pyrepr"
 	"github.com/anvil-metal/anvil/internal/store"
@@ -48,13 +45,7 @@ func (s *Server) deployTemplateRoutes() {
 }
 
 func (rc *call) deployTemplatesAllowed() error {
-	if rc.minor >= minorDeployTemplates {
-		return nil
-	}
-	if rc.r.Method == "GET" {
-		return fault.New(fault.NotFound, "%s", noDeployTemplates).AsRouting()
-	}
-	return fault.New(fault.NotAllowed, "%s", noDeployTemplates).AsRouting()
+	return rc.resourceAllowed(minorDeployTemplates, noDeployTemplates)
 }
 
 // writeDeployTemplate writes a template (all fields, or the requested ones
@@ -82,16 +73,7 @@ func (rc *call) writeDeployTemplate(w *jw, t *model.DeployTemplate, fields []str
 		case "steps":
 			w.arr()
 			for _, s := range t.Steps {
-				w.obj()
-				w.key("interface")
-				w.str(s.Interface)
-				w.key("step")
-				w.str(s.Step)
-				w.key("args")
-				w.masked(s.Args)
-				w.key("priority")
-				w.integer(int64(s.Priority))
-				w.endObj()
+				w.step(s.Interface, s.Step, s.Args, "priority", s.Priority)
 			}
 			w.endArr()
 		}
@@ -99,34 +81,9 @@ func (rc *call) writeDeployTemplate(w *jw, t *model.DeployTemplate, fields []str
 	w.endObj()
 }
 
-// checkTemplateFields validates ?fields= (Ironic's check_allowed_fields
-// then check_for_invalid_fields).
-func checkTemplateFields(fields []string) error {
-	var bad []string
-	for _, f := range fields {
-		if !slices.Contains(templateFields, f) {
-			bad = append(bad, f)
-		}
-	}
-	if len(bad) > 0 {
-		return invalid("Field(s) \"%s\" are not valid", strings.Join(bad, ", "))
-	}
-	return nil
-}
-
-func templateIdent(raw string) (string, error) {
-	if isUUIDLike(raw) {
-		return canonicalUUID(raw), nil
-	}
-	if !isValidLogicalName(raw) {
-		return "", invalid("Expected UUID or name for template_ident: %s", raw)
-	}
-	return raw, nil
-}
-
 func (rc *call) loadDeployTemplate() (*model.DeployTemplate, error) {
 	raw := rc.r.PathValue("template")
-	ident, err := templateIdent(raw)
+	ident, err := uuidOrName("template_ident", raw)
 	if err != nil {
 		return nil, err
 	}
@@ -162,17 +119,12 @@ func validateTemplate(what string, v any) (*model.DeployTemplate, error) {
 		}
 		t.Steps = append(t.Steps, s)
 	}
-	seen := map[[2]string]int{}
-	var dups []string
-	for _, s := range t.Steps {
-		k := [2]string{s.Interface, s.Step}
-		if seen[k]++; seen[k] == 2 {
-			dups = append(dups, fmt.Sprintf("interface: %s, step: %s", s.Interface, s.Step))
-		}
+	pairs := make([][2]string, len(t.Steps))
+	for i, s := range t.Steps {
+		pairs[i] = [2]string{s.Interface, s.Step}
 	}
-	if len(dups) > 0 {
-		return nil, invalid("Deploy template invalid: Duplicate deploy steps. A deploy template cannot have multiple deploy "+
-			"steps with the same interface and step. Duplicates: %s.", strings.Join(dups, "; "))
+	if err := duplicateSteps(pairs, "deploy template"); err != nil {
+		return nil, err
 	}
 	if u, ok := doc["uuid"].(string); ok {
 		if !isUUIDLike(u) {
@@ -258,7 +210,7 @@ func (s *Server) getDeployTemplate(rc *call) error {
 		return err
 	}
 	fields := rc.fieldsParam()
-	if err := checkTemplateFields(fields); err != nil {
+	if err := checkFields(fields, templateFields); err != nil {
 		return err
 	}
 	t, err := rc.loadDeployTemplate()
@@ -275,30 +227,9 @@ func (s *Server) listDeployTemplates(rc *call) error {
 	if err := rc.deployTemplatesAllowed(); err != nil {
 		return err
 	}
-	if err := rc.checkQuery("marker", "limit", "sort_key", "sort_dir", "fields", "detail"); err != nil {
-		return err
-	}
-	p, err := rc.pageParams("id")
+	p, err := rc.listPage(templateFields, unsortableTemplateKeys, store.DeployTemplateSortKeys)
 	if err != nil {
 		return err
-	}
-	if err := rc.markerParam(&p); err != nil {
-		return err
-	}
-	if err := checkTemplateFields(p.fields); err != nil {
-		return err
-	}
-	if err := checkTemplateFields([]string{p.sortKey}); err != nil && p.sortKey != "id" {
-		return err
-	}
-	if err := p.check(rc); err != nil {
-		return err
-	}
-	if slices.Contains(unsortableTemplateKeys, p.sortKey) {
-		return badSortKey(p.sortKey, false)
-	}
-	if !slices.Contains(store.DeployTemplateSortKeys, p.sortKey) {
-		return badSortKey(p.sortKey, true)
 	}
 	if p.marker != "" {
 		if _, err := s.cfg.Store.GetDeployTemplate(rc.ctx, p.marker); errors.Is(err, store.ErrNotFound) {

@@ -103,9 +103,18 @@
 //     reads only that one), a path ending in ".json" is served without it,
 //     and GET/PATCH/DELETE of a node and the heartbeat fall back to the
 //     name with ".json"; from 1.91 the suffix is part of the name.
-//   - 1.92: unsupported. There is no /v1/runbooks (404); a provision
-//     request naming a runbook is 406 below 1.92 and 400 "Runbooks are not
-//     supported by this Anvil server" from it (an empty one is ignored).
+//   - 1.92: /v1/runbooks (404 to read, 405 to write below), as Ironic
+//     master serves them below 1.112: RUNBOOK_SCHEMA with jsonschema's
+//     texts, a trait as name (a PATCH may set any RUNBOOK_NAME_SCHEMA name,
+//     as Ironic validates patches with the 1.112 schema), steps on the
+//     cleaning interfaces with an integer order, owner and public (a public
+//     runbook has no owner; setting public clears it), disable_ramdisk,
+//     ?project= (its own and the public ones; Ironic declares it a boolean,
+//     a bug: Anvil takes the project as documented), no description or
+//     traits (1.112). A provision request naming a runbook is 406 below
+//     1.92 (an empty one is ignored); from it the conductor runs the
+//     runbook's steps as the clean or service steps (runbooks.go; the
+//     project rules are internal/server's).
 //   - 1.89: POST /v1/nodes/{node}/vmedia attaches an image (204; a failure
 //     shows in last_error), DELETE detaches (?device_types=, or
 //     .../vmedia/{device}); 1.93: GET lists the devices. 404 below them.
@@ -138,7 +147,7 @@
 // (rendering), and one file per resource: root.go, nodes.go, node_list.go,
 // node_body.go, render_node.go, node_states.go, history.go, ports.go,
 // port_body.go, portgroups.go, portgroup_body.go, vifs.go, traits.go
-// (with ostraits.go), allocations.go, deploy_templates.go, chassis.go, drivers.go, conductors.go, lookup.go, agent.go,
+// (with ostraits.go), allocations.go, deploy_templates.go, runbooks.go, chassis.go, drivers.go, conductors.go, lookup.go, agent.go,
 // continue_inspection.go, inventory.go, vendor.go, volume.go (with volume_body.go), shards.go, console.go, bootmode.go,
 // indicators.go, netevents.go (POST /v1/events), events.go (the watch stream) and
 // metrics.go (route names for request metrics).

@@ -126,7 +126,9 @@ func FuzzRequestBodies(f *testing.F) {
 		for _, s := range []string{`{}`, `[]`, `{"target":"manage"}`, `[{"op":"replace","path":"/name","value":"x"}]`,
 			`{"driver":"fake-hardware","name":"n"}`, `{"address":"52:54:00:aa:bb:cc","node_uuid":"x"}`,
 			`{"traits":["CUSTOM_A","HW_CPU_X86_VMX"]}`, `{"id":"vif-1","port_uuid":"x"}`,
-			`[{"op":"replace","path":"/mode","value":"802.3ad"}]`, `{"resource_class":"gpu","traits":["CUSTOM_A"]}`} {
+			`[{"op":"replace","path":"/mode","value":"802.3ad"}]`, `{"resource_class":"gpu","traits":["CUSTOM_A"]}`,
+			`{"name":"CUSTOM_R","steps":[{"interface":"bios","step":"factory_reset","args":{},"order":"1"}],"public":true}`,
+			`[{"op":"replace","path":"/steps/0/order","value":-1},{"op":"add","path":"/owner","value":"p"}]`} {
 			f.Add(uint8(i), []byte(s))
 		}
 	}
@@ -155,6 +157,7 @@ func FuzzRequestBodies(f *testing.F) {
 			}
 		}
 	}
+	mustRunbook(f, e, `{"name": "CUSTOM_BAD_INPUT", "steps": [`+resetStep+`]}`)
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		ep := bodyEndpoints[int(which)%len(bodyEndpoints)]
 		rec := e.with(t).do(ep.method, ep.path, string(body), latest)

@@ -20,11 +20,9 @@ const (
 	minorBuildConfigDrive  = 56
 	minorConfigDriveVendor = 59
 	minorDeploySteps       = 69
-	minorCleanNoRamdisk    = 70
 	minorBootMode          = 75
 	minorService           = 87
 	minorRunbooks          = 92
-	minorServiceNoRamdisk  = 108
 )
 
 // validateOrder is the order Ironic reports interfaces in: the core ones,
@@ -174,12 +172,20 @@ func (rc *call) gateProvision(req *conductor.ProvisionRequest, args map[string]a
 		return notAcceptable()
 	}
 	if truthy(args["runbook"]) {
-		// Ironic ignores an empty runbook; a named one needs 1.92 and a
-		// runbook store, which Anvil does not have.
+		// Ironic ignores an empty runbook; a named one needs 1.92. The
+		// conductor reads it under the node's lock (withRunbook), and its
+		// disable_ramdisk replaces the request's.
 		if rc.minor < minorRunbooks {
 			return notAcceptable()
 		}
-		return errNoRunbooks()
+		ident := args["runbook"].(string)
+		switch {
+		case isUUIDLike(ident):
+			ident = canonicalUUID(ident)
+		case !isValidLogicalName(ident):
+			return invalid("Expected a logical name or UUID but received %s.", ident) // InvalidUuidOrName
+		}
+		req.Runbook = ident
 	}
 	if err := rc.checkConfigDrive(req.Target, req.ConfigDrive); err != nil {
 		return err
@@ -187,26 +193,15 @@ func (rc *call) gateProvision(req *conductor.ProvisionRequest, args map[string]a
 	if len(req.DeploySteps) > 0 && rc.minor < minorDeploySteps {
 		return minVersionRequired(minorDeploySteps)
 	}
-	if req.DisableRamdisk != nil {
-		switch req.Target {
-		case fsm.EvClean, fsm.EvService:
-			if (req.Target == fsm.EvClean && rc.minor < minorCleanNoRamdisk) || (req.Target == fsm.EvService && rc.minor < minorServiceNoRamdisk) {
-				return fault.New(fault.NotAcceptable, "disable_ramdisk is not acceptable in this API version")
-			}
-		default:
-			return invalid("disable_ramdisk is supported only with manual cleaning or servicing")
+	if req.Runbook == "" {
+		if err := conductor.CheckDisableRamdisk(req.Target, req.DisableRamdisk, rc.minor); err != nil {
+			return err
 		}
 	}
 	if len(req.ServiceSteps) > 0 && rc.minor < minorService {
 		return notAcceptable()
 	}
 	return nil
-}
-
-// errNoRunbooks refuses a provision request naming a runbook (1.92):
-// Anvil has no /v1/runbooks, so no runbook can be named.
-func errNoRunbooks() error {
-	return invalid("Runbooks are not supported by this Anvil server; pass clean_steps or service_steps instead.")
 }
 
 // b64Alphabet is what Ironic accepts in a config drive string that is not

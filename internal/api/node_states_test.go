@@ -55,7 +55,7 @@ func TestNodeProvision(t *testing.T) {
 		{"disable_ramdisk with manage", "enroll", `{"target":"manage","disable_ramdisk":true}`, latest, 400,
 			"disable_ramdisk is supported only with manual cleaning or servicing", "enroll"},
 		{"runbook before 1.92", "manageable", `{"target":"clean","runbook":"rb"}`, at(91), 406, "Request not acceptable.", "manageable"},
-		{"runbook from 1.92", "manageable", `{"target":"clean","runbook":"rb"}`, at(92), 400, "Runbooks are not supported by this Anvil server", "manageable"},
+		{"unknown runbook from 1.92", "manageable", `{"target":"clean","runbook":"rb"}`, at(92), 404, "Runbook rb could not be found.", "manageable"},
 		{"query parameters count", "enroll", ``, latest, 202, "", "manageable"},
 	}
 	for _, tc := range tests {

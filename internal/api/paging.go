@@ -248,3 +248,64 @@ func allOf[T any](preds []func(T) bool) func(T) bool {
 		return true
 	}
 }
+
+// checkFields is Ironic's check_for_invalid_fields on ?fields=: every
+// name one of the resource's fields.
+func checkFields(fields, known []string) error {
+	var bad []string
+	for _, f := range fields {
+		if !slices.Contains(known, f) {
+			bad = append(bad, f)
+		}
+	}
+	if len(bad) > 0 {
+		return invalid("Field(s) \"%s\" are not valid", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// listPage reads and checks the query of a list of a resource not tied to
+// a node (deploy templates, runbooks), in Ironic's order: the parameters
+// (those of pageParams, then more), the marker, the fields and sort key
+// against the resource's fields, the page checks, then the sort key
+// against the resource's unsortable fields and the store's sort keys.
+func (rc *call) listPage(fields, unsortable, sortKeys []string, more ...string) (page, error) {
+	if err := rc.checkQuery(append([]string{"marker", "limit", "sort_key", "sort_dir", "fields", "detail"}, more...)...); err != nil {
+		return page{}, err
+	}
+	p, err := rc.pageParams("id")
+	if err != nil {
+		return p, err
+	}
+	if err := rc.markerParam(&p); err != nil {
+		return p, err
+	}
+	if err := checkFields(p.fields, fields); err != nil {
+		return p, err
+	}
+	if err := checkFields([]string{p.sortKey}, fields); err != nil && p.sortKey != "id" {
+		return p, err
+	}
+	if err := p.check(rc); err != nil {
+		return p, err
+	}
+	if slices.Contains(unsortable, p.sortKey) {
+		return p, badSortKey(p.sortKey, false)
+	}
+	if !slices.Contains(sortKeys, p.sortKey) {
+		return p, badSortKey(p.sortKey, true)
+	}
+	return p, nil
+}
+
+// uuidOrName reads a path identifier that is a UUID or a logical name
+// (Ironic's args.uuid_or_name, argument name arg).
+func uuidOrName(arg, raw string) (string, error) {
+	if isUUIDLike(raw) {
+		return canonicalUUID(raw), nil
+	}
+	if !isValidLogicalName(raw) {
+		return "", invalid("Expected UUID or name for %s: %s", arg, raw)
+	}
+	return raw, nil
+}

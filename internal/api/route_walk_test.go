@@ -22,13 +22,8 @@ var pendingOtherBranches = map[string]string{}
 // (reported with issue 13): either serve it, or lower the advertised
 // maximum below its version.
 var notServed = map[string]string{
-	// Runbooks (1.92) and inspection rules (1.96) need their own tables;
-	// they are documented as unsupported (internal/api/doc.go).
-	"POST /v1/runbooks":                     "runbooks unsupported (1.92)",
-	"GET /v1/runbooks":                      "runbooks unsupported (1.92)",
-	"GET /v1/runbooks/{runbook_id}":         "runbooks unsupported (1.92)",
-	"PATCH /v1/runbooks/{runbook_id}":       "runbooks unsupported (1.92)",
-	"DELETE /v1/runbooks/{runbook_id}":      "runbooks unsupported (1.92)",
+	// Inspection rules (1.96) need their own table; they are documented
+	// as unsupported (internal/api/doc.go).
 	"POST /v1/inspection_rules":             "inspection rules unsupported (1.96)",
 	"GET /v1/inspection_rules":              "inspection rules unsupported (1.96)",
 	"GET /v1/inspection_rules/{rule_id}":    "inspection rules unsupported (1.96)",

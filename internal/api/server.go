@@ -128,6 +128,7 @@ func (s *Server) routes() {
 	s.vifRoutes()
 	s.allocationRoutes()
 	s.deployTemplateRoutes()
+	s.runbookRoutes()
 	s.driverRoutes()
 	s.conductorRoutes()
 	s.agentRoutes()

@@ -123,3 +123,15 @@ func parsePyInt(s string) (*big.Int, bool) {
 
 // versionString renders a minor version as Ironic prints it.
 func versionString(minor int) string { return fmt.Sprintf("1.%d", minor) }
+
+// resourceAllowed gates a resource added at 1.minor, as Ironic's
+// controllers do below it: 404 to read, 405 to write, with text.
+func (rc *call) resourceAllowed(minor int, text string) error {
+	if rc.minor >= minor {
+		return nil
+	}
+	if rc.r.Method == "GET" {
+		return fault.New(fault.NotFound, "%s", text).AsRouting()
+	}
+	return fault.New(fault.NotAllowed, "%s", text).AsRouting()
+}

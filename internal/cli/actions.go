@@ -47,7 +47,7 @@ type action struct {
 // provisionCmd builds `node <verb>`.
 func (a *app) provisionCmd(v verb) *cobra.Command {
 	b := &batchOpts{}
-	var cleanSteps, deploySteps, serviceSteps, configDrive, rescuePassword string
+	var cleanSteps, deploySteps, serviceSteps, configDrive, rescuePassword, runbook string
 	var instInfo []string
 	var disableRamdisk bool
 	cmd := &cobra.Command{
@@ -59,12 +59,16 @@ func (a *app) provisionCmd(v verb) *cobra.Command {
 	f := cmd.Flags()
 	switch v {
 	case verbClean:
-		f.StringVar(&cleanSteps, "clean-steps", "", "the clean steps: JSON, @file, a file path, or - for stdin [REQUIRED]")
-		_ = cmd.MarkFlagRequired("clean-steps")
+		f.StringVar(&cleanSteps, "clean-steps", "", "the clean steps: JSON, @file, a file path, or - for stdin (or --runbook)")
+		f.StringVar(&runbook, "runbook", "", "the name or UUID of a runbook whose steps to run (API 1.92)")
+		cmd.MarkFlagsOneRequired("clean-steps", "runbook")
+		cmd.MarkFlagsMutuallyExclusive("clean-steps", "runbook")
 		f.BoolVar(&disableRamdisk, "disable-ramdisk", false, "clean without booting the ramdisk (API 1.70)")
 	case verbService:
-		f.StringVar(&serviceSteps, "service-steps", "", "the service steps: JSON, @file, a file path, or - for stdin [REQUIRED]")
-		_ = cmd.MarkFlagRequired("service-steps")
+		f.StringVar(&serviceSteps, "service-steps", "", "the service steps: JSON, @file, a file path, or - for stdin (or --runbook)")
+		f.StringVar(&runbook, "runbook", "", "the name or UUID of a runbook whose steps to run (API 1.92)")
+		cmd.MarkFlagsOneRequired("service-steps", "runbook")
+		cmd.MarkFlagsMutuallyExclusive("service-steps", "runbook")
 	case verbDeploy, verbRebuild:
 		f.StringVar(&configDrive, "config-drive", "", "a config drive: gzipped base64 string, JSON object, or URL")
 		f.StringVar(&deploySteps, "deploy-steps", "", "the deploy steps: JSON, @file, a file path, or - for stdin")
@@ -96,6 +100,9 @@ func (a *app) provisionCmd(v verb) *cobra.Command {
 		if rescuePassword != "" {
 			body["rescue_password"] = rescuePassword
 		}
+		if runbook != "" {
+			body["runbook"] = runbook
+		}
 		if disableRamdisk {
 			body["disable_ramdisk"] = true
 		}
@@ -112,7 +119,13 @@ func (a *app) provisionCmd(v verb) *cobra.Command {
 						return err
 					}
 				}
-				return c.Do(ctx, Request{Method: http.MethodPut, Path: nodePath(node, "states", "provision"), Body: body}, nil)
+				req := Request{Method: http.MethodPut, Path: nodePath(node, "states", "provision"), Body: body}
+				if runbook != "" {
+					// Runbooks are 1.92; Ironic gates servicing by one as it
+					// gates disable_ramdisk, which the runbook sets: 1.108.
+					req.MinVersion = map[string]string{"clean": "1.92", "service": "1.108"}[v.target]
+				}
+				return c.Do(ctx, req, nil)
 			}}
 		return a.execute(ctx, b, act, args)
 	})

@@ -192,6 +192,9 @@ type Request struct {
 	Path   string     // under the endpoint, e.g. /v1/nodes/x
 	Query  url.Values // may be nil
 	Body   any        // JSON-encoded unless nil
+	// MinVersion is the microversion ("1.N") the request needs: a client
+	// whose version the user did not pin sends it when its own is lower.
+	MinVersion string
 }
 
 // Do sends req, retrying locked and busy answers with backoff, and
@@ -212,7 +215,7 @@ func (c *Client) Do(ctx context.Context, req Request, out any) error {
 	}
 	downgraded := false
 	for attempt := 0; ; attempt++ {
-		data, err := c.once(ctx, req.Method, target, body)
+		data, err := c.once(ctx, req.Method, target, c.versionFor(req.MinVersion), body)
 		var ae *APIError
 		if errors.As(err, &ae) && ae.Status == http.StatusNotAcceptable && !downgraded && c.downgrade(ae) {
 			downgraded = true
@@ -292,7 +295,21 @@ func (c *Client) currentVersion() string {
 	return c.version
 }
 
-func (c *Client) once(ctx context.Context, method, target string, body []byte) ([]byte, error) {
+// versionFor is the version to send a request needing minVersion with:
+// the client's, raised to minVersion unless the user pinned it.
+func (c *Client) versionFor(minVersion string) string {
+	cur := c.currentVersion()
+	need, ok := minorOf(minVersion)
+	if !ok || c.pinned {
+		return cur
+	}
+	if have, ok := minorOf(cur); ok && have < need {
+		return minVersion
+	}
+	return cur
+}
+
+func (c *Client) once(ctx context.Context, method, target, version string, body []byte) ([]byte, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -301,7 +318,7 @@ func (c *Client) once(ctx context.Context, method, target string, body []byte) (
 	if err != nil {
 		return nil, err
 	}
-	hr.Header.Set(hdrVersion, c.currentVersion())
+	hr.Header.Set(hdrVersion, version)
 	hr.Header.Set("Accept", "application/json")
 	hr.Header.Set("User-Agent", "anvil-cli")
 	if body != nil {

@@ -238,6 +238,37 @@ func TestCleanStepsSources(t *testing.T) {
 	}
 }
 
+// TestRunbookFlag: node clean and node service send --runbook as the
+// request's runbook (API 1.92), instead of steps and never with them.
+func TestRunbookFlag(t *testing.T) {
+	f, url := startFake(t)
+	f.addNode("c1", "manageable", nil)
+	for v, version := range map[string]string{"clean": "1.92", "service": "1.108"} {
+		r := runCLI(t, url, "", "node", v, "c1", "--runbook", "CUSTOM_RB")
+		f.mu.Lock()
+		last, sent := f.bodies[len(f.bodies)-1], f.version[len(f.version)-1]
+		f.mu.Unlock()
+		if r.code != 1 || last["runbook"] != "CUSTOM_RB" || last["target"] != v || len(last) != 2 || sent != version {
+			t.Errorf("node %s --runbook: %+v sent %v at %s, want at %s", v, r, last, sent, version)
+		}
+		r = runCLI(t, url, "", "node", v, "c1", "--runbook", "CUSTOM_RB", "--"+v+"-steps", "[]")
+		if r.code != 1 || !strings.Contains(r.stderr, "runbook") || strings.Count(r.stderr, "\n") > 1 {
+			t.Errorf("node %s --runbook with steps: %+v", v, r)
+		}
+	}
+	if r := runCLI(t, url, "", "node", "service", "c1"); r.code != 1 || !strings.Contains(r.stderr, "service-steps") {
+		t.Errorf("service without steps or runbook: %+v", r)
+	}
+	// A version the user pinned is sent as is (the server refuses it).
+	runCLI(t, url, "", "--os-baremetal-api-version", "1.89", "node", "clean", "c1", "--runbook", "CUSTOM_RB")
+	runCLI(t, url, "", "node", "clean", "c1", "--clean-steps", "[]")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if got := f.version[len(f.version)-2:]; got[0] != "1.89" || got[1] != DefaultAPIVersion {
+		t.Errorf("versions sent %v, want the pinned 1.89, then the default for steps", got)
+	}
+}
+
 func TestFleetReport(t *testing.T) {
 	f, url := startFake(t)
 	f.addNode("ok-1", "active", map[string]any{"power_state": "power on"})

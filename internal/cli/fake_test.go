@@ -32,6 +32,8 @@ type fakeIronic struct {
 	locked  map[string]int
 	failing map[string]bool
 	calls   []string
+	bodies  []map[string]any // of the provision requests, in order
+	version []string         // their API version headers
 	seq     int
 }
 
@@ -196,6 +198,7 @@ func (f *fakeIronic) serveNode(w http.ResponseWriter, r *http.Request, ident str
 	case path == "states" && r.Method == "GET":
 		reply(pick2(n, "power_state,target_power_state,provision_state,target_provision_state,last_error"))
 	case path == "states/provision":
+		f.version = append(f.version, r.Header.Get("X-OpenStack-Ironic-API-Version"))
 		f.provision(w, n, body.(map[string]any))
 	case path == "states/power":
 		target := body.(map[string]any)["target"].(string)
@@ -223,6 +226,7 @@ var fakeMoves = map[string][3]string{
 }
 
 func (f *fakeIronic) provision(w http.ResponseWriter, n map[string]any, body map[string]any) {
+	f.bodies = append(f.bodies, body)
 	target := body["target"].(string)
 	uuid := n["uuid"].(string)
 	mv, ok := fakeMoves[target]

@@ -54,6 +54,11 @@
 // to its plan in Ironic's merged priority order, user deploy_steps
 // overriding them; known steps are validated when the deploy is asked for
 // (a 400), steps the driver does not offer fail the deploy when planned.
+// Runbooks (runbooks.go) change without a lock too (records.go has the
+// version-checked retry both use); a clean or service request naming one
+// reads it under the node's lock after the state check and runs its steps,
+// in its order, as the manual clean or service steps when the node's
+// traits name it (Ironic's _handle_runbook before 1.112).
 //
 // BIOS settings and firmware components that a bios or firmware interface
 // reads (driver.Task.BIOS and Firmware, or driver.Cacher) are saved after

@@ -31,7 +31,7 @@ func (c *Conductor) Provision(ctx context.Context, ident string, req ProvisionRe
 	if err != nil {
 		return err
 	}
-	if err := checkRequest(n, req); err != nil {
+	if _, err := c.checkRequest(ctx, n, req); err != nil {
 		if n.Reservation != "" && !fsm.Allowed(n.ProvisionState, eventOf(req.Target)) {
 			return fault.NodeLocked(n.UUID, n.Reservation)
 		}
@@ -41,7 +41,7 @@ func (c *Conductor) Provision(ctx context.Context, ident string, req ProvisionRe
 	if err != nil {
 		return err
 	}
-	if err := c.checkProvision(ctx, t.node, req); err != nil {
+	if req, err = c.checkProvision(ctx, t.node, req); err != nil {
 		t.release()
 		return err
 	}
@@ -63,25 +63,33 @@ func eventOf(target string) string {
 
 // checkProvision is every check of a provision request against the locked
 // node, in Ironic's order: maintenance for deploys, the state machine (the
-// one legality check), the arguments, then the concurrency caps.
-func (c *Conductor) checkProvision(ctx context.Context, n *model.Node, req ProvisionRequest) error {
-	if err := checkRequest(n, req); err != nil {
-		return err
+// one legality check), the runbook, the arguments, then the concurrency
+// caps. It returns the request to carry out: a runbook's steps in place.
+func (c *Conductor) checkProvision(ctx context.Context, n *model.Node, req ProvisionRequest) (ProvisionRequest, error) {
+	req, err := c.checkRequest(ctx, n, req)
+	if err != nil {
+		return req, err
 	}
-	return c.checkLimit(ctx, eventOf(req.Target))
+	return req, c.checkLimit(ctx, eventOf(req.Target))
 }
 
 // checkRequest is checkProvision without the concurrency caps: what the
-// node's state and the request's arguments decide.
-func checkRequest(n *model.Node, req ProvisionRequest) error {
+// node's state, the runbook and the request's arguments decide.
+func (c *Conductor) checkRequest(ctx context.Context, n *model.Node, req ProvisionRequest) (ProvisionRequest, error) {
 	event := eventOf(req.Target)
 	if (event == fsm.EvDeploy || event == fsm.EvRebuild) && n.Maintenance {
-		return inMaintenance(n.UUID)
+		return req, inMaintenance(n.UUID)
 	}
 	if !fsm.Allowed(n.ProvisionState, event) {
-		return fault.InvalidState(req.Target, n.UUID, n.ProvisionState)
+		return req, fault.InvalidState(req.Target, n.UUID, n.ProvisionState)
 	}
-	return checkProvisionArgs(n, req, event)
+	if req.Runbook != "" {
+		var err error
+		if req, err = c.withRunbook(ctx, n, req, event); err != nil {
+			return req, err
+		}
+	}
+	return req, checkProvisionArgs(n, req, event)
 }
 
 func inMaintenance(uuid string) error {
@@ -92,6 +100,9 @@ func checkProvisionArgs(n *model.Node, req ProvisionRequest, event string) error
 	bad := func(format string, args ...any) error { return fault.New(fault.Invalid, format, args...) }
 	if req.ConfigDrive != nil && event != fsm.EvDeploy && event != fsm.EvRebuild {
 		return bad("Adding a config drive is only supported when setting provision state to active, rebuild, deploy")
+	}
+	if req.Runbook != "" && (len(req.CleanSteps) > 0 && event != fsm.EvClean || len(req.ServiceSteps) > 0 && event != fsm.EvService) {
+		return bad("\"runbooks\" is only valid when setting target provision state to any of ['clean', 'service']")
 	}
 	if len(req.CleanSteps) > 0 && event != fsm.EvClean {
 		return bad("\"clean_steps\" is only valid when setting target provision state to clean")

@@ -11,6 +11,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/pyrepr"
+	"github.com/anvil-metal/anvil/internal/secret"
 )
 
 // Reserved steps any interface accepts (Ironic's): hold parks the node in
@@ -340,8 +341,9 @@ func stepJSON(s driver.Step) model.JSON {
 
 // pyRepr renders a step as Ironic prints it, e.g.
 // {'interface': 'deploy', 'step': 'erase_devices', 'args': {}, 'priority': 10}.
+// Secret arguments are masked: the text goes to last_error and history.
 func pyRepr(m map[string]any) string {
-	d := pyrepr.Dict{Values: m}
+	d := pyrepr.Dict{Values: secret.Value(map[string]any(m)).(map[string]any)}
 	for _, k := range []string{"interface", "step", "args", "priority"} {
 		if _, ok := m[k]; ok {
 			d.Keys = append(d.Keys, k)

@@ -20,6 +20,7 @@ type Store interface {
 	ConductorStore
 	store.SettingsStore
 	store.DeployTemplateStore
+	store.RunbookStore
 	store.ChassisStore
 	store.VolumeStore
 	// AddHistory appends a node history entry and prunes to the newest keep.

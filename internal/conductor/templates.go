@@ -23,16 +23,7 @@ func DeployTemplateNotFound(ident string) error {
 	return fault.New(fault.NotFound, "Deploy template %s could not be found.", ident)
 }
 
-func templateDuplicate(err error) error {
-	var d *store.DuplicateError
-	if !errors.As(err, &d) {
-		return err
-	}
-	if d.Field == "name" {
-		return fault.New(fault.Conflict, "A deploy template with name %s already exists.", d.Value)
-	}
-	return fault.New(fault.Conflict, "A deploy template with UUID %s already exists.", d.Value)
-}
+func templateDuplicate(err error) error { return duplicateFault(err, "deploy template") }
 
 // CreateDeployTemplate stores a validated template (the API checks its
 // shape). Errors: fault Conflict (uuid or name taken).
@@ -50,7 +41,7 @@ func (c *Conductor) CreateDeployTemplate(ctx context.Context, t *model.DeployTem
 // retrying a lost race a few times. Errors: fault NotFound, Conflict (name
 // taken), and apply's own.
 func (c *Conductor) UpdateDeployTemplate(ctx context.Context, ident string, apply func(t *model.DeployTemplate) error) (*model.DeployTemplate, error) {
-	for attempt := 1; ; attempt++ {
+	load := func() (*model.DeployTemplate, error) {
 		t, err := c.store.GetDeployTemplate(ctx, ident)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, DeployTemplateNotFound(ident)
@@ -59,19 +50,10 @@ func (c *Conductor) UpdateDeployTemplate(ctx context.Context, ident string, appl
 		}
 		cp := *t
 		cp.Steps = slices.Clone(t.Steps)
-		if err := apply(&cp); err != nil {
-			return nil, err
-		}
-		err = c.store.UpdateDeployTemplate(ctx, &cp)
-		switch {
-		case err == nil:
-			return &cp, nil
-		case !errors.Is(err, store.ErrStale):
-			return nil, templateDuplicate(err)
-		case attempt == 5:
-			return nil, fault.New(fault.Conflict, "Deploy template %s was changed by another request; try again.", t.UUID)
-		}
+		return &cp, nil
 	}
+	save := func(t *model.DeployTemplate) error { return templateDuplicate(c.store.UpdateDeployTemplate(ctx, t)) }
+	return updateRecord(load, apply, save, func(t *model.DeployTemplate) string { return "Deploy template " + t.UUID })
 }
 
 // DeleteDeployTemplate removes a template. Errors: fault NotFound.

@@ -13,7 +13,10 @@ type ProvisionRequest struct {
 	ServiceSteps   []model.JSON
 	RescuePassword *string
 	DisableRamdisk *bool
-	User           string // who asked, for history
+	// Runbook names (UUID or name) the runbook whose steps are the clean or
+	// service steps (1.92); the API checks the version and the ident's shape.
+	Runbook string
+	User    string // who asked, for history
 }
 
 // PowerRequest is the body of PUT /v1/nodes/{id}/states/power.

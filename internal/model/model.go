@@ -263,6 +263,35 @@ type DeployStep struct {
 	Priority  int    `json:"priority"`
 }
 
+// Runbook is a named list of steps an operator may run on a node as its
+// manual clean or service steps (Ironic's runbook, API 1.92). Before API
+// 1.112 its name is a trait, and a node may run it only when it has that
+// trait. A runbook with an owner belongs to that project; a public one
+// (never owned) is readable by every project.
+type Runbook struct {
+	ID      int64  `json:"-"`
+	Version int64  `json:"-"`
+	UUID    string `json:"uuid"`
+	Name    string `json:"name"`
+	// Steps run in this order, each with interface, step, args and order.
+	Steps          []RunbookStep `json:"steps"`
+	DisableRamdisk bool          `json:"disable_ramdisk,omitempty"`
+	Public         bool          `json:"public,omitempty"`
+	Owner          string        `json:"owner,omitempty"`
+	Extra          JSON          `json:"extra,omitempty"`
+
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}
+
+// RunbookStep is one step of a runbook.
+type RunbookStep struct {
+	Interface string `json:"interface"`
+	Step      string `json:"step"`
+	Args      JSON   `json:"args"`
+	Order     int    `json:"order"`
+}
+
 // Conductor is a registered conductor process.
 type Conductor struct {
 	Hostname       string

@@ -40,6 +40,7 @@ type nodeReader interface {
 	GetPort(ctx context.Context, ident string) (*model.Port, error)
 	GetVolumeConnector(ctx context.Context, uuid string) (*model.VolumeConnector, error)
 	GetVolumeTarget(ctx context.Context, uuid string) (*model.VolumeTarget, error)
+	GetRunbook(ctx context.Context, ident string) (*model.Runbook, error)
 }
 
 // Besides routeRules and patchPaths (policyrules.go): GET /v1/nodes,
@@ -49,7 +50,10 @@ type nodeReader interface {
 // is for system admins; every other route (drivers, conductors, chassis,
 // portgroups, allocations, /metrics, resources this policy does not know)
 // needs system scope (deploy templates too: Ironic's defaults for them are
-// SYSTEM_READER and SYSTEM_ADMIN). Node fields a principal may not see (hiddenFields)
+// SYSTEM_READER and SYSTEM_ADMIN). Runbooks follow their own rules
+// (policyrunbooks.go): a project reads its own and the public ones, and
+// its admins create, change, delete and use its own; a provision request
+// naming a runbook needs baremetal:runbook:use on it too. Node fields a principal may not see (hiddenFields)
 // are replaced in every node rendering and stream event, through the
 // api.Redactor set on the request.
 
@@ -65,7 +69,7 @@ func (p *projectPolicy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.next.ServeHTTP(w, r)
 		return
 	}
-	r = r.WithContext(api.WithRedactor(r.Context(), redactor(who)))
+	r = r.WithContext(api.WithProject(api.WithRedactor(r.Context(), redactor(who)), who.Project))
 	status, msg := p.decide(w, r, who)
 	if status != 0 {
 		api.WriteError(w, status, msg)
@@ -122,9 +126,14 @@ func (p *projectPolicy) decide(w http.ResponseWriter, r *http.Request, who auth.
 		if len(seg) >= 4 && seg[3] == "vendor_passthru" {
 			rule = "baremetal:node:vendor_passthru" // whatever the HTTP method
 		}
-		return p.onNode(r, who, seg[2], []string{rule})
+		if status, msg := p.onNode(r, who, seg[2], []string{rule}); status != 0 || key != "PUT /v1/nodes/{node}/states/provision" {
+			return status, msg
+		}
+		return p.runbookUse(r, who)
 	case len(seg) >= 2 && seg[1] == "volume":
 		return p.onVolume(r, who, seg, m)
+	case len(seg) >= 2 && seg[1] == "runbooks":
+		return p.onRunbooks(r, who, seg, m)
 	case len(seg) == 3 && seg[1] == "ports" && seg[2] != "detail":
 		port, err := p.nodes.GetPort(r.Context(), seg[2])
 		if err != nil {

@@ -13,23 +13,22 @@ import (
 	"github.com/anvil-metal/anvil/internal/auth/authtest"
 )
 
-// TestProjectPolicy: project-scoped tokens see only nodes their project
-// owns or leases, act on them per Ironic's default policy, and reach no
-// system-wide resource.
-func TestProjectPolicy(t *testing.T) {
+// policyServer serves Anvil with jwt authentication; tok mints a token
+// for a project (none: system scope) with roles, call sends a request at
+// the latest version and returns its status and body.
+func policyServer(t *testing.T) (tok func(project string, roles ...any) string, call func(authz, method, path, body string) (int, string)) {
 	iss := authtest.NewIssuer(t)
 	s := serveWith(t, func(c *Config) {
 		c.Security.Auth = auth.Config{Strategy: auth.JWT, JWT: auth.JWTConfig{Issuer: iss.URL}}
 	})
-	tok := func(project string, roles ...any) string {
+	tok = func(project string, roles ...any) string {
 		claims := map[string]any{"roles": roles}
 		if project != "" {
 			claims["project_id"] = project
 		}
 		return "Bearer " + iss.Token(t, iss.Key, claims)
 	}
-	system := tok("", "admin")
-	call := func(authz, method, path, body string) (int, string) {
+	call = func(authz, method, path, body string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, s.base+path, strings.NewReader(body))
 		req.Header.Set("X-OpenStack-Ironic-API-Version", "latest")
@@ -46,6 +45,15 @@ func TestProjectPolicy(t *testing.T) {
 		raw, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(raw)
 	}
+	return tok, call
+}
+
+// TestProjectPolicy: project-scoped tokens see only nodes their project
+// owns or leases, act on them per Ironic's default policy, and reach no
+// system-wide resource.
+func TestProjectPolicy(t *testing.T) {
+	tok, call := policyServer(t)
+	system := tok("", "admin")
 	uuids := map[string]string{}
 	for _, n := range []struct{ name, owner, lessee string }{{"a", "p1", ""}, {"b", "p2", "p1"}, {"c", "p2", ""}} {
 		st, body := call(system, "POST", "/v1/nodes", `{"driver": "fake-hardware", "name": "`+n.name+`", "owner": "`+n.owner+`", "lessee": "`+n.lessee+`"}`)

@@ -48,6 +48,30 @@ func writePolicyDoc(w io.Writer) error {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString("\n## Runbook rules\n\nIronic master's defaults (runbooks are newer than 21.4), for a runbook owned by the " +
+		"principal's project (owner) or not (other). `role:manager` is the admin role (Keystone's admin implies manager). " +
+		"A project lists its own and the public runbooks and may read a public one; a provision request naming a runbook " +
+		"also needs `baremetal:runbook:use`.\n\n| rule | Ironic's default |")
+	runbookCols := []struct {
+		name string
+		s    subject
+	}{{"owner reader", subject{owner: true, level: 1}}, {"owner member", subject{owner: true, level: 2}},
+		{"owner admin", subject{owner: true, level: 3}}, {"other reader", subject{level: 1}}, {"other admin", subject{level: 3}}}
+	for _, c := range runbookCols {
+		b.WriteString(" " + c.name + " |")
+	}
+	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(runbookCols)) + "\n")
+	for _, rule := range slices.Sorted(maps.Keys(runbookRules)) {
+		fmt.Fprintf(&b, "| `%s` | %s |", rule, runbookRules[rule])
+		for _, c := range runbookCols {
+			mark := "·"
+			if allowed(rule, c.s) {
+				mark = "✓"
+			}
+			b.WriteString(" " + mark + " |")
+		}
+		b.WriteString("\n")
+	}
 	b.WriteString("\n## Routes\n\nAny other GET under a visible node is `baremetal:node:get`; any other route needs system scope,\n" +
 		"except the node lists, `/v1/fleet/*` and the event stream, narrowed to the project's nodes.\n\n| route | rule |\n|---|---|\n")
 	for _, route := range slices.Sorted(maps.Keys(routeRules)) {

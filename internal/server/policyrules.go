@@ -48,6 +48,15 @@ var checks = map[string]check{
 	// Never a project's.
 	"SYSTEM_ADMIN":  func(subject) bool { return false },
 	"SYSTEM_MEMBER": func(subject) bool { return false },
+	"SYSTEM_READER": func(subject) bool { return false },
+	// "(role:reader) or (role:service)": any project's reader (runbook
+	// lists; volume records, whose node is checked besides, first).
+	"API_READER": func(s subject) bool { return s.level >= 1 },
+	// The runbook composites (owner: the runbook's owner is the project;
+	// role:manager is Anvil's admin, see runbookRules).
+	"RUNBOOK_READER":  func(s subject) bool { return s.owner && s.level >= 1 },
+	"RUNBOOK_ADMIN":   func(s subject) bool { return s.owner && s.level >= 3 },
+	"RUNBOOK_CREATOR": func(s subject) bool { return s.level >= 3 },
 	// The composites of policy.py, by name.
 	"SYSTEM_OR_PROJECT_READER":      func(s subject) bool { return (s.owner || s.lessee) && s.level >= 1 },
 	"SYSTEM_OR_PROJECT_MEMBER":      func(s subject) bool { return (s.owner || s.lessee) && s.level >= 2 },
@@ -61,21 +70,28 @@ var checks = map[string]check{
 	},
 	// Volume connectors and targets.
 	"SYSTEM_MEMBER_OR_OWNER_LESSEE_ADMIN": func(s subject) bool { return (s.owner || s.lessee) && s.level >= 3 },
-	// "(role:reader) or (role:service)": any reader (the node is visible
-	// besides, checked first).
-	"API_READER": func(s subject) bool { return s.level >= 1 },
 	// "(SYSTEM_READER) or (role:admin)": any admin.
 	"TARGET_PROPERTIES_READER": func(s subject) bool { return s.level >= 3 },
 }
 
-// allows reports whether rule lets s act; known is false for a rule not
-// in nodeRules.
+// allows reports whether rule lets s act; known is false for a rule in
+// neither nodeRules nor runbookRules.
 func allows(rule string, s subject) (ok, known bool) {
-	c := checks[nodeRules[rule]]
+	name, isNode := nodeRules[rule]
+	if !isNode {
+		name = runbookRules[rule]
+	}
+	c := checks[name]
 	if c == nil {
 		return false, false
 	}
 	return c(s), true
+}
+
+// allowed is allows without known (an unknown rule allows nothing).
+func allowed(rule string, s subject) bool {
+	ok, _ := allows(rule, s)
+	return ok
 }
 
 // nodeRules are the node and port rules: Ironic's name → the name of its

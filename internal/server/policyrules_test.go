@@ -305,6 +305,10 @@ func (f fakeNodes) GetVolumeTarget(context.Context, string) (*model.VolumeTarget
 	return nil, store.ErrNotFound
 }
 
+func (f fakeNodes) GetRunbook(context.Context, string) (*model.Runbook, error) {
+	return nil, store.ErrNotFound
+}
+
 // TestOwnerProvisioned: baremetal:node:update_owner_provisioned — a system
 // member may not change an active node's owner (409, as Ironic answers); a
 // system admin may, and other fields or states are not concerned.

@@ -199,6 +199,20 @@ var VolumeTargetSortKeys = []string{"id", "uuid", "node_uuid", "volume_type", "v
 // DeployTemplateSortKeys are the sort keys a DeployTemplateQuery accepts.
 var DeployTemplateSortKeys = []string{"id", "uuid", "name", "created_at", "updated_at"}
 
+// RunbookQuery selects runbooks.
+type RunbookQuery struct {
+	// Project, when set, selects the runbooks it owns and the public ones
+	// (Ironic's "project" filter).
+	Project string
+	Limit   int
+	Marker  string
+	SortKey string // one of RunbookSortKeys; "" means "id"
+	SortDir string
+}
+
+// RunbookSortKeys are the sort keys a RunbookQuery accepts.
+var RunbookSortKeys = []string{"id", "uuid", "name", "owner", "public", "disable_ramdisk", "created_at", "updated_at"}
+
 // Store is the storage contract.
 type Store interface {
 	// CreateNode inserts n, setting n.ID, n.Version=1 and CreatedAt if zero.
@@ -287,6 +301,7 @@ type Store interface {
 
 	SettingsStore
 	DeployTemplateStore
+	RunbookStore
 	ChassisStore
 	VolumeStore
 
@@ -330,6 +345,23 @@ type DeployTemplateStore interface {
 	UpdateDeployTemplate(ctx context.Context, t *model.DeployTemplate) error
 	// DeleteDeployTemplate removes a template. Errors: ErrNotFound.
 	DeleteDeployTemplate(ctx context.Context, uuid string) error
+}
+
+// RunbookStore keeps runbooks (Ironic's runbooks).
+type RunbookStore interface {
+	// CreateRunbook inserts r, setting r.ID, r.Version=1, a UUID if empty
+	// and CreatedAt if zero. Errors: *DuplicateError (uuid, name).
+	CreateRunbook(ctx context.Context, r *model.Runbook) error
+	// GetRunbook finds a runbook by UUID, or by name. Errors: ErrNotFound.
+	GetRunbook(ctx context.Context, ident string) (*model.Runbook, error)
+	// ListRunbooks returns the runbooks matching q in q's order.
+	// Errors: ErrNotFound (q.Marker names no runbook).
+	ListRunbooks(ctx context.Context, q RunbookQuery) ([]*model.Runbook, error)
+	// UpdateRunbook is version-checked like UpdateNode.
+	// Errors: ErrNotFound, ErrStale, *DuplicateError (name).
+	UpdateRunbook(ctx context.Context, r *model.Runbook) error
+	// DeleteRunbook removes a runbook. Errors: ErrNotFound.
+	DeleteRunbook(ctx context.Context, uuid string) error
 }
 
 // ChassisStore keeps chassis (Ironic's chassis table).

@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"History", testHistory},
 		{"Settings", testSettings},
 		{"DeployTemplates", testDeployTemplates},
+		{"Runbooks", testRunbooks},
 		{"Chassis", testChassis},
 		{"Volumes", testVolumes},
 		{"Migrate", testMigrate},

@@ -1,0 +1,2 @@
+DROP INDEX runbooks_owner_idx;
+DROP TABLE runbooks;
