@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Settings", testSettings},
 		{"DeployTemplates", testDeployTemplates},
 		{"Chassis", testChassis},
+		{"InspectionRules", testInspectionRules},
 		{"Migrate", testMigrate},
 		{"Load", testLoad},
 	}
