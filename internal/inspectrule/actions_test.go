@@ -66,7 +66,9 @@ func TestActions(t *testing.T) {
 		{"set-capability appends", func(n *model.Node, _ map[string]any) { n.Properties = model.JSON{"capabilities": "boot_mode:bios"} },
 			`{"op": "set-capability", "args": {"name": "boot_mode", "value": "uefi"}}`,
 			func(n *model.Node, _ map[string]any) any { return n.Properties["capabilities"] }, "boot_mode:bios,boot_mode:uefi"},
-		{"unset-capability", func(n *model.Node, _ map[string]any) { n.Properties = model.JSON{"capabilities": "boot_mode:uefi,other:value"} },
+		{"unset-capability", func(n *model.Node, _ map[string]any) {
+			n.Properties = model.JSON{"capabilities": "boot_mode:uefi,other:value"}
+		},
 			`{"op": "unset-capability", "args": {"name": "boot_mode"}}`,
 			func(n *model.Node, _ map[string]any) any { return n.Properties["capabilities"] }, "other:value"},
 		{"set-plugin-data", func(_ *model.Node, pd map[string]any) { pd["existing"] = "data" },
