@@ -37,6 +37,8 @@ type Store interface {
 	ListChassis(ctx context.Context, q store.ChassisQuery) ([]*model.Chassis, error)
 	GetDeployTemplate(ctx context.Context, ident string) (*model.DeployTemplate, error)
 	ListDeployTemplates(ctx context.Context, q store.DeployTemplateQuery) ([]*model.DeployTemplate, error)
+	GetInspectionRule(ctx context.Context, uuid string) (*model.InspectionRule, error)
+	ListInspectionRules(ctx context.Context, q store.InspectionRuleQuery) ([]*model.InspectionRule, error)
 	// Broker is the stream the store publishes its node changes on; never nil.
 	Broker() *eventbus.Broker
 }
@@ -147,6 +149,14 @@ type Conductor interface {
 	CreateDeployTemplate(ctx context.Context, t *model.DeployTemplate) error
 	UpdateDeployTemplate(ctx context.Context, ident string, apply func(t *model.DeployTemplate) error) (*model.DeployTemplate, error)
 	DeleteDeployTemplate(ctx context.Context, ident string) error
+
+	// Inspection rules (1.96): stored without a node lock; an inspection
+	// reads them when it has stored its data. Errors: fault NotFound,
+	// Conflict (uuid taken), and apply's own.
+	CreateInspectionRule(ctx context.Context, r *model.InspectionRule) error
+	UpdateInspectionRule(ctx context.Context, id string, apply func(r *model.InspectionRule) error) (*model.InspectionRule, error)
+	DeleteInspectionRule(ctx context.Context, id string) error
+	DeleteInspectionRules(ctx context.Context) error
 
 	// Heartbeat is an agent's callback: it resumes a node in a wait state.
 	Heartbeat(ctx context.Context, ident string, hb conductor.HeartbeatRequest) error

@@ -32,19 +32,13 @@ var notServed = map[string]string{
 	"POST /v1/volume/targets":                            "no volume target table",
 	"PATCH /v1/volume/targets/{volume_target_id}":        "no volume target table",
 	"DELETE /v1/volume/targets/{volume_target_id}":       "no volume target table",
-	// Runbooks (1.92) and inspection rules (1.96) need their own tables;
-	// they are documented as unsupported (internal/api/doc.go).
+	// Runbooks (1.92) need their own table; they are documented as
+	// unsupported (internal/api/doc.go).
 	"POST /v1/runbooks":                     "runbooks unsupported (1.92)",
 	"GET /v1/runbooks":                      "runbooks unsupported (1.92)",
 	"GET /v1/runbooks/{runbook_id}":         "runbooks unsupported (1.92)",
 	"PATCH /v1/runbooks/{runbook_id}":       "runbooks unsupported (1.92)",
 	"DELETE /v1/runbooks/{runbook_id}":      "runbooks unsupported (1.92)",
-	"POST /v1/inspection_rules":             "inspection rules unsupported (1.96)",
-	"GET /v1/inspection_rules":              "inspection rules unsupported (1.96)",
-	"GET /v1/inspection_rules/{rule_id}":    "inspection rules unsupported (1.96)",
-	"PATCH /v1/inspection_rules/{rule_id}":  "inspection rules unsupported (1.96)",
-	"DELETE /v1/inspection_rules/{rule_id}": "inspection rules unsupported (1.96)",
-	"DELETE /v1/inspection_rules":           "inspection rules unsupported (1.96)",
 }
 
 // route is one line of testdata/ironic-routes.txt.

@@ -126,6 +126,7 @@ func (s *Server) routes() {
 	s.vifRoutes()
 	s.allocationRoutes()
 	s.deployTemplateRoutes()
+	s.inspectionRuleRoutes()
 	s.driverRoutes()
 	s.conductorRoutes()
 	s.agentRoutes()

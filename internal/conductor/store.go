@@ -21,6 +21,7 @@ type Store interface {
 	store.SettingsStore
 	store.DeployTemplateStore
 	store.ChassisStore
+	store.InspectionRuleStore
 	// AddHistory appends a node history entry and prunes to the newest keep.
 	AddHistory(ctx context.Context, e *model.HistoryEvent, keep int) error
 }
