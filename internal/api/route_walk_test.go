@@ -34,11 +34,11 @@ var notServed = map[string]string{
 	"DELETE /v1/volume/targets/{volume_target_id}":       "no volume target table",
 	// Runbooks (1.92) need their own table; they are documented as
 	// unsupported (internal/api/doc.go).
-	"POST /v1/runbooks":                     "runbooks unsupported (1.92)",
-	"GET /v1/runbooks":                      "runbooks unsupported (1.92)",
-	"GET /v1/runbooks/{runbook_id}":         "runbooks unsupported (1.92)",
-	"PATCH /v1/runbooks/{runbook_id}":       "runbooks unsupported (1.92)",
-	"DELETE /v1/runbooks/{runbook_id}":      "runbooks unsupported (1.92)",
+	"POST /v1/runbooks":                "runbooks unsupported (1.92)",
+	"GET /v1/runbooks":                 "runbooks unsupported (1.92)",
+	"GET /v1/runbooks/{runbook_id}":    "runbooks unsupported (1.92)",
+	"PATCH /v1/runbooks/{runbook_id}":  "runbooks unsupported (1.92)",
+	"DELETE /v1/runbooks/{runbook_id}": "runbooks unsupported (1.92)",
 }
 
 // route is one line of testdata/ironic-routes.txt.
