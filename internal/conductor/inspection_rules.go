@@ -129,5 +129,14 @@ func (c *Conductor) applyInspectionRules(ctx context.Context, t *task) error {
 		n.DriverInternalInfo[driver.KeyPluginData] = pd
 	}
 	c.log.Info("applying inspection rules", "node", n.UUID, "count", len(rules))
-	return inspectrule.Apply(ctx, rules, inv, &inspectrule.Target{Node: n, PluginData: pd, Log: c.log})
+	if err := inspectrule.Apply(ctx, rules, inv, &inspectrule.Target{Node: n, PluginData: pd, Log: c.log}); err != nil {
+		return err
+	}
+	// An attribute action rewrites the node's maps: put the plugin data
+	// the rules changed back where the inspection stored it.
+	if n.DriverInternalInfo == nil {
+		n.DriverInternalInfo = model.JSON{}
+	}
+	n.DriverInternalInfo[driver.KeyPluginData] = pd
+	return nil
 }
