@@ -51,6 +51,11 @@
 // to its plan in Ironic's merged priority order, user deploy_steps
 // overriding them; known steps are validated when the deploy is asked for
 // (a 400), steps the driver does not offer fail the deploy when planned.
+// Inspection rules (inspection_rules.go) change without a lock too; an
+// inspection that stored a new inventory (the agent's continue_inspection,
+// an out-of-band inspection returning done) runs the main-phase rules on
+// it under the node's lock before it finishes (package inspectrule); a
+// rule's error fails the inspection.
 //
 // BIOS settings and firmware components that a bios or firmware interface
 // reads (driver.Task.BIOS and Firmware, or driver.Cacher) are saved after
