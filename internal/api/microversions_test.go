@@ -165,7 +165,7 @@ func TestMicroversionJSONSuffix(t *testing.T) {
 	}
 }
 
-// 1.92 (runbooks), 1.96 (inspection rules): endpoints Anvil does not have.
+// 1.92 (runbooks): endpoints Anvil does not have.
 // (Virtual media, 1.89/1.93, is TestVmediaRefused's.)
 func TestMicroversionUnsupportedEndpoints(t *testing.T) {
 	e := newEnv(t)
