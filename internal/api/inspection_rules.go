@@ -9,6 +9,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/pyrepr"
+	"github.com/anvil-metal/anvil/internal/secret"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -101,10 +102,10 @@ func writeOperations(w *jw, list []model.JSON, conditions bool) {
 		w.key("op")
 		w.any(o["op"])
 		w.key("args")
-		w.any(o["args"])
-		if l := o["loop"]; pyTruthy(l) {
+		w.maskedValue("", maskRuleArgs(o["args"]))
+		if l := o["loop"]; truthy(l) {
 			w.key("loop")
-			w.any(l)
+			w.maskedValue("", maskRuleArgs(l))
 			if conditions {
 				mu := o["multiple"]
 				if mu == nil {
@@ -119,23 +120,39 @@ func writeOperations(w *jw, list []model.JSON, conditions bool) {
 	w.endArr()
 }
 
-// pyTruthy is Python's truth of a decoded JSON value.
-func pyTruthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case float64:
-		return x != 0
-	case string:
-		return x != ""
-	case []any:
-		return len(x) > 0
-	case map[string]any:
-		return len(x) > 0
+// maskRuleArgs hides the value an action writes to a secret path
+// ({"path": "/driver_info/redfish_password", "value": ...}, the positional
+// ["/driver_info/...password", ...], and such loop items); the writer then
+// masks secret keys and strings as everywhere (Anvil's rule: Ironic shows
+// them unless the rule is sensitive).
+func maskRuleArgs(v any) any {
+	secretPath := func(p any) bool {
+		s, ok := p.(string)
+		return ok && secret.Path(strings.ReplaceAll(s, ".", "/"))
 	}
-	return true
+	switch x := v.(type) {
+	case map[string]any:
+		if _, has := x["value"]; has && secretPath(x["path"]) {
+			out := make(map[string]any, len(x))
+			for k, e := range x {
+				out[k] = e
+			}
+			out["value"] = secretMask
+			return out
+		}
+	case []any:
+		if len(x) >= 2 && secretPath(x[0]) {
+			out := append([]any(nil), x...)
+			out[1] = secretMask
+			return out
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = maskRuleArgs(e)
+		}
+		return out
+	}
+	return v
 }
 
 // checkRuleFields is Ironic's check_for_invalid_fields for a rule.
@@ -341,7 +358,7 @@ func (s *Server) patchInspectionRule(rc *call) error {
 func unsetsSensitive(ops []patchOp) bool {
 	for _, p := range ops {
 		if p.Path == "/sensitive" && (p.Op == "add" || p.Op == "replace") {
-			return p.Value != nil && !pyTruthy(p.Value)
+			return p.Value != nil && !truthy(p.Value)
 		}
 	}
 	return false

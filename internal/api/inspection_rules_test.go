@@ -205,3 +205,31 @@ func TestInspectionRulesBadInput(t *testing.T) {
 		t.Fatalf("bad input stored rules: %v", list)
 	}
 }
+
+// TestInspectionRuleSecretsMasked: a rule that is not sensitive shows its
+// actions, but never the secrets it writes (Anvil's rule for responses).
+func TestInspectionRuleSecretsMasked(t *testing.T) {
+	e := newEnv(t)
+	body := `{"actions": [
+		{"op": "set-attribute", "args": {"path": "/driver_info/redfish_password", "value": "s3cret-a"}},
+		{"op": "set-attribute", "args": ["driver_info.ipmi_password", "s3cret-b"]},
+		{"op": "set-attribute", "args": {"path": "{item[path]}", "value": "{item[value]}"},
+			"loop": [{"path": "driver_info/ipmi_password", "value": "s3cret-c"}, {"path": "driver_info/ipmi_username", "value": "admin"}]},
+		{"op": "log", "args": {"msg": "password=s3cret-d"}}]}`
+	rec := e.do("POST", "/v1/inspection_rules", body, latest)
+	if rec.Code != 201 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body.String())
+	}
+	id := decode(t, rec)["uuid"].(string)
+	for _, r := range []string{rec.Body.String(), e.do("GET", "/v1/inspection_rules/"+id, "", latest).Body.String(),
+		e.do("GET", "/v1/inspection_rules?detail=true", "", latest).Body.String()} {
+		if strings.Contains(r, "s3cret") || !strings.Contains(r, "admin") || !strings.Contains(r, "redfish_password") {
+			t.Errorf("secrets shown or rule hidden: %s", r)
+		}
+	}
+	// The stored rule keeps the values: the engine writes them.
+	stored, err := e.st.GetInspectionRule(t.Context(), id)
+	if err != nil || stored.Actions[0]["args"].(map[string]any)["value"] != "s3cret-a" {
+		t.Fatalf("stored %v, %v", stored, err)
+	}
+}
