@@ -3,6 +3,8 @@ package api
 import (
 	"strings"
 	"testing"
+
+	"github.com/anvil-metal/anvil/internal/model"
 )
 
 // ruleBody is Ironic's api-ref sample (inspection-rule-create-request.json).
@@ -231,5 +233,27 @@ func TestInspectionRuleSecretsMasked(t *testing.T) {
 	stored, err := e.st.GetInspectionRule(t.Context(), id)
 	if err != nil || stored.Actions[0]["args"].(map[string]any)["value"] != "s3cret-a" {
 		t.Fatalf("stored %v, %v", stored, err)
+	}
+}
+
+// TestInspectionRulesNeedNewData: an inspection that stores no inventory
+// (fake inspect) does not run the rules on the one a previous inspection
+// left, as Ironic runs them only where inspection data is processed.
+func TestInspectionRulesNeedNewData(t *testing.T) {
+	e := newEnv(t)
+	n := nodeFixture("stale")
+	n.ProvisionState = "manageable"
+	n.DriverInternalInfo = model.JSON{"inspection_inventory": map[string]any{"memory": map[string]any{"physical_mb": 4096.0}}}
+	e.mustNode(n)
+	if rec := e.do("POST", "/v1/inspection_rules", `{"actions": [{"op": "add-trait", "args": ["CUSTOM_STALE"]}]}`, latest); rec.Code != 201 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body.String())
+	}
+	if rec := e.do("PUT", "/v1/nodes/stale/states/provision", `{"target": "inspect"}`, latest); rec.Code != 202 {
+		t.Fatalf("inspect: %d %s", rec.Code, rec.Body.String())
+	}
+	e.cond.WaitIdle()
+	got := decode(t, e.do("GET", "/v1/nodes/stale", "", latest))
+	if got["provision_state"] != "manageable" || len(got["traits"].([]any)) != 0 {
+		t.Fatalf("after a fake inspection: %v, traits %v", got["provision_state"], got["traits"])
 	}
 }

@@ -209,10 +209,11 @@ func extendAttribute(n *model.Node, path, value any, unique bool) error {
 	var parent map[string]any
 	last := parts[len(parts)-1]
 	if len(parts) == 1 {
-		cur, parent = doc[parts[0]], doc
-		if cur == nil {
-			cur = []any{}
+		var ok bool
+		if cur, ok = doc[parts[0]]; !ok {
+			cur = []any{} // Python's getattr default; writeDoc refuses the field
 		}
+		parent = doc
 	} else {
 		c, err := attrBase(doc, parts[0])
 		if err != nil {

@@ -132,6 +132,8 @@ func TestActionErrors(t *testing.T) {
 			"Inspection rule execution failed. Reason: Invalid log level: invalid_level. Choose from {'critical', 'debug', 'error', 'info', 'warning'}"},
 		{"unknown field", `{"op": "set-attribute", "args": {"path": "/nope", "value": 1}}`,
 			"Inspection rule action execution failed. Reason: Failed to set attribute /nope with value 1: 'Node' object has no attribute 'nope'"},
+		{"extend a None field", `{"op": "extend-attribute", "args": {"path": "/name", "value": "x"}}`,
+			"Inspection rule action execution failed. Reason: Failed to extend attribute /name: Inspection rule action execution failed. Reason: Cannot extend non-list attribute /name with value x"},
 		// Anvil: the conductor's fields.
 		{"conductor field", `{"op": "set-attribute", "args": {"path": "/provision_state", "value": "active"}}`,
 			"Inspection rule action execution failed. Reason: Failed to set attribute /provision_state with value active: the conductor owns the node's provision_state"},
