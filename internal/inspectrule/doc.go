@@ -6,7 +6,9 @@
 // arguments, or the deprecated positional list), loops with any/all/
 // first/last, "!" negation, Python str.format interpolation of
 // {inventory[...]}, {plugin_data[...]}, {node.field} and {item}, secrets
-// masked as "***", and the same error texts.
+// masked as "***", and the same error texts. Beyond Ironic, the node's
+// secrets (driver_info passwords and any secret key) read as "******", so
+// no rule can copy them where the API would show them.
 //
 // The core is pure: Validate checks a rule, Apply runs rules on a Target
 // (a node and its plugin data, changed in place); the conductor loads

@@ -159,6 +159,9 @@ func TestInterpolation(t *testing.T) {
 	inv, pd := fixture()
 	sc := newScope(testNode(), inv, pd)
 	loop := newScope(testNode(), inv, pd)
+	withSecrets := testNode()
+	withSecrets.DriverInfo = model.JSON{"ipmi_password": "s3cret", "ipmi_username": "admin"}
+	nodeSecrets := newScope(withSecrets, inv, pd)
 	loop.inLoop, loop.item = true, map[string]any{"key": "value", "nested": map[string]any{"deep": "nested_value"}}
 	for _, tc := range []struct {
 		name  string
@@ -190,6 +193,10 @@ func TestInterpolation(t *testing.T) {
 		{"masked", sc, "{inventory[bmc_password]}", "", "***"},
 		{"masked plugin data", sc, "{plugin_data[password]}", "", "***"},
 		{"masked whole", sc, "{plugin_data}", "", "{'logs': 'test logs', 'password': '***', 'plugin': 'data'}"},
+		// Anvil: the node's secrets are masked too (Ironic reads them).
+		{"node secret", nodeSecrets, "{node.driver_info[ipmi_password]}", "", "******"},
+		{"node secret dict", nodeSecrets, "{node.driver_info}", "", "{'ipmi_password': '******', 'ipmi_username': 'admin'}"},
+		{"node plain", nodeSecrets, "{node.driver_info[ipmi_username]}", "", "admin"},
 		// Anvil: Python's format grammar.
 		{"escapes", sc, "{{literal}} {node.driver}", "", "{literal} fake-hardware"},
 		{"repr", sc, "{node.driver!r}", "", "'fake-hardware'"},

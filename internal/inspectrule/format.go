@@ -2,10 +2,12 @@ package inspectrule
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/anvil-metal/anvil/internal/pyrepr"
+	"github.com/anvil-metal/anvil/internal/secret"
 )
 
 // sensitiveFields are the keys whose values the rules see as "***" in the
@@ -30,8 +32,28 @@ func pyErr(kind, format string, args ...any) *pyError {
 type nodeObj map[string]any
 
 // maskedMap is a dict of the inventory or plugin data: reading a sensitive
-// key gives "***", and what it holds is masked too (Ironic's ShallowMaskDict).
-type maskedMap map[string]any
+// key gives "***", and what it holds is masked too (Ironic's
+// ShallowMaskDict). A dict of the node (node is true) masks every secret
+// key (secret.IsKey) as "******": Anvil's rule, Ironic's rules read the
+// node's secrets.
+type maskedMap struct {
+	m    map[string]any
+	node bool
+}
+
+// maskedList is a list inside a masked dict.
+type maskedList struct {
+	l    []any
+	node bool
+}
+
+// hidden reports whether key's value is masked, and with what.
+func hidden(key string, node bool) (string, bool) {
+	if node {
+		return secret.Mask, secret.IsKey(key)
+	}
+	return masked, slices.Contains(sensitiveFields, key)
+}
 
 // scope is what replacement fields can name: node, inventory, plugin_data,
 // and item inside a loop.
@@ -169,9 +191,9 @@ func (sc *scope) resolve(name string) (any, error) {
 	case arg == "node":
 		v = sc.node()
 	case arg == "inventory":
-		v = maskedMap(sc.inventory)
+		v = maskedMap{m: sc.inventory}
 	case arg == "plugin_data":
-		v = maskedMap(sc.pluginData)
+		v = maskedMap{m: sc.pluginData}
 	case arg == "item" && sc.inLoop:
 		v = sc.item
 	default:
@@ -232,7 +254,7 @@ func getattr(v any, attr string) (any, error) {
 	}
 	if n, ok := v.(nodeObj); ok {
 		if f, ok := n[attr]; ok {
-			return f, nil
+			return maskValue(f, true), nil
 		}
 		return nil, pyErr("AttributeError", "'Node' object has no attribute %s", pyrepr.Repr(attr))
 	}
@@ -253,16 +275,14 @@ func getitem(v any, key string) (any, error) {
 		if isInt {
 			return nil, pyErr("KeyError", "%s", key)
 		}
-		val, ok := x[key]
+		val, ok := x.m[key]
 		if !ok {
 			return nil, pyErr("KeyError", "%s", pyrepr.Repr(key))
 		}
-		for _, s := range sensitiveFields {
-			if s == key {
-				return masked, nil
-			}
+		if m, hide := hidden(key, x.node); hide {
+			return m, nil
 		}
-		return maskValue(val), nil
+		return maskValue(val, x.node), nil
 	case map[string]any:
 		if isInt {
 			return nil, pyErr("KeyError", "%s", key)
@@ -276,10 +296,10 @@ func getitem(v any, key string) (any, error) {
 		if !isInt {
 			return nil, pyErr("TypeError", "list indices must be integers or slices, not str")
 		}
-		if idx >= len(x) {
+		if idx >= len(x.l) {
 			return nil, pyErr("IndexError", "list index out of range")
 		}
-		return maskValue(x[idx]), nil
+		return maskValue(x.l[idx], x.node), nil
 	case []any:
 		if !isInt {
 			return nil, pyErr("TypeError", "list indices must be integers or slices, not str")
@@ -301,52 +321,40 @@ func getitem(v any, key string) (any, error) {
 	return nil, pyErr("TypeError", "'%s' object is not subscriptable", pyType(v))
 }
 
-// maskedList is a list inside the inventory or plugin data.
-type maskedList []any
-
-func maskValue(v any) any {
+func maskValue(v any, node bool) any {
 	switch x := v.(type) {
 	case map[string]any:
-		return maskedMap(x)
+		return maskedMap{m: x, node: node}
 	case []any:
-		return maskedList(x)
+		return maskedList{l: x, node: node}
 	}
 	return v
 }
 
-// unmask turns the views of the masking types back into plain values
-// (with sensitive keys masked), for str() and for comparisons.
+// unmask turns the masking views back into plain values (with the hidden
+// keys masked), for str() and for comparisons.
 func unmask(v any) any {
 	switch x := v.(type) {
 	case maskedMap:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			if isSensitive(k) {
-				out[k] = masked
+		out := make(map[string]any, len(x.m))
+		for k, e := range x.m {
+			if m, hide := hidden(k, x.node); hide {
+				out[k] = m
 			} else {
-				out[k] = unmask(maskValue(e))
+				out[k] = unmask(maskValue(e, x.node))
 			}
 		}
 		return out
 	case maskedList:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = unmask(maskValue(e))
+		out := make([]any, len(x.l))
+		for i, e := range x.l {
+			out[i] = unmask(maskValue(e, x.node))
 		}
 		return out
 	case nodeObj:
-		return map[string]any(x)
+		return unmask(maskedMap{m: map[string]any(x), node: true})
 	}
 	return v
-}
-
-func isSensitive(k string) bool {
-	for _, s := range sensitiveFields {
-		if s == k {
-			return true
-		}
-	}
-	return false
 }
 
 // pyStr is Python's str() of a value a field reached.
