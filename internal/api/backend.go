@@ -43,6 +43,8 @@ type Store interface {
 	ListVolumeTargets(ctx context.Context, q store.VolumeQuery) ([]*model.VolumeTarget, error)
 	GetRunbook(ctx context.Context, ident string) (*model.Runbook, error)
 	ListRunbooks(ctx context.Context, q store.RunbookQuery) ([]*model.Runbook, error)
+	GetInspectionRule(ctx context.Context, uuid string) (*model.InspectionRule, error)
+	ListInspectionRules(ctx context.Context, q store.InspectionRuleQuery) ([]*model.InspectionRule, error)
 	// Broker is the stream the store publishes its node changes on; never nil.
 	Broker() *eventbus.Broker
 }
@@ -171,6 +173,13 @@ type Conductor interface {
 	CreateRunbook(ctx context.Context, r *model.Runbook) error
 	UpdateRunbook(ctx context.Context, ident string, apply func(r *model.Runbook) error) (*model.Runbook, error)
 	DeleteRunbook(ctx context.Context, ident string) error
+	// Inspection rules (1.96): stored without a node lock; an inspection
+	// reads them when it has stored its data. Errors: fault NotFound,
+	// Conflict (uuid taken), and apply's own.
+	CreateInspectionRule(ctx context.Context, r *model.InspectionRule) error
+	UpdateInspectionRule(ctx context.Context, id string, apply func(r *model.InspectionRule) error) (*model.InspectionRule, error)
+	DeleteInspectionRule(ctx context.Context, id string) error
+	DeleteInspectionRules(ctx context.Context) error
 
 	// Heartbeat is an agent's callback: it resumes a node in a wait state.
 	Heartbeat(ctx context.Context, ident string, hb conductor.HeartbeatRequest) error

@@ -123,7 +123,11 @@
 //     soft power off of such a node are 409 at any version, and the
 //     conductor never powers it off itself (power sync, timeouts, the
 //     agent's tear down and inspection; cleaning reboots it instead).
-//   - 1.96: unsupported. /v1/inspection_rules is 404.
+//   - 1.96: /v1/inspection_rules (inspection_rules.go), Ironic master's
+//     API: create, list (detail, fields, phase, paging), show, PATCH,
+//     delete one and all; sensitive rules show null conditions and
+//     actions; the conductor runs them after an inspection stores its
+//     data (package inspectrule, which also lists what is refused).
 //   - 1.97, 1.100, 1.101: port description, vendor, category.
 //   - 1.98: PATCH paths may escape "~" and "/" in keys as ~0 and ~1.
 //   - 1.99: GET /v1/ports?conductor_groups= (not with node, address or

@@ -21,16 +21,7 @@ var pendingOtherBranches = map[string]string{}
 // their microversion, each with the reason. Every entry is a known gap
 // (reported with issue 13): either serve it, or lower the advertised
 // maximum below its version.
-var notServed = map[string]string{
-	// Inspection rules (1.96) need their own table; they are documented
-	// as unsupported (internal/api/doc.go).
-	"POST /v1/inspection_rules":             "inspection rules unsupported (1.96)",
-	"GET /v1/inspection_rules":              "inspection rules unsupported (1.96)",
-	"GET /v1/inspection_rules/{rule_id}":    "inspection rules unsupported (1.96)",
-	"PATCH /v1/inspection_rules/{rule_id}":  "inspection rules unsupported (1.96)",
-	"DELETE /v1/inspection_rules/{rule_id}": "inspection rules unsupported (1.96)",
-	"DELETE /v1/inspection_rules":           "inspection rules unsupported (1.96)",
-}
+var notServed = map[string]string{}
 
 // route is one line of testdata/ironic-routes.txt.
 type route struct {

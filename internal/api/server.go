@@ -129,6 +129,7 @@ func (s *Server) routes() {
 	s.allocationRoutes()
 	s.deployTemplateRoutes()
 	s.runbookRoutes()
+	s.inspectionRuleRoutes()
 	s.driverRoutes()
 	s.conductorRoutes()
 	s.agentRoutes()

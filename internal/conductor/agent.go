@@ -207,6 +207,10 @@ func (c *Conductor) ContinueInspection(ctx context.Context, macs []string, nodeU
 			c.failAgentOp(ctx, t, opInspect, fmt.Sprintf("Failed to inspect node %s: %v", t.node.UUID, err))
 			return
 		}
+		if err := c.applyInspectionRules(ctx, t); err != nil {
+			c.failAgentOp(ctx, t, opInspect, "Failed to finish inspection: "+t.c.errorText(err))
+			return
+		}
 		t.node.InspectionFinishedAt = c.now().UTC()
 		t.advance(fsm.EvDone)
 	})

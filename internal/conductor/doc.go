@@ -59,6 +59,11 @@
 // reads it under the node's lock after the state check and runs its steps,
 // in its order, as the manual clean or service steps when the node's
 // traits name it (Ironic's _handle_runbook before 1.112).
+// Inspection rules (inspection_rules.go) change without a lock too; an
+// inspection that stored a new inventory (the agent's continue_inspection,
+// an out-of-band inspection returning done) runs the main-phase rules on
+// it under the node's lock before it finishes (package inspectrule); a
+// rule's error fails the inspection.
 //
 // BIOS settings and firmware components that a bios or firmware interface
 // reads (driver.Task.BIOS and Firmware, or driver.Cacher) are saved after

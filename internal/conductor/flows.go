@@ -63,6 +63,7 @@ func (c *Conductor) inspectFlow(ctx context.Context, t *task) {
 		return
 	}
 	dt := t.driverTask(ctx)
+	before := storedInventory(n)
 	res, err := t.drv.Inspect.Inspect(ctx, dt)
 	if err != nil {
 		c.failAgentOp(ctx, t, opInspect, fmt.Sprintf("Failed to inspect hardware. Reason: %s", t.c.errorText(err)))
@@ -72,6 +73,14 @@ func (c *Conductor) inspectFlow(ctx context.Context, t *task) {
 	if res == driver.Wait {
 		t.advance(fsm.EvWait)
 		return
+	}
+	// Out-of-band inspection (redfish) stored a new inventory: the rules
+	// run on it, their failure is the inspection's (Ironic: str(e)).
+	if after := storedInventory(t.node); after != nil && !sameMap(before, after) {
+		if err := c.applyInspectionRules(ctx, t); err != nil {
+			c.failAgentOp(ctx, t, opInspect, t.c.errorText(err))
+			return
+		}
 	}
 	n.InspectionFinishedAt = c.now().UTC()
 	c.cacheSettings(ctx, t)

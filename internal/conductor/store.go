@@ -23,6 +23,7 @@ type Store interface {
 	store.RunbookStore
 	store.ChassisStore
 	store.VolumeStore
+	store.InspectionRuleStore
 	// AddHistory appends a node history entry and prunes to the newest keep.
 	AddHistory(ctx context.Context, e *model.HistoryEvent, keep int) error
 }

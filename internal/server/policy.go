@@ -50,10 +50,12 @@ type nodeReader interface {
 // is for system admins; every other route (drivers, conductors, chassis,
 // portgroups, allocations, /metrics, resources this policy does not know)
 // needs system scope (deploy templates too: Ironic's defaults for them are
-// SYSTEM_READER and SYSTEM_ADMIN). Runbooks follow their own rules
-// (policyrunbooks.go): a project reads its own and the public ones, and
-// its admins create, change, delete and use its own; a provision request
-// naming a runbook needs baremetal:runbook:use on it too. Node fields a principal may not see (hiddenFields)
+// SYSTEM_READER and SYSTEM_ADMIN; inspection rules are checked by their
+// own rules, systemRules in policysystem.go, for every principal). Runbooks
+// follow their own rules (policyrunbooks.go): a project reads its own and
+// the public ones, and its admins create, change, delete and use its own; a
+// provision request naming a runbook needs baremetal:runbook:use on it too.
+// Node fields a principal may not see (hiddenFields)
 // are replaced in every node rendering and stream event, through the
 // api.Redactor set on the request.
 
@@ -61,6 +63,12 @@ func (p *projectPolicy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	who, ok := auth.PrincipalOf(r.Context())
 	if ok && !who.Scoped() && !systemAdmin(who) {
 		if status, msg := p.ownerProvisioned(r); status != 0 {
+			api.WriteError(w, status, msg)
+			return
+		}
+	}
+	if ok && !auth.PublicPath(r.URL.Path) {
+		if status, msg := checkSystemRules(r, who); status != 0 {
 			api.WriteError(w, status, msg)
 			return
 		}

@@ -93,6 +93,22 @@ func writePolicyDoc(w io.Writer) error {
 		shown, _ := json.Marshal(h.shown)
 		fmt.Fprintf(&b, "| `%s` | `%s` | `%s` |\n", h.field, h.rule, shown)
 	}
+	b.WriteString("\n## Rules that need system scope\n\nResources of no node, as Ironic master's defaults (`internal/server/policysystem.go`):\n" +
+		"a project-scoped principal is refused with the rule's name; `SYSTEM_READER` lets any role of a\n" +
+		"system-scoped principal through, `SYSTEM_ADMIN` only its admin role (or an http_basic user).\n\n" +
+		"| route | rule | Ironic's default |\n|---|---|---|\n")
+	used := map[string]bool{}
+	for _, route := range slices.Sorted(maps.Keys(systemRoutes)) {
+		for _, rule := range systemRoutes[route] {
+			used[rule] = true
+			fmt.Fprintf(&b, "| `%s` | `%s` | %s |\n", route, rule, systemRules[rule])
+		}
+	}
+	for _, rule := range slices.Sorted(maps.Keys(systemRules)) {
+		if !used[rule] {
+			fmt.Fprintf(&b, "| (defined by Ironic, checked by no route) | `%s` | %s |\n", rule, systemRules[rule])
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -346,3 +346,48 @@ func TestOwnerProvisioned(t *testing.T) {
 		t.Errorf("%d requests reached the API, want 3", reached)
 	}
 }
+
+// TestInspectionRulePolicy: Ironic master's baremetal:inspection_rule:*
+// defaults: system readers read, system admins write, projects neither.
+func TestInspectionRulePolicy(t *testing.T) {
+	iss := authtest.NewIssuer(t)
+	reached := 0
+	next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { reached++; w.WriteHeader(200) })
+	h, err := auth.Middleware(t.Context(), &projectPolicy{nodes: fakeNodes{}, next: next},
+		auth.Config{Strategy: auth.JWT, JWT: auth.JWTConfig{Issuer: iss.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := func(project, role string) string {
+		claims := map[string]any{"roles": []any{role}}
+		if project != "" {
+			claims["project_id"] = project
+		}
+		return "Bearer " + iss.Token(t, iss.Key, claims)
+	}
+	const one = "/v1/inspection_rules/1be26c0b-03f2-4d2e-ae87-c02d7f33c125"
+	for _, c := range []struct {
+		who, authz, method, path string
+		want                     int
+		msg                      string
+	}{
+		{"system reader", tok("", "reader"), "GET", "/v1/inspection_rules", 200, ""},
+		{"system member", tok("", "member"), "GET", one, 200, ""},
+		{"system member", tok("", "member"), "POST", "/v1/inspection_rules", 403, "baremetal:inspection_rule:create is disallowed by policy"},
+		{"system member", tok("", "member"), "PATCH", one, 403, "baremetal:inspection_rule:update is disallowed by policy"},
+		{"system member", tok("", "member"), "DELETE", "/v1/inspection_rules", 403, "baremetal:inspection_rule:delete is disallowed by policy"},
+		{"system admin", tok("", "admin"), "POST", "/v1/inspection_rules", 200, ""},
+		{"system admin", tok("", "admin"), "DELETE", one, 200, ""},
+		{"project admin", tok("p1", "admin"), "GET", "/v1/inspection_rules", 403, "baremetal:inspection_rule:get is disallowed by policy"},
+		{"project admin", tok("p1", "admin"), "POST", "/v1/inspection_rules", 403, "baremetal:inspection_rule:create is disallowed by policy"},
+	} {
+		before := reached
+		req := httptest.NewRequest(c.method, c.path, strings.NewReader("{}"))
+		req.Header.Set("Authorization", c.authz)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != c.want || (c.msg != "" && !strings.Contains(rec.Body.String(), c.msg)) || (c.want == 200) != (reached > before) {
+			t.Errorf("%s %s %s: %d %s, want %d %q", c.who, c.method, c.path, rec.Code, rec.Body, c.want, c.msg)
+		}
+	}
+}

@@ -304,6 +304,7 @@ type Store interface {
 	RunbookStore
 	ChassisStore
 	VolumeStore
+	InspectionRuleStore
 
 	Close() error
 }
@@ -362,6 +363,38 @@ type RunbookStore interface {
 	UpdateRunbook(ctx context.Context, r *model.Runbook) error
 	// DeleteRunbook removes a runbook. Errors: ErrNotFound.
 	DeleteRunbook(ctx context.Context, uuid string) error
+}
+
+// InspectionRuleQuery selects inspection rules.
+type InspectionRuleQuery struct {
+	Phase   string // only the rules of this phase ("": all)
+	Limit   int
+	Marker  string
+	SortKey string // one of InspectionRuleSortKeys; "" means "id"
+	SortDir string
+}
+
+// InspectionRuleSortKeys are the sort keys an InspectionRuleQuery accepts.
+var InspectionRuleSortKeys = []string{"id", "uuid", "priority", "phase", "description", "sensitive",
+	"created_at", "updated_at"}
+
+// InspectionRuleStore keeps inspection rules (Ironic's inspection_rules).
+type InspectionRuleStore interface {
+	// CreateInspectionRule inserts r, setting r.ID, r.Version=1, a UUID if
+	// empty and CreatedAt if zero. Errors: *DuplicateError (uuid).
+	CreateInspectionRule(ctx context.Context, r *model.InspectionRule) error
+	// GetInspectionRule finds a rule by UUID. Errors: ErrNotFound.
+	GetInspectionRule(ctx context.Context, uuid string) (*model.InspectionRule, error)
+	// ListInspectionRules returns the rules matching q in q's order.
+	// Errors: ErrNotFound (unknown marker).
+	ListInspectionRules(ctx context.Context, q InspectionRuleQuery) ([]*model.InspectionRule, error)
+	// UpdateInspectionRule is version-checked like UpdateNode.
+	// Errors: ErrNotFound, ErrStale.
+	UpdateInspectionRule(ctx context.Context, r *model.InspectionRule) error
+	// DeleteInspectionRule removes a rule. Errors: ErrNotFound.
+	DeleteInspectionRule(ctx context.Context, uuid string) error
+	// DeleteInspectionRules removes every rule and returns how many.
+	DeleteInspectionRules(ctx context.Context) (int, error)
 }
 
 // ChassisStore keeps chassis (Ironic's chassis table).

@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Runbooks", testRunbooks},
 		{"Chassis", testChassis},
 		{"Volumes", testVolumes},
+		{"InspectionRules", testInspectionRules},
 		{"Migrate", testMigrate},
 		{"Load", testLoad},
 	}

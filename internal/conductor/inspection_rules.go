@@ -1,0 +1,142 @@
+package conductor
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+
+	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/inspectrule"
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// Inspection rules (Ironic's inspection_rule, API 1.96) are not tied to a
+// node, so they change without a node lock; an inspection reads them when
+// it has stored its data (applyInspectionRules).
+
+// InspectionRuleNotFound is Ironic's InspectionRuleNotFound (404).
+func InspectionRuleNotFound(ident string) error {
+	return fault.New(fault.NotFound, "Rule %s could not be found.", ident)
+}
+
+func ruleDuplicate(err error) error {
+	var d *store.DuplicateError
+	if !errors.As(err, &d) {
+		return err
+	}
+	return fault.New(fault.Conflict, "A rule with UUID %s already exists.", d.Value)
+}
+
+// CreateInspectionRule stores a validated rule (the API checks it).
+// Errors: fault Conflict (uuid taken).
+func (c *Conductor) CreateInspectionRule(ctx context.Context, r *model.InspectionRule) error {
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = c.now().UTC()
+	}
+	if err := c.store.CreateInspectionRule(ctx, r); err != nil {
+		return ruleDuplicate(err)
+	}
+	return nil
+}
+
+// UpdateInspectionRule applies apply to a copy of the rule and saves it,
+// retrying a lost race a few times. Errors: fault NotFound, Conflict, and
+// apply's own.
+func (c *Conductor) UpdateInspectionRule(ctx context.Context, id string, apply func(r *model.InspectionRule) error) (*model.InspectionRule, error) {
+	for attempt := 1; ; attempt++ {
+		r, err := c.store.GetInspectionRule(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, InspectionRuleNotFound(id)
+		} else if err != nil {
+			return nil, err
+		}
+		cp := *r
+		cp.Conditions, cp.Actions = slices.Clone(r.Conditions), slices.Clone(r.Actions)
+		if err := apply(&cp); err != nil {
+			return nil, err
+		}
+		err = c.store.UpdateInspectionRule(ctx, &cp)
+		switch {
+		case err == nil:
+			return &cp, nil
+		case errors.Is(err, store.ErrNotFound):
+			return nil, InspectionRuleNotFound(id)
+		case !errors.Is(err, store.ErrStale):
+			return nil, err
+		case attempt == 5:
+			return nil, fault.New(fault.Conflict, "Rule %s was changed by another request; try again.", id)
+		}
+	}
+}
+
+// DeleteInspectionRule removes a rule. Errors: fault NotFound.
+func (c *Conductor) DeleteInspectionRule(ctx context.Context, id string) error {
+	if err := c.store.DeleteInspectionRule(ctx, id); errors.Is(err, store.ErrNotFound) {
+		return InspectionRuleNotFound(id)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// DeleteInspectionRules removes every rule (Anvil has no built-in rules,
+// which Ironic's delete-all keeps).
+func (c *Conductor) DeleteInspectionRules(ctx context.Context) error {
+	n, err := c.store.DeleteInspectionRules(ctx)
+	if err == nil {
+		c.log.Info("inspection rules deleted", "count", n)
+	}
+	return err
+}
+
+// storedInventory returns the inventory in driver_internal_info (nil if
+// none), to tell whether an inspection stored a new one.
+func storedInventory(n *model.Node) map[string]any {
+	inv, _ := n.DriverInternalInfo[driver.KeyInventory].(map[string]any)
+	return inv
+}
+
+// sameMap reports whether a and b are the same map (not equal contents).
+func sameMap(a, b map[string]any) bool {
+	return a != nil && b != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// applyInspectionRules runs the main-phase rules on the inventory and
+// plugin data an inspection just stored in driver_internal_info, as
+// Ironic's apply_rules after inspection data is stored (agent and redfish
+// inspection). The rules change t.node (saved with the inspection's
+// outcome) and the stored plugin data. A rule's failure is returned with
+// Ironic's text; the caller fails the inspection with it.
+func (c *Conductor) applyInspectionRules(ctx context.Context, t *task) error {
+	n := t.node
+	inv := storedInventory(n)
+	if inv == nil {
+		return nil
+	}
+	rules, err := c.store.ListInspectionRules(ctx, store.InspectionRuleQuery{Phase: inspectrule.Phases[0]})
+	if err != nil {
+		return err
+	}
+	if len(rules) == 0 {
+		return nil
+	}
+	pd, _ := n.DriverInternalInfo[driver.KeyPluginData].(map[string]any)
+	if pd == nil {
+		pd = map[string]any{}
+		n.DriverInternalInfo[driver.KeyPluginData] = pd
+	}
+	c.log.Info("applying inspection rules", "node", n.UUID, "count", len(rules))
+	if err := inspectrule.Apply(ctx, rules, inv, &inspectrule.Target{Node: n, PluginData: pd, Log: c.log}); err != nil {
+		return err
+	}
+	// An attribute action rewrites the node's maps: put the plugin data
+	// the rules changed back where the inspection stored it.
+	if n.DriverInternalInfo == nil {
+		n.DriverInternalInfo = model.JSON{}
+	}
+	n.DriverInternalInfo[driver.KeyPluginData] = pd
+	return nil
+}

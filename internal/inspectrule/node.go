@@ -1,0 +1,112 @@
+package inspectrule
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/anvil-metal/anvil/internal/model"
+)
+
+// The node as rules see it: Ironic's node fields by name, with
+// <kind>_interface fields (not Anvil's nested interfaces) and every dict
+// field present ({} when unset, as Ironic's defaults).
+
+// dictFields are node fields that are dicts in Ironic, {} when unset.
+var dictFields = []string{"driver_info", "driver_internal_info", "properties", "instance_info", "extra",
+	"clean_step", "deploy_step", "service_step", "raid_config", "target_raid_config", "network_data"}
+
+// scalarFields are the other node fields a rule may read (None when unset).
+var scalarFields = []string{"uuid", "name", "driver", "instance_uuid", "instance_name", "chassis_uuid",
+	"resource_class", "owner", "lessee", "description", "conductor_group", "shard", "parent_node",
+	"allocation_uuid", "provision_state", "target_provision_state", "provision_updated_at", "power_state",
+	"target_power_state", "last_error", "maintenance", "maintenance_reason", "fault", "console_enabled",
+	"automated_clean", "protected", "protected_reason", "retired", "retired_reason", "boot_mode",
+	"secure_boot", "disable_power_off", "inspection_started_at", "inspection_finished_at", "created_at",
+	"updated_at", "traits"}
+
+var interfaceKinds = []string{"bios", "boot", "console", "deploy", "firmware", "inspect", "management",
+	"network", "power", "raid", "rescue", "storage", "vendor"}
+
+// conductorFields are node fields the conductor owns: rules may read them
+// but not change them (Ironic would let a rule write them; in Anvil the
+// state machine and the traits API would then disagree with the node).
+var conductorFields = []string{"uuid", "provision_state", "target_provision_state", "provision_updated_at",
+	"power_state", "target_power_state", "inspection_started_at", "inspection_finished_at", "created_at",
+	"updated_at", "traits", "allocation_uuid"}
+
+// nodeDoc is n as a document of Ironic's node fields.
+func nodeDoc(n *model.Node) (map[string]any, error) {
+	b, err := json.Marshal(n)
+	if err != nil {
+		return nil, err
+	}
+	doc := map[string]any{}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	ifaces, _ := doc["interfaces"].(map[string]any)
+	delete(doc, "interfaces")
+	for _, k := range interfaceKinds {
+		doc[k+"_interface"] = ifaces[k]
+	}
+	for _, f := range dictFields {
+		if doc[f] == nil {
+			doc[f] = map[string]any{}
+		}
+	}
+	for _, f := range scalarFields {
+		if _, ok := doc[f]; !ok {
+			doc[f] = nil
+		}
+	}
+	return doc, nil
+}
+
+// knownField reports whether name is a node field a rule may name.
+func knownField(name string) bool {
+	if slices.Contains(dictFields, name) || slices.Contains(scalarFields, name) {
+		return true
+	}
+	kind, ok := strings.CutSuffix(name, "_interface")
+	return ok && slices.Contains(interfaceKinds, kind)
+}
+
+// writeDoc stores doc back into n; changed lists the top-level fields a
+// rule changed, which must be node fields the conductor does not own.
+// n is unchanged on error.
+func writeDoc(n *model.Node, doc map[string]any, field string) error {
+	if !knownField(field) {
+		return fmt.Errorf("'Node' object has no attribute '%s'", field)
+	}
+	if slices.Contains(conductorFields, field) {
+		return fmt.Errorf("the conductor owns the node's %s", field)
+	}
+	flat := make(map[string]any, len(doc))
+	ifaces := map[string]any{}
+	for k, v := range doc {
+		if kind, ok := strings.CutSuffix(k, "_interface"); ok && slices.Contains(interfaceKinds, kind) {
+			if v != nil {
+				ifaces[kind] = v
+			}
+			continue
+		}
+		if v == nil {
+			continue
+		}
+		flat[k] = v
+	}
+	flat["interfaces"] = ifaces
+	b, err := json.Marshal(flat)
+	if err != nil {
+		return err
+	}
+	var out model.Node
+	if err := json.Unmarshal(b, &out); err != nil {
+		return fmt.Errorf("%s: %w", field, err)
+	}
+	out.ID, out.Version, out.Reservation, out.Conductor = n.ID, n.Version, n.Reservation, n.Conductor
+	*n = out
+	return nil
+}

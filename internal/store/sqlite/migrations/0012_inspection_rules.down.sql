@@ -1,0 +1,2 @@
+DROP INDEX inspection_rules_phase_idx;
+DROP TABLE inspection_rules;
