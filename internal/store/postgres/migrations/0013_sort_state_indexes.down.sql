@@ -1,0 +1,12 @@
+DROP INDEX nodes_provision_state_idx;
+CREATE INDEX nodes_provision_state_idx ON nodes (provision_state);
+DROP INDEX nodes_power_state_idx;
+CREATE INDEX nodes_power_state_idx ON nodes (power_state);
+DROP INDEX nodes_maintenance_idx;
+CREATE INDEX nodes_maintenance_idx ON nodes (maintenance);
+DROP INDEX nodes_owner_idx;
+CREATE INDEX nodes_owner_idx ON nodes (owner);
+DROP INDEX nodes_lessee_idx;
+CREATE INDEX nodes_lessee_idx ON nodes (lessee);
+DROP INDEX nodes_conductor_group_idx;
+CREATE INDEX nodes_conductor_group_idx ON nodes (conductor_group);
