@@ -255,6 +255,22 @@ func TestHoldAndUnhold(t *testing.T) {
 }
 
 func TestPowerSync(t *testing.T) {
+	t.Run("every node of several pages", func(t *testing.T) {
+		e, _ := newClockEnv(t)
+		ids := make([]string, conductor.SyncPage+5)
+		for i := range ids {
+			ids[i] = e.create(nil).UUID
+			e.fake.SetPower(ids[i], fsm.PowerOn)
+		}
+		if err := e.c.SyncPowerStates(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range []int{0, conductor.SyncPage - 1, conductor.SyncPage, len(ids) - 1} {
+			if n := e.get(ids[i]); n.PowerState != fsm.PowerOn {
+				t.Errorf("node %d of %d: power %q, want the hardware's power on", i, len(ids), n.PowerState)
+			}
+		}
+	})
 	t.Run("force back to the recorded state", func(t *testing.T) {
 		e, _ := newClockEnv(t)
 		id := e.create(nil).UUID

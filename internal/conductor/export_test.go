@@ -1,0 +1,4 @@
+package conductor
+
+// SyncPage is syncPage for the tests of package conductor_test.
+const SyncPage = syncPage
