@@ -48,31 +48,15 @@ const (
 // 16 concurrent keep-alive clients. Ironic 21.4: 47 nodes/s; target ≥ 2,000.
 func BenchmarkCreateNodes(b *testing.B) {
 	s := serverFor(b, "create", nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	r503 := retries503.Load()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var firstErr error
-	var errOnce sync.Once
 	b.ResetTimer()
 	var m cpuMeter
 	m.start(s)
-	for range createClients {
-		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) {
-				if _, err := s.createNode(ctx, false); err != nil {
-					errOnce.Do(func() { firstErr = err; cancel() })
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	err := s.createMany(b.N, createClients)
 	m.stop()
 	b.StopTimer()
-	if firstErr != nil {
-		b.Fatalf("%v\n%s", firstErr, s.logTail())
+	if err != nil {
+		b.Fatalf("%v\n%s", err, s.logTail())
 	}
 	b.ReportMetric(float64(b.N)/m.wall.Seconds(), "nodes/s")
 	m.report(b)
@@ -83,8 +67,14 @@ func BenchmarkCreateNodes(b *testing.B) {
 // GET /v1/nodes/detail?limit=1000 answered with all 1,000 full node objects,
 // body read to the end. Ironic 21.4: 711 ms; target ≤ 15 ms.
 func BenchmarkListDetail1000(b *testing.B) {
+	s := serverFor(b, "list-detail", func(s *server) { s.loadNodes(b, 1000, createClients) })
+	benchListDetail1000(b, s)
+}
+
+// benchListDetail1000 times GET /v1/nodes/detail?limit=1000 on s, which
+// holds at least 1,000 nodes.
+func benchListDetail1000(b *testing.B, s *server) {
 	const n = 1000
-	s := serverFor(b, "list-detail", func(s *server) { s.loadNodes(b, n, createClients) })
 	ctx := context.Background()
 	const path = "/v1/nodes/detail?limit=1000"
 
