@@ -154,8 +154,9 @@ func freshServer(tb testing.TB, name string) *server {
 }
 
 // freshServerOn is freshServer on database: a SQLite file or a postgres://
-// URL that may already hold nodes; "" is a fresh SQLite file.
-func freshServerOn(tb testing.TB, name, database string) *server {
+// URL that may already hold nodes; "" is a fresh SQLite file. extra are more
+// flags of anvil serve.
+func freshServerOn(tb testing.TB, name, database string, extra ...string) *server {
 	tb.Helper()
 	srvMu.Lock()
 	defer srvMu.Unlock()
@@ -163,7 +164,7 @@ func freshServerOn(tb testing.TB, name, database string) *server {
 		curSrv.stop()
 		curSrv = nil
 	}
-	curSrv = startServerOn(tb, name, database)
+	curSrv = startServerOn(tb, name, database, extra...)
 	return curSrv
 }
 
@@ -172,7 +173,7 @@ func startServer(tb testing.TB, name string) *server {
 	return startServerOn(tb, name, "")
 }
 
-func startServerOn(tb testing.TB, name, database string) *server {
+func startServerOn(tb testing.TB, name, database string, extra ...string) *server {
 	tb.Helper()
 	bin := anvilBinary(tb)
 	dir, err := os.MkdirTemp(workDir, name+"-")
@@ -187,11 +188,12 @@ func startServerOn(tb testing.TB, name, database string) *server {
 		database = filepath.Join(dir, "anvil.db")
 	}
 	// Port 0: the kernel picks a free loopback port and anvil prints it.
-	cmd := exec.Command(bin, "serve",
+	args := append([]string{"serve",
 		"--listen", "127.0.0.1:0",
 		"--database", database,
 		"--host-id", "bench",
-		"--shutdown-timeout", "5s")
+		"--shutdown-timeout", "5s"}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Stderr = logf
 	cmd.SysProcAttr = childAttr()

@@ -11,6 +11,7 @@ package bench
 //	BenchmarkListFieldsAll100k          GET /v1/nodes?fields=uuid,provision_state, all 100 pages
 //	BenchmarkMetrics100k                GET /metrics with 100,000 nodes stored
 //	BenchmarkRSS100k                    server RSS started on 100,000 nodes, then after a full detail listing
+//	BenchmarkRSS100kPowerSync           server RSS after its first power-sync pass over 100,000 nodes
 //
 // The read benchmarks serve a SQLite file written once per test process
 // through the store package (conductor.CreateNode with the server's default
@@ -272,4 +273,64 @@ func BenchmarkRSS100k(b *testing.B) {
 	b.ReportMetric(perN(hwm), "MiB-peak")
 	b.ReportMetric(perN(rssStarted), "MiB-RSS-started")
 	b.ReportMetric(float64(size)/(1<<20), "MiB-listed")
+}
+
+// syncPassLine is the debug line the conductor logs at each power-sync pass,
+// once it has listed the nodes it owns.
+const syncPassLine = `msg="power sync pass"`
+
+// BenchmarkRSS100kPowerSync: each iteration starts a server on the
+// 100,000-node file with a power-sync pass every 2 s (60 s by default) and
+// debug logs, waits until the log shows the second pass (so the first one
+// ended: passes do not overlap), and reads VmRSS and VmHWM. ns/op is the
+// time from the answering server to the second pass.
+func BenchmarkRSS100kPowerSync(b *testing.B) {
+	if _, _, err := procMemory(1); err != nil {
+		b.Skip(err)
+	}
+	path := fleetDB(b)
+	var rss, hwm int64
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		s := freshServerOn(b, "rss-100k-sync", path, "--sync-power-state-interval", "2", "--log-level", "debug")
+		b.StartTimer()
+		if err := s.waitLog(syncPassLine, 2, 5*time.Minute); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		r, h, err := procMemory(s.pid())
+		if err != nil {
+			b.Fatal(err)
+		}
+		rss += r
+		hwm += h
+		s.stop()
+	}
+	perN := func(v int64) float64 { return float64(v) / float64(b.N) / (1 << 20) }
+	b.ReportMetric(perN(rss), "MiB-RSS")
+	b.ReportMetric(perN(hwm), "MiB-peak")
+}
+
+// waitLog polls the server's log (every 100 ms, up to timeout) until line
+// appears n times.
+func (s *server) waitLog(line string, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		b, err := os.ReadFile(filepath.Join(s.dir, "anvil.log"))
+		if err != nil {
+			return err
+		}
+		if got := bytes.Count(b, []byte(line)); got >= n {
+			return nil
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("%q logged %d times in %s, want %d:\n%s", line, got, timeout, n, s.logTail())
+		}
+		if !s.alive() {
+			return fmt.Errorf("anvil exited (%v) while waiting for %q:\n%s", s.err, line, s.logTail())
+		}
+		if err := pause(context.Background(), 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
 }
