@@ -28,6 +28,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 const (
@@ -310,7 +312,7 @@ func pause(ctx context.Context, d time.Duration) error {
 // server's VmRSS and VmHWM (peak) from /proc/PID/status. ns/op is load +
 // listing. Ironic 21.4: 134–152 MiB; target ≤ 40 MiB.
 func BenchmarkRSS10000Nodes(b *testing.B) {
-	if _, _, err := procMemory(1); err != nil {
+	if _, _, err := testbin.ProcMemory(1); err != nil {
 		b.Skip(err)
 	}
 	ctx := context.Background()
@@ -325,7 +327,7 @@ func BenchmarkRSS10000Nodes(b *testing.B) {
 		t0 := time.Now()
 		s.loadNodes(b, rssNodes, createClients)
 		load += time.Since(t0)
-		r, _, err := procMemory(s.pid())
+		r, _, err := testbin.ProcMemory(s.pid())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -340,7 +342,7 @@ func BenchmarkRSS10000Nodes(b *testing.B) {
 			b.Fatalf("listing all pages returned %d nodes, want %d", n, rssNodes)
 		}
 		size = nb
-		r, h, err := procMemory(s.pid())
+		r, h, err := testbin.ProcMemory(s.pid())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -370,16 +372,16 @@ type cpuMeter struct {
 func (m *cpuMeter) start(s *server) {
 	m.s = s
 	var err1, err2 error
-	m.srv0, err1 = procCPU(s.pid())
-	m.cli0, err2 = procCPU(os.Getpid())
+	m.srv0, err1 = testbin.ProcCPU(s.pid())
+	m.cli0, err2 = testbin.ProcCPU(os.Getpid())
 	m.unavailable = m.unavailable || err1 != nil || err2 != nil
 	m.t0 = time.Now()
 }
 
 func (m *cpuMeter) stop() {
 	m.wall += time.Since(m.t0)
-	srv, err1 := procCPU(m.s.pid())
-	cli, err2 := procCPU(os.Getpid())
+	srv, err1 := testbin.ProcCPU(m.s.pid())
+	cli, err2 := testbin.ProcCPU(os.Getpid())
 	m.unavailable = m.unavailable || err1 != nil || err2 != nil
 	m.srv += srv - m.srv0
 	m.cli += cli - m.cli0

@@ -39,6 +39,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/model"
 	anvilserver "github.com/anvil-metal/anvil/internal/server"
 	"github.com/anvil-metal/anvil/internal/store/sqlite"
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 const (
@@ -84,7 +85,7 @@ func BenchmarkCreate100k(b *testing.B) {
 				if err != nil {
 					b.Fatalf("%v\n%s", err, s.logTail())
 				}
-				if r, _, err := procMemory(s.pid()); err == nil {
+				if r, _, err := testbin.ProcMemory(s.pid()); err == nil {
 					rss += r
 				}
 				s.stop()
@@ -235,7 +236,7 @@ func BenchmarkMetrics100k(b *testing.B) {
 // GET /v1/nodes/detail (100 pages of 1,000), and reads VmRSS and VmHWM
 // again. ns/op is the full listing.
 func BenchmarkRSS100k(b *testing.B) {
-	if _, _, err := procMemory(1); err != nil {
+	if _, _, err := testbin.ProcMemory(1); err != nil {
 		b.Skip(err)
 	}
 	path := fleetDB(b)
@@ -246,7 +247,7 @@ func BenchmarkRSS100k(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
 		s := freshServerOn(b, "rss-100k", path)
-		r, _, err := procMemory(s.pid())
+		r, _, err := testbin.ProcMemory(s.pid())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -261,7 +262,7 @@ func BenchmarkRSS100k(b *testing.B) {
 			b.Fatalf("listing all pages returned %d nodes, want %d", n, fleetNodes)
 		}
 		size = nb
-		r, h, err := procMemory(s.pid())
+		r, h, err := testbin.ProcMemory(s.pid())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -285,7 +286,7 @@ const syncPassLine = `msg="power sync pass"`
 // ended: passes do not overlap), and reads VmRSS and VmHWM. ns/op is the
 // time from the answering server to the second pass.
 func BenchmarkRSS100kPowerSync(b *testing.B) {
-	if _, _, err := procMemory(1); err != nil {
+	if _, _, err := testbin.ProcMemory(1); err != nil {
 		b.Skip(err)
 	}
 	path := fleetDB(b)
@@ -299,7 +300,7 @@ func BenchmarkRSS100kPowerSync(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		r, h, err := procMemory(s.pid())
+		r, h, err := testbin.ProcMemory(s.pid())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -41,20 +41,24 @@ func BenchmarkScalingEnrollToActive(b *testing.B) {
 		b.Run(fmt.Sprintf("conductors=%d", k), func(b *testing.B) {
 			var took time.Duration
 			var retries atomic.Int64
+			var cpu cpuUse
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				f := startFleet(b, k, cfg)
 				ids := f.createNodes(b, cfg)
 				b.StartTimer()
+				c0 := f.cpu()
 				start := time.Now()
 				if err := f.lifecycle(b.Context(), ids, cfg, &retries); err != nil {
 					b.Fatal(err)
 				}
 				took += time.Since(start)
+				cpu.add(f.cpu(), c0)
 			}
 			rate := float64(b.N*cfg.nodes) / took.Seconds()
 			b.ReportMetric(rate, "nodes/s")
 			b.ReportMetric(float64(retries.Load())/float64(b.N), "retries/op")
+			cpu.report(b, b.N*cfg.nodes, took)
 			if k == 1 {
 				rate1 = rate
 			} else if rate1 > 0 {
@@ -98,6 +102,7 @@ func scalingFromEnv(b *testing.B) scalingConfig {
 // goroutine: testbin's client keeps only two idle connections per host).
 type fleet struct {
 	bases  []string
+	procs  []*testbin.Process
 	client *http.Client
 }
 
@@ -113,12 +118,56 @@ func startFleet(b *testing.B, k int, cfg scalingConfig) *fleet {
 	// raised so that only the worker pools limit.
 	capped := fmt.Sprint(k * cfg.workers)
 	for i := 0; i < k; i++ {
-		base, _ := testbin.ServeOn(b, anvilBin, db, fmt.Sprintf("bench-%d", i),
+		base, p := testbin.ServeOn(b, anvilBin, db, fmt.Sprintf("bench-%d", i),
 			"--workers", fmt.Sprint(cfg.workers), "--max-concurrent-clean", capped, "--max-concurrent-deploy", capped,
 			"--sync-power-state-interval", "0", "--lock-retries", "0")
-		f.bases = append(f.bases, base)
+		f.bases, f.procs = append(f.bases, base), append(f.procs, p)
 	}
 	return f
+}
+
+// cpuUse is CPU time used so far (or over a run) by the anvil processes,
+// the PostgreSQL processes this test binary started, and the benchmark's
+// own clients; failed is set when /proc could not be read.
+type cpuUse struct {
+	anvil, pg, client time.Duration
+	failed            bool
+}
+
+func (f *fleet) cpu() cpuUse {
+	var u cpuUse
+	for _, p := range f.procs {
+		d, err := testbin.ProcCPU(p.Cmd.Process.Pid)
+		u.anvil += d
+		u.failed = u.failed || err != nil
+	}
+	var err1, err2 error
+	u.pg, _, err1 = testbin.ProcTreeCPU(os.Getpid(), "postgres")
+	u.client, err2 = testbin.ProcCPU(os.Getpid())
+	u.failed = u.failed || err1 != nil || err2 != nil
+	return u
+}
+
+// add adds end - start to u.
+func (u *cpuUse) add(end, start cpuUse) {
+	u.anvil += end.anvil - start.anvil
+	u.pg += end.pg - start.pg
+	u.client += end.client - start.client
+	u.failed = u.failed || end.failed || start.failed
+}
+
+// report gives the CPU milliseconds per node lifecycle of each party and
+// the cores they kept busy together: near this machine's core count, the
+// run was CPU-bound rather than worker-bound.
+func (u cpuUse) report(b *testing.B, nodes int, wall time.Duration) {
+	if u.failed || nodes == 0 || wall <= 0 {
+		return
+	}
+	per := func(d time.Duration) float64 { return float64(d.Milliseconds()) / float64(nodes) }
+	b.ReportMetric(per(u.anvil), "anvil-cpu-ms/node")
+	b.ReportMetric(per(u.pg), "pg-cpu-ms/node")
+	b.ReportMetric(per(u.client), "client-cpu-ms/node")
+	b.ReportMetric((u.anvil+u.pg+u.client).Seconds()/wall.Seconds(), "cores")
 }
 
 // call sends one JSON request at the latest microversion and returns the
