@@ -1,4 +1,4 @@
-.PHONY: build install test bench fuzz
+.PHONY: build install test bench bench-100k fuzz
 GO ?= go
 
 build:
@@ -15,6 +15,11 @@ test:
 # Speed figures through the real HTTP API (see README "Benchmarks").
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./bench/...
+
+# The figures at 100,000 nodes (about 10 minutes; README "Benchmarks").
+bench-100k:
+	ANVIL_BENCH_100K=1 $(GO) test -run '^$$' -bench 100k -benchtime 1x -benchmem -timeout 60m ./bench/
+	ANVIL_BENCH_100K=1 $(GO) test -run '^$$' -bench SyncPowerStates100000 -benchtime 1x ./internal/conductor/
 
 # Short fuzzing runs of the API decoders.
 fuzz:

@@ -28,6 +28,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 const (
@@ -48,31 +50,15 @@ const (
 // 16 concurrent keep-alive clients. Ironic 21.4: 47 nodes/s; target ≥ 2,000.
 func BenchmarkCreateNodes(b *testing.B) {
 	s := serverFor(b, "create", nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	r503 := retries503.Load()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var firstErr error
-	var errOnce sync.Once
 	b.ResetTimer()
 	var m cpuMeter
 	m.start(s)
-	for range createClients {
-		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) {
-				if _, err := s.createNode(ctx, false); err != nil {
-					errOnce.Do(func() { firstErr = err; cancel() })
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	err := s.createMany(b.N, createClients)
 	m.stop()
 	b.StopTimer()
-	if firstErr != nil {
-		b.Fatalf("%v\n%s", firstErr, s.logTail())
+	if err != nil {
+		b.Fatalf("%v\n%s", err, s.logTail())
 	}
 	b.ReportMetric(float64(b.N)/m.wall.Seconds(), "nodes/s")
 	m.report(b)
@@ -83,8 +69,14 @@ func BenchmarkCreateNodes(b *testing.B) {
 // GET /v1/nodes/detail?limit=1000 answered with all 1,000 full node objects,
 // body read to the end. Ironic 21.4: 711 ms; target ≤ 15 ms.
 func BenchmarkListDetail1000(b *testing.B) {
+	s := serverFor(b, "list-detail", func(s *server) { s.loadNodes(b, 1000, createClients) })
+	benchListDetail1000(b, s)
+}
+
+// benchListDetail1000 times GET /v1/nodes/detail?limit=1000 on s, which
+// holds at least 1,000 nodes.
+func benchListDetail1000(b *testing.B, s *server) {
 	const n = 1000
-	s := serverFor(b, "list-detail", func(s *server) { s.loadNodes(b, n, createClients) })
 	ctx := context.Background()
 	const path = "/v1/nodes/detail?limit=1000"
 
@@ -320,7 +312,7 @@ func pause(ctx context.Context, d time.Duration) error {
 // server's VmRSS and VmHWM (peak) from /proc/PID/status. ns/op is load +
 // listing. Ironic 21.4: 134–152 MiB; target ≤ 40 MiB.
 func BenchmarkRSS10000Nodes(b *testing.B) {
-	if _, _, err := procMemory(1); err != nil {
+	if _, _, err := testbin.ProcMemory(1); err != nil {
 		b.Skip(err)
 	}
 	ctx := context.Background()
@@ -335,7 +327,7 @@ func BenchmarkRSS10000Nodes(b *testing.B) {
 		t0 := time.Now()
 		s.loadNodes(b, rssNodes, createClients)
 		load += time.Since(t0)
-		r, _, err := procMemory(s.pid())
+		r, _, err := testbin.ProcMemory(s.pid())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -350,7 +342,7 @@ func BenchmarkRSS10000Nodes(b *testing.B) {
 			b.Fatalf("listing all pages returned %d nodes, want %d", n, rssNodes)
 		}
 		size = nb
-		r, h, err := procMemory(s.pid())
+		r, h, err := testbin.ProcMemory(s.pid())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -380,16 +372,16 @@ type cpuMeter struct {
 func (m *cpuMeter) start(s *server) {
 	m.s = s
 	var err1, err2 error
-	m.srv0, err1 = procCPU(s.pid())
-	m.cli0, err2 = procCPU(os.Getpid())
+	m.srv0, err1 = testbin.ProcCPU(s.pid())
+	m.cli0, err2 = testbin.ProcCPU(os.Getpid())
 	m.unavailable = m.unavailable || err1 != nil || err2 != nil
 	m.t0 = time.Now()
 }
 
 func (m *cpuMeter) stop() {
 	m.wall += time.Since(m.t0)
-	srv, err1 := procCPU(m.s.pid())
-	cli, err2 := procCPU(os.Getpid())
+	srv, err1 := testbin.ProcCPU(m.s.pid())
+	cli, err2 := testbin.ProcCPU(os.Getpid())
 	m.unavailable = m.unavailable || err1 != nil || err2 != nil
 	m.srv += srv - m.srv0
 	m.cli += cli - m.cli0

@@ -22,6 +22,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/store/postgres/pgtest"
 )
 
 // apiVersion is the microversion every request asks for (Ironic 2023.2+).
@@ -42,6 +44,8 @@ var (
 	curSrv *server // the running server; one at a time so idle ones cost nothing
 
 	nameSeq atomic.Int64 // unique node names across the whole run
+
+	pg = pgtest.New() // throwaway PostgreSQL, started by the first benchmark that needs one
 
 	client = &http.Client{
 		Timeout: 2 * time.Minute,
@@ -70,6 +74,7 @@ func TestMain(m *testing.M) {
 		curSrv = nil
 	}
 	srvMu.Unlock()
+	pg.Stop()
 	if code == 0 {
 		os.RemoveAll(dir)
 	} else {
@@ -122,6 +127,12 @@ type server struct {
 // rounds of the same benchmark (b.N growing, -count) reuse it.
 func serverFor(b *testing.B, name string, setup func(*server)) *server {
 	b.Helper()
+	return serverForOn(b, name, "", setup)
+}
+
+// serverForOn is serverFor on database (see freshServerOn).
+func serverForOn(b *testing.B, name, database string, setup func(*server)) *server {
+	b.Helper()
 	srvMu.Lock()
 	reuse := curSrv != nil && curSrv.name == name && curSrv.alive()
 	s := curSrv
@@ -129,7 +140,7 @@ func serverFor(b *testing.B, name string, setup func(*server)) *server {
 	if reuse {
 		return s
 	}
-	s = freshServer(b, name)
+	s = freshServerOn(b, name, database)
 	if setup != nil {
 		setup(s)
 	}
@@ -139,6 +150,13 @@ func serverFor(b *testing.B, name string, setup func(*server)) *server {
 // freshServer stops the running server, if any, and starts a new one with an
 // empty database.
 func freshServer(tb testing.TB, name string) *server {
+	return freshServerOn(tb, name, "")
+}
+
+// freshServerOn is freshServer on database: a SQLite file or a postgres://
+// URL that may already hold nodes; "" is a fresh SQLite file. extra are more
+// flags of anvil serve.
+func freshServerOn(tb testing.TB, name, database string, extra ...string) *server {
 	tb.Helper()
 	srvMu.Lock()
 	defer srvMu.Unlock()
@@ -146,11 +164,16 @@ func freshServer(tb testing.TB, name string) *server {
 		curSrv.stop()
 		curSrv = nil
 	}
-	curSrv = startServer(tb, name)
+	curSrv = startServerOn(tb, name, database, extra...)
 	return curSrv
 }
 
 func startServer(tb testing.TB, name string) *server {
+	tb.Helper()
+	return startServerOn(tb, name, "")
+}
+
+func startServerOn(tb testing.TB, name, database string, extra ...string) *server {
 	tb.Helper()
 	bin := anvilBinary(tb)
 	dir, err := os.MkdirTemp(workDir, name+"-")
@@ -161,16 +184,20 @@ func startServer(tb testing.TB, name string) *server {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	if database == "" {
+		database = filepath.Join(dir, "anvil.db")
+	}
 	// Port 0: the kernel picks a free loopback port and anvil prints it.
-	cmd := exec.Command(bin, "serve",
+	args := append([]string{"serve",
 		"--listen", "127.0.0.1:0",
-		"--database", filepath.Join(dir, "anvil.db"),
+		"--database", database,
 		"--host-id", "bench",
-		"--shutdown-timeout", "5s")
+		"--shutdown-timeout", "5s"}, extra...)
 	// ANVIL_BENCH_PPROF=127.0.0.1:6060 serves the server's profiles there.
 	if addr := os.Getenv("ANVIL_BENCH_PPROF"); addr != "" {
-		cmd.Args = append(cmd.Args, "--pprof-listen", addr)
+		args = append(args, "--pprof-listen", addr)
 	}
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Stderr = logf
 	cmd.SysProcAttr = childAttr()
@@ -343,6 +370,29 @@ func (s *server) createNode(ctx context.Context, decode bool) (node, error) {
 	}
 }
 
+// createMany creates n nodes from conc concurrent clients without decoding
+// the answers, as fast as the server takes them.
+func (s *server) createMany(n, conc int) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var firstErr error
+	var errOnce sync.Once
+	for range conc {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				if _, err := s.createNode(ctx, false); err != nil {
+					errOnce.Do(func() { firstErr = err; cancel() })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
+}
+
 // loadNodes creates n nodes from conc concurrent clients and returns their
 // UUIDs (in no particular order).
 func (s *server) loadNodes(tb testing.TB, n, conc int) []string {
@@ -380,7 +430,11 @@ func (s *server) loadNodes(tb testing.TB, n, conc int) []string {
 // listAll walks GET /v1/nodes/detail?limit=1000 page by page (following
 // "next") and returns how many nodes it saw and how many bytes it read.
 func (s *server) listAll(ctx context.Context) (nodes, bytes int, err error) {
-	path := "/v1/nodes/detail?limit=1000"
+	return s.listPages(ctx, "/v1/nodes/detail?limit=1000")
+}
+
+// listPages walks a node list from path page by page, following "next".
+func (s *server) listPages(ctx context.Context, path string) (nodes, bytes int, err error) {
 	for pages := 0; path != ""; pages++ {
 		if pages > 10000 {
 			return nodes, bytes, errors.New("more than 10,000 pages: pagination loops")

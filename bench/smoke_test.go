@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"testing"
+
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // TestHarness checks the harness end to end on a real server with a few
@@ -28,7 +30,7 @@ func TestHarness(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if rss, hwm, err := procMemory(s.pid()); err == nil {
+	if rss, hwm, err := testbin.ProcMemory(s.pid()); err == nil {
 		t.Logf("anvil RSS %.1f MiB, peak %.1f MiB", float64(rss)/(1<<20), float64(hwm)/(1<<20))
 	}
 }
