@@ -35,16 +35,25 @@ func richNode(i int) *model.Node {
 // BenchmarkRenderNodes1000 renders 1,000 full nodes at the latest version,
 // the body of GET /v1/nodes/detail.
 func BenchmarkRenderNodes1000(b *testing.B) {
-	e := newEnv(b)
+	render := renderer(newEnv(b))
+	b.ReportAllocs()
+	size := 0
+	for b.Loop() {
+		size = render()
+	}
+	b.ReportMetric(float64(size), "bytes/body")
+}
+
+// renderer returns a function rendering 1,000 rich nodes as the detail
+// list's body and returning its size.
+func renderer(e *env) func() int {
 	nodes := make([]*model.Node, 1000)
 	for i := range nodes {
 		nodes[i] = richNode(i)
 	}
 	rc := &call{s: e.h.(*Server), minor: MaxMinor, base: "http://" + testHost, ctx: context.Background()}
 	plan := rc.nodePlan(nil)
-	b.ReportAllocs()
-	size := 0
-	for b.Loop() {
+	return func() int {
 		w := rc.s.listWriter(256 + len(nodes)*len(plan)*48)
 		w.rootObj()
 		w.key("nodes")
@@ -54,10 +63,10 @@ func BenchmarkRenderNodes1000(b *testing.B) {
 		}
 		w.endArr()
 		w.endObj()
-		size = len(w.b)
+		size := len(w.b)
 		rc.s.releaseWriter(w)
+		return size
 	}
-	b.ReportMetric(float64(size), "bytes/body")
 }
 
 // BenchmarkListNodesDetail1000 is the whole request over the test store.
@@ -80,13 +89,15 @@ func BenchmarkListNodesDetail1000(b *testing.B) {
 	}
 }
 
-func TestRenderNodes1000IsFast(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("timing is meaningless under -short or -race")
+// Rendering stays a few allocations per node (4,014 for 1,000 rich nodes
+// when written): what keeps the detail list fast, counted rather than timed.
+// Its speed is BenchmarkRenderNodes1000's.
+func TestRenderNodes1000Allocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
 	}
-	res := testing.Benchmark(BenchmarkRenderNodes1000)
-	if per := time.Duration(res.NsPerOp()); per > 50*time.Millisecond {
-		t.Errorf("rendering 1,000 nodes took %v", per)
+	render := renderer(newEnv(t))
+	if allocs := testing.AllocsPerRun(3, func() { render() }); allocs > 6000 {
+		t.Errorf("rendering 1,000 nodes made %.0f allocations, want at most 6,000", allocs)
 	}
-	t.Logf("1,000 full nodes: %v, %d allocs", time.Duration(res.NsPerOp()), res.AllocsPerOp())
 }
