@@ -225,6 +225,9 @@ func goldenShapesAt(t *testing.T, minor int) {
 	}
 	v1Rules := shapeRules{
 		extra: map[string]string{"conductors": "advertised by Ironic from 1.49", "allocations": "advertised by Ironic from 1.52 (observed)",
+			"events": "advertised by Ironic from 1.54 (observed)", "deploy_templates": "advertised by Ironic from 1.55 (observed)",
+			"shards": "advertised by Ironic from 1.82 (observed)", "continue_inspection": "advertised by Ironic master from 1.84",
+			"runbooks": "advertised by Ironic master from 1.92", "inspection_rules": "advertised by Ironic master from 1.96",
 			"version": "part of Ironic's v1() document (observed)"},
 		retype: map[string]string{"media_types": "Ironic returns an object (observed on 21.4 and in v1/__init__.py); the sample shows a list"},
 	}

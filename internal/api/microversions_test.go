@@ -196,10 +196,36 @@ func TestMicroversionUnsupportedEndpoints(t *testing.T) {
 		vcase{"null runbook at latest", "PUT", prov, `{"target":"clean","runbook":null,` + steps + `}`, latest, 202, "", nil},
 	)
 	runVCases(t, e, cases)
-	if _, ok := decode(t, e.do("GET", "/v1", "", latest))["runbooks"]; ok {
-		t.Errorf("GET /v1 advertises runbooks (Ironic's 1.110 root sample does not)")
-	}
+}
 
+// GET /v1 advertises each resource from its version on, as Ironic's
+// VERSIONED_CONTROLLERS do, each with self and bookmark links.
+func TestV1Resources(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		name   string
+		from   int
+		follow string // a GET on the link answers 200 from that version
+	}{
+		{"portgroups", 23, "portgroups"}, {"volume", 32, "volume"}, {"conductors", 49, "conductors"},
+		{"allocations", 52, "allocations"}, {"events", 54, ""}, {"deploy_templates", 55, "deploy_templates"},
+		{"shards", 82, "shards"}, {"runbooks", 92, "runbooks"}, {"inspection_rules", 96, "inspection_rules"},
+		{"continue_inspection", 84, ""},
+	} {
+		if _, ok := decode(t, e.do("GET", "/v1", "", at(tc.from-1)))[tc.name]; ok {
+			t.Errorf("%s advertised at 1.%d", tc.name, tc.from-1)
+		}
+		links, _ := decode(t, e.do("GET", "/v1", "", at(tc.from)))[tc.name].([]any)
+		if len(links) != 2 || links[0].(map[string]any)["href"] != "http://"+testHost+"/v1/"+tc.name+"/" {
+			t.Errorf("%s at 1.%d: links %v", tc.name, tc.from, links)
+			continue
+		}
+		if tc.follow != "" {
+			if rec := e.do("GET", "/v1/"+tc.follow, "", at(tc.from)); rec.Code != 200 {
+				t.Errorf("GET /v1/%s at 1.%d: %d %s", tc.follow, tc.from, rec.Code, rec.Body.String())
+			}
+		}
+	}
 }
 
 // 1.94: a port's node by name (node_ident).

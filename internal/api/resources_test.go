@@ -29,8 +29,9 @@ func TestRootAndV1(t *testing.T) {
 		{at(22), []string{"chassis", "drivers", "heartbeat", "id", "links", "lookup", "media_types", "nodes", "ports", "version"}},
 		{at(51), []string{"chassis", "conductors", "drivers", "heartbeat", "id", "links", "lookup", "media_types",
 			"nodes", "portgroups", "ports", "version", "volume"}},
-		{latest, []string{"allocations", "chassis", "conductors", "drivers", "heartbeat", "id", "links", "lookup", "media_types",
-			"nodes", "portgroups", "ports", "version", "volume"}},
+		{latest, []string{"allocations", "chassis", "conductors", "continue_inspection", "deploy_templates", "drivers", "events",
+			"heartbeat", "id", "inspection_rules", "links", "lookup", "media_types", "nodes", "portgroups", "ports", "runbooks",
+			"shards", "version", "volume"}},
 	}
 	for _, tc := range tests {
 		for _, path := range []string{"/v1", "/v1/"} {

@@ -2,8 +2,8 @@ package api
 
 import ()
 
-// Minor versions that add resources to GET /v1 (Ironic's VERSIONED_CONTROLLERS,
-// limited to the resources Anvil serves or links).
+// Minor versions that add resources to GET /v1 (Ironic's VERSIONED_CONTROLLERS;
+// the others are their resources' own constants).
 const (
 	minorLookupHeartbeat = 22
 	minorPortgroups      = 23
@@ -13,7 +13,8 @@ const (
 )
 
 // v1Resources are the controllers GET /v1 advertises, with the version that
-// adds each.
+// adds each, in Ironic's order (v1() and VERSIONED_CONTROLLERS; Ironic 21.4
+// observed advertising events, deploy_templates and shards at its latest).
 var v1Resources = []struct {
 	name  string
 	minor int
@@ -22,6 +23,9 @@ var v1Resources = []struct {
 	{"portgroups", minorPortgroups}, {"volume", minorVolume},
 	{"lookup", minorLookupHeartbeat}, {"heartbeat", minorLookupHeartbeat},
 	{"conductors", minorConductors}, {"allocations", minorAllocationsRoot},
+	{"events", minorEvents}, {"deploy_templates", minorDeployTemplates}, {"shards", minorShards},
+	{"runbooks", minorRunbooks}, {"inspection_rules", minorInspectionRules},
+	{"continue_inspection", minorContinueInspection},
 }
 
 // GET / — version discovery.
