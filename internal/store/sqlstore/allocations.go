@@ -93,14 +93,7 @@ func (s *Store) ListAllocations(ctx context.Context, q store.AllocationQuery) ([
 			w.add(f[0]+" = ?", f[1])
 		}
 	}
-	tail, err := s.paginate(w, allocationSorts, page{"allocations", q.SortKey, q.SortDir, q.Marker, q.Limit})
-	if err != nil {
-		return nil, fmt.Errorf("list allocations: %w", err)
-	}
-	as, err := queryJSON(ctx, s.reader(), "allocation", "SELECT id, version, data FROM allocations"+w.String()+tail, w.args, setAllocationRow)
-	if err == nil && len(as) == 0 && q.Marker != "" {
-		err = s.markerExists(ctx, "allocations", q.Marker)
-	}
+	as, err := listJSON(ctx, s, "allocation", w, allocationSorts, page{"allocations", q.SortKey, q.SortDir, q.Marker, q.Limit}, setAllocationRow)
 	if err != nil {
 		return nil, fmt.Errorf("list allocations: %w", err)
 	}

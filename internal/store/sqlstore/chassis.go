@@ -54,14 +54,7 @@ func (s *Store) GetChassis(ctx context.Context, id string) (*model.Chassis, erro
 // ListChassis implements store.Store, paginated like ListNodes.
 func (s *Store) ListChassis(ctx context.Context, q store.ChassisQuery) ([]*model.Chassis, error) {
 	w := &where{}
-	tail, err := s.paginate(w, chassisSorts, page{"chassis", q.SortKey, q.SortDir, q.Marker, q.Limit})
-	if err != nil {
-		return nil, fmt.Errorf("list chassis: %w", err)
-	}
-	cs, err := queryJSON(ctx, s.reader(), "chassis", "SELECT id, version, data FROM chassis"+w.String()+tail, w.args, setChassisRow)
-	if err == nil && len(cs) == 0 && q.Marker != "" {
-		err = s.markerExists(ctx, "chassis", q.Marker)
-	}
+	cs, err := listJSON(ctx, s, "chassis", w, chassisSorts, page{"chassis", q.SortKey, q.SortDir, q.Marker, q.Limit}, setChassisRow)
 	if err != nil {
 		return nil, fmt.Errorf("list chassis: %w", err)
 	}

@@ -77,14 +77,7 @@ func (s *Store) ListInspectionRules(ctx context.Context, q store.InspectionRuleQ
 	if q.Phase != "" {
 		w.add("phase = ?", q.Phase)
 	}
-	tail, err := s.paginate(w, ruleSorts, page{"inspection_rules", q.SortKey, q.SortDir, q.Marker, q.Limit})
-	if err != nil {
-		return nil, fmt.Errorf("list inspection rules: %w", err)
-	}
-	rs, err := queryJSON(ctx, s.reader(), "inspection rule", "SELECT id, version, data FROM inspection_rules"+w.String()+tail, w.args, setRuleRow)
-	if err == nil && len(rs) == 0 && q.Marker != "" {
-		err = s.markerExists(ctx, "inspection_rules", q.Marker)
-	}
+	rs, err := listJSON(ctx, s, "inspection rule", w, ruleSorts, page{"inspection_rules", q.SortKey, q.SortDir, q.Marker, q.Limit}, setRuleRow)
 	if err != nil {
 		return nil, fmt.Errorf("list inspection rules: %w", err)
 	}

@@ -90,14 +90,7 @@ func (s *Store) ListPortgroups(ctx context.Context, q store.PortgroupQuery) ([]*
 	if q.Address != "" {
 		w.add("address = ?", q.Address)
 	}
-	tail, err := s.paginate(w, portgroupSorts, page{"portgroups", q.SortKey, q.SortDir, q.Marker, q.Limit})
-	if err != nil {
-		return nil, fmt.Errorf("list portgroups: %w", err)
-	}
-	pgs, err := queryJSON(ctx, s.reader(), "portgroup", "SELECT id, version, data FROM portgroups"+w.String()+tail, w.args, setPortgroupRow)
-	if err == nil && len(pgs) == 0 && q.Marker != "" {
-		err = s.markerExists(ctx, "portgroups", q.Marker)
-	}
+	pgs, err := listJSON(ctx, s, "portgroup", w, portgroupSorts, page{"portgroups", q.SortKey, q.SortDir, q.Marker, q.Limit}, setPortgroupRow)
 	if err != nil {
 		return nil, fmt.Errorf("list portgroups: %w", err)
 	}

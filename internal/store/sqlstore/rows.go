@@ -63,6 +63,21 @@ func queryJSON[T any](ctx context.Context, c conn, what, query string, args []an
 	return out, rows.Err()
 }
 
+// listJSON lists one page of a table of JSON rows (id, version, data):
+// w's filters, p's sort and keyset page, rows built by set; an unknown
+// marker (store.ErrNotFound) is told apart from an empty page.
+func listJSON[T any](ctx context.Context, s *Store, what string, w *where, sorts map[string]sortCol, p page, set func(*T, int64, int64)) ([]*T, error) {
+	tail, err := s.paginate(w, sorts, p)
+	if err != nil {
+		return nil, err
+	}
+	out, err := queryJSON(ctx, s.reader(), what, "SELECT id, version, data FROM "+p.table+w.String()+tail, w.args, set)
+	if err == nil && len(out) == 0 && p.marker != "" {
+		err = s.markerExists(ctx, p.table, p.marker)
+	}
+	return out, err
+}
+
 // updateVersioned runs a version-checked UPDATE of one row; no row updated
 // is store.ErrNotFound or store.ErrStale.
 func (s *Store) updateVersioned(ctx context.Context, table, uuid, query string, args []any, value func(string) string) error {

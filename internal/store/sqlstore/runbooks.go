@@ -82,14 +82,7 @@ func (s *Store) ListRunbooks(ctx context.Context, q store.RunbookQuery) ([]*mode
 	if q.Project != "" {
 		w.add("(owner = ? OR public = ?)", q.Project, true)
 	}
-	tail, err := s.paginate(w, runbookSorts, page{"runbooks", q.SortKey, q.SortDir, q.Marker, q.Limit})
-	if err != nil {
-		return nil, fmt.Errorf("list runbooks: %w", err)
-	}
-	rs, err := queryJSON(ctx, s.reader(), "runbook", "SELECT id, version, data FROM runbooks"+w.String()+tail, w.args, setRunbookRow)
-	if err == nil && len(rs) == 0 && q.Marker != "" {
-		err = s.markerExists(ctx, "runbooks", q.Marker)
-	}
+	rs, err := listJSON(ctx, s, "runbook", w, runbookSorts, page{"runbooks", q.SortKey, q.SortDir, q.Marker, q.Limit}, setRunbookRow)
 	if err != nil {
 		return nil, fmt.Errorf("list runbooks: %w", err)
 	}

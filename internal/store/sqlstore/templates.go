@@ -87,14 +87,7 @@ func (s *Store) ListDeployTemplates(ctx context.Context, q store.DeployTemplateQ
 		}
 		w.add("name IN (?"+strings.Repeat(", ?", len(q.Names)-1)+")", args...)
 	}
-	tail, err := s.paginate(w, templateSorts, page{"deploy_templates", q.SortKey, q.SortDir, q.Marker, q.Limit})
-	if err != nil {
-		return nil, fmt.Errorf("list deploy templates: %w", err)
-	}
-	ts, err := queryJSON(ctx, s.reader(), "deploy template", "SELECT id, version, data FROM deploy_templates"+w.String()+tail, w.args, setTemplateRow)
-	if err == nil && len(ts) == 0 && q.Marker != "" {
-		err = s.markerExists(ctx, "deploy_templates", q.Marker)
-	}
+	ts, err := listJSON(ctx, s, "deploy template", w, templateSorts, page{"deploy_templates", q.SortKey, q.SortDir, q.Marker, q.Limit}, setTemplateRow)
 	if err != nil {
 		return nil, fmt.Errorf("list deploy templates: %w", err)
 	}
