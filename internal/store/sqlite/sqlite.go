@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"runtime"
 	"strings"
-	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -40,16 +39,8 @@ func Open(ctx context.Context, path string, opts ...sqlstore.Option) (store.Stor
 		_ = w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	cp, err := openPool(ctx, dsn(path, common), 1)
-	if err != nil {
-		_ = w.Close()
-		_ = r.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
-	}
-	// One writer connection: concurrent writes share commits (group commit);
-	// the log is checkpointed beside it.
-	s := sqlstore.New(w, r, Dialect(), append([]sqlstore.Option{sqlstore.WithGroupCommit(),
-		sqlstore.WithCloser(checkpointer(cp))}, opts...)...)
+	// One writer connection: concurrent writes share commits (group commit).
+	s := sqlstore.New(w, r, Dialect(), append([]sqlstore.Option{sqlstore.WithGroupCommit()}, opts...)...)
 	if err := s.MigrateUp(ctx); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("sqlite: %w", err)
@@ -63,7 +54,7 @@ func Open(ctx context.Context, path string, opts ...sqlstore.Option) (store.Stor
 // readers refuse to write.
 const (
 	common       = "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
-	writerParams = common + "&_pragma=journal_mode(WAL)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(8000)&_txlock=immediate"
+	writerParams = common + "&_pragma=journal_mode(WAL)&_pragma=temp_store(MEMORY)&_txlock=immediate"
 	readerParams = common + "&_pragma=query_only(1)"
 )
 
@@ -133,38 +124,4 @@ func uniqueColumn(msg string) string {
 	_, col, _ = strings.Cut(col, ".")
 	col, _, _ = strings.Cut(col, " ")
 	return col
-}
-
-// checkpointInterval is how often the checkpointer copies the log's frames
-// into the database file.
-const checkpointInterval = 100 * time.Millisecond
-
-// checkpointer copies the write-ahead log into the database file from its
-// own connection every checkpointInterval (a PASSIVE checkpoint: it waits
-// for no one), so that the writer does not: the writer's own automatic
-// checkpoint, run inside a commit every 1,000 pages, took a fifth of the
-// single writer's time under creates. The writer still checkpoints itself
-// past 8,000 pages (wal_autocheckpoint), should this one fall behind. The
-// returned function stops it and closes its connection.
-func checkpointer(cp *sql.DB) func() error {
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(checkpointInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				_, _ = cp.Exec("PRAGMA wal_checkpoint(PASSIVE)")
-			}
-		}
-	}()
-	return func() error {
-		close(stop)
-		<-done
-		return cp.Close()
-	}
 }

@@ -18,8 +18,6 @@ type Store struct {
 	now   func() time.Time
 	cache *nodeCache   // nil: no cache
 	gc    *groupCommit // nil: each write its own transaction
-
-	closers []func() error // run first by Close (WithCloser)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -31,12 +29,6 @@ type Option func(*Store)
 // conductor heartbeats) instead of time.Now.
 func WithClock(now func() time.Time) Option {
 	return func(s *Store) { s.now = now }
-}
-
-// WithCloser has Close run c first (for an engine's own goroutines and
-// connections).
-func WithCloser(c func() error) Option {
-	return func(s *Store) { s.closers = append(s.closers, c) }
 }
 
 // New returns a Store writing through w and reading through r (r may be nil:
@@ -56,9 +48,6 @@ func New(w, r *sql.DB, d Dialect, opts ...Option) *Store {
 // Close closes the connection pools.
 func (s *Store) Close() error {
 	var errs []error
-	for _, c := range s.closers {
-		errs = append(errs, c())
-	}
 	if s.r != s.w {
 		errs = append(errs, s.r.Close())
 	}
