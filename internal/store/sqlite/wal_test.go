@@ -56,9 +56,11 @@ func TestWALStaysBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 4,000 nodes append about 25 pages each (100,000 pages, 390 MiB)
-	// when the log never restarts; a restarting log stays near its
-	// checkpoint size (1,000 pages).
-	const limit = 64 << 20
+	// when the log never restarts. A restarting log stays near its
+	// checkpoint size (1,000 pages, 4 MiB) on a quiet machine; under heavy
+	// load the restart comes late (89–169 MiB seen with other tests
+	// running), hence the margin.
+	const limit = 256 << 20
 	if st.Size() > limit {
 		t.Fatalf("write-ahead log %d MiB after %d creates, want at most %d MiB", st.Size()>>20, writers*each, limit>>20)
 	}
