@@ -27,6 +27,8 @@ type groupCommit struct {
 	queue   []*gcOp
 	leading bool
 
+	stmts *writerStmts // the writer's prepared statements
+
 	groups, writes atomic.Int64 // transactions run, writes they held
 }
 
@@ -43,7 +45,9 @@ type gcOp struct {
 // transactions (see groupCommit). For engines with a single writer
 // connection; an engine with concurrent writers gains nothing.
 func WithGroupCommit() Option {
-	return func(s *Store) { s.gc = &groupCommit{} }
+	return func(s *Store) {
+		s.gc = &groupCommit{stmts: &writerStmts{db: s.w, byQ: map[string]*sql.Stmt{}, fail: map[string]bool{}}}
+	}
 }
 
 // writeOne runs fn, one write of one or a few statements, atomically: in a
@@ -103,6 +107,7 @@ func (s *Store) grouped(ctx context.Context, fn func(c conn) error) error {
 // context's error and writes nothing; when the transaction fails, every op
 // fails with its error.
 func (s *Store) commitGroup(batch []*gcOp) {
+	defer s.gc.stmts.prepareMet() // after the done channels closed: callers go on meanwhile
 	s.gc.groups.Add(1)
 	s.gc.writes.Add(int64(len(batch)))
 	failAll := func(err error) {
@@ -123,10 +128,7 @@ func (s *Store) commitGroup(batch []*gcOp) {
 		failAll(fmt.Errorf("begin: %w", err))
 		return
 	}
-	c := conn{d: &s.d, q: tx}
-	if len(batch) > 1 {
-		c.st = &txStmts{tx: tx, byQ: map[string]*sql.Stmt{}, fail: map[string]bool{}}
-	}
+	c := conn{d: &s.d, q: tx, st: &txStmts{tx: tx, w: s.gc.stmts, byQ: map[string]*sql.Stmt{}}}
 	if len(batch) == 1 { // alone: its own transaction, no savepoint needed
 		op := batch[0]
 		if op.err = op.ctx.Err(); op.err == nil {
