@@ -40,7 +40,11 @@ func Open(ctx context.Context, path string, opts ...sqlstore.Option) (store.Stor
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	// One writer connection: concurrent writes share commits (group commit).
-	s := sqlstore.New(w, r, Dialect(), append([]sqlstore.Option{sqlstore.WithGroupCommit()}, opts...)...)
+	own := []sqlstore.Option{sqlstore.WithGroupCommit()}
+	if p := filePath(path); p != "" {
+		own = append(own, sqlstore.WithGroupUpkeep(walCheckEvery, restartLog(p+"-wal")))
+	}
+	s := sqlstore.New(w, r, Dialect(), append(own, opts...)...)
 	if err := s.MigrateUp(ctx); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("sqlite: %w", err)
@@ -53,7 +57,8 @@ func Open(ctx context.Context, path string, opts ...sqlstore.Option) (store.Stor
 // commit runs each write in a savepoint: on disk, each would cost writes);
 // readers refuse to write.
 const (
-	common       = "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+	busyTimeout  = "10000" // milliseconds a connection waits for a lock
+	common       = "_pragma=busy_timeout(" + busyTimeout + ")&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
 	writerParams = common + "&_pragma=journal_mode(WAL)&_pragma=temp_store(MEMORY)&_txlock=immediate"
 	readerParams = common + "&_pragma=query_only(1)"
 )

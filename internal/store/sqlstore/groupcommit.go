@@ -29,6 +29,11 @@ type groupCommit struct {
 
 	stmts *writerStmts // the writer's prepared statements
 
+	// upkeep, when set, runs on the writer every upkeepEvery groups,
+	// between groups (see WithGroupUpkeep).
+	upkeep      func(ctx context.Context, w *sql.DB)
+	upkeepEvery int64
+
 	groups, writes atomic.Int64 // transactions run, writes they held
 }
 
@@ -47,6 +52,18 @@ type gcOp struct {
 func WithGroupCommit() Option {
 	return func(s *Store) {
 		s.gc = &groupCommit{stmts: &writerStmts{db: s.w, byQ: map[string]*sql.Stmt{}, fail: map[string]bool{}}}
+	}
+}
+
+// WithGroupUpkeep makes the group-commit writer run fn every `every`
+// groups, after the group's writers were answered and before the next group
+// begins: housekeeping that needs the writer's connection to itself (SQLite's
+// log restart). Give it after WithGroupCommit.
+func WithGroupUpkeep(every int, fn func(ctx context.Context, w *sql.DB)) Option {
+	return func(s *Store) {
+		if s.gc != nil {
+			s.gc.upkeep, s.gc.upkeepEvery = fn, int64(max(every, 1))
+		}
 	}
 }
 
@@ -107,8 +124,15 @@ func (s *Store) grouped(ctx context.Context, fn func(c conn) error) error {
 // context's error and writes nothing; when the transaction fails, every op
 // fails with its error.
 func (s *Store) commitGroup(batch []*gcOp) {
-	defer s.gc.stmts.prepareMet() // after the done channels closed: callers go on meanwhile
-	s.gc.groups.Add(1)
+	// After the done channels closed (the writers go on meanwhile), before
+	// the next group: prepare the statements met, keep up.
+	n := s.gc.groups.Add(1)
+	defer func() {
+		s.gc.stmts.prepareMet()
+		if s.gc.upkeep != nil && n%s.gc.upkeepEvery == 0 {
+			s.gc.upkeep(context.Background(), s.w)
+		}
+	}()
 	s.gc.writes.Add(int64(len(batch)))
 	failAll := func(err error) {
 		for _, op := range batch {
