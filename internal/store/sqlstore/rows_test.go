@@ -25,6 +25,11 @@ func TestJSONTableStatements(t *testing.T) {
 			VALUES (?, 1, ?, ?, ?, ?, ?, ?) RETURNING id`,
 			`UPDATE portgroups SET name = ?, address = ?, node_uuid = ?, created_at = ?, updated_at = ?, data = ?,
 			version = version + 1 WHERE uuid = ? AND version = ?`),
+		jsonTableCase(s, "ports", portTable,
+			`INSERT INTO ports (uuid, version, address, name, node_uuid, portgroup_uuid, pxe_enabled, created_at, updated_at, data)
+			VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			`UPDATE ports SET address = ?, name = ?, node_uuid = ?, portgroup_uuid = ?, pxe_enabled = ?, created_at = ?,
+			updated_at = ?, data = ?, version = version + 1 WHERE uuid = ? AND version = ?`),
 		jsonTableCase(s, "deploy_templates", templateTable,
 			`INSERT INTO deploy_templates (uuid, version, name, created_at, updated_at, data)
 			VALUES (?, 1, ?, ?, ?, ?) RETURNING id`,
