@@ -49,12 +49,10 @@ func (s *Store) GetAllocation(ctx context.Context, ident string) (*model.Allocat
 // ListAllocations implements store.Store, paginated like ListNodes.
 func (s *Store) ListAllocations(ctx context.Context, q store.AllocationQuery) ([]*model.Allocation, error) {
 	w := &where{}
-	for _, f := range [...][2]string{{"node_uuid", q.NodeUUID}, {"state", q.State},
-		{"resource_class", q.ResourceClass}, {"owner", q.Owner}} {
-		if f[1] != "" {
-			w.add(f[0]+" = ?", f[1])
-		}
-	}
+	w.eq("node_uuid", q.NodeUUID)
+	w.eq("state", q.State)
+	w.eq("resource_class", q.ResourceClass)
+	w.eq("owner", q.Owner)
 	return allocationTable.list(ctx, s, w, q.SortKey, q.SortDir, q.Marker, q.Limit)
 }
 

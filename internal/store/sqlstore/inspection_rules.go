@@ -44,9 +44,7 @@ func (s *Store) GetInspectionRule(ctx context.Context, id string) (*model.Inspec
 // ListInspectionRules implements store.Store, paginated like ListNodes.
 func (s *Store) ListInspectionRules(ctx context.Context, q store.InspectionRuleQuery) ([]*model.InspectionRule, error) {
 	w := &where{}
-	if q.Phase != "" {
-		w.add("phase = ?", q.Phase)
-	}
+	w.eq("phase", q.Phase)
 	return ruleTable.list(ctx, s, w, q.SortKey, q.SortDir, q.Marker, q.Limit)
 }
 

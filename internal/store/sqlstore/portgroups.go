@@ -45,12 +45,8 @@ func (s *Store) GetPortgroup(ctx context.Context, ident string) (*model.Portgrou
 // ListPortgroups implements store.Store, paginated like ListNodes.
 func (s *Store) ListPortgroups(ctx context.Context, q store.PortgroupQuery) ([]*model.Portgroup, error) {
 	w := &where{}
-	if q.NodeUUID != "" {
-		w.add("node_uuid = ?", q.NodeUUID)
-	}
-	if q.Address != "" {
-		w.add("address = ?", q.Address)
-	}
+	w.eq("node_uuid", q.NodeUUID)
+	w.eq("address", q.Address)
 	return portgroupTable.list(ctx, s, w, q.SortKey, q.SortDir, q.Marker, q.Limit)
 }
 

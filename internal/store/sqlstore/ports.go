@@ -50,12 +50,9 @@ func (s *Store) GetPortByAddress(ctx context.Context, mac string) (*model.Port, 
 // ListPorts implements store.Store, paginated like ListNodes.
 func (s *Store) ListPorts(ctx context.Context, q store.PortQuery) ([]*model.Port, error) {
 	w := &where{}
-	for _, f := range [...][2]string{{"node_uuid", q.NodeUUID}, {"address", q.Address},
-		{"portgroup_uuid", q.PortgroupUUID}} {
-		if f[1] != "" {
-			w.add(f[0]+" = ?", f[1])
-		}
-	}
+	w.eq("node_uuid", q.NodeUUID)
+	w.eq("address", q.Address)
+	w.eq("portgroup_uuid", q.PortgroupUUID)
 	return portTable.list(ctx, s, w, q.SortKey, q.SortDir, q.Marker, q.Limit)
 }
 

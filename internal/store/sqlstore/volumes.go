@@ -53,9 +53,7 @@ var targetTable = newJSONTable(jsonTable[model.VolumeTarget]{
 // volumeWhere translates q's filter.
 func volumeWhere(q store.VolumeQuery) *where {
 	w := &where{}
-	if q.NodeUUID != "" {
-		w.add("node_uuid = ?", q.NodeUUID)
-	}
+	w.eq("node_uuid", q.NodeUUID)
 	return w
 }
 
