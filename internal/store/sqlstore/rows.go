@@ -13,8 +13,9 @@ import (
 	"github.com/google/uuid"
 )
 
-// Every resource but nodes, conductors and settings is a table of JSON
-// rows: the JSON encoding of its model in data, beside id, uuid, version,
+// Ports, portgroups, allocations, chassis, deploy templates, runbooks,
+// inspection rules and volume connectors and targets are tables of JSON
+// rows: the JSON encoding of the model in data, beside id, uuid, version,
 // created_at and updated_at, and copies of the fields that queries filter
 // and sort on or that a unique constraint covers. One jsonTable describes
 // such a table; its methods are the store's create, get, list, update and
