@@ -13,9 +13,13 @@
 //     are copies of the fields queries filter and sort on, written from the same
 //     struct in the same statement, plus id, version and reservation, which
 //     exist only as columns;
+//   - ports, portgroups, allocations, chassis, deploy templates, runbooks,
+//     inspection rules, volume connectors and targets are stored the same way,
+//     each table described by a jsonTable (rows.go), whose create, get, list,
+//     version-checked update and delete are the same code for all of them;
 //   - times are stored in UTC with microsecond precision; the store normalises
 //     the caller's struct the same way so what it holds equals what a read returns;
-//   - version changes only on UpdateNode/UpdatePort; reservation only on
+//   - version changes only on the Update methods; reservation only on
 //     ReserveNode/ReleaseNode/ReleaseHost;
 //   - decoded nodes are cached by row id and reused only while the hash of
 //     the data column is unchanged, and every caller gets a deep copy, so the

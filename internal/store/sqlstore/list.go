@@ -61,6 +61,13 @@ func (w *where) add(cond string, args ...any) {
 	w.args = append(w.args, args...)
 }
 
+// eq adds col = v, unless v is "" (no filter).
+func (w *where) eq(col, v string) {
+	if v != "" {
+		w.add(col+" = ?", v)
+	}
+}
+
 func (w *where) String() string {
 	if len(w.conds) == 0 {
 		return ""
@@ -137,11 +144,6 @@ func (s *Store) markerExists(ctx context.Context, table, marker string) error {
 // nodeWhere translates q's filters.
 func (s *Store) nodeWhere(q *store.NodeQuery) *where {
 	w := &where{}
-	eq := func(col, v string) {
-		if v != "" {
-			w.add(col+" = ?", v)
-		}
-	}
 	isNull := func(col string, b *bool) {
 		if b != nil && *b {
 			w.add(col + " IS NOT NULL")
@@ -149,18 +151,18 @@ func (s *Store) nodeWhere(q *store.NodeQuery) *where {
 			w.add(col + " IS NULL")
 		}
 	}
-	eq("provision_state", q.ProvisionState)
-	eq("driver", q.Driver)
-	eq("resource_class", q.ResourceClass)
-	eq("fault", q.Fault)
-	eq("owner", q.Owner)
-	eq("lessee", q.Lessee)
+	w.eq("provision_state", q.ProvisionState)
+	w.eq("driver", q.Driver)
+	w.eq("resource_class", q.ResourceClass)
+	w.eq("fault", q.Fault)
+	w.eq("owner", q.Owner)
+	w.eq("lessee", q.Lessee)
 	if q.Project != "" {
 		w.add("(owner = ? OR lessee = ?)", q.Project, q.Project)
 	}
-	eq("instance_uuid", q.InstanceUUID)
-	eq("chassis_uuid", q.ChassisUUID)
-	eq("reservation", q.ReservedBy)
+	w.eq("instance_uuid", q.InstanceUUID)
+	w.eq("chassis_uuid", q.ChassisUUID)
+	w.eq("reservation", q.ReservedBy)
 	isNull("instance_uuid", q.Associated)
 	isNull("reservation", q.Reserved)
 	if q.Maintenance != nil {

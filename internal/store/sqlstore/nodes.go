@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/google/uuid"
-
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
 )
@@ -77,12 +75,7 @@ func (s *Store) scanNode(row *sql.Row) (*model.Node, error) {
 
 // CreateNode implements store.Store. It fills in a UUID when n has none.
 func (s *Store) CreateNode(ctx context.Context, n *model.Node) error {
-	if n.UUID == "" {
-		n.UUID = uuid.NewString()
-	}
-	if n.CreatedAt.IsZero() {
-		n.CreatedAt = s.now()
-	}
+	s.stampNew(&n.UUID, &n.CreatedAt, &n.UpdatedAt)
 	normNode(n)
 	data, err := json.Marshal(n)
 	if err != nil {

@@ -6,41 +6,175 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
 )
 
-// Portgroups and allocations are stored as the JSON of their model in a
-// data column beside id and version, like ports; these helpers read them.
+// Ports, portgroups, allocations, chassis, deploy templates, runbooks,
+// inspection rules and volume connectors and targets are tables of JSON
+// rows: the JSON encoding of the model in data, beside id, uuid, version,
+// created_at and updated_at, and copies of the fields that queries filter
+// and sort on or that a unique constraint covers. One jsonTable describes
+// such a table; its methods are the store's create, get, list, update and
+// delete of it, so that every resource behaves alike.
 
-// getJSON reads one row of table (SELECT id, version, data) where col = v
-// into a new T, then calls set with its id and version. Errors:
-// store.ErrNotFound (wrapped, naming what).
-func getJSON[T any](ctx context.Context, c conn, what, table, col, v string, set func(*T, int64, int64)) (*T, error) {
+// rowHead points at the fields every JSON-row model has.
+type rowHead struct {
+	id, version      *int64
+	uuid             *string
+	created, updated *time.Time
+}
+
+// jsonTable describes the table of JSON rows of model T. newJSONTable
+// completes it; it is read-only afterwards.
+type jsonTable[T any] struct {
+	what   string // one row, in errors: "deploy template"
+	plural string // in list errors: "deploy templates"
+	table  string
+	byName bool // get looks up an ident that is not UUID-shaped by name
+	head   func(*T) rowHead
+	// cols are the columns copied out of the model, written between
+	// version and created_at; args gives their values in the same order
+	// (nil without cols).
+	cols []string
+	args func(*T) []any
+	// unique gives, for a unique column other than uuid, the value a
+	// *store.DuplicateError names.
+	unique map[string]func(*T) string
+	sorts  map[string]sortCol // the sort keys of list
+
+	insertSQL, updateSQL, deleteSQL string
+}
+
+// newJSONTable builds t's statements.
+func newJSONTable[T any](t jsonTable[T]) *jsonTable[T] {
+	cols := append(slices.Clone(t.cols), "created_at", "updated_at", "data")
+	t.insertSQL = "INSERT INTO " + t.table + " (uuid, version, " + strings.Join(cols, ", ") +
+		") VALUES (?, 1" + strings.Repeat(", ?", len(cols)) + ") RETURNING id"
+	t.updateSQL = "UPDATE " + t.table + " SET " + strings.Join(cols, " = ?, ") +
+		" = ?, version = version + 1 WHERE uuid = ? AND version = ?"
+	t.deleteSQL = "DELETE FROM " + t.table + " WHERE uuid = ?"
+	return &t
+}
+
+// rowArgs are the values of the written columns after uuid and version.
+func (t *jsonTable[T]) rowArgs(s *Store, v *T, data []byte) []any {
+	var args []any
+	if t.args != nil {
+		args = t.args(v)
+	}
+	h := t.head(v)
+	return append(args, s.d.EncodeTime(*h.created), s.timeArg(*h.updated), string(data))
+}
+
+// value gives the value of v's unique column, for DuplicateError.
+func (t *jsonTable[T]) value(v *T) func(string) string {
+	return func(col string) string {
+		if f, ok := t.unique[col]; ok {
+			return f(v)
+		}
+		return *t.head(v).uuid
+	}
+}
+
+// stampNew fills a new row's UUID if empty and creation time if zero, and
+// normalises both times.
+func (s *Store) stampNew(id *string, created, updated *time.Time) {
+	if *id == "" {
+		*id = uuid.NewString()
+	}
+	if created.IsZero() {
+		*created = s.now()
+	}
+	*created, *updated = norm(*created), norm(*updated)
+}
+
+// create inserts v as a single statement on the write pool: it sets ID,
+// Version 1, a UUID if empty and CreatedAt if zero. Errors:
+// *store.DuplicateError, store.ErrNotFound (an unknown node).
+func (t *jsonTable[T]) create(ctx context.Context, s *Store, v *T) error {
+	h := t.head(v)
+	s.stampNew(h.uuid, h.created, h.updated)
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("create %s %s: %w", t.what, *h.uuid, err)
+	}
+	args := append([]any{*h.uuid}, t.rowArgs(s, v, data)...)
+	var id int64
+	if err := s.writer().queryRow(ctx, t.insertSQL, args...).Scan(&id); err != nil {
+		return fmt.Errorf("create %s %s: %w", t.what, *h.uuid, s.writeErr(err, t.value(v)))
+	}
+	*h.id, *h.version = id, 1
+	return nil
+}
+
+// get reads the row of ident: its UUID, or, for a table looked up by
+// name, its name when ident is not UUID-shaped. Errors: store.ErrNotFound.
+func (t *jsonTable[T]) get(ctx context.Context, s *Store, ident string) (*T, error) {
+	col := "uuid"
+	if t.byName && !uuidShaped(ident) {
+		col = "name"
+	}
+	return t.getBy(ctx, s, col, ident)
+}
+
+// getBy reads the row where col = v. Errors: store.ErrNotFound (wrapped,
+// naming what).
+func (t *jsonTable[T]) getBy(ctx context.Context, s *Store, col, v string) (*T, error) {
 	var (
 		id, version int64
 		data        []byte
 	)
-	err := c.queryRow(ctx, "SELECT id, version, data FROM "+table+" WHERE "+col+" = ?", v).Scan(&id, &version, &data)
+	err := s.reader().queryRow(ctx, "SELECT id, version, data FROM "+t.table+" WHERE "+col+" = ?", v).
+		Scan(&id, &version, &data)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound(what, v)
+		return nil, notFound(t.what, v)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get %s %s: %w", what, v, err)
+		return nil, fmt.Errorf("get %s %s: %w", t.what, v, err)
 	}
-	return decodeJSON(what, id, version, data, set)
+	return t.decode(id, version, data)
 }
 
-func decodeJSON[T any](what string, id, version int64, data []byte, set func(*T, int64, int64)) (*T, error) {
+func (t *jsonTable[T]) decode(id, version int64, data []byte) (*T, error) {
 	out := new(T)
 	if err := json.Unmarshal(data, out); err != nil {
-		return nil, fmt.Errorf("decode %s %d: %w", what, id, err)
+		return nil, fmt.Errorf("decode %s %d: %w", t.what, id, err)
 	}
-	set(out, id, version)
+	h := t.head(out)
+	*h.id, *h.version = id, version
 	return out, nil
 }
 
-// queryJSON runs a SELECT id, version, data query and decodes every row.
-func queryJSON[T any](ctx context.Context, c conn, what, query string, args []any, set func(*T, int64, int64)) ([]*T, error) {
-	rows, err := c.query(ctx, query, args...)
+// list reads one page: w's filters, sorted by key and dir (t.sorts), the
+// rows after marker, at most limit (<= 0: all). An unknown marker
+// (store.ErrNotFound) is told apart from an empty page.
+func (t *jsonTable[T]) list(ctx context.Context, s *Store, w *where, key, dir, marker string, limit int) ([]*T, error) {
+	out, err := t.listPage(ctx, s, w, page{t.table, key, dir, marker, limit})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", t.plural, err)
+	}
+	return out, nil
+}
+
+func (t *jsonTable[T]) listPage(ctx context.Context, s *Store, w *where, p page) ([]*T, error) {
+	tail, err := s.paginate(w, t.sorts, p)
+	if err != nil {
+		return nil, err
+	}
+	out, err := t.query(ctx, s, "SELECT id, version, data FROM "+t.table+w.String()+tail, w.args)
+	if err == nil && len(out) == 0 && p.marker != "" {
+		err = s.markerExists(ctx, t.table, p.marker)
+	}
+	return out, err
+}
+
+// query runs a SELECT id, version, data query and decodes every row.
+func (t *jsonTable[T]) query(ctx context.Context, s *Store, query string, args []any) ([]*T, error) {
+	rows, err := s.reader().query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +188,7 @@ func queryJSON[T any](ctx context.Context, c conn, what, query string, args []an
 		if err := rows.Scan(&id, &version, &data); err != nil {
 			return nil, err
 		}
-		v, err := decodeJSON(what, id, version, data, set)
+		v, err := t.decode(id, version, data)
 		if err != nil {
 			return nil, err
 		}
@@ -63,30 +197,43 @@ func queryJSON[T any](ctx context.Context, c conn, what, query string, args []an
 	return out, rows.Err()
 }
 
-// listJSON lists one page of a table of JSON rows (id, version, data):
-// w's filters, p's sort and keyset page, rows built by set; an unknown
-// marker (store.ErrNotFound) is told apart from an empty page.
-func listJSON[T any](ctx context.Context, s *Store, what string, w *where, sorts map[string]sortCol, p page, set func(*T, int64, int64)) ([]*T, error) {
-	tail, err := s.paginate(w, sorts, p)
+// update writes v if its Version is the stored one, as a single statement
+// on the write pool: it sets UpdatedAt and bumps Version, or on error
+// leaves both as they were. Errors: store.ErrNotFound, store.ErrStale,
+// *store.DuplicateError.
+func (t *jsonTable[T]) update(ctx context.Context, s *Store, v *T) error {
+	h := t.head(v)
+	prev := *h.updated
+	*h.updated, *h.created = norm(s.now()), norm(*h.created)
+	err := t.updateRow(ctx, s, v, h)
 	if err != nil {
-		return nil, err
+		*h.updated = prev
+		return fmt.Errorf("update %s %s: %w", t.what, *h.uuid, err)
 	}
-	out, err := queryJSON(ctx, s.reader(), what, "SELECT id, version, data FROM "+p.table+w.String()+tail, w.args, set)
-	if err == nil && len(out) == 0 && p.marker != "" {
-		err = s.markerExists(ctx, p.table, p.marker)
-	}
-	return out, err
+	*h.version++
+	return nil
 }
 
-// updateVersioned runs a version-checked UPDATE of one row; no row updated
-// is store.ErrNotFound or store.ErrStale.
-func (s *Store) updateVersioned(ctx context.Context, table, uuid, query string, args []any, value func(string) string) error {
-	res, err := s.writer().exec(ctx, query, args...)
+func (t *jsonTable[T]) updateRow(ctx context.Context, s *Store, v *T, h rowHead) error {
+	data, err := json.Marshal(v)
 	if err != nil {
-		return s.writeErr(err, value)
+		return err
+	}
+	args := append(t.rowArgs(s, v, data), *h.uuid, *h.version)
+	res, err := s.writer().exec(ctx, t.updateSQL, args...)
+	if err != nil {
+		return s.writeErr(err, t.value(v))
 	}
 	if rows, err := res.RowsAffected(); err != nil || rows == 1 {
 		return err
 	}
-	return s.missingOrStale(ctx, table, uuid)
+	return s.missingOrStale(ctx, t.table, *h.uuid)
+}
+
+// delete removes the row of UUID id. Errors: store.ErrNotFound.
+func (t *jsonTable[T]) delete(ctx context.Context, s *Store, id string) error {
+	if err := deleteOne(ctx, s.writer(), t.deleteSQL, id); err != nil {
+		return fmt.Errorf("delete %s %s: %w", t.what, id, err)
+	}
+	return nil
 }
