@@ -66,11 +66,29 @@ func (s *Server) nodeList(rc *call, detailPath bool) error {
 	if err := rc.checkNodeListPage(&p); err != nil {
 		return err
 	}
+	if fields, full := shownNodeFields(p, detailPath); !full && len(sel.keep) == 0 && rc.redact == nil {
+		// Only these fields are written, and nothing else reads the nodes:
+		// the store may read them from their columns.
+		sel.q.Only = fields
+	}
 	nodes, err := rc.fetchNodes(&sel, p)
 	if err != nil {
 		return err
 	}
 	return rc.writeNodeList(nodes, p, sel, detailPath)
+}
+
+// shownNodeFields are the fields a node list writes: every field (full) on
+// /v1/nodes/detail or with detail=True, else those asked for or the brief
+// ones.
+func shownNodeFields(p page, detailPath bool) (fields []string, full bool) {
+	if detailPath || (p.detail != nil && *p.detail) {
+		return nil, true
+	}
+	if p.fields == nil {
+		return briefNodeFields, false
+	}
+	return p.fields, false
 }
 
 // checkNodeFieldVersions gates the requested fields and the sort key on
@@ -261,10 +279,11 @@ func (rc *call) nodeFilterFamily(sel *nodeSelection) error {
 	case children != nil && *children:
 		sel.link = append(sel.link, [2]string{"include_children", "True"})
 	case hasParent:
-		sel.keep = append(sel.keep, func(n *model.Node) bool { return n.ParentNode == parent })
+		sel.q.ParentNode = &parent
 		sel.link = append(sel.link, [2]string{"parent_node", parent})
 	default:
-		sel.keep = append(sel.keep, func(n *model.Node) bool { return n.ParentNode == "" })
+		noParent := ""
+		sel.q.ParentNode = &noParent
 	}
 	return nil
 }
@@ -309,13 +328,7 @@ func (rc *call) fetchNodes(sel *nodeSelection, p page) ([]*model.Node, error) {
 
 // writeNodeList renders {"nodes": [...], "next": ...}.
 func (rc *call) writeNodeList(nodes []*model.Node, p page, sel nodeSelection, detailPath bool) error {
-	fields := p.fields
-	full := detailPath || (p.detail != nil && *p.detail)
-	if full {
-		fields = nil
-	} else if fields == nil {
-		fields = briefNodeFields
-	}
+	fields, full := shownNodeFields(p, detailPath)
 	plan := rc.nodePlan(fields)
 	w := rc.s.listWriter(256 + len(nodes)*len(plan)*48)
 	w.rootObj()

@@ -217,3 +217,49 @@ func TestNodeListShapes(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A list of fields that have columns of their own (read without decoding the
+// nodes, store.NodeQuery.Only) shows each node's fields as its detail does,
+// the brief list included.
+func TestNodeListColumnFields(t *testing.T) {
+	e := newEnv(t)
+	for i := range 6 {
+		n := &model.Node{Name: fmt.Sprintf("col-%d", i), ProvisionState: []string{"enroll", "available", "active"}[i%3],
+			PowerState: []string{"", "power on"}[i%2], Maintenance: i%2 == 0, ResourceClass: "gpu", Owner: "proj-a",
+			Lessee: "proj-b", ConductorGroup: "g1", TargetProvisionState: []string{"", "active"}[i%2]}
+		if i == 4 {
+			n.Name, n.Fault = "", "power failure"
+		}
+		if i == 1 {
+			n.InstanceUUID = "6f5d7a4e-0d3a-4b1e-9f0e-2a1b3c4d5e6f"
+		}
+		e.mustNode(n)
+	}
+	detail := decode(t, e.do("GET", "/v1/nodes/detail", "", latest))["nodes"].([]any)
+	column := []string{"uuid", "name", "instance_uuid", "driver", "provision_state", "target_provision_state",
+		"power_state", "maintenance", "resource_class", "fault", "owner", "lessee", "conductor_group",
+		"reservation", "chassis_uuid"}
+	check := func(path string, fields []string) {
+		t.Helper()
+		got := decode(t, e.do("GET", path, "", latest))["nodes"].([]any)
+		if len(got) != len(detail) {
+			t.Fatalf("GET %s: %d nodes, detail has %d", path, len(got), len(detail))
+		}
+		for i, g := range got {
+			gm, dm := g.(map[string]any), detail[i].(map[string]any)
+			if len(gm) != len(fields)+1 { // and links
+				t.Errorf("GET %s node %d: keys %v, want %v and links", path, i, gm, fields)
+			}
+			for _, f := range append(fields, "links") {
+				if fmt.Sprint(gm[f]) != fmt.Sprint(dm[f]) {
+					t.Errorf("GET %s node %d: %s = %v, detail has %v", path, i, f, gm[f], dm[f])
+				}
+			}
+		}
+	}
+	check("/v1/nodes?fields="+strings.Join(column, ","), column)
+	check("/v1/nodes", briefNodeFields)
+	for _, f := range column {
+		check("/v1/nodes?fields="+f, []string{f})
+	}
+}

@@ -67,10 +67,13 @@ type NodeQuery struct {
 	Lessee         string
 	// Project selects nodes whose owner or lessee is it (Ironic's project
 	// filter, and what a project-scoped token may see).
-	Project         string
-	ConductorGroup  *string
-	InstanceUUID    string
-	ChassisUUID     string
+	Project        string
+	ConductorGroup *string
+	InstanceUUID   string
+	ChassisUUID    string
+	// ParentNode, when set, selects the children of that parent node (its
+	// parent_node as stored), or with "" the nodes without a parent.
+	ParentNode      *string
 	Reserved        *bool    // reservation set or not
 	ReservedBy      string   // reservation equals this host
 	ProvisionStates []string // provision_state IN (...)
@@ -82,6 +85,13 @@ type NodeQuery struct {
 	// ProvisionUpdatedBefore, when set, selects nodes whose
 	// provision_updated_at is known and earlier.
 	ProvisionUpdatedBefore time.Time
+
+	// Only, when set, names the node fields (by their API names) the caller
+	// will read: when each has a column of its own, the store fills just
+	// those, with the UUID, ID and version, and decodes no node (a list of
+	// two fields at 100,000 nodes spent most of its time decoding). Any
+	// other name makes it fill whole nodes, as when Only is empty.
+	Only []string
 
 	// Pagination: rows after the node with UUID Marker in (SortKey, id) order.
 	Limit   int

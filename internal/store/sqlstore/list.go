@@ -162,6 +162,13 @@ func (s *Store) nodeWhere(q *store.NodeQuery) *where {
 	}
 	w.eq("instance_uuid", q.InstanceUUID)
 	w.eq("chassis_uuid", q.ChassisUUID)
+	switch {
+	case q.ParentNode == nil:
+	case *q.ParentNode == "":
+		w.add("parent_node IS NULL")
+	default:
+		w.add("parent_node = ?", *q.ParentNode)
+	}
 	w.eq("reservation", q.ReservedBy)
 	isNull("instance_uuid", q.Associated)
 	isNull("reservation", q.Reserved)
@@ -227,15 +234,25 @@ func (s *Store) ListNodes(ctx context.Context, q store.NodeQuery) ([]*model.Node
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	query := selectNodeSQL + w.String() + tail
+	sel := selectNodeSQL
+	cols, set, only := onlyColumns(q.Only)
+	if only {
+		sel = "SELECT " + cols + " FROM nodes"
+	}
+	query := sel + w.String() + tail
 	if order, limited := strings.CutSuffix(tail, " LIMIT ?"); limited && sorted {
 		// Choose the page's ids first, then read only those rows, so that a
 		// sort the indexes cannot give handles ids and keys, never whole
 		// rows (a filtered, sorted page of 100,000 nodes stays cheap). A
 		// plain page in id order reads the table in order and stops early.
-		query = selectNodeSQL + " WHERE id IN (SELECT id FROM nodes" + w.String() + tail + ")" + order
+		query = sel + " WHERE id IN (SELECT id FROM nodes" + w.String() + tail + ")" + order
 	}
-	nodes, err := s.queryNodes(ctx, query, w.args, q.Limit)
+	var nodes []*model.Node
+	if only {
+		nodes, err = s.queryNodeColumns(ctx, query, w.args, set, q.Limit)
+	} else {
+		nodes, err = s.queryNodes(ctx, query, w.args, q.Limit)
+	}
 	if err == nil && len(nodes) == 0 && q.Marker != "" {
 		err = s.markerExists(ctx, "nodes", q.Marker)
 	}

@@ -14,16 +14,16 @@ import (
 // The node columns written from model.Node, in nodeArgs order.
 const nodeWriteCols = `name, instance_uuid, driver, provision_state, target_provision_state,
 	power_state, maintenance, resource_class, fault, owner, lessee, conductor_group,
-	provision_updated_at, created_at, updated_at, data, chassis_uuid`
+	provision_updated_at, created_at, updated_at, data, chassis_uuid, parent_node`
 
 const (
 	insertNodeSQL = `INSERT INTO nodes (uuid, version, ` + nodeWriteCols + `)
-		VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+		VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 	updateNodeSQL = `UPDATE nodes SET name = ?, instance_uuid = ?, driver = ?,
 		provision_state = ?, target_provision_state = ?, power_state = ?, maintenance = ?,
 		resource_class = ?, fault = ?, owner = ?, lessee = ?, conductor_group = ?,
 		provision_updated_at = ?, created_at = ?, updated_at = ?, data = ?, chassis_uuid = ?,
-		version = version + 1
+		parent_node = ?, version = version + 1
 		WHERE uuid = ? AND version = ?`
 	nodeReadCols  = `id, version, reservation, data`
 	selectNodeSQL = `SELECT ` + nodeReadCols + ` FROM nodes`
@@ -34,7 +34,8 @@ func (s *Store) nodeArgs(n *model.Node, data []byte) []any {
 	return []any{nullStr(n.Name), nullStr(n.InstanceUUID), n.Driver, n.ProvisionState,
 		n.TargetProvisionState, n.PowerState, n.Maintenance, n.ResourceClass, n.Fault,
 		n.Owner, n.Lessee, n.ConductorGroup, s.timeArg(n.ProvisionUpdatedAt),
-		s.d.EncodeTime(n.CreatedAt), s.timeArg(n.UpdatedAt), string(data), nullStr(n.ChassisUUID)}
+		s.d.EncodeTime(n.CreatedAt), s.timeArg(n.UpdatedAt), string(data), nullStr(n.ChassisUUID),
+		nullStr(n.ParentNode)}
 }
 
 // nodeValue gives the value of a node's unique column, for DuplicateError.

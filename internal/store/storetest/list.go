@@ -20,7 +20,9 @@ func testListNodes(t *testing.T, su suite) {
 	t.Run("filters", func(t *testing.T) { t.Parallel(); listFilters(t, s, nodes) })
 	t.Run("pagination", func(t *testing.T) { t.Parallel(); listPagination(t, s, nodes) })
 	t.Run("errors", func(t *testing.T) { t.Parallel(); listErrors(t, s) })
+	t.Run("only some fields", func(t *testing.T) { t.Parallel(); listOnly(t, s, nodes) })
 	t.Run("search by MAC", func(t *testing.T) { listSearchMAC(t, su.fresh(t)) })
+	t.Run("by parent node", func(t *testing.T) { listParent(t, su.fresh(t)) })
 }
 
 // listSearchMAC: Search finds a node by one of its ports' MAC (exactly,
