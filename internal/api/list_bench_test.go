@@ -51,6 +51,7 @@ func benchNodeList100k(b *testing.B, e *env) {
 	cases := []struct{ name, path string }{
 		{"detail first 1000", "/v1/nodes/detail?limit=1000"},
 		{"fields uuid,provision_state, a page of 1000", "/v1/nodes?fields=uuid,provision_state&limit=1000"},
+		{"brief first 1000", "/v1/nodes?limit=1000"},
 	}
 	for _, k := range store.NodeSortKeys {
 		cases = append(cases, struct{ name, path string }{"sort " + k + " desc", "/v1/nodes?limit=100&sort_dir=desc&sort_key=" + k})

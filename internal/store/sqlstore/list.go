@@ -228,8 +228,11 @@ func searchNodes(search string) (string, []any) {
 // direction is an error; Limit <= 0 means no limit.
 func (s *Store) ListNodes(ctx context.Context, q store.NodeQuery) ([]*model.Node, error) {
 	w := s.nodeWhere(&q)
-	// A page that is filtered or not in id order may need a sort.
-	sorted := len(w.conds) > 0 || (q.SortKey != "" && q.SortKey != "id")
+	// A page that is filtered or not in id order may need a sort. The
+	// parent_node condition (every default list has it: no child nodes) has
+	// no index, so alone it leaves the scan in id order.
+	filtered := len(w.conds) > 1 || (len(w.conds) == 1 && q.ParentNode == nil)
+	sorted := filtered || (q.SortKey != "" && q.SortKey != "id")
 	tail, err := s.paginate(w, nodeSorts, page{"nodes", q.SortKey, q.SortDir, q.Marker, q.Limit})
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
