@@ -25,14 +25,36 @@ type page struct {
 // nextParams are the query parameters a next link repeats: the sort, and
 // detail and fields as the client gave them.
 func (p page) nextParams() [][2]string {
-	params := [][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}
+	detail := ""
 	if p.detail != nil {
-		params = append(params, [2]string{"detail", strconv.FormatBool(*p.detail)})
+		detail = strconv.FormatBool(*p.detail)
 	}
-	if p.fields != nil {
-		params = append(params, [2]string{"fields", strings.Join(p.fields, ",")})
+	return p.nextQuery(detail, nil, p.fields)
+}
+
+// nextQuery is a next link's query in Ironic's order: the sort, detail as
+// the kind spells it ("" leaves it out), the filters, then fields (nil
+// leaves them out).
+func (p page) nextQuery(detail string, filters [][2]string, fields []string) [][2]string {
+	params := [][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}
+	if detail != "" {
+		params = append(params, [2]string{"detail", detail})
+	}
+	params = append(params, filters...)
+	if fields != nil {
+		params = append(params, [2]string{"fields", strings.Join(fields, ",")})
 	}
 	return params
+}
+
+// shown are the fields a list writes: the requested ones, else brief for
+// a plain list, nil (all) for a detailed one (the /detail path or
+// ?detail=True).
+func (p page) shown(brief []string, detailPath bool) []string {
+	if p.fields == nil && !detailPath && (p.detail == nil || !*p.detail) {
+		return brief
+	}
+	return p.fields
 }
 
 // param returns the first value of a query parameter.
@@ -131,6 +153,20 @@ func (rc *call) pageParams(defaultSort string) (page, error) {
 	}
 	p.detail = detail
 	return p, nil
+}
+
+// pagePrelude is the start of every list: the query parameters against
+// allowed, the paging ones (pageParams, sorted by id by default), then the
+// marker.
+func (rc *call) pagePrelude(allowed ...string) (page, error) {
+	if err := rc.checkQuery(allowed...); err != nil {
+		return page{}, err
+	}
+	p, err := rc.pageParams("id")
+	if err != nil {
+		return p, err
+	}
+	return p, rc.markerParam(&p)
 }
 
 // checkPage applies Ironic's remaining list checks, in its order.
@@ -270,14 +306,8 @@ func checkFields(fields, known []string) error {
 // against the resource's fields, the page checks, then the sort key
 // against the resource's unsortable fields and the store's sort keys.
 func (rc *call) listPage(fields, unsortable, sortKeys []string, more ...string) (page, error) {
-	if err := rc.checkQuery(append([]string{"marker", "limit", "sort_key", "sort_dir", "fields", "detail"}, more...)...); err != nil {
-		return page{}, err
-	}
-	p, err := rc.pageParams("id")
+	p, err := rc.pagePrelude(append([]string{"marker", "limit", "sort_key", "sort_dir", "fields", "detail"}, more...)...)
 	if err != nil {
-		return p, err
-	}
-	if err := rc.markerParam(&p); err != nil {
 		return p, err
 	}
 	if err := checkFields(p.fields, fields); err != nil {
@@ -289,13 +319,7 @@ func (rc *call) listPage(fields, unsortable, sortKeys []string, more ...string) 
 	if err := p.check(rc); err != nil {
 		return p, err
 	}
-	if slices.Contains(unsortable, p.sortKey) {
-		return p, badSortKey(p.sortKey, false)
-	}
-	if !slices.Contains(sortKeys, p.sortKey) {
-		return p, badSortKey(p.sortKey, true)
-	}
-	return p, nil
+	return p, checkSortKey(p.sortKey, unsortable, sortKeys)
 }
 
 // uuidOrName reads a path identifier that is a UUID or a logical name

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"regexp"
 	"slices"
@@ -79,12 +78,7 @@ func projectOf(ctx context.Context) string {
 // writeRunbook writes a runbook (all fields, or the requested ones plus
 // links); step arguments are masked as Ironic's step_sanitize does.
 func (rc *call) writeRunbook(w *jw, r *model.Runbook, fields []string) {
-	w.obj()
-	for _, f := range runbookFields {
-		if fields != nil && f != "links" && !slices.Contains(fields, f) {
-			continue
-		}
-		w.key(f)
+	writeKeys(w, runbookFields, fields, func(f string) {
 		switch f {
 		case "uuid":
 			w.str(r.UUID)
@@ -111,8 +105,7 @@ func (rc *call) writeRunbook(w *jw, r *model.Runbook, fields []string) {
 			}
 			w.endArr()
 		}
-	}
-	w.endObj()
+	})
 }
 
 func (rc *call) loadRunbook() (*model.Runbook, error) {
@@ -121,11 +114,7 @@ func (rc *call) loadRunbook() (*model.Runbook, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := rc.s.cfg.Store.GetRunbook(rc.ctx, ident)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, conductor.RunbookNotFound(raw)
-	}
-	return r, err
+	return fetch(rc.ctx, rc.s.cfg.Store.GetRunbook, ident, raw, conductor.RunbookNotFound)
 }
 
 // validateRunbook checks doc against RUNBOOK_SCHEMA (what is "runbook",
@@ -199,20 +188,8 @@ func (s *Server) getRunbook(rc *call) error {
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
 	}
-	if err := rc.checkQuery("fields"); err != nil {
-		return err
-	}
-	r, err := rc.loadRunbook()
-	if err != nil {
-		return err
-	}
-	fields := rc.fieldsParam()
-	if err := checkFields(fields, runbookFields); err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writeRunbook(w, r, fields)
-	return rc.json(200, w)
+	return show(rc, false, func(fields []string) error { return rc.checkShownFields(fields, runbookFields) },
+		rc.loadRunbook, (*call).writeRunbook)
 }
 
 // GET /v1/runbooks (?project=: the runbooks the project owns and the
@@ -226,36 +203,18 @@ func (s *Server) listRunbooks(rc *call) error {
 		return err
 	}
 	project, _ := rc.param("project")
-	if p.marker != "" {
-		if _, err := s.cfg.Store.GetRunbook(rc.ctx, p.marker); errors.Is(err, store.ErrNotFound) {
-			return conductor.RunbookNotFound(p.marker)
-		} else if err != nil {
-			return err
-		}
+	if err := checkMarker(rc, p.marker, s.cfg.Store.GetRunbook, conductor.RunbookNotFound); err != nil {
+		return err
 	}
-	fields := p.fields
-	if fields == nil && (p.detail == nil || !*p.detail) {
-		fields = []string{"uuid", "name"} // DEFAULT_RETURN_FIELDS
-	}
+	fields := p.shown(namedFields, false)
 	list, err := s.cfg.Store.ListRunbooks(rc.ctx, store.RunbookQuery{Project: project, Limit: p.limit, Marker: p.marker,
 		SortKey: p.sortKey, SortDir: p.sortDir})
 	if err != nil {
 		return err
 	}
-	w := rc.s.listWriter(256 + len(list)*512)
-	w.rootObj()
-	w.key("runbooks")
-	w.arr()
-	for _, r := range list {
-		rc.writeRunbook(w, r, fields)
-	}
-	w.endArr()
-	if len(list) > 0 && len(list) == p.limit {
-		w.key("next")
-		w.str(rc.nextLink("runbooks", p.nextParams(), p.limit, list[len(list)-1].UUID))
-	}
-	w.endObj()
-	return rc.json(200, w)
+	return writeList(rc, "runbooks", list, p.limit, 512,
+		func(w *jw, r *model.Runbook) { rc.writeRunbook(w, r, fields) },
+		func(last *model.Runbook) string { return rc.nextLink("runbooks", p.nextParams(), p.limit, last.UUID) })
 }
 
 // POST /v1/runbooks
@@ -263,10 +222,7 @@ func (s *Server) createRunbook(rc *call) error {
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	body, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	body, err := rc.readCreate(false)
 	if err != nil {
 		return err
 	}
@@ -286,10 +242,7 @@ func (s *Server) createRunbook(rc *call) error {
 	if err := s.cfg.Conductor.CreateRunbook(rc.ctx, r); err != nil {
 		return err
 	}
-	rc.w.Header().Set("Location", rc.link(false, "runbooks", r.UUID))
-	w := &jw{}
-	rc.writeRunbook(w, r, nil)
-	return rc.json(201, w)
+	return created(rc, r, (*call).writeRunbook, "runbooks", r.UUID)
 }
 
 // runbookDoc is a runbook as a JSON document, for a PATCH to apply to.
@@ -335,11 +288,7 @@ func (s *Server) patchRunbook(rc *call) error {
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}
-	v, err := rc.decodeBody(s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	ops, err := parsePatch(v, rc.minor)
+	ops, err := rc.readPatch(false)
 	if err != nil {
 		return err
 	}
@@ -350,7 +299,7 @@ func (s *Server) patchRunbook(rc *call) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.cfg.Conductor.UpdateRunbook(rc.ctx, cur.UUID, func(r *model.Runbook) error {
+	return updated(rc, cur.UUID, s.cfg.Conductor.UpdateRunbook, func(r *model.Runbook) error {
 		doc := runbookDoc(r)
 		if err := checkRunbookOwnership(doc, ops); err != nil {
 			return err
@@ -373,13 +322,7 @@ func (s *Server) patchRunbook(rc *call) error {
 		}
 		r.Name, r.Steps, r.Extra, r.Owner, r.Public, r.DisableRamdisk = nr.Name, nr.Steps, nr.Extra, nr.Owner, nr.Public, nr.DisableRamdisk
 		return nil
-	})
-	if err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writeRunbook(w, r, nil)
-	return rc.json(200, w)
+	}, (*call).writeRunbook)
 }
 
 // DELETE /v1/runbooks/{runbook}
@@ -387,15 +330,5 @@ func (s *Server) deleteRunbook(rc *call) error {
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	r, err := rc.loadRunbook()
-	if err != nil {
-		return err
-	}
-	if err := s.cfg.Conductor.DeleteRunbook(rc.ctx, r.UUID); err != nil {
-		return err
-	}
-	return rc.noContent()
+	return rc.remove(loaded(rc.loadRunbook, func(r *model.Runbook) string { return r.UUID }), s.cfg.Conductor.DeleteRunbook)
 }

@@ -3,7 +3,6 @@ package api
 import (
 	"errors"
 	"math"
-	"slices"
 
 	"github.com/google/uuid"
 
@@ -257,12 +256,6 @@ func (s *Server) patchTarget(rc *call) error {
 	w := &jw{}
 	rc.writeTarget(w, t, nil)
 	return rc.json(200, w)
-}
-
-// wanted says whether a document key is written: every key when fields is
-// nil, else the listed ones and links (Ironic's sanitize_dict).
-func wanted(fields []string, key string) bool {
-	return fields == nil || key == "links" || slices.Contains(fields, key)
 }
 
 // writeConnector renders a connector as Ironic's convert_with_links.
