@@ -48,11 +48,7 @@ func (rc *call) writeChassis(w *jw, c *model.Chassis, fields []string) {
 
 // chassisIdent reads the chassis UUID of the path (Ironic's args.uuid).
 func (rc *call) chassisIdent() (string, error) {
-	raw := rc.r.PathValue("ident")
-	if !isUUIDLike(raw) {
-		return "", invalid("Expected UUID for chassis_uuid: %s", raw)
-	}
-	return canonicalUUID(raw), nil
+	return uuidArg("chassis_uuid", rc.r.PathValue("ident"))
 }
 
 func (rc *call) loadChassis() (*model.Chassis, error) {
@@ -110,13 +106,11 @@ func (s *Server) chassisList(rc *call, detailPath bool) error {
 	if err != nil {
 		return err
 	}
-	resource := "chassis"
-	if detailPath {
-		resource = "chassis/detail"
-	}
 	return writeList(rc, "chassis", list, p.limit, 512,
 		func(w *jw, c *model.Chassis) { rc.writeChassis(w, c, fields) },
-		func(last *model.Chassis) string { return rc.nextLink(resource, p.nextParams(), p.limit, last.UUID) })
+		func(last *model.Chassis) string {
+			return rc.nextLink(listPath("", "chassis", detailPath), p.nextParams(), p.limit, last.UUID)
+		})
 }
 
 // GET /v1/chassis/{ident}

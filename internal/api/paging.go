@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // Minor versions gating list parameters.
@@ -45,6 +47,27 @@ func (p page) nextQuery(detail string, filters [][2]string, fields []string) [][
 		params = append(params, [2]string{"fields", strings.Join(fields, ",")})
 	}
 	return params
+}
+
+// pyDetail is ?detail= as the controllers that repeat it in Python's
+// spelling ("True", "False") write it in a next link; "" when not given.
+func (p page) pyDetail() string {
+	if p.detail == nil {
+		return ""
+	}
+	return pyrepr.Bool(*p.detail)
+}
+
+// listPath is the path below /v1 of a list: name, under parent when
+// given ("nodes/<ident>"), with /detail for the detailed list.
+func listPath(parent, name string, detail bool) string {
+	if parent != "" {
+		name = parent + "/" + name
+	}
+	if detail {
+		name += "/detail"
+	}
+	return name
 }
 
 // shown are the fields a list writes: the requested ones, else brief for
@@ -97,8 +120,14 @@ func (rc *call) uuidParam(name string) (string, error) {
 	if !ok || raw == "" {
 		return "", nil
 	}
+	return uuidArg(name, raw)
+}
+
+// uuidArg reads an identifier that must be a UUID (Ironic's args.uuid,
+// argument name arg), in canonical form.
+func uuidArg(arg, raw string) (string, error) {
 	if !isUUIDLike(raw) {
-		return "", invalid("Expected UUID for %s: %s", name, raw)
+		return "", invalid("Expected UUID for %s: %s", arg, raw)
 	}
 	return canonicalUUID(raw), nil
 }

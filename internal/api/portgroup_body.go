@@ -1,8 +1,6 @@
 package api
 
 import (
-	"slices"
-
 	"github.com/anvil-metal/anvil/internal/model"
 )
 
@@ -119,16 +117,9 @@ func applyPortgroupDoc(pg *model.Portgroup, doc map[string]any) {
 	}
 }
 
-// portgroupField is one key of the portgroup document.
-type portgroupField struct {
-	name  string
-	minor int
-	write func(w *jw, rc *call, pg *model.Portgroup)
-}
-
 // portgroupFields lists the portgroup keys in Ironic's order
 // (object_to_dict, then links and ports).
-var portgroupFields = []portgroupField{
+var portgroupFields = []docField[model.Portgroup]{
 	{"uuid", 1, func(w *jw, _ *call, pg *model.Portgroup) { w.str(pg.UUID) }},
 	{"created_at", 1, func(w *jw, _ *call, pg *model.Portgroup) { w.timestamp(pg.CreatedAt) }},
 	{"updated_at", 1, func(w *jw, _ *call, pg *model.Portgroup) { w.timestamp(pg.UpdatedAt) }},
@@ -152,14 +143,5 @@ var briefPortgroupFields = []string{"uuid", "address", "name"}
 // writePortgroup writes a portgroup with the fields visible at the request
 // version (all of them, or the requested subset plus links).
 func (rc *call) writePortgroup(w *jw, pg *model.Portgroup, fields []string) {
-	w.obj()
-	for i := range portgroupFields {
-		f := &portgroupFields[i]
-		if f.minor > rc.minor || (fields != nil && f.name != "links" && !slices.Contains(fields, f.name)) {
-			continue
-		}
-		w.key(f.name)
-		f.write(w, rc, pg)
-	}
-	w.endObj()
+	writeDoc(w, rc, pg, portgroupFields, fields)
 }

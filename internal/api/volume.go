@@ -112,11 +112,7 @@ func (s *Server) volumeRoot(rc *call) error {
 
 // id reads the connector or target UUID of the path (Ironic's args.uuid).
 func (k *volumeKind) id(rc *call) (string, error) {
-	raw := rc.r.PathValue("id")
-	if !isUUIDLike(raw) {
-		return "", invalid("Expected UUID for %s: %s", k.idName, raw)
-	}
-	return canonicalUUID(raw), nil
+	return uuidArg(k.idName, rc.r.PathValue("id"))
 }
 
 // checkFields is Ironic's check_for_invalid_fields on the kind's document.
