@@ -109,10 +109,7 @@ func (s *Server) createConnector(rc *call) error {
 	if err := s.cfg.Conductor.CreateVolumeConnector(rc.ctx, c); err != nil {
 		return err
 	}
-	rc.w.Header().Set("Location", rc.link(false, "volume", "connectors", c.UUID))
-	w := &jw{}
-	rc.writeConnector(w, c, nil)
-	return rc.json(201, w)
+	return created(rc, c, (*call).writeConnector, "volume", "connectors", c.UUID)
 }
 
 // POST /v1/volume/targets
@@ -129,10 +126,7 @@ func (s *Server) createTarget(rc *call) error {
 	if err := s.cfg.Conductor.CreateVolumeTarget(rc.ctx, t); err != nil {
 		return err
 	}
-	rc.w.Header().Set("Location", rc.link(false, "volume", "targets", t.UUID))
-	w := &jw{}
-	rc.writeTarget(w, t, nil)
-	return rc.json(201, w)
+	return created(rc, t, (*call).writeTarget, "volume", "targets", t.UUID)
 }
 
 // volumeCreateBody reads and checks a create body (what is its name in
@@ -141,10 +135,7 @@ func (rc *call) volumeCreateBody(what string, validate func(string, any) (map[st
 	if rc.minor < minorVolume {
 		return nil, errNotFound()
 	}
-	if err := rc.checkQuery(); err != nil {
-		return nil, err
-	}
-	v, err := rc.decodeBody(rc.s.cfg.MaxBodyBytes)
+	v, err := rc.readCreate(false)
 	if err != nil {
 		return nil, err
 	}
@@ -168,11 +159,7 @@ func (rc *call) volumePatch(k *volumeKind) (string, []patchOp, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	v, err := rc.decodeBody(rc.s.cfg.MaxBodyBytes)
-	if err != nil {
-		return "", nil, err
-	}
-	ops, err := parsePatch(v, rc.minor)
+	ops, err := rc.readPatch(false)
 	if err != nil {
 		return "", nil, err
 	}
@@ -215,7 +202,7 @@ func (s *Server) patchConnector(rc *call) error {
 	if err != nil {
 		return err
 	}
-	c, err := s.cfg.Conductor.UpdateVolumeConnector(rc.ctx, id, func(c *model.VolumeConnector) error {
+	return updated(rc, id, s.cfg.Conductor.UpdateVolumeConnector, func(c *model.VolumeConnector) error {
 		doc := map[string]any{"uuid": c.UUID, "node_uuid": c.NodeUUID, "type": c.Type,
 			"connector_id": c.ConnectorID, "extra": orEmpty(c.Extra)}
 		patched, err := rc.patchVolumeDoc(doc, ops, connectorPatchAllowed, validateConnector)
@@ -224,13 +211,7 @@ func (s *Server) patchConnector(rc *call) error {
 		}
 		applyConnectorDoc(c, patched)
 		return nil
-	})
-	if err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writeConnector(w, c, nil)
-	return rc.json(200, w)
+	}, (*call).writeConnector)
 }
 
 // PATCH /v1/volume/targets/{id}
@@ -239,7 +220,7 @@ func (s *Server) patchTarget(rc *call) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.cfg.Conductor.UpdateVolumeTarget(rc.ctx, id, func(t *model.VolumeTarget) error {
+	return updated(rc, id, s.cfg.Conductor.UpdateVolumeTarget, func(t *model.VolumeTarget) error {
 		doc := map[string]any{"uuid": t.UUID, "node_uuid": t.NodeUUID, "volume_type": t.VolumeType,
 			"volume_id": t.VolumeID, "boot_index": float64(t.BootIndex), "extra": orEmpty(t.Extra),
 			"properties": orEmpty(t.Properties)}
@@ -249,23 +230,12 @@ func (s *Server) patchTarget(rc *call) error {
 		}
 		applyTargetDoc(t, patched)
 		return nil
-	})
-	if err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writeTarget(w, t, nil)
-	return rc.json(200, w)
+	}, (*call).writeTarget)
 }
 
 // writeConnector renders a connector as Ironic's convert_with_links.
 func (rc *call) writeConnector(w *jw, c *model.VolumeConnector, fields []string) {
-	w.obj()
-	for _, f := range connectorKind.fields {
-		if !wanted(fields, f) {
-			continue
-		}
-		w.key(f)
+	writeKeys(w, connectorKind.fields, fields, func(f string) {
 		switch f {
 		case "uuid":
 			w.str(c.UUID)
@@ -284,19 +254,13 @@ func (rc *call) writeConnector(w *jw, c *model.VolumeConnector, fields []string)
 		case "node_uuid":
 			w.strOrNull(c.NodeUUID)
 		}
-	}
-	w.endObj()
+	})
 }
 
 // writeTarget renders a target as Ironic's convert_with_links, its
 // properties masked as target_sanitize does (mask_dict_password).
 func (rc *call) writeTarget(w *jw, t *model.VolumeTarget, fields []string) {
-	w.obj()
-	for _, f := range targetKind.fields {
-		if !wanted(fields, f) {
-			continue
-		}
-		w.key(f)
+	writeKeys(w, targetKind.fields, fields, func(f string) {
 		switch f {
 		case "uuid":
 			w.str(t.UUID)
@@ -323,8 +287,7 @@ func (rc *call) writeTarget(w *jw, t *model.VolumeTarget, fields []string) {
 		case "node_uuid":
 			w.strOrNull(t.NodeUUID)
 		}
-	}
-	w.endObj()
+	})
 }
 
 // redactTargetProperties is what the request's principal is shown instead
