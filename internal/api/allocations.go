@@ -243,10 +243,7 @@ func (s *Server) patchAllocation(rc *call) error {
 	if err := rc.versionGate(minorAllocationUpdate, "The API version does not allow updating allocations", true); err != nil {
 		return err
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	ops, err := rc.readPatch(true)
+	_, ops, err := rc.readPatch(true, nil)
 	if err != nil {
 		return err
 	}

@@ -137,10 +137,7 @@ func (s *Server) createChassis(rc *call) error {
 
 // PATCH /v1/chassis/{ident} (description and extra)
 func (s *Server) patchChassis(rc *call) error {
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	ops, err := rc.readPatch(false)
+	_, ops, err := rc.readPatch(false, nil)
 	if err != nil {
 		return err
 	}

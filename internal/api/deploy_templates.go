@@ -266,10 +266,7 @@ func (s *Server) patchDeployTemplate(rc *call) error {
 	if err := rc.deployTemplatesAllowed(); err != nil {
 		return err
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	ops, err := rc.readPatch(false)
+	_, ops, err := rc.readPatch(false, nil)
 	if err != nil {
 		return err
 	}

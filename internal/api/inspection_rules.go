@@ -232,14 +232,7 @@ func (s *Server) patchInspectionRule(rc *call) error {
 	if err := rc.inspectionRulesAllowed(); err != nil {
 		return err
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	id, err := rc.ruleID()
-	if err != nil {
-		return err
-	}
-	ops, err := rc.readPatch(false)
+	id, ops, err := rc.readPatch(false, rc.ruleID)
 	if err != nil {
 		return err
 	}

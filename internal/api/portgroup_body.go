@@ -69,22 +69,10 @@ func validatePortgroup(what string, v any) (map[string]any, error) {
 
 // portgroupDoc is the patchable document of a portgroup.
 func portgroupDoc(pg *model.Portgroup) map[string]any {
-	str := func(s string) any {
-		if s == "" {
-			return nil
-		}
-		return s
-	}
-	obj := func(m map[string]any) any {
-		if m == nil {
-			return map[string]any{}
-		}
-		return m
-	}
 	return map[string]any{
-		"address": str(pg.Address), "category": str(pg.Category), "extra": obj(pg.Extra),
-		"mode": str(pg.Mode), "name": str(pg.Name), "node_uuid": pg.NodeUUID,
-		"physical_network": str(pg.PhysicalNetwork), "properties": obj(pg.Properties),
+		"address": nilIfEmpty(pg.Address), "category": nilIfEmpty(pg.Category), "extra": orEmpty(pg.Extra),
+		"mode": nilIfEmpty(pg.Mode), "name": nilIfEmpty(pg.Name), "node_uuid": pg.NodeUUID,
+		"physical_network": nilIfEmpty(pg.PhysicalNetwork), "properties": orEmpty(pg.Properties),
 		"standalone_ports_supported": pg.StandalonePortsSupported, "uuid": pg.UUID,
 	}
 }

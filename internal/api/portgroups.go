@@ -110,10 +110,7 @@ func (s *Server) patchPortgroup(rc *call) error {
 	if rc.minor < minorPortgroups {
 		return errNotFound()
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	ops, err := rc.readPatch(true)
+	_, ops, err := rc.readPatch(true, nil)
 	if err != nil {
 		return err
 	}
@@ -139,31 +136,24 @@ func (s *Server) patchPortgroup(rc *call) error {
 
 // applyPortgroupPatch runs under the node lock.
 func (rc *call) applyPortgroupPatch(pg *model.Portgroup, ops []patchOp) error {
-	if vals := patchValues(ops, "/node_uuid"); len(vals) > 0 {
-		if err := rc.checkPortNodeLink(vals[0], pg.NodeUUID); err != nil {
-			return err
-		}
-	}
-	patched, err := applyPatch(rc.ctx, portgroupDoc(pg), ops)
+	patched, err := rc.patchLinked(portgroupDoc(pg), pg.NodeUUID, ops)
 	if err != nil {
 		return err
 	}
 	if _, ok := patched["mode"]; !ok {
 		return invalid("'mode' is a mandatory attribute and can not be removed")
 	}
-	if _, ok := patched["node_uuid"]; !ok {
-		return schemaError("patch", "'node_uuid' is a required property")
+	if err := requireKeys(patched, "node_uuid"); err != nil {
+		return err
 	}
 	fillRemoved(patched, portgroupProps)
 	doc, err := validatePortgroup("patch", patched)
 	if err != nil {
 		return err
 	}
-	n, err := rc.s.cfg.Store.GetNode(rc.ctx, docString(doc["node_uuid"]))
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if n, err := rc.inspectingNode(docString(doc["node_uuid"])); err != nil {
 		return err
-	}
-	if n != nil && n.ProvisionState == fsm.Inspecting && rc.minor >= minorInspectWait {
+	} else if n != nil {
 		return fault.New(fault.Conflict, "Cannot update portgroup \"%s\" on node \"%s\" while it is in state \"%s\".",
 			pg.UUID, n.UUID, fsm.Inspecting)
 	}

@@ -177,15 +177,7 @@ func (rc *call) resolvePortNode(doc map[string]any) error {
 
 // PATCH /v1/ports/{ident}
 func (s *Server) patchPort(rc *call) error {
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	raw := rc.r.PathValue("ident")
-	ident, err := rc.portIdent(raw)
-	if err != nil {
-		return err
-	}
-	ops, err := rc.readPatch(true)
+	ident, ops, err := rc.readPatch(true, func() (string, error) { return rc.portIdent(rc.r.PathValue("ident")) })
 	if err != nil {
 		return err
 	}
@@ -217,20 +209,12 @@ func (rc *call) checkPortPatch(ops []patchOp) error {
 
 // applyPortPatch runs under the node lock.
 func (rc *call) applyPortPatch(p *model.Port, ops []patchOp) error {
-	if vals := patchValues(ops, "/node_uuid"); len(vals) > 0 {
-		if err := rc.checkPortNodeLink(vals[0], p.NodeUUID); err != nil {
-			return err
-		}
-	}
-	patched, err := applyPatch(rc.ctx, portDoc(p), ops)
+	patched, err := rc.patchLinked(portDoc(p), p.NodeUUID, ops)
 	if err != nil {
 		return err
 	}
-	if _, ok := patched["address"]; !ok {
-		return schemaError("patch", "'address' is a required property")
-	}
-	if _, ok := patched["node_uuid"]; !ok {
-		return schemaError("patch", "'node_uuid' is a required property")
+	if err := requireKeys(patched, "address", "node_uuid"); err != nil {
+		return err
 	}
 	fillRemoved(patched, portProps)
 	delete(patched, "node_ident")
@@ -244,16 +228,52 @@ func (rc *call) applyPortPatch(p *model.Port, ops []patchOp) error {
 	if err := checkPortSemantics(doc, p, touches(ops, "/physical_network")); err != nil {
 		return err
 	}
-	n, err := rc.s.cfg.Store.GetNode(rc.ctx, docString(doc["node_uuid"]))
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if n, err := rc.inspectingNode(docString(doc["node_uuid"])); err != nil {
 		return err
-	}
-	if n != nil && n.ProvisionState == fsm.Inspecting && rc.minor >= minorInspectWait {
+	} else if n != nil {
 		return fault.New(fault.Conflict, "Cannot update port \"%s\" on \"%s\" while it is in state \"%s\".",
 			p.UUID, n.UUID, fsm.Inspecting)
 	}
 	applyPortDoc(p, doc)
 	return nil
+}
+
+// patchLinked applies ops to doc, the document of a port or portgroup on
+// node from; a node_uuid the patch sets must pass checkPortNodeLink first.
+func (rc *call) patchLinked(doc map[string]any, from string, ops []patchOp) (map[string]any, error) {
+	if vals := patchValues(ops, "/node_uuid"); len(vals) > 0 {
+		if err := rc.checkPortNodeLink(vals[0], from); err != nil {
+			return nil, err
+		}
+	}
+	return applyPatch(rc.ctx, doc, ops)
+}
+
+// requireKeys is the schema's check that a patched document kept its
+// required properties.
+func requireKeys(doc map[string]any, keys ...string) error {
+	for _, k := range keys {
+		if _, ok := doc[k]; !ok {
+			return schemaError("patch", "'%s' is a required property", k)
+		}
+	}
+	return nil
+}
+
+// inspectingNode is the node uuid names (that of a port or portgroup
+// being updated) when it is inspecting and the version makes the update
+// wait for that (inspectWaits); nil otherwise or when there is none.
+func (rc *call) inspectingNode(uuid string) (*model.Node, error) {
+	n, err := rc.s.cfg.Store.GetNode(rc.ctx, uuid)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if !rc.inspectWaits(n.ProvisionState) {
+		return nil, nil
+	}
+	return n, nil
 }
 
 // checkPortNodeLink is Ironic's authorize_node_link for a port, portgroup,

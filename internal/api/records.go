@@ -140,25 +140,39 @@ func loaded[T any](load func() (*T, error), uuid func(*T) string) func() (string
 	}
 }
 
-// readPatch reads a PATCH body and checks it against the patch schema;
-// emptyObject reads a missing body as {} (the controllers whose body
-// Ironic defaults so), else it is null.
-func (rc *call) readPatch(emptyObject bool) ([]patchOp, error) {
-	v, err := rc.decodeBody(rc.s.cfg.MaxBodyBytes)
+// readPatch reads a PATCH request: no query parameters, the record's id
+// when id is given (the kinds whose path Ironic checks before the body),
+// then the body against the patch schema; emptyObject reads a missing
+// body as {} (the controllers whose body Ironic defaults so), else null.
+func (rc *call) readPatch(emptyObject bool, id func() (string, error)) (string, []patchOp, error) {
+	if err := rc.checkQuery(); err != nil {
+		return "", nil, err
+	}
+	var ident string
+	if id != nil {
+		var err error
+		if ident, err = id(); err != nil {
+			return "", nil, err
+		}
+	}
+	v, err := rc.readBody(emptyObject)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	if v == nil && emptyObject {
-		v = map[string]any{}
-	}
-	return parsePatch(v, rc.minor)
+	ops, err := parsePatch(v, rc.minor)
+	return ident, ops, err
 }
 
-// readCreate reads a POST body; emptyObject as readPatch's.
+// readCreate reads a POST request: no query parameters, then the body;
+// emptyObject as readPatch's.
 func (rc *call) readCreate(emptyObject bool) (any, error) {
 	if err := rc.checkQuery(); err != nil {
 		return nil, err
 	}
+	return rc.readBody(emptyObject)
+}
+
+func (rc *call) readBody(emptyObject bool) (any, error) {
 	v, err := rc.decodeBody(rc.s.cfg.MaxBodyBytes)
 	if err != nil {
 		return nil, err

@@ -285,10 +285,7 @@ func (s *Server) patchRunbook(rc *call) error {
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	ops, err := rc.readPatch(false)
+	_, ops, err := rc.readPatch(false, nil)
 	if err != nil {
 		return err
 	}

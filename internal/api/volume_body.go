@@ -152,18 +152,7 @@ func (rc *call) volumePatch(k *volumeKind) (string, []patchOp, error) {
 	if rc.minor < minorVolume {
 		return "", nil, errNotFound()
 	}
-	if err := rc.checkQuery(); err != nil {
-		return "", nil, err
-	}
-	id, err := k.id(rc)
-	if err != nil {
-		return "", nil, err
-	}
-	ops, err := rc.readPatch(false)
-	if err != nil {
-		return "", nil, err
-	}
-	return id, ops, nil
+	return rc.readPatch(false, func() (string, error) { return k.id(rc) })
 }
 
 // patchVolumeDoc applies ops to doc as Ironic's volume controllers do:
