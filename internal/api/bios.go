@@ -91,28 +91,15 @@ func (s *Server) listBIOS(rc *call) error {
 	if err != nil {
 		return err
 	}
-	w := &jw{}
-	w.rootObj()
-	w.key("bios")
-	w.arr()
-	for _, b := range settings {
+	return writeList(rc, "bios", settings, 0, 256, func(w *jw, b model.BIOSSetting) {
 		rc.writeBIOS(w, raw, b, fields) // Ironic links with the ident as given
-	}
-	w.endArr()
-	w.endObj()
-	return rc.json(200, w)
+	}, nil)
 }
 
 // GET /v1/nodes/{ident}/bios/{setting} (1.40): {"<name>": {...}}, with the
 // registry fields from 1.74.
 func (s *Server) getBIOS(rc *call) error {
-	if rc.minor < minorBIOS {
-		return errNotFound()
-	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	n, _, err := rc.loadNode()
+	n, _, err := rc.nodeSub(minorBIOS)
 	if err != nil {
 		return err
 	}
@@ -212,11 +199,7 @@ func (s *Server) listFirmware(rc *call) error {
 	if err != nil {
 		return err
 	}
-	w := &jw{}
-	w.rootObj()
-	w.key("firmware")
-	w.arr()
-	for _, c := range comps {
+	return writeList(rc, "firmware", comps, 0, 256, func(w *jw, c model.FirmwareComponent) {
 		w.obj()
 		w.key("created_at")
 		w.timestamp(c.CreatedAt)
@@ -236,8 +219,5 @@ func (s *Server) listFirmware(rc *call) error {
 			}
 		}
 		w.endObj()
-	}
-	w.endArr()
-	w.endObj()
-	return rc.json(200, w)
+	}, nil)
 }

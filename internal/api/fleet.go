@@ -50,14 +50,8 @@ func (s *Server) fleetRoutes() {
 
 // GET /v1/fleet/nodes
 func (s *Server) fleetNodes(rc *call) error {
-	if err := rc.checkQuery(append(slices.Clone(nodeListParams), fleetNodeParams...)...); err != nil {
-		return err
-	}
-	p, err := rc.pageParams("id")
+	p, err := rc.pagePrelude(append(slices.Clone(nodeListParams), fleetNodeParams...)...)
 	if err != nil {
-		return err
-	}
-	if err := rc.markerParam(&p); err != nil {
 		return err
 	}
 	if err := rc.checkNodeFieldVersions(p); err != nil {

@@ -46,14 +46,8 @@ func (s *Server) nodeList(rc *call, detailPath bool) error {
 	if !detailPath {
 		allowed = append(slices.Clone(nodeListParams), "fields", "detail")
 	}
-	if err := rc.checkQuery(allowed...); err != nil {
-		return err
-	}
-	p, err := rc.pageParams("id")
+	p, err := rc.pagePrelude(allowed...)
 	if err != nil {
-		return err
-	}
-	if err := rc.markerParam(&p); err != nil {
 		return err
 	}
 	if err := rc.checkNodeFieldVersions(p); err != nil {

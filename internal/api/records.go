@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -185,9 +186,10 @@ func (rc *call) readBody(emptyObject bool) (any, error) {
 
 // writeList renders a page of a list, {key: [...], "next": ...}: each
 // item by write, and the link to the next page, next of the last item,
-// when the page is full. hint is an item's expected size in bytes.
-func writeList[T any](rc *call, key string, items []*T, limit, hint int, write func(*jw, *T),
-	next func(last *T) string) error {
+// when the page is full (a limit of 0: the list is not paged, next may
+// be nil). hint is an item's expected size in bytes.
+func writeList[T any](rc *call, key string, items []T, limit, hint int, write func(*jw, T),
+	next func(last T) string) error {
 	w := rc.s.listWriter(256 + len(items)*hint)
 	w.rootObj()
 	w.key(key)
@@ -202,6 +204,19 @@ func writeList[T any](rc *call, key string, items []*T, limit, hint int, write f
 	}
 	w.endObj()
 	return rc.json(200, w)
+}
+
+// nodeSub is the start of a request of a node's sub-resource added at
+// 1.minor: 404 below it, the query against allowed, then the node of the
+// path and its identifier as given.
+func (rc *call) nodeSub(minor int, allowed ...string) (*model.Node, string, error) {
+	if rc.minor < minor {
+		return nil, "", errNotFound()
+	}
+	if err := rc.checkQuery(allowed...); err != nil {
+		return nil, "", err
+	}
+	return rc.loadNode()
 }
 
 // docField is one key of a record's document: its name, the version that
