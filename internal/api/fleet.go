@@ -50,24 +50,7 @@ func (s *Server) fleetRoutes() {
 
 // GET /v1/fleet/nodes
 func (s *Server) fleetNodes(rc *call) error {
-	p, err := rc.pagePrelude(append(slices.Clone(nodeListParams), fleetNodeParams...)...)
-	if err != nil {
-		return err
-	}
-	if err := rc.checkNodeFieldVersions(p); err != nil {
-		return err
-	}
-	sel, err := rc.nodeSelection()
-	if err != nil {
-		return err
-	}
-	if err := rc.fleetFilters(&sel); err != nil {
-		return err
-	}
-	if err := rc.checkNodeListPage(&p); err != nil {
-		return err
-	}
-	nodes, err := rc.fetchNodes(&sel, p)
+	p, sel, nodes, err := rc.nodePage(append(slices.Clone(nodeListParams), fleetNodeParams...), rc.fleetFilters)
 	if err != nil {
 		return err
 	}

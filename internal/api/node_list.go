@@ -46,25 +46,38 @@ func (s *Server) nodeList(rc *call, detailPath bool) error {
 	if !detailPath {
 		allowed = append(slices.Clone(nodeListParams), "fields", "detail")
 	}
-	p, err := rc.pagePrelude(allowed...)
-	if err != nil {
-		return err
-	}
-	if err := rc.checkNodeFieldVersions(p); err != nil {
-		return err
-	}
-	sel, err := rc.nodeSelection()
-	if err != nil {
-		return err
-	}
-	if err := rc.checkNodeListPage(&p); err != nil {
-		return err
-	}
-	nodes, err := rc.fetchNodes(&sel, p)
+	p, sel, nodes, err := rc.nodePage(allowed, nil)
 	if err != nil {
 		return err
 	}
 	return rc.writeNodeList(nodes, p, sel, detailPath)
+}
+
+// nodePage reads a page of a node list: the query against allowed, the
+// paging parameters, the filters (nodeSelection's, then more's when
+// given), the page checks, in Ironic's order; then the nodes.
+func (rc *call) nodePage(allowed []string, more func(*nodeSelection) error) (page, nodeSelection, []*model.Node, error) {
+	p, err := rc.pagePrelude(allowed...)
+	if err != nil {
+		return p, nodeSelection{}, nil, err
+	}
+	if err := rc.checkNodeFieldVersions(p); err != nil {
+		return p, nodeSelection{}, nil, err
+	}
+	sel, err := rc.nodeSelection()
+	if err != nil {
+		return p, sel, nil, err
+	}
+	if more != nil {
+		if err := more(&sel); err != nil {
+			return p, sel, nil, err
+		}
+	}
+	if err := rc.checkNodeListPage(&p); err != nil {
+		return p, sel, nil, err
+	}
+	nodes, err := rc.fetchNodes(&sel, p)
+	return p, sel, nodes, err
 }
 
 // checkNodeFieldVersions gates the requested fields and the sort key on

@@ -210,13 +210,18 @@ func writeList[T any](rc *call, key string, items []T, limit, hint int, write fu
 // 1.minor: 404 below it, the query against allowed, then the node of the
 // path and its identifier as given.
 func (rc *call) nodeSub(minor int, allowed ...string) (*model.Node, string, error) {
-	if rc.minor < minor {
-		return nil, "", errNotFound()
-	}
-	if err := rc.checkQuery(allowed...); err != nil {
+	if err := rc.subAllowed(minor, allowed...); err != nil {
 		return nil, "", err
 	}
 	return rc.loadNode()
+}
+
+// subAllowed is nodeSub's gate and query check.
+func (rc *call) subAllowed(minor int, allowed ...string) error {
+	if rc.minor < minor {
+		return errNotFound()
+	}
+	return rc.checkQuery(allowed...)
 }
 
 // docField is one key of a record's document: its name, the version that
