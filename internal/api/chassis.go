@@ -15,7 +15,15 @@ var chassisProps = []nodeProp{
 
 // chassisFields are the keys of a chassis document in Ironic's order
 // (object_to_dict with description and extra, links, then nodes).
-var chassisFields = []string{"uuid", "created_at", "updated_at", "description", "extra", "links", "nodes"}
+var chassisFields = []docField[model.Chassis]{
+	{"uuid", 1, func(w *jw, _ *call, c *model.Chassis) { w.str(c.UUID) }},
+	{"created_at", 1, func(w *jw, _ *call, c *model.Chassis) { w.timestamp(c.CreatedAt) }},
+	{"updated_at", 1, func(w *jw, _ *call, c *model.Chassis) { w.timestamp(c.UpdatedAt) }},
+	{"description", 1, func(w *jw, _ *call, c *model.Chassis) { w.strOrNull(c.Description) }},
+	{"extra", 1, func(w *jw, _ *call, c *model.Chassis) { w.object(c.Extra) }},
+	{"links", 1, func(w *jw, rc *call, c *model.Chassis) { rc.links(w, "chassis", c.UUID) }},
+	{"nodes", 1, func(w *jw, rc *call, c *model.Chassis) { rc.links(w, "chassis", c.UUID, "nodes") }},
+}
 
 func (s *Server) chassisRoutes() {
 	s.handle(endpoint{"GET": s.listChassis, "POST": s.createChassis}, "/v1/chassis")
@@ -26,24 +34,7 @@ func (s *Server) chassisRoutes() {
 }
 
 func (rc *call) writeChassis(w *jw, c *model.Chassis, fields []string) {
-	writeKeys(w, chassisFields, fields, func(f string) {
-		switch f {
-		case "uuid":
-			w.str(c.UUID)
-		case "created_at":
-			w.timestamp(c.CreatedAt)
-		case "updated_at":
-			w.timestamp(c.UpdatedAt)
-		case "description":
-			w.strOrNull(c.Description)
-		case "extra":
-			w.object(c.Extra)
-		case "links":
-			rc.links(w, "chassis", c.UUID)
-		case "nodes":
-			rc.links(w, "chassis", c.UUID, "nodes")
-		}
-	})
+	writeDoc(w, rc, c, chassisFields, fields)
 }
 
 // chassisIdent reads the chassis UUID of the path (Ironic's args.uuid).
@@ -88,7 +79,7 @@ func (s *Server) chassisList(rc *call, detailPath bool) error {
 	if err != nil {
 		return err
 	}
-	if err := checkFields(p.fields, chassisFields); err != nil {
+	if err := checkFields(p.fields, fieldNames(chassisFields)); err != nil {
 		return err
 	}
 	if err := p.check(rc); err != nil {
@@ -115,7 +106,7 @@ func (s *Server) chassisList(rc *call, detailPath bool) error {
 
 // GET /v1/chassis/{ident}
 func (s *Server) getChassis(rc *call) error {
-	return show(rc, true, func(fields []string) error { return rc.checkShownFields(fields, chassisFields) },
+	return show(rc, true, func(fields []string) error { return rc.checkShownFields(fields, fieldNames(chassisFields)) },
 		rc.loadChassis, (*call).writeChassis)
 }
 

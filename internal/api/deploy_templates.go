@@ -32,7 +32,21 @@ var deployStepInterfaces = []string{"power", "management", "deploy", "bios", "ra
 
 // templateFields are the keys of a deploy template document, in Ironic's
 // order (object_to_dict with name and extra, links, then steps).
-var templateFields = []string{"uuid", "created_at", "updated_at", "name", "extra", "links", "steps"}
+var templateFields = []docField[model.DeployTemplate]{
+	{"uuid", 1, func(w *jw, _ *call, t *model.DeployTemplate) { w.str(t.UUID) }},
+	{"created_at", 1, func(w *jw, _ *call, t *model.DeployTemplate) { w.timestamp(t.CreatedAt) }},
+	{"updated_at", 1, func(w *jw, _ *call, t *model.DeployTemplate) { w.timestamp(t.UpdatedAt) }},
+	{"name", 1, func(w *jw, _ *call, t *model.DeployTemplate) { w.str(t.Name) }},
+	{"extra", 1, func(w *jw, _ *call, t *model.DeployTemplate) { w.object(t.Extra) }},
+	{"links", 1, func(w *jw, rc *call, t *model.DeployTemplate) { rc.links(w, "deploy_templates", t.UUID) }},
+	{"steps", 1, func(w *jw, _ *call, t *model.DeployTemplate) {
+		w.arr()
+		for _, s := range t.Steps {
+			w.step(s.Interface, s.Step, s.Args, "priority", s.Priority)
+		}
+		w.endArr()
+	}},
+}
 
 // namedFields are the DEFAULT_RETURN_FIELDS of a list of deploy templates
 // or runbooks.
@@ -54,28 +68,7 @@ func (rc *call) deployTemplatesAllowed() error {
 // writeDeployTemplate writes a template (all fields, or the requested ones
 // plus links); step arguments are masked as Ironic's step_sanitize does.
 func (rc *call) writeDeployTemplate(w *jw, t *model.DeployTemplate, fields []string) {
-	writeKeys(w, templateFields, fields, func(f string) {
-		switch f {
-		case "uuid":
-			w.str(t.UUID)
-		case "created_at":
-			w.timestamp(t.CreatedAt)
-		case "updated_at":
-			w.timestamp(t.UpdatedAt)
-		case "name":
-			w.str(t.Name)
-		case "extra":
-			w.object(t.Extra)
-		case "links":
-			rc.links(w, "deploy_templates", t.UUID)
-		case "steps":
-			w.arr()
-			for _, s := range t.Steps {
-				w.step(s.Interface, s.Step, s.Args, "priority", s.Priority)
-			}
-			w.endArr()
-		}
-	})
+	writeDoc(w, rc, t, templateFields, fields)
 }
 
 func (rc *call) loadDeployTemplate() (*model.DeployTemplate, error) {
@@ -199,7 +192,7 @@ func (s *Server) getDeployTemplate(rc *call) error {
 	if err := rc.deployTemplatesAllowed(); err != nil {
 		return err
 	}
-	return show(rc, true, func(fields []string) error { return rc.checkShownFields(fields, templateFields) },
+	return show(rc, true, func(fields []string) error { return rc.checkShownFields(fields, fieldNames(templateFields)) },
 		rc.loadDeployTemplate, (*call).writeDeployTemplate)
 }
 
@@ -208,7 +201,7 @@ func (s *Server) listDeployTemplates(rc *call) error {
 	if err := rc.deployTemplatesAllowed(); err != nil {
 		return err
 	}
-	p, err := rc.listPage(templateFields, unsortableTemplateKeys, store.DeployTemplateSortKeys)
+	p, err := rc.listPage(fieldNames(templateFields), unsortableTemplateKeys, store.DeployTemplateSortKeys)
 	if err != nil {
 		return err
 	}

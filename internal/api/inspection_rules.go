@@ -18,8 +18,18 @@ const noInspectionRules = "The API version does not allow inspection rules"
 
 // ruleFields are the keys of an inspection rule document, in Ironic's
 // order (object_to_dict: timestamps, uuid, the fields, links).
-var ruleFields = []string{"created_at", "updated_at", "uuid", "description", "priority", "sensitive", "phase",
-	"conditions", "actions", "links"}
+var ruleFields = []docField[model.InspectionRule]{
+	{"created_at", 1, func(w *jw, _ *call, r *model.InspectionRule) { w.timestamp(r.CreatedAt) }},
+	{"updated_at", 1, func(w *jw, _ *call, r *model.InspectionRule) { w.timestamp(r.UpdatedAt) }},
+	{"uuid", 1, func(w *jw, _ *call, r *model.InspectionRule) { w.str(r.UUID) }},
+	{"description", 1, func(w *jw, _ *call, r *model.InspectionRule) { w.strOrNull(r.Description) }},
+	{"priority", 1, func(w *jw, _ *call, r *model.InspectionRule) { w.integer(int64(r.Priority)) }},
+	{"sensitive", 1, func(w *jw, _ *call, r *model.InspectionRule) { w.boolean(r.Sensitive) }},
+	{"phase", 1, func(w *jw, _ *call, r *model.InspectionRule) { w.str(r.Phase) }},
+	{"conditions", 1, func(w *jw, _ *call, r *model.InspectionRule) { writeOperations(w, r, r.Conditions, true) }},
+	{"actions", 1, func(w *jw, _ *call, r *model.InspectionRule) { writeOperations(w, r, r.Actions, false) }},
+	{"links", 1, func(w *jw, rc *call, r *model.InspectionRule) { rc.links(w, "inspection_rules", r.UUID) }},
+}
 
 // defaultRuleFields are Ironic's DEFAULT_RETURN_FIELDS of a list.
 var defaultRuleFields = []string{"uuid", "priority", "phase", "description"}
@@ -45,42 +55,17 @@ func (rc *call) inspectionRulesAllowed() error {
 // plus links). A sensitive rule's conditions and actions are null, as
 // Ironic's rules_sanitize.
 func (rc *call) writeInspectionRule(w *jw, r *model.InspectionRule, fields []string) {
-	writeKeys(w, ruleFields, fields, func(f string) {
-		switch f {
-		case "created_at":
-			w.timestamp(r.CreatedAt)
-		case "updated_at":
-			w.timestamp(r.UpdatedAt)
-		case "uuid":
-			w.str(r.UUID)
-		case "description":
-			w.strOrNull(r.Description)
-		case "priority":
-			w.integer(int64(r.Priority))
-		case "sensitive":
-			w.boolean(r.Sensitive)
-		case "phase":
-			w.str(r.Phase)
-		case "conditions", "actions":
-			list := r.Actions
-			if f == "conditions" {
-				list = r.Conditions
-			}
-			if r.Sensitive {
-				w.null()
-				return
-			}
-			writeOperations(w, list, f == "conditions")
-		case "links":
-			rc.links(w, "inspection_rules", r.UUID)
-		}
-	})
+	writeDoc(w, rc, r, ruleFields, fields)
 }
 
-// writeOperations is Ironic's convert_conditions / convert_actions: op
-// and args, and loop (with multiple, "any" by default, for a condition)
-// when there is one.
-func writeOperations(w *jw, list []model.JSON, conditions bool) {
+// writeOperations is Ironic's convert_conditions / convert_actions of
+// rule r's list: op and args, and loop (with multiple, "any" by default,
+// for a condition) when there is one; null for a sensitive rule.
+func writeOperations(w *jw, r *model.InspectionRule, list []model.JSON, conditions bool) {
+	if r.Sensitive {
+		w.null()
+		return
+	}
 	w.arr()
 	for _, o := range list {
 		w.obj()
@@ -165,7 +150,7 @@ func (s *Server) getInspectionRule(rc *call) error {
 	if err := rc.inspectionRulesAllowed(); err != nil {
 		return err
 	}
-	return show(rc, false, func(fields []string) error { return rc.checkShownFields(fields, ruleFields) },
+	return show(rc, false, func(fields []string) error { return rc.checkShownFields(fields, fieldNames(ruleFields)) },
 		rc.loadInspectionRule, (*call).writeInspectionRule)
 }
 
@@ -188,7 +173,7 @@ func (s *Server) listInspectionRules(rc *call) error {
 		return err
 	}
 	fields := p.shown(defaultRuleFields, false)
-	if err := checkFields(fields, ruleFields); err != nil {
+	if err := checkFields(fields, fieldNames(ruleFields)); err != nil {
 		return err
 	}
 	phase, _ := rc.param("phase")

@@ -261,17 +261,3 @@ func fieldNames[T any](table []docField[T]) []string {
 func wanted(fields []string, key string) bool {
 	return fields == nil || key == "links" || slices.Contains(fields, key)
 }
-
-// writeKeys writes an object of the keys of order that fields wants,
-// each value by value (the documents written by a switch on the key).
-func writeKeys(w *jw, order, fields []string, value func(key string)) {
-	w.obj()
-	for _, f := range order {
-		if !wanted(fields, f) {
-			continue
-		}
-		w.key(f)
-		value(f)
-	}
-	w.endObj()
-}

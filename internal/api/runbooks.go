@@ -39,8 +39,24 @@ var runbookProps = []nodeProp{
 // runbookFields are the keys of a runbook document, in Ironic's order
 // (object_to_dict with name, extra, public, owner and disable_ramdisk,
 // links, then steps).
-var runbookFields = []string{"uuid", "created_at", "updated_at", "name", "extra", "public", "owner",
-	"disable_ramdisk", "links", "steps"}
+var runbookFields = []docField[model.Runbook]{
+	{"uuid", 1, func(w *jw, _ *call, r *model.Runbook) { w.str(r.UUID) }},
+	{"created_at", 1, func(w *jw, _ *call, r *model.Runbook) { w.timestamp(r.CreatedAt) }},
+	{"updated_at", 1, func(w *jw, _ *call, r *model.Runbook) { w.timestamp(r.UpdatedAt) }},
+	{"name", 1, func(w *jw, _ *call, r *model.Runbook) { w.str(r.Name) }},
+	{"extra", 1, func(w *jw, _ *call, r *model.Runbook) { w.object(r.Extra) }},
+	{"public", 1, func(w *jw, _ *call, r *model.Runbook) { w.boolean(r.Public) }},
+	{"owner", 1, func(w *jw, _ *call, r *model.Runbook) { w.strOrNull(r.Owner) }},
+	{"disable_ramdisk", 1, func(w *jw, _ *call, r *model.Runbook) { w.boolean(r.DisableRamdisk) }},
+	{"links", 1, func(w *jw, rc *call, r *model.Runbook) { rc.links(w, "runbooks", r.UUID) }},
+	{"steps", 1, func(w *jw, _ *call, r *model.Runbook) {
+		w.arr()
+		for _, s := range r.Steps {
+			w.step(s.Interface, s.Step, s.Args, "order", s.Order)
+		}
+		w.endArr()
+	}},
+}
 
 // unsortableRunbookKeys are the fields Ironic refuses to sort on.
 var unsortableRunbookKeys = []string{"extra", "steps", "traits"}
@@ -78,34 +94,7 @@ func projectOf(ctx context.Context) string {
 // writeRunbook writes a runbook (all fields, or the requested ones plus
 // links); step arguments are masked as Ironic's step_sanitize does.
 func (rc *call) writeRunbook(w *jw, r *model.Runbook, fields []string) {
-	writeKeys(w, runbookFields, fields, func(f string) {
-		switch f {
-		case "uuid":
-			w.str(r.UUID)
-		case "created_at":
-			w.timestamp(r.CreatedAt)
-		case "updated_at":
-			w.timestamp(r.UpdatedAt)
-		case "name":
-			w.str(r.Name)
-		case "extra":
-			w.object(r.Extra)
-		case "public":
-			w.boolean(r.Public)
-		case "owner":
-			w.strOrNull(r.Owner)
-		case "disable_ramdisk":
-			w.boolean(r.DisableRamdisk)
-		case "links":
-			rc.links(w, "runbooks", r.UUID)
-		case "steps":
-			w.arr()
-			for _, s := range r.Steps {
-				w.step(s.Interface, s.Step, s.Args, "order", s.Order)
-			}
-			w.endArr()
-		}
-	})
+	writeDoc(w, rc, r, runbookFields, fields)
 }
 
 func (rc *call) loadRunbook() (*model.Runbook, error) {
@@ -188,7 +177,7 @@ func (s *Server) getRunbook(rc *call) error {
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
 	}
-	return show(rc, false, func(fields []string) error { return rc.checkShownFields(fields, runbookFields) },
+	return show(rc, false, func(fields []string) error { return rc.checkShownFields(fields, fieldNames(runbookFields)) },
 		rc.loadRunbook, (*call).writeRunbook)
 }
 
@@ -198,7 +187,7 @@ func (s *Server) listRunbooks(rc *call) error {
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
 	}
-	p, err := rc.listPage(runbookFields, unsortableRunbookKeys, store.RunbookSortKeys, "project")
+	p, err := rc.listPage(fieldNames(runbookFields), unsortableRunbookKeys, store.RunbookSortKeys, "project")
 	if err != nil {
 		return err
 	}

@@ -30,13 +30,12 @@ type volumeKind struct {
 
 var (
 	connectorKind = &volumeKind{plural: "connectors", idName: "connector_uuid",
-		fields:     []string{"uuid", "created_at", "updated_at", "connector_id", "extra", "type", "links", "node_uuid"},
+		fields:     fieldNames(connectorFields),
 		brief:      []string{"uuid", "node_uuid", "type", "connector_id"},
 		unsortable: []string{"extra"},
 		sortKeys:   []string{"id", "uuid", "node_id", "type", "connector_id", "created_at", "updated_at"}}
 	targetKind = &volumeKind{plural: "targets", idName: "target_uuid",
-		fields: []string{"uuid", "created_at", "updated_at", "boot_index", "extra", "properties",
-			"volume_id", "volume_type", "links", "node_uuid"},
+		fields:     fieldNames(targetFields),
 		brief:      []string{"uuid", "node_uuid", "volume_type", "boot_index", "volume_id"},
 		unsortable: []string{"extra", "properties"},
 		sortKeys:   []string{"id", "uuid", "node_id", "volume_type", "volume_id", "boot_index", "created_at", "updated_at"}}

@@ -222,61 +222,50 @@ func (s *Server) patchTarget(rc *call) error {
 	}, (*call).writeTarget)
 }
 
-// writeConnector renders a connector as Ironic's convert_with_links.
-func (rc *call) writeConnector(w *jw, c *model.VolumeConnector, fields []string) {
-	writeKeys(w, connectorKind.fields, fields, func(f string) {
-		switch f {
-		case "uuid":
-			w.str(c.UUID)
-		case "created_at":
-			w.timestamp(c.CreatedAt)
-		case "updated_at":
-			w.timestamp(c.UpdatedAt)
-		case "connector_id":
-			w.str(c.ConnectorID)
-		case "extra":
-			w.object(c.Extra)
-		case "type":
-			w.str(c.Type)
-		case "links":
-			rc.links(w, "volume", "connectors", c.UUID)
-		case "node_uuid":
-			w.strOrNull(c.NodeUUID)
-		}
-	})
+// connectorFields are a connector's keys in Ironic's order
+// (object_to_dict, links, then node_uuid).
+var connectorFields = []docField[model.VolumeConnector]{
+	{"uuid", 1, func(w *jw, _ *call, c *model.VolumeConnector) { w.str(c.UUID) }},
+	{"created_at", 1, func(w *jw, _ *call, c *model.VolumeConnector) { w.timestamp(c.CreatedAt) }},
+	{"updated_at", 1, func(w *jw, _ *call, c *model.VolumeConnector) { w.timestamp(c.UpdatedAt) }},
+	{"connector_id", 1, func(w *jw, _ *call, c *model.VolumeConnector) { w.str(c.ConnectorID) }},
+	{"extra", 1, func(w *jw, _ *call, c *model.VolumeConnector) { w.object(c.Extra) }},
+	{"type", 1, func(w *jw, _ *call, c *model.VolumeConnector) { w.str(c.Type) }},
+	{"links", 1, func(w *jw, rc *call, c *model.VolumeConnector) { rc.links(w, "volume", "connectors", c.UUID) }},
+	{"node_uuid", 1, func(w *jw, _ *call, c *model.VolumeConnector) { w.strOrNull(c.NodeUUID) }},
 }
 
-// writeTarget renders a target as Ironic's convert_with_links, its
-// properties masked as target_sanitize does (mask_dict_password).
-func (rc *call) writeTarget(w *jw, t *model.VolumeTarget, fields []string) {
-	writeKeys(w, targetKind.fields, fields, func(f string) {
-		switch f {
-		case "uuid":
-			w.str(t.UUID)
-		case "created_at":
-			w.timestamp(t.CreatedAt)
-		case "updated_at":
-			w.timestamp(t.UpdatedAt)
-		case "boot_index":
-			w.integer(t.BootIndex)
-		case "extra":
-			w.object(t.Extra)
-		case "properties":
-			if shown, hidden := rc.redactTargetProperties(t); hidden {
-				w.any(shown)
-			} else {
-				w.masked(t.Properties)
-			}
-		case "volume_id":
-			w.str(t.VolumeID)
-		case "volume_type":
-			w.str(t.VolumeType)
-		case "links":
-			rc.links(w, "volume", "targets", t.UUID)
-		case "node_uuid":
-			w.strOrNull(t.NodeUUID)
+// writeConnector renders a connector as Ironic's convert_with_links.
+func (rc *call) writeConnector(w *jw, c *model.VolumeConnector, fields []string) {
+	writeDoc(w, rc, c, connectorFields, fields)
+}
+
+// targetFields are a target's keys in Ironic's order (object_to_dict,
+// links, then node_uuid); its properties are masked as target_sanitize
+// does (mask_dict_password), or redacted for a principal that may not
+// see them.
+var targetFields = []docField[model.VolumeTarget]{
+	{"uuid", 1, func(w *jw, _ *call, t *model.VolumeTarget) { w.str(t.UUID) }},
+	{"created_at", 1, func(w *jw, _ *call, t *model.VolumeTarget) { w.timestamp(t.CreatedAt) }},
+	{"updated_at", 1, func(w *jw, _ *call, t *model.VolumeTarget) { w.timestamp(t.UpdatedAt) }},
+	{"boot_index", 1, func(w *jw, _ *call, t *model.VolumeTarget) { w.integer(t.BootIndex) }},
+	{"extra", 1, func(w *jw, _ *call, t *model.VolumeTarget) { w.object(t.Extra) }},
+	{"properties", 1, func(w *jw, rc *call, t *model.VolumeTarget) {
+		if shown, hidden := rc.redactTargetProperties(t); hidden {
+			w.any(shown)
+		} else {
+			w.masked(t.Properties)
 		}
-	})
+	}},
+	{"volume_id", 1, func(w *jw, _ *call, t *model.VolumeTarget) { w.str(t.VolumeID) }},
+	{"volume_type", 1, func(w *jw, _ *call, t *model.VolumeTarget) { w.str(t.VolumeType) }},
+	{"links", 1, func(w *jw, rc *call, t *model.VolumeTarget) { rc.links(w, "volume", "targets", t.UUID) }},
+	{"node_uuid", 1, func(w *jw, _ *call, t *model.VolumeTarget) { w.strOrNull(t.NodeUUID) }},
+}
+
+// writeTarget renders a target as Ironic's convert_with_links.
+func (rc *call) writeTarget(w *jw, t *model.VolumeTarget, fields []string) {
+	writeDoc(w, rc, t, targetFields, fields)
 }
 
 // redactTargetProperties is what the request's principal is shown instead
