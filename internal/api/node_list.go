@@ -307,11 +307,10 @@ func (rc *call) nodeFilterShard(sel *nodeSelection) error {
 // while scanning forward, so pages stay full and markers stay valid.
 func (rc *call) fetchNodes(sel *nodeSelection, p page) ([]*model.Node, error) {
 	q := sel.q
-	q.SortKey, q.SortDir = p.sortKey, p.sortDir
-	return scan(p.limit, p.marker, func(marker string, n int) ([]*model.Node, error) {
-		q.Marker, q.Limit = marker, n
+	return scan(p, func(key, dir, marker string, n int) ([]*model.Node, error) {
+		q.SortKey, q.SortDir, q.Marker, q.Limit = key, dir, marker, n
 		return rc.s.cfg.Store.ListNodes(rc.ctx, q)
-	}, func(n *model.Node) string { return n.UUID }, allOf(sel.keep))
+	}, func(n *model.Node) string { return n.UUID }, sel.keep)
 }
 
 // writeNodeList renders {"nodes": [...], "next": ...}.

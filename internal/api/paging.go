@@ -276,14 +276,17 @@ func queryEscape(s string) string {
 	return b.String()
 }
 
-// scan collects up to limit items that keep accepts, reading the store in
-// batches through list from marker on (id gives an item's marker), so pages
-// stay full and markers stay valid when some filters are applied here.
-func scan[T any](limit int, marker string, list func(marker string, n int) ([]T, error), id func(T) string, keep func(T) bool) ([]T, error) {
+// scan reads the page p asks for: up to its limit of the items every keep
+// accepts, reading the store in batches through list (in p's sort, from a
+// marker on, n items; id gives an item's marker), so pages stay full and
+// markers stay valid when some filters are applied here.
+func scan[T any](p page, list func(sortKey, sortDir, marker string, n int) ([]T, error), id func(T) string,
+	keeps []func(T) bool) ([]T, error) {
+	limit, marker, keep := p.limit, p.marker, allOf(keeps)
 	batch := max(limit, 100)
 	var out []T
 	for {
-		got, err := list(marker, batch)
+		got, err := list(p.sortKey, p.sortDir, marker, batch)
 		if err != nil {
 			return nil, err
 		}

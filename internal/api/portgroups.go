@@ -203,11 +203,10 @@ func (s *Server) portgroupList(rc *call, detailPath bool, parentNode string) err
 	if err := rc.checkPortgroupListPage(&p); err != nil {
 		return err
 	}
-	q.SortKey, q.SortDir = p.sortKey, p.sortDir
-	pgs, err := scan(p.limit, p.marker, func(marker string, n int) ([]*model.Portgroup, error) {
-		q.Marker, q.Limit = marker, n
+	pgs, err := scan(p, func(key, dir, marker string, n int) ([]*model.Portgroup, error) {
+		q.SortKey, q.SortDir, q.Marker, q.Limit = key, dir, marker, n
 		return rc.s.cfg.Store.ListPortgroups(rc.ctx, q)
-	}, func(pg *model.Portgroup) string { return pg.UUID }, allOf(keep))
+	}, func(pg *model.Portgroup) string { return pg.UUID }, keep)
 	if err != nil {
 		return err
 	}

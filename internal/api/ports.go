@@ -561,11 +561,10 @@ func (rc *call) portNodeFilter(match func(n *model.Node) bool) func(*model.Port)
 // fetchPorts reads one page, scanning past ports the store cannot filter.
 func (rc *call) fetchPorts(sel *portSelection, p page) ([]*model.Port, error) {
 	q := sel.q
-	q.SortKey, q.SortDir = p.sortKey, p.sortDir
-	return scan(p.limit, p.marker, func(marker string, n int) ([]*model.Port, error) {
-		q.Marker, q.Limit = marker, n
+	return scan(p, func(key, dir, marker string, n int) ([]*model.Port, error) {
+		q.SortKey, q.SortDir, q.Marker, q.Limit = key, dir, marker, n
 		return rc.s.cfg.Store.ListPorts(rc.ctx, q)
-	}, func(p *model.Port) string { return p.UUID }, allOf(sel.keep))
+	}, func(p *model.Port) string { return p.UUID }, sel.keep)
 }
 
 // writePortList renders {"ports": [...], "next": ...}.
