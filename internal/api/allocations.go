@@ -195,11 +195,8 @@ func validateAllocation(what string, v any) (map[string]any, error) {
 			}
 		}
 	}
-	if s, ok := doc["uuid"].(string); ok {
-		if !isUUIDLike(s) {
-			return nil, invalid("Expected UUID for uuid: %s", s)
-		}
-		doc["uuid"] = canonicalUUID(s)
+	if err := docUUIDs(doc, "uuid"); err != nil {
+		return nil, err
 	}
 	return doc, nil
 }

@@ -57,12 +57,10 @@ func validateChassis(what string, v any) (*model.Chassis, error) {
 		return nil, err
 	}
 	c := &model.Chassis{Description: docString(doc["description"]), Extra: docMap(doc["extra"])}
-	if u, ok := doc["uuid"].(string); ok {
-		if !isUUIDLike(u) {
-			return nil, invalid("Expected UUID for uuid: %s", u)
-		}
-		c.UUID = canonicalUUID(u)
+	if err := docUUIDs(doc, "uuid"); err != nil {
+		return nil, err
 	}
+	c.UUID = docString(doc["uuid"])
 	return c, nil
 }
 

@@ -112,12 +112,10 @@ func validateTemplate(what string, v any) (*model.DeployTemplate, error) {
 	if err := duplicateSteps(pairs, "deploy template"); err != nil {
 		return nil, err
 	}
-	if u, ok := doc["uuid"].(string); ok {
-		if !isUUIDLike(u) {
-			return nil, invalid("Expected UUID for uuid: %s", u)
-		}
-		t.UUID = canonicalUUID(u)
+	if err := docUUIDs(doc, "uuid"); err != nil {
+		return nil, err
 	}
+	t.UUID = docString(doc["uuid"])
 	return t, nil
 }
 

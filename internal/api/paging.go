@@ -123,6 +123,21 @@ func (rc *call) uuidParam(name string) (string, error) {
 	return uuidArg(name, raw)
 }
 
+// docUUIDs is a body's uuid validator: each of keys the document has as
+// a string must be a UUID, and is put in canonical form.
+func docUUIDs(doc map[string]any, keys ...string) error {
+	for _, k := range keys {
+		if s, ok := doc[k].(string); ok {
+			u, err := uuidArg(k, s)
+			if err != nil {
+				return err
+			}
+			doc[k] = u
+		}
+	}
+	return nil
+}
+
 // uuidArg reads an identifier that must be a UUID (Ironic's args.uuid,
 // argument name arg), in canonical form.
 func uuidArg(arg, raw string) (string, error) {

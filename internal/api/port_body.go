@@ -82,11 +82,8 @@ func validatePort(what string, v any) (map[string]any, error) {
 
 // portExtraChecks is the rest of PORT_VALIDATOR_EXTRA, in its order.
 func portExtraChecks(doc map[string]any) error {
-	if u, ok := doc["node_uuid"].(string); ok {
-		if !isUUIDLike(u) {
-			return invalid("Expected UUID for node_uuid: %s", u)
-		}
-		doc["node_uuid"] = canonicalUUID(u)
+	if err := docUUIDs(doc, "node_uuid"); err != nil {
+		return err
 	}
 	for _, name := range []string{"is_smartnic", "local_link_connection", "portgroup_uuid",
 		"pxe_enabled", "uuid", "available_for_dynamic_portgroup"} {

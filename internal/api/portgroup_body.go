@@ -49,13 +49,8 @@ func validatePortgroup(what string, v any) (map[string]any, error) {
 		}
 		doc["address"] = mac
 	}
-	for _, k := range []string{"node_uuid", "uuid"} {
-		if s, ok := doc[k].(string); ok {
-			if !isUUIDLike(s) {
-				return nil, invalid("Expected UUID for %s: %s", k, s)
-			}
-			doc[k] = canonicalUUID(s)
-		}
+	if err := docUUIDs(doc, "node_uuid", "uuid"); err != nil {
+		return nil, err
 	}
 	if v, ok := doc["standalone_ports_supported"]; ok && v != nil {
 		b, err := argBool("standalone_ports_supported", v)

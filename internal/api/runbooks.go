@@ -147,12 +147,10 @@ func validateRunbook(what string, v any) (*model.Runbook, error) {
 	if err := duplicateSteps(pairs, "template"); err != nil {
 		return nil, err
 	}
-	if u, ok := doc["uuid"].(string); ok {
-		if !isUUIDLike(u) {
-			return nil, invalid("Expected UUID for uuid: %s", u)
-		}
-		r.UUID = canonicalUUID(u)
+	if err := docUUIDs(doc, "uuid"); err != nil {
+		return nil, err
 	}
+	r.UUID = docString(doc["uuid"])
 	return r, nil
 }
 

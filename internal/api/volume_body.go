@@ -48,13 +48,8 @@ func validateVolume(what string, v any, props []nodeProp, required ...string) (m
 	if err != nil {
 		return nil, err
 	}
-	for _, k := range []string{"node_uuid", "uuid"} {
-		if s, ok := doc[k].(string); ok {
-			if !isUUIDLike(s) {
-				return nil, invalid("Expected UUID for %s: %s", k, s)
-			}
-			doc[k] = canonicalUUID(s)
-		}
+	if err := docUUIDs(doc, "node_uuid", "uuid"); err != nil {
+		return nil, err
 	}
 	if f, ok := doc["boot_index"].(float64); ok && math.Abs(f) > math.MaxInt32 {
 		// Ironic's column is an SQL integer; a larger index fails there.
