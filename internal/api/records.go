@@ -11,9 +11,10 @@ import (
 
 // The handler steps every record kind shares (chassis, ports, portgroups,
 // allocations, deploy templates, runbooks, inspection rules, volume
-// connectors and targets): what differs between kinds is passed in, the
-// order of the steps is each caller's (it is Ironic's controller's, which
-// differ). Paging itself is paging.go's.
+// connectors and targets, conductors, and a node's sub-resources): what
+// differs between kinds is passed in, the order of the steps is each
+// caller's (it is Ironic's controller's, which differ). Paging itself is
+// paging.go's; the version gates are version.go's.
 
 // fetch reads the record ident names through get; one the store lacks is
 // notFound(shown), shown being the identifier as Ironic's message names it.
