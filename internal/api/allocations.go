@@ -34,16 +34,9 @@ var allocationProps = []nodeProp{
 	{name: "uuid", types: tStr},
 }
 
-// allocationField is one key of the allocation document.
-type allocationField struct {
-	name  string
-	minor int
-	write func(w *jw, rc *call, a *model.Allocation)
-}
-
 // allocationFields lists the allocation keys in Ironic's order
 // (object_to_dict, links, then node_uuid).
-var allocationFields = []allocationField{
+var allocationFields = []docField[model.Allocation]{
 	{"uuid", 1, func(w *jw, _ *call, a *model.Allocation) { w.str(a.UUID) }},
 	{"created_at", 1, func(w *jw, _ *call, a *model.Allocation) { w.timestamp(a.CreatedAt) }},
 	{"updated_at", 1, func(w *jw, _ *call, a *model.Allocation) { w.timestamp(a.UpdatedAt) }},
@@ -73,38 +66,18 @@ func (s *Server) allocationRoutes() {
 	s.handle(endpoint{"GET": s.getNodeAllocation, "DELETE": s.deleteNodeAllocation}, "/v1/nodes/{ident}/allocation")
 }
 
-// allocationsTooOld is Ironic's answer below 1.52 (webob's, like a
-// routing error): 404 to read, 405 to write.
-func allocationsTooOld(status fault.Kind, text string) error {
-	return fault.New(status, "%s", text).AsRouting()
-}
-
 // noAllocations is Ironic's text for allocations below 1.52.
 const noAllocations = "The API version does not allow allocations"
 
+// allocationsAllowed is the gate below 1.52: 404 to read, 405 to write.
 func (rc *call) allocationsAllowed(write bool) error {
-	if rc.minor >= minorAllocations {
-		return nil
-	}
-	if write {
-		return allocationsTooOld(fault.NotAllowed, noAllocations)
-	}
-	return allocationsTooOld(fault.NotFound, noAllocations)
+	return rc.versionGate(minorAllocations, noAllocations, write)
 }
 
 // writeAllocation writes an allocation with the fields visible at the
 // request version (all, or the requested subset plus links).
 func (rc *call) writeAllocation(w *jw, a *model.Allocation, fields []string) {
-	w.obj()
-	for i := range allocationFields {
-		f := &allocationFields[i]
-		if f.minor > rc.minor || (fields != nil && f.name != "links" && !slices.Contains(fields, f.name)) {
-			continue
-		}
-		w.key(f.name)
-		f.write(w, rc, a)
-	}
-	w.endObj()
+	writeDoc(w, rc, a, allocationFields, fields)
 }
 
 // checkAllocationFields validates ?fields= (owner needs 1.60).
@@ -115,60 +88,26 @@ func (rc *call) checkAllocationFields(fields []string) error {
 	if slices.Contains(fields, "owner") && rc.minor < minorAllocationOwner {
 		return notAcceptable()
 	}
-	var bad []string
-	for _, f := range fields {
-		if !slices.ContainsFunc(allocationFields, func(af allocationField) bool { return af.name == f }) {
-			bad = append(bad, f)
-		}
-	}
-	if len(bad) > 0 {
-		return invalid("Field(s) \"%s\" are not valid", strings.Join(bad, ", "))
-	}
-	return nil
+	return checkFields(fields, fieldNames(allocationFields))
 }
 
-func allocationIdent(raw string) (string, error) {
-	if isUUIDLike(raw) {
-		return canonicalUUID(raw), nil
-	}
-	if !isValidLogicalName(raw) {
-		return "", invalid("Expected UUID or name for allocation_ident: %s", raw)
-	}
-	return raw, nil
-}
-
-func (rc *call) loadAllocation() (*model.Allocation, string, error) {
+func (rc *call) loadAllocation() (*model.Allocation, error) {
 	raw := rc.r.PathValue("alloc")
-	ident, err := allocationIdent(raw)
+	ident, err := uuidOrName("allocation_ident", raw)
 	if err != nil {
-		return nil, raw, err
+		return nil, err
 	}
-	a, err := rc.s.cfg.Store.GetAllocation(rc.ctx, ident)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, raw, conductor.AllocationNotFound(raw)
-	}
-	return a, raw, err
+	return fetch(rc.ctx, rc.s.cfg.Store.GetAllocation, ident, raw, conductor.AllocationNotFound)
 }
+
+func allocationUUID(a *model.Allocation) string { return a.UUID }
 
 // GET /v1/allocations/{alloc}
 func (s *Server) getAllocation(rc *call) error {
 	if err := rc.allocationsAllowed(false); err != nil {
 		return err
 	}
-	if err := rc.checkQuery("fields"); err != nil {
-		return err
-	}
-	a, _, err := rc.loadAllocation()
-	if err != nil {
-		return err
-	}
-	fields := rc.fieldsParam()
-	if err := rc.checkAllocationFields(fields); err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writeAllocation(w, a, fields)
-	return rc.json(200, w)
+	return show(rc, false, rc.checkAllocationFields, rc.loadAllocation, (*call).writeAllocation)
 }
 
 // POST /v1/allocations
@@ -176,15 +115,9 @@ func (s *Server) createAllocation(rc *call) error {
 	if err := rc.allocationsAllowed(true); err != nil {
 		return err
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	body, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	body, err := rc.readCreate(true)
 	if err != nil {
 		return err
-	}
-	if body == nil {
-		body = map[string]any{}
 	}
 	doc, err := validateAllocation("allocation", body)
 	if err != nil {
@@ -235,10 +168,7 @@ func (s *Server) createAllocation(rc *call) error {
 	if err := s.cfg.Conductor.CreateAllocation(rc.ctx, a, backfill); err != nil {
 		return err
 	}
-	rc.w.Header().Set("Location", rc.link(false, "allocations", a.UUID))
-	w := &jw{}
-	rc.writeAllocation(w, a, nil)
-	return rc.json(201, w)
+	return created(rc, a, (*call).writeAllocation, "allocations", a.UUID)
 }
 
 // validateAllocation checks a body against ALLOCATION_SCHEMA (and a uuid).
@@ -265,11 +195,8 @@ func validateAllocation(what string, v any) (map[string]any, error) {
 			}
 		}
 	}
-	if s, ok := doc["uuid"].(string); ok {
-		if !isUUIDLike(s) {
-			return nil, invalid("Expected UUID for uuid: %s", s)
-		}
-		doc["uuid"] = canonicalUUID(s)
+	if err := docUUIDs(doc, "uuid"); err != nil {
+		return nil, err
 	}
 	return doc, nil
 }
@@ -310,24 +237,14 @@ func (rc *call) candidateNodes(idents []string) ([]string, error) {
 
 // PATCH /v1/allocations/{alloc} (1.57: name and extra).
 func (s *Server) patchAllocation(rc *call) error {
-	if rc.minor < minorAllocationUpdate {
-		return allocationsTooOld(fault.NotAllowed, "The API version does not allow updating allocations")
-	}
-	if err := rc.checkQuery(); err != nil {
+	if err := rc.versionGate(minorAllocationUpdate, "The API version does not allow updating allocations", true); err != nil {
 		return err
 	}
-	v, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	_, ops, err := rc.readPatch(true, nil)
 	if err != nil {
 		return err
 	}
-	if v == nil {
-		v = map[string]any{}
-	}
-	ops, err := parsePatch(v, rc.minor)
-	if err != nil {
-		return err
-	}
-	cur, _, err := rc.loadAllocation()
+	cur, err := rc.loadAllocation()
 	if err != nil {
 		return err
 	}
@@ -339,7 +256,7 @@ func (s *Server) patchAllocation(rc *call) error {
 			return invalid("Cannot update allocation with invalid name '%s'", s)
 		}
 	}
-	a, err := s.cfg.Conductor.UpdateAllocation(rc.ctx, cur.UUID, func(a *model.Allocation) error {
+	return updated(rc, cur.UUID, s.cfg.Conductor.UpdateAllocation, func(a *model.Allocation) error {
 		patched, err := applyPatch(rc.ctx, map[string]any{"name": nilIfEmpty(a.Name), "extra": orEmpty(a.Extra)}, ops)
 		if err != nil {
 			return err
@@ -351,13 +268,7 @@ func (s *Server) patchAllocation(rc *call) error {
 		}
 		a.Name, a.Extra = docString(doc["name"]), docMap(doc["extra"])
 		return nil
-	})
-	if err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writeAllocation(w, a, nil)
-	return rc.json(200, w)
+	}, (*call).writeAllocation)
 }
 
 func orEmpty(m map[string]any) map[string]any {
@@ -372,23 +283,13 @@ func (s *Server) deleteAllocation(rc *call) error {
 	if err := rc.allocationsAllowed(true); err != nil {
 		return err
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	a, _, err := rc.loadAllocation()
-	if err != nil {
-		return err
-	}
-	if err := s.cfg.Conductor.DeleteAllocation(rc.ctx, a.UUID); err != nil {
-		return err
-	}
-	return rc.noContent()
+	return rc.remove(loaded(rc.loadAllocation, allocationUUID), s.cfg.Conductor.DeleteAllocation)
 }
 
 // nodeAllocation finds the allocation of the node in the path.
 func (rc *call) nodeAllocation() (*model.Allocation, error) {
-	if rc.minor < minorAllocations {
-		return nil, allocationsTooOld(fault.NotFound, noAllocations)
+	if err := rc.allocationsAllowed(false); err != nil {
+		return nil, err
 	}
 	n, raw, err := rc.loadNode()
 	if err != nil {
@@ -406,35 +307,12 @@ func (rc *call) nodeAllocation() (*model.Allocation, error) {
 
 // GET /v1/nodes/{ident}/allocation
 func (s *Server) getNodeAllocation(rc *call) error {
-	if err := rc.checkQuery("fields"); err != nil {
-		return err
-	}
-	fields := rc.fieldsParam()
-	if err := rc.checkAllocationFields(fields); err != nil {
-		return err
-	}
-	a, err := rc.nodeAllocation()
-	if err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writeAllocation(w, a, fields)
-	return rc.json(200, w)
+	return show(rc, true, rc.checkAllocationFields, rc.nodeAllocation, (*call).writeAllocation)
 }
 
 // DELETE /v1/nodes/{ident}/allocation
 func (s *Server) deleteNodeAllocation(rc *call) error {
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	a, err := rc.nodeAllocation()
-	if err != nil {
-		return err
-	}
-	if err := s.cfg.Conductor.DeleteAllocation(rc.ctx, a.UUID); err != nil {
-		return err
-	}
-	return rc.noContent()
+	return rc.remove(loaded(rc.nodeAllocation, allocationUUID), s.cfg.Conductor.DeleteAllocation)
 }
 
 // GET /v1/allocations
@@ -442,14 +320,8 @@ func (s *Server) listAllocations(rc *call) error {
 	if err := rc.allocationsAllowed(false); err != nil {
 		return err
 	}
-	if err := rc.checkQuery(allocationListParams...); err != nil {
-		return err
-	}
-	p, err := rc.pageParams("id")
+	p, err := rc.pagePrelude(allocationListParams...)
 	if err != nil {
-		return err
-	}
-	if err := rc.markerParam(&p); err != nil {
 		return err
 	}
 	if err := rc.checkAllocationFields(p.fields); err != nil {
@@ -482,40 +354,20 @@ func (s *Server) listAllocations(rc *call) error {
 	if err := p.check(rc); err != nil {
 		return err
 	}
-	if p.marker != "" {
-		if _, err := s.cfg.Store.GetAllocation(rc.ctx, p.marker); errors.Is(err, store.ErrNotFound) {
-			return conductor.AllocationNotFound(p.marker)
-		} else if err != nil {
-			return err
-		}
+	if err := checkMarker(rc, p.marker, s.cfg.Store.GetAllocation, conductor.AllocationNotFound); err != nil {
+		return err
 	}
-	if slices.Contains(unsortableAllocationKeys, p.sortKey) {
-		return badSortKey(p.sortKey, false)
-	}
-	if !slices.Contains(store.AllocationSortKeys, p.sortKey) {
-		return badSortKey(p.sortKey, true)
+	if err := checkSortKey(p.sortKey, unsortableAllocationKeys, store.AllocationSortKeys); err != nil {
+		return err
 	}
 	q.Marker, q.Limit = p.marker, p.limit
 	list, err := s.cfg.Store.ListAllocations(rc.ctx, q)
 	if err != nil {
 		return err
 	}
-	w := rc.s.listWriter(256 + len(list)*512)
-	w.rootObj()
-	w.key("allocations")
-	w.arr()
-	for _, a := range list {
-		rc.writeAllocation(w, a, p.fields)
-	}
-	w.endArr()
-	if len(list) > 0 && len(list) == p.limit {
-		params := append([][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}, link...)
-		if p.fields != nil {
-			params = append(params, [2]string{"fields", strings.Join(p.fields, ",")})
-		}
-		w.key("next")
-		w.str(rc.nextLink("allocations", params, p.limit, list[len(list)-1].UUID))
-	}
-	w.endObj()
-	return rc.json(200, w)
+	return writeList(rc, "allocations", list, p.limit, 512,
+		func(w *jw, a *model.Allocation) { rc.writeAllocation(w, a, p.fields) },
+		func(last *model.Allocation) string {
+			return rc.nextLink("allocations", p.nextQuery("", link, p.fields), p.limit, last.UUID)
+		})
 }

@@ -70,20 +70,25 @@ func (rc *call) returnFields(minor int, defaults, detailed []string) ([]string, 
 	return defaults, nil
 }
 
+// nodeSubFields is nodeSub of a node's list added at 1.minor that takes
+// ?detail= and ?fields= from 1.fieldsMinor: the fields to show
+// (returnFields) are read before the node.
+func (rc *call) nodeSubFields(minor, fieldsMinor int, defaults, detailed []string) (*model.Node, string, []string, error) {
+	if err := rc.subAllowed(minor, "detail", "fields"); err != nil {
+		return nil, "", nil, err
+	}
+	fields, err := rc.returnFields(fieldsMinor, defaults, detailed)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	n, raw, err := rc.loadNode()
+	return n, raw, fields, err
+}
+
 // GET /v1/nodes/{ident}/bios (1.40): {"bios": [...]}; ?detail=true and
 // ?fields= from 1.74.
 func (s *Server) listBIOS(rc *call) error {
-	if rc.minor < minorBIOS {
-		return errNotFound()
-	}
-	if err := rc.checkQuery("detail", "fields"); err != nil {
-		return err
-	}
-	fields, err := rc.returnFields(minorBIOSRegistry, biosDefaultFields, biosDetailFields)
-	if err != nil {
-		return err
-	}
-	n, raw, err := rc.loadNode()
+	n, raw, fields, err := rc.nodeSubFields(minorBIOS, minorBIOSRegistry, biosDefaultFields, biosDetailFields)
 	if err != nil {
 		return err
 	}
@@ -91,28 +96,15 @@ func (s *Server) listBIOS(rc *call) error {
 	if err != nil {
 		return err
 	}
-	w := &jw{}
-	w.rootObj()
-	w.key("bios")
-	w.arr()
-	for _, b := range settings {
+	return writeList(rc, "bios", settings, 0, 256, func(w *jw, b model.BIOSSetting) {
 		rc.writeBIOS(w, raw, b, fields) // Ironic links with the ident as given
-	}
-	w.endArr()
-	w.endObj()
-	return rc.json(200, w)
+	}, nil)
 }
 
 // GET /v1/nodes/{ident}/bios/{setting} (1.40): {"<name>": {...}}, with the
 // registry fields from 1.74.
 func (s *Server) getBIOS(rc *call) error {
-	if rc.minor < minorBIOS {
-		return errNotFound()
-	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	n, _, err := rc.loadNode()
+	n, _, err := rc.nodeSub(minorBIOS)
 	if err != nil {
 		return err
 	}
@@ -194,17 +186,7 @@ func intPtr(w *jw, i *int64) {
 
 // GET /v1/nodes/{ident}/firmware (1.86): {"firmware": [...]}.
 func (s *Server) listFirmware(rc *call) error {
-	if rc.minor < minorFirmware {
-		return errNotFound()
-	}
-	if err := rc.checkQuery("detail", "fields"); err != nil {
-		return err
-	}
-	fields, err := rc.returnFields(minorFirmware, firmwareFields, firmwareFields)
-	if err != nil {
-		return err
-	}
-	n, _, err := rc.loadNode()
+	n, _, fields, err := rc.nodeSubFields(minorFirmware, minorFirmware, firmwareFields, firmwareFields)
 	if err != nil {
 		return err
 	}
@@ -212,11 +194,7 @@ func (s *Server) listFirmware(rc *call) error {
 	if err != nil {
 		return err
 	}
-	w := &jw{}
-	w.rootObj()
-	w.key("firmware")
-	w.arr()
-	for _, c := range comps {
+	return writeList(rc, "firmware", comps, 0, 256, func(w *jw, c model.FirmwareComponent) {
 		w.obj()
 		w.key("created_at")
 		w.timestamp(c.CreatedAt)
@@ -236,8 +214,5 @@ func (s *Server) listFirmware(rc *call) error {
 			}
 		}
 		w.endObj()
-	}
-	w.endArr()
-	w.endObj()
-	return rc.json(200, w)
+	}, nil)
 }

@@ -1,9 +1,6 @@
 package api
 
 import (
-	"errors"
-	"slices"
-
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
@@ -18,7 +15,15 @@ var chassisProps = []nodeProp{
 
 // chassisFields are the keys of a chassis document in Ironic's order
 // (object_to_dict with description and extra, links, then nodes).
-var chassisFields = []string{"uuid", "created_at", "updated_at", "description", "extra", "links", "nodes"}
+var chassisFields = []docField[model.Chassis]{
+	{"uuid", 1, func(w *jw, _ *call, c *model.Chassis) { w.str(c.UUID) }},
+	{"created_at", 1, func(w *jw, _ *call, c *model.Chassis) { w.timestamp(c.CreatedAt) }},
+	{"updated_at", 1, func(w *jw, _ *call, c *model.Chassis) { w.timestamp(c.UpdatedAt) }},
+	{"description", 1, func(w *jw, _ *call, c *model.Chassis) { w.strOrNull(c.Description) }},
+	{"extra", 1, func(w *jw, _ *call, c *model.Chassis) { w.object(c.Extra) }},
+	{"links", 1, func(w *jw, rc *call, c *model.Chassis) { rc.links(w, "chassis", c.UUID) }},
+	{"nodes", 1, func(w *jw, rc *call, c *model.Chassis) { rc.links(w, "chassis", c.UUID, "nodes") }},
+}
 
 func (s *Server) chassisRoutes() {
 	s.handle(endpoint{"GET": s.listChassis, "POST": s.createChassis}, "/v1/chassis")
@@ -29,39 +34,12 @@ func (s *Server) chassisRoutes() {
 }
 
 func (rc *call) writeChassis(w *jw, c *model.Chassis, fields []string) {
-	w.obj()
-	for _, f := range chassisFields {
-		if fields != nil && f != "links" && !slices.Contains(fields, f) {
-			continue
-		}
-		w.key(f)
-		switch f {
-		case "uuid":
-			w.str(c.UUID)
-		case "created_at":
-			w.timestamp(c.CreatedAt)
-		case "updated_at":
-			w.timestamp(c.UpdatedAt)
-		case "description":
-			w.strOrNull(c.Description)
-		case "extra":
-			w.object(c.Extra)
-		case "links":
-			rc.links(w, "chassis", c.UUID)
-		case "nodes":
-			rc.links(w, "chassis", c.UUID, "nodes")
-		}
-	}
-	w.endObj()
+	writeDoc(w, rc, c, chassisFields, fields)
 }
 
 // chassisIdent reads the chassis UUID of the path (Ironic's args.uuid).
 func (rc *call) chassisIdent() (string, error) {
-	raw := rc.r.PathValue("ident")
-	if !isUUIDLike(raw) {
-		return "", invalid("Expected UUID for chassis_uuid: %s", raw)
-	}
-	return canonicalUUID(raw), nil
+	return uuidArg("chassis_uuid", rc.r.PathValue("ident"))
 }
 
 func (rc *call) loadChassis() (*model.Chassis, error) {
@@ -69,11 +47,7 @@ func (rc *call) loadChassis() (*model.Chassis, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := rc.s.cfg.Store.GetChassis(rc.ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, conductor.ChassisNotFound(id)
-	}
-	return c, err
+	return fetch(rc.ctx, rc.s.cfg.Store.GetChassis, id, id, conductor.ChassisNotFound)
 }
 
 // validateChassis checks a body against CHASSIS_SCHEMA and the uuid validator.
@@ -83,12 +57,10 @@ func validateChassis(what string, v any) (*model.Chassis, error) {
 		return nil, err
 	}
 	c := &model.Chassis{Description: docString(doc["description"]), Extra: docMap(doc["extra"])}
-	if u, ok := doc["uuid"].(string); ok {
-		if !isUUIDLike(u) {
-			return nil, invalid("Expected UUID for uuid: %s", u)
-		}
-		c.UUID = canonicalUUID(u)
+	if err := docUUIDs(doc, "uuid"); err != nil {
+		return nil, err
 	}
+	c.UUID = docString(doc["uuid"])
 	return c, nil
 }
 
@@ -101,92 +73,44 @@ func (s *Server) chassisList(rc *call, detailPath bool) error {
 	if !detailPath {
 		allowed = append(allowed, "fields", "detail")
 	}
-	if err := rc.checkQuery(allowed...); err != nil {
-		return err
-	}
-	p, err := rc.pageParams("id")
+	p, err := rc.pagePrelude(allowed...)
 	if err != nil {
 		return err
 	}
-	if err := rc.markerParam(&p); err != nil {
-		return err
-	}
-	if err := checkFields(p.fields, chassisFields); err != nil {
+	if err := checkFields(p.fields, fieldNames(chassisFields)); err != nil {
 		return err
 	}
 	if err := p.check(rc); err != nil {
 		return err
 	}
-	if p.sortKey == "extra" {
-		return badSortKey(p.sortKey, false)
+	if err := checkSortKey(p.sortKey, []string{"extra"}, store.ChassisSortKeys); err != nil {
+		return err
 	}
-	if !slices.Contains(store.ChassisSortKeys, p.sortKey) {
-		return badSortKey(p.sortKey, true)
+	if err := checkMarker(rc, p.marker, s.cfg.Store.GetChassis, conductor.ChassisNotFound); err != nil {
+		return err
 	}
-	if p.marker != "" {
-		if _, err := s.cfg.Store.GetChassis(rc.ctx, p.marker); errors.Is(err, store.ErrNotFound) {
-			return conductor.ChassisNotFound(p.marker)
-		} else if err != nil {
-			return err
-		}
-	}
-	fields := p.fields
-	if fields == nil && !detailPath && (p.detail == nil || !*p.detail) {
-		fields = []string{"uuid", "description"} // DEFAULT_RETURN_FIELDS
-	}
+	fields := p.shown([]string{"uuid", "description"}, detailPath) // DEFAULT_RETURN_FIELDS
 	list, err := s.cfg.Store.ListChassis(rc.ctx, store.ChassisQuery{Limit: p.limit, Marker: p.marker,
 		SortKey: p.sortKey, SortDir: p.sortDir})
 	if err != nil {
 		return err
 	}
-	w := rc.s.listWriter(256 + len(list)*512)
-	w.rootObj()
-	w.key("chassis")
-	w.arr()
-	for _, c := range list {
-		rc.writeChassis(w, c, fields)
-	}
-	w.endArr()
-	if len(list) > 0 && len(list) == p.limit {
-		params := p.nextParams()
-		resource := "chassis"
-		if detailPath {
-			resource = "chassis/detail"
-		}
-		w.key("next")
-		w.str(rc.nextLink(resource, params, p.limit, list[len(list)-1].UUID))
-	}
-	w.endObj()
-	return rc.json(200, w)
+	return writeList(rc, "chassis", list, p.limit, 512,
+		func(w *jw, c *model.Chassis) { rc.writeChassis(w, c, fields) },
+		func(last *model.Chassis) string {
+			return rc.nextLink(listPath("", "chassis", detailPath), p.nextParams(), p.limit, last.UUID)
+		})
 }
 
 // GET /v1/chassis/{ident}
 func (s *Server) getChassis(rc *call) error {
-	if err := rc.checkQuery("fields"); err != nil {
-		return err
-	}
-	fields := rc.fieldsParam()
-	if fields != nil && rc.minor < minorFields {
-		return notAcceptable()
-	}
-	if err := checkFields(fields, chassisFields); err != nil {
-		return err
-	}
-	c, err := rc.loadChassis()
-	if err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writeChassis(w, c, fields)
-	return rc.json(200, w)
+	return show(rc, true, func(fields []string) error { return rc.checkShownFields(fields, fieldNames(chassisFields)) },
+		rc.loadChassis, (*call).writeChassis)
 }
 
 // POST /v1/chassis
 func (s *Server) createChassis(rc *call) error {
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	body, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	body, err := rc.readCreate(false)
 	if err != nil {
 		return err
 	}
@@ -197,22 +121,12 @@ func (s *Server) createChassis(rc *call) error {
 	if err := s.cfg.Conductor.CreateChassis(rc.ctx, c); err != nil {
 		return err
 	}
-	rc.w.Header().Set("Location", rc.link(false, "chassis", c.UUID))
-	w := &jw{}
-	rc.writeChassis(w, c, nil)
-	return rc.json(201, w)
+	return created(rc, c, (*call).writeChassis, "chassis", c.UUID)
 }
 
 // PATCH /v1/chassis/{ident} (description and extra)
 func (s *Server) patchChassis(rc *call) error {
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	v, err := rc.decodeBody(s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	ops, err := parsePatch(v, rc.minor)
+	_, ops, err := rc.readPatch(false, nil)
 	if err != nil {
 		return err
 	}
@@ -223,7 +137,7 @@ func (s *Server) patchChassis(rc *call) error {
 	if err != nil {
 		return err
 	}
-	c, err := s.cfg.Conductor.UpdateChassis(rc.ctx, cur.UUID, func(c *model.Chassis) error {
+	return updated(rc, cur.UUID, s.cfg.Conductor.UpdateChassis, func(c *model.Chassis) error {
 		doc := map[string]any{"uuid": c.UUID, "extra": orEmpty(c.Extra), "description": nilIfEmpty(c.Description)}
 		patched, err := applyPatch(rc.ctx, doc, ops)
 		if err != nil {
@@ -238,28 +152,12 @@ func (s *Server) patchChassis(rc *call) error {
 		}
 		c.Description, c.Extra = nc.Description, nc.Extra
 		return nil
-	})
-	if err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writeChassis(w, c, nil)
-	return rc.json(200, w)
+	}, (*call).writeChassis)
 }
 
 // DELETE /v1/chassis/{ident}
 func (s *Server) deleteChassis(rc *call) error {
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	id, err := rc.chassisIdent()
-	if err != nil {
-		return err
-	}
-	if err := s.cfg.Conductor.DeleteChassis(rc.ctx, id); err != nil {
-		return err
-	}
-	return rc.noContent()
+	return rc.remove(rc.chassisIdent, s.cfg.Conductor.DeleteChassis)
 }
 
 // GET /v1/chassis/{ident}/nodes[/detail]: the node list of the chassis

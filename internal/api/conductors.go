@@ -2,18 +2,24 @@ package api
 
 import (
 	"cmp"
-	"errors"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
-	"github.com/anvil-metal/anvil/internal/pyrepr"
-	"github.com/anvil-metal/anvil/internal/store"
 )
 
-// conductorKeys are the keys of a conductor document, in Ironic's order.
-var conductorKeys = []string{"created_at", "updated_at", "hostname", "conductor_group", "drivers", "links", "alive"}
+// conductorFields are the keys of a conductor document, in Ironic's order.
+var conductorFields = []docField[model.Conductor]{
+	{"created_at", 1, func(w *jw, _ *call, c *model.Conductor) { w.timestamp(c.CreatedAt) }},
+	{"updated_at", 1, func(w *jw, _ *call, c *model.Conductor) { w.timestamp(c.UpdatedAt) }},
+	{"hostname", 1, func(w *jw, _ *call, c *model.Conductor) { w.str(c.Hostname) }},
+	{"conductor_group", 1, func(w *jw, _ *call, c *model.Conductor) { w.str(c.ConductorGroup) }},
+	{"drivers", 1, func(w *jw, _ *call, c *model.Conductor) { w.strings(c.Drivers) }},
+	{"links", 1, func(w *jw, rc *call, c *model.Conductor) { rc.links(w, "conductors", c.Hostname) }},
+	{"alive", 1, func(w *jw, rc *call, c *model.Conductor) { w.boolean(rc.s.alive(c)) }},
+}
 
 // briefConductorFields are the keys of a conductor in a plain list.
 var briefConductorFields = []string{"hostname", "conductor_group", "alive"}
@@ -64,16 +70,7 @@ func validHostname(h string) bool {
 
 // checkConductorFields validates ?fields= for conductors.
 func checkConductorFields(fields []string) error {
-	var bad []string
-	for _, f := range fields {
-		if !slices.Contains(conductorKeys, f) {
-			bad = append(bad, f)
-		}
-	}
-	if len(bad) > 0 {
-		return invalid("Field(s) \"%s\" are not valid", strings.Join(bad, ", "))
-	}
-	return nil
+	return checkFields(fields, fieldNames(conductorFields))
 }
 
 // GET /v1/conductors
@@ -92,13 +89,10 @@ func (s *Server) listConductors(rc *call) error {
 	if err := p.check(rc); err != nil {
 		return err
 	}
-	if p.sortKey == "alive" || p.sortKey == "drivers" {
-		return badSortKey(p.sortKey, false)
+	if err := checkSortKey(p.sortKey, []string{"alive", "drivers"}, slices.Collect(maps.Keys(conductorSortKeys))); err != nil {
+		return err
 	}
-	less, ok := conductorSortKeys[p.sortKey]
-	if !ok {
-		return badSortKey(p.sortKey, true)
-	}
+	less := conductorSortKeys[p.sortKey]
 	if err := checkConductorFields(p.fields); err != nil {
 		return err
 	}
@@ -138,35 +132,14 @@ func conductorPage(all []*model.Conductor, p page, less func(a, b *model.Conduct
 	return list, nil
 }
 
+// writeConductorList renders {"conductors": [...], "next": ...} (the next
+// link repeats the fields written, and detail as given).
 func (rc *call) writeConductorList(list []*model.Conductor, p page) error {
-	fields := p.fields
-	full := p.detail != nil && *p.detail
-	if full {
-		fields = nil
-	} else if fields == nil {
-		fields = briefConductorFields
-	}
-	w := &jw{}
-	w.rootObj()
-	w.key("conductors")
-	w.arr()
-	for _, c := range list {
-		rc.writeConductor(w, c, fields)
-	}
-	w.endArr()
-	if len(list) > 0 && len(list) == p.limit {
-		params := [][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}
-		if p.detail != nil {
-			params = append(params, [2]string{"detail", pyrepr.Bool(*p.detail)})
-		}
-		if !full {
-			params = append(params, [2]string{"fields", strings.Join(fields, ",")})
-		}
-		w.key("next")
-		w.str(rc.nextLink("conductors", params, p.limit, list[len(list)-1].Hostname))
-	}
-	w.endObj()
-	return rc.json(200, w)
+	fields := p.shown(briefConductorFields, false)
+	return writeList(rc, "conductors", list, p.limit, 256, func(w *jw, c *model.Conductor) { rc.writeConductor(w, c, fields) },
+		func(last *model.Conductor) string {
+			return rc.nextLink("conductors", p.nextQuery(p.pyDetail(), nil, fields), p.limit, last.Hostname)
+		})
 }
 
 // GET /v1/conductors/{hostname}
@@ -174,53 +147,17 @@ func (s *Server) getConductor(rc *call) error {
 	if err := rc.conductorsAllowed(); err != nil {
 		return err
 	}
-	if err := rc.checkQuery("fields"); err != nil {
-		return err
-	}
-	fields := rc.fieldsParam()
-	if err := checkConductorFields(fields); err != nil {
-		return err
-	}
-	host := rc.r.PathValue("hostname")
-	if !validHostname(host) {
-		return invalid("Expected name for hostname: %s", host)
-	}
-	c, err := s.cfg.Store.GetConductor(rc.ctx, host)
-	if errors.Is(err, store.ErrNotFound) {
-		return conductorNotFound(host)
-	} else if err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writeConductor(w, c, fields)
-	return rc.json(200, w)
+	return show(rc, true, checkConductorFields, func() (*model.Conductor, error) {
+		host := rc.r.PathValue("hostname")
+		if !validHostname(host) {
+			return nil, invalid("Expected name for hostname: %s", host)
+		}
+		return fetch(rc.ctx, s.cfg.Store.GetConductor, host, host, conductorNotFound)
+	}, (*call).writeConductor)
 }
 
 // writeConductor writes a conductor; fields (when given) keeps only those
 // keys plus links.
 func (rc *call) writeConductor(w *jw, c *model.Conductor, fields []string) {
-	w.obj()
-	for _, k := range conductorKeys {
-		if fields != nil && k != "links" && !slices.Contains(fields, k) {
-			continue
-		}
-		w.key(k)
-		switch k {
-		case "created_at":
-			w.timestamp(c.CreatedAt)
-		case "updated_at":
-			w.timestamp(c.UpdatedAt)
-		case "hostname":
-			w.str(c.Hostname)
-		case "conductor_group":
-			w.str(c.ConductorGroup)
-		case "drivers":
-			w.strings(c.Drivers)
-		case "links":
-			rc.links(w, "conductors", c.Hostname)
-		case "alive":
-			w.boolean(rc.s.alive(c))
-		}
-	}
-	w.endObj()
+	writeDoc(w, rc, c, conductorFields, fields)
 }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"slices"
 	"strconv"
 
@@ -33,7 +32,25 @@ var deployStepInterfaces = []string{"power", "management", "deploy", "bios", "ra
 
 // templateFields are the keys of a deploy template document, in Ironic's
 // order (object_to_dict with name and extra, links, then steps).
-var templateFields = []string{"uuid", "created_at", "updated_at", "name", "extra", "links", "steps"}
+var templateFields = []docField[model.DeployTemplate]{
+	{"uuid", 1, func(w *jw, _ *call, t *model.DeployTemplate) { w.str(t.UUID) }},
+	{"created_at", 1, func(w *jw, _ *call, t *model.DeployTemplate) { w.timestamp(t.CreatedAt) }},
+	{"updated_at", 1, func(w *jw, _ *call, t *model.DeployTemplate) { w.timestamp(t.UpdatedAt) }},
+	{"name", 1, func(w *jw, _ *call, t *model.DeployTemplate) { w.str(t.Name) }},
+	{"extra", 1, func(w *jw, _ *call, t *model.DeployTemplate) { w.object(t.Extra) }},
+	{"links", 1, func(w *jw, rc *call, t *model.DeployTemplate) { rc.links(w, "deploy_templates", t.UUID) }},
+	{"steps", 1, func(w *jw, _ *call, t *model.DeployTemplate) {
+		w.arr()
+		for _, s := range t.Steps {
+			w.step(s.Interface, s.Step, s.Args, "priority", s.Priority)
+		}
+		w.endArr()
+	}},
+}
+
+// namedFields are the DEFAULT_RETURN_FIELDS of a list of deploy templates
+// or runbooks.
+var namedFields = []string{"uuid", "name"}
 
 // unsortableTemplateKeys are the fields Ironic refuses to sort on.
 var unsortableTemplateKeys = []string{"extra", "steps"}
@@ -51,34 +68,7 @@ func (rc *call) deployTemplatesAllowed() error {
 // writeDeployTemplate writes a template (all fields, or the requested ones
 // plus links); step arguments are masked as Ironic's step_sanitize does.
 func (rc *call) writeDeployTemplate(w *jw, t *model.DeployTemplate, fields []string) {
-	w.obj()
-	for _, f := range templateFields {
-		if fields != nil && f != "links" && !slices.Contains(fields, f) {
-			continue
-		}
-		w.key(f)
-		switch f {
-		case "uuid":
-			w.str(t.UUID)
-		case "created_at":
-			w.timestamp(t.CreatedAt)
-		case "updated_at":
-			w.timestamp(t.UpdatedAt)
-		case "name":
-			w.str(t.Name)
-		case "extra":
-			w.object(t.Extra)
-		case "links":
-			rc.links(w, "deploy_templates", t.UUID)
-		case "steps":
-			w.arr()
-			for _, s := range t.Steps {
-				w.step(s.Interface, s.Step, s.Args, "priority", s.Priority)
-			}
-			w.endArr()
-		}
-	}
-	w.endObj()
+	writeDoc(w, rc, t, templateFields, fields)
 }
 
 func (rc *call) loadDeployTemplate() (*model.DeployTemplate, error) {
@@ -87,11 +77,7 @@ func (rc *call) loadDeployTemplate() (*model.DeployTemplate, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := rc.s.cfg.Store.GetDeployTemplate(rc.ctx, ident)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, conductor.DeployTemplateNotFound(raw)
-	}
-	return t, err
+	return fetch(rc.ctx, rc.s.cfg.Store.GetDeployTemplate, ident, raw, conductor.DeployTemplateNotFound)
 }
 
 // validateTemplate checks doc against TEMPLATE_SCHEMA and Ironic's
@@ -126,12 +112,10 @@ func validateTemplate(what string, v any) (*model.DeployTemplate, error) {
 	if err := duplicateSteps(pairs, "deploy template"); err != nil {
 		return nil, err
 	}
-	if u, ok := doc["uuid"].(string); ok {
-		if !isUUIDLike(u) {
-			return nil, invalid("Expected UUID for uuid: %s", u)
-		}
-		t.UUID = canonicalUUID(u)
+	if err := docUUIDs(doc, "uuid"); err != nil {
+		return nil, err
 	}
+	t.UUID = docString(doc["uuid"])
 	return t, nil
 }
 
@@ -206,20 +190,8 @@ func (s *Server) getDeployTemplate(rc *call) error {
 	if err := rc.deployTemplatesAllowed(); err != nil {
 		return err
 	}
-	if err := rc.checkQuery("fields"); err != nil {
-		return err
-	}
-	fields := rc.fieldsParam()
-	if err := checkFields(fields, templateFields); err != nil {
-		return err
-	}
-	t, err := rc.loadDeployTemplate()
-	if err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writeDeployTemplate(w, t, fields)
-	return rc.json(200, w)
+	return show(rc, true, func(fields []string) error { return rc.checkShownFields(fields, fieldNames(templateFields)) },
+		rc.loadDeployTemplate, (*call).writeDeployTemplate)
 }
 
 // GET /v1/deploy_templates
@@ -227,41 +199,24 @@ func (s *Server) listDeployTemplates(rc *call) error {
 	if err := rc.deployTemplatesAllowed(); err != nil {
 		return err
 	}
-	p, err := rc.listPage(templateFields, unsortableTemplateKeys, store.DeployTemplateSortKeys)
+	p, err := rc.listPage(fieldNames(templateFields), unsortableTemplateKeys, store.DeployTemplateSortKeys)
 	if err != nil {
 		return err
 	}
-	if p.marker != "" {
-		if _, err := s.cfg.Store.GetDeployTemplate(rc.ctx, p.marker); errors.Is(err, store.ErrNotFound) {
-			return conductor.DeployTemplateNotFound(p.marker)
-		} else if err != nil {
-			return err
-		}
+	if err := checkMarker(rc, p.marker, s.cfg.Store.GetDeployTemplate, conductor.DeployTemplateNotFound); err != nil {
+		return err
 	}
-	fields := p.fields
-	if fields == nil && (p.detail == nil || !*p.detail) {
-		fields = []string{"uuid", "name"} // DEFAULT_RETURN_FIELDS
-	}
+	fields := p.shown(namedFields, false)
 	list, err := s.cfg.Store.ListDeployTemplates(rc.ctx, store.DeployTemplateQuery{Limit: p.limit, Marker: p.marker,
 		SortKey: p.sortKey, SortDir: p.sortDir})
 	if err != nil {
 		return err
 	}
-	w := rc.s.listWriter(256 + len(list)*512)
-	w.rootObj()
-	w.key("deploy_templates")
-	w.arr()
-	for _, t := range list {
-		rc.writeDeployTemplate(w, t, fields)
-	}
-	w.endArr()
-	if len(list) > 0 && len(list) == p.limit {
-		params := p.nextParams()
-		w.key("next")
-		w.str(rc.nextLink("deploy_templates", params, p.limit, list[len(list)-1].UUID))
-	}
-	w.endObj()
-	return rc.json(200, w)
+	return writeList(rc, "deploy_templates", list, p.limit, 512,
+		func(w *jw, t *model.DeployTemplate) { rc.writeDeployTemplate(w, t, fields) },
+		func(last *model.DeployTemplate) string {
+			return rc.nextLink("deploy_templates", p.nextParams(), p.limit, last.UUID)
+		})
 }
 
 // POST /v1/deploy_templates
@@ -269,10 +224,7 @@ func (s *Server) createDeployTemplate(rc *call) error {
 	if err := rc.deployTemplatesAllowed(); err != nil {
 		return err
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	body, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	body, err := rc.readCreate(false)
 	if err != nil {
 		return err
 	}
@@ -283,10 +235,7 @@ func (s *Server) createDeployTemplate(rc *call) error {
 	if err := s.cfg.Conductor.CreateDeployTemplate(rc.ctx, t); err != nil {
 		return err
 	}
-	rc.w.Header().Set("Location", rc.link(false, "deploy_templates", t.UUID))
-	w := &jw{}
-	rc.writeDeployTemplate(w, t, nil)
-	return rc.json(201, w)
+	return created(rc, t, (*call).writeDeployTemplate, "deploy_templates", t.UUID)
 }
 
 // templateDoc is a template as a JSON document, for a PATCH to apply to.
@@ -308,14 +257,7 @@ func (s *Server) patchDeployTemplate(rc *call) error {
 	if err := rc.deployTemplatesAllowed(); err != nil {
 		return err
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	v, err := rc.decodeBody(s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	ops, err := parsePatch(v, rc.minor)
+	_, ops, err := rc.readPatch(false, nil)
 	if err != nil {
 		return err
 	}
@@ -326,7 +268,7 @@ func (s *Server) patchDeployTemplate(rc *call) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.cfg.Conductor.UpdateDeployTemplate(rc.ctx, cur.UUID, func(t *model.DeployTemplate) error {
+	return updated(rc, cur.UUID, s.cfg.Conductor.UpdateDeployTemplate, func(t *model.DeployTemplate) error {
 		patched, err := applyPatch(rc.ctx, templateDoc(t), ops)
 		if err != nil {
 			return err
@@ -343,13 +285,7 @@ func (s *Server) patchDeployTemplate(rc *call) error {
 		}
 		t.Name, t.Steps, t.Extra, t.Description = nt.Name, nt.Steps, nt.Extra, nt.Description
 		return nil
-	})
-	if err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writeDeployTemplate(w, t, nil)
-	return rc.json(200, w)
+	}, (*call).writeDeployTemplate)
 }
 
 // DELETE /v1/deploy_templates/{template}
@@ -357,15 +293,7 @@ func (s *Server) deleteDeployTemplate(rc *call) error {
 	if err := rc.deployTemplatesAllowed(); err != nil {
 		return err
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	t, err := rc.loadDeployTemplate()
-	if err != nil {
-		return err
-	}
-	if err := s.cfg.Conductor.DeleteDeployTemplate(rc.ctx, t.UUID); err != nil {
-		return err
-	}
-	return rc.noContent()
+	return rc.remove(loaded(rc.loadDeployTemplate, templateUUID), s.cfg.Conductor.DeleteDeployTemplate)
 }
+
+func templateUUID(t *model.DeployTemplate) string { return t.UUID }

@@ -146,7 +146,10 @@
 //
 // Files: server.go (config, routing, headers), version.go, errors.go,
 // backend.go (Store, Conductor), decode.go (bodies, arguments; Python
-// reprs in messages come from internal/pyrepr), paging.go,
+// reprs in messages come from internal/pyrepr), paging.go, records.go
+// (the steps every record kind's handlers share: fetch by identifier, the
+// marker and sort checks, show, create/update/delete answers, a list
+// page, and documents as docField tables in Ironic's key order),
 // patch.go (RFC 6902 on the decoded document, linear, at most 1000 operations), jsonw.go and mask.go
 // (rendering), and one file per resource: root.go, nodes.go, node_list.go,
 // node_body.go, render_node.go, node_states.go, history.go, ports.go,

@@ -130,10 +130,7 @@ func (rc *call) streamNodes(idents []string, project string, resume bool) ([]str
 			return nil, invalid("Expected UUID or name for node: %s", raw)
 		}
 		add(ident)
-		n, err := rc.s.cfg.Store.GetNode(rc.ctx, ident)
-		if err == nil && project != "" && n.Owner != project && n.Lessee != project {
-			err = store.ErrNotFound
-		}
+		n, err := rc.projectNode(ident, project)
 		switch {
 		case errors.Is(err, store.ErrNotFound) && !resume:
 			return nil, fault.NodeNotFound(raw)
@@ -169,6 +166,16 @@ func (st *sseStream) flush() bool {
 	return err == nil
 }
 
+// projectNode reads a node as project sees it (when set): one it neither
+// owns nor leases is store.ErrNotFound.
+func (rc *call) projectNode(ident, project string) (*model.Node, error) {
+	n, err := rc.s.cfg.Store.GetNode(rc.ctx, ident)
+	if err == nil && project != "" && n.Owner != project && n.Lessee != project {
+		return nil, store.ErrNotFound
+	}
+	return n, err
+}
+
 // snapshot queues a node.snapshot event per followed node (every node, of
 // project when set, if the filter names none), read after the
 // subscription began.
@@ -184,8 +191,8 @@ func (st *sseStream) snapshot(idents []string, project string, pos uint64) error
 	}
 	seen := map[string]bool{}
 	for _, ident := range idents {
-		n, err := rc.s.cfg.Store.GetNode(rc.ctx, ident)
-		if errors.Is(err, store.ErrNotFound) || err == nil && project != "" && n.Owner != project && n.Lessee != project {
+		n, err := rc.projectNode(ident, project)
+		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {

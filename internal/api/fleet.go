@@ -50,30 +50,7 @@ func (s *Server) fleetRoutes() {
 
 // GET /v1/fleet/nodes
 func (s *Server) fleetNodes(rc *call) error {
-	if err := rc.checkQuery(append(slices.Clone(nodeListParams), fleetNodeParams...)...); err != nil {
-		return err
-	}
-	p, err := rc.pageParams("id")
-	if err != nil {
-		return err
-	}
-	if err := rc.markerParam(&p); err != nil {
-		return err
-	}
-	if err := rc.checkNodeFieldVersions(p); err != nil {
-		return err
-	}
-	sel, err := rc.nodeSelection()
-	if err != nil {
-		return err
-	}
-	if err := rc.fleetFilters(&sel); err != nil {
-		return err
-	}
-	if err := rc.checkNodeListPage(&p); err != nil {
-		return err
-	}
-	nodes, err := rc.fetchNodes(&sel, p)
+	p, sel, nodes, err := rc.nodePage(append(slices.Clone(nodeListParams), fleetNodeParams...), rc.fleetFilters, nil)
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,9 @@
 package api
 
 import (
-	"errors"
-	"slices"
 	"strings"
 
 	"github.com/anvil-metal/anvil/internal/conductor"
-	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/pyrepr"
 	"github.com/anvil-metal/anvil/internal/secret"
@@ -21,8 +18,18 @@ const noInspectionRules = "The API version does not allow inspection rules"
 
 // ruleFields are the keys of an inspection rule document, in Ironic's
 // order (object_to_dict: timestamps, uuid, the fields, links).
-var ruleFields = []string{"created_at", "updated_at", "uuid", "description", "priority", "sensitive", "phase",
-	"conditions", "actions", "links"}
+var ruleFields = []docField[model.InspectionRule]{
+	{"created_at", 1, func(w *jw, _ *call, r *model.InspectionRule) { w.timestamp(r.CreatedAt) }},
+	{"updated_at", 1, func(w *jw, _ *call, r *model.InspectionRule) { w.timestamp(r.UpdatedAt) }},
+	{"uuid", 1, func(w *jw, _ *call, r *model.InspectionRule) { w.str(r.UUID) }},
+	{"description", 1, func(w *jw, _ *call, r *model.InspectionRule) { w.strOrNull(r.Description) }},
+	{"priority", 1, func(w *jw, _ *call, r *model.InspectionRule) { w.integer(int64(r.Priority)) }},
+	{"sensitive", 1, func(w *jw, _ *call, r *model.InspectionRule) { w.boolean(r.Sensitive) }},
+	{"phase", 1, func(w *jw, _ *call, r *model.InspectionRule) { w.str(r.Phase) }},
+	{"conditions", 1, func(w *jw, _ *call, r *model.InspectionRule) { writeOperations(w, r, r.Conditions, true) }},
+	{"actions", 1, func(w *jw, _ *call, r *model.InspectionRule) { writeOperations(w, r, r.Actions, false) }},
+	{"links", 1, func(w *jw, rc *call, r *model.InspectionRule) { rc.links(w, "inspection_rules", r.UUID) }},
+}
 
 // defaultRuleFields are Ironic's DEFAULT_RETURN_FIELDS of a list.
 var defaultRuleFields = []string{"uuid", "priority", "phase", "description"}
@@ -41,61 +48,24 @@ func (s *Server) inspectionRuleRoutes() {
 }
 
 func (rc *call) inspectionRulesAllowed() error {
-	if rc.minor >= minorInspectionRules {
-		return nil
-	}
-	if rc.r.Method == "GET" {
-		return fault.New(fault.NotFound, "%s", noInspectionRules).AsRouting()
-	}
-	return fault.New(fault.NotAllowed, "%s", noInspectionRules).AsRouting()
+	return rc.resourceAllowed(minorInspectionRules, noInspectionRules)
 }
 
 // writeInspectionRule writes a rule (all fields, or the requested ones
 // plus links). A sensitive rule's conditions and actions are null, as
 // Ironic's rules_sanitize.
 func (rc *call) writeInspectionRule(w *jw, r *model.InspectionRule, fields []string) {
-	w.obj()
-	for _, f := range ruleFields {
-		if fields != nil && f != "links" && !slices.Contains(fields, f) {
-			continue
-		}
-		w.key(f)
-		switch f {
-		case "created_at":
-			w.timestamp(r.CreatedAt)
-		case "updated_at":
-			w.timestamp(r.UpdatedAt)
-		case "uuid":
-			w.str(r.UUID)
-		case "description":
-			w.strOrNull(r.Description)
-		case "priority":
-			w.integer(int64(r.Priority))
-		case "sensitive":
-			w.boolean(r.Sensitive)
-		case "phase":
-			w.str(r.Phase)
-		case "conditions", "actions":
-			list := r.Actions
-			if f == "conditions" {
-				list = r.Conditions
-			}
-			if r.Sensitive {
-				w.null()
-				continue
-			}
-			writeOperations(w, list, f == "conditions")
-		case "links":
-			rc.links(w, "inspection_rules", r.UUID)
-		}
-	}
-	w.endObj()
+	writeDoc(w, rc, r, ruleFields, fields)
 }
 
-// writeOperations is Ironic's convert_conditions / convert_actions: op
-// and args, and loop (with multiple, "any" by default, for a condition)
-// when there is one.
-func writeOperations(w *jw, list []model.JSON, conditions bool) {
+// writeOperations is Ironic's convert_conditions / convert_actions of
+// rule r's list: op and args, and loop (with multiple, "any" by default,
+// for a condition) when there is one; null for a sensitive rule.
+func writeOperations(w *jw, r *model.InspectionRule, list []model.JSON, conditions bool) {
+	if r.Sensitive {
+		w.null()
+		return
+	}
 	w.arr()
 	for _, o := range list {
 		w.obj()
@@ -155,20 +125,6 @@ func maskRuleArgs(v any) any {
 	return v
 }
 
-// checkRuleFields is Ironic's check_for_invalid_fields for a rule.
-func checkRuleFields(fields []string) error {
-	var bad []string
-	for _, f := range fields {
-		if !slices.Contains(ruleFields, f) {
-			bad = append(bad, f)
-		}
-	}
-	if len(bad) > 0 {
-		return invalid("Field(s) \"%s\" are not valid", strings.Join(bad, ", "))
-	}
-	return nil
-}
-
 // ruleIdent checks a rule UUID from the path (the schema's format: uuid).
 func ruleIdent(raw string) (string, error) {
 	if !isUUIDLike(raw) {
@@ -183,32 +139,19 @@ func (rc *call) loadInspectionRule() (*model.InspectionRule, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := rc.s.cfg.Store.GetInspectionRule(rc.ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, conductor.InspectionRuleNotFound(raw)
-	}
-	return r, err
+	return fetch(rc.ctx, rc.s.cfg.Store.GetInspectionRule, id, raw, conductor.InspectionRuleNotFound)
 }
+
+// ruleID is the checked rule UUID of the path.
+func (rc *call) ruleID() (string, error) { return ruleIdent(rc.r.PathValue("rule")) }
 
 // GET /v1/inspection_rules/{rule}
 func (s *Server) getInspectionRule(rc *call) error {
 	if err := rc.inspectionRulesAllowed(); err != nil {
 		return err
 	}
-	if err := rc.checkQuery("fields"); err != nil {
-		return err
-	}
-	r, err := rc.loadInspectionRule()
-	if err != nil {
-		return err
-	}
-	fields := rc.fieldsParam()
-	if err := checkRuleFields(fields); err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writeInspectionRule(w, r, fields)
-	return rc.json(200, w)
+	return show(rc, false, func(fields []string) error { return rc.checkShownFields(fields, fieldNames(ruleFields)) },
+		rc.loadInspectionRule, (*call).writeInspectionRule)
 }
 
 // GET /v1/inspection_rules
@@ -216,37 +159,21 @@ func (s *Server) listInspectionRules(rc *call) error {
 	if err := rc.inspectionRulesAllowed(); err != nil {
 		return err
 	}
-	if err := rc.checkQuery("marker", "limit", "sort_key", "sort_dir", "fields", "detail", "phase"); err != nil {
-		return err
-	}
-	p, err := rc.pageParams("id")
+	p, err := rc.pagePrelude("marker", "limit", "sort_key", "sort_dir", "fields", "detail", "phase")
 	if err != nil {
-		return err
-	}
-	if err := rc.markerParam(&p); err != nil {
 		return err
 	}
 	if err := p.check(rc); err != nil {
 		return err
 	}
-	if slices.Contains(unsortableRuleKeys, p.sortKey) {
-		return badSortKey(p.sortKey, false)
+	if err := checkSortKey(p.sortKey, unsortableRuleKeys, store.InspectionRuleSortKeys); err != nil {
+		return err
 	}
-	if !slices.Contains(store.InspectionRuleSortKeys, p.sortKey) {
-		return badSortKey(p.sortKey, true)
+	if err := checkMarker(rc, p.marker, s.cfg.Store.GetInspectionRule, conductor.InspectionRuleNotFound); err != nil {
+		return err
 	}
-	if p.marker != "" {
-		if _, err := s.cfg.Store.GetInspectionRule(rc.ctx, p.marker); errors.Is(err, store.ErrNotFound) {
-			return conductor.InspectionRuleNotFound(p.marker)
-		} else if err != nil {
-			return err
-		}
-	}
-	fields := p.fields
-	if fields == nil && (p.detail == nil || !*p.detail) {
-		fields = defaultRuleFields
-	}
-	if err := checkRuleFields(fields); err != nil {
+	fields := p.shown(defaultRuleFields, false)
+	if err := checkFields(fields, fieldNames(ruleFields)); err != nil {
 		return err
 	}
 	phase, _ := rc.param("phase")
@@ -255,24 +182,15 @@ func (s *Server) listInspectionRules(rc *call) error {
 	if err != nil {
 		return err
 	}
-	w := rc.s.listWriter(256 + len(list)*512)
-	w.rootObj()
-	w.key("inspection_rules")
-	w.arr()
-	for _, r := range list {
-		rc.writeInspectionRule(w, r, fields)
-	}
-	w.endArr()
-	if len(list) > 0 && len(list) == p.limit {
-		params := p.nextParams()
-		if phase != "" {
-			params = append(params, [2]string{"phase", phase})
-		}
-		w.key("next")
-		w.str(rc.nextLink("inspection_rules", params, p.limit, list[len(list)-1].UUID))
-	}
-	w.endObj()
-	return rc.json(200, w)
+	return writeList(rc, "inspection_rules", list, p.limit, 512,
+		func(w *jw, r *model.InspectionRule) { rc.writeInspectionRule(w, r, fields) },
+		func(last *model.InspectionRule) string {
+			params := p.nextParams()
+			if phase != "" {
+				params = append(params, [2]string{"phase", phase})
+			}
+			return rc.nextLink("inspection_rules", params, p.limit, last.UUID)
+		})
 }
 
 // POST /v1/inspection_rules
@@ -280,10 +198,7 @@ func (s *Server) createInspectionRule(rc *call) error {
 	if err := rc.inspectionRulesAllowed(); err != nil {
 		return err
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	body, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	body, err := rc.readCreate(false)
 	if err != nil {
 		return err
 	}
@@ -294,10 +209,7 @@ func (s *Server) createInspectionRule(rc *call) error {
 	if err := s.cfg.Conductor.CreateInspectionRule(rc.ctx, r); err != nil {
 		return err
 	}
-	rc.w.Header().Set("Location", rc.link(false, "inspection_rules", r.UUID))
-	w := &jw{}
-	rc.writeInspectionRule(w, r, nil)
-	return rc.json(201, w)
+	return created(rc, r, (*call).writeInspectionRule, "inspection_rules", r.UUID)
 }
 
 // PATCH /v1/inspection_rules/{rule}
@@ -305,26 +217,14 @@ func (s *Server) patchInspectionRule(rc *call) error {
 	if err := rc.inspectionRulesAllowed(); err != nil {
 		return err
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	raw := rc.r.PathValue("rule")
-	id, err := ruleIdent(raw)
-	if err != nil {
-		return err
-	}
-	v, err := rc.decodeBody(s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	ops, err := parsePatch(v, rc.minor)
+	id, ops, err := rc.readPatch(false, rc.ruleID)
 	if err != nil {
 		return err
 	}
 	if err := checkAllowedFields(ops, rulePatchFields); err != nil {
 		return err
 	}
-	r, err := s.cfg.Conductor.UpdateInspectionRule(rc.ctx, id, func(r *model.InspectionRule) error {
+	return updated(rc, id, s.cfg.Conductor.UpdateInspectionRule, func(r *model.InspectionRule) error {
 		if r.Sensitive && unsetsSensitive(ops) {
 			return invalid("Couldn't apply patch '%s'. Reason: Inspection rules cannot have the sensitive flag unset.", patchRepr(ops))
 		}
@@ -344,13 +244,7 @@ func (s *Server) patchInspectionRule(rc *call) error {
 		r.Description, r.Priority, r.Sensitive, r.Phase = nr.Description, nr.Priority, nr.Sensitive, nr.Phase
 		r.Conditions, r.Actions = nr.Conditions, nr.Actions
 		return nil
-	})
-	if err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writeInspectionRule(w, r, nil)
-	return rc.json(200, w)
+	}, (*call).writeInspectionRule)
 }
 
 // unsetsSensitive is Ironic's check of the first /sensitive value a patch
@@ -378,18 +272,7 @@ func (s *Server) deleteInspectionRule(rc *call) error {
 	if err := rc.inspectionRulesAllowed(); err != nil {
 		return err
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	raw := rc.r.PathValue("rule")
-	id, err := ruleIdent(raw)
-	if err != nil {
-		return err
-	}
-	if err := s.cfg.Conductor.DeleteInspectionRule(rc.ctx, id); err != nil {
-		return err
-	}
-	return rc.noContent()
+	return rc.remove(rc.ruleID, s.cfg.Conductor.DeleteInspectionRule)
 }
 
 // DELETE /v1/inspection_rules: every rule but the built-in ones (Anvil

@@ -175,12 +175,10 @@ func ruleFromBody(prefix string, v any) (*model.InspectionRule, error) {
 	if b, ok := doc["sensitive"].(bool); ok {
 		r.Sensitive = b
 	}
-	if u, ok := doc["uuid"].(string); ok {
-		if !isUUIDLike(u) {
-			return nil, invalid("Expected UUID for uuid: %s", u)
-		}
-		r.UUID = canonicalUUID(u)
+	if err := docUUIDs(doc, "uuid"); err != nil {
+		return nil, err
 	}
+	r.UUID = docString(doc["uuid"])
 	r.Conditions = operations(doc["conditions"], true)
 	r.Actions = operations(doc["actions"], false)
 	if err := inspectrule.Validate(r); err != nil {

@@ -33,7 +33,7 @@ func TestInspectionRulesCRUD(t *testing.T) {
 	}
 	body := rec.Body.String()
 	var order []string
-	for _, k := range ruleFields {
+	for _, k := range fieldNames(ruleFields) {
 		order = append(order, k)
 		if !strings.Contains(body, `"`+k+`"`) {
 			t.Errorf("no %s in %s", k, body)

@@ -22,13 +22,7 @@ func (s *Server) inventoryRoutes() {
 // GET /v1/nodes/{ident}/inventory: the inventory of the node's last
 // inspection (agent or redfish), {"inventory": {...}, "plugin_data": {...}} (what Metal3 reads).
 func (s *Server) getInventory(rc *call) error {
-	if rc.minor < minorInventory {
-		return errNotFound()
-	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	n, _, err := rc.loadNode()
+	n, _, err := rc.nodeSub(minorInventory)
 	if err != nil {
 		return err
 	}

@@ -219,18 +219,6 @@ func rejectNewerFields(doc map[string]any, minor int) error {
 // nodeDoc is the patchable document of a node: every property of the patch
 // schema with the node's real (unmasked) values, null for unset strings.
 func nodeDoc(n *model.Node) map[string]any {
-	str := func(s string) any {
-		if s == "" {
-			return nil
-		}
-		return s
-	}
-	obj := func(m map[string]any) any {
-		if m == nil {
-			return map[string]any{}
-		}
-		return m
-	}
 	bptr := func(b *bool) any {
 		if b == nil {
 			return nil
@@ -238,22 +226,22 @@ func nodeDoc(n *model.Node) map[string]any {
 		return *b
 	}
 	doc := map[string]any{
-		"automated_clean": bptr(n.AutomatedClean), "boot_mode": str(n.BootMode),
-		"chassis_uuid": str(n.ChassisUUID), "conductor_group": n.ConductorGroup,
-		"console_enabled": n.ConsoleEnabled, "description": str(n.Description),
+		"automated_clean": bptr(n.AutomatedClean), "boot_mode": nilIfEmpty(n.BootMode),
+		"chassis_uuid": nilIfEmpty(n.ChassisUUID), "conductor_group": n.ConductorGroup,
+		"console_enabled": n.ConsoleEnabled, "description": nilIfEmpty(n.Description),
 		"disable_power_off": n.DisablePowerOff, "driver": n.Driver,
-		"driver_info": obj(n.DriverInfo), "extra": obj(n.Extra),
-		"instance_info": obj(n.InstanceInfo), "instance_name": str(n.InstanceName),
-		"instance_uuid": str(n.InstanceUUID), "lessee": str(n.Lessee),
-		"maintenance": n.Maintenance, "name": str(n.Name), "network_data": obj(n.NetworkData),
-		"owner": str(n.Owner), "parent_node": str(n.ParentNode), "properties": obj(n.Properties),
-		"protected": n.Protected, "protected_reason": str(n.ProtectedReason),
-		"resource_class": str(n.ResourceClass), "retired": n.Retired,
-		"retired_reason": str(n.RetiredReason), "secure_boot": bptr(n.SecureBoot),
-		"shard": str(n.Shard), "uuid": n.UUID,
+		"driver_info": orEmpty(n.DriverInfo), "extra": orEmpty(n.Extra),
+		"instance_info": orEmpty(n.InstanceInfo), "instance_name": nilIfEmpty(n.InstanceName),
+		"instance_uuid": nilIfEmpty(n.InstanceUUID), "lessee": nilIfEmpty(n.Lessee),
+		"maintenance": n.Maintenance, "name": nilIfEmpty(n.Name), "network_data": orEmpty(n.NetworkData),
+		"owner": nilIfEmpty(n.Owner), "parent_node": nilIfEmpty(n.ParentNode), "properties": orEmpty(n.Properties),
+		"protected": n.Protected, "protected_reason": nilIfEmpty(n.ProtectedReason),
+		"resource_class": nilIfEmpty(n.ResourceClass), "retired": n.Retired,
+		"retired_reason": nilIfEmpty(n.RetiredReason), "secure_boot": bptr(n.SecureBoot),
+		"shard": nilIfEmpty(n.Shard), "uuid": n.UUID,
 	}
 	for _, kind := range model.InterfaceNames {
-		doc[kind+"_interface"] = str(n.Interfaces.Get(kind))
+		doc[kind+"_interface"] = nilIfEmpty(n.Interfaces.Get(kind))
 	}
 	return doc
 }

@@ -46,32 +46,10 @@ func (s *Server) nodeList(rc *call, detailPath bool) error {
 	if !detailPath {
 		allowed = append(slices.Clone(nodeListParams), "fields", "detail")
 	}
-	if err := rc.checkQuery(allowed...); err != nil {
-		return err
-	}
-	p, err := rc.pageParams("id")
-	if err != nil {
-		return err
-	}
-	if err := rc.markerParam(&p); err != nil {
-		return err
-	}
-	if err := rc.checkNodeFieldVersions(p); err != nil {
-		return err
-	}
-	sel, err := rc.nodeSelection()
-	if err != nil {
-		return err
-	}
-	if err := rc.checkNodeListPage(&p); err != nil {
-		return err
-	}
-	if fields, full := shownNodeFields(p, detailPath); !full && len(sel.keep) == 0 && rc.redact == nil {
-		// Only these fields are written, and nothing else reads the nodes:
-		// the store may read them from their columns.
-		sel.q.Only = fields
-	}
-	nodes, err := rc.fetchNodes(&sel, p)
+	p, sel, nodes, err := rc.nodePage(allowed, nil, func(p page) []string {
+		fields, _ := shownNodeFields(p, detailPath) // nil when full
+		return fields
+	})
 	if err != nil {
 		return err
 	}
@@ -89,6 +67,39 @@ func shownNodeFields(p page, detailPath bool) (fields []string, full bool) {
 		return briefNodeFields, false
 	}
 	return p.fields, false
+}
+
+// nodePage reads a page of a node list: the query against allowed, the
+// paging parameters, the filters (nodeSelection's, then more's when
+// given), the page checks, in Ironic's order; then the nodes. shown, when
+// given, names the fields the page will write (nil: whole nodes).
+func (rc *call) nodePage(allowed []string, more func(*nodeSelection) error, shown func(page) []string) (page, nodeSelection, []*model.Node, error) {
+	p, err := rc.pagePrelude(allowed...)
+	if err != nil {
+		return p, nodeSelection{}, nil, err
+	}
+	if err := rc.checkNodeFieldVersions(p); err != nil {
+		return p, nodeSelection{}, nil, err
+	}
+	sel, err := rc.nodeSelection()
+	if err != nil {
+		return p, sel, nil, err
+	}
+	if more != nil {
+		if err := more(&sel); err != nil {
+			return p, sel, nil, err
+		}
+	}
+	if err := rc.checkNodeListPage(&p); err != nil {
+		return p, sel, nil, err
+	}
+	if shown != nil && len(sel.keep) == 0 && rc.redact == nil {
+		// Only these fields are written, and nothing else reads the nodes:
+		// the store may read them from their columns.
+		sel.q.Only = shown(p)
+	}
+	nodes, err := rc.fetchNodes(&sel, p)
+	return p, sel, nodes, err
 }
 
 // checkNodeFieldVersions gates the requested fields and the sort key on
@@ -319,11 +330,10 @@ func (rc *call) nodeFilterShard(sel *nodeSelection) error {
 // while scanning forward, so pages stay full and markers stay valid.
 func (rc *call) fetchNodes(sel *nodeSelection, p page) ([]*model.Node, error) {
 	q := sel.q
-	q.SortKey, q.SortDir = p.sortKey, p.sortDir
-	return scan(p.limit, p.marker, func(marker string, n int) ([]*model.Node, error) {
-		q.Marker, q.Limit = marker, n
+	return scan(p, func(key, dir, marker string, n int) ([]*model.Node, error) {
+		q.SortKey, q.SortDir, q.Marker, q.Limit = key, dir, marker, n
 		return rc.s.cfg.Store.ListNodes(rc.ctx, q)
-	}, func(n *model.Node) string { return n.UUID }, allOf(sel.keep))
+	}, func(n *model.Node) string { return n.UUID }, sel.keep)
 }
 
 // writeNodeList renders {"nodes": [...], "next": ...}.

@@ -298,6 +298,12 @@ func (rc *call) nodePatchRequest(raw string) ([]patchOp, bool, error) {
 	return ops, reset != nil && *reset, nil
 }
 
+// inspectWaits says whether a node in state refuses updates of itself,
+// its ports and portgroups while it inspects (Ironic's 409, from 1.39).
+func (rc *call) inspectWaits(state string) bool {
+	return state == fsm.Inspecting && rc.minor >= minorInspectWait
+}
+
 // applyNodePatch runs under the node lock: Ironic's state rules, then the
 // patch applied to the node's document, validated and written back.
 func (rc *call) applyNodePatch(n *model.Node, raw string, ops []patchOp, reset bool) error {
@@ -306,7 +312,7 @@ func (rc *call) applyNodePatch(n *model.Node, raw string, ops []patchOp, reset b
 	case n.Maintenance && onlyInstanceRemoval:
 	case n.TargetProvisionState != "" && !fsm.UpdateAllowed(n.ProvisionState):
 		return fault.New(fault.Conflict, "Node %s can not be updated while a state transition is in progress.", raw)
-	case n.ProvisionState == fsm.Inspecting && rc.minor >= minorInspectWait:
+	case rc.inspectWaits(n.ProvisionState):
 		return fault.New(fault.Conflict, "Cannot update node \"%s\" while it is in state \"%s\".", n.UUID, fsm.Inspecting)
 	}
 	patched, err := applyPatch(rc.ctx, nodeDoc(n), ops)

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // Minor versions gating list parameters.
@@ -25,14 +27,57 @@ type page struct {
 // nextParams are the query parameters a next link repeats: the sort, and
 // detail and fields as the client gave them.
 func (p page) nextParams() [][2]string {
-	params := [][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}
+	detail := ""
 	if p.detail != nil {
-		params = append(params, [2]string{"detail", strconv.FormatBool(*p.detail)})
+		detail = strconv.FormatBool(*p.detail)
 	}
-	if p.fields != nil {
-		params = append(params, [2]string{"fields", strings.Join(p.fields, ",")})
+	return p.nextQuery(detail, nil, p.fields)
+}
+
+// nextQuery is a next link's query in Ironic's order: the sort, detail as
+// the kind spells it ("" leaves it out), the filters, then fields (nil
+// leaves them out).
+func (p page) nextQuery(detail string, filters [][2]string, fields []string) [][2]string {
+	params := [][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}
+	if detail != "" {
+		params = append(params, [2]string{"detail", detail})
+	}
+	params = append(params, filters...)
+	if fields != nil {
+		params = append(params, [2]string{"fields", strings.Join(fields, ",")})
 	}
 	return params
+}
+
+// pyDetail is ?detail= as the controllers that repeat it in Python's
+// spelling ("True", "False") write it in a next link; "" when not given.
+func (p page) pyDetail() string {
+	if p.detail == nil {
+		return ""
+	}
+	return pyrepr.Bool(*p.detail)
+}
+
+// listPath is the path below /v1 of a list: name, under parent when
+// given ("nodes/<ident>"), with /detail for the detailed list.
+func listPath(parent, name string, detail bool) string {
+	if parent != "" {
+		name = parent + "/" + name
+	}
+	if detail {
+		name += "/detail"
+	}
+	return name
+}
+
+// shown are the fields a list writes: the requested ones, else brief for
+// a plain list, nil (all) for a detailed one (the /detail path or
+// ?detail=True).
+func (p page) shown(brief []string, detailPath bool) []string {
+	if p.fields == nil && !detailPath && (p.detail == nil || !*p.detail) {
+		return brief
+	}
+	return p.fields
 }
 
 // param returns the first value of a query parameter.
@@ -75,8 +120,29 @@ func (rc *call) uuidParam(name string) (string, error) {
 	if !ok || raw == "" {
 		return "", nil
 	}
+	return uuidArg(name, raw)
+}
+
+// docUUIDs is a body's uuid validator: each of keys the document has as
+// a string must be a UUID, and is put in canonical form.
+func docUUIDs(doc map[string]any, keys ...string) error {
+	for _, k := range keys {
+		if s, ok := doc[k].(string); ok {
+			u, err := uuidArg(k, s)
+			if err != nil {
+				return err
+			}
+			doc[k] = u
+		}
+	}
+	return nil
+}
+
+// uuidArg reads an identifier that must be a UUID (Ironic's args.uuid,
+// argument name arg), in canonical form.
+func uuidArg(arg, raw string) (string, error) {
 	if !isUUIDLike(raw) {
-		return "", invalid("Expected UUID for %s: %s", name, raw)
+		return "", invalid("Expected UUID for %s: %s", arg, raw)
 	}
 	return canonicalUUID(raw), nil
 }
@@ -131,6 +197,20 @@ func (rc *call) pageParams(defaultSort string) (page, error) {
 	}
 	p.detail = detail
 	return p, nil
+}
+
+// pagePrelude is the start of every list: the query parameters against
+// allowed, the paging ones (pageParams, sorted by id by default), then the
+// marker.
+func (rc *call) pagePrelude(allowed ...string) (page, error) {
+	if err := rc.checkQuery(allowed...); err != nil {
+		return page{}, err
+	}
+	p, err := rc.pageParams("id")
+	if err != nil {
+		return p, err
+	}
+	return p, rc.markerParam(&p)
 }
 
 // checkPage applies Ironic's remaining list checks, in its order.
@@ -211,14 +291,17 @@ func queryEscape(s string) string {
 	return b.String()
 }
 
-// scan collects up to limit items that keep accepts, reading the store in
-// batches through list from marker on (id gives an item's marker), so pages
-// stay full and markers stay valid when some filters are applied here.
-func scan[T any](limit int, marker string, list func(marker string, n int) ([]T, error), id func(T) string, keep func(T) bool) ([]T, error) {
+// scan reads the page p asks for: up to its limit of the items every keep
+// accepts, reading the store in batches through list (in p's sort, from a
+// marker on, n items; id gives an item's marker), so pages stay full and
+// markers stay valid when some filters are applied here.
+func scan[T any](p page, list func(sortKey, sortDir, marker string, n int) ([]T, error), id func(T) string,
+	keeps []func(T) bool) ([]T, error) {
+	limit, marker, keep := p.limit, p.marker, allOf(keeps)
 	batch := max(limit, 100)
 	var out []T
 	for {
-		got, err := list(marker, batch)
+		got, err := list(p.sortKey, p.sortDir, marker, batch)
 		if err != nil {
 			return nil, err
 		}
@@ -270,14 +353,8 @@ func checkFields(fields, known []string) error {
 // against the resource's fields, the page checks, then the sort key
 // against the resource's unsortable fields and the store's sort keys.
 func (rc *call) listPage(fields, unsortable, sortKeys []string, more ...string) (page, error) {
-	if err := rc.checkQuery(append([]string{"marker", "limit", "sort_key", "sort_dir", "fields", "detail"}, more...)...); err != nil {
-		return page{}, err
-	}
-	p, err := rc.pageParams("id")
+	p, err := rc.pagePrelude(append([]string{"marker", "limit", "sort_key", "sort_dir", "fields", "detail"}, more...)...)
 	if err != nil {
-		return p, err
-	}
-	if err := rc.markerParam(&p); err != nil {
 		return p, err
 	}
 	if err := checkFields(p.fields, fields); err != nil {
@@ -289,13 +366,7 @@ func (rc *call) listPage(fields, unsortable, sortKeys []string, more ...string) 
 	if err := p.check(rc); err != nil {
 		return p, err
 	}
-	if slices.Contains(unsortable, p.sortKey) {
-		return p, badSortKey(p.sortKey, false)
-	}
-	if !slices.Contains(sortKeys, p.sortKey) {
-		return p, badSortKey(p.sortKey, true)
-	}
-	return p, nil
+	return p, checkSortKey(p.sortKey, unsortable, sortKeys)
 }
 
 // uuidOrName reads a path identifier that is a UUID or a logical name

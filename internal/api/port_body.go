@@ -82,11 +82,8 @@ func validatePort(what string, v any) (map[string]any, error) {
 
 // portExtraChecks is the rest of PORT_VALIDATOR_EXTRA, in its order.
 func portExtraChecks(doc map[string]any) error {
-	if u, ok := doc["node_uuid"].(string); ok {
-		if !isUUIDLike(u) {
-			return invalid("Expected UUID for node_uuid: %s", u)
-		}
-		doc["node_uuid"] = canonicalUUID(u)
+	if err := docUUIDs(doc, "node_uuid"); err != nil {
+		return err
 	}
 	for _, name := range []string{"is_smartnic", "local_link_connection", "portgroup_uuid",
 		"pxe_enabled", "uuid", "available_for_dynamic_portgroup"} {
@@ -223,24 +220,12 @@ func shownLocalLink(llc map[string]any, minor int) map[string]any {
 
 // portDoc is the patchable document of a port.
 func portDoc(p *model.Port) map[string]any {
-	str := func(s string) any {
-		if s == "" {
-			return nil
-		}
-		return s
-	}
-	obj := func(m map[string]any) any {
-		if m == nil {
-			return map[string]any{}
-		}
-		return m
-	}
 	return map[string]any{
-		"address": p.Address, "extra": obj(p.Extra), "is_smartnic": p.IsSmartNIC,
-		"local_link_connection": obj(p.LocalLinkConnection), "node_uuid": p.NodeUUID,
-		"physical_network": str(p.PhysicalNetwork), "portgroup_uuid": str(p.PortgroupUUID),
-		"pxe_enabled": p.PXEEnabled, "uuid": p.UUID, "name": str(p.Name),
-		"description": str(p.Description), "vendor": str(p.Vendor), "category": str(p.Category),
+		"address": p.Address, "extra": orEmpty(p.Extra), "is_smartnic": p.IsSmartNIC,
+		"local_link_connection": orEmpty(p.LocalLinkConnection), "node_uuid": p.NodeUUID,
+		"physical_network": nilIfEmpty(p.PhysicalNetwork), "portgroup_uuid": nilIfEmpty(p.PortgroupUUID),
+		"pxe_enabled": p.PXEEnabled, "uuid": p.UUID, "name": nilIfEmpty(p.Name),
+		"description": nilIfEmpty(p.Description), "vendor": nilIfEmpty(p.Vendor), "category": nilIfEmpty(p.Category),
 		"available_for_dynamic_portgroup": false,
 	}
 }

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"slices"
-
 	"github.com/anvil-metal/anvil/internal/model"
 )
 
@@ -51,13 +49,8 @@ func validatePortgroup(what string, v any) (map[string]any, error) {
 		}
 		doc["address"] = mac
 	}
-	for _, k := range []string{"node_uuid", "uuid"} {
-		if s, ok := doc[k].(string); ok {
-			if !isUUIDLike(s) {
-				return nil, invalid("Expected UUID for %s: %s", k, s)
-			}
-			doc[k] = canonicalUUID(s)
-		}
+	if err := docUUIDs(doc, "node_uuid", "uuid"); err != nil {
+		return nil, err
 	}
 	if v, ok := doc["standalone_ports_supported"]; ok && v != nil {
 		b, err := argBool("standalone_ports_supported", v)
@@ -71,22 +64,10 @@ func validatePortgroup(what string, v any) (map[string]any, error) {
 
 // portgroupDoc is the patchable document of a portgroup.
 func portgroupDoc(pg *model.Portgroup) map[string]any {
-	str := func(s string) any {
-		if s == "" {
-			return nil
-		}
-		return s
-	}
-	obj := func(m map[string]any) any {
-		if m == nil {
-			return map[string]any{}
-		}
-		return m
-	}
 	return map[string]any{
-		"address": str(pg.Address), "category": str(pg.Category), "extra": obj(pg.Extra),
-		"mode": str(pg.Mode), "name": str(pg.Name), "node_uuid": pg.NodeUUID,
-		"physical_network": str(pg.PhysicalNetwork), "properties": obj(pg.Properties),
+		"address": nilIfEmpty(pg.Address), "category": nilIfEmpty(pg.Category), "extra": orEmpty(pg.Extra),
+		"mode": nilIfEmpty(pg.Mode), "name": nilIfEmpty(pg.Name), "node_uuid": pg.NodeUUID,
+		"physical_network": nilIfEmpty(pg.PhysicalNetwork), "properties": orEmpty(pg.Properties),
 		"standalone_ports_supported": pg.StandalonePortsSupported, "uuid": pg.UUID,
 	}
 }
@@ -119,16 +100,9 @@ func applyPortgroupDoc(pg *model.Portgroup, doc map[string]any) {
 	}
 }
 
-// portgroupField is one key of the portgroup document.
-type portgroupField struct {
-	name  string
-	minor int
-	write func(w *jw, rc *call, pg *model.Portgroup)
-}
-
 // portgroupFields lists the portgroup keys in Ironic's order
 // (object_to_dict, then links and ports).
-var portgroupFields = []portgroupField{
+var portgroupFields = []docField[model.Portgroup]{
 	{"uuid", 1, func(w *jw, _ *call, pg *model.Portgroup) { w.str(pg.UUID) }},
 	{"created_at", 1, func(w *jw, _ *call, pg *model.Portgroup) { w.timestamp(pg.CreatedAt) }},
 	{"updated_at", 1, func(w *jw, _ *call, pg *model.Portgroup) { w.timestamp(pg.UpdatedAt) }},
@@ -152,14 +126,5 @@ var briefPortgroupFields = []string{"uuid", "address", "name"}
 // writePortgroup writes a portgroup with the fields visible at the request
 // version (all of them, or the requested subset plus links).
 func (rc *call) writePortgroup(w *jw, pg *model.Portgroup, fields []string) {
-	w.obj()
-	for i := range portgroupFields {
-		f := &portgroupFields[i]
-		if f.minor > rc.minor || (fields != nil && f.name != "links" && !slices.Contains(fields, f.name)) {
-			continue
-		}
-		w.key(f.name)
-		f.write(w, rc, pg)
-	}
-	w.endObj()
+	writeDoc(w, rc, pg, portgroupFields, fields)
 }

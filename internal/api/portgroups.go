@@ -11,7 +11,6 @@ import (
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
-	"github.com/anvil-metal/anvil/internal/pyrepr"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -34,29 +33,14 @@ func (s *Server) portgroupRoutes() {
 	s.handle(endpoint{"GET": s.listNodePortgroupsDetail}, "/v1/nodes/{ident}/portgroups/detail")
 }
 
-// portgroupIdent validates a portgroup identifier (args.uuid_or_name).
-func portgroupIdent(raw string) (string, error) {
-	if isUUIDLike(raw) {
-		return canonicalUUID(raw), nil
-	}
-	if !isValidLogicalName(raw) {
-		return "", invalid("Expected UUID or name for portgroup: %s", raw)
-	}
-	return raw, nil
-}
-
 // loadPortgroup resolves the {pg} of the path to a stored portgroup.
-func (rc *call) loadPortgroup() (*model.Portgroup, string, error) {
+func (rc *call) loadPortgroup() (*model.Portgroup, error) {
 	raw := rc.r.PathValue("pg")
-	ident, err := portgroupIdent(raw)
+	ident, err := uuidOrName("portgroup", raw)
 	if err != nil {
-		return nil, raw, err
+		return nil, err
 	}
-	pg, err := rc.s.cfg.Store.GetPortgroup(rc.ctx, ident)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, raw, conductor.PortgroupNotFound(raw)
-	}
-	return pg, raw, err
+	return fetch(rc.ctx, rc.s.cfg.Store.GetPortgroup, ident, raw, conductor.PortgroupNotFound)
 }
 
 // checkPortgroupFields validates ?fields= for portgroups: versions, then
@@ -71,16 +55,7 @@ func (rc *call) checkPortgroupFields(fields []string) error {
 	if (slices.Contains(fields, "mode") || slices.Contains(fields, "properties")) && rc.minor < minorPortgroupMode {
 		return notAcceptable()
 	}
-	var bad []string
-	for _, f := range fields {
-		if !slices.ContainsFunc(portgroupFields, func(pf portgroupField) bool { return pf.name == f }) {
-			bad = append(bad, f)
-		}
-	}
-	if len(bad) > 0 {
-		return invalid("Field(s) \"%s\" are not valid", strings.Join(bad, ", "))
-	}
-	return nil
+	return checkFields(fields, fieldNames(portgroupFields))
 }
 
 // GET /v1/portgroups/{pg}
@@ -88,20 +63,7 @@ func (s *Server) getPortgroup(rc *call) error {
 	if rc.minor < minorPortgroups {
 		return errNotFound()
 	}
-	if err := rc.checkQuery("fields"); err != nil {
-		return err
-	}
-	pg, _, err := rc.loadPortgroup()
-	if err != nil {
-		return err
-	}
-	fields := rc.fieldsParam()
-	if err := rc.checkPortgroupFields(fields); err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writePortgroup(w, pg, fields)
-	return rc.json(200, w)
+	return show(rc, false, rc.checkPortgroupFields, rc.loadPortgroup, (*call).writePortgroup)
 }
 
 // POST /v1/portgroups
@@ -109,15 +71,9 @@ func (s *Server) createPortgroup(rc *call) error {
 	if rc.minor < minorPortgroups {
 		return errNotFound()
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	v, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	v, err := rc.readCreate(true)
 	if err != nil {
 		return err
-	}
-	if v == nil {
-		v = map[string]any{}
 	}
 	doc, err := validatePortgroup("portgroup", v)
 	if err != nil {
@@ -146,10 +102,7 @@ func (s *Server) createPortgroup(rc *call) error {
 	if err := s.cfg.Conductor.CreatePortgroup(rc.ctx, pg); err != nil {
 		return err
 	}
-	rc.w.Header().Set("Location", rc.link(false, "portgroups", pg.UUID))
-	w := &jw{}
-	rc.writePortgroup(w, pg, nil)
-	return rc.json(201, w)
+	return created(rc, pg, (*call).writePortgroup, "portgroups", pg.UUID)
 }
 
 // PATCH /v1/portgroups/{pg}
@@ -157,21 +110,11 @@ func (s *Server) patchPortgroup(rc *call) error {
 	if rc.minor < minorPortgroups {
 		return errNotFound()
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	v, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	_, ops, err := rc.readPatch(true, nil)
 	if err != nil {
 		return err
 	}
-	if v == nil {
-		v = map[string]any{}
-	}
-	ops, err := parsePatch(v, rc.minor)
-	if err != nil {
-		return err
-	}
-	cur, raw, err := rc.loadPortgroup()
+	cur, err := rc.loadPortgroup()
 	if err != nil {
 		return err
 	}
@@ -183,47 +126,34 @@ func (s *Server) patchPortgroup(rc *call) error {
 	}
 	for _, name := range patchValues(ops, "/name") {
 		if s, _ := name.(string); s != "" && !isValidLogicalName(s) {
-			return invalid("Portgroup %s: Cannot change name to invalid name '%s'", raw, s)
+			return invalid("Portgroup %s: Cannot change name to invalid name '%s'", rc.r.PathValue("pg"), s)
 		}
 	}
-	pg, err := s.cfg.Conductor.UpdatePortgroup(rc.ctx, cur.UUID, func(pg *model.Portgroup) error {
+	return updated(rc, cur.UUID, s.cfg.Conductor.UpdatePortgroup, func(pg *model.Portgroup) error {
 		return rc.applyPortgroupPatch(pg, ops)
-	})
-	if err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writePortgroup(w, pg, nil)
-	return rc.json(200, w)
+	}, (*call).writePortgroup)
 }
 
 // applyPortgroupPatch runs under the node lock.
 func (rc *call) applyPortgroupPatch(pg *model.Portgroup, ops []patchOp) error {
-	if vals := patchValues(ops, "/node_uuid"); len(vals) > 0 {
-		if err := rc.checkPortNodeLink(vals[0], pg.NodeUUID); err != nil {
-			return err
-		}
-	}
-	patched, err := applyPatch(rc.ctx, portgroupDoc(pg), ops)
+	patched, err := rc.patchLinked(portgroupDoc(pg), pg.NodeUUID, ops)
 	if err != nil {
 		return err
 	}
 	if _, ok := patched["mode"]; !ok {
 		return invalid("'mode' is a mandatory attribute and can not be removed")
 	}
-	if _, ok := patched["node_uuid"]; !ok {
-		return schemaError("patch", "'node_uuid' is a required property")
+	if err := requireKeys(patched, "node_uuid"); err != nil {
+		return err
 	}
 	fillRemoved(patched, portgroupProps)
 	doc, err := validatePortgroup("patch", patched)
 	if err != nil {
 		return err
 	}
-	n, err := rc.s.cfg.Store.GetNode(rc.ctx, docString(doc["node_uuid"]))
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if n, err := rc.inspectingNode(docString(doc["node_uuid"])); err != nil {
 		return err
-	}
-	if n != nil && n.ProvisionState == fsm.Inspecting && rc.minor >= minorInspectWait {
+	} else if n != nil {
 		return fault.New(fault.Conflict, "Cannot update portgroup \"%s\" on node \"%s\" while it is in state \"%s\".",
 			pg.UUID, n.UUID, fsm.Inspecting)
 	}
@@ -239,17 +169,8 @@ func (s *Server) deletePortgroup(rc *call) error {
 	if rc.minor < minorPortgroups {
 		return errNotFound()
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	pg, _, err := rc.loadPortgroup()
-	if err != nil {
-		return err
-	}
-	if err := s.cfg.Conductor.DeletePortgroup(rc.ctx, pg.UUID); err != nil {
-		return err
-	}
-	return rc.noContent()
+	return rc.remove(loaded(rc.loadPortgroup, func(pg *model.Portgroup) string { return pg.UUID }),
+		s.cfg.Conductor.DeletePortgroup)
 }
 
 func (s *Server) listPortgroups(rc *call) error       { return s.portgroupList(rc, false, "") }
@@ -271,14 +192,8 @@ func (s *Server) portgroupList(rc *call, detailPath bool, parentNode string) err
 	if !detailPath {
 		allowed = append(slices.Clone(portgroupListParams), "fields", "detail")
 	}
-	if err := rc.checkQuery(allowed...); err != nil {
-		return err
-	}
-	p, err := rc.pageParams("id")
+	p, err := rc.pagePrelude(allowed...)
 	if err != nil {
-		return err
-	}
-	if err := rc.markerParam(&p); err != nil {
 		return err
 	}
 	q, keep, link, err := rc.portgroupSelection(parentNode)
@@ -288,11 +203,10 @@ func (s *Server) portgroupList(rc *call, detailPath bool, parentNode string) err
 	if err := rc.checkPortgroupListPage(&p); err != nil {
 		return err
 	}
-	q.SortKey, q.SortDir = p.sortKey, p.sortDir
-	pgs, err := scan(p.limit, p.marker, func(marker string, n int) ([]*model.Portgroup, error) {
-		q.Marker, q.Limit = marker, n
+	pgs, err := scan(p, func(key, dir, marker string, n int) ([]*model.Portgroup, error) {
+		q.SortKey, q.SortDir, q.Marker, q.Limit = key, dir, marker, n
 		return rc.s.cfg.Store.ListPortgroups(rc.ctx, q)
-	}, func(pg *model.Portgroup) string { return pg.UUID }, allOf(keep))
+	}, func(pg *model.Portgroup) string { return pg.UUID }, keep)
 	if err != nil {
 		return err
 	}
@@ -309,20 +223,10 @@ func (rc *call) checkPortgroupListPage(p *page) error {
 	if err := p.check(rc); err != nil {
 		return err
 	}
-	if p.marker != "" {
-		if _, err := rc.s.cfg.Store.GetPortgroup(rc.ctx, p.marker); errors.Is(err, store.ErrNotFound) {
-			return conductor.PortgroupNotFound(p.marker)
-		} else if err != nil {
-			return err
-		}
+	if err := checkMarker(rc, p.marker, rc.s.cfg.Store.GetPortgroup, conductor.PortgroupNotFound); err != nil {
+		return err
 	}
-	if slices.Contains(unsortablePortgroupKeys, p.sortKey) {
-		return badSortKey(p.sortKey, false)
-	}
-	if !slices.Contains(store.PortgroupSortKeys, p.sortKey) {
-		return badSortKey(p.sortKey, true)
-	}
-	return nil
+	return checkSortKey(p.sortKey, unsortablePortgroupKeys, store.PortgroupSortKeys)
 }
 
 // portgroupSelection parses the portgroup filters: node, address, shard
@@ -400,43 +304,19 @@ func (rc *call) portgroupNodeFilter(match func(n *model.Node) bool) func(*model.
 }
 
 // writePortgroupList renders {"portgroups": [...], "next": ...}.
+// (the next link repeats the fields written, and detail as given).
 func (rc *call) writePortgroupList(pgs []*model.Portgroup, p page, link [][2]string, detailPath bool, parentNode string) error {
-	fields := p.fields
-	full := detailPath || (p.detail != nil && *p.detail)
-	if full {
-		fields = nil
-	} else if fields == nil {
-		fields = briefPortgroupFields
+	fields := p.shown(briefPortgroupFields, detailPath)
+	parent := ""
+	if parentNode != "" {
+		parent = "nodes/" + pathEscape(parentNode)
 	}
-	w := rc.s.listWriter(256 + len(pgs)*256)
-	w.rootObj()
-	w.key("portgroups")
-	w.arr()
-	for _, pg := range pgs {
-		rc.writePortgroup(w, pg, fields)
-	}
-	w.endArr()
-	if len(pgs) > 0 && len(pgs) == p.limit {
-		params := [][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}
-		if p.detail != nil {
-			params = append(params, [2]string{"detail", pyrepr.Bool(*p.detail)})
-		}
-		params = append(params, link...)
-		if !full {
-			params = append(params, [2]string{"fields", strings.Join(fields, ",")})
-		}
-		resource := "portgroups"
-		if parentNode != "" {
-			resource = "nodes/" + pathEscape(parentNode) + "/portgroups"
-		}
-		if detailPath {
-			resource += "/detail"
-		}
-		w.key("next")
-		w.str(rc.nextLink(resource, params, p.limit, pgs[len(pgs)-1].UUID))
-	}
-	w.endObj()
-	return rc.json(200, w)
+	return writeList(rc, "portgroups", pgs, p.limit, 256,
+		func(w *jw, pg *model.Portgroup) { rc.writePortgroup(w, pg, fields) },
+		func(last *model.Portgroup) string {
+			return rc.nextLink(listPath(parent, "portgroups", detailPath), p.nextQuery(p.pyDetail(), link, fields),
+				p.limit, last.UUID)
+		})
 }
 
 // GET /v1/portgroups/{pg}/ports[/detail] (1.24).

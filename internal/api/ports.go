@@ -22,15 +22,8 @@ const (
 	minorConductorGroups = 99
 )
 
-// portField is one key of the port document.
-type portField struct {
-	name  string
-	minor int
-	write func(w *jw, rc *call, p *model.Port)
-}
-
 // portFields lists the port keys in Ironic's order (object_to_dict).
-var portFields = []portField{
+var portFields = []docField[model.Port]{
 	{"uuid", 1, func(w *jw, _ *call, p *model.Port) { w.str(p.UUID) }},
 	{"created_at", 1, func(w *jw, _ *call, p *model.Port) { w.timestamp(p.CreatedAt) }},
 	{"updated_at", 1, func(w *jw, _ *call, p *model.Port) { w.timestamp(p.UpdatedAt) }},
@@ -75,16 +68,7 @@ func (s *Server) portRoutes() {
 // writePort writes a port with the fields visible at the request version
 // (all of them, or the requested subset plus links).
 func (rc *call) writePort(w *jw, p *model.Port, fields []string) {
-	w.obj()
-	for i := range portFields {
-		f := &portFields[i]
-		if f.minor > rc.minor || (fields != nil && f.name != "links" && !slices.Contains(fields, f.name)) {
-			continue
-		}
-		w.key(f.name)
-		f.write(w, rc, p)
-	}
-	w.endObj()
+	writeDoc(w, rc, p, portFields, fields)
 }
 
 // checkPortFields validates ?fields= for ports: versions, then names.
@@ -98,72 +82,41 @@ func (rc *call) checkPortFields(fields []string) error {
 	if err := checkPortFieldVersions(fields, rc.minor); err != nil {
 		return err
 	}
-	var bad []string
-	for _, f := range fields {
-		if !slices.ContainsFunc(portFields, func(pf portField) bool { return pf.name == f }) {
-			bad = append(bad, f)
-		}
-	}
-	if len(bad) > 0 {
-		return invalid("Field(s) \"%s\" are not valid", strings.Join(bad, ", "))
-	}
-	return nil
+	return checkFields(fields, fieldNames(portFields))
 }
 
 // portIdent validates a port identifier: a UUID, or a name from 1.88.
 func (rc *call) portIdent(raw string) (string, error) {
-	if isUUIDLike(raw) {
-		return canonicalUUID(raw), nil
-	}
 	if rc.minor < minorPortName {
-		return "", invalid("Expected UUID for port_uuid: %s", raw)
+		return uuidArg("port_uuid", raw)
 	}
-	if !isValidLogicalName(raw) {
-		return "", invalid("Expected UUID or name for port_ident: %s", raw)
-	}
-	return raw, nil
+	return uuidOrName("port_ident", raw)
 }
 
 func portNotFound(ident string) error {
 	return fault.New(fault.NotFound, "Port %s could not be found.", ident)
 }
 
-// GET /v1/ports/{ident}
-func (s *Server) getPort(rc *call) error {
-	if err := rc.checkQuery("fields"); err != nil {
-		return err
-	}
+// loadPort reads the port the path names.
+func (rc *call) loadPort() (*model.Port, error) {
 	raw := rc.r.PathValue("ident")
 	ident, err := rc.portIdent(raw)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	p, err := s.cfg.Store.GetPort(rc.ctx, ident)
-	if errors.Is(err, store.ErrNotFound) {
-		return portNotFound(raw)
-	} else if err != nil {
-		return err
-	}
-	fields := rc.fieldsParam()
-	if err := rc.checkPortFields(fields); err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writePort(w, p, fields)
-	return rc.json(200, w)
+	return fetch(rc.ctx, rc.s.cfg.Store.GetPort, ident, raw, portNotFound)
+}
+
+// GET /v1/ports/{ident}
+func (s *Server) getPort(rc *call) error {
+	return show(rc, false, rc.checkPortFields, rc.loadPort, (*call).writePort)
 }
 
 // POST /v1/ports
 func (s *Server) createPort(rc *call) error {
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	v, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	v, err := rc.readCreate(true)
 	if err != nil {
 		return err
-	}
-	if v == nil {
-		v = map[string]any{}
 	}
 	doc, err := validatePort("port", v)
 	if err != nil {
@@ -190,10 +143,7 @@ func (s *Server) createPort(rc *call) error {
 	if err := s.cfg.Conductor.CreatePort(rc.ctx, p); err != nil {
 		return err
 	}
-	rc.w.Header().Set("Location", rc.link(false, "ports", p.UUID))
-	w := &jw{}
-	rc.writePort(w, p, nil)
-	return rc.json(201, w)
+	return created(rc, p, (*call).writePort, "ports", p.UUID)
 }
 
 // resolvePortNode finds the node of a port to create: node_uuid, or from
@@ -227,37 +177,16 @@ func (rc *call) resolvePortNode(doc map[string]any) error {
 
 // PATCH /v1/ports/{ident}
 func (s *Server) patchPort(rc *call) error {
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	raw := rc.r.PathValue("ident")
-	ident, err := rc.portIdent(raw)
-	if err != nil {
-		return err
-	}
-	v, err := rc.decodeBody(s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	if v == nil {
-		v = map[string]any{}
-	}
-	ops, err := parsePatch(v, rc.minor)
+	ident, ops, err := rc.readPatch(true, func() (string, error) { return rc.portIdent(rc.r.PathValue("ident")) })
 	if err != nil {
 		return err
 	}
 	if err := rc.checkPortPatch(ops); err != nil {
 		return err
 	}
-	p, err := s.cfg.Conductor.UpdatePort(rc.ctx, ident, func(p *model.Port) error {
+	return updated(rc, ident, s.cfg.Conductor.UpdatePort, func(p *model.Port) error {
 		return rc.applyPortPatch(p, ops)
-	})
-	if err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writePort(w, p, nil)
-	return rc.json(200, w)
+	}, (*call).writePort)
 }
 
 // checkPortPatch runs the checks that need no port: allowed fields and
@@ -280,20 +209,12 @@ func (rc *call) checkPortPatch(ops []patchOp) error {
 
 // applyPortPatch runs under the node lock.
 func (rc *call) applyPortPatch(p *model.Port, ops []patchOp) error {
-	if vals := patchValues(ops, "/node_uuid"); len(vals) > 0 {
-		if err := rc.checkPortNodeLink(vals[0], p.NodeUUID); err != nil {
-			return err
-		}
-	}
-	patched, err := applyPatch(rc.ctx, portDoc(p), ops)
+	patched, err := rc.patchLinked(portDoc(p), p.NodeUUID, ops)
 	if err != nil {
 		return err
 	}
-	if _, ok := patched["address"]; !ok {
-		return schemaError("patch", "'address' is a required property")
-	}
-	if _, ok := patched["node_uuid"]; !ok {
-		return schemaError("patch", "'node_uuid' is a required property")
+	if err := requireKeys(patched, "address", "node_uuid"); err != nil {
+		return err
 	}
 	fillRemoved(patched, portProps)
 	delete(patched, "node_ident")
@@ -307,16 +228,52 @@ func (rc *call) applyPortPatch(p *model.Port, ops []patchOp) error {
 	if err := checkPortSemantics(doc, p, touches(ops, "/physical_network")); err != nil {
 		return err
 	}
-	n, err := rc.s.cfg.Store.GetNode(rc.ctx, docString(doc["node_uuid"]))
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if n, err := rc.inspectingNode(docString(doc["node_uuid"])); err != nil {
 		return err
-	}
-	if n != nil && n.ProvisionState == fsm.Inspecting && rc.minor >= minorInspectWait {
+	} else if n != nil {
 		return fault.New(fault.Conflict, "Cannot update port \"%s\" on \"%s\" while it is in state \"%s\".",
 			p.UUID, n.UUID, fsm.Inspecting)
 	}
 	applyPortDoc(p, doc)
 	return nil
+}
+
+// patchLinked applies ops to doc, the document of a port or portgroup on
+// node from; a node_uuid the patch sets must pass checkPortNodeLink first.
+func (rc *call) patchLinked(doc map[string]any, from string, ops []patchOp) (map[string]any, error) {
+	if vals := patchValues(ops, "/node_uuid"); len(vals) > 0 {
+		if err := rc.checkPortNodeLink(vals[0], from); err != nil {
+			return nil, err
+		}
+	}
+	return applyPatch(rc.ctx, doc, ops)
+}
+
+// requireKeys is the schema's check that a patched document kept its
+// required properties.
+func requireKeys(doc map[string]any, keys ...string) error {
+	for _, k := range keys {
+		if _, ok := doc[k]; !ok {
+			return schemaError("patch", "'%s' is a required property", k)
+		}
+	}
+	return nil
+}
+
+// inspectingNode is the node uuid names (that of a port or portgroup
+// being updated) when it is inspecting and the version makes the update
+// wait for that (inspectWaits); nil otherwise or when there is none.
+func (rc *call) inspectingNode(uuid string) (*model.Node, error) {
+	n, err := rc.s.cfg.Store.GetNode(rc.ctx, uuid)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if !rc.inspectWaits(n.ProvisionState) {
+		return nil, nil
+	}
+	return n, nil
 }
 
 // checkPortNodeLink is Ironic's authorize_node_link for a port, portgroup,
@@ -347,17 +304,8 @@ func (rc *call) checkPortNodeLink(v any, from string) error {
 
 // DELETE /v1/ports/{ident}
 func (s *Server) deletePort(rc *call) error {
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	raw := rc.r.PathValue("ident")
-	if !isUUIDLike(raw) {
-		return invalid("Expected UUID for port_uuid: %s", raw)
-	}
-	if err := s.cfg.Conductor.DeletePort(rc.ctx, canonicalUUID(raw)); err != nil {
-		return err
-	}
-	return rc.noContent()
+	return rc.remove(func() (string, error) { return uuidArg("port_uuid", rc.r.PathValue("ident")) },
+		s.cfg.Conductor.DeletePort)
 }
 
 func (s *Server) listPorts(rc *call) error       { return s.portListIn(rc, false, "", "") }
@@ -402,14 +350,8 @@ func (s *Server) portListIn(rc *call, detailPath bool, parentNode, parentPG stri
 	if !detailPath {
 		allowed = append(slices.Clone(portListParams), "fields", "detail")
 	}
-	if err := rc.checkQuery(allowed...); err != nil {
-		return err
-	}
-	p, err := rc.pageParams("id")
+	p, err := rc.pagePrelude(allowed...)
 	if err != nil {
-		return err
-	}
-	if err := rc.markerParam(&p); err != nil {
 		return err
 	}
 	sel, err := rc.portSelection(parentNode, parentPG)
@@ -443,20 +385,10 @@ func (rc *call) checkPortListPage(p *page) error {
 	if err := p.check(rc); err != nil {
 		return err
 	}
-	if p.marker != "" {
-		if _, err := rc.s.cfg.Store.GetPort(rc.ctx, p.marker); errors.Is(err, store.ErrNotFound) {
-			return portNotFound(p.marker)
-		} else if err != nil {
-			return err
-		}
+	if err := checkMarker(rc, p.marker, rc.s.cfg.Store.GetPort, portNotFound); err != nil {
+		return err
 	}
-	if slices.Contains(unsortablePortKeys, p.sortKey) {
-		return badSortKey(p.sortKey, false)
-	}
-	if !slices.Contains(store.PortSortKeys, p.sortKey) {
-		return badSortKey(p.sortKey, true)
-	}
-	return nil
+	return checkSortKey(p.sortKey, unsortablePortKeys, store.PortSortKeys)
 }
 
 // portSelection parses the port filters with their checks.
@@ -629,49 +561,19 @@ func (rc *call) portNodeFilter(match func(n *model.Node) bool) func(*model.Port)
 // fetchPorts reads one page, scanning past ports the store cannot filter.
 func (rc *call) fetchPorts(sel *portSelection, p page) ([]*model.Port, error) {
 	q := sel.q
-	q.SortKey, q.SortDir = p.sortKey, p.sortDir
-	return scan(p.limit, p.marker, func(marker string, n int) ([]*model.Port, error) {
-		q.Marker, q.Limit = marker, n
+	return scan(p, func(key, dir, marker string, n int) ([]*model.Port, error) {
+		q.SortKey, q.SortDir, q.Marker, q.Limit = key, dir, marker, n
 		return rc.s.cfg.Store.ListPorts(rc.ctx, q)
-	}, func(p *model.Port) string { return p.UUID }, allOf(sel.keep))
+	}, func(p *model.Port) string { return p.UUID }, sel.keep)
 }
 
 // writePortList renders {"ports": [...], "next": ...}.
+// (the next link repeats the fields written, and detail as given).
 func (rc *call) writePortList(ports []*model.Port, p page, sel portSelection, detailPath bool, parent string) error {
-	fields := p.fields
-	full := detailPath || (p.detail != nil && *p.detail)
-	if full {
-		fields = nil
-	} else if fields == nil {
-		fields = briefPortFields
-	}
-	w := rc.s.listWriter(256 + len(ports)*256)
-	w.rootObj()
-	w.key("ports")
-	w.arr()
-	for _, port := range ports {
-		rc.writePort(w, port, fields)
-	}
-	w.endArr()
-	if len(ports) > 0 && len(ports) == p.limit {
-		params := [][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}
-		if p.detail != nil {
-			params = append(params, [2]string{"detail", pyrepr.Bool(*p.detail)})
-		}
-		params = append(params, sel.link...)
-		if !full {
-			params = append(params, [2]string{"fields", strings.Join(fields, ",")})
-		}
-		resource := "ports"
-		if parent != "" {
-			resource = parent + "/ports"
-		}
-		if detailPath {
-			resource += "/detail"
-		}
-		w.key("next")
-		w.str(rc.nextLink(resource, params, p.limit, ports[len(ports)-1].UUID))
-	}
-	w.endObj()
-	return rc.json(200, w)
+	fields := p.shown(briefPortFields, detailPath)
+	return writeList(rc, "ports", ports, p.limit, 256, func(w *jw, port *model.Port) { rc.writePort(w, port, fields) },
+		func(last *model.Port) string {
+			return rc.nextLink(listPath(parent, "ports", detailPath), p.nextQuery(p.pyDetail(), sel.link, fields),
+				p.limit, last.UUID)
+		})
 }

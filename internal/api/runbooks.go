@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"regexp"
 	"slices"
@@ -40,8 +39,24 @@ var runbookProps = []nodeProp{
 // runbookFields are the keys of a runbook document, in Ironic's order
 // (object_to_dict with name, extra, public, owner and disable_ramdisk,
 // links, then steps).
-var runbookFields = []string{"uuid", "created_at", "updated_at", "name", "extra", "public", "owner",
-	"disable_ramdisk", "links", "steps"}
+var runbookFields = []docField[model.Runbook]{
+	{"uuid", 1, func(w *jw, _ *call, r *model.Runbook) { w.str(r.UUID) }},
+	{"created_at", 1, func(w *jw, _ *call, r *model.Runbook) { w.timestamp(r.CreatedAt) }},
+	{"updated_at", 1, func(w *jw, _ *call, r *model.Runbook) { w.timestamp(r.UpdatedAt) }},
+	{"name", 1, func(w *jw, _ *call, r *model.Runbook) { w.str(r.Name) }},
+	{"extra", 1, func(w *jw, _ *call, r *model.Runbook) { w.object(r.Extra) }},
+	{"public", 1, func(w *jw, _ *call, r *model.Runbook) { w.boolean(r.Public) }},
+	{"owner", 1, func(w *jw, _ *call, r *model.Runbook) { w.strOrNull(r.Owner) }},
+	{"disable_ramdisk", 1, func(w *jw, _ *call, r *model.Runbook) { w.boolean(r.DisableRamdisk) }},
+	{"links", 1, func(w *jw, rc *call, r *model.Runbook) { rc.links(w, "runbooks", r.UUID) }},
+	{"steps", 1, func(w *jw, _ *call, r *model.Runbook) {
+		w.arr()
+		for _, s := range r.Steps {
+			w.step(s.Interface, s.Step, s.Args, "order", s.Order)
+		}
+		w.endArr()
+	}},
+}
 
 // unsortableRunbookKeys are the fields Ironic refuses to sort on.
 var unsortableRunbookKeys = []string{"extra", "steps", "traits"}
@@ -79,40 +94,7 @@ func projectOf(ctx context.Context) string {
 // writeRunbook writes a runbook (all fields, or the requested ones plus
 // links); step arguments are masked as Ironic's step_sanitize does.
 func (rc *call) writeRunbook(w *jw, r *model.Runbook, fields []string) {
-	w.obj()
-	for _, f := range runbookFields {
-		if fields != nil && f != "links" && !slices.Contains(fields, f) {
-			continue
-		}
-		w.key(f)
-		switch f {
-		case "uuid":
-			w.str(r.UUID)
-		case "created_at":
-			w.timestamp(r.CreatedAt)
-		case "updated_at":
-			w.timestamp(r.UpdatedAt)
-		case "name":
-			w.str(r.Name)
-		case "extra":
-			w.object(r.Extra)
-		case "public":
-			w.boolean(r.Public)
-		case "owner":
-			w.strOrNull(r.Owner)
-		case "disable_ramdisk":
-			w.boolean(r.DisableRamdisk)
-		case "links":
-			rc.links(w, "runbooks", r.UUID)
-		case "steps":
-			w.arr()
-			for _, s := range r.Steps {
-				w.step(s.Interface, s.Step, s.Args, "order", s.Order)
-			}
-			w.endArr()
-		}
-	}
-	w.endObj()
+	writeDoc(w, rc, r, runbookFields, fields)
 }
 
 func (rc *call) loadRunbook() (*model.Runbook, error) {
@@ -121,11 +103,7 @@ func (rc *call) loadRunbook() (*model.Runbook, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := rc.s.cfg.Store.GetRunbook(rc.ctx, ident)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, conductor.RunbookNotFound(raw)
-	}
-	return r, err
+	return fetch(rc.ctx, rc.s.cfg.Store.GetRunbook, ident, raw, conductor.RunbookNotFound)
 }
 
 // validateRunbook checks doc against RUNBOOK_SCHEMA (what is "runbook",
@@ -169,12 +147,10 @@ func validateRunbook(what string, v any) (*model.Runbook, error) {
 	if err := duplicateSteps(pairs, "template"); err != nil {
 		return nil, err
 	}
-	if u, ok := doc["uuid"].(string); ok {
-		if !isUUIDLike(u) {
-			return nil, invalid("Expected UUID for uuid: %s", u)
-		}
-		r.UUID = canonicalUUID(u)
+	if err := docUUIDs(doc, "uuid"); err != nil {
+		return nil, err
 	}
+	r.UUID = docString(doc["uuid"])
 	return r, nil
 }
 
@@ -199,20 +175,8 @@ func (s *Server) getRunbook(rc *call) error {
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
 	}
-	if err := rc.checkQuery("fields"); err != nil {
-		return err
-	}
-	r, err := rc.loadRunbook()
-	if err != nil {
-		return err
-	}
-	fields := rc.fieldsParam()
-	if err := checkFields(fields, runbookFields); err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writeRunbook(w, r, fields)
-	return rc.json(200, w)
+	return show(rc, false, func(fields []string) error { return rc.checkShownFields(fields, fieldNames(runbookFields)) },
+		rc.loadRunbook, (*call).writeRunbook)
 }
 
 // GET /v1/runbooks (?project=: the runbooks the project owns and the
@@ -221,41 +185,23 @@ func (s *Server) listRunbooks(rc *call) error {
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
 	}
-	p, err := rc.listPage(runbookFields, unsortableRunbookKeys, store.RunbookSortKeys, "project")
+	p, err := rc.listPage(fieldNames(runbookFields), unsortableRunbookKeys, store.RunbookSortKeys, "project")
 	if err != nil {
 		return err
 	}
 	project, _ := rc.param("project")
-	if p.marker != "" {
-		if _, err := s.cfg.Store.GetRunbook(rc.ctx, p.marker); errors.Is(err, store.ErrNotFound) {
-			return conductor.RunbookNotFound(p.marker)
-		} else if err != nil {
-			return err
-		}
+	if err := checkMarker(rc, p.marker, s.cfg.Store.GetRunbook, conductor.RunbookNotFound); err != nil {
+		return err
 	}
-	fields := p.fields
-	if fields == nil && (p.detail == nil || !*p.detail) {
-		fields = []string{"uuid", "name"} // DEFAULT_RETURN_FIELDS
-	}
+	fields := p.shown(namedFields, false)
 	list, err := s.cfg.Store.ListRunbooks(rc.ctx, store.RunbookQuery{Project: project, Limit: p.limit, Marker: p.marker,
 		SortKey: p.sortKey, SortDir: p.sortDir})
 	if err != nil {
 		return err
 	}
-	w := rc.s.listWriter(256 + len(list)*512)
-	w.rootObj()
-	w.key("runbooks")
-	w.arr()
-	for _, r := range list {
-		rc.writeRunbook(w, r, fields)
-	}
-	w.endArr()
-	if len(list) > 0 && len(list) == p.limit {
-		w.key("next")
-		w.str(rc.nextLink("runbooks", p.nextParams(), p.limit, list[len(list)-1].UUID))
-	}
-	w.endObj()
-	return rc.json(200, w)
+	return writeList(rc, "runbooks", list, p.limit, 512,
+		func(w *jw, r *model.Runbook) { rc.writeRunbook(w, r, fields) },
+		func(last *model.Runbook) string { return rc.nextLink("runbooks", p.nextParams(), p.limit, last.UUID) })
 }
 
 // POST /v1/runbooks
@@ -263,10 +209,7 @@ func (s *Server) createRunbook(rc *call) error {
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	body, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	body, err := rc.readCreate(false)
 	if err != nil {
 		return err
 	}
@@ -286,10 +229,7 @@ func (s *Server) createRunbook(rc *call) error {
 	if err := s.cfg.Conductor.CreateRunbook(rc.ctx, r); err != nil {
 		return err
 	}
-	rc.w.Header().Set("Location", rc.link(false, "runbooks", r.UUID))
-	w := &jw{}
-	rc.writeRunbook(w, r, nil)
-	return rc.json(201, w)
+	return created(rc, r, (*call).writeRunbook, "runbooks", r.UUID)
 }
 
 // runbookDoc is a runbook as a JSON document, for a PATCH to apply to.
@@ -332,14 +272,7 @@ func (s *Server) patchRunbook(rc *call) error {
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	v, err := rc.decodeBody(s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	ops, err := parsePatch(v, rc.minor)
+	_, ops, err := rc.readPatch(false, nil)
 	if err != nil {
 		return err
 	}
@@ -350,7 +283,7 @@ func (s *Server) patchRunbook(rc *call) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.cfg.Conductor.UpdateRunbook(rc.ctx, cur.UUID, func(r *model.Runbook) error {
+	return updated(rc, cur.UUID, s.cfg.Conductor.UpdateRunbook, func(r *model.Runbook) error {
 		doc := runbookDoc(r)
 		if err := checkRunbookOwnership(doc, ops); err != nil {
 			return err
@@ -373,13 +306,7 @@ func (s *Server) patchRunbook(rc *call) error {
 		}
 		r.Name, r.Steps, r.Extra, r.Owner, r.Public, r.DisableRamdisk = nr.Name, nr.Steps, nr.Extra, nr.Owner, nr.Public, nr.DisableRamdisk
 		return nil
-	})
-	if err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writeRunbook(w, r, nil)
-	return rc.json(200, w)
+	}, (*call).writeRunbook)
 }
 
 // DELETE /v1/runbooks/{runbook}
@@ -387,15 +314,5 @@ func (s *Server) deleteRunbook(rc *call) error {
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	r, err := rc.loadRunbook()
-	if err != nil {
-		return err
-	}
-	if err := s.cfg.Conductor.DeleteRunbook(rc.ctx, r.UUID); err != nil {
-		return err
-	}
-	return rc.noContent()
+	return rc.remove(loaded(rc.loadRunbook, func(r *model.Runbook) string { return r.UUID }), s.cfg.Conductor.DeleteRunbook)
 }

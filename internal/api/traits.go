@@ -48,13 +48,7 @@ func traitsNotFound() error { return errNotFound() }
 
 // GET /v1/nodes/{ident}/traits
 func (s *Server) listTraits(rc *call) error {
-	if rc.minor < minorTraits {
-		return traitsNotFound()
-	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	n, _, err := rc.loadNode()
+	n, _, err := rc.nodeSub(minorTraits)
 	if err != nil {
 		return err
 	}
@@ -179,13 +173,7 @@ func isTruthy(v any) bool {
 
 // DELETE /v1/nodes/{ident}/traits (all) and .../traits/{trait} (one).
 func (s *Server) deleteTraits(rc *call) error {
-	if rc.minor < minorTraits {
-		return traitsNotFound()
-	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	n, _, err := rc.loadNode()
+	n, _, err := rc.nodeSub(minorTraits)
 	if err != nil {
 		return err
 	}

@@ -127,11 +127,17 @@ func versionString(minor int) string { return fmt.Sprintf("1.%d", minor) }
 // resourceAllowed gates a resource added at 1.minor, as Ironic's
 // controllers do below it: 404 to read, 405 to write, with text.
 func (rc *call) resourceAllowed(minor int, text string) error {
+	return rc.versionGate(minor, text, rc.r.Method != "GET")
+}
+
+// versionGate is the answer below 1.minor to a read or a write of a
+// resource (webob's, like a routing error): 404 to read, 405 to write.
+func (rc *call) versionGate(minor int, text string, write bool) error {
 	if rc.minor >= minor {
 		return nil
 	}
-	if rc.r.Method == "GET" {
-		return fault.New(fault.NotFound, "%s", text).AsRouting()
+	if write {
+		return fault.New(fault.NotAllowed, "%s", text).AsRouting()
 	}
-	return fault.New(fault.NotAllowed, "%s", text).AsRouting()
+	return fault.New(fault.NotFound, "%s", text).AsRouting()
 }

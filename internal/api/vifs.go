@@ -18,13 +18,7 @@ func (s *Server) vifRoutes() {
 
 // GET /v1/nodes/{ident}/vifs
 func (s *Server) listVIFs(rc *call) error {
-	if rc.minor < minorVIFs {
-		return errNotFound()
-	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	n, _, err := rc.loadNode()
+	n, _, err := rc.nodeSub(minorVIFs)
 	if err != nil {
 		return err
 	}
@@ -32,19 +26,12 @@ func (s *Server) listVIFs(rc *call) error {
 	if err != nil {
 		return err
 	}
-	w := &jw{}
-	w.rootObj()
-	w.key("vifs")
-	w.arr()
-	for _, v := range vifs {
+	return writeList(rc, "vifs", vifs, 0, 64, func(w *jw, v string) {
 		w.obj()
 		w.key("id")
 		w.str(v)
 		w.endObj()
-	}
-	w.endArr()
-	w.endObj()
-	return rc.json(200, w)
+	}, nil)
 }
 
 // POST /v1/nodes/{ident}/vifs

@@ -3,8 +3,6 @@ package api
 import (
 	"context"
 	"errors"
-	"slices"
-	"strings"
 
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/fault"
@@ -32,13 +30,12 @@ type volumeKind struct {
 
 var (
 	connectorKind = &volumeKind{plural: "connectors", idName: "connector_uuid",
-		fields:     []string{"uuid", "created_at", "updated_at", "connector_id", "extra", "type", "links", "node_uuid"},
+		fields:     fieldNames(connectorFields),
 		brief:      []string{"uuid", "node_uuid", "type", "connector_id"},
 		unsortable: []string{"extra"},
 		sortKeys:   []string{"id", "uuid", "node_id", "type", "connector_id", "created_at", "updated_at"}}
 	targetKind = &volumeKind{plural: "targets", idName: "target_uuid",
-		fields: []string{"uuid", "created_at", "updated_at", "boot_index", "extra", "properties",
-			"volume_id", "volume_type", "links", "node_uuid"},
+		fields:     fieldNames(targetFields),
 		brief:      []string{"uuid", "node_uuid", "volume_type", "boot_index", "volume_id"},
 		unsortable: []string{"extra", "properties"},
 		sortKeys:   []string{"id", "uuid", "node_id", "volume_type", "volume_id", "boot_index", "created_at", "updated_at"}}
@@ -112,25 +109,7 @@ func (s *Server) volumeRoot(rc *call) error {
 
 // id reads the connector or target UUID of the path (Ironic's args.uuid).
 func (k *volumeKind) id(rc *call) (string, error) {
-	raw := rc.r.PathValue("id")
-	if !isUUIDLike(raw) {
-		return "", invalid("Expected UUID for %s: %s", k.idName, raw)
-	}
-	return canonicalUUID(raw), nil
-}
-
-// checkFields is Ironic's check_for_invalid_fields on the kind's document.
-func (k *volumeKind) checkFields(fields []string) error {
-	var bad []string
-	for _, f := range fields {
-		if !slices.Contains(k.fields, f) {
-			bad = append(bad, f)
-		}
-	}
-	if len(bad) > 0 {
-		return invalid("Field(s) \"%s\" are not valid", strings.Join(bad, ", "))
-	}
-	return nil
+	return uuidArg(k.idName, rc.r.PathValue("id"))
 }
 
 // storeSortKey checks a sort key as Ironic does (the controller's list of
@@ -138,12 +117,10 @@ func (k *volumeKind) checkFields(fields []string) error {
 // Ironic sorts node_id by the node's integer id, which Anvil has not; it
 // sorts by the node's UUID, which keeps each node's records together.
 func (k *volumeKind) storeSortKey(key string) (string, error) {
-	switch {
-	case slices.Contains(k.unsortable, key):
-		return "", badSortKey(key, false)
-	case !slices.Contains(k.sortKeys, key):
-		return "", badSortKey(key, true)
-	case key == "node_id":
+	if err := checkSortKey(key, k.unsortable, k.sortKeys); err != nil {
+		return "", err
+	}
+	if key == "node_id" {
 		return "node_uuid", nil
 	}
 	return key, nil
@@ -174,18 +151,14 @@ func (o volumeOps[T]) listAll(rc *call) error {
 	if p.fields != nil && detail {
 		return invalid("Can't fetch a subset of fields with 'detail' set")
 	}
-	if err := k.checkFields(p.fields); err != nil {
+	if err := checkFields(p.fields, k.fields); err != nil {
 		return err
 	}
 	if err := p.checkSortDir(); err != nil {
 		return err
 	}
-	if p.marker != "" {
-		if _, err := o.get(rc.ctx, p.marker); errors.Is(err, store.ErrNotFound) {
-			return o.notFound(p.marker)
-		} else if err != nil {
-			return err
-		}
+	if err := checkMarker(rc, p.marker, o.get, o.notFound); err != nil {
+		return err
 	}
 	q := store.VolumeQuery{Limit: p.limit, Marker: p.marker, SortDir: p.sortDir}
 	if q.SortKey, err = k.storeSortKey(p.sortKey); err != nil {
@@ -209,41 +182,19 @@ func (o volumeOps[T]) listAll(rc *call) error {
 	if err != nil {
 		return err
 	}
-	fields := p.fields
-	if fields == nil && !detail {
-		fields = k.brief
-	}
-	w := rc.s.listWriter(256 + len(items)*384)
-	w.rootObj()
-	w.key(k.plural)
-	w.arr()
-	for _, it := range items {
-		o.write(rc, w, it, fields)
-	}
-	w.endArr()
-	if len(items) > 0 && len(items) == p.limit {
-		w.key("next")
-		w.str(rc.nextLink("volume/"+k.plural, volumeNextParams(p, detail, fields, link), p.limit, o.uuid(items[len(items)-1])))
-	}
-	w.endObj()
-	return rc.json(200, w)
-}
-
-// volumeNextParams are the query parameters of a next link in Ironic's
-// order: sort_key, sort_dir, detail (only when true), fields. Ironic's
-// link drops ?node= (and the node of /v1/nodes/{ident}/volume/...), so
-// following it lists every node's; Anvil keeps ?node= so the next page is
-// the same list's.
-func volumeNextParams(p page, detail bool, fields []string, link [][2]string) [][2]string {
-	params := [][2]string{{"sort_key", p.sortKey}, {"sort_dir", p.sortDir}}
+	fields := p.shown(k.brief, false)
+	// The next link has sort_key, sort_dir, detail (only when true), the
+	// node and fields. Ironic's link drops ?node= (and the node of
+	// /v1/nodes/{ident}/volume/...), so following it lists every node's;
+	// Anvil keeps ?node= so the next page is the same list's.
+	shownDetail := ""
 	if detail {
-		params = append(params, [2]string{"detail", "True"})
+		shownDetail = "True"
 	}
-	params = append(params, link...)
-	if fields != nil {
-		params = append(params, [2]string{"fields", strings.Join(fields, ",")})
-	}
-	return params
+	return writeList(rc, k.plural, items, p.limit, 384, func(w *jw, it *T) { o.write(rc, w, it, fields) },
+		func(last *T) string {
+			return rc.nextLink("volume/"+k.plural, p.nextQuery(shownDetail, link, fields), p.limit, o.uuid(last))
+		})
 }
 
 // GET /v1/volume/{connectors,targets}/{id}
@@ -251,26 +202,14 @@ func (o volumeOps[T]) show(rc *call) error {
 	if rc.minor < minorVolume {
 		return errNotFound()
 	}
-	if err := rc.checkQuery("fields"); err != nil {
-		return err
-	}
-	id, err := o.kind.id(rc)
-	if err != nil {
-		return err
-	}
-	v, err := o.get(rc.ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return o.notFound(id)
-	} else if err != nil {
-		return err
-	}
-	fields := rc.fieldsParam()
-	if err := o.kind.checkFields(fields); err != nil {
-		return err
-	}
-	w := &jw{}
-	o.write(rc, w, v, fields)
-	return rc.json(200, w)
+	return show(rc, false, func(fields []string) error { return rc.checkShownFields(fields, o.kind.fields) },
+		func() (*T, error) {
+			id, err := o.kind.id(rc)
+			if err != nil {
+				return nil, err
+			}
+			return fetch(rc.ctx, o.get, id, id, o.notFound)
+		}, o.write)
 }
 
 // DELETE /v1/volume/{connectors,targets}/{id}
@@ -279,16 +218,6 @@ func (s *Server) volumeDelete(k *volumeKind, del func(ctx context.Context, id st
 		if rc.minor < minorVolume {
 			return errNotFound()
 		}
-		if err := rc.checkQuery(); err != nil {
-			return err
-		}
-		id, err := k.id(rc)
-		if err != nil {
-			return err
-		}
-		if err := del(rc.ctx, id); err != nil {
-			return err
-		}
-		return rc.noContent()
+		return rc.remove(func() (string, error) { return k.id(rc) }, del)
 	}
 }

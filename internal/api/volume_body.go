@@ -3,7 +3,6 @@ package api
 import (
 	"errors"
 	"math"
-	"slices"
 
 	"github.com/google/uuid"
 
@@ -49,13 +48,8 @@ func validateVolume(what string, v any, props []nodeProp, required ...string) (m
 	if err != nil {
 		return nil, err
 	}
-	for _, k := range []string{"node_uuid", "uuid"} {
-		if s, ok := doc[k].(string); ok {
-			if !isUUIDLike(s) {
-				return nil, invalid("Expected UUID for %s: %s", k, s)
-			}
-			doc[k] = canonicalUUID(s)
-		}
+	if err := docUUIDs(doc, "node_uuid", "uuid"); err != nil {
+		return nil, err
 	}
 	if f, ok := doc["boot_index"].(float64); ok && math.Abs(f) > math.MaxInt32 {
 		// Ironic's column is an SQL integer; a larger index fails there.
@@ -110,10 +104,7 @@ func (s *Server) createConnector(rc *call) error {
 	if err := s.cfg.Conductor.CreateVolumeConnector(rc.ctx, c); err != nil {
 		return err
 	}
-	rc.w.Header().Set("Location", rc.link(false, "volume", "connectors", c.UUID))
-	w := &jw{}
-	rc.writeConnector(w, c, nil)
-	return rc.json(201, w)
+	return created(rc, c, (*call).writeConnector, "volume", "connectors", c.UUID)
 }
 
 // POST /v1/volume/targets
@@ -130,10 +121,7 @@ func (s *Server) createTarget(rc *call) error {
 	if err := s.cfg.Conductor.CreateVolumeTarget(rc.ctx, t); err != nil {
 		return err
 	}
-	rc.w.Header().Set("Location", rc.link(false, "volume", "targets", t.UUID))
-	w := &jw{}
-	rc.writeTarget(w, t, nil)
-	return rc.json(201, w)
+	return created(rc, t, (*call).writeTarget, "volume", "targets", t.UUID)
 }
 
 // volumeCreateBody reads and checks a create body (what is its name in
@@ -142,10 +130,7 @@ func (rc *call) volumeCreateBody(what string, validate func(string, any) (map[st
 	if rc.minor < minorVolume {
 		return nil, errNotFound()
 	}
-	if err := rc.checkQuery(); err != nil {
-		return nil, err
-	}
-	v, err := rc.decodeBody(rc.s.cfg.MaxBodyBytes)
+	v, err := rc.readCreate(false)
 	if err != nil {
 		return nil, err
 	}
@@ -162,22 +147,7 @@ func (rc *call) volumePatch(k *volumeKind) (string, []patchOp, error) {
 	if rc.minor < minorVolume {
 		return "", nil, errNotFound()
 	}
-	if err := rc.checkQuery(); err != nil {
-		return "", nil, err
-	}
-	id, err := k.id(rc)
-	if err != nil {
-		return "", nil, err
-	}
-	v, err := rc.decodeBody(rc.s.cfg.MaxBodyBytes)
-	if err != nil {
-		return "", nil, err
-	}
-	ops, err := parsePatch(v, rc.minor)
-	if err != nil {
-		return "", nil, err
-	}
-	return id, ops, nil
+	return rc.readPatch(false, func() (string, error) { return k.id(rc) })
 }
 
 // patchVolumeDoc applies ops to doc as Ironic's volume controllers do:
@@ -216,7 +186,7 @@ func (s *Server) patchConnector(rc *call) error {
 	if err != nil {
 		return err
 	}
-	c, err := s.cfg.Conductor.UpdateVolumeConnector(rc.ctx, id, func(c *model.VolumeConnector) error {
+	return updated(rc, id, s.cfg.Conductor.UpdateVolumeConnector, func(c *model.VolumeConnector) error {
 		doc := map[string]any{"uuid": c.UUID, "node_uuid": c.NodeUUID, "type": c.Type,
 			"connector_id": c.ConnectorID, "extra": orEmpty(c.Extra)}
 		patched, err := rc.patchVolumeDoc(doc, ops, connectorPatchAllowed, validateConnector)
@@ -225,13 +195,7 @@ func (s *Server) patchConnector(rc *call) error {
 		}
 		applyConnectorDoc(c, patched)
 		return nil
-	})
-	if err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writeConnector(w, c, nil)
-	return rc.json(200, w)
+	}, (*call).writeConnector)
 }
 
 // PATCH /v1/volume/targets/{id}
@@ -240,7 +204,7 @@ func (s *Server) patchTarget(rc *call) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.cfg.Conductor.UpdateVolumeTarget(rc.ctx, id, func(t *model.VolumeTarget) error {
+	return updated(rc, id, s.cfg.Conductor.UpdateVolumeTarget, func(t *model.VolumeTarget) error {
 		doc := map[string]any{"uuid": t.UUID, "node_uuid": t.NodeUUID, "volume_type": t.VolumeType,
 			"volume_id": t.VolumeID, "boot_index": float64(t.BootIndex), "extra": orEmpty(t.Extra),
 			"properties": orEmpty(t.Properties)}
@@ -250,88 +214,53 @@ func (s *Server) patchTarget(rc *call) error {
 		}
 		applyTargetDoc(t, patched)
 		return nil
-	})
-	if err != nil {
-		return err
-	}
-	w := &jw{}
-	rc.writeTarget(w, t, nil)
-	return rc.json(200, w)
+	}, (*call).writeTarget)
 }
 
-// wanted says whether a document key is written: every key when fields is
-// nil, else the listed ones and links (Ironic's sanitize_dict).
-func wanted(fields []string, key string) bool {
-	return fields == nil || key == "links" || slices.Contains(fields, key)
+// connectorFields are a connector's keys in Ironic's order
+// (object_to_dict, links, then node_uuid).
+var connectorFields = []docField[model.VolumeConnector]{
+	{"uuid", 1, func(w *jw, _ *call, c *model.VolumeConnector) { w.str(c.UUID) }},
+	{"created_at", 1, func(w *jw, _ *call, c *model.VolumeConnector) { w.timestamp(c.CreatedAt) }},
+	{"updated_at", 1, func(w *jw, _ *call, c *model.VolumeConnector) { w.timestamp(c.UpdatedAt) }},
+	{"connector_id", 1, func(w *jw, _ *call, c *model.VolumeConnector) { w.str(c.ConnectorID) }},
+	{"extra", 1, func(w *jw, _ *call, c *model.VolumeConnector) { w.object(c.Extra) }},
+	{"type", 1, func(w *jw, _ *call, c *model.VolumeConnector) { w.str(c.Type) }},
+	{"links", 1, func(w *jw, rc *call, c *model.VolumeConnector) { rc.links(w, "volume", "connectors", c.UUID) }},
+	{"node_uuid", 1, func(w *jw, _ *call, c *model.VolumeConnector) { w.strOrNull(c.NodeUUID) }},
 }
 
 // writeConnector renders a connector as Ironic's convert_with_links.
 func (rc *call) writeConnector(w *jw, c *model.VolumeConnector, fields []string) {
-	w.obj()
-	for _, f := range connectorKind.fields {
-		if !wanted(fields, f) {
-			continue
-		}
-		w.key(f)
-		switch f {
-		case "uuid":
-			w.str(c.UUID)
-		case "created_at":
-			w.timestamp(c.CreatedAt)
-		case "updated_at":
-			w.timestamp(c.UpdatedAt)
-		case "connector_id":
-			w.str(c.ConnectorID)
-		case "extra":
-			w.object(c.Extra)
-		case "type":
-			w.str(c.Type)
-		case "links":
-			rc.links(w, "volume", "connectors", c.UUID)
-		case "node_uuid":
-			w.strOrNull(c.NodeUUID)
-		}
-	}
-	w.endObj()
+	writeDoc(w, rc, c, connectorFields, fields)
 }
 
-// writeTarget renders a target as Ironic's convert_with_links, its
-// properties masked as target_sanitize does (mask_dict_password).
+// targetFields are a target's keys in Ironic's order (object_to_dict,
+// links, then node_uuid); its properties are masked as target_sanitize
+// does (mask_dict_password), or redacted for a principal that may not
+// see them.
+var targetFields = []docField[model.VolumeTarget]{
+	{"uuid", 1, func(w *jw, _ *call, t *model.VolumeTarget) { w.str(t.UUID) }},
+	{"created_at", 1, func(w *jw, _ *call, t *model.VolumeTarget) { w.timestamp(t.CreatedAt) }},
+	{"updated_at", 1, func(w *jw, _ *call, t *model.VolumeTarget) { w.timestamp(t.UpdatedAt) }},
+	{"boot_index", 1, func(w *jw, _ *call, t *model.VolumeTarget) { w.integer(t.BootIndex) }},
+	{"extra", 1, func(w *jw, _ *call, t *model.VolumeTarget) { w.object(t.Extra) }},
+	{"properties", 1, func(w *jw, rc *call, t *model.VolumeTarget) {
+		if shown, hidden := rc.redactTargetProperties(t); hidden {
+			w.any(shown)
+		} else {
+			w.masked(t.Properties)
+		}
+	}},
+	{"volume_id", 1, func(w *jw, _ *call, t *model.VolumeTarget) { w.str(t.VolumeID) }},
+	{"volume_type", 1, func(w *jw, _ *call, t *model.VolumeTarget) { w.str(t.VolumeType) }},
+	{"links", 1, func(w *jw, rc *call, t *model.VolumeTarget) { rc.links(w, "volume", "targets", t.UUID) }},
+	{"node_uuid", 1, func(w *jw, _ *call, t *model.VolumeTarget) { w.strOrNull(t.NodeUUID) }},
+}
+
+// writeTarget renders a target as Ironic's convert_with_links.
 func (rc *call) writeTarget(w *jw, t *model.VolumeTarget, fields []string) {
-	w.obj()
-	for _, f := range targetKind.fields {
-		if !wanted(fields, f) {
-			continue
-		}
-		w.key(f)
-		switch f {
-		case "uuid":
-			w.str(t.UUID)
-		case "created_at":
-			w.timestamp(t.CreatedAt)
-		case "updated_at":
-			w.timestamp(t.UpdatedAt)
-		case "boot_index":
-			w.integer(t.BootIndex)
-		case "extra":
-			w.object(t.Extra)
-		case "properties":
-			if shown, hidden := rc.redactTargetProperties(t); hidden {
-				w.any(shown)
-			} else {
-				w.masked(t.Properties)
-			}
-		case "volume_id":
-			w.str(t.VolumeID)
-		case "volume_type":
-			w.str(t.VolumeType)
-		case "links":
-			rc.links(w, "volume", "targets", t.UUID)
-		case "node_uuid":
-			w.strOrNull(t.NodeUUID)
-		}
-	}
-	w.endObj()
+	writeDoc(w, rc, t, targetFields, fields)
 }
 
 // redactTargetProperties is what the request's principal is shown instead
