@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -43,7 +44,10 @@ type Config struct {
 	// SessionTTL bounds a session's life (default DefaultSessionTTL; a
 	// token's own expiry, if sooner, ends it first).
 	SessionTTL time.Duration
-	Log        *slog.Logger
+	// Sessions keeps the sessions (the database, shared by the API
+	// processes); nil keeps them in this process's memory.
+	Sessions SessionStore
+	Log      *slog.Logger
 }
 
 // publicRe is Ironic's acl_public_routes, with its optional .json/.xml
@@ -96,7 +100,10 @@ func Middleware(ctx context.Context, h http.Handler, cfg Config) (http.Handler, 
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	var check func(*http.Request) (grant, int, string)
+	var (
+		check func(*http.Request) (grant, int, string)
+		holds func(grant) bool // whether a session's grant still holds
+	)
 	challenge := Realm
 	switch cfg.Strategy {
 	case "", NoAuth:
@@ -110,7 +117,7 @@ func Middleware(ctx context.Context, h http.Handler, cfg Config) (http.Handler, 
 			return nil, err
 		}
 		b := &basic{users: users, log: cfg.Log, cache: map[[32]byte]bool{}}
-		check = b.grant
+		check, holds = b.grant, b.holds
 	case JWT:
 		j, err := newJWT(ctx, cfg.JWT)
 		if err != nil {
@@ -122,7 +129,7 @@ func Middleware(ctx context.Context, h http.Handler, cfg Config) (http.Handler, 
 	}
 	var sess *sessions
 	if cfg.SessionPath != "" {
-		sess = newSessions(cfg, check)
+		sess = newSessions(cfg, check, holds)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if sess != nil && r.URL.Path == cfg.SessionPath {
@@ -164,12 +171,13 @@ func Middleware(ctx context.Context, h http.Handler, cfg Config) (http.Handler, 
 }
 
 // grant is what a credential proves: the principal, until when (a
-// token's expiry; zero when the credential has none) and, for a session,
-// whether it still holds (nil: as long as it lasts).
+// token's expiry; zero when the credential has none) and, for http_basic,
+// the entrySum of the user's entry it was checked against (a session holds
+// while the entry is the same).
 type grant struct {
 	who   Principal
 	until time.Time
-	valid func() bool
+	entry string
 }
 
 // hasCredentials reports whether r carries an Authorization or
@@ -236,16 +244,28 @@ type basic struct {
 const cacheMax = 256
 
 // grant checks r's credentials; the grant holds while the user's entry
-// in the file is the one the password was checked against.
+// in the file is the one the password was checked against (holds).
 func (b *basic) grant(r *http.Request) (grant, int, string) {
 	user, hash, status, msg := b.check(r)
 	if status != 0 {
 		return grant{}, status, msg
 	}
-	return grant{who: Principal{User: user}, valid: func() bool {
-		entries, err := b.users.load()
-		return err == nil && bytes.Equal(entries[user], hash)
-	}}, 0, ""
+	return grant{who: Principal{User: user}, entry: entrySum(hash)}, 0, ""
+}
+
+// holds reports whether g's user still has the entry g was granted on: a
+// changed password or a removed user ends the sessions logged in with it.
+func (b *basic) holds(g grant) bool {
+	entries, err := b.users.load()
+	hash, ok := entries[g.who.User]
+	return err == nil && ok && g.entry == entrySum(hash)
+}
+
+// entrySum identifies a user's htpasswd entry (a bcrypt hash) without
+// keeping it: a session record holds this, not the hash.
+func entrySum(hash []byte) string {
+	sum := sha256.Sum256(append([]byte("anvil htpasswd entry\x00"), hash...))
+	return hex.EncodeToString(sum[:])
 }
 
 // check returns the user and its entry, or the status and message of the

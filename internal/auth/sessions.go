@@ -1,11 +1,14 @@
 package auth
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"mime"
@@ -13,6 +16,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/store"
 )
 
 // Sessions are the dashboard's login. A browser's EventSource cannot send
@@ -33,9 +38,12 @@ import (
 // after SessionTTL, when its token expires, or when its http_basic user's
 // entry changes (password changed, user removed). GET answers who is
 // logged in, 200 with "authenticated": false when no one is, so the page
-// asks for a login without an error. Sessions live in this process's
-// memory: a restart logs everyone out, and several API processes behind
-// one address need sticky sessions.
+// asks for a login without an error. Sessions are kept in
+// Config.Sessions — the database, so that every API process sharing it
+// knows them and they outlive a restart — as records of who and until
+// when, under the SHA-256 of the cookie's id; the CSRF token is derived
+// from the id, so it is never stored. Without Config.Sessions they live in
+// this process's memory.
 
 // Session cookie and header names.
 const (
@@ -46,31 +54,65 @@ const (
 // DefaultSessionTTL is a session's life unless Config.SessionTTL says.
 const DefaultSessionTTL = 8 * time.Hour
 
-// maxSessions bounds the sessions kept; the one ending soonest makes room.
-const maxSessions = 10000
+// SessionStore keeps sessions by key (the hex SHA-256 of the cookie's id):
+// data is a JSON record of who and until when, never a credential.
+// store.SessionStore satisfies it; GetSession fails for an unknown or
+// expired key.
+type SessionStore interface {
+	PutSession(ctx context.Context, key string, data []byte, expires time.Time) error
+	GetSession(ctx context.Context, key string) ([]byte, error)
+	DeleteSession(ctx context.Context, key string) error
+}
 
+// session is a live session: the grant its login proved and its end.
 type session struct {
 	g       grant
 	csrf    string
 	expires time.Time
 }
 
+// sessionRecord is a session as a SessionStore keeps it.
+type sessionRecord struct {
+	User    string    `json:"user"`
+	Project string    `json:"project,omitempty"`
+	Roles   []string  `json:"roles,omitempty"`
+	Until   time.Time `json:"until,omitzero"`  // the token's expiry
+	Entry   string    `json:"entry,omitempty"` // http_basic: entrySum of the user's entry
+	Expires time.Time `json:"expires"`
+}
+
 type sessions struct {
 	strategy string
 	verify   func(*http.Request) (grant, int, string)
+	holds    func(grant) bool // nil: a grant holds until it ends
 	ttl      time.Duration
 	log      *slog.Logger
-
-	mu sync.Mutex
-	m  map[[32]byte]*session // SHA-256 of the cookie's id → session
+	db       SessionStore
 }
 
-func newSessions(cfg Config, check func(*http.Request) (grant, int, string)) *sessions {
+func newSessions(cfg Config, check func(*http.Request) (grant, int, string), holds func(grant) bool) *sessions {
 	ttl := cfg.SessionTTL
 	if ttl <= 0 {
 		ttl = DefaultSessionTTL
 	}
-	return &sessions{strategy: cfg.Strategy, verify: check, ttl: ttl, log: cfg.Log, m: map[[32]byte]*session{}}
+	db := cfg.Sessions
+	if db == nil {
+		db = &memSessions{m: map[string]memSession{}}
+	}
+	return &sessions{strategy: cfg.Strategy, verify: check, holds: holds, ttl: ttl, log: cfg.Log, db: db}
+}
+
+// sessionKey is the key a cookie's id is kept under.
+func sessionKey(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
+
+// csrfToken is the session's CSRF token: derived from its id (so no process
+// needs to store it), and telling nothing of the id.
+func csrfToken(id string) string {
+	sum := sha256.Sum256([]byte("anvil dashboard csrf\x00" + id))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 // sessionInfo is what GET and POST answer: never the credential.
@@ -101,9 +143,11 @@ func (s *sessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeAuthError(w, http.StatusForbidden, "Log out from the dashboard, with its "+CSRFHeader+" header", "")
 			return
 		}
-		s.mu.Lock()
-		delete(s.m, key)
-		s.mu.Unlock()
+		if err := s.db.DeleteSession(r.Context(), key); err != nil {
+			s.log.Error("dashboard logout: the session could not be ended", "err", err)
+			writeAuthError(w, http.StatusServiceUnavailable, "The session could not be ended: try again", "")
+			return
+		}
 		http.SetCookie(w, s.cookie(r, "", -1))
 		w.WriteHeader(http.StatusNoContent)
 	default:
@@ -141,12 +185,18 @@ func (s *sessions) login(w http.ResponseWriter, r *http.Request) {
 		writeAuthError(w, status, msg, "")
 		return
 	}
-	id, csrf := randomToken(), randomToken()
-	ss := &session{g: g, csrf: csrf, expires: time.Now().Add(s.ttl)}
+	id := randomToken()
+	ss := &session{g: g, csrf: csrfToken(id), expires: time.Now().Add(s.ttl).UTC().Truncate(time.Second)}
 	if !g.until.IsZero() && g.until.Before(ss.expires) {
 		ss.expires = g.until
 	}
-	s.store(sha256.Sum256([]byte(id)), ss)
+	rec, _ := json.Marshal(sessionRecord{User: g.who.User, Project: g.who.Project, Roles: g.who.Roles,
+		Until: g.until, Entry: g.entry, Expires: ss.expires})
+	if err := s.db.PutSession(r.Context(), sessionKey(id), rec, ss.expires); err != nil {
+		s.log.Error("dashboard login: the session could not be kept", "err", err)
+		writeAuthError(w, http.StatusServiceUnavailable, "The session could not be kept: try again", "")
+		return
+	}
 	http.SetCookie(w, s.cookie(r, id, int(time.Until(ss.expires).Seconds())))
 	s.log.Info("dashboard login", "user", truncate(g.who.User), "project", g.who.Project, "remote", r.RemoteAddr)
 	writeJSON(w, http.StatusOK, s.info(ss))
@@ -166,41 +216,32 @@ func (s *sessions) cookie(r *http.Request, value string, maxAge int) *http.Cooki
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode}
 }
 
-func (s *sessions) store(key [32]byte, ss *session) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	if len(s.m) >= maxSessions {
-		var soonest [32]byte
-		var first *session
-		for k, v := range s.m {
-			if v.expires.Before(now) {
-				delete(s.m, k)
-			} else if first == nil || v.expires.Before(first.expires) {
-				soonest, first = k, v
-			}
-		}
-		if len(s.m) >= maxSessions {
-			delete(s.m, soonest)
-		}
-	}
-	s.m[key] = ss
-}
-
-// lookup returns r's live session and its key, or nil.
-func (s *sessions) lookup(r *http.Request) (*session, [32]byte) {
+// lookup returns r's live session and its key, or nil. A session whose
+// grant no longer holds (its http_basic entry changed) is ended.
+func (s *sessions) lookup(r *http.Request) (*session, string) {
 	c, err := r.Cookie(SessionCookie)
 	if err != nil || c.Value == "" {
-		return nil, [32]byte{}
+		return nil, ""
 	}
-	key := sha256.Sum256([]byte(c.Value))
-	s.mu.Lock()
-	ss := s.m[key]
-	if ss != nil && (time.Now().After(ss.expires) || ss.g.valid != nil && !ss.g.valid()) {
-		delete(s.m, key)
-		ss = nil
+	key := sessionKey(c.Value)
+	data, err := s.db.GetSession(r.Context(), key)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			s.log.Error("dashboard session: could not be read", "err", err)
+		}
+		return nil, key
 	}
-	s.mu.Unlock()
+	var rec sessionRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		s.log.Error("dashboard session: unreadable record", "err", err)
+		return nil, key
+	}
+	ss := &session{g: grant{who: Principal{User: rec.User, Project: rec.Project, Roles: rec.Roles}, until: rec.Until, entry: rec.Entry},
+		csrf: csrfToken(c.Value), expires: rec.Expires}
+	if time.Now().After(ss.expires) || s.holds != nil && !s.holds(ss.g) {
+		_ = s.db.DeleteSession(r.Context(), key)
+		return nil, key
+	}
 	return ss, key
 }
 
@@ -263,4 +304,59 @@ func noAuthSessions(h http.Handler, path string) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, sessionInfo{Strategy: NoAuth, Authenticated: true})
 	})
+}
+
+// maxSessions bounds the sessions kept in memory; the one ending soonest
+// makes room.
+const maxSessions = 10000
+
+// memSessions is the SessionStore of a process without Config.Sessions.
+type memSessions struct {
+	mu sync.Mutex
+	m  map[string]memSession
+}
+
+type memSession struct {
+	data    []byte
+	expires time.Time
+}
+
+func (m *memSessions) PutSession(_ context.Context, key string, data []byte, expires time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	if len(m.m) >= maxSessions {
+		var soonest string
+		var first *memSession
+		for k, v := range m.m {
+			if !v.expires.After(now) {
+				delete(m.m, k)
+			} else if first == nil || v.expires.Before(first.expires) {
+				soonest, first = k, &v
+			}
+		}
+		if len(m.m) >= maxSessions {
+			delete(m.m, soonest)
+		}
+	}
+	m.m[key] = memSession{data: data, expires: expires}
+	return nil
+}
+
+func (m *memSessions) GetSession(_ context.Context, key string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.m[key]
+	if !ok || !v.expires.After(time.Now()) {
+		delete(m.m, key)
+		return nil, store.ErrNotFound
+	}
+	return v.data, nil
+}
+
+func (m *memSessions) DeleteSession(_ context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.m, key)
+	return nil
 }

@@ -1,12 +1,14 @@
 package auth_test
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/auth"
 	"github.com/anvil-metal/anvil/internal/auth/authtest"
+	"github.com/anvil-metal/anvil/internal/store"
 )
 
 const sessionPath = "/dashboard/session"
@@ -257,5 +260,84 @@ func TestSessionCookieSecure(t *testing.T) {
 	r := do(t, srv, "POST", sessionPath, `{"username": "admin", "password": "x"}`, nil)
 	if r.status != 200 || r.cookie == nil || !r.cookie.Secure || !r.cookie.HttpOnly {
 		t.Errorf("login under TLS: %d %+v", r.status, r.cookie)
+	}
+}
+
+// keptSessions is a SessionStore that remembers every key and record.
+type keptSessions struct {
+	mu   sync.Mutex
+	data map[string][]byte
+}
+
+func (k *keptSessions) PutSession(_ context.Context, key string, data []byte, _ time.Time) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.data[key] = data
+	return nil
+}
+
+func (k *keptSessions) GetSession(_ context.Context, key string) ([]byte, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if d, ok := k.data[key]; ok {
+		return d, nil
+	}
+	return nil, store.ErrNotFound
+}
+
+func (k *keptSessions) DeleteSession(_ context.Context, key string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.data, key)
+	return nil
+}
+
+// TestSessionsKept: with a SessionStore (the database), a session is kept
+// there — under a key that is not the cookie's id, as a record holding
+// neither the password, the token, the id nor the CSRF token — and a
+// second middleware on the same store (another API process) honours it.
+func TestSessionsKept(t *testing.T) {
+	iss := authtest.NewIssuer(t)
+	for _, c := range []struct {
+		cfg    auth.Config
+		login  string
+		secret string
+	}{
+		{auth.Config{Strategy: auth.HTTPBasic, UserFile: userFile(t, "admin", "Kept-pw-7")},
+			`{"username": "admin", "password": "Kept-pw-7"}`, "Kept-pw-7"},
+		{auth.Config{Strategy: auth.JWT, JWT: auth.JWTConfig{Issuer: iss.URL}}, "", ""},
+	} {
+		if c.login == "" {
+			c.secret = iss.Token(t, iss.Key, map[string]any{"roles": []any{"admin"}})
+			c.login = `{"token": "` + c.secret + `"}`
+		}
+		kept := &keptSessions{data: map[string][]byte{}}
+		c.cfg.Sessions = kept
+		one, other := sessionServer(t, c.cfg), sessionServer(t, c.cfg)
+		r := do(t, one, "POST", sessionPath, c.login, nil)
+		if r.status != 200 || r.cookie == nil {
+			t.Fatalf("%s login: %d %s", c.cfg.Strategy, r.status, r.body)
+		}
+		csrf := csrfOf(t, r.body)
+		if len(kept.data) != 1 {
+			t.Fatalf("%s: %d sessions kept, want 1", c.cfg.Strategy, len(kept.data))
+		}
+		for key, data := range kept.data {
+			for _, s := range []string{c.secret, r.cookie.Value, csrf} {
+				if key == s || strings.Contains(string(data), s) {
+					t.Errorf("%s: the kept session (%s) holds a secret", c.cfg.Strategy, data)
+				}
+			}
+		}
+		session := &http.Cookie{Name: r.cookie.Name, Value: r.cookie.Value}
+		if r := do(t, other, "GET", "/v1/nodes", "", session); r.status != 200 {
+			t.Errorf("%s: the other process with the session: %d %s", c.cfg.Strategy, r.status, r.body)
+		}
+		if r := do(t, other, "DELETE", sessionPath, "", session, auth.CSRFHeader, csrf); r.status != 204 || len(kept.data) != 0 {
+			t.Errorf("%s: logout on the other process: %d, %d kept", c.cfg.Strategy, r.status, len(kept.data))
+		}
+		if r := do(t, one, "GET", "/v1/nodes", "", session); r.status != 401 {
+			t.Errorf("%s: after the logout: %d", c.cfg.Strategy, r.status)
+		}
 	}
 }

@@ -43,13 +43,23 @@ type Security struct {
 	AuditLog string
 }
 
+// guardStore is what guard reads: nodes for the project policy, sessions
+// for the dashboard's logins.
+type guardStore interface {
+	nodeReader
+	auth.SessionStore
+}
+
 // guard puts the Host check, authentication, the audit record and the
 // project policy (reading nodes) in front of h, auditing to auditLog. Boot files are public: machines fetch them
 // before they hold any credential; so are the dashboard's assets, whose
 // page logs in at dashboard.SessionPath (auth's sessions).
-func guard(ctx context.Context, h http.Handler, cfg Config, bootPrefix string, auditLog *slog.Logger, nodes nodeReader) (http.Handler, error) {
+func guard(ctx context.Context, h http.Handler, cfg Config, bootPrefix string, auditLog *slog.Logger, st guardStore) (http.Handler, error) {
 	ac := cfg.Security.Auth
 	ac.Log = cfg.Log
+	// Dashboard sessions live in the database: every API process of it
+	// knows them, and they outlive a restart.
+	ac.Sessions = st
 	// The dashboard's page and assets hold no data (the page reads
 	// everything through the API with its session), so a browser without a
 	// session gets the page, which asks it to log in at SessionPath.
@@ -60,7 +70,7 @@ func guard(ctx context.Context, h http.Handler, cfg Config, bootPrefix string, a
 		return auth.PublicPath(p) || bootPrefix != "" && strings.HasPrefix(p, bootPrefix+"/") ||
 			p == dashboard.Path || strings.HasPrefix(p, dashboard.Path+"/")
 	}
-	h = audit(&projectPolicy{nodes: nodes, next: h}, auditLog)
+	h = audit(&projectPolicy{nodes: st, next: h}, auditLog)
 	h, err := auth.Middleware(ctx, h, ac)
 	if err != nil {
 		return nil, err

@@ -315,8 +315,25 @@ type Store interface {
 	ChassisStore
 	VolumeStore
 	InspectionRuleStore
+	SessionStore
 
 	Close() error
+}
+
+// SessionStore keeps the dashboard's login sessions (internal/auth), so
+// that every API process sharing the database knows them and they outlive
+// a restart. A session is opaque here: its key is the SHA-256 of the
+// cookie's id (hex), never the id; data is what auth records (never a
+// password or token).
+type SessionStore interface {
+	// PutSession stores a session until expires, and drops the sessions
+	// that expired.
+	PutSession(ctx context.Context, key string, data []byte, expires time.Time) error
+	// GetSession returns a session's data. Errors: ErrNotFound, also once
+	// it expired.
+	GetSession(ctx context.Context, key string) ([]byte, error)
+	// DeleteSession ends a session; an unknown key is no error.
+	DeleteSession(ctx context.Context, key string) error
 }
 
 // SettingsStore keeps what a node's BMC reported of its BIOS settings and

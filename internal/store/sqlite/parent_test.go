@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"database/sql"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -11,8 +12,8 @@ import (
 )
 
 // Migration 0014 copies each stored node's parent_node into its new column:
-// a database written before it (here: the column dropped and the migration
-// unrecorded after the fact) lists its child nodes by parent once reopened.
+// on a database written before it (here: the column dropped after the
+// fact), the migration's own SQL makes its child nodes list by parent.
 func TestParentNodeBackfill(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "anvil.db")
 	s, err := sqlite.Open(t.Context(), path)
@@ -34,7 +35,11 @@ func TestParentNodeBackfill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"ALTER TABLE nodes DROP COLUMN parent_node", "DELETE FROM schema_migrations WHERE version = 14"} {
+	up, err := os.ReadFile("migrations/0014_parent_node.up.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"ALTER TABLE nodes DROP COLUMN parent_node", string(up)} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

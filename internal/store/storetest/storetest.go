@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Chassis", testChassis},
 		{"Volumes", testVolumes},
 		{"InspectionRules", testInspectionRules},
+		{"Sessions", testSessions},
 		{"Migrate", testMigrate},
 		{"Load", testLoad},
 	}
