@@ -186,7 +186,7 @@ func (s *sessions) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := randomToken()
-	ss := &session{g: g, csrf: csrfToken(id), expires: time.Now().Add(s.ttl).UTC().Truncate(time.Second)}
+	ss := &session{g: g, csrf: csrfToken(id), expires: time.Now().Add(s.ttl).UTC()}
 	if !g.until.IsZero() && g.until.Before(ss.expires) {
 		ss.expires = g.until
 	}
