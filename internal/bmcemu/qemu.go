@@ -390,7 +390,18 @@ func (e *Emulator) shutdownVM(m *Machine) {
 		m.applyPower(false, false)
 		return
 	}
-	if err := qmpCommand(vm.qmp, "system_powerdown", nil); err != nil {
+	// A busy qemu may refuse or drop a QMP connection now and then: try a
+	// few times before the hard way.
+	var err error
+	for try := range 3 {
+		if try > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if err = qmpCommand(vm.qmp, "system_powerdown", nil); err == nil {
+			break
+		}
+	}
+	if err != nil {
 		e.log.Warn("graceful shutdown: QMP failed, killing the VM", "machine", m.ID, "err", err)
 		_ = vm.cmd.Process.Kill()
 		return

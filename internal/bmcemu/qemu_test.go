@@ -1,9 +1,11 @@
 package bmcemu_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -72,7 +75,15 @@ func TestQEMUPowerAndBootDevices(t *testing.T) {
 	files := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	defer files.Close()
 
+	// The emulator's log is shown when the test fails.
+	var logs syncBuffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("emulator log:\n%s", logs.String())
+		}
+	})
 	e := start(t, bmcemu.Config{Count: 1, IPMI: true, StateDir: filepath.Join(dir, "state"),
+		Log:  slog.New(slog.NewTextHandler(&logs, nil)),
 		QEMU: &bmcemu.QEMUConfig{MemoryMiB: 64, DiskBytes: 1 << 20, ShutdownTimeout: 2 * time.Second}})
 	m := e.Machine("node-01")
 	st := m.Status()
@@ -154,7 +165,7 @@ func TestQEMUPowerAndBootDevices(t *testing.T) {
 	pid = m.Status().VMPid
 	reset("GracefulShutdown")
 	if !m.PoweredOn() {
-		t.Error("off before the guest shut down")
+		t.Errorf("off before the guest shut down: %+v", m.Status())
 	}
 	if !waitUntil(15*time.Second, func() bool { return !m.PoweredOn() }) || alive(pid) {
 		t.Fatalf("GracefulShutdown: still on (%+v), qemu alive %v", m.Status(), alive(pid))
@@ -335,4 +346,22 @@ func isZombie(pid int) bool {
 	}
 	f := strings.Fields(string(b))
 	return len(f) > 2 && (f[2] == "Z" || f[2] == "X")
+}
+
+// syncBuffer is a bytes.Buffer safe for the emulator's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
