@@ -8,7 +8,7 @@ import (
 const minorHeartbeat = 22
 
 func (s *Server) agentRoutes() {
-	s.handle(endpoint{"POST": s.heartbeat}, "/v1/heartbeat/{ident}")
+	s.handle(endpoint{"POST": {s.heartbeat, public()}}, "/v1/heartbeat/{ident}")
 }
 
 // POST /v1/heartbeat/{ident}: an agent's callback (public in Ironic). It

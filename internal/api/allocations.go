@@ -60,10 +60,14 @@ var allocationListParams = []string{"node", "resource_class", "state", "owner", 
 var unsortableAllocationKeys = []string{"extra", "candidate_nodes", "traits"}
 
 func (s *Server) allocationRoutes() {
-	s.handle(endpoint{"GET": s.listAllocations, "POST": s.createAllocation}, "/v1/allocations")
-	s.handle(endpoint{"GET": s.getAllocation, "PATCH": s.patchAllocation, "DELETE": s.deleteAllocation},
+	s.handle(endpoint{"GET": {s.listAllocations, systemOnly("baremetal:allocation:list_all")},
+		"POST": {s.createAllocation, systemOnly("baremetal:allocation:create")}}, "/v1/allocations")
+	s.handle(endpoint{"GET": {s.getAllocation, systemOnly("baremetal:allocation:get")},
+		"PATCH":  {s.patchAllocation, systemOnly("baremetal:allocation:update")},
+		"DELETE": {s.deleteAllocation, systemOnly("baremetal:allocation:delete")}},
 		"/v1/allocations/{alloc}")
-	s.handle(endpoint{"GET": s.getNodeAllocation, "DELETE": s.deleteNodeAllocation}, "/v1/nodes/{ident}/allocation")
+	s.handle(endpoint{"GET": {s.getNodeAllocation, nodeRule("baremetal:node:get")},
+		"DELETE": {s.deleteNodeAllocation, systemOnly("baremetal:allocation:delete")}}, "/v1/nodes/{ident}/allocation")
 }
 
 // noAllocations is Ironic's text for allocations below 1.52.

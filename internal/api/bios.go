@@ -30,9 +30,9 @@ var (
 )
 
 func (s *Server) biosRoutes() {
-	s.handle(endpoint{"GET": s.listBIOS}, "/v1/nodes/{ident}/bios")
-	s.handle(endpoint{"GET": s.getBIOS}, "/v1/nodes/{ident}/bios/{setting}")
-	s.handle(endpoint{"GET": s.listFirmware}, "/v1/nodes/{ident}/firmware")
+	s.handle(endpoint{"GET": {s.listBIOS, nodeRule("baremetal:node:bios:get")}}, "/v1/nodes/{ident}/bios")
+	s.handle(endpoint{"GET": {s.getBIOS, nodeRule("baremetal:node:bios:get")}}, "/v1/nodes/{ident}/bios/{setting}")
+	s.handle(endpoint{"GET": {s.listFirmware, nodeRule("baremetal:node:firmware:get")}}, "/v1/nodes/{ident}/firmware")
 }
 
 // returnFields is Ironic's get_request_return_fields: ?detail and ?fields

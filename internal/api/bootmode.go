@@ -7,8 +7,8 @@ import "github.com/anvil-metal/anvil/internal/fault"
 const minorChangeBootMode = 76
 
 func (s *Server) bootModeRoutes() {
-	s.handle(endpoint{"PUT": s.setBootMode}, "/v1/nodes/{ident}/states/boot_mode")
-	s.handle(endpoint{"PUT": s.setSecureBoot}, "/v1/nodes/{ident}/states/secure_boot")
+	s.handle(endpoint{"PUT": {s.setBootMode, nodeRule("baremetal:node:set_boot_mode")}}, "/v1/nodes/{ident}/states/boot_mode")
+	s.handle(endpoint{"PUT": {s.setSecureBoot, nodeRule("baremetal:node:set_secure_boot")}}, "/v1/nodes/{ident}/states/secure_boot")
 }
 
 func errBootModeVersion() error {

@@ -26,11 +26,13 @@ var chassisFields = []docField[model.Chassis]{
 }
 
 func (s *Server) chassisRoutes() {
-	s.handle(endpoint{"GET": s.listChassis, "POST": s.createChassis}, "/v1/chassis")
-	s.handle(endpoint{"GET": s.listChassisDetail}, "/v1/chassis/detail")
-	s.handle(endpoint{"GET": s.getChassis, "PATCH": s.patchChassis, "DELETE": s.deleteChassis}, "/v1/chassis/{ident}")
-	s.handle(endpoint{"GET": func(rc *call) error { return s.chassisNodes(rc, false) }}, "/v1/chassis/{ident}/nodes")
-	s.handle(endpoint{"GET": func(rc *call) error { return s.chassisNodes(rc, true) }}, "/v1/chassis/{ident}/nodes/detail")
+	s.handle(endpoint{"GET": {s.listChassis, rule("baremetal:chassis:get")}, "POST": {s.createChassis, rule("baremetal:chassis:create")}}, "/v1/chassis")
+	s.handle(endpoint{"GET": {s.listChassisDetail, rule("baremetal:chassis:get")}}, "/v1/chassis/detail")
+	s.handle(endpoint{"GET": {s.getChassis, rule("baremetal:chassis:get")},
+		"PATCH":  {s.patchChassis, rule("baremetal:chassis:update")},
+		"DELETE": {s.deleteChassis, rule("baremetal:chassis:delete")}}, "/v1/chassis/{ident}")
+	s.handle(endpoint{"GET": {func(rc *call) error { return s.chassisNodes(rc, false) }, chassisNodes}}, "/v1/chassis/{ident}/nodes")
+	s.handle(endpoint{"GET": {func(rc *call) error { return s.chassisNodes(rc, true) }, chassisNodes}}, "/v1/chassis/{ident}/nodes/detail")
 }
 
 func (rc *call) writeChassis(w *jw, c *model.Chassis, fields []string) {

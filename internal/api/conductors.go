@@ -43,8 +43,8 @@ func boolInt(b bool) int {
 }
 
 func (s *Server) conductorRoutes() {
-	s.handle(endpoint{"GET": s.listConductors}, "/v1/conductors")
-	s.handle(endpoint{"GET": s.getConductor}, "/v1/conductors/{hostname}")
+	s.handle(endpoint{"GET": {s.listConductors, rule("baremetal:conductor:get")}}, "/v1/conductors")
+	s.handle(endpoint{"GET": {s.getConductor, rule("baremetal:conductor:get")}}, "/v1/conductors/{hostname}")
 }
 
 func conductorNotFound(host string) error {

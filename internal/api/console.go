@@ -1,7 +1,8 @@
 package api
 
 func (s *Server) consoleRoutes() {
-	s.handle(endpoint{"GET": s.getConsole, "PUT": s.setConsole}, "/v1/nodes/{ident}/states/console")
+	s.handle(endpoint{"GET": {s.getConsole, nodeRule("baremetal:node:get_console")},
+		"PUT": {s.setConsole, nodeRule("baremetal:node:set_console_state")}}, "/v1/nodes/{ident}/states/console")
 }
 
 // GET /v1/nodes/{ident}/states/console: {"console_enabled", "console_info"}.

@@ -8,7 +8,7 @@ import (
 const minorContinueInspection = 84
 
 func (s *Server) continueInspectionRoutes() {
-	s.handle(endpoint{"POST": s.continueInspection}, "/v1/continue_inspection")
+	s.handle(endpoint{"POST": {s.continueInspection, public()}}, "/v1/continue_inspection")
 }
 
 // POST /v1/continue_inspection[?node_uuid=]: a ramdisk pushes its inventory

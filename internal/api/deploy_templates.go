@@ -56,8 +56,11 @@ var namedFields = []string{"uuid", "name"}
 var unsortableTemplateKeys = []string{"extra", "steps"}
 
 func (s *Server) deployTemplateRoutes() {
-	s.handle(endpoint{"GET": s.listDeployTemplates, "POST": s.createDeployTemplate}, "/v1/deploy_templates")
-	s.handle(endpoint{"GET": s.getDeployTemplate, "PATCH": s.patchDeployTemplate, "DELETE": s.deleteDeployTemplate},
+	s.handle(endpoint{"GET": {s.listDeployTemplates, rule("baremetal:deploy_template:get")},
+		"POST": {s.createDeployTemplate, rule("baremetal:deploy_template:create")}}, "/v1/deploy_templates")
+	s.handle(endpoint{"GET": {s.getDeployTemplate, rule("baremetal:deploy_template:get")},
+		"PATCH":  {s.patchDeployTemplate, rule("baremetal:deploy_template:update")},
+		"DELETE": {s.deleteDeployTemplate, rule("baremetal:deploy_template:delete")}},
 		"/v1/deploy_templates/{template}")
 }
 

@@ -20,9 +20,9 @@ const (
 var driverIfaceMinor = map[string]int{"storage": 33, "rescue": 38, "bios": 40, "firmware": 86}
 
 func (s *Server) driverRoutes() {
-	s.handle(endpoint{"GET": s.listDrivers}, "/v1/drivers")
-	s.handle(endpoint{"GET": s.getDriver}, "/v1/drivers/{name}")
-	s.handle(endpoint{"GET": s.driverProperties}, "/v1/drivers/{name}/properties")
+	s.handle(endpoint{"GET": {s.listDrivers, rule("baremetal:driver:get")}}, "/v1/drivers")
+	s.handle(endpoint{"GET": {s.getDriver, rule("baremetal:driver:get")}}, "/v1/drivers/{name}")
+	s.handle(endpoint{"GET": {s.driverProperties, rule("baremetal:driver:get_properties")}}, "/v1/drivers/{name}/properties")
 }
 
 func driverNotFound(name string) error {

@@ -22,6 +22,7 @@ var kindStatus = map[fault.Kind]int{
 	fault.Unsupported:   http.StatusUnsupportedMediaType,
 	fault.Unavailable:   http.StatusServiceUnavailable,
 	fault.DriverFailed:  http.StatusInternalServerError,
+	fault.Forbidden:     http.StatusForbidden,
 }
 
 // statusClientClosed records a request whose client disconnected before

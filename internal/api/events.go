@@ -25,7 +25,7 @@ import (
 const streamWriteTimeout = 30 * time.Second
 
 func (s *Server) eventRoutes() {
-	s.handle(endpoint{"GET": s.streamEvents}, events.StreamPath)
+	s.handle(endpoint{"GET": {s.streamEvents, nodeList}}, events.StreamPath)
 }
 
 // GET /v1/events/stream?node=&fields=&types=&snapshot=&project= (Last-Event-ID header)

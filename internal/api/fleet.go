@@ -44,8 +44,8 @@ const (
 )
 
 func (s *Server) fleetRoutes() {
-	s.handle(endpoint{"GET": s.fleetNodes}, "/v1/fleet/nodes")
-	s.handle(endpoint{"GET": s.fleetSummary}, "/v1/fleet/summary")
+	s.handle(endpoint{"GET": {s.fleetNodes, nodeList}}, "/v1/fleet/nodes")
+	s.handle(endpoint{"GET": {s.fleetSummary, nodeList}}, "/v1/fleet/summary")
 }
 
 // GET /v1/fleet/nodes

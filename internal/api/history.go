@@ -27,8 +27,8 @@ var historySortKeys = map[string]func(a, b *model.HistoryEvent) int{
 }
 
 func (s *Server) historyRoutes() {
-	s.handle(endpoint{"GET": s.listHistory}, "/v1/nodes/{ident}/history")
-	s.handle(endpoint{"GET": s.getHistory}, "/v1/nodes/{ident}/history/{event}")
+	s.handle(endpoint{"GET": {s.listHistory, nodeRule("baremetal:node:history:get")}}, "/v1/nodes/{ident}/history")
+	s.handle(endpoint{"GET": {s.getHistory, nodeRule("baremetal:node:history:get")}}, "/v1/nodes/{ident}/history/{event}")
 }
 
 func historyNotFound(id string) error {

@@ -8,8 +8,9 @@ import (
 const minorIndicators = 63
 
 func (s *Server) indicatorRoutes() {
-	s.handle(endpoint{"GET": s.listIndicators}, "/v1/nodes/{ident}/management/indicators")
-	s.handle(endpoint{"GET": s.getIndicator, "PUT": s.setIndicator}, "/v1/nodes/{ident}/management/indicators/{indicator}")
+	s.handle(endpoint{"GET": {s.listIndicators, nodeRule("baremetal:node:get_indicator_state")}}, "/v1/nodes/{ident}/management/indicators")
+	s.handle(endpoint{"GET": {s.getIndicator, nodeRule("baremetal:node:get_indicator_state")},
+		"PUT": {s.setIndicator, nodeRule("baremetal:node:set_indicator_state")}}, "/v1/nodes/{ident}/management/indicators/{indicator}")
 }
 
 // splitIndicator parses Ironic's "<name>@<component>".

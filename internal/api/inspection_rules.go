@@ -41,9 +41,13 @@ var unsortableRuleKeys = []string{"actions", "conditions"}
 var rulePatchFields = []string{"description", "priority", "sensitive", "phase", "conditions", "actions"}
 
 func (s *Server) inspectionRuleRoutes() {
-	s.handle(endpoint{"GET": s.listInspectionRules, "POST": s.createInspectionRule, "DELETE": s.deleteInspectionRules},
+	s.handle(endpoint{"GET": {s.listInspectionRules, rule("baremetal:inspection_rule:get")},
+		"POST":   {s.createInspectionRule, rule("baremetal:inspection_rule:create")},
+		"DELETE": {s.deleteInspectionRules, rule("baremetal:inspection_rule:delete")}},
 		"/v1/inspection_rules")
-	s.handle(endpoint{"GET": s.getInspectionRule, "PATCH": s.patchInspectionRule, "DELETE": s.deleteInspectionRule},
+	s.handle(endpoint{"GET": {s.getInspectionRule, rule("baremetal:inspection_rule:get")},
+		"PATCH":  {s.patchInspectionRule, rule("baremetal:inspection_rule:update")},
+		"DELETE": {s.deleteInspectionRule, rule("baremetal:inspection_rule:delete")}},
 		"/v1/inspection_rules/{rule}")
 }
 

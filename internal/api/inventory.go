@@ -16,7 +16,7 @@ const (
 )
 
 func (s *Server) inventoryRoutes() {
-	s.handle(endpoint{"GET": s.getInventory}, "/v1/nodes/{ident}/inventory")
+	s.handle(endpoint{"GET": {s.getInventory, nodeRule("baremetal:node:inventory:get")}}, "/v1/nodes/{ident}/inventory")
 }
 
 // GET /v1/nodes/{ident}/inventory: the inventory of the node's last

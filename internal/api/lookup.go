@@ -8,7 +8,7 @@ import (
 const ramdiskHeartbeatTimeout = 300
 
 func (s *Server) lookupRoutes() {
-	s.handle(endpoint{"GET": s.lookup}, "/v1/lookup")
+	s.handle(endpoint{"GET": {s.lookup, public()}}, "/v1/lookup")
 }
 
 // GET /v1/lookup?addresses=mac1,mac2&node_uuid=...: how an agent finds its

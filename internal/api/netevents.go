@@ -25,7 +25,7 @@ var networkEventProps = []nodeProp{
 }
 
 func (s *Server) netEventRoutes() {
-	s.handle(endpoint{"POST": s.postEvents}, "/v1/events")
+	s.handle(endpoint{"POST": {s.postEvents, rule("baremetal:events:post")}}, "/v1/events")
 }
 
 // POST /v1/events (1.54): Neutron's port events. Ironic validates them and

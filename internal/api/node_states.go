@@ -31,14 +31,16 @@ var validateOrder = []string{"boot", "deploy", "management", "network", "power",
 	"bios", "console", "firmware", "inspect", "raid", "rescue", "storage"}
 
 func (s *Server) nodeStateRoutes() {
-	s.handle(endpoint{"GET": s.getNodeStates}, "/v1/nodes/{ident}/states")
-	s.handle(endpoint{"PUT": s.setProvisionState}, "/v1/nodes/{ident}/states/provision")
-	s.handle(endpoint{"PUT": s.setPowerState}, "/v1/nodes/{ident}/states/power")
-	s.handle(endpoint{"PUT": s.setMaintenance, "DELETE": s.clearMaintenance}, "/v1/nodes/{ident}/maintenance")
-	s.handle(endpoint{"GET": s.validateNode}, "/v1/nodes/{ident}/validate")
-	s.handle(endpoint{"GET": s.validateNodeByQuery}, "/v1/nodes/validate")
-	s.handle(endpoint{"GET": s.getBootDevice, "PUT": s.setBootDevice}, "/v1/nodes/{ident}/management/boot_device")
-	s.handle(endpoint{"GET": s.supportedBootDevices}, "/v1/nodes/{ident}/management/boot_device/supported")
+	s.handle(endpoint{"GET": {s.getNodeStates, nodeRule("baremetal:node:get_states")}}, "/v1/nodes/{ident}/states")
+	s.handle(endpoint{"PUT": {s.setProvisionState, nodeBody("baremetal:node:set_provision_state")}}, "/v1/nodes/{ident}/states/provision")
+	s.handle(endpoint{"PUT": {s.setPowerState, nodeRule("baremetal:node:set_power_state")}}, "/v1/nodes/{ident}/states/power")
+	s.handle(endpoint{"PUT": {s.setMaintenance, nodeRule("baremetal:node:set_maintenance")},
+		"DELETE": {s.clearMaintenance, nodeRule("baremetal:node:clear_maintenance")}}, "/v1/nodes/{ident}/maintenance")
+	s.handle(endpoint{"GET": {s.validateNode, nodeRule("baremetal:node:validate")}}, "/v1/nodes/{ident}/validate")
+	s.handle(endpoint{"GET": {s.validateNodeByQuery, bodyRule("baremetal:node:validate")}}, "/v1/nodes/validate")
+	s.handle(endpoint{"GET": {s.getBootDevice, nodeRule("baremetal:node:get_boot_device")},
+		"PUT": {s.setBootDevice, nodeRule("baremetal:node:set_boot_device")}}, "/v1/nodes/{ident}/management/boot_device")
+	s.handle(endpoint{"GET": {s.supportedBootDevices, nodeRule("baremetal:node:get_boot_device")}}, "/v1/nodes/{ident}/management/boot_device/supported")
 }
 
 // GET /v1/nodes/{ident}/states
@@ -54,7 +56,13 @@ func (s *Server) getNodeStates(rc *call) error {
 	w.rootObj()
 	w.key("console_enabled")
 	w.boolean(n.ConsoleEnabled)
-	for _, kv := range [][2]string{{"last_error", n.LastError}, {"power_state", n.PowerState},
+	w.key("last_error")
+	if shown, hidden := rc.hidden(n, "last_error"); hidden {
+		w.any(shown) // the node's rendering hides it from this principal too
+	} else {
+		w.strOrNull(n.LastError)
+	}
+	for _, kv := range [][2]string{{"power_state", n.PowerState},
 		{"provision_state", shownProvisionState(n.ProvisionState, rc.minor)},
 		{"target_power_state", n.TargetPowerState}, {"target_provision_state", n.TargetProvisionState}} {
 		w.key(kv[0])
@@ -99,6 +107,9 @@ func (s *Server) setProvisionState(rc *call) error {
 		return err
 	}
 	if err := rc.gateProvision(&req, args); err != nil {
+		return err
+	}
+	if err := rc.authorizeProvision(n, req); err != nil {
 		return err
 	}
 	req.Minor = rc.minor
@@ -379,6 +390,9 @@ func (s *Server) validateNodeByQuery(rc *call) error {
 		if ident, err = rc.nodeIdent(raw); err != nil {
 			return err
 		}
+	}
+	if err := rc.authorizeIdent(ident, "baremetal:node:validate"); err != nil {
+		return err
 	}
 	return rc.writeValidation(ident)
 }

@@ -40,9 +40,11 @@ var nodePatchAllowed = []string{"automated_clean", "bios_interface", "boot_inter
 var reservedNodeNames = []string{"maintenance", "management", "states", "vendor_passthru", "detail", "validate"}
 
 func (s *Server) nodeRoutes() {
-	s.handle(endpoint{"GET": s.listNodes, "POST": s.createNode}, "/v1/nodes")
-	s.handle(endpoint{"GET": s.listNodesDetail}, "/v1/nodes/detail")
-	s.handle(endpoint{"GET": s.getNode, "PATCH": s.patchNode, "DELETE": s.deleteNode}, "/v1/nodes/{ident}")
+	s.handle(endpoint{"GET": {s.listNodes, nodeList}, "POST": {s.createNode, rule("baremetal:node:create")}}, "/v1/nodes")
+	s.handle(endpoint{"GET": {s.listNodesDetail, nodeList}}, "/v1/nodes/detail")
+	s.handle(endpoint{"GET": {s.getNode, nodeRule("baremetal:node:get")},
+		"PATCH":  {s.patchNode, nodeBody("baremetal:node:update")},
+		"DELETE": {s.deleteNode, nodeRule("baremetal:node:delete")}}, "/v1/nodes/{ident}")
 }
 
 // nodeIdent validates a node identifier from the URL: a UUID (returned in
@@ -51,6 +53,9 @@ func (s *Server) nodeRoutes() {
 // suffix is used if the one without names no node (Ironic's
 // get_rpc_node_with_suffix).
 func (rc *call) nodeIdent(raw string) (string, error) {
+	if rc.auth.node != nil && raw == rc.r.PathValue("ident") {
+		return rc.auth.nodeIdent, nil // the route's authorization resolved it
+	}
 	ident, err := rc.plainNodeIdent(raw)
 	if !rc.jsonSuffix || path.Base(rc.r.URL.Path) != raw {
 		return ident, err
@@ -84,9 +89,13 @@ func (rc *call) plainNodeIdent(raw string) (string, error) {
 	return raw, nil
 }
 
-// loadNode resolves the {ident} of the path to a stored node.
+// loadNode resolves the {ident} of the path to a stored node, once: the
+// route's authorization and its handler see the same node.
 func (rc *call) loadNode() (*model.Node, string, error) {
 	raw := rc.r.PathValue("ident")
+	if rc.auth.node != nil {
+		return rc.auth.node, raw, nil
+	}
 	ident, err := rc.nodeIdent(raw)
 	if err != nil {
 		return nil, raw, err
@@ -97,6 +106,9 @@ func (rc *call) loadNode() (*model.Node, string, error) {
 			return nil, raw, fault.NodeNotFound(ident)
 		}
 		return nil, raw, fault.NodeNotFound(raw)
+	}
+	if err == nil {
+		rc.auth.node, rc.auth.nodeIdent = n, ident
 	}
 	return n, raw, err
 }
@@ -241,6 +253,9 @@ func (s *Server) patchNode(rc *call) error {
 	}
 	ops, reset, err := rc.nodePatchRequest(raw)
 	if err != nil {
+		return err
+	}
+	if err := rc.authorizeNodePatch(ops); err != nil {
 		return err
 	}
 	apply := func(n *model.Node) error { return rc.applyNodePatch(n, raw, ops, reset) }

@@ -23,14 +23,17 @@ var portgroupListParams = []string{"node", "address", "marker", "limit", "sort_k
 var unsortablePortgroupKeys = []string{"extra", "internal_info", "properties"}
 
 func (s *Server) portgroupRoutes() {
-	s.handle(endpoint{"GET": s.listPortgroups, "POST": s.createPortgroup}, "/v1/portgroups")
-	s.handle(endpoint{"GET": s.listPortgroupsDetail}, "/v1/portgroups/detail")
-	s.handle(endpoint{"GET": s.getPortgroup, "PATCH": s.patchPortgroup, "DELETE": s.deletePortgroup},
+	s.handle(endpoint{"GET": {s.listPortgroups, systemOnly("baremetal:portgroup:list_all")},
+		"POST": {s.createPortgroup, systemOnly("baremetal:portgroup:create")}}, "/v1/portgroups")
+	s.handle(endpoint{"GET": {s.listPortgroupsDetail, systemOnly("baremetal:portgroup:list_all")}}, "/v1/portgroups/detail")
+	s.handle(endpoint{"GET": {s.getPortgroup, systemOnly("baremetal:portgroup:get")},
+		"PATCH":  {s.patchPortgroup, systemOnly("baremetal:portgroup:update")},
+		"DELETE": {s.deletePortgroup, systemOnly("baremetal:portgroup:delete")}},
 		"/v1/portgroups/{pg}")
-	s.handle(endpoint{"GET": s.listPortgroupPorts}, "/v1/portgroups/{pg}/ports")
-	s.handle(endpoint{"GET": s.listPortgroupPortsDetail}, "/v1/portgroups/{pg}/ports/detail")
-	s.handle(endpoint{"GET": s.listNodePortgroups}, "/v1/nodes/{ident}/portgroups")
-	s.handle(endpoint{"GET": s.listNodePortgroupsDetail}, "/v1/nodes/{ident}/portgroups/detail")
+	s.handle(endpoint{"GET": {s.listPortgroupPorts, systemOnly("baremetal:portgroup:get", "baremetal:port:list_all")}}, "/v1/portgroups/{pg}/ports")
+	s.handle(endpoint{"GET": {s.listPortgroupPortsDetail, systemOnly("baremetal:portgroup:get", "baremetal:port:list_all")}}, "/v1/portgroups/{pg}/ports/detail")
+	s.handle(endpoint{"GET": {s.listNodePortgroups, nodeRule("baremetal:portgroup:list")}}, "/v1/nodes/{ident}/portgroups")
+	s.handle(endpoint{"GET": {s.listNodePortgroupsDetail, nodeRule("baremetal:portgroup:list")}}, "/v1/nodes/{ident}/portgroups/detail")
 }
 
 // loadPortgroup resolves the {pg} of the path to a stored portgroup.

@@ -58,11 +58,13 @@ var portListParams = []string{"node", "node_uuid", "address", "marker", "limit",
 var unsortablePortKeys = []string{"extra", "internal_info", "local_link_connection"}
 
 func (s *Server) portRoutes() {
-	s.handle(endpoint{"GET": s.listPorts, "POST": s.createPort}, "/v1/ports")
-	s.handle(endpoint{"GET": s.listPortsDetail}, "/v1/ports/detail")
-	s.handle(endpoint{"GET": s.getPort, "PATCH": s.patchPort, "DELETE": s.deletePort}, "/v1/ports/{ident}")
-	s.handle(endpoint{"GET": s.listNodePorts}, "/v1/nodes/{ident}/ports")
-	s.handle(endpoint{"GET": s.listNodePortsDetail}, "/v1/nodes/{ident}/ports/detail")
+	s.handle(endpoint{"GET": {s.listPorts, bodyRule("baremetal:port:list")}, "POST": {s.createPort, bodyRule("baremetal:port:create")}}, "/v1/ports")
+	s.handle(endpoint{"GET": {s.listPortsDetail, bodyRule("baremetal:port:list")}}, "/v1/ports/detail")
+	s.handle(endpoint{"GET": {s.getPort, portRule("baremetal:port:get")},
+		"PATCH":  {s.patchPort, portRule("baremetal:port:update")},
+		"DELETE": {s.deletePort, portRule("baremetal:port:delete")}}, "/v1/ports/{ident}")
+	s.handle(endpoint{"GET": {s.listNodePorts, nodeRule("baremetal:port:list")}}, "/v1/nodes/{ident}/ports")
+	s.handle(endpoint{"GET": {s.listNodePortsDetail, nodeRule("baremetal:port:list")}}, "/v1/nodes/{ident}/ports/detail")
 }
 
 // writePort writes a port with the fields visible at the request version
@@ -167,6 +169,11 @@ func (rc *call) resolvePortNode(doc map[string]any) error {
 	n, err := rc.s.cfg.Store.GetNode(rc.ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
 		return invalid("Node %s could not be found.", ident)
+	} else if err != nil {
+		return err
+	}
+	if err := rc.authorize(n, "baremetal:port:create"); fault.KindOf(err) == fault.NotFound {
+		return invalid("Node %s could not be found.", ident) // as if absent: no existence oracle
 	} else if err != nil {
 		return err
 	}
@@ -291,6 +298,9 @@ func (rc *call) checkPortNodeLink(v any, from string) error {
 		return bad
 	} else if err != nil {
 		return err
+	}
+	if rc.scoped() && !rc.allowed("baremetal:node:get", nodeTarget(to)) {
+		return bad // a node the principal may not see is as good as none
 	}
 	orig, err := rc.s.cfg.Store.GetNode(rc.ctx, from)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -422,6 +432,7 @@ func (rc *call) portSelection(parentNode, parentPG string) (portSelection, error
 	} else if nodeUUID != "" {
 		sel.link = append(sel.link, [2]string{"node_uuid", nodeUUID})
 	}
+	top := parentNode == "" && parentPG == "" // GET /v1/ports: authorized here
 	if nodeUUID != "" {
 		n, err := rc.s.cfg.Store.GetNode(rc.ctx, nodeIdentForLookup(nodeUUID))
 		if errors.Is(err, store.ErrNotFound) {
@@ -429,7 +440,16 @@ func (rc *call) portSelection(parentNode, parentPG string) (portSelection, error
 		} else if err != nil {
 			return sel, err
 		}
+		if top {
+			if err := rc.authorize(n, "baremetal:port:list"); err != nil {
+				return sel, err
+			}
+		}
 		sel.q.NodeUUID = n.UUID
+	} else if top && rc.scoped() && !rc.allowed("baremetal:port:list_all", nil) {
+		return sel, fault.New(fault.Forbidden, "A project-scoped token lists the ports of one node: add ?node=<node>.")
+	} else if top {
+		rc.auth.pending = false
 	}
 	return sel, nil
 }

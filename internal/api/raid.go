@@ -4,8 +4,8 @@ import "github.com/anvil-metal/anvil/internal/model"
 
 // raidRoutes serve Ironic's RAID API (1.12).
 func (s *Server) raidRoutes() {
-	s.handle(endpoint{"PUT": s.setRAIDConfig}, "/v1/nodes/{ident}/states/raid")
-	s.handle(endpoint{"GET": s.raidLogicalDiskProperties}, "/v1/drivers/{name}/raid/logical_disk_properties")
+	s.handle(endpoint{"PUT": {s.setRAIDConfig, nodeRule("baremetal:node:set_raid_state")}}, "/v1/nodes/{ident}/states/raid")
+	s.handle(endpoint{"GET": {s.raidLogicalDiskProperties, rule("baremetal:driver:get_raid_logical_disk_properties")}}, "/v1/drivers/{name}/raid/logical_disk_properties")
 }
 
 // PUT /v1/nodes/{ident}/states/raid: the body is the target RAID

@@ -214,11 +214,9 @@ func (rc *call) writeNode(w *jw, n *model.Node, plan []*nodeField) {
 	w.obj()
 	for _, f := range plan {
 		w.rawKey(f.key)
-		if rc.redact != nil {
-			if shown, hidden := rc.redact(n, f.name); hidden {
-				w.any(shown)
-				continue
-			}
+		if shown, hidden := rc.hidden(n, f.name); hidden {
+			w.any(shown)
+			continue
 		}
 		f.write(w, rc, n)
 	}

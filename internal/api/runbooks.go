@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"maps"
 	"regexp"
 	"slices"
@@ -16,9 +15,9 @@ import (
 // Runbooks (API 1.92) as Ironic master serves them below 1.112: the name
 // is a trait (RUNBOOK_SCHEMA's TRAITS_SCHEMA), there are no runbook traits
 // and no description. A provision request naming a runbook is the
-// conductor's (withRunbook); who may read, change or use one is the
-// policy's in front of the API (internal/server), which also tells the
-// API the project of a project-scoped request (WithProject).
+// conductor's (withRunbook); who may read, change or use one is decided
+// by the routes' guards (authz.go): a project-scoped principal lists its
+// own and the public ones and owns what it creates.
 
 // noRunbooks is Ironic's text below 1.92 (404 to read, 405 to write).
 const noRunbooks = "The API version does not allow runbooks"
@@ -72,23 +71,12 @@ var runbookNameRe = regexp.MustCompile(`^[A-Za-z0-9\-._~]+$`)
 const runbookNameText = `'^[A-Za-z0-9\\-._~]+$'`
 
 func (s *Server) runbookRoutes() {
-	s.handle(endpoint{"GET": s.listRunbooks, "POST": s.createRunbook}, "/v1/runbooks")
-	s.handle(endpoint{"GET": s.getRunbook, "PATCH": s.patchRunbook, "DELETE": s.deleteRunbook},
+	s.handle(endpoint{"GET": {s.listRunbooks, listRule("baremetal:runbook:list", "baremetal:runbook:list_all")},
+		"POST": {s.createRunbook, rule("baremetal:runbook:create")}}, "/v1/runbooks")
+	s.handle(endpoint{"GET": {s.getRunbook, runbookRule("baremetal:runbook:get")},
+		"PATCH":  {s.patchRunbook, runbookBody("baremetal:runbook:update")},
+		"DELETE": {s.deleteRunbook, runbookRule("baremetal:runbook:delete")}},
 		"/v1/runbooks/{runbook}")
-}
-
-type projectKey struct{}
-
-// WithProject returns ctx for a request of a principal scoped to project:
-// a runbook it creates is owned by project (and may be neither another
-// project's nor public). The policy in front of the API sets it.
-func WithProject(ctx context.Context, project string) context.Context {
-	return context.WithValue(ctx, projectKey{}, project)
-}
-
-func projectOf(ctx context.Context) string {
-	p, _ := ctx.Value(projectKey{}).(string)
-	return p
 }
 
 // writeRunbook writes a runbook (all fields, or the requested ones plus
@@ -98,6 +86,9 @@ func (rc *call) writeRunbook(w *jw, r *model.Runbook, fields []string) {
 }
 
 func (rc *call) loadRunbook() (*model.Runbook, error) {
+	if rc.auth.runbook != nil {
+		return rc.auth.runbook, nil // the route's authorization loaded it
+	}
 	raw := rc.r.PathValue("runbook")
 	ident, err := uuidOrName("runbook_ident", raw)
 	if err != nil {
@@ -180,7 +171,7 @@ func (s *Server) getRunbook(rc *call) error {
 }
 
 // GET /v1/runbooks (?project=: the runbooks the project owns and the
-// public ones; the policy sets it for a project-scoped request)
+// public ones; the route's guard sets it for a project-scoped request)
 func (s *Server) listRunbooks(rc *call) error {
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
@@ -217,7 +208,7 @@ func (s *Server) createRunbook(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if project := projectOf(rc.ctx); project != "" {
+	if project := rc.project(); project != "" {
 		if r.Owner != "" && r.Owner != project {
 			return invalid("Cannot create a runbook as a project scoped admin with an owner other than your own project.")
 		}
@@ -277,6 +268,9 @@ func (s *Server) patchRunbook(rc *call) error {
 		return err
 	}
 	if err := checkAllowedFields(ops, runbookPatchFields); err != nil {
+		return err
+	}
+	if err := rc.authorizeRunbookRules(runbookPatchRules(ops)...); err != nil {
 		return err
 	}
 	cur, err := rc.loadRunbook()

@@ -14,8 +14,8 @@ const (
 )
 
 func (s *Server) shardRoutes() {
-	s.handle(endpoint{"GET": s.listShards}, "/v1/shards")
-	s.handle(endpoint{"GET": s.listChildren}, "/v1/nodes/{ident}/children")
+	s.handle(endpoint{"GET": {s.listShards, rule("baremetal:shards:get")}}, "/v1/shards")
+	s.handle(endpoint{"GET": {s.listChildren, nodeRule("baremetal:node:get")}}, "/v1/nodes/{ident}/children")
 }
 
 // GET /v1/shards (1.82): nodes counted by shard, largest first, unsharded

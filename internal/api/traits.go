@@ -39,9 +39,12 @@ func isStandardTrait(s string) bool {
 }
 
 func (s *Server) traitRoutes() {
-	s.handle(endpoint{"GET": s.listTraits, "PUT": s.putTraits, "DELETE": s.deleteTraits},
+	s.handle(endpoint{"GET": {s.listTraits, nodeRule("baremetal:node:traits:list")},
+		"PUT":    {s.putTraits, nodeRule("baremetal:node:traits:set")},
+		"DELETE": {s.deleteTraits, nodeRule("baremetal:node:traits:delete")}},
 		"/v1/nodes/{ident}/traits")
-	s.handle(endpoint{"PUT": s.putTraits, "DELETE": s.deleteTraits}, "/v1/nodes/{ident}/traits/{trait}")
+	s.handle(endpoint{"PUT": {s.putTraits, nodeRule("baremetal:node:traits:set")},
+		"DELETE": {s.deleteTraits, nodeRule("baremetal:node:traits:delete")}}, "/v1/nodes/{ident}/traits/{trait}")
 }
 
 func traitsNotFound() error { return errNotFound() }

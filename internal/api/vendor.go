@@ -17,16 +17,17 @@ func (s *Server) vendorRoutes() {
 	methods := func(driverLevel bool) func(*call) error {
 		return func(rc *call) error { return s.vendorMethods(rc, driverLevel) }
 	}
-	all := func(fn func(*call) error) endpoint {
-		return endpoint{"GET": fn, "POST": fn, "PUT": fn, "PATCH": fn, "DELETE": fn}
+	all := func(fn func(*call) error, g guard) endpoint {
+		o := op{fn, g}
+		return endpoint{"GET": o, "POST": o, "PUT": o, "PATCH": o, "DELETE": o}
 	}
 	// The method is named by ?method= (the API reference) or as the last
 	// path segment (what python-ironicclient sends).
-	s.handle(all(passthru(false)), "/v1/nodes/{ident}/vendor_passthru", "/v1/nodes/{ident}/vendor_passthru/{method}")
-	s.handle(endpoint{"GET": methods(false)}, "/v1/nodes/{ident}/vendor_passthru/methods")
-	s.handle(all(passthru(true)), "/v1/drivers/{name}/vendor_passthru", "/v1/drivers/{name}/vendor_passthru/{method}")
-	s.handle(endpoint{"GET": methods(true)}, "/v1/drivers/{name}/vendor_passthru/methods")
-	s.handle(endpoint{"PUT": s.injectNMI}, "/v1/nodes/{ident}/management/inject_nmi")
+	s.handle(all(passthru(false), nodeRule("baremetal:node:vendor_passthru")), "/v1/nodes/{ident}/vendor_passthru", "/v1/nodes/{ident}/vendor_passthru/{method}")
+	s.handle(endpoint{"GET": {methods(false), nodeRule("baremetal:node:vendor_passthru")}}, "/v1/nodes/{ident}/vendor_passthru/methods")
+	s.handle(all(passthru(true), rule("baremetal:driver:vendor_passthru")), "/v1/drivers/{name}/vendor_passthru", "/v1/drivers/{name}/vendor_passthru/{method}")
+	s.handle(endpoint{"GET": {methods(true), rule("baremetal:driver:vendor_passthru")}}, "/v1/drivers/{name}/vendor_passthru/methods")
+	s.handle(endpoint{"PUT": {s.injectNMI, nodeRule("baremetal:node:inject_nmi")}}, "/v1/nodes/{ident}/management/inject_nmi")
 }
 
 // GET /v1/nodes/{ident}/vendor_passthru/methods and

@@ -12,8 +12,9 @@ const (
 )
 
 func (s *Server) vifRoutes() {
-	s.handle(endpoint{"GET": s.listVIFs, "POST": s.attachVIF}, "/v1/nodes/{ident}/vifs")
-	s.handle(endpoint{"DELETE": s.detachVIF}, "/v1/nodes/{ident}/vifs/{vif}")
+	s.handle(endpoint{"GET": {s.listVIFs, nodeRule("baremetal:node:vif:list")},
+		"POST": {s.attachVIF, nodeRule("baremetal:node:vif:attach")}}, "/v1/nodes/{ident}/vifs")
+	s.handle(endpoint{"DELETE": {s.detachVIF, nodeRule("baremetal:node:vif:detach")}}, "/v1/nodes/{ident}/vifs/{vif}")
 }
 
 // GET /v1/nodes/{ident}/vifs

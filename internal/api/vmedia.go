@@ -36,8 +36,10 @@ var vmediaProps = []vmediaProp{
 }
 
 func (s *Server) vmediaRoutes() {
-	s.handle(endpoint{"GET": s.getVmedia, "POST": s.attachVmedia, "DELETE": s.detachVmedia}, "/v1/nodes/{ident}/vmedia")
-	s.handle(endpoint{"DELETE": s.detachVmedia}, "/v1/nodes/{ident}/vmedia/{device}")
+	s.handle(endpoint{"GET": {s.getVmedia, nodeRule("baremetal:node:vmedia:get")},
+		"POST":   {s.attachVmedia, nodeRule("baremetal:node:vmedia:attach")},
+		"DELETE": {s.detachVmedia, nodeRule("baremetal:node:vmedia:detach")}}, "/v1/nodes/{ident}/vmedia")
+	s.handle(endpoint{"DELETE": {s.detachVmedia, nodeRule("baremetal:node:vmedia:detach")}}, "/v1/nodes/{ident}/vmedia/{device}")
 }
 
 // GET /v1/nodes/{ident}/vmedia (1.93): the node's virtual media devices,
@@ -85,6 +87,9 @@ func (s *Server) attachVmedia(rc *call) error {
 	}
 	req, err := parseVmediaAttach(body)
 	if err != nil {
+		return err
+	}
+	if err := rc.refuseLocalFiles("vmedia", map[string]any{"image_url": req.ImageURL}); err != nil {
 		return err
 	}
 	ident, err := rc.nodeIdent(rc.r.PathValue("ident"))

@@ -58,14 +58,19 @@ func (s *Server) volumeRoutes() {
 	targets := volumeOps[model.VolumeTarget]{kind: targetKind, get: s.cfg.Store.GetVolumeTarget,
 		list: s.cfg.Store.ListVolumeTargets, uuid: func(t *model.VolumeTarget) string { return t.UUID },
 		write: (*call).writeTarget, notFound: conductor.VolumeTargetNotFound}
-	s.handle(endpoint{"GET": s.volumeRoot}, "/v1/volume", "/v1/nodes/{ident}/volume")
-	s.handle(endpoint{"GET": conns.listAll, "POST": s.createConnector}, "/v1/volume/connectors")
-	s.handle(endpoint{"GET": conns.listAll}, "/v1/nodes/{ident}/volume/connectors")
-	s.handle(endpoint{"GET": targets.listAll, "POST": s.createTarget}, "/v1/volume/targets")
-	s.handle(endpoint{"GET": targets.listAll}, "/v1/nodes/{ident}/volume/targets")
-	s.handle(endpoint{"GET": conns.show, "PATCH": s.patchConnector, "DELETE": s.volumeDelete(connectorKind, s.cfg.Conductor.DeleteVolumeConnector)},
+	s.handle(endpoint{"GET": {s.volumeRoot, rule("baremetal:volume:list")}}, "/v1/volume")
+	s.handle(endpoint{"GET": {s.volumeRoot, nodeRule("baremetal:volume:list")}}, "/v1/nodes/{ident}/volume")
+	s.handle(endpoint{"GET": {conns.listAll, bodyRule("baremetal:volume:list")}, "POST": {s.createConnector, bodyRule("baremetal:volume:create")}}, "/v1/volume/connectors")
+	s.handle(endpoint{"GET": {conns.listAll, nodeRule("baremetal:volume:list")}}, "/v1/nodes/{ident}/volume/connectors")
+	s.handle(endpoint{"GET": {targets.listAll, bodyRule("baremetal:volume:list")}, "POST": {s.createTarget, bodyRule("baremetal:volume:create")}}, "/v1/volume/targets")
+	s.handle(endpoint{"GET": {targets.listAll, nodeRule("baremetal:volume:list")}}, "/v1/nodes/{ident}/volume/targets")
+	s.handle(endpoint{"GET": {conns.show, connectorRule("baremetal:volume:get")},
+		"PATCH":  {s.patchConnector, connectorRule("baremetal:volume:update")},
+		"DELETE": {s.volumeDelete(connectorKind, s.cfg.Conductor.DeleteVolumeConnector), connectorRule("baremetal:volume:delete")}},
 		"/v1/volume/connectors/{id}")
-	s.handle(endpoint{"GET": targets.show, "PATCH": s.patchTarget, "DELETE": s.volumeDelete(targetKind, s.cfg.Conductor.DeleteVolumeTarget)},
+	s.handle(endpoint{"GET": {targets.show, volTargetRule("baremetal:volume:get")},
+		"PATCH":  {s.patchTarget, volTargetRule("baremetal:volume:update")},
+		"DELETE": {s.volumeDelete(targetKind, s.cfg.Conductor.DeleteVolumeTarget), volTargetRule("baremetal:volume:delete")}},
 		"/v1/volume/targets/{id}")
 }
 
@@ -175,8 +180,15 @@ func (o volumeOps[T]) listAll(rc *call) error {
 		} else if err != nil {
 			return err
 		}
+		if err := rc.authorize(n, "baremetal:volume:list"); err != nil {
+			return err
+		}
 		q.NodeUUID = n.UUID
 		link = append(link, [2]string{"node", nodeParam})
+	case rc.scoped() && !rc.allowed("baremetal:volume:list_all", nil):
+		return fault.New(fault.Forbidden, "A project-scoped token lists the volume %s of one node: add ?node=<node>.", k.plural)
+	default:
+		rc.auth.pending = false
 	}
 	items, err := o.list(rc.ctx, q)
 	if err != nil {

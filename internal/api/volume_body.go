@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/pyrepr"
 	"github.com/anvil-metal/anvil/internal/store"
@@ -83,11 +84,18 @@ func applyTargetDoc(t *model.VolumeTarget, doc map[string]any) {
 // NodeNotFound of replace_node_uuid_with_id into one.
 func (rc *call) volumeCreateNode(doc map[string]any) error {
 	node := docString(doc["node_uuid"])
-	_, err := rc.s.cfg.Store.GetNode(rc.ctx, node)
+	n, err := rc.s.cfg.Store.GetNode(rc.ctx, node)
 	if errors.Is(err, store.ErrNotFound) {
 		return invalid("Invalid input for field/attribute node_uuid. Value: '%s'. ", node)
+	} else if err != nil {
+		return err
 	}
-	return err
+	if err := rc.authorize(n, "baremetal:volume:create"); fault.KindOf(err) == fault.NotFound {
+		return invalid("Invalid input for field/attribute node_uuid. Value: '%s'. ", node) // as if absent
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // POST /v1/volume/connectors

@@ -83,6 +83,12 @@ func PrincipalOf(ctx context.Context) (Principal, bool) {
 	return p, ok
 }
 
+// WithPrincipal returns ctx carrying who as the request's authenticated
+// principal (the middleware's; also for in-process callers and tests).
+func WithPrincipal(ctx context.Context, who Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, who)
+}
+
 // User returns the authenticated user of a request's context ("" under
 // noauth or on a public route).
 func User(ctx context.Context) string {
@@ -166,7 +172,7 @@ func Middleware(ctx context.Context, h http.Handler, cfg Config) (http.Handler, 
 			writeAuthError(w, status, msg, challenge)
 			return
 		}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, g.who)))
+		h.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), g.who)))
 	}), nil
 }
 

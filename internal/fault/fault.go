@@ -26,6 +26,7 @@ const (
 	// DriverFailed is 500 with its text shown: a driver operation failed on
 	// the hardware (Ironic's DriverOperationError, e.g. RedfishError).
 	DriverFailed
+	Forbidden // 403: a policy rule refused the principal
 )
 
 // Error is a client-visible failure with Ironic's wording.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anvil-metal/anvil/internal/api"
 	"github.com/anvil-metal/anvil/internal/auth"
 	"github.com/anvil-metal/anvil/internal/secret"
 )
@@ -57,25 +58,16 @@ func audit(h http.Handler, log *slog.Logger) http.Handler {
 			return
 		}
 		rec := &auditRecorder{ResponseWriter: w}
-		h.ServeHTTP(rec, r)
+		ctx, note := api.WithAuditNote(r.Context())
+		h.ServeHTTP(rec, r.WithContext(ctx))
 		status := rec.status
 		if status == 0 {
 			status = http.StatusOK
 		}
 		log.Info(auditMsg, "user", auth.User(r.Context()), "remote", r.RemoteAddr,
-			"method", r.Method, "path", r.URL.Path, "node", auditNode(r.URL.Path),
+			"method", r.Method, "path", r.URL.Path, "node", note.Node,
 			"status", status, "request_id", w.Header().Get("Openstack-Request-Id"))
 	})
-}
-
-// auditNode is the node a path names (/v1/nodes/<node>/...), or "".
-func auditNode(path string) string {
-	rest, ok := strings.CutPrefix(path, "/v1/nodes/")
-	if !ok {
-		return ""
-	}
-	node, _, _ := strings.Cut(rest, "/")
-	return node
 }
 
 type auditRecorder struct {

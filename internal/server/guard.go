@@ -17,6 +17,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/api"
 	"github.com/anvil-metal/anvil/internal/auth"
 	"github.com/anvil-metal/anvil/internal/dashboard"
+	"github.com/anvil-metal/anvil/internal/policy"
 	"github.com/anvil-metal/anvil/internal/tlsconf"
 )
 
@@ -43,15 +44,26 @@ type Security struct {
 	AuditLog string
 }
 
-// guardStore is what guard reads: nodes for the project policy, sessions
-// for the dashboard's logins.
+// guardStore is what guard reads: sessions for the dashboard's logins.
 type guardStore interface {
-	nodeReader
 	auth.SessionStore
 }
 
-// guard puts the Host check, authentication, the audit record and the
-// project policy (reading nodes) in front of h, auditing to auditLog. Boot files are public: machines fetch them
+// policyGuard lets a request reach next when its principal may act under
+// rule (with no target): a route outside the API's table, such as
+// /metrics. The API's routes carry their own rules (internal/api).
+func policyGuard(next http.Handler, pol *policy.Enforcer, rule string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if who, ok := auth.PrincipalOf(r.Context()); ok && !pol.Allowed(policy.CredsOf(who), rule, nil) {
+			api.WriteError(w, http.StatusForbidden, rule+" is disallowed by policy")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// guard puts the Host check, authentication and the audit record in front
+// of h, auditing to auditLog (authorization is the API's, on its routes). Boot files are public: machines fetch them
 // before they hold any credential; so are the dashboard's assets, whose
 // page logs in at dashboard.SessionPath (auth's sessions).
 func guard(ctx context.Context, h http.Handler, cfg Config, bootPrefix string, auditLog *slog.Logger, st guardStore) (http.Handler, error) {
@@ -70,7 +82,7 @@ func guard(ctx context.Context, h http.Handler, cfg Config, bootPrefix string, a
 		return auth.PublicPath(p) || bootPrefix != "" && strings.HasPrefix(p, bootPrefix+"/") ||
 			p == dashboard.Path || strings.HasPrefix(p, dashboard.Path+"/")
 	}
-	h = audit(&projectPolicy{nodes: st, next: h}, auditLog)
+	h = audit(h, auditLog)
 	h, err := auth.Middleware(ctx, h, ac)
 	if err != nil {
 		return nil, err

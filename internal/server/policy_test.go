@@ -165,7 +165,9 @@ func TestProjectPolicy(t *testing.T) {
 		{"member", member, "GET", "/v1/ports?node=c", "", 404},
 		{"member", member, "GET", "/v1/ports/" + ports["a"], "", 200},
 		{"member", member, "GET", "/v1/ports/" + ports["c"], "", 404},
-		{"admin", admin, "POST", "/v1/ports", `{"address": "52:54:00:00:00:09", "node_uuid": "` + uuids["c"] + `"}`, 404},
+		// A node the project may not see is answered as no node at all
+		// (400), so as not to tell that it exists.
+		{"admin", admin, "POST", "/v1/ports", `{"address": "52:54:00:00:00:09", "node_uuid": "` + uuids["c"] + `"}`, 400},
 		{"member", member, "POST", "/v1/ports", `{"address": "52:54:00:00:00:09", "node_uuid": "` + uuids["a"] + `"}`, 403},
 		{"admin", admin, "DELETE", "/v1/ports/" + ports["c"], "", 404},
 		{"member", member, "POST", "/v1/nodes/a/vifs", `{"id": "vif-1"}`, 204},
@@ -215,7 +217,7 @@ func TestProjectPolicy(t *testing.T) {
 		{"admin", admin, "GET", "/v1/volume/connectors/" + conns["c"], "", 404},
 		{"member", member, "POST", "/v1/volume/connectors", `{"node_uuid": "` + uuids["a"] + `", "type": "ip", "connector_id": "10.0.0.1"}`, 403},
 		{"admin", admin, "POST", "/v1/volume/connectors", `{"node_uuid": "` + uuids["a"] + `", "type": "ip", "connector_id": "10.0.0.1"}`, 201},
-		{"admin", admin, "POST", "/v1/volume/targets", `{"node_uuid": "` + uuids["c"] + `", "volume_type": "iscsi", "boot_index": 1, "volume_id": "v"}`, 404},
+		{"admin", admin, "POST", "/v1/volume/targets", `{"node_uuid": "` + uuids["c"] + `", "volume_type": "iscsi", "boot_index": 1, "volume_id": "v"}`, 400},
 		{"member", member, "PATCH", "/v1/volume/connectors/" + conns["c"], `[{"op": "add", "path": "/extra/x", "value": 1}]`, 404},
 		{"reader", reader, "PATCH", "/v1/volume/connectors/" + conns["a"], `[{"op": "add", "path": "/extra/x", "value": 1}]`, 403},
 		{"member", member, "DELETE", "/v1/volume/targets/" + targets["a"], "", 403},

@@ -25,6 +25,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/handoff"
 	"github.com/anvil-metal/anvil/internal/hostlock"
 	"github.com/anvil-metal/anvil/internal/metrics"
+	"github.com/anvil-metal/anvil/internal/policy"
 	"github.com/anvil-metal/anvil/internal/secret"
 	"github.com/anvil-metal/anvil/internal/store"
 	"github.com/anvil-metal/anvil/internal/store/storeopen"
@@ -226,11 +227,13 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	defer closeAudit()
 	// The API's "alive" is the conductors' own test, with their timeout.
-	apiH := api.New(api.Config{Store: st, Conductor: apiCond, Logger: cfg.Log,
+	pol := policy.Default()
+	apiH := api.New(api.Config{Store: st, Conductor: apiCond, Logger: cfg.Log, Policy: pol,
 		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute)})
-	inner := handler(apiH, mx, bootPrefix, bootH, dash)
+	metricsH := policyGuard(mx.Handler(), pol, "anvil:metrics:get")
+	inner := handler(apiH, mx, metricsH, bootPrefix, bootH, dash)
 	if cfg.Role == RoleConductor {
-		inner = conductorOnly(mx)
+		inner = conductorOnly(metricsH)
 	}
 	h, err := guard(ctx, inner, cfg, bootPrefix, auditLog, st)
 	var (
@@ -353,8 +356,7 @@ func claimHost(ctx context.Context, db store.Store, database, host string, check
 
 // conductorOnly is the listener of a conductor-only process: /metrics, and
 // a one-line answer on / so that probes see it up; no Ironic API.
-func conductorOnly(mx *metrics.Metrics) http.Handler {
-	metricsH := mx.Handler()
+func conductorOnly(metricsH http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/metrics":
@@ -370,8 +372,7 @@ func conductorOnly(mx *metrics.Metrics) http.Handler {
 // handler serves /metrics, the boot endpoint (bootH under bootPrefix, when
 // set), the dashboard (a browser's GET / is sent there) and, instrumented,
 // the API.
-func handler(apiH *api.Server, mx *metrics.Metrics, bootPrefix string, bootH http.Handler, dash *dashboard.Handler) http.Handler {
-	metricsH := mx.Handler()
+func handler(apiH *api.Server, mx *metrics.Metrics, metricsH http.Handler, bootPrefix string, bootH http.Handler, dash *dashboard.Handler) http.Handler {
 	instrumented := mx.Instrument(apiH, apiH.Route)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" {

@@ -1,0 +1,188 @@
+package api
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// The rules of a PATCH depend on the fields it touches, as Ironic's
+// NodesController._authorize_patch_and_get_node and RunbooksController's
+// _authorize_patch_and_get_runbook check them. They are derived from the
+// operations the API parsed (patchOp.field: the decoded first segment of
+// each path), never from a second reading of the body.
+
+// nodePatchFields name the rule of a node PATCH by the field an operation
+// touches; a field not here falls under baremetal:node:update.
+var nodePatchFields = map[string]string{
+	"instance_info":      "baremetal:node:update_instance_info",
+	"extra":              "baremetal:node:update_extra",
+	"driver_info":        "baremetal:node:update:driver_info",
+	"properties":         "baremetal:node:update:properties",
+	"chassis_uuid":       "baremetal:node:update:chassis_uuid",
+	"instance_uuid":      "baremetal:node:update:instance_uuid",
+	"lessee":             "baremetal:node:update:lessee",
+	"owner":              "baremetal:node:update:owner",
+	"driver":             "baremetal:node:update:driver_interfaces",
+	"network_data":       "baremetal:node:update:network_data",
+	"conductor_group":    "baremetal:node:update:conductor_group",
+	"name":               "baremetal:node:update:name",
+	"retired":            "baremetal:node:update:retired",
+	"retired_reason":     "baremetal:node:update:retired",
+	"shard":              "baremetal:node:update:shard",
+	"parent_node":        "baremetal:node:update:parent_node",
+	"disable_power_off":  "baremetal:node:update:disable_power_off",
+	"maintenance":        "baremetal:node:set_maintenance",
+	"maintenance_reason": "baremetal:node:set_maintenance",
+}
+
+// driverInterfaces are Ironic's ALL_INTERFACES: PATCHing "<kind>_interface"
+// is baremetal:node:update:driver_interfaces.
+var driverInterfaces = []string{"bios", "boot", "console", "deploy", "firmware", "inspect",
+	"management", "network", "power", "raid", "rescue", "storage", "vendor"}
+
+// nodePatchRule is the rule of one operation.
+func nodePatchRule(op patchOp) string {
+	f := op.field()
+	if f == "automated_clean" {
+		if b, ok := boolValue(op.Value); ok && !b && op.Op != "remove" {
+			return "baremetal:node:disable_cleaning"
+		}
+		return "baremetal:node:update"
+	}
+	if r, ok := nodePatchFields[f]; ok {
+		return r
+	}
+	if kind, ok := strings.CutSuffix(f, "_interface"); ok && slices.Contains(driverInterfaces, kind) {
+		return "baremetal:node:update:driver_interfaces"
+	}
+	return "baremetal:node:update"
+}
+
+// nodePatchRules are the rules of a node PATCH, one per field kind,
+// baremetal:node:update last when an operation names no other (or there
+// is none), as Ironic checks them.
+func nodePatchRules(ops []patchOp) []string {
+	var rules []string
+	generic := len(ops) == 0
+	for _, op := range ops {
+		r := nodePatchRule(op)
+		if r == "baremetal:node:update" {
+			generic = true
+		} else if !slices.Contains(rules, r) {
+			rules = append(rules, r)
+		}
+	}
+	if generic {
+		rules = append(rules, "baremetal:node:update")
+	}
+	return rules
+}
+
+// runbookPatchRules: update:owner and update:public for those fields, then
+// update for any other (or no operation).
+func runbookPatchRules(ops []patchOp) []string {
+	var rules []string
+	generic := len(ops) == 0
+	for _, op := range ops {
+		r := "baremetal:runbook:update"
+		switch op.field() {
+		case "owner":
+			r = "baremetal:runbook:update:owner"
+		case "public":
+			r = "baremetal:runbook:update:public"
+		default:
+			generic = true
+			continue
+		}
+		if !slices.Contains(rules, r) {
+			rules = append(rules, r)
+		}
+	}
+	if generic {
+		rules = append(rules, "baremetal:runbook:update")
+	}
+	return rules
+}
+
+// boolValue reads a JSON value as Ironic's bool_from_string does; ok is
+// false for anything that is not a boolean.
+func boolValue(v any) (b, ok bool) {
+	switch x := v.(type) {
+	case bool:
+		return x, true
+	case string:
+		switch strings.ToLower(strings.TrimSpace(x)) {
+		case "1", "t", "true", "on", "y", "yes":
+			return true, true
+		case "0", "f", "false", "off", "n", "no":
+			return false, true
+		}
+	}
+	return false, false
+}
+
+// authorizeNodePatch checks the rules of a node PATCH's operations on the
+// route's node; a principal that may not give an active node another
+// owner (baremetal:node:update_owner_provisioned) is answered 409, as
+// Ironic; a project may not point an image at a local file.
+func (rc *call) authorizeNodePatch(ops []patchOp) error {
+	rules := nodePatchRules(ops)
+	if err := rc.authorize(nil, rules...); err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if f := op.field(); f == "driver_info" || f == "instance_info" {
+			key := strings.TrimPrefix(strings.TrimPrefix(op.Path, "/"+f), "/")
+			v := op.Value
+			if key != "" {
+				v = map[string]any{decodePointerToken(strings.SplitN(key, "/", 2)[0]): op.Value}
+			}
+			if err := rc.refuseLocalFiles(f, v); err != nil {
+				return err
+			}
+		}
+	}
+	if rc.auth.who == nil || !slices.Contains(rules, "baremetal:node:update:owner") {
+		return nil
+	}
+	n, _, err := rc.loadNode()
+	if err != nil {
+		return err
+	}
+	if n.ProvisionState == fsm.Active && !rc.allowed("baremetal:node:update_owner_provisioned", nodeTarget(n)) {
+		return fault.New(fault.Conflict, "Cannot update owner of node \"%s\" while it is in state \"%s\".", n.UUID, fsm.Active)
+	}
+	return nil
+}
+
+// authorizeProvision checks a provision request's rules on node n, as
+// Ironic's provision controller: set_provision_state, its clean_steps and
+// service_steps sub-rules for requests carrying steps, and
+// baremetal:runbook:use on a named runbook (an unknown one is the
+// conductor's 404, after).
+func (rc *call) authorizeProvision(n *model.Node, req conductor.ProvisionRequest) error {
+	rules := []string{"baremetal:node:set_provision_state"}
+	if len(req.CleanSteps) > 0 {
+		rules = append(rules, "baremetal:node:set_provision_state:clean_steps")
+	}
+	if len(req.ServiceSteps) > 0 {
+		rules = append(rules, "baremetal:node:set_provision_state:service_steps")
+	}
+	if err := rc.authorize(n, rules...); err != nil || req.Runbook == "" || rc.auth.who == nil {
+		return err
+	}
+	rb, err := rc.s.cfg.Store.GetRunbook(rc.ctx, req.Runbook)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	return rc.check(runbookTarget(rb), "baremetal:runbook:use")
+}
