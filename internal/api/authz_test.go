@@ -226,6 +226,11 @@ func (f *authzFixture) concrete(r Route) []string {
 		// Two node parameters: the one checked must be the one used.
 		out = append(out, p+"?node="+f.a.UUID+"&node_uuid="+f.b.UUID, p+"?node_uuid="+f.b.UUID+"&node="+f.a.UUID,
 			p+"?node="+f.b.UUID)
+		if strings.HasPrefix(r.Pattern, "/v1/nodes/{ident}/") {
+			// A's own node in the path, B's in the query.
+			own := strings.Replace(p, f.b.UUID, f.a.UUID, 1)
+			out = append(out, own+"?node_uuid="+f.b.UUID, own+"?node="+f.b.UUID)
+		}
 	}
 	return out
 }

@@ -421,6 +421,9 @@ func (rc *call) portSelection(parentNode, parentPG string) (portSelection, error
 	if err := rc.portOtherFilters(&sel, parentPG, hasNode || nodeUUID != "", sel.q.Address != ""); err != nil {
 		return sel, err
 	}
+	if parentNode != "" {
+		nodeUUID = "" // the path's node wins over ?node_uuid=, as Ironic's parent_node_ident
+	}
 	if nodeUUID == "" && hasNode {
 		if !isUUIDLike(node) && rc.minor < minorNodeName {
 			return sel, notAcceptable()
