@@ -134,6 +134,7 @@ type authzFixture struct {
 	a, b, leased               *model.Node
 	port                       *model.Port
 	connector, target, runbook string
+	portgroup                  string
 }
 
 func newAuthzFixture(t *testing.T) *authzFixture {
@@ -165,13 +166,18 @@ func newAuthzFixture(t *testing.T) *authzFixture {
 	if err := e.st.CreateRunbook(ctx, rb); err != nil {
 		t.Fatal(err)
 	}
-	f.connector, f.target, f.runbook = c.UUID, tg.UUID, rb.UUID
+	pg := &model.Portgroup{NodeUUID: f.b.UUID, Name: "pg-b", Address: "52:54:00:bb:bb:99"}
+	if err := e.st.CreatePortgroup(ctx, pg); err != nil {
+		t.Fatal(err)
+	}
+	f.connector, f.target, f.runbook, f.portgroup = c.UUID, tg.UUID, rb.UUID, pg.UUID
 	return f
 }
 
 // secretsOfB are strings only a reader of B's node, port or records sees.
 func (f *authzFixture) secretsOfB() []string {
-	return []string{f.b.UUID, f.port.UUID, f.port.Address, f.connector, f.target, f.runbook, "b-secret-error"}
+	return []string{f.b.UUID, f.port.UUID, f.port.Address, f.connector, f.target, f.runbook, f.portgroup,
+		"b-secret-error"}
 }
 
 // snapshotB is everything of project B's the store holds, as JSON.
@@ -226,11 +232,11 @@ func (f *authzFixture) concrete(r Route) []string {
 		// Two node parameters: the one checked must be the one used.
 		out = append(out, p+"?node="+f.a.UUID+"&node_uuid="+f.b.UUID, p+"?node_uuid="+f.b.UUID+"&node="+f.a.UUID,
 			p+"?node="+f.b.UUID)
-		if strings.HasPrefix(r.Pattern, "/v1/nodes/{ident}/") {
-			// A's own node in the path, B's in the query.
-			own := strings.Replace(p, f.b.UUID, f.a.UUID, 1)
-			out = append(out, own+"?node_uuid="+f.b.UUID, own+"?node="+f.b.UUID)
-		}
+	}
+	if r.Method == "GET" && strings.HasPrefix(r.Pattern, "/v1/nodes/{ident}/") {
+		// A's own node in the path, B's in the query.
+		own := strings.Replace(p, f.b.UUID, f.a.UUID, 1)
+		out = append(out, own+"?node_uuid="+f.b.UUID, own+"?node="+f.b.UUID)
 	}
 	return out
 }
