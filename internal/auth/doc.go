@@ -10,8 +10,8 @@
 // OpenID Connect issuer with coreos/go-oidc and maps a roles claim to
 // Ironic's roles: admin and member may write, reader may only read (403).
 // A token with a project claim yields a project-scoped Principal; which
-// nodes it may see and change (owner, lessee) is internal/server's project
-// policy.
+// nodes it may see and change (owner, lessee) is decided by the API's
+// routes (internal/api authz.go) with internal/policy's rules.
 //
 // Invariants:
 //   - public routes (the root document, /v1, and the agent's lookup,

@@ -74,8 +74,8 @@ func bearer(r *http.Request) string {
 }
 
 // check returns the principal, or the status and message of the refusal.
-// What a project-scoped principal may do to which node is decided after
-// authentication, by the project policy (internal/server/policy.go).
+// What a principal may do to which node is decided after authentication,
+// by the API's route table (internal/api authz.go, internal/policy).
 func (j *jwtAuth) check(r *http.Request) (grant, int, string) {
 	raw := bearer(r)
 	if raw == "" {

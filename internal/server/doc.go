@@ -14,11 +14,13 @@
 // every process serving the API follows into its broker; on SQLite the
 // broker is fed in process.
 //
-// It also guards the listener (guard.go, hosts.go, http.go, audit.go,
-// policy.go): outermost the Host check against DNS rebinding, then
-// authentication (internal/auth; boot files and Ironic's public routes stay
-// open), then the audit record of each write, then the project policy of
-// project-scoped tokens; the http.Server has read, write and idle timeouts,
+// It also guards the listener (guard.go, hosts.go, http.go, audit.go):
+// outermost the Host check against DNS rebinding, then authentication
+// (internal/auth; boot files and Ironic's public routes stay open), then
+// the audit record of each write (with the node the API resolved); what a
+// principal may do is decided by the API on its own route table
+// (internal/api authz.go, internal/policy), /metrics by
+// anvil:metrics:get here; the http.Server has read, write and idle timeouts,
 // long answers (event stream, boot files) get the write timeout per write,
 // and a listener cap bounds open connections; TLS when a certificate is
 // configured. Every log line goes through secret.Handler.
