@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/config"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/isoimage"
+	"github.com/anvil-metal/anvil/internal/secret"
 	"github.com/anvil-metal/anvil/internal/server"
 )
 
@@ -31,9 +33,15 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRoot(os.Stdout, os.Stderr).ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "anvil:", err)
+		printError(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// printError writes a command's error, its secrets masked: an error may
+// quote the --database URL or a BMC address with their passwords.
+func printError(w io.Writer, err error) {
+	fmt.Fprintln(w, "anvil:", secret.String(err.Error()))
 }
 
 // secondInterrupt returns a channel closed on the second SIGINT or SIGTERM
@@ -111,12 +119,17 @@ func newServe(stdout, stderr io.Writer) *cobra.Command {
 			}
 			cfg.Log = newLogger(stderr, lvl)
 			cfg.Ready = func(addr string) {
-				fmt.Fprintf(stdout, "anvil: listening on %s://%s (database %s, conductor %s)\n", scheme(&cfg), addr, cfg.Database, cfg.HostID)
+				fmt.Fprintf(stdout, "anvil: listening on %s://%s (database %s, conductor %s)\n", scheme(&cfg), addr, secret.DSN(cfg.Database), cfg.HostID)
 			}
 			hurry, stopHurry := secondInterrupt()
 			defer stopHurry()
 			cfg.Hurry = hurry
-			return server.Serve(cmd.Context(), cfg)
+			if err := server.Serve(cmd.Context(), cfg); err != nil {
+				// The error may quote --database, or pieces of its password
+				// where the driver misread an unescaped one.
+				return errors.New(secret.WithoutDSN(err.Error(), cfg.Database))
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()
