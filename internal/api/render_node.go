@@ -100,7 +100,7 @@ func nodeFieldTable() []nodeField {
 		strField("parent_node", 83, func(n *model.Node) string { return n.ParentNode }),
 		ifaceField("power", 31),
 		strField("power_state", 1, func(n *model.Node) string { return n.PowerState }),
-		mapField("properties", 1, func(n *model.Node) map[string]any { return n.Properties }),
+		fld("properties", 1, placeAttr, func(w *jw, _ *call, n *model.Node) { w.masked(n.Properties) }),
 		boolField("protected", 48, func(n *model.Node) bool { return n.Protected }),
 		strField("protected_reason", 48, func(n *model.Node) string { return n.ProtectedReason }),
 		fld("provision_state", 1, placeAttr, func(w *jw, rc *call, n *model.Node) {
