@@ -212,7 +212,7 @@ func addBootFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&n.HTTPURL, "http-url", "", "network boot endpoint as machines reach it, served on the API listener under its path (e.g. http://10.0.2.100:6385/boot); off when empty")
 	f.StringVar(&n.Root, "http-root", "./anvil-boot", "directory for network boot files and the image cache")
 	f.StringVar(&n.PublicEndpoint, "public-endpoint", "", "API URL agents are given on their kernel command line (ipa-api-url), e.g. http://10.0.2.100:6385")
-	f.StringSliceVar(&n.FileAllowedPaths, "file-url-allowed-paths", nil, "directories local deploy kernels and ramdisks may come from (default: any)")
+	f.StringSliceVar(&n.FileAllowedPaths, "file-url-allowed-paths", nil, "directories local (file:// or path) deploy kernels and ramdisks may come from, symbolic links and .. resolved (default: the images directory of --http-root); never list a directory holding the database or other secrets: the boot endpoint serves these files unauthenticated")
 	f.StringVar(&n.DHCPProxy, "dhcp-proxy", "", "run the built-in proxyDHCP server on this UDP address (e.g. 0.0.0.0:67): PXE clients of known MACs get iPXE, never an address; off when empty")
 	f.StringVar(&n.ServerIP, "boot-server-ip", "", "this host's IPv4 address on the boot network, for PXE firmware's TFTP (default: the host of --http-url)")
 	f.StringVar(&n.TFTPListen, "tftp-listen", "", "run the built-in TFTP server of the iPXE binaries on this UDP address (e.g. 0.0.0.0:69); off when empty")

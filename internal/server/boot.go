@@ -26,7 +26,8 @@ type BootConfig struct {
 	Root string
 	// PublicEndpoint is the API URL agents are given (ipa-api-url=).
 	PublicEndpoint string
-	// FileAllowedPaths restricts local image files to these directories.
+	// FileAllowedPaths restricts local image files to these directories
+	// (empty: Root's images directory, boot.DefaultImagesDir).
 	FileAllowedPaths []string
 	// DHCPProxy, when set, is the UDP address of the built-in proxyDHCP
 	// server (e.g. 0.0.0.0:67): it answers PXE clients of known MACs with
