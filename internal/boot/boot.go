@@ -38,6 +38,10 @@ type Config struct {
 	// Root/images (DefaultImagesDir), created when missing. Never "any":
 	// what a node names is served to whoever fetches its boot files.
 	FileAllowedPaths []string
+	// Private are files that must never be readable through
+	// FileAllowedPaths (the SQLite database): New fails when one lies
+	// inside an allowed directory.
+	Private []string
 	// HTTPClient downloads images; nil means http.DefaultClient.
 	HTTPClient *http.Client
 	// Log receives the service's messages; nil discards them.
@@ -119,6 +123,9 @@ func New(cfg Config) (*Service, error) {
 		allowed = []string{images}
 	}
 	files, err := localfile.NewRoots(allowed)
+	if err == nil {
+		err = files.Guard(cfg.Private...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("boot: %w", err)
 	}

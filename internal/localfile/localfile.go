@@ -47,6 +47,29 @@ func NewRoots(dirs []string) (*Roots, error) {
 	return r, nil
 }
 
+// Guard refuses roots that would expose one of files (the database, key
+// files): an error naming the first file found inside a root. Files that
+// do not exist yet are judged by their directory.
+func (r *Roots) Guard(files ...string) error {
+	for _, f := range files {
+		if strings.TrimSpace(f) == "" {
+			continue
+		}
+		real, err := resolve(f)
+		if err != nil {
+			dir, derr := resolve(filepath.Dir(f))
+			if derr != nil {
+				continue
+			}
+			real = filepath.Join(dir, filepath.Base(f))
+		}
+		if r.inside(real) {
+			return fmt.Errorf("%s: %s lies inside an allowed directory, which the boot endpoint would serve to anyone", Option, f)
+		}
+	}
+	return nil
+}
+
 // Dirs returns the resolved roots.
 func (r *Roots) Dirs() []string { return append([]string(nil), r.dirs...) }
 

@@ -149,3 +149,39 @@ func TestOpenResolvesAtOpenTime(t *testing.T) {
 		t.Fatalf("opened %q through a swapped link", b)
 	}
 }
+
+// TestGuard: a root holding a private file (the database), existing or
+// not yet created, is refused; one beside it is not.
+func TestGuard(t *testing.T) {
+	base := t.TempDir()
+	images := filepath.Join(base, "images")
+	os.MkdirAll(images, 0o700)
+	os.WriteFile(filepath.Join(base, "anvil.db"), []byte("db"), 0o600)
+	cases := []struct {
+		name  string
+		roots []string
+		files []string
+		ok    bool
+	}{
+		{"database beside the images", []string{images}, []string{filepath.Join(base, "anvil.db")}, true},
+		{"database inside a root", []string{base}, []string{filepath.Join(base, "anvil.db")}, false},
+		{"database not created yet inside a root", []string{base}, []string{filepath.Join(base, "new.db")}, false},
+		{"relative database path", []string{base}, []string{filepath.Join(base, "x", "..", "anvil.db")}, false},
+		{"no private files", []string{base}, nil, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := localfile.NewRoots(c.roots)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = r.Guard(c.files...)
+			if (err == nil) != c.ok {
+				t.Errorf("Guard(%v) = %v, want ok %v", c.files, err, c.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), "--file-url-allowed-paths") {
+				t.Errorf("refusal %v does not name the option", err)
+			}
+		})
+	}
+}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anvil-metal/anvil/pkg/events"
 )
@@ -156,4 +158,21 @@ func reach(t *testing.T, s *served, node, state string) {
 		}
 	}
 	t.Fatalf("%s never reached %s (last %s): %v", node, state, last, s.do("GET", "/v1/nodes/"+node, "", 200)["last_error"])
+}
+
+// TestFileURLAllowedPathsRefusesDatabaseDir: anvil serve does not start
+// when --file-url-allowed-paths would let the boot endpoint serve the
+// SQLite database.
+func TestFileURLAllowedPathsRefusesDatabaseDir(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{Listen: "127.0.0.1:0", Database: filepath.Join(dir, "anvil.db"), HostID: "guard-host",
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ShutdownTimeout: time.Minute,
+		Network: BootConfig{HTTPURL: "http://127.0.0.1:1/boot", Root: filepath.Join(dir, "boot"), FileAllowedPaths: []string{dir}},
+		Ready:   func(string) { t.Error("serve started") }}
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	err := Serve(ctx, cfg)
+	if err == nil || !strings.Contains(err.Error(), "--file-url-allowed-paths") || !strings.Contains(err.Error(), "anvil.db") {
+		t.Fatalf("Serve = %v, want a refusal naming the option and the database", err)
+	}
 }
