@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/config"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/isoimage"
+	"github.com/anvil-metal/anvil/internal/secret"
 	"github.com/anvil-metal/anvil/internal/server"
 )
 
@@ -31,9 +33,15 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRoot(os.Stdout, os.Stderr).ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "anvil:", err)
+		printError(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// printError writes a command's error, its secrets masked: an error may
+// quote the --database URL or a BMC address with their passwords.
+func printError(w io.Writer, err error) {
+	fmt.Fprintln(w, "anvil:", secret.String(err.Error()))
 }
 
 // secondInterrupt returns a channel closed on the second SIGINT or SIGTERM
@@ -111,12 +119,17 @@ func newServe(stdout, stderr io.Writer) *cobra.Command {
 			}
 			cfg.Log = newLogger(stderr, lvl)
 			cfg.Ready = func(addr string) {
-				fmt.Fprintf(stdout, "anvil: listening on %s://%s (database %s, conductor %s)\n", scheme(&cfg), addr, cfg.Database, cfg.HostID)
+				fmt.Fprintf(stdout, "anvil: listening on %s://%s (database %s, conductor %s)\n", scheme(&cfg), addr, secret.DSN(cfg.Database), cfg.HostID)
 			}
 			hurry, stopHurry := secondInterrupt()
 			defer stopHurry()
 			cfg.Hurry = hurry
-			return server.Serve(cmd.Context(), cfg)
+			if err := server.Serve(cmd.Context(), cfg); err != nil {
+				// The error may quote --database, or pieces of its password
+				// where the driver misread an unescaped one.
+				return errors.New(secret.WithoutDSN(err.Error(), cfg.Database))
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()
@@ -199,7 +212,7 @@ func addBootFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&n.HTTPURL, "http-url", "", "network boot endpoint as machines reach it, served on the API listener under its path (e.g. http://10.0.2.100:6385/boot); off when empty")
 	f.StringVar(&n.Root, "http-root", "./anvil-boot", "directory for network boot files and the image cache")
 	f.StringVar(&n.PublicEndpoint, "public-endpoint", "", "API URL agents are given on their kernel command line (ipa-api-url), e.g. http://10.0.2.100:6385")
-	f.StringSliceVar(&n.FileAllowedPaths, "file-url-allowed-paths", nil, "directories local deploy kernels and ramdisks may come from (default: any)")
+	f.StringSliceVar(&n.FileAllowedPaths, "file-url-allowed-paths", nil, "directories local (file:// or path) deploy kernels and ramdisks may come from, symbolic links and .. resolved (default: the images directory of --http-root); never list a directory holding the database or other secrets: the boot endpoint serves these files unauthenticated")
 	f.StringVar(&n.DHCPProxy, "dhcp-proxy", "", "run the built-in proxyDHCP server on this UDP address (e.g. 0.0.0.0:67): PXE clients of known MACs get iPXE, never an address; off when empty")
 	f.StringVar(&n.ServerIP, "boot-server-ip", "", "this host's IPv4 address on the boot network, for PXE firmware's TFTP (default: the host of --http-url)")
 	f.StringVar(&n.TFTPListen, "tftp-listen", "", "run the built-in TFTP server of the iPXE binaries on this UDP address (e.g. 0.0.0.0:69); off when empty")

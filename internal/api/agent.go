@@ -2,6 +2,7 @@ package api
 
 import (
 	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/fault"
 )
 
 // minorHeartbeat is when Ironic added the ramdisk lookup/heartbeat endpoints.
@@ -39,6 +40,13 @@ func (s *Server) heartbeat(rc *call) error {
 		return err
 	}
 	if err := s.cfg.Conductor.Heartbeat(rc.ctx, ident, hb); err != nil {
+		// Whichever conductor answered (this process's, or the owner a
+		// handoff asked), an unknown node is answered as a bad token: the
+		// endpoint is public and must not be an oracle of which nodes
+		// exist (conductor.Heartbeat explains the choice).
+		if f, ok := fault.As(err); ok && f.Kind == fault.NotFound {
+			return conductor.ErrBadAgentToken()
+		}
 		return err
 	}
 	return rc.accepted("")

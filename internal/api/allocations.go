@@ -10,7 +10,6 @@ import (
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
-	"github.com/anvil-metal/anvil/internal/pyrepr"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -192,7 +191,7 @@ func validateAllocation(what string, v any) (map[string]any, error) {
 		for _, c := range list {
 			s, isStr := c.(string)
 			if !isStr {
-				return nil, schemaError(what, "%s is not of type 'string'", pyrepr.Repr(c))
+				return nil, schemaError(what, "%s is not of type 'string'", maskedRepr(c))
 			}
 			if !isUUIDLike(s) && !isValidLogicalName(s) {
 				return nil, invalid("Expected UUID or name for candidate_nodes: %s", s)

@@ -127,7 +127,7 @@ func deployStep(what string, v any) (model.DeployStep, error) {
 	var s model.DeployStep
 	m, ok := v.(map[string]any)
 	if !ok {
-		return s, schemaError(what, "%s is not of type 'object'", pyrepr.Repr(v))
+		return s, schemaError(what, "%s is not of type 'object'", maskedRepr(v))
 	}
 	for _, r := range []string{"interface", "step", "args", "priority"} {
 		if _, ok := m[r]; !ok {
@@ -145,25 +145,25 @@ func deployStep(what string, v any) (model.DeployStep, error) {
 	}
 	args, ok := m["args"].(map[string]any)
 	if !ok {
-		return s, schemaError(what, "%s is not of type 'object'", pyrepr.Repr(m["args"]))
+		return s, schemaError(what, "%s is not of type 'object'", maskedRepr(m["args"]))
 	}
 	iface, ok := m["interface"].(string)
 	if !ok {
-		return s, schemaError(what, "%s is not of type 'string'", pyrepr.Repr(m["interface"]))
+		return s, schemaError(what, "%s is not of type 'string'", maskedRepr(m["interface"]))
 	}
 	if !slices.Contains(deployStepInterfaces, iface) {
-		return s, schemaError(what, "%s is not one of %s", pyrepr.Repr(iface), pyrepr.Strings(deployStepInterfaces))
+		return s, schemaError(what, "%s is not one of %s", maskedRepr(iface), pyrepr.Strings(deployStepInterfaces))
 	}
 	prio, ok := stepPriority(m["priority"])
 	if f, isNum := m["priority"].(float64); isNum && f < 0 {
-		return s, schemaError(what, "%s is less than the minimum of 0", pyrepr.Repr(f))
+		return s, schemaError(what, "%s is less than the minimum of 0", maskedRepr(f))
 	}
 	if !ok {
-		return s, schemaError(what, "%s is not valid under any of the given schemas", pyrepr.Repr(m["priority"]))
+		return s, schemaError(what, "%s is not valid under any of the given schemas", maskedRepr(m["priority"]))
 	}
 	name, ok := m["step"].(string)
 	if !ok {
-		return s, schemaError(what, "%s is not of type 'string'", pyrepr.Repr(m["step"]))
+		return s, schemaError(what, "%s is not of type 'string'", maskedRepr(m["step"]))
 	}
 	if name == "" {
 		return s, schemaError(what, "'' should be non-empty")

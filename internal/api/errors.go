@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/secret"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -35,7 +36,9 @@ const statusClientClosed = 499
 func classify(err error) (status int, msg string, ok bool) {
 	if f, isFault := fault.As(err); isFault {
 		if st, known := kindStatus[f.Kind]; known {
-			return st, f.Msg, true
+			// The last net under maskedRepr: a text quoting "password=..."
+			// or a URL's credentials is masked whatever built it.
+			return st, secret.String(f.Msg), true
 		}
 		return http.StatusInternalServerError, "", false
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/model"
-	"github.com/anvil-metal/anvil/internal/pyrepr"
 	"github.com/anvil-metal/anvil/internal/secret"
 	"github.com/anvil-metal/anvil/internal/store"
 )
@@ -132,7 +131,7 @@ func maskRuleArgs(v any) any {
 // ruleIdent checks a rule UUID from the path (the schema's format: uuid).
 func ruleIdent(raw string) (string, error) {
 	if !isUUIDLike(raw) {
-		return "", invalid("Schema error: %s is not a 'uuid'", pyrepr.Repr(raw))
+		return "", invalid("Schema error: %s is not a 'uuid'", maskedRepr(raw))
 	}
 	return canonicalUUID(raw), nil
 }

@@ -50,13 +50,13 @@ func checkTypes(e *schemaErrs, depth int, v any, types ...string) bool {
 			return true
 		}
 	}
-	e.add(depth, "%s is not of type %s", pyrepr.Repr(v), typesText(types...))
+	e.add(depth, "%s is not of type %s", maskedRepr(v), typesText(types...))
 	return false
 }
 
 func checkMaxLen(e *schemaErrs, depth int, v any, max int) {
 	if s, ok := v.(string); ok && len([]rune(s)) > max {
-		e.add(depth, "%s is too long", pyrepr.Repr(s))
+		e.add(depth, "%s is too long", maskedRepr(s))
 	}
 }
 
@@ -72,7 +72,7 @@ func checkOperations(e *schemaErrs, v any, ops []string, minItems int, condition
 	for _, item := range list {
 		m, ok := item.(map[string]any)
 		if !ok {
-			e.add(2, "%s is not of type 'object'", pyrepr.Repr(item))
+			e.add(2, "%s is not of type 'object'", maskedRepr(item))
 			continue
 		}
 		for _, r := range []string{"op", "args"} {
@@ -81,13 +81,13 @@ func checkOperations(e *schemaErrs, v any, ops []string, minItems int, condition
 			}
 		}
 		if op, ok := m["op"]; ok && !slices.ContainsFunc(ops, func(o string) bool { return o == op }) {
-			e.add(3, "%s is not one of %s", pyrepr.Repr(op), pyrepr.Strings(ops))
+			e.add(3, "%s is not one of %s", maskedRepr(op), pyrepr.Strings(ops))
 		}
 		if a, ok := m["args"]; ok {
 			checkTypes(e, 3, a, "array", "object")
 		}
 		if mu, ok := m["multiple"]; ok && conditions && !slices.ContainsFunc(multiples, func(o string) bool { return o == mu }) {
-			e.add(3, "%s is not one of %s", pyrepr.Repr(mu), pyrepr.Strings(multiples))
+			e.add(3, "%s is not one of %s", maskedRepr(mu), pyrepr.Strings(multiples))
 		}
 		if l, ok := m["loop"]; ok {
 			checkTypes(e, 3, l, "array", "object")
@@ -113,7 +113,7 @@ func conditionOps() []string {
 func ruleFromBody(prefix string, v any) (*model.InspectionRule, error) {
 	doc, ok := v.(map[string]any)
 	if !ok {
-		return nil, invalid("%s%s is not of type 'object'", prefix, pyrepr.Repr(v))
+		return nil, invalid("%s%s is not of type 'object'", prefix, maskedRepr(v))
 	}
 	e := &schemaErrs{}
 	for _, p := range ruleProps {
@@ -136,7 +136,7 @@ func ruleFromBody(prefix string, v any) (*model.InspectionRule, error) {
 			}
 		case "priority":
 			if checkTypes(e, 1, val, "integer") && val.(float64) < 0 {
-				e.add(1, "%s is less than the minimum of 0", pyrepr.Repr(val))
+				e.add(1, "%s is less than the minimum of 0", maskedRepr(val))
 			}
 		case "sensitive":
 			checkTypes(e, 1, val, "boolean", "null")

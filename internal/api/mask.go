@@ -1,6 +1,9 @@
 package api
 
-import "github.com/anvil-metal/anvil/internal/secret"
+import (
+	"github.com/anvil-metal/anvil/internal/pyrepr"
+	"github.com/anvil-metal/anvil/internal/secret"
+)
 
 // secretMask replaces secret values in responses, as in Ironic.
 const secretMask = secret.Mask
@@ -105,3 +108,9 @@ func containsStr(list []string, s string) bool {
 	}
 	return false
 }
+
+// maskedRepr is Python's repr() of a value an error text quotes, with its
+// secrets masked as responses mask them (secret.Value): a schema error
+// about {"ipmi_password": 5} or "password=x" must not echo the secret.
+// Every client-visible error quoting a request value goes through it.
+func maskedRepr(v any) string { return pyrepr.Repr(secret.Value(v)) }

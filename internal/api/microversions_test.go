@@ -127,7 +127,9 @@ func TestMicroversionOVNVTEP(t *testing.T) {
 func TestMicroversionJSONSuffix(t *testing.T) {
 	e := newEnv(t)
 	plain := e.mustNode(nodeFixture("n1"))
-	dotted := e.mustNode(nodeFixture("n2.json"))
+	dotted := nodeFixture("n2.json")
+	dotted.DriverInternalInfo = model.JSON{"agent_secret_token": "tok-n2"} // its heartbeat is accepted with it
+	e.mustNode(dotted)
 	both := e.mustNode(nodeFixture("n3"))
 	bothDotted := e.mustNode(nodeFixture("n3.json"))
 	port := &model.Port{UUID: "00000000-0000-0000-0000-0000000000a1", Address: "52:54:00:00:00:a1", NodeUUID: plain.UUID}
@@ -156,7 +158,7 @@ func TestMicroversionJSONSuffix(t *testing.T) {
 		{"port at 1.90", "GET", "/v1/ports/" + port.UUID + ".json", "", at(90), 200, "", is(port.UUID)},
 		{"port at 1.91", "GET", "/v1/ports/" + port.UUID + ".json", "", at(91), 404, "Port " + port.UUID + ".json could not be found.", nil},
 		{"patch falls back", "PATCH", "/v1/nodes/n2.json", `[{"op":"add","path":"/extra/k","value":"v"}]`, at(90), 200, "", is(dotted.UUID)},
-		{"heartbeat falls back", "POST", "/v1/heartbeat/n2.json", `{"callback_url":"http://x"}`, at(90), 202, "", nil},
+		{"heartbeat falls back", "POST", "/v1/heartbeat/n2.json", `{"callback_url":"http://x","agent_token":"tok-n2"}`, at(90), 202, "", nil},
 		{"delete unknown names the suffix", "DELETE", "/v1/nodes/ghost.json", "", at(90), 404, "Node ghost.json could not be found.", nil},
 		{"delete falls back", "DELETE", "/v1/nodes/n2.json", "", at(90), 204, "", nil},
 	})

@@ -41,7 +41,7 @@ func (s *Server) postEvents(rc *call) error {
 	}
 	doc, ok := body.(map[string]any)
 	if !ok {
-		return schemaError("evts", "%s is not of type 'object'", pyrepr.Repr(body))
+		return schemaError("evts", "%s is not of type 'object'", maskedRepr(body))
 	}
 	evs, ok := doc["events"]
 	if !ok {
@@ -58,7 +58,7 @@ func (s *Server) postEvents(rc *call) error {
 	}
 	list, ok := evs.([]any)
 	if !ok {
-		return schemaError("evts", "%s is not of type 'array'", pyrepr.Repr(evs))
+		return schemaError("evts", "%s is not of type 'array'", maskedRepr(evs))
 	}
 	if len(list) == 0 {
 		return schemaError("evts", "[] is too short")
@@ -80,14 +80,14 @@ func (s *Server) postEvents(rc *call) error {
 func checkNetworkEvent(e any) error {
 	m, ok := e.(map[string]any)
 	if !ok {
-		return schemaError("evts", "%s is not of type 'object'", pyrepr.Repr(e))
+		return schemaError("evts", "%s is not of type 'object'", maskedRepr(e))
 	}
 	name, ok := m["event"]
 	if !ok {
 		return schemaError("evts", "'event' is a required property")
 	}
 	if s, isStr := name.(string); !isStr || !slices.Contains(eventNames, s) {
-		return schemaError("evts", "%s is not one of %s", pyrepr.Repr(name), pyrepr.Strings(eventNames))
+		return schemaError("evts", "%s is not one of %s", maskedRepr(name), pyrepr.Strings(eventNames))
 	}
 	if _, err := validateObject("event", m, networkEventProps, "event", "port_id", "mac_address", "status"); err != nil {
 		return err

@@ -96,7 +96,7 @@ func schemaError(what, format string, args ...any) error {
 func validateObject(what string, v any, props []nodeProp, required ...string) (map[string]any, error) {
 	doc, ok := v.(map[string]any)
 	if !ok {
-		return nil, schemaError(what, "%s is not of type 'object'", pyrepr.Repr(v))
+		return nil, schemaError(what, "%s is not of type 'object'", maskedRepr(v))
 	}
 	for _, r := range required {
 		if _, ok := doc[r]; !ok {
@@ -145,15 +145,15 @@ func checkProp(what string, p nodeProp, val any) error {
 		t = "number" // an integer is a number; "integer" only where a schema asks for it
 	}
 	if !slices.Contains(p.types, t) {
-		return schemaError(what, "%s is not of type %s", pyrepr.Repr(val), pyrepr.QuoteAll(p.types))
+		return schemaError(what, "%s is not of type %s", maskedRepr(val), pyrepr.QuoteAll(p.types))
 	}
 	if s, ok := val.(string); ok {
 		n := len([]rune(s))
 		if p.maxLen > 0 && n > p.maxLen {
-			return schemaError(what, "%s is too long", pyrepr.Repr(val))
+			return schemaError(what, "%s is too long", maskedRepr(val))
 		}
 		if n < p.minLen {
-			return schemaError(what, "%s is too short", pyrepr.Repr(val))
+			return schemaError(what, "%s is too short", maskedRepr(val))
 		}
 	}
 	return nil

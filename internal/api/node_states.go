@@ -169,7 +169,7 @@ func stepsArg(name string, v any) ([]model.JSON, error) {
 	for i, e := range list {
 		m, ok := e.(map[string]any)
 		if !ok {
-			return nil, invalid("Invalid %s: %s is not of type 'object'", name, pyrepr.Repr(e))
+			return nil, invalid("Invalid %s: %s is not of type 'object'", name, maskedRepr(e))
 		}
 		steps[i] = m
 	}
@@ -264,7 +264,7 @@ func checkConfigDriveObject(m map[string]any) error {
 			return invalid("Invalid configdrive format: Additional properties are not allowed (%s was unexpected)", pyrepr.Quote(k))
 		}
 		if !ok {
-			return invalid("Invalid configdrive format: %s is not valid for %s", pyrepr.Repr(v), k)
+			return invalid("Invalid configdrive format: %s is not valid for %s", maskedRepr(v), k)
 		}
 	}
 	return nil

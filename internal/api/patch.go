@@ -49,7 +49,7 @@ const (
 func parsePatch(v any, minor int) ([]patchOp, error) {
 	list, ok := v.([]any)
 	if !ok {
-		return nil, schemaError("patch", "%s is not of type 'array'", pyrepr.Repr(v))
+		return nil, schemaError("patch", "%s is not of type 'array'", maskedRepr(v))
 	}
 	re, text := patchPathRe, patchPathText
 	if minor >= minorPatchEscapes {
@@ -72,7 +72,7 @@ func parsePatch(v any, minor int) ([]patchOp, error) {
 func parsePatchOp(item any, pathRe *regexp.Regexp, pathText string) (patchOp, error) {
 	m, ok := item.(map[string]any)
 	if !ok {
-		return patchOp{}, schemaError("patch", "%s is not of type 'object'", pyrepr.Repr(item))
+		return patchOp{}, schemaError("patch", "%s is not of type 'object'", maskedRepr(item))
 	}
 	for _, req := range []string{"op", "path"} {
 		if _, ok := m[req]; !ok {
@@ -90,14 +90,14 @@ func parsePatchOp(item any, pathRe *regexp.Regexp, pathText string) (patchOp, er
 	}
 	path, ok := m["path"].(string)
 	if !ok {
-		return patchOp{}, schemaError("patch", "%s is not of type 'string'", pyrepr.Repr(m["path"]))
+		return patchOp{}, schemaError("patch", "%s is not of type 'string'", maskedRepr(m["path"]))
 	}
 	if !pathRe.MatchString(path) {
 		return patchOp{}, schemaError("patch", "%s does not match %s", pyrepr.Quote(path), pathText)
 	}
 	op, ok := m["op"].(string)
 	if !ok {
-		return patchOp{}, schemaError("patch", "%s is not of type 'string'", pyrepr.Repr(m["op"]))
+		return patchOp{}, schemaError("patch", "%s is not of type 'string'", maskedRepr(m["op"]))
 	}
 	if op != "add" && op != "replace" && op != "remove" {
 		return patchOp{}, schemaError("patch", "%s is not one of ['add', 'replace', 'remove']", pyrepr.Quote(op))
@@ -115,7 +115,7 @@ func (p patchOp) repr() string {
 		d.Keys = append(d.Keys, "value")
 		d.Values["value"] = maskPatchValue(p.Path, p.Value)
 	}
-	return pyrepr.Repr(d)
+	return maskedRepr(d)
 }
 
 // maskPatchValue is v as it may be shown: Mask when a segment of path
@@ -338,7 +338,7 @@ func step(cur any, part string) (any, string) {
 	case map[string]any:
 		v, ok := c[part]
 		if !ok {
-			return nil, fmt.Sprintf("member '%s' not found in %s", part, pyrepr.Repr(secret.Value(c)))
+			return nil, fmt.Sprintf("member '%s' not found in %s", part, maskedRepr(c))
 		}
 		return v, ""
 	case []any:

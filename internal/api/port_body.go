@@ -7,7 +7,6 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
-	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // portProps is Ironic's PORT_SCHEMA, in its property order.
@@ -66,7 +65,7 @@ func validatePort(what string, v any) (map[string]any, error) {
 	case !hasIdent && !hasUUID:
 		return nil, schemaError(what, "'node_uuid' is a required property")
 	case hasIdent && hasUUID:
-		return nil, schemaError(what, "%s is valid under each of {'required': ['node_ident']}, {'required': ['node_uuid']}", pyrepr.Repr(doc))
+		return nil, schemaError(what, "%s is valid under each of {'required': ['node_ident']}, {'required': ['node_uuid']}", maskedRepr(doc))
 	}
 	addr := doc["address"].(string)
 	mac, ok := normalizeMAC(addr)
@@ -121,7 +120,7 @@ var localLinkKeys = []string{"port_id", "switch_id", "hostname", "switch_info", 
 // switches, or empty) and its switch_id normalisation.
 func checkLocalLink(m map[string]any) error {
 	bad := func() error {
-		msg := "Schema error for local_link_connection: " + pyrepr.Repr(m) + " is not valid under any of the given schemas"
+		msg := "Schema error for local_link_connection: " + maskedRepr(m) + " is not valid under any of the given schemas"
 		for _, k := range []string{"port_id", "switch_id"} {
 			if _, ok := m[k]; !ok {
 				return fault.New(fault.Invalid, "%s. Possible root cause: '%s' is a required property", msg, k)

@@ -100,7 +100,7 @@ func nodeFieldTable() []nodeField {
 		strField("parent_node", 83, func(n *model.Node) string { return n.ParentNode }),
 		ifaceField("power", 31),
 		strField("power_state", 1, func(n *model.Node) string { return n.PowerState }),
-		mapField("properties", 1, func(n *model.Node) map[string]any { return n.Properties }),
+		fld("properties", 1, placeAttr, func(w *jw, _ *call, n *model.Node) { w.masked(n.Properties) }),
 		boolField("protected", 48, func(n *model.Node) bool { return n.Protected }),
 		strField("protected_reason", 48, func(n *model.Node) string { return n.ProtectedReason }),
 		fld("provision_state", 1, placeAttr, func(w *jw, rc *call, n *model.Node) {
@@ -240,20 +240,44 @@ type nodeConductor struct {
 	host  string
 	group string
 	alive bool
+	// owner, when the Conductor hands work to others (NodeOwners), is
+	// the hash ring's owner of a node, read once per request.
+	owner func(n *model.Node) string
 }
 
-// conductorFor is the node's "conductor": this API's conductor when its
-// heartbeat is recent and it serves the node's conductor group, else null.
+// NodeOwners is an optional Conductor capability, of an API process
+// that runs no nodes itself (anvil serve --role api, internal/handoff):
+// the conductor owning each node on the hash ring of the live conductors
+// ("" when none serves the node's group), from one read of the ring.
+type NodeOwners interface {
+	NodeOwners(ctx context.Context) (func(n *model.Node) string, error)
+}
+
+// conductorFor is the node's "conductor", as Ironic shows the conductor
+// its hash ring maps the node to: the ring owner when this API hands work
+// to the owning conductors (NodeOwners); otherwise this process's own
+// conductor when its heartbeat is recent and it serves the node's
+// conductor group; else null.
 func (rc *call) conductorFor(n *model.Node) string {
 	if n.Conductor != "" {
 		return n.Conductor
 	}
 	if rc.ncond == nil {
 		rc.ncond = &nodeConductor{}
-		if c := rc.s.ownConductor(rc.ctx); c != nil {
+		if no, ok := rc.s.cfg.Conductor.(NodeOwners); ok {
+			owner, err := no.NodeOwners(rc.ctx)
+			if err != nil {
+				rc.s.log.Warn("reading the hash ring for nodes' conductor", "err", err)
+				owner = func(*model.Node) string { return "" }
+			}
+			rc.ncond.owner = owner
+		} else if c := rc.s.ownConductor(rc.ctx); c != nil {
 			rc.ncond.host, rc.ncond.group = c.Hostname, c.ConductorGroup
 			rc.ncond.alive = rc.s.alive(c)
 		}
+	}
+	if rc.ncond.owner != nil {
+		return rc.ncond.owner(n)
 	}
 	if !rc.ncond.alive || !strings.EqualFold(rc.ncond.group, n.ConductorGroup) {
 		return ""

@@ -8,7 +8,6 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/model"
-	"github.com/anvil-metal/anvil/internal/pyrepr"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -125,7 +124,7 @@ func validateRunbook(what string, v any) (*model.Runbook, error) {
 	for _, raw := range list {
 		m, ok := raw.(map[string]any)
 		if !ok {
-			return nil, fail("%s is not of type 'object'", pyrepr.Repr(raw))
+			return nil, fail("%s is not of type 'object'", maskedRepr(raw))
 		}
 		if err := runbookSteps.check(m, fail); err != nil {
 			return nil, err
@@ -150,13 +149,13 @@ func checkRunbookName(what string, v any) error {
 	s, ok := v.(string)
 	switch {
 	case !ok:
-		return schemaError(what, "%s is not of type 'string'", pyrepr.Repr(v))
+		return schemaError(what, "%s is not of type 'string'", maskedRepr(v))
 	case s == "":
-		return schemaError(what, "%s is too short", pyrepr.Repr(s))
+		return schemaError(what, "%s is too short", maskedRepr(s))
 	case len([]rune(s)) > 255:
-		return schemaError(what, "%s is too long", pyrepr.Repr(s))
+		return schemaError(what, "%s is too long", maskedRepr(s))
 	case !runbookNameRe.MatchString(s):
-		return schemaError(what, "%s does not match %s", pyrepr.Repr(s), runbookNameText)
+		return schemaError(what, "%s does not match %s", maskedRepr(s), runbookNameText)
 	}
 	return nil
 }

@@ -73,45 +73,45 @@ func (sc stepSchema) check(s map[string]any, fail func(format string, args ...an
 		return fail("%s", additionalText(extra))
 	}
 	if iface, ok := s["interface"].(string); !ok || !slices.Contains(stepInterfaces, iface) {
-		return fail("%s is not one of %s", pyrepr.Repr(s["interface"]), pyrepr.Strings(stepInterfaces))
+		return fail("%s is not one of %s", maskedRepr(s["interface"]), pyrepr.Strings(stepInterfaces))
 	}
 	step, ok := s["step"].(string)
 	if !ok {
-		return fail("%s is not of type 'string'", pyrepr.Repr(s["step"]))
+		return fail("%s is not of type 'string'", maskedRepr(s["step"]))
 	}
 	if step == "" {
 		return fail("'' should be non-empty")
 	}
 	if a, ok := s["args"]; ok {
 		if _, isObj := a.(map[string]any); !isObj {
-			return fail("%s is not of type 'object'", pyrepr.Repr(a))
+			return fail("%s is not of type 'object'", maskedRepr(a))
 		}
 	}
 	if o, ok := s["order"]; ok {
 		switch v := o.(type) {
 		case float64:
 			if v != float64(int64(v)) {
-				return fail("%s is not valid under any of the given schemas", pyrepr.Repr(o))
+				return fail("%s is not valid under any of the given schemas", maskedRepr(o))
 			}
 			if v < 0 {
-				return fail("%s is less than the minimum of 0", pyrepr.Repr(o))
+				return fail("%s is less than the minimum of 0", maskedRepr(o))
 			}
 		case string:
 			if !digits.MatchString(v) {
-				return fail("%s is not valid under any of the given schemas", pyrepr.Repr(o))
+				return fail("%s is not valid under any of the given schemas", maskedRepr(o))
 			}
 		default:
-			return fail("%s is not valid under any of the given schemas", pyrepr.Repr(o))
+			return fail("%s is not valid under any of the given schemas", maskedRepr(o))
 		}
 	}
 	if v, ok := s["execute_on_child_nodes"]; ok {
 		if _, isBool := v.(bool); !isBool {
-			return fail("%s is not of type 'boolean'", pyrepr.Repr(v))
+			return fail("%s is not of type 'boolean'", maskedRepr(v))
 		}
 	}
 	if v, ok := s["limit_child_node_execution"]; ok {
 		if _, isList := v.([]any); !isList {
-			return fail("%s is not of type 'array'", pyrepr.Repr(v))
+			return fail("%s is not of type 'array'", maskedRepr(v))
 		}
 	}
 	return nil

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/anvil-metal/anvil/internal/fault"
-	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // minorTraits is the version that added /v1/nodes/{node}/traits.
@@ -22,16 +21,16 @@ func checkTrait(what string, v any) error {
 	s, ok := v.(string)
 	switch {
 	case !ok:
-		return schemaError(what, "%s is not of type 'string'", pyrepr.Repr(v))
+		return schemaError(what, "%s is not of type 'string'", maskedRepr(v))
 	case s == "":
-		return schemaError(what, "%s is too short", pyrepr.Repr(s))
+		return schemaError(what, "%s is too short", maskedRepr(s))
 	case len(s) > 255:
-		return schemaError(what, "%s is too long", pyrepr.Repr(s))
+		return schemaError(what, "%s is too long", maskedRepr(s))
 	case customTraitRe.MatchString(s) || isStandardTrait(s):
 		return nil
 	}
 	return schemaError(what, "%s is not valid under any of the given schemas. Possible root cause: %s does not match '^CUSTOM_[A-Z0-9_]+$'",
-		pyrepr.Repr(s), pyrepr.Repr(s))
+		maskedRepr(s), maskedRepr(s))
 }
 
 func isStandardTrait(s string) bool {
@@ -126,7 +125,7 @@ func traitsBody(body any) (list []string, hasList bool, err error) {
 	}
 	doc, ok := body.(map[string]any)
 	if !ok {
-		return nil, false, schemaError("body", "%s is not of type 'object'", pyrepr.Repr(body))
+		return nil, false, schemaError("body", "%s is not of type 'object'", maskedRepr(body))
 	}
 	var extra []string
 	for k := range doc {
@@ -143,7 +142,7 @@ func traitsBody(body any) (list []string, hasList bool, err error) {
 	}
 	items, ok := v.([]any)
 	if !ok {
-		return nil, false, schemaError("body", "%s is not of type 'array'", pyrepr.Repr(v))
+		return nil, false, schemaError("body", "%s is not of type 'array'", maskedRepr(v))
 	}
 	list = make([]string, 0, len(items))
 	for _, it := range items {

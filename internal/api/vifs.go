@@ -2,7 +2,6 @@ package api
 
 import (
 	"github.com/anvil-metal/anvil/internal/conductor"
-	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // Minor versions of VIF behaviour.
@@ -73,7 +72,7 @@ func vifBody(body any) (conductor.VIFRequest, error) {
 	var req conductor.VIFRequest
 	doc, ok := body.(map[string]any)
 	if !ok {
-		return req, schemaError("vif", "%s is not of type 'object'", pyrepr.Repr(body))
+		return req, schemaError("vif", "%s is not of type 'object'", maskedRepr(body))
 	}
 	id, ok := doc["id"]
 	if !ok {
@@ -81,7 +80,7 @@ func vifBody(body any) (conductor.VIFRequest, error) {
 	}
 	s, ok := id.(string)
 	if !ok {
-		return req, schemaError("vif", "%s is not of type 'string'", pyrepr.Repr(id))
+		return req, schemaError("vif", "%s is not of type 'string'", maskedRepr(id))
 	}
 	if !isUUIDLike(s) && !isValidLogicalName(s) {
 		return req, invalid("Expected UUID or name for id: %s", s)

@@ -108,7 +108,7 @@ func parseVmediaAttach(body any) (conductor.VirtualMediaAttach, error) {
 	const what = "vmedia"
 	doc, ok := body.(map[string]any)
 	if !ok {
-		return conductor.VirtualMediaAttach{}, schemaError(what, "%s is not of type 'object'", pyrepr.Repr(body))
+		return conductor.VirtualMediaAttach{}, schemaError(what, "%s is not of type 'object'", maskedRepr(body))
 	}
 	for _, r := range []string{"device_type", "image_url"} {
 		if _, ok := doc[r]; !ok {
@@ -133,7 +133,7 @@ func parseVmediaAttach(body any) (conductor.VirtualMediaAttach, error) {
 			return conductor.VirtualMediaAttach{}, err
 		}
 		if p.enum != nil && !slices.Contains(p.enum, v.(string)) {
-			return conductor.VirtualMediaAttach{}, schemaError(what, "%s is not one of %s", pyrepr.Repr(v), pyrepr.Strings(p.enum))
+			return conductor.VirtualMediaAttach{}, schemaError(what, "%s is not one of %s", maskedRepr(v), pyrepr.Strings(p.enum))
 		}
 	}
 	req := conductor.VirtualMediaAttach{DeviceType: doc["device_type"].(string), ImageURL: doc["image_url"].(string), DownloadSource: "local"}

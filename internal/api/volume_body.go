@@ -54,7 +54,7 @@ func validateVolume(what string, v any, props []nodeProp, required ...string) (m
 	}
 	if f, ok := doc["boot_index"].(float64); ok && math.Abs(f) > math.MaxInt32 {
 		// Ironic's column is an SQL integer; a larger index fails there.
-		return nil, invalid("Invalid boot_index %s: out of range", pyrepr.Repr(f))
+		return nil, invalid("Invalid boot_index %s: out of range", maskedRepr(f))
 	}
 	return doc, nil
 }

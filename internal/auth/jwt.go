@@ -93,10 +93,30 @@ func (j *jwtAuth) check(r *http.Request) (grant, int, string) {
 	if name, ok := claims["preferred_username"].(string); ok && name != "" {
 		who.User = name
 	}
-	who.Project, _ = claim(claims, j.cfg.ProjectClaim).(string)
+	project, ok := projectClaim(claims, j.cfg.ProjectClaim)
+	if !ok {
+		return grant{}, http.StatusUnauthorized, fmt.Sprintf("Invalid token: claim %q must be a non-empty string when present", j.cfg.ProjectClaim)
+	}
+	who.Project = project
 	g := grant{who: who, until: tok.Expiry}
 	status, msg := refuseRole(who, r.Method, true)
 	return g, status, msg
+}
+
+// projectClaim reads the project claim strictly: absent (or JSON null) is
+// a system-scoped token; a non-empty string is its project; anything else
+// (a list, a number, an empty string, an object) is refused (ok false),
+// never read as "no project", which would widen the token to system scope.
+func projectClaim(claims map[string]any, path string) (project string, ok bool) {
+	v := claim(claims, path)
+	if v == nil {
+		return "", true
+	}
+	s, isString := v.(string)
+	if !isString || strings.TrimSpace(s) == "" {
+		return "", false
+	}
+	return s, true
 }
 
 // claim follows a dotted path through nested claims.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +73,65 @@ func TestJWT(t *testing.T) {
 	}
 	if _, err := auth.Middleware(t.Context(), inner, auth.Config{Strategy: auth.JWT}); err == nil {
 		t.Fatal("jwt without an issuer was accepted")
+	}
+}
+
+// TestJWTProjectClaimStrict: a project claim that is present but not a
+// non-empty string is refused with 401 naming the claim, never read as a
+// system-scoped token (issue 21, item 5).
+func TestJWTProjectClaimStrict(t *testing.T) {
+	iss := authtest.NewIssuer(t)
+	var seen auth.Principal
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen, _ = auth.PrincipalOf(r.Context()) })
+	h, err := auth.Middleware(t.Context(), inner, auth.Config{Strategy: auth.JWT, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		JWT: auth.JWTConfig{Issuer: iss.URL, Audience: "anvil"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		project any // omitted when absent
+		absent  bool
+		status  int
+		want    string // the principal's project when admitted
+	}{
+		{name: "absent: system scope", absent: true, status: 200},
+		{name: "null: system scope", project: nil, status: 200},
+		{name: "a string", project: "projA", status: 200, want: "projA"},
+		{name: "a list", project: []any{"projA"}, status: 401},
+		{name: "an empty list", project: []any{}, status: 401},
+		{name: "a number", project: 12345, status: 401},
+		{name: "an empty string", project: "", status: 401},
+		{name: "blanks", project: "  ", status: 401},
+		{name: "an object", project: map[string]any{"id": "projA"}, status: 401},
+		{name: "a boolean", project: true, status: 401},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			claims := map[string]any{"roles": []any{"admin"}}
+			if !c.absent {
+				claims["project_id"] = c.project
+			}
+			seen = auth.Principal{Project: "unset"}
+			req := httptest.NewRequest("GET", "/v1/nodes", nil)
+			req.Header.Set("Authorization", "Bearer "+iss.Token(t, iss.Key, claims))
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != c.status {
+				t.Fatalf("%d %s, want %d", rec.Code, rec.Body, c.status)
+			}
+			if c.status == 401 {
+				if !strings.Contains(rec.Body.String(), `project_id`) || !strings.Contains(rec.Body.String(), "non-empty string") {
+					t.Errorf("refusal %s does not say the project claim is malformed", rec.Body)
+				}
+				if seen.Project != "unset" {
+					t.Errorf("the handler ran as %+v", seen)
+				}
+				return
+			}
+			if seen.Project != c.want {
+				t.Errorf("principal project %q, want %q", seen.Project, c.want)
+			}
+		})
 	}
 }

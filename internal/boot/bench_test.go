@@ -23,7 +23,7 @@ func BenchmarkServeRamdisk(b *testing.B) {
 	kernel := filepath.Join(dir, "vmlinuz")
 	os.WriteFile(kernel, blob(4, 1<<20), 0o600)
 	srv := httptest.NewUnstartedServer(nil)
-	svc, err := New(Config{Root: filepath.Join(dir, "root"), HTTPURL: "http://" + srv.Listener.Addr().String()})
+	svc, err := New(Config{Root: filepath.Join(dir, "root"), HTTPURL: "http://" + srv.Listener.Addr().String(), FileAllowedPaths: []string{dir}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/anvil-metal/anvil/internal/isoimage"
+	"github.com/anvil-metal/anvil/internal/localfile"
 )
 
 // Config configures a Service.
@@ -32,10 +33,15 @@ type Config struct {
 	APIURL string
 	// AllowMD5 accepts md5 image checksums.
 	AllowMD5 bool
-	// FileAllowedPaths, when not empty, lists the only directories local
-	// image files may come from (Ironic's [conductor]file_url_allowed_paths);
-	// empty allows any path Anvil can read.
+	// FileAllowedPaths lists the only directories local image files may
+	// come from (Ironic's [conductor]file_url_allowed_paths); empty means
+	// Root/images (DefaultImagesDir), created when missing. Never "any":
+	// what a node names is served to whoever fetches its boot files.
 	FileAllowedPaths []string
+	// Private are files that must never be readable through
+	// FileAllowedPaths (the SQLite database): New fails when one lies
+	// inside an allowed directory.
+	Private []string
 	// HTTPClient downloads images; nil means http.DefaultClient.
 	HTTPClient *http.Client
 	// Log receives the service's messages; nil discards them.
@@ -74,6 +80,10 @@ type record struct {
 	script []byte // the iPXE script, boot.ipxe in the node's directory
 }
 
+// DefaultImagesDir is the directory below Root local images may come from
+// when Config.FileAllowedPaths is empty.
+const DefaultImagesDir = "images"
+
 // Names of the files in a node's directory.
 const (
 	recordFile  = "node.json"
@@ -104,22 +114,26 @@ func New(cfg Config) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var fileDirs []string
-	for _, dir := range cfg.FileAllowedPaths {
-		real, err := filepath.EvalSymlinks(dir)
-		if err == nil {
-			real, err = filepath.Abs(real)
+	allowed := cfg.FileAllowedPaths
+	if len(allowed) == 0 {
+		images := filepath.Join(cfg.Root, DefaultImagesDir)
+		if err := os.MkdirAll(images, 0o700); err != nil {
+			return nil, fmt.Errorf("boot: %w", err)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("boot: FileAllowedPaths: %w", err)
-		}
-		fileDirs = append(fileDirs, real)
+		allowed = []string{images}
+	}
+	files, err := localfile.NewRoots(allowed)
+	if err == nil {
+		err = files.Guard(cfg.Private...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("boot: %w", err)
 	}
 	s := &Service{
 		httpURL:  strings.TrimRight(cfg.HTTPURL, "/"),
 		apiURL:   cfg.APIURL,
 		nodesDir: filepath.Join(cfg.Root, "nodes"),
-		cache:    &cache{dir: filepath.Join(cfg.Root, "cache"), client: client, allowMD5: cfg.AllowMD5, fileDirs: fileDirs},
+		cache:    &cache{dir: filepath.Join(cfg.Root, "cache"), client: client, allowMD5: cfg.AllowMD5, files: files},
 		log:      log.With("component", "boot"),
 		loaders:  withDefaults(cfg.ISOLoaders),
 		byNode:   map[string]*record{},

@@ -429,7 +429,8 @@ func TestImageErrors(t *testing.T) {
 		{"checksum mismatch", Image{Source: f.images.URL + "/vmlinuz", Checksum: sha256Of([]byte("other"))}, []string{"checksum mismatch", "/vmlinuz"}, false, true},
 		{"md5 refused", Image{Source: f.images.URL + "/vmlinuz", Checksum: strings.Repeat("a", 32)}, []string{"md5 image checksums are not allowed"}, false, true},
 		{"bad checksum", Image{Source: f.images.URL + "/vmlinuz", Checksum: "sha256:xyz"}, []string{"64 hex digits"}, false, true},
-		{"missing local file", Image{Source: filepath.Join(t.TempDir(), "nope")}, []string{"nope", "no such file"}, false, true},
+		{"missing local file", Image{Source: filepath.Join(f.root, DefaultImagesDir, "nope")}, []string{"nope", "no such file"}, false, true},
+		{"local file outside the allowed directories", Image{Source: filepath.Join(t.TempDir(), "nope")}, []string{"nope", "is not under --file-url-allowed-paths"}, false, true},
 		{"unsupported scheme", Image{Source: "ftp://host/k"}, []string{"unsupported scheme"}, false, true},
 	}
 	for i, tc := range cases {
@@ -496,8 +497,7 @@ func TestCachedCopyReverified(t *testing.T) {
 func TestLocalFilesAndNoChecksum(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	dir := t.TempDir()
-	kpath := filepath.Join(dir, "vmlinuz")
+	kpath := filepath.Join(f.root, DefaultImagesDir, "vmlinuz") // the default allowed directory
 	os.WriteFile(kpath, f.kernel, 0o600)
 	sum := sha512.Sum512(f.kernel)
 	rd := Ramdisk{
@@ -609,7 +609,7 @@ func TestFileAllowedPaths(t *testing.T) {
 		filepath.Join(allowed, "escape"), filepath.Join(allowed, "..", filepath.Base(other), "vmlinuz"),
 	} {
 		err := svc.PublishRamdisk(ctx, "n", []string{"52:54:00:00:0b:01"}, Ramdisk{Kernel: Image{Source: src}, Ramdisk: ok})
-		if err == nil || !strings.Contains(err.Error(), "local images must be under") {
+		if err == nil || !strings.Contains(err.Error(), "is not under --file-url-allowed-paths") {
 			t.Errorf("%s: err = %v, want a refusal", src, err)
 		}
 	}

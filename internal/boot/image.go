@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/anvil-metal/anvil/internal/ipa"
+	"github.com/anvil-metal/anvil/internal/localfile"
 )
 
 // Image is a kernel or ramdisk to serve: an http(s) URL or a local file
@@ -69,10 +70,9 @@ type cache struct {
 	dir      string
 	client   *http.Client
 	allowMD5 bool
-	// fileDirs, when not empty, are the only directories local images
-	// may come from (symbolic links resolved).
-	fileDirs []string
-	flight   singleflight.Group
+	// files are the only directories local images may come from.
+	files  *localfile.Roots
+	flight singleflight.Group
 }
 
 // fetch returns the path of a verified local copy of img, downloading or
@@ -87,6 +87,13 @@ func (c *cache) fetch(ctx context.Context, img Image) (string, error) {
 	sum, verify, err := parseChecksum(img.Checksum, c.allowMD5)
 	if err != nil {
 		return "", fmt.Errorf("image %s: %w", MaskURL(img.Source), err)
+	}
+	if path, local := localPath(img.Source); local {
+		// Refused before the cache is consulted: a cached copy is served
+		// only to a source that may still be read.
+		if err := c.files.Check(path); err != nil {
+			return "", fmt.Errorf("image %s: %w", path, err)
+		}
 	}
 	key := sha256.Sum256([]byte(img.Source + "\x00" + sum.String()))
 	path := filepath.Join(c.dir, hex.EncodeToString(key[:]))
@@ -161,16 +168,30 @@ func (c *cache) download(ctx context.Context, source, path string, sum checksum,
 	return nil
 }
 
+// localPath is the local file a source names (a path, or a file:// URL's
+// path), and whether it names one.
+func localPath(source string) (string, bool) {
+	u, err := url.Parse(source)
+	if err != nil || u.Scheme == "" || len(u.Scheme) == 1 { // a path, or a Windows drive letter
+		return source, true
+	}
+	if u.Scheme == "file" {
+		return u.Path, true
+	}
+	return "", false
+}
+
 // open returns the content of an http(s) URL or a local file.
 func (c *cache) open(ctx context.Context, source string) (io.ReadCloser, error) {
 	masked := MaskURL(source)
+	if path, local := localPath(source); local {
+		return c.openFile(path)
+	}
 	u, err := url.Parse(source)
-	if err != nil || u.Scheme == "" || len(u.Scheme) == 1 { // a path, or a Windows drive letter
-		return c.openFile(source)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", masked, err)
 	}
 	switch u.Scheme {
-	case "file":
-		return c.openFile(u.Path)
 	case "http", "https":
 	default:
 		return nil, fmt.Errorf("image %s: unsupported scheme %q (use http, https, file or a path)", masked, u.Scheme)
@@ -190,42 +211,15 @@ func (c *cache) open(ctx context.Context, source string) (io.ReadCloser, error) 
 	return resp.Body, nil
 }
 
+// openFile opens a local image through the allowed directories
+// (localfile.Roots.Open, Ironic's [conductor]file_url_allowed_paths), so
+// node settings cannot publish arbitrary files of the Anvil host.
 func (c *cache) openFile(path string) (io.ReadCloser, error) {
-	if err := c.fileAllowed(path); err != nil {
-		return nil, fmt.Errorf("image %s: %w", path, err)
-	}
-	f, err := os.Open(path)
+	f, err := c.files.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", path, err)
-	}
-	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("image %s: not a regular file", path)
 	}
 	return f, nil
-}
-
-// fileAllowed refuses local paths outside c.fileDirs (Ironic's
-// [conductor]file_url_allowed_paths), so node settings cannot publish
-// arbitrary files of the Anvil host. No list: every path is allowed.
-func (c *cache) fileAllowed(path string) error {
-	if len(c.fileDirs) == 0 {
-		return nil
-	}
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return err
-	}
-	real, err = filepath.Abs(real)
-	if err != nil {
-		return err
-	}
-	for _, dir := range c.fileDirs {
-		if rel, err := filepath.Rel(dir, real); err == nil && filepath.IsLocal(rel) {
-			return nil
-		}
-	}
-	return fmt.Errorf("local images must be under %s", strings.Join(c.fileDirs, ", "))
 }
 
 // scrubURLError drops the URL net/http puts in its errors (the caller

@@ -40,11 +40,13 @@ func TestStockIPXEBootsPublishedRamdisk(t *testing.T) {
 	}
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	const guestURL = "http://10.0.2.100:6385" // the guestfwd address
-	svc, err := New(Config{Root: t.TempDir(), HTTPURL: guestURL + "/boot", APIURL: guestURL})
+	images := t.TempDir()
+	svc, err := New(Config{Root: t.TempDir(), HTTPURL: guestURL + "/boot", APIURL: guestURL,
+		FileAllowedPaths: []string{filepath.Dir(kernel), images}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ramdisk := filepath.Join(t.TempDir(), "initrd")
+	ramdisk := filepath.Join(images, "initrd")
 	os.WriteFile(ramdisk, blob(5, 1<<20), 0o600)
 	mac := "52:54:00:b0:07:01"
 	if err := svc.PublishRamdisk(context.Background(), "vm", []string{mac}, Ramdisk{

@@ -102,8 +102,9 @@ func (c *Conductor) lookupNode(ctx context.Context, macs []string, nodeUUID stri
 	return nil, errLookupNotFound()
 }
 
-// errBadToken is Ironic's answer to a heartbeat without the node's token.
-func errBadToken() error {
+// ErrBadAgentToken is the answer to a heartbeat without the node's token,
+// and to one for a node that does not exist (Heartbeat says why).
+func ErrBadAgentToken() error {
 	// Ironic answers 400 here; the agent issue asks for 401, which is also
 	// what an agent's retry logic expects of an authentication failure.
 	return fault.New(fault.Unauthorized, "Invalid or missing agent token received.")
@@ -116,7 +117,7 @@ func checkToken(n *model.Node, token string) error {
 	stored, _ := n.DriverInternalInfo[ipa.KeyToken].(string)
 	required, _ := n.DriverInternalInfo[ipa.KeyTokenRequired].(bool)
 	if (stored != "" || required) && !ipa.TokenMatches(stored, token) {
-		return errBadToken()
+		return ErrBadAgentToken()
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
 )
@@ -25,17 +26,37 @@ type HeartbeatRequest struct {
 }
 
 // Heartbeat is the callback that resumes a node parked in a wait state. A
-// heartbeat for a node that is not waiting is accepted and changes nothing.
+// heartbeat for a node that is not waiting changes nothing; it is accepted
+// only with the node's own token.
+//
+// The endpoint is public, so its answers must not tell who asks which
+// nodes exist. Ironic answers 404 for an unknown node and 400 for a bad
+// token, and its heartbeat to a node without an issued token fails as a
+// bad token: each is an existence oracle. Here an unknown node, a wrong
+// or missing token, and a token-less heartbeat to a node that is not
+// waiting all get ErrBadAgentToken (401, one text): no token can be valid
+// for a node that does not exist, so the answer is also true. The only
+// heartbeat accepted without a token is one that resumes a waiting node
+// whose token is not required (agents that predate tokens); a node booted
+// with Anvil's agent requires its token before the first lookup.
 func (c *Conductor) Heartbeat(ctx context.Context, ident string, hb HeartbeatRequest) error {
 	n, err := c.getNode(ctx, ident)
+	if f, ok := fault.As(err); ok && f.Kind == fault.NotFound {
+		return ErrBadAgentToken()
+	}
 	if err != nil {
 		return err
+	}
+	waiting := fsm.IsWait(n.ProvisionState)
+	if stored, _ := n.DriverInternalInfo[ipa.KeyToken].(string); !waiting && !ipa.TokenMatches(stored, hb.AgentToken) {
+		c.log.Warn("heartbeat refused", "node", n.UUID, "reason", "not waiting, and not the node's token")
+		return ErrBadAgentToken()
 	}
 	if err := checkAgent(n, hb); err != nil {
 		c.log.Warn("heartbeat refused", "node", n.UUID, "reason", err)
 		return err
 	}
-	if !fsm.IsWait(n.ProvisionState) {
+	if !waiting {
 		return nil
 	}
 	t, err := c.acquire(ctx, n.UUID, "agent")

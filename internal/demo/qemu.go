@@ -88,6 +88,7 @@ func prepareQEMU(ctx context.Context, cfg *Config, sc *server.Config, dir string
 		fmt.Fprintf(out, "anvil demo: ramdisk built in %v\n", time.Since(start).Round(time.Second))
 	}
 	q.kernel, q.ramdisk = filepath.Join(rd, "vmlinuz"), filepath.Join(rd, "initramfs")
+	sc.Network.FileAllowedPaths = []string{rd} // the demo's nodes boot these local files
 	for _, f := range []string{q.kernel, q.ramdisk} {
 		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
 			return nil, fmt.Errorf("--ramdisk %s: no %s (run `anvil ramdisk build --output %s`)", rd, filepath.Base(f), rd)

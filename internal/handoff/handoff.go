@@ -189,13 +189,36 @@ func (h *Conductor) call(ctx context.Context, ident, kind string, body any) erro
 	return h.callNode(ctx, n, kind, body)
 }
 
+// liveRing is the hash ring of the live conductors (ring.Live: this API
+// process, which runs no driver, is never a member): the one ring by which
+// calls are handed over and nodes' "conductor" is shown.
+func (h *Conductor) liveRing(ctx context.Context) (*ring.Ring, error) {
+	conds, err := h.cfg.Store.ListConductors(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ring.New(ring.Live(conds, h.cfg.Now(), h.cfg.DeadAfter), h.cfg.Partitions, 1), nil
+}
+
+// NodeOwners returns, from one read of the ring, the conductor that owns
+// a node ("" when no live conductor serves its group): the node's
+// "conductor" as the API shows it (api.NodeOwners), the one its verbs
+// are handed to.
+func (h *Conductor) NodeOwners(ctx context.Context) (func(n *model.Node) string, error) {
+	r, err := h.liveRing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func(n *model.Node) string { return r.Owner(n.UUID, n.ConductorGroup) }, nil
+}
+
 // callNode hands kind to n's owner on the ring.
 func (h *Conductor) callNode(ctx context.Context, n *model.Node, kind string, body any) error {
-	conds, err := h.cfg.Store.ListConductors(ctx)
+	r, err := h.liveRing(ctx)
 	if err != nil {
 		return err
 	}
-	owner := ring.New(ring.Live(conds, h.cfg.Now(), h.cfg.DeadAfter), h.cfg.Partitions, 1).Owner(n.UUID, n.ConductorGroup)
+	owner := r.Owner(n.UUID, n.ConductorGroup)
 	if owner == "" {
 		return conductor.NoConductor(n.Driver, n.ConductorGroup)
 	}

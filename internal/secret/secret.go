@@ -24,12 +24,31 @@ var sanitizeKeys = []string{"adminpass", "admin_pass", "password", "admin_passwo
 	"barbicansimplecryptokek", "cephrgwkey", "swifthashsuffix", "migrationsshkey",
 	"cephmdskey", "cephmonkey", "chapsecret"}
 
-// IsKey reports whether a dict key names a secret: oslo's list, plus any
-// key ending in "_key" (BMC and SNMP keys oslo's list misses) and
-// Authorization headers.
+// stringKeys are the keys whose "key=value", "--key value" and quoted
+// forms are masked inside free-form strings: oslo's list and the
+// credential words IsKey adds (passwd, pwd, credential, ...).
+var stringKeys = append(append([]string(nil), sanitizeKeys...),
+	"passwd", "pwd", "credential", "apikey", "api_key", "authkey", "auth_key", "key_contents", "_pass")
+
+// secretWords are the credential words beyond oslo's list: a key with any
+// of them as one of its words (split at _, -, ., spaces and camelCase
+// humps) holds a secret: bmc_pass, ipmi_passwd, snmp_pwd, ssh_credentials.
+var secretWords = map[string]bool{"pass": true, "passwd": true, "pwd": true, "pw": true, "pswd": true,
+	"passcode": true, "secret": true, "secrets": true, "token": true, "tokens": true,
+	"credential": true, "credentials": true, "cred": true, "creds": true, "apikey": true,
+	"authkey": true, "privkey": true, "psk": true}
+
+// IsKey reports whether a dict key names a secret: oslo.utils'
+// _SANITIZE_KEYS as substrings (what Ironic's mask_dict_password masks),
+// any credential word of secretWords, any key ending in "_key" or holding
+// key contents or key data (BMC, SNMP and SSH keys oslo's list misses:
+// snmp_auth_key, ssh_key_contents), a key named "auth" or ending in
+// "_auth", and Authorization headers.
 func IsKey(k string) bool {
 	lk := strings.ToLower(k)
-	if strings.HasSuffix(lk, "_key") || lk == "authorization" {
+	if strings.HasSuffix(lk, "_key") || strings.HasSuffix(lk, "-key") || lk == "authorization" ||
+		strings.Contains(lk, "key_contents") || strings.Contains(lk, "key_data") || strings.Contains(lk, "credential") ||
+		strings.Contains(lk, "passwd") || lk == "auth" || strings.HasSuffix(lk, "_auth") {
 		return true
 	}
 	for _, s := range sanitizeKeys {
@@ -37,7 +56,37 @@ func IsKey(k string) bool {
 			return true
 		}
 	}
+	for _, w := range words(k) {
+		if secretWords[w] {
+			return true
+		}
+	}
 	return false
+}
+
+// words splits a key into its lower-case words at '_', '-', '.', blanks
+// and lower-to-upper camelCase humps ("bmcPass" is bmc, pass).
+func words(k string) []string {
+	var out []string
+	start := 0
+	flush := func(end int) {
+		if end > start {
+			out = append(out, strings.ToLower(k[start:end]))
+		}
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c == '_' || c == '-' || c == '.' || c == ' ' || c == '/' || c == ':':
+			flush(i)
+			start = i + 1
+		case c >= 'A' && c <= 'Z' && i > start && k[i-1] >= 'a' && k[i-1] <= 'z':
+			flush(i)
+			start = i
+		}
+	}
+	flush(len(k))
+	return out
 }
 
 // oslo's _FORMAT_PATTERNS_2 (two groups kept around the secret) and
@@ -61,7 +110,9 @@ var patterns = sync.OnceValues(func() (two, one map[string][]compiled) {
 
 var (
 	// Credentials in a URL: scheme://user:password@host.
-	urlCreds = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@'"]*:)[^/\s@'"]+@`)
+	// The password runs to the last '@' before the path, so one holding
+	// an unescaped '@' is masked whole.
+	urlCreds = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@'"]*:)[^/\s'"]+@`)
 	// An HTTP Authorization header's credentials.
 	authzHeader = regexp.MustCompile(`(?i)(authorization\s*[:=]\s*"?(?:basic|bearer|digest)\s+)[A-Za-z0-9+/=._~-]+`)
 )
@@ -78,8 +129,8 @@ type compiled struct {
 
 // compile returns, per sanitize key, the patterns with %k the key.
 func compile(pats ...pat) map[string][]compiled {
-	out := make(map[string][]compiled, len(sanitizeKeys))
-	for _, k := range sanitizeKeys {
+	out := make(map[string][]compiled, len(stringKeys))
+	for _, k := range stringKeys {
 		for _, p := range pats {
 			re := regexp.MustCompile("(?is)" + strings.ReplaceAll(p.re, "%k", regexp.QuoteMeta(k)))
 			out[k] = append(out[k], compiled{re, p.need})
@@ -108,7 +159,7 @@ func String(s string) string {
 		s = authzHeader.ReplaceAllString(s, "${1}"+Mask)
 	}
 	var patterns2, patterns1 map[string][]compiled
-	for _, k := range sanitizeKeys {
+	for _, k := range stringKeys {
 		if !strings.Contains(ls, k) {
 			continue
 		}
@@ -127,6 +178,89 @@ func String(s string) string {
 		}
 	}
 	return s
+}
+
+// DSN is a database URL or keyword/value connection string as it may be
+// shown (start-up lines, errors): a URL's user info password masked
+// whatever it holds (an unescaped '@' or '/' included: everything between
+// the first ':' after "//" and the last '@'), and its query parameters
+// naming a secret (?password=, ?sslpassword=); a keyword/value string's
+// secrets (password=...) masked as String masks them.
+func DSN(s string) string {
+	if scheme, rest, ok := strings.Cut(s, "://"); ok {
+		// The user info ends at the last '@' (a password may hold '@', '/',
+		// '?' or '#'; an '@' in the query only makes more be masked).
+		if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+			if user, _, hasPW := strings.Cut(rest[:at], ":"); hasPW {
+				rest = user + ":" + Mask + rest[at:]
+			}
+		}
+		if q := strings.IndexByte(rest, '?'); q >= 0 {
+			rest = rest[:q+1] + maskQuery(rest[q+1:])
+		}
+		return scheme + "://" + rest
+	}
+	return String(s)
+}
+
+// WithoutDSN is text (an error that may quote the connection string dsn,
+// or part of it as a driver misread it) with dsn's password masked: the
+// whole dsn as DSN shows it, its password and every piece of the password
+// between the characters a URL parser splits at ('@', '/', ':', '?', '#')
+// of four characters or more replaced by Mask, then String's masking.
+// pgx, given "postgres://u:p@ss/word@host/db", names "ss/word@host/db"
+// as the database in its error; the pieces catch that.
+func WithoutDSN(text, dsn string) string {
+	if dsn == "" {
+		return String(text)
+	}
+	text = strings.ReplaceAll(text, dsn, DSN(dsn))
+	if pw := dsnPassword(dsn); pw != "" {
+		text = strings.ReplaceAll(text, pw, Mask)
+		pieces := strings.FieldsFunc(pw, func(r rune) bool { return strings.ContainsRune("@/:?#", r) })
+		for _, p := range pieces {
+			if len(p) >= 4 {
+				text = strings.ReplaceAll(text, p, Mask)
+			}
+		}
+	}
+	return String(text)
+}
+
+// dsnPassword is the password of a database URL's user info, as DSN
+// delimits it, or of a keyword/value string's password=.
+func dsnPassword(dsn string) string {
+	if _, rest, ok := strings.Cut(dsn, "://"); ok {
+		if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+			if _, pw, ok := strings.Cut(rest[:at], ":"); ok {
+				return pw
+			}
+		}
+		return ""
+	}
+	for _, f := range strings.Fields(dsn) {
+		if v, ok := strings.CutPrefix(f, "password="); ok {
+			return strings.Trim(v, `'"`)
+		}
+	}
+	return ""
+}
+
+// maskQuery masks the values of a URL query's secret parameters, keeping
+// everything else byte for byte.
+func maskQuery(q string) string {
+	frag := ""
+	if i := strings.IndexByte(q, '#'); i >= 0 {
+		q, frag = q[:i], q[i:]
+	}
+	parts := strings.Split(q, "&")
+	for i, p := range parts {
+		k, _, hasV := strings.Cut(p, "=")
+		if hasV && IsKey(k) {
+			parts[i] = k + "=" + Mask
+		}
+	}
+	return strings.Join(parts, "&") + frag
 }
 
 // Path reports whether a JSON pointer (a JSON Patch path) names a secret:

@@ -26,8 +26,12 @@ type BootConfig struct {
 	Root string
 	// PublicEndpoint is the API URL agents are given (ipa-api-url=).
 	PublicEndpoint string
-	// FileAllowedPaths restricts local image files to these directories.
+	// FileAllowedPaths restricts local image files to these directories
+	// (empty: Root's images directory, boot.DefaultImagesDir).
 	FileAllowedPaths []string
+	// Private are files no allowed directory may hold (Serve adds the
+	// SQLite database).
+	Private []string
 	// DHCPProxy, when set, is the UDP address of the built-in proxyDHCP
 	// server (e.g. 0.0.0.0:67): it answers PXE clients of known MACs with
 	// boot information only, never an address.
@@ -59,7 +63,7 @@ func newBoot(ctx context.Context, cfg BootConfig, log *slog.Logger, errc chan<- 
 		return none, "", nil, fmt.Errorf("--http-url %s needs a path (such as /boot) to share the API's listener", cfg.HTTPURL)
 	}
 	svc, err := boot.New(boot.Config{Root: cfg.Root, HTTPURL: cfg.HTTPURL, APIURL: cfg.PublicEndpoint,
-		FileAllowedPaths: cfg.FileAllowedPaths, Log: log, ISOLoaders: cfg.ISOLoaders})
+		FileAllowedPaths: cfg.FileAllowedPaths, Private: cfg.Private, Log: log, ISOLoaders: cfg.ISOLoaders})
 	if err != nil {
 		return none, "", nil, err
 	}

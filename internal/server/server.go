@@ -131,6 +131,11 @@ func Serve(ctx context.Context, cfg Config) error {
 	bootErr := make(chan error, 1)
 	if cfg.Boot == nil && cfg.Network.HTTPURL != "" {
 		var pub bootPublisher
+		if !storeopen.IsPostgres(cfg.Database) {
+			// The SQLite database holds every BMC password: no allowed
+			// directory of local images may contain it.
+			cfg.Network.Private = append(cfg.Network.Private, cfg.Database)
+		}
 		if pub, bootPrefix, bootH, err = newBoot(bootCtx, cfg.Network, cfg.Log, bootErr); err != nil {
 			return fmt.Errorf("network boot: %w", err)
 		}

@@ -36,7 +36,8 @@ func TestVMBootsVirtualMediaISO(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
-	svc, err := boot.New(boot.Config{Root: filepath.Join(t.TempDir(), "boot"), HTTPURL: base + "/boot", APIURL: "http://10.0.2.100:80"})
+	svc, err := boot.New(boot.Config{Root: filepath.Join(t.TempDir(), "boot"), HTTPURL: base + "/boot", APIURL: "http://10.0.2.100:80",
+		FileAllowedPaths: []string{filepath.Dir(a.kernel), filepath.Dir(a.initramfs)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,7 +120,8 @@ func TestVMNetbootIPMI(t *testing.T) {
 	apiPort := testbin.FreePort(t)
 	guestAPI := fmt.Sprintf("http://10.0.2.100:%d", apiPort)
 	api := startServeOn(t, apiPort, "--sync-power-state-interval", "3600", "--log-level", "debug",
-		"--http-url", guestAPI+"/boot", "--public-endpoint", guestAPI, "--http-root", filepath.Join(dir, "http-root"))
+		"--http-url", guestAPI+"/boot", "--public-endpoint", guestAPI, "--http-root", filepath.Join(dir, "http-root"),
+		"--file-url-allowed-paths", filepath.Dir(a.kernel)+","+filepath.Dir(a.initramfs))
 	hostfwd := testbin.FreePort(t)
 
 	disk := filepath.Join(dir, "disk.raw")
