@@ -228,3 +228,66 @@ func (b *VirtualMediaBoot) withdraw(ctx context.Context, t *driver.Task) error {
 	}
 	return nil
 }
+
+var _ driver.RamdiskBooter = (*VirtualMediaBoot)(nil)
+
+// ValidateRamdiskBoot checks the BMC settings and what a ramdisk deploy
+// boots (driver.InstanceBootOf): an http(s) boot_iso the BMC inserts as
+// it is, or a kernel and ramdisk Anvil builds an ISO of (which needs its
+// boot endpoint).
+func (b *VirtualMediaBoot) ValidateRamdiskBoot(n *model.Node) error {
+	if _, err := parseInfo(n); err != nil {
+		return err
+	}
+	ib, err := driver.InstanceBootOf(n)
+	if err != nil {
+		return err
+	}
+	if ib.ISO != "" {
+		u, err := url.Parse(ib.ISO)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("Invalid boot_iso %q of node %s: the BMC needs an http(s) URL", ib.ISO, n.UUID)
+		}
+		return nil
+	}
+	if b.cfg.Publisher == nil {
+		return ErrBootNotConfigured
+	}
+	if lc, ok := b.cfg.Publisher.(loaderChecker); ok {
+		return lc.CheckISOLoaders()
+	}
+	return nil
+}
+
+// PrepareRamdiskBoot inserts the instance's ISO (boot_iso as it is, or one
+// built of its kernel and ramdisk with ramdisk_kernel_arguments) into the
+// node's virtual CD and sets the CD as the persistent boot device, so the
+// instance runs from it on every boot (Ironic's ramdisk deploy).
+func (b *VirtualMediaBoot) PrepareRamdiskBoot(ctx context.Context, t *driver.Task) (err error) {
+	if err := b.ValidateRamdiskBoot(t.Node); err != nil {
+		return err
+	}
+	ib, _ := driver.InstanceBootOf(t.Node)
+	isoURL := ib.ISO
+	if isoURL == "" {
+		isoURL, err = b.cfg.Publisher.PublishISO(ctx, t.Node.UUID, ISORamdisk{Kernel: ib.Kernel, Ramdisk: ib.Ramdisk, KernelParams: ib.KernelParams})
+		if err != nil {
+			return fmt.Errorf("building the instance's ISO: %w", err)
+		}
+		defer func() {
+			if err != nil {
+				if werr := b.withdraw(ctx, t); werr != nil {
+					b.d.cfg.Log.Error("withdrawing the ISO after a failed insert", "node", t.Node.UUID, "err", werr)
+				}
+			}
+		}()
+	}
+	if err := b.d.insertMedia(ctx, t.Node, "cdrom", isoURL); err != nil {
+		return err
+	}
+	if err := b.setBootDevice(ctx, t, driver.BootDevice{Device: "cdrom", Persistent: true}); err != nil {
+		return err
+	}
+	b.d.cfg.Log.Info("instance ISO inserted, the node boots it from now on", "node", t.Node.UUID)
+	return nil
+}
