@@ -17,7 +17,7 @@ import (
 type publisher struct{}
 
 func (publisher) PublishRamdisk(context.Context, string, []string, pxe.Ramdisk) error { return nil }
-func (publisher) PublishLocalBoot(context.Context, string, []string) error           { return nil }
+func (publisher) PublishLocalBoot(context.Context, string, []string) error            { return nil }
 func (publisher) Withdraw(context.Context, string) error                              { return nil }
 func (publisher) PublishISO(context.Context, string, redfish.ISORamdisk) (string, error) {
 	return "http://127.0.0.1:1/boot.iso", nil
