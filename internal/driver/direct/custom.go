@@ -54,14 +54,76 @@ func oobStep(name string, prio int) driver.Step {
 	return driver.Step{Interface: "deploy", Step: name, Priority: prio}
 }
 
-// inBand reports whether the agent offers the deploy step name.
-func inBand(name string) bool {
+// keyCachedDeploySteps is where the agent's deploy steps are kept once
+// fetched (Ironic's agent_cached_deploy_steps: steps by interface).
+const keyCachedDeploySteps = "agent_cached_deploy_steps"
+
+// agentDeploySteps are the in-band deploy steps of the node's agent: those
+// it listed (deploy.get_deploy_steps, cached when the agent first
+// heartbeats in a deploy) for the deploy interface, else the steps
+// Anvil's agent offers (ipa.DeploySteps).
+func agentDeploySteps(n *model.Node) []driver.Step {
+	var out []driver.Step
+	if byIface, ok := n.DriverInternalInfo[keyCachedDeploySteps].(map[string]any); ok {
+		list, _ := byIface["deploy"].([]any)
+		for _, v := range list {
+			m, _ := v.(map[string]any)
+			name, _ := m["step"].(string)
+			if name == "" {
+				continue
+			}
+			prio, _ := m["priority"].(float64)
+			abortable, _ := m["abortable"].(bool)
+			out = append(out, driver.Step{Interface: "deploy", Step: name, Priority: int(prio), Abortable: abortable})
+		}
+		return out
+	}
 	for _, s := range ipa.DeploySteps() {
+		out = append(out, driver.Step{Interface: s.Interface, Step: s.Step, Priority: s.Priority, Abortable: s.Abortable})
+	}
+	return out
+}
+
+// inBand reports whether the node's agent offers the deploy step name.
+func inBand(n *model.Node, name string) bool {
+	for _, s := range agentDeploySteps(n) {
 		if s.Step == name {
 			return true
 		}
 	}
 	return false
+}
+
+// LearnsSteps says the interface learns its in-band deploy steps from the
+// agent (driver.StepLearner): a user's deploy step it does not list yet is
+// planned, and checked against the agent's list once the agent runs.
+func (c *CustomAgent) LearnsSteps(kind driver.StepKind) bool { return kind == driver.DeploySteps }
+
+// cacheAgentSteps asks the running agent for its deploy steps
+// (deploy.get_deploy_steps) and keeps them by interface, as Ironic's
+// refresh_steps does. done is false while the command runs.
+func (c *CustomAgent) cacheAgentSteps(ctx context.Context, t *driver.Task) (done bool, err error) {
+	n := t.Node
+	res, done, err := runCommand(ctx, c.cfg.Client, n, ipa.CmdGetDeploySteps, map[string]any{"node": AgentNode(n), "ports": agentPorts(t.Ports)})
+	if err != nil || !done {
+		return false, err
+	}
+	byIface := map[string]any{}
+	managers, _ := res.Result["deploy_steps"].(map[string]any)
+	for _, list := range managers {
+		steps, _ := list.([]any)
+		for _, v := range steps {
+			m, _ := v.(map[string]any)
+			iface, _ := m["interface"].(string)
+			if iface == "" {
+				continue
+			}
+			prev, _ := byIface[iface].([]any)
+			byIface[iface] = append(prev, m)
+		}
+	}
+	n.DriverInternalInfo[keyCachedDeploySteps] = byIface
+	return true, nil
 }
 
 // Steps offers the out-of-band deploy steps and the agent's deploy steps
@@ -73,8 +135,11 @@ func (c *CustomAgent) Steps(n *model.Node, iface string, kind driver.StepKind) [
 	}
 	out := []driver.Step{oobStep(stepDeploy, 100), oobStep(stepPrepareInstanceBoot, 60),
 		oobStep(stepTearDownAgent, 40), oobStep(stepBootInstance, 20)}
-	for _, s := range ipa.DeploySteps() {
-		out = append(out, driver.Step{Interface: s.Interface, Step: s.Step, Priority: s.Priority, Abortable: s.Abortable})
+	for _, s := range agentDeploySteps(n) {
+		if s.Step != stepDeploy && s.Step != stepPrepareInstanceBoot && s.Step != stepTearDownAgent && s.Step != stepBootInstance {
+			s.Priority = 0 // in-band steps run only when named, as Ironic's custom agent plans them
+			out = append(out, s)
+		}
 	}
 	return out
 }
@@ -96,12 +161,16 @@ func (c *CustomAgent) ExecuteStep(ctx context.Context, t *driver.Task, kind driv
 	case stepBootInstance:
 		return driver.Done, c.bootInstance(ctx, t)
 	}
-	if !inBand(s.Step) {
-		return driver.Done, fmt.Errorf("unknown step %s", s.Step)
-	}
 	if !agentKnown(t.Node) {
 		return driver.Done, fmt.Errorf("Deploy step %s has not been found. Available out-of-band steps: %s. Agent is not running.",
 			s.Step, strings.Join([]string{stepDeploy, stepPrepareInstanceBoot, stepTearDownAgent, stepBootInstance}, ", "))
+	}
+	if !inBand(t.Node, s.Step) {
+		var names []string
+		for _, a := range agentDeploySteps(t.Node) {
+			names = append(names, a.Step)
+		}
+		return driver.Done, fmt.Errorf("Deploy step %s has not been found: the agent offers %s", s.Step, strings.Join(names, ", "))
 	}
 	return driver.Wait, nil
 }
@@ -127,10 +196,14 @@ func (c *CustomAgent) Continue(ctx context.Context, t *driver.Task, op string) (
 		return driver.Wait, nil
 	}
 	name, _ := n.DeployStep["step"].(string)
-	if name == stepDeploy {
+	if name == stepDeploy { // the agent is up: learn its deploy steps
+		done, err := c.cacheAgentSteps(ctx, t)
+		if err != nil || !done {
+			return notDone(err)
+		}
 		return driver.Done, nil
 	}
-	if !inBand(name) {
+	if !inBand(n, name) {
 		return driver.Done, fmt.Errorf("the agent has no deploy step %q", name)
 	}
 	step := map[string]any{}
