@@ -2,11 +2,10 @@ package bmcemu
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
 	"os"
-
-	"github.com/diskfs/go-diskfs/backend/file"
-	"github.com/diskfs/go-diskfs/filesystem/iso9660"
+	"strings"
 )
 
 // agentParam is what marks a deploy ramdisk's boot configuration: the
@@ -15,9 +14,11 @@ import (
 var agentParam = []byte("ipa-api-url=")
 
 // bootConfigs are the boot loader configurations of an ISO that hold its
-// kernel command line (isolinux for BIOS, GRUB for UEFI, the layout of
+// kernel command line (isolinux for BIOS, GRUB for UEFI: the layout of
 // internal/isoimage and of most live ISOs).
 var bootConfigs = []string{"/isolinux/isolinux.cfg", "/boot/grub/grub.cfg", "/EFI/BOOT/grub.cfg"}
+
+const isoSector = 2048
 
 // mediumRunsAgent says whether booting the virtual CD image at path starts
 // the deploy agent. An ISO 9660 image does when a boot configuration of it
@@ -31,28 +32,72 @@ func mediumRunsAgent(path string) bool {
 		return true
 	}
 	defer f.Close()
-	magic := make([]byte, 5)
-	if _, err := f.ReadAt(magic, 16*2048+1); err != nil || string(magic) != "CD001" {
+	pvd := make([]byte, isoSector)
+	if _, err := f.ReadAt(pvd, 16*isoSector); err != nil || pvd[0] != 1 || string(pvd[1:6]) != "CD001" {
 		return true
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		return true
-	}
-	fs, err := iso9660.Read(file.New(f, true), fi.Size(), 0, 2048)
-	if err != nil {
-		return true
-	}
+	root := pvd[156 : 156+34] // the root directory's record
 	for _, p := range bootConfigs {
-		cf, err := fs.OpenFile(p, os.O_RDONLY)
-		if err != nil {
-			continue
-		}
-		b, _ := io.ReadAll(io.LimitReader(cf, 1<<20))
-		cf.Close()
-		if bytes.Contains(b, agentParam) {
+		b, ok := isoFile(f, root, p)
+		if ok && bytes.Contains(b, agentParam) {
 			return true
 		}
 	}
 	return false
+}
+
+// isoFile reads (at most 1 MiB of) the file at path in an ISO 9660 image,
+// walking directory records from the root's; names compare without case
+// and version (";1"), as the primary names of Rock Ridge images are
+// upper-case.
+func isoFile(r io.ReaderAt, root []byte, path string) ([]byte, bool) {
+	rec := root
+	for _, name := range strings.Split(strings.Trim(path, "/"), "/") {
+		next, ok := isoLookup(r, rec, name)
+		if !ok {
+			return nil, false
+		}
+		rec = next
+	}
+	if rec[25]&2 != 0 { // a directory
+		return nil, false
+	}
+	size := min(binary.LittleEndian.Uint32(rec[10:]), 1<<20)
+	b := make([]byte, size)
+	if _, err := r.ReadAt(b, int64(binary.LittleEndian.Uint32(rec[2:]))*isoSector); err != nil && err != io.EOF {
+		return nil, false
+	}
+	return b, true
+}
+
+// isoLookup finds name in the directory whose record is dir.
+func isoLookup(r io.ReaderAt, dir []byte, name string) ([]byte, bool) {
+	if dir[25]&2 == 0 {
+		return nil, false
+	}
+	size := min(binary.LittleEndian.Uint32(dir[10:]), 1<<20)
+	data := make([]byte, size)
+	if _, err := r.ReadAt(data, int64(binary.LittleEndian.Uint32(dir[2:]))*isoSector); err != nil && err != io.EOF {
+		return nil, false
+	}
+	for off := 0; off < len(data); {
+		n := int(data[off])
+		if n == 0 { // records do not cross sectors: go to the next one
+			off = (off/isoSector + 1) * isoSector
+			continue
+		}
+		if n < 34 || off+n > len(data) {
+			return nil, false
+		}
+		rec := data[off : off+n]
+		nl := int(rec[32])
+		if 33+nl <= n {
+			got, _, _ := strings.Cut(string(rec[33:33+nl]), ";")
+			if strings.EqualFold(strings.TrimSuffix(got, "."), name) {
+				return rec, true
+			}
+		}
+		off += n
+	}
+	return nil, false
 }
