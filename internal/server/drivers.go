@@ -21,8 +21,9 @@ type Drivers struct {
 	Fake    *fake.Hardware
 	Redfish *redfish.Driver
 	IPMI    *ipmi.Driver
-	// Agent configures the "direct" deploy interface (its Drivers field is
-	// set to the registry being built).
+	// Agent configures the agent's deploy interfaces, "direct",
+	// "custom-agent" and "ramdisk" (whose cleaning boots the agent); its
+	// Drivers field is set to the registry being built.
 	Agent direct.Config
 	// Boot is the boot service the "ipxe" and "pxe" boot interfaces publish
 	// nodes' files on; nil leaves them enabled but failing validation
