@@ -15,9 +15,15 @@ import (
 // ramdisk) or ISO (instance_info boot_iso) and leaving it running, which
 // the "ramdisk" deploy interface needs. Boot interfaces without it cannot
 // serve that deploy interface (Ironic's fake boot has none either).
+//
+// A boot interface with it validates a node whose deploy interface is
+// DeployRamdisk with ValidateRamdiskBoot (its Validate answers that), as
+// Ironic's boot interfaces validate by the node's boot option.
 type RamdiskBooter interface {
-	// ValidateRamdiskBoot checks, without touching hardware, that the node
-	// can boot what InstanceBootOf reads, through this interface.
+	// ValidateRamdiskBoot checks, without touching hardware and in the
+	// order of Ironic's boot interface, that the node can boot what
+	// InstanceBootOf reads through this interface, and the agent's
+	// ramdisk when NeedsAgentRamdisk says cleaning needs it.
 	ValidateRamdiskBoot(n *model.Node) error
 	// PrepareRamdiskBoot publishes the instance's kernel and ramdisk or
 	// ISO and makes every later boot of the node start it (persistent
@@ -43,7 +49,7 @@ func InstanceBootOf(n *model.Node) (InstanceBoot, error) {
 	b := InstanceBoot{ISO: str("boot_iso"), KernelParams: str("ramdisk_kernel_arguments")}
 	if b.ISO != "" {
 		if str("image_source") != "" {
-			return InstanceBoot{}, errors.New("An 'image_source' and 'boot_iso' parameter may not be specified at the same time.")
+			return InstanceBoot{}, errors.New(ErrConflictingImage + ".")
 		}
 		return b, nil
 	}
@@ -62,6 +68,25 @@ func InstanceBootOf(n *model.Node) (InstanceBoot, error) {
 	}
 	return b, nil
 }
+
+// DeployRamdisk is the name of the "ramdisk" deploy interface.
+const DeployRamdisk = "ramdisk"
+
+// IsRamdiskDeploy reports whether the node deploys with the "ramdisk"
+// deploy interface (Ironic's boot option "ramdisk").
+func IsRamdiskDeploy(n *model.Node) bool { return n.Interfaces.Get("deploy") == DeployRamdisk }
+
+// NeedsAgentRamdisk is Ironic's needs_agent_ramdisk for deploys: every
+// deploy interface but ramdisk boots the agent; a ramdisk deploy needs it
+// only for cleaning, unless the node's automated_clean is off (unset
+// counts as on, Anvil's default).
+func NeedsAgentRamdisk(n *model.Node) bool {
+	return !IsRamdiskDeploy(n) || n.AutomatedClean == nil || *n.AutomatedClean
+}
+
+// ErrConflictingImage is pxe_base's refusal of image_source beside
+// boot_iso (deploy_utils' has a full stop, InstanceBootOf's).
+const ErrConflictingImage = "An 'image_source' and 'boot_iso' parameter may not be specified at the same time"
 
 // ErrNoRamdiskBoot is Ironic's refusal of a ramdisk deploy on a boot
 // interface without the ramdisk_boot capability.

@@ -12,7 +12,7 @@ import (
 
 // RamdiskName is the "ramdisk" deploy interface's name (Ironic's
 // RamdiskDeploy).
-const RamdiskName = "ramdisk"
+const RamdiskName = driver.DeployRamdisk
 
 // Ramdisk is the "ramdisk" deploy interface: the deploy boots the
 // instance's own kernel and ramdisk, or its ISO, through the boot
@@ -25,12 +25,11 @@ type Ramdisk struct{ *Direct }
 // Ramdisk returns the "ramdisk" deploy interface sharing d's agent client.
 func (d *Direct) Ramdisk() *Ramdisk { return &Ramdisk{d} }
 
-// Validate checks, as Ironic's RamdiskDeploy.validate, that the boot
-// interface can boot an instance ramdisk (Ironic's ramdisk_boot
-// capability) and that instance_info names one (boot_iso, or kernel and
-// ramdisk). Unless the node's automated_clean is off, the agent's ramdisk
-// is validated too: cleaning still boots the agent (Ironic's
-// needs_agent_ramdisk, with Anvil's default of automated cleaning on).
+// Validate is Ironic's RamdiskDeploy.validate: the boot interface must
+// boot an instance ramdisk (Ironic's ramdisk_boot capability,
+// driver.RamdiskBooter), and its validation (ValidateRamdiskBoot: what
+// instance_info boots, and the agent's ramdisk unless the node's
+// automated_clean is off, as cleaning still boots the agent) must pass.
 func (r *Ramdisk) Validate(n *model.Node) error {
 	drv, err := r.cfg.Drivers.For(n)
 	if err != nil {
@@ -40,13 +39,7 @@ func (r *Ramdisk) Validate(n *model.Node) error {
 	if !ok {
 		return errors.New(driver.ErrNoRamdiskBoot)
 	}
-	if err := rb.ValidateRamdiskBoot(n); err != nil {
-		return err
-	}
-	if n.AutomatedClean != nil && !*n.AutomatedClean {
-		return nil
-	}
-	return drv.Boot.Validate(n)
+	return rb.ValidateRamdiskBoot(n)
 }
 
 // Steps offers the deploy step "deploy" (priority 100, Ironic's) and the

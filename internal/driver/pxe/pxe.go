@@ -116,8 +116,12 @@ func (b *Boot) kernelParams(n *model.Node) string {
 	return driver.KernelAppendParams(n, b.cfg.KernelParams)
 }
 
-// Validate checks network boot is configured and the deploy ramdisk is named.
+// Validate checks network boot is configured and the deploy ramdisk is
+// named; for a ramdisk deploy, ValidateRamdiskBoot.
 func (b *Boot) Validate(n *model.Node) error {
+	if driver.IsRamdiskDeploy(n) {
+		return b.ValidateRamdiskBoot(n)
+	}
 	if b.cfg.Publisher == nil {
 		return ErrNotConfigured
 	}
@@ -209,13 +213,25 @@ func (b *Boot) withdraw(ctx context.Context, t *driver.Task) error {
 
 var _ driver.RamdiskBooter = (*Boot)(nil)
 
-// ValidateRamdiskBoot checks network boot is configured and instance_info
-// names a kernel and ramdisk (driver.InstanceBootOf). A boot_iso is
-// refused: Anvil's network boot serves kernels and ramdisks, it does not
-// sanboot ISOs as Ironic's iPXE can.
+// ValidateRamdiskBoot checks, in the order of Ironic's PXE validation,
+// that network boot is configured, that image_source and boot_iso are not
+// both set, the agent's ramdisk when cleaning needs it, and that
+// instance_info names a kernel and ramdisk (driver.InstanceBootOf). A
+// boot_iso is refused: Anvil's network boot serves kernels and ramdisks,
+// it does not sanboot ISOs as Ironic's iPXE can.
 func (b *Boot) ValidateRamdiskBoot(n *model.Node) error {
 	if b.cfg.Publisher == nil {
 		return ErrNotConfigured
+	}
+	if s, _ := n.InstanceInfo["image_source"].(string); s != "" {
+		if iso, _ := n.InstanceInfo["boot_iso"].(string); iso != "" {
+			return errors.New(driver.ErrConflictingImage)
+		}
+	}
+	if driver.NeedsAgentRamdisk(n) {
+		if _, _, err := ramdiskInfo(n, driver.RamdiskDeploy); err != nil {
+			return err
+		}
 	}
 	ib, err := driver.InstanceBootOf(n)
 	if err != nil {

@@ -139,8 +139,13 @@ func (b *VirtualMediaBoot) validate(n *model.Node, mode string) error {
 type loaderChecker interface{ CheckISOLoaders() error }
 
 // Validate checks the BMC settings and the deploy ramdisk without
-// contacting the BMC.
-func (b *VirtualMediaBoot) Validate(n *model.Node) error { return b.validate(n, driver.RamdiskDeploy) }
+// contacting the BMC; for a ramdisk deploy, ValidateRamdiskBoot.
+func (b *VirtualMediaBoot) Validate(n *model.Node) error {
+	if driver.IsRamdiskDeploy(n) {
+		return b.ValidateRamdiskBoot(n)
+	}
+	return b.validate(n, driver.RamdiskDeploy)
+}
 
 // ValidateRescue checks the rescue ramdisk is named.
 func (b *VirtualMediaBoot) ValidateRescue(n *model.Node) error {
@@ -231,8 +236,10 @@ func (b *VirtualMediaBoot) withdraw(ctx context.Context, t *driver.Task) error {
 
 var _ driver.RamdiskBooter = (*VirtualMediaBoot)(nil)
 
-// ValidateRamdiskBoot checks the BMC settings and what a ramdisk deploy
-// boots (driver.InstanceBootOf): an http(s) boot_iso the BMC inserts as
+// ValidateRamdiskBoot checks, in the order of Ironic's redfish boot
+// validation, the BMC settings, what a ramdisk deploy boots
+// (driver.InstanceBootOf), the agent's ramdisk when cleaning needs it,
+// then that the BMC can have it: an http(s) boot_iso the BMC inserts as
 // it is, or a kernel and ramdisk Anvil builds an ISO of (which needs its
 // boot endpoint).
 func (b *VirtualMediaBoot) ValidateRamdiskBoot(n *model.Node) error {
@@ -242,6 +249,11 @@ func (b *VirtualMediaBoot) ValidateRamdiskBoot(n *model.Node) error {
 	ib, err := driver.InstanceBootOf(n)
 	if err != nil {
 		return err
+	}
+	if driver.NeedsAgentRamdisk(n) {
+		if err := b.validate(n, driver.RamdiskDeploy); err != nil {
+			return err
+		}
 	}
 	if ib.ISO != "" {
 		u, err := url.Parse(ib.ISO)

@@ -355,9 +355,10 @@ func TestRamdiskBoot(t *testing.T) {
 			v := sushyVM(t, replayConfig{})
 			isos := &fakeISOs{}
 			b := fastDriver().NewVirtualMediaBoot(redfish.BootConfig{Publisher: isos})
-			n := v.node
+			n := vmNode(v.node) // the agent's ramdisk, for cleaning
 			n.InstanceInfo = tc.info
-			if err := b.ValidateRamdiskBoot(n); err != nil {
+			n.Interfaces.Set("deploy", driver.DeployRamdisk)
+			if err := b.Validate(n); err != nil {
 				t.Fatal(err)
 			}
 			if err := b.PrepareRamdiskBoot(context.Background(), &driver.Task{Node: n}); err != nil {
