@@ -166,3 +166,31 @@ func TestDeployInterfacesEnabled(t *testing.T) {
 		t.Errorf("Compose = %v, want %q", err, want)
 	}
 }
+
+// TestRamdiskDeployNodeInspects: the agent's inspection of a node whose
+// deploy interface is ramdisk validates the agent's boot, not the
+// instance's: no instance_info is needed to inspect it.
+func TestRamdiskDeployNodeInspects(t *testing.T) {
+	r := server.RegistryWith(server.Drivers{Boot: publisher{}, ISO: publisher{}})
+	for _, boot := range []string{"redfish-virtual-media", "ipxe"} {
+		n := &model.Node{UUID: "n1", Driver: "redfish", DriverInfo: model.JSON{"redfish_address": "http://127.0.0.1:8000",
+			"redfish_system_id": "/redfish/v1/Systems/1", "deploy_iso": "http://127.0.0.1/ipa.iso",
+			"deploy_kernel": "http://127.0.0.1/k", "deploy_ramdisk": "http://127.0.0.1/r"}}
+		n.Interfaces.Set("boot", boot)
+		n.Interfaces.Set("deploy", "ramdisk")
+		n.Interfaces.Set("inspect", "agent")
+		if err := r.Compose(n); err != nil {
+			t.Fatal(err)
+		}
+		drv, err := r.For(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := drv.Inspect.Validate(n); err != nil {
+			t.Errorf("%s: agent inspection of a ramdisk-deploy node: %v", boot, err)
+		}
+		if err := drv.Deploy.Validate(n); err == nil || !strings.Contains(err.Error(), "Missing are: ['kernel', 'ramdisk']") {
+			t.Errorf("%s: deploy validation %v, want the instance's kernel and ramdisk missing", boot, err)
+		}
+	}
+}
