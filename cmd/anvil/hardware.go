@@ -168,7 +168,10 @@ database) and the BMC emulator; enrol the machines with the redfish driver and
 their ports and deploy_interface "direct"; print the commands that walk a
 machine from enroll to active. A machine set to network boot runs "anvil
 agent" with its own file-backed disk, so a deploy streams the demo's image
-to that file through the agent, as on real hardware.
+to that file through the agent, as on real hardware. With --virtual-media
+the nodes boot the agent as Metal3 has Redfish machines do: the BMC inserts
+the deploy ISO (redfish-virtual-media boot interface, deploy_iso) and the
+machine boots its virtual CD.
 With --qemu every machine is a real qemu VM instead: it network-boots the deploy
 ramdisk ('anvil ramdisk build', built on first use) with its NIC's stock iPXE
 from Anvil's boot endpoint, the agent in it writes the image to the VM's disk,
@@ -197,7 +200,7 @@ Ctrl-C stops everything and removes the temporary files.`,
 	f.StringVar(&cfg.Dir, "dir", "", "keep the database, log and nodes file here (default: a temporary directory)")
 	f.StringVar(&cfg.Driver, "driver", bmcemu.DriverRedfish, "the nodes' hardware type: redfish or ipmi (needs --ipmi)")
 	f.BoolVar(&cfg.QEMU, "qemu", false, "make every machine a real qemu VM that network-boots the deploy ramdisk (one machine unless -n says otherwise)")
-	f.BoolVar(&cfg.VirtualMedia, "virtual-media", false, "with --qemu: boot the deploy ramdisk from an ISO the BMC inserts as a virtual CD (redfish-virtual-media); the VMs cannot network-boot")
+	f.BoolVar(&cfg.VirtualMedia, "virtual-media", false, "boot the deploy ramdisk from an ISO the BMC inserts as a virtual CD (redfish-virtual-media); with --qemu the VMs cannot network-boot")
 	f.StringVar(&cfg.Ramdisk, "ramdisk", "", "with --qemu: the directory 'anvil ramdisk build' wrote (default: build it into --dir)")
 	f.IntVar(&cfg.VMMemoryMiB, "vm-memory", 512, "with --qemu: memory of each VM, MiB")
 	return cmd

@@ -23,6 +23,7 @@ const (
 	RunningImage    = "image"    // booted from a disk that holds an image
 	RunningNoImage  = "no-os"    // booted from an empty (zeroed) disk
 	RunningFirmware = "firmware" // booted to an empty cdrom or BIOS setup: nothing of ours runs
+	RunningLiveISO  = "live-iso" // booted a virtual CD holding an OS of its own (a ramdisk deploy's live ISO)
 )
 
 // AgentConfig makes network boots "boot the ramdisk": when a machine powers
@@ -188,10 +189,15 @@ func (e *Emulator) powered(m *Machine, booted bool, dev string) {
 	running := ""
 	if booted && e.cfg.Agent != nil {
 		switch {
-		case dev == "pxe", dev == "cdrom" && m.Media().Inserted:
-			// a network boot, or a virtual CD holding an image (the
-			// ramdisk ISO that virtual media boot inserts): the agent
-			running = RunningAgent
+		case dev == "pxe":
+			running = RunningAgent // a network boot: the agent
+		case dev == "cdrom" && m.Media().Inserted:
+			// a virtual CD: the deploy ISO boots the agent, a live ISO
+			// its own operating system (mediumRunsAgent)
+			running = RunningLiveISO
+			if mediumRunsAgent(m.Media().File) {
+				running = RunningAgent
+			}
 		case dev == "disk" && m.disk != "":
 			running = RunningNoImage
 			if diskHasImage(m.disk) {
@@ -209,6 +215,8 @@ func (e *Emulator) powered(m *Machine, booted bool, dev string) {
 		e.log.Info("machine booted from disk: running the image", "machine", m.ID, "disk", m.disk)
 	case RunningNoImage:
 		e.log.Info("machine booted from disk: no image on it", "machine", m.ID, "disk", m.disk)
+	case RunningLiveISO:
+		e.log.Info("machine booted a live ISO from its virtual CD", "machine", m.ID)
 	}
 	if running != RunningAgent {
 		return
@@ -237,7 +245,7 @@ func (e *Emulator) powered(m *Machine, booted bool, dev string) {
 			}
 			m.mu.Unlock()
 		}}
-	log.Info("machine booted from the network: starting the agent")
+	log.Info("machine booted the ramdisk: starting the agent", "device", dev)
 	go func() {
 		defer e.agents.Done()
 		defer close(run.done)

@@ -5,10 +5,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/diskfs/go-diskfs/backend/file"
+	"github.com/diskfs/go-diskfs/filesystem/iso9660"
 
 	"github.com/anvil-metal/anvil/internal/bmcemu"
 )
@@ -98,11 +103,19 @@ func TestAgentOnNetworkBoot(t *testing.T) {
 }
 
 // TestAgentOnVirtualMediaBoot: booting the virtual CD starts the agent only
-// while an image is inserted (the ramdisk ISO of virtual media boot); an
-// empty drive boots to nothing of ours.
+// while the deploy ramdisk's image is inserted: a stand-in of a few bytes,
+// or an ISO 9660 image whose boot configuration hands the agent its API
+// (ipa-api-url=, as Anvil builds deploy ISOs); an ISO without it is a live
+// OS (a ramdisk deploy's) and runs no agent; an empty drive boots to
+// nothing of ours.
 func TestAgentOnVirtualMediaBoot(t *testing.T) {
+	isos := map[string][]byte{
+		"/ramdisk.iso": []byte("an ISO"),
+		"/deploy.iso":  isoImage(t, "/boot/grub/grub.cfg", "linux /vmlinuz console=ttyS0 ipa-api-url=http://10.0.2.100:6385 boot_method=vmedia\n"),
+		"/live.iso":    isoImage(t, "/isolinux/isolinux.cfg", "default live\nlabel live\n  kernel /vmlinuz\n  append initrd=/initrd boot=live\n"),
+	}
 	iso := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = w.Write([]byte("an ISO"))
+		_, _ = w.Write(isos[r.URL.Path])
 	}))
 	defer iso.Close()
 	run := func(ctx context.Context, s bmcemu.AgentSpec) error {
@@ -140,8 +153,51 @@ func TestAgentOnVirtualMediaBoot(t *testing.T) {
 		t.Fatalf("InsertMedia: %+v", r)
 	}
 	reset("ForceRestart", bmcemu.RunningAgent, true)
+	for _, c := range []struct {
+		image, running string
+		agent          bool
+	}{{"/deploy.iso", bmcemu.RunningAgent, true}, {"/live.iso", bmcemu.RunningLiveISO, false}} {
+		if r := do(t, "POST", cd+"/Actions/VirtualMedia.InsertMedia", "admin", pw, `{"Image": "`+iso.URL+c.image+`"}`); r.status != 204 {
+			t.Fatalf("InsertMedia %s: %+v", c.image, r)
+		}
+		reset("ForceRestart", c.running, c.agent)
+	}
 	if r := do(t, "POST", cd+"/Actions/VirtualMedia.EjectMedia", "admin", pw, `{}`); r.status != 204 {
 		t.Fatalf("EjectMedia: %+v", r)
 	}
 	reset("ForceRestart", bmcemu.RunningFirmware, false)
+}
+
+// isoImage is an ISO 9660 image holding one file, name, with content.
+func isoImage(t *testing.T, name, content string) []byte {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "image.iso")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ws := t.TempDir()
+	fs, err := iso9660.Create(file.New(f, false), 0, 0, 2048, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Mkdir(path.Dir(name)); err != nil {
+		t.Fatal(err)
+	}
+	w, err := fs.OpenFile(name, os.O_CREATE|os.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte(content)); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Finalize(iso9660.FinalizeOptions{RockRidge: true, VolumeIdentifier: "TEST"}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

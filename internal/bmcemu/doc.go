@@ -22,13 +22,18 @@
 // control endpoint; a machine's state is only changed under its mutex.
 //
 // With Config.Agent, a machine that powers on (or resets) set to network boot,
-// or to its virtual CD with an image inserted (whatever the image, it stands
-// for the ramdisk ISO), "boots the ramdisk": the deploy agent is started for it (in process, or as
+// or to its virtual CD holding the deploy ramdisk's image, "boots the
+// ramdisk": the deploy agent is started for it (in process, or as
 // an `anvil agent` child with RunAgentProcess) with the MACs of its NICs and
 // its own file-backed disk, so Anvil's direct deploy runs unchanged; powering
 // off or booting another device stops it, and a machine booted from a disk
-// holding an image reports "running": "image". Config.OnBoot is called on
-// every boot with the device booted.
+// holding an image reports "running": "image". The virtual CD holds the
+// deploy ramdisk when its image is Anvil's deploy ISO (an ISO 9660 image
+// whose isolinux or GRUB configuration passes ipa-api-url=) or no ISO at all
+// (a few bytes standing for one, as in tests); any other ISO 9660 image is
+// an operating system of its own, a ramdisk deploy's live ISO, and the
+// machine reports "running": "live-iso" with no agent. Config.OnBoot is
+// called on every boot with the device booted.
 //
 // Every machine has a BMC Manager (/redfish/v1/Managers/{id}, linked from the
 // System's Links.ManagedBy) with a virtual CD drive, VirtualMedia/Cd, also

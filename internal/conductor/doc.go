@@ -53,7 +53,10 @@
 // steps of those named by instance_info.traits (which must be node traits)
 // to its plan in Ironic's merged priority order, user deploy_steps
 // overriding them; known steps are validated when the deploy is asked for
-// (a 400), steps the driver does not offer fail the deploy when planned.
+// (a 400), steps the driver does not offer fail the deploy when planned,
+// but for an interface that learns its steps from its agent
+// (driver.StepLearner, custom-agent's in-band steps), whose steps are
+// planned as asked and checked when they run.
 // Runbooks (runbooks.go) change without a lock too (records.go has the
 // version-checked retry both use); a clean or service request naming one
 // reads it under the node's lock after the state check and runs its steps,

@@ -30,7 +30,10 @@ func offered(t *task, kind driver.StepKind) []driver.Step {
 }
 
 // resolve matches user steps against the offered ones; it returns the first
-// unknown user step when there is one.
+// unknown user step when there is one. A step of an interface that learns
+// its steps from its agent (driver.StepLearner: custom-agent's in-band
+// deploy steps) is taken as asked, as Ironic plans in-band steps it has
+// not fetched yet.
 func resolve(t *task, kind driver.StepKind, user []map[string]any) ([]driver.Step, map[string]any) {
 	avail := offered(t, kind)
 	out := make([]driver.Step, 0, len(user))
@@ -54,11 +57,25 @@ func resolve(t *task, kind driver.StepKind, user []map[string]any) ([]driver.Ste
 				break
 			}
 		}
+		if !found && learns(t, iface, kind) {
+			s := driver.Step{Interface: iface, Step: name, Args: args}
+			if p, ok := u["priority"].(float64); ok {
+				s.Priority = int(p)
+			}
+			out, found = append(out, s), true
+		}
 		if !found {
 			return nil, u
 		}
 	}
 	return out, nil
+}
+
+// learns reports whether interface iface learns steps of kind from its
+// agent (driver.StepLearner): its user steps are planned unseen.
+func learns(t *task, iface string, kind driver.StepKind) bool {
+	l, ok := t.drv.Interface(iface).(driver.StepLearner)
+	return ok && l.LearnsSteps(kind)
 }
 
 // stepBook names where a step family keeps its plan and progress.

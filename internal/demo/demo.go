@@ -58,9 +58,11 @@ type Config struct {
 	// ramdisk through Anvil's boot endpoint (ipxe boot interface) and then
 	// boots the deployed image from its disk; progress is printed.
 	QEMU bool
-	// VirtualMedia (QEMU mode, redfish) boots the deploy ramdisk from an
-	// ISO Anvil builds and the BMC inserts as a virtual CD
-	// (redfish-virtual-media boot interface); the VMs have no network boot.
+	// VirtualMedia (redfish) boots the deploy ramdisk from the BMC's
+	// virtual CD (redfish-virtual-media boot interface), as Metal3 does
+	// with Redfish BMCs: in QEMU mode an ISO Anvil builds, the VMs having
+	// no network boot; else a stand-in deploy_iso the demo serves, for
+	// which the emulator starts the agent.
 	VirtualMedia bool
 	// Ramdisk is the directory `anvil ramdisk build` wrote (vmlinuz,
 	// initramfs); "" builds it into the working directory (QEMU mode).
@@ -89,6 +91,9 @@ type Info struct {
 	Consoles string
 	GuestAPI string // the API as the VMs reach it (QEMU mode)
 	Driver   string // the nodes' hardware type
+	// VirtualMedia: the nodes boot the agent from the BMC's virtual CD
+	// (redfish-virtual-media), not the network.
+	VirtualMedia bool
 }
 
 // DiskBytes is the size of every machine's disk file (sparse).
@@ -110,10 +115,16 @@ func Image() []byte {
 }
 
 // imageServer serves Image() at /anvil-demo.raw on a free loopback port.
+// deployISOStandIn is the deploy ISO of the emulated machines booted by
+// virtual media: the BMC emulator starts the agent for a virtual CD that
+// holds no ISO 9660 image (bmcemu), so a line stands for the ramdisk.
+const deployISOStandIn = "anvil demo: stands for the deploy ramdisk ISO; the BMC emulator runs the agent for it\n"
+
 type imageServer struct {
-	url, sum string
-	port     int
-	srv      *http.Server
+	url, sum  string
+	deployISO string // the deploy ISO stand-in (virtual media without QEMU)
+	port      int
+	srv       *http.Server
 }
 
 func serveImage(log *slog.Logger, img []byte) (*imageServer, error) {
@@ -127,9 +138,14 @@ func serveImage(log *slog.Logger, img []byte) (*imageServer, error) {
 		log.Info("serving the image", "remote", r.RemoteAddr)
 		http.ServeContent(w, r, "anvil-demo.raw", time.Time{}, bytes.NewReader(img))
 	})
+	mux.HandleFunc("GET /deploy.iso", func(w http.ResponseWriter, r *http.Request) {
+		log.Info("serving the deploy ISO stand-in", "remote", r.RemoteAddr)
+		_, _ = w.Write([]byte(deployISOStandIn))
+	})
 	s := &imageServer{url: "http://" + ln.Addr().String() + "/anvil-demo.raw", sum: hex.EncodeToString(sum[:]),
-		port: ln.Addr().(*net.TCPAddr).Port,
-		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+		deployISO: "http://" + ln.Addr().String() + "/deploy.iso",
+		port:      ln.Addr().(*net.TCPAddr).Port,
+		srv:       &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
 }
@@ -156,8 +172,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Driver == "" {
 		cfg.Driver = bmcemu.DriverRedfish
 	}
-	if cfg.VirtualMedia && (!cfg.QEMU || cfg.Driver != bmcemu.DriverRedfish) {
-		return fmt.Errorf("--virtual-media needs --qemu and the redfish driver")
+	if cfg.VirtualMedia && cfg.Driver != bmcemu.DriverRedfish {
+		return fmt.Errorf("--virtual-media needs the redfish driver")
 	}
 	if cfg.QEMU {
 		cfg.Out = &syncWriter{w: cfg.Out} // progress comes from other goroutines
@@ -259,9 +275,19 @@ func Run(ctx context.Context, cfg Config) error {
 		return fail(err)
 	}
 	var extra func(name string, body map[string]any)
-	if q != nil {
+	switch {
+	case q != nil:
 		info.Consoles, info.GuestAPI = disks, q.guestAPI
 		extra = func(name string, body map[string]any) { q.nodeFields(emu.Machine(name), body, cfg.VirtualMedia) }
+	case cfg.VirtualMedia:
+		// Metal3's way with a Redfish BMC: the BMC inserts the deploy ISO
+		// and the machine boots its virtual CD, where the emulator starts
+		// the agent.
+		info.VirtualMedia = true
+		extra = func(_ string, body map[string]any) {
+			body["boot_interface"] = "redfish-virtual-media"
+			body["driver_info"].(map[string]any)["deploy_iso"] = img.deployISO
+		}
 	}
 	if err := enroll(ctx, api, nodes, info, extra); err != nil {
 		return fail(err)
@@ -347,15 +373,19 @@ Walk a machine through its life (python3-ironicclient's baremetal CLI;
 	for _, c := range info.Commands {
 		fmt.Fprintf(w, "  %s\n", c)
 	}
+	from := "from the network"
+	if info.VirtualMedia {
+		from = "from the deploy ISO its BMC inserts in its virtual CD"
+	}
 	fmt.Fprintf(w, `
 Deploying uses deploy_interface "direct": the machine boots the deploy agent
-from the network, which writes the image (%s, sha256 %s)
+%s, which writes the image (%s, sha256 %s)
 to the machine's disk file in %s, then boots it from disk
 ('"running": "image"' on the emulator's machine). Make a BMC misbehave with
   curl -s -X PATCH %s/emulator/machines/%s -d '{"reject_auth": true}'
 (or "dead", "latency": "500ms", "failure_rate": 0.2) and watch power sync.
 Ctrl-C stops the demo and removes its files.
-`, info.ImageURL, info.ImageChecksum, info.DiskDir, info.BMC, info.Nodes[len(info.Nodes)-1])
+`, from, info.ImageURL, info.ImageChecksum, info.DiskDir, info.BMC, info.Nodes[len(info.Nodes)-1])
 }
 
 // enroll creates every node and its ports through the HTTP API.

@@ -45,16 +45,18 @@ func (s *syncBuffer) String() string {
 }
 
 // startDemo runs the demo with n machines on free ports until the test ends.
-func startDemo(t *testing.T, n int) *running {
+func startDemo(t *testing.T, n int) *running { return startDemoWith(t, Config{Machines: n}) }
+
+// startDemoWith runs the demo configured by cfg on free ports until the
+// test ends.
+func startDemoWith(t *testing.T, cfg Config) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{out: &syncBuffer{}}
 	ready := make(chan Info, 1)
 	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Config{Machines: n, Listen: "127.0.0.1:0", Dir: t.TempDir(), Out: r.out,
-			Ready: func(i Info) { ready <- i }})
-	}()
+	cfg.Listen, cfg.Dir, cfg.Out, cfg.Ready = "127.0.0.1:0", t.TempDir(), r.out, func(i Info) { ready <- i }
+	go func() { done <- Run(ctx, cfg) }()
 	select {
 	case r.Info = <-ready:
 	case err := <-done:
@@ -102,6 +104,16 @@ func (r *running) api(t *testing.T, method, path string, body any) (int, map[str
 	var out map[string]any
 	_ = json.Unmarshal(b, &out)
 	return resp.StatusCode, out
+}
+
+// logText is the demo's server log so far.
+func (r *running) logText(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(r.LogFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // waitState polls a node until provision_state is want and no target remains.
@@ -217,6 +229,69 @@ func TestDeployWritesTheImage(t *testing.T) {
 	_ = json.NewDecoder(resp.Body).Decode(&st)
 	if st.Power != "On" || st.Running != "image" {
 		t.Errorf("machine node-02: power %q, running %q; want On, running the image", st.Power, st.Running)
+	}
+}
+
+// TestDeployByVirtualMedia: `anvil demo --virtual-media` without qemu
+// enrols Metal3's way (redfish-virtual-media, deploy_iso) and a node goes
+// manageable → available → active → available, each boot of the agent
+// from the ISO the BMC inserted in the machine's virtual CD: the image on
+// its disk, then cleaned away.
+func TestDeployByVirtualMedia(t *testing.T) {
+	r := startDemoWith(t, Config{Machines: 1, VirtualMedia: true})
+	if out := r.out.String(); !strings.Contains(out, "from the deploy ISO its BMC inserts in its virtual CD") {
+		t.Errorf("instructions do not say the agent boots by virtual media:\n%s", out)
+	}
+	_, n := r.api(t, "GET", "/v1/nodes/node-01", nil)
+	if n["boot_interface"] != "redfish-virtual-media" {
+		t.Fatalf("boot_interface %v, want redfish-virtual-media", n["boot_interface"])
+	}
+	machine := func() (power, running string, inserted bool) {
+		t.Helper()
+		resp, err := http.Get(r.BMC + "/emulator/machines/node-01")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var st struct {
+			Power   string `json:"power_state"`
+			Running string `json:"running"`
+			Media   struct {
+				Inserted bool `json:"inserted"`
+			} `json:"virtual_media"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&st)
+		return st.Power, st.Running, st.Media.Inserted
+	}
+	disk := filepath.Join(r.DiskDir, "node-01.img")
+	image := Image()
+	for _, step := range []struct{ target, want string }{
+		{"manage", "manageable"}, {"provide", "available"}, {"active", "active"}, {"deleted", "available"},
+	} {
+		code, body := r.api(t, "PUT", "/v1/nodes/node-01/states/provision", map[string]any{"target": step.target})
+		if code != http.StatusAccepted {
+			t.Fatalf("%s: HTTP %d: %v", step.target, code, body)
+		}
+		r.waitState(t, "node-01", step.want)
+		b, err := os.ReadFile(disk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		onDisk := bytes.Equal(b[:len(image)], image)
+		power, running, inserted := machine()
+		switch step.target {
+		case "active":
+			if !onDisk || power != "On" || running != "image" || inserted {
+				t.Errorf("active: image on disk %v, machine %s running %q, media inserted %v", onDisk, power, running, inserted)
+			}
+		case "deleted":
+			if onDisk || bytes.Count(b[:1<<20], []byte{0}) != 1<<20 || power != "Off" {
+				t.Errorf("after undeploy: image on disk %v, machine %s", onDisk, power)
+			}
+		}
+	}
+	if !strings.Contains(r.logText(t), "serving the deploy ISO stand-in") {
+		t.Errorf("the BMC never fetched the deploy ISO")
 	}
 }
 

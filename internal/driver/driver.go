@@ -222,6 +222,16 @@ type Step struct {
 	ArgsInfo map[string]ArgInfo `json:"argsinfo,omitempty"`
 }
 
+// StepLearner is an optional Stepper capability: the interface also runs
+// steps of kind that only its agent knows, learnt once the agent runs
+// (Ironic's in-band deploy steps, which it fetches from the agent after
+// it boots). The conductor plans a user's step of that interface which it
+// does not offer (yet) as the user asked; ExecuteStep refuses it if the
+// agent turns out not to offer it either.
+type StepLearner interface {
+	LearnsSteps(kind StepKind) bool
+}
+
 // StepKind names the three step families.
 type StepKind string
 

@@ -21,8 +21,9 @@ type Drivers struct {
 	Fake    *fake.Hardware
 	Redfish *redfish.Driver
 	IPMI    *ipmi.Driver
-	// Agent configures the "direct" deploy interface (its Drivers field is
-	// set to the registry being built).
+	// Agent configures the agent's deploy interfaces, "direct",
+	// "custom-agent" and "ramdisk" (whose cleaning boots the agent); its
+	// Drivers field is set to the registry being built.
 	Agent direct.Config
 	// Boot is the boot service the "ipxe" and "pxe" boot interfaces publish
 	// nodes' files on; nil leaves them enabled but failing validation
@@ -62,7 +63,7 @@ var DefaultHardwareTypes = []string{fake.Name, ipmi.Name, redfish.Name}
 func DefaultInterfaces() map[string][]string {
 	return map[string][]string{
 		"boot":     {fake.Interface, pxe.IPXE, pxe.PXE, redfish.VirtualMediaName},
-		"deploy":   {fake.Interface, direct.Name},
+		"deploy":   {fake.Interface, direct.Name, direct.RamdiskName, direct.CustomAgentName},
 		"inspect":  {fake.Interface, redfish.Name, direct.InterfaceName, noop.Names["inspect"]},
 		"rescue":   {fake.Interface, direct.InterfaceName, noop.Names["rescue"]},
 		"bios":     {fake.Interface, redfish.Name, IDRACRedfish, noop.Names["bios"]},
@@ -77,13 +78,14 @@ func DefaultInterfaces() map[string][]string {
 
 // generic is what every hardware type supports unless it says otherwise, in
 // order of preference (Ironic's GenericHardware, limited to what Anvil
-// implements). Anvil's agent always offers rescue, so "agent" comes before
+// implements: deploy direct, ramdisk and custom-agent in Ironic's order).
+// Anvil's agent always offers rescue, so "agent" comes before
 // "no-rescue" (Ironic puts no-rescue first because its agent may lack the
 // rescue extension).
 func generic() map[string][]string {
 	m := map[string][]string{
 		"boot":    {pxe.IPXE, pxe.PXE},
-		"deploy":  {direct.Name},
+		"deploy":  {direct.Name, direct.RamdiskName, direct.CustomAgentName},
 		"inspect": {direct.InterfaceName, noop.Names["inspect"]},
 		"rescue":  {direct.InterfaceName, noop.Names["rescue"]},
 		"network": {"flat", "noop"},
@@ -141,6 +143,8 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	d.Agent.Drivers = r
 	dd := direct.New(d.Agent)
 	r.AddInterface("deploy", direct.Name, dd)
+	r.AddInterface("deploy", direct.RamdiskName, dd.Ramdisk())
+	r.AddInterface("deploy", direct.CustomAgentName, dd.CustomAgent())
 	r.AddInterface("inspect", direct.InterfaceName, dd.Inspector())
 	r.AddInterface("rescue", direct.InterfaceName, dd.Rescuer())
 	r.AddInterface("raid", direct.InterfaceName, dd.RAID())

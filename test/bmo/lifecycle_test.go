@@ -178,10 +178,18 @@ func (p *provisioner) Prepare(ctx context.Context, data prepareData, unprepared,
 type provisionData struct {
 	Image    image
 	UserData string
+	// CustomDeploy is spec.customDeploy.method ("": none).
+	CustomDeploy string
 }
 
-// ironicHasSameImage is ironic.go's for non-live-ISO images.
+// customDeployPriority is ironic.go's.
+const customDeployPriority = 80
+
+// ironicHasSameImage is ironic.go's for non-OCI images.
 func ironicHasSameImage(n *nodes.Node, img image) bool {
+	if img.isLiveISO() {
+		return n.InstanceInfo["boot_iso"] == img.URL
+	}
 	sum, typ, _ := img.getChecksum()
 	if typ == "" {
 		return n.InstanceInfo["image_source"] == img.URL && n.InstanceInfo["image_checksum"] == sum &&
@@ -191,7 +199,9 @@ func ironicHasSameImage(n *nodes.Node, img image) bool {
 		n.InstanceInfo["image_os_hash_algo"] == typ && n.InstanceInfo["image_os_hash_value"] == sum
 }
 
-// getInstanceUpdateOpts is ironic.go's with setDirectDeployUpdateOptsForNode.
+// getInstanceUpdateOpts is ironic.go's: custom deploy
+// (setCustomDeployUpdateOptsForNode), live ISO
+// (setLiveIsoUpdateOptsForNode), else setDirectDeployUpdateOptsForNode.
 func (p *provisioner) getInstanceUpdateOpts(n *nodes.Node, data provisionData) *updater {
 	u := &updater{}
 	u.SetTopLevelOpt("instance_uuid", p.host.UID, n.InstanceUUID)
@@ -199,6 +209,17 @@ func (p *provisioner) getInstanceUpdateOpts(n *nodes.Node, data provisionData) *
 		"capabilities": buildInstanceInfoCapabilities(p.host.BootMode),
 		"root_device":  makeHintMap(p.host.RootDeviceHints),
 	}, n)
+	switch {
+	case data.CustomDeploy != "":
+		p.setCustomDeployUpdateOpts(u, n, data.Image)
+		return u
+	case data.Image.isLiveISO():
+		u.SetInstanceInfoOpts(map[string]any{"boot_iso": data.Image.URL, "image_source": nil, "image_os_hash_value": nil,
+			"image_os_hash_algo": nil, "image_checksum": nil}, n)
+		u.SetTopLevelOpt("deploy_interface", "ramdisk", n.DeployInterface)
+		u.SetDriverInfoOpts(map[string]any{"force_persistent_boot_device": "Default"}, n)
+		return u
+	}
 	sum, typ, err := data.Image.getChecksum()
 	if err != nil {
 		return u
@@ -216,6 +237,29 @@ func (p *provisioner) getInstanceUpdateOpts(n *nodes.Node, data provisionData) *
 	}
 	u.SetDriverInfoOpts(map[string]any{"force_persistent_boot_device": "Default"}, n)
 	return u
+}
+
+// setCustomDeployUpdateOpts is ironic.go's setCustomDeployUpdateOptsForNode
+// (no image pull secret).
+func (p *provisioner) setCustomDeployUpdateOpts(u *updater, n *nodes.Node, img image) {
+	opts := map[string]any{"boot_iso": nil, "image_checksum": nil, "image_source": nil, "image_os_hash_algo": nil,
+		"image_os_hash_value": nil, "image_disk_format": nil, "image_pull_secret": nil}
+	if img.URL != "" {
+		opts["image_source"], opts["image_disk_format"] = img.URL, img.DiskFormat
+		if sum, typ, err := img.getChecksum(); err == nil {
+			opts["image_os_hash_algo"], opts["image_os_hash_value"] = typ, sum
+		}
+	}
+	u.SetInstanceInfoOpts(opts, n)
+	u.SetTopLevelOpt("deploy_interface", "custom-agent", n.DeployInterface)
+}
+
+// getCustomDeploySteps is ironic.go's.
+func getCustomDeploySteps(method string) []nodes.DeployStep {
+	if method == "" {
+		return nil
+	}
+	return []nodes.DeployStep{{Interface: nodes.InterfaceDeploy, Step: method, Args: map[string]any{}, Priority: customDeployPriority}}
 }
 
 // validateNode is ironic.go's: boot and deploy must validate.
@@ -255,10 +299,13 @@ func (p *provisioner) setUpForProvisioning(ctx context.Context, n *nodes.Node, d
 	return r, nil
 }
 
-// getConfigDrive is ironic.go's: user data, no network data, BMO's meta
-// data.
+// getConfigDrive is ironic.go's: none for a live ISO; else user data, no
+// network data, BMO's meta data.
 func (p *provisioner) getConfigDrive(data provisionData) nodes.ConfigDrive {
 	var cd nodes.ConfigDrive
+	if data.Image.isLiveISO() {
+		return cd
+	}
 	if data.UserData != "" {
 		cd.UserData = data.UserData
 	}
@@ -279,7 +326,7 @@ func (p *provisioner) Provision(ctx context.Context, data provisionData) (result
 	if err != nil {
 		return transientError(err)
 	}
-	if _, _, err := data.Image.getChecksum(); err != nil {
+	if _, _, err := data.Image.getChecksum(); data.Image.URL != "" && err != nil { // validateProvisionData
 		return operationFailed("Validation failed: " + err.Error())
 	}
 	same := ironicHasSameImage(n, data.Image)
@@ -288,7 +335,7 @@ func (p *provisioner) Provision(ctx context.Context, data provisionData) (result
 			return r, err
 		}
 		return p.changeNodeProvisionState(ctx, n, nodes.ProvisionStateOpts{Target: nodes.TargetActive,
-			ConfigDrive: p.getConfigDrive(data)})
+			ConfigDrive: p.getConfigDrive(data), DeploySteps: getCustomDeploySteps(data.CustomDeploy)})
 	}
 	switch nodes.ProvisionState(n.ProvisionState) {
 	case nodes.DeployFail:

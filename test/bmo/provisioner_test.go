@@ -51,8 +51,14 @@ type image struct {
 	DiskFormat                  *string
 }
 
-// getChecksum is Image.GetChecksum for non-OCI, non-live-ISO images.
+// isLiveISO is Image.IsLiveISO.
+func (i image) isLiveISO() bool { return i.DiskFormat != nil && *i.DiskFormat == "live-iso" }
+
+// getChecksum is Image.GetChecksum for non-OCI images.
 func (i image) getChecksum() (string, string, error) {
+	if i.isLiveISO() {
+		return "", "", nil
+	}
 	if i.Checksum == "" {
 		return "", "", errors.New("checksum is required for normal images")
 	}

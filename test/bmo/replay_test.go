@@ -54,9 +54,10 @@ type env struct {
 func startEnv(t *testing.T) *env {
 	addr := testbin.FreeAddr(t)
 	e := &env{api: "http://" + addr, fetched: map[string]int{}, images: map[string][]byte{}}
-	for _, h := range []string{"virtual-media", "ipxe"} {
+	for _, h := range []string{"virtual-media", "ipxe", "custom-deploy"} {
 		e.images["/images/"+h+".raw"] = wholeDiskImage()
 	}
+	e.images[liveISOPath] = liveISO(t)
 	fs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.mu.Lock()
 		e.fetched[r.URL.Path]++
@@ -80,7 +81,7 @@ func startEnv(t *testing.T) *env {
 	// Two drives each: BMO's RAID 1 root volume needs a pair.
 	hw := &bmcemu.Hardware{Sockets: 2, CoresPerSocket: 4, ThreadsPerCore: 2, Arch: "x86",
 		DIMMs: 4, DIMMMiB: 8192, DisksBytes: []int64{100 << 30, 100 << 30}}
-	emu, err := bmcemu.Start(context.Background(), bmcemu.Config{Count: 3, StateDir: t.TempDir(), Hardware: hw,
+	emu, err := bmcemu.Start(context.Background(), bmcemu.Config{Count: 5, StateDir: t.TempDir(), Hardware: hw,
 		Agent: &bmcemu.AgentConfig{APIURL: e.api, DiskDir: t.TempDir(), DiskBytes: diskBytes,
 			HeartbeatInterval: 500 * time.Millisecond}})
 	if err != nil {
@@ -181,8 +182,10 @@ func newClient(t *testing.T, api string, rec *recorder) *gophercloud.ServiceClie
 // redfish-virtualmedia BMC address (boot redfish-virtual-media, fast
 // inspection through Redfish, servicing with a BIOS setting and a firmware
 // update, BMC event subscription), one with a redfish address (boot ipxe,
-// agent inspection, hardware RAID through manual cleaning), and a third
-// with disablePowerOff (registered, rebooted, deleted). A failing phase
+// agent inspection, hardware RAID through manual cleaning), a third
+// with disablePowerOff (registered, rebooted, deleted), and two by virtual
+// media whose images take the other deploy interfaces: a live ISO
+// (deploy_interface ramdisk) and a custom deploy (custom-agent). A failing phase
 // names the work it needs when that is on another branch; once the node
 // exists every later phase still runs, from whatever state the failure
 // left (BMO's code handles each), and fails on its own terms.
@@ -219,6 +222,8 @@ func TestBMOReplay(t *testing.T) {
 		{"virtual-media", "node-01", "redfish-virtualmedia+http", true, "sha256", (*hostRun).virtualMediaFlow},
 		{"ipxe", "node-02", "redfish+http", false, "", (*hostRun).ipxeFlow},
 		{"no-power-off", "node-03", "redfish+http", false, "", (*hostRun).noPowerOffFlow},
+		{"live-iso", "node-04", "redfish-virtualmedia+http", true, "", (*hostRun).liveISOFlow},
+		{"custom-deploy", "node-05", "redfish-virtualmedia+http", true, "sha256", (*hostRun).customDeployFlow},
 	}
 	for _, hc := range hosts {
 		t.Run(hc.name, func(t *testing.T) {

@@ -90,6 +90,14 @@ func (d *Direct) validateBoot(n *model.Node, rescue bool) error {
 	if rv, ok := drv.Boot.(driver.RescueValidator); ok && rescue {
 		return rv.ValidateRescue(n)
 	}
+	if driver.IsRamdiskDeploy(n) {
+		// The boot interface validates a ramdisk deploy's node by what the
+		// instance boots; the agent (inspection, cleaning) boots as for
+		// any deploy, as Ironic's validate_inspection checks it.
+		agent := *n
+		agent.Interfaces.Deploy = ""
+		n = &agent
+	}
 	return drv.Boot.Validate(n)
 }
 

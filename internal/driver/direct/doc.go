@@ -16,6 +16,17 @@
 // command fails and Config.LogsDir is set, the agent's logs
 // (log.collect_system_logs) are saved there and the failure names the file.
 //
+// Two more deploy interfaces share its agent plumbing (ramdisk.go,
+// custom.go): "ramdisk" (Ironic's RamdiskDeploy) has the boot interface
+// boot the instance's own kernel and ramdisk or ISO
+// (driver.RamdiskBooter) and leaves it running, no agent and no disk
+// write; "custom-agent" (Ironic's CustomAgentDeploy) boots the agent and
+// runs only the in-band deploy steps the user names
+// (deploy.execute_deploy_step), learnt from the agent
+// (deploy.get_deploy_steps) when it first heartbeats, then
+// prepare_instance_boot, tear_down_agent and boot_instance. Both clean and
+// tear down as direct.
+//
 // Every command to the agent is polled on the node's heartbeats: Continue
 // answers driver.Wait until the agent reports the command done (the agent
 // heartbeats as soon as an asynchronous command ends), so no goroutine

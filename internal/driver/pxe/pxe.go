@@ -116,8 +116,12 @@ func (b *Boot) kernelParams(n *model.Node) string {
 	return driver.KernelAppendParams(n, b.cfg.KernelParams)
 }
 
-// Validate checks network boot is configured and the deploy ramdisk is named.
+// Validate checks network boot is configured and the deploy ramdisk is
+// named; for a ramdisk deploy, ValidateRamdiskBoot.
 func (b *Boot) Validate(n *model.Node) error {
+	if driver.IsRamdiskDeploy(n) {
+		return b.ValidateRamdiskBoot(n)
+	}
 	if b.cfg.Publisher == nil {
 		return ErrNotConfigured
 	}
@@ -205,4 +209,55 @@ func (b *Boot) withdraw(ctx context.Context, t *driver.Task) error {
 		return fmt.Errorf("withdrawing boot files: %w", err)
 	}
 	return nil
+}
+
+var _ driver.RamdiskBooter = (*Boot)(nil)
+
+// ValidateRamdiskBoot checks, in the order of Ironic's PXE validation,
+// that network boot is configured, that image_source and boot_iso are not
+// both set, the agent's ramdisk when cleaning needs it, and that
+// instance_info names a kernel and ramdisk (driver.InstanceBootOf). A
+// boot_iso is refused: Anvil's network boot serves kernels and ramdisks,
+// it does not sanboot ISOs as Ironic's iPXE can.
+func (b *Boot) ValidateRamdiskBoot(n *model.Node) error {
+	if b.cfg.Publisher == nil {
+		return ErrNotConfigured
+	}
+	if s, _ := n.InstanceInfo["image_source"].(string); s != "" {
+		if iso, _ := n.InstanceInfo["boot_iso"].(string); iso != "" {
+			return errors.New(driver.ErrConflictingImage)
+		}
+	}
+	if driver.NeedsAgentRamdisk(n) {
+		if _, _, err := ramdiskInfo(n, driver.RamdiskDeploy); err != nil {
+			return err
+		}
+	}
+	ib, err := driver.InstanceBootOf(n)
+	if err != nil {
+		return err
+	}
+	if ib.ISO != "" {
+		return fmt.Errorf("instance_info boot_iso of node %s cannot be booted by the %s boot interface: it boots instance_info kernel and ramdisk (use redfish-virtual-media for an ISO)", n.UUID, b.mode)
+	}
+	return nil
+}
+
+// PrepareRamdiskBoot publishes the instance's kernel and ramdisk for the
+// node's MACs, with instance_info ramdisk_kernel_arguments, and sets the
+// boot device to pxe persistently: the node boots them on every boot.
+func (b *Boot) PrepareRamdiskBoot(ctx context.Context, t *driver.Task) error {
+	if err := b.ValidateRamdiskBoot(t.Node); err != nil {
+		return err
+	}
+	ib, _ := driver.InstanceBootOf(t.Node)
+	m, err := macs(t)
+	if err != nil {
+		return err
+	}
+	r := Ramdisk{Kernel: Image{Source: ib.Kernel}, Ramdisk: Image{Source: ib.Ramdisk}, KernelParams: ib.KernelParams}
+	if err := b.cfg.Publisher.PublishRamdisk(ctx, t.Node.UUID, m, r); err != nil {
+		return fmt.Errorf("publishing the instance's kernel and ramdisk: %w", err)
+	}
+	return b.cfg.Drivers.SetBootDevice(ctx, t, driver.BootDevice{Device: "pxe", Persistent: true})
 }

@@ -217,3 +217,29 @@ func TestInstanceAndCleanUp(t *testing.T) {
 		t.Errorf("mode %s", b.Mode())
 	}
 }
+
+// TestPrepareRamdiskBoot: a ramdisk deploy publishes the instance's own
+// kernel and ramdisk (instance_info) with ramdisk_kernel_arguments, for
+// the node's MACs, and network boot stays the boot device on every boot.
+func TestPrepareRamdiskBoot(t *testing.T) {
+	pub := &publisher{}
+	b, fk, task := setup(t, pub)
+	task.Node.InstanceInfo = model.JSON{"kernel": "http://127.0.0.1/ik", "ramdisk": "http://127.0.0.1/ir",
+		"ramdisk_kernel_arguments": "root=/dev/ram0 quiet"}
+	if err := b.PrepareRamdiskBoot(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	want := pxe.Ramdisk{Kernel: pxe.Image{Source: "http://127.0.0.1/ik"}, Ramdisk: pxe.Image{Source: "http://127.0.0.1/ir"},
+		KernelParams: "root=/dev/ram0 quiet"}
+	if !reflect.DeepEqual(pub.ramdisk, want) || !reflect.DeepEqual(pub.calls, []string{"ramdisk n-1"}) {
+		t.Errorf("published %+v (calls %v), want %+v", pub.ramdisk, pub.calls, want)
+	}
+	if d := bootDevice(t, fk, task); d != (driver.BootDevice{Device: "pxe", Persistent: true}) {
+		t.Errorf("boot device %+v, want pxe, persistent", d)
+	}
+	task.Node.InstanceInfo = model.JSON{"kernel": "http://127.0.0.1/ik"}
+	pub.calls = nil
+	if err := b.PrepareRamdiskBoot(context.Background(), task); err == nil || !strings.Contains(err.Error(), "Missing are: ['ramdisk']") || pub.calls != nil {
+		t.Errorf("without instance_info ramdisk: err %v, calls %v", err, pub.calls)
+	}
+}

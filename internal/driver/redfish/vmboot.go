@@ -139,8 +139,13 @@ func (b *VirtualMediaBoot) validate(n *model.Node, mode string) error {
 type loaderChecker interface{ CheckISOLoaders() error }
 
 // Validate checks the BMC settings and the deploy ramdisk without
-// contacting the BMC.
-func (b *VirtualMediaBoot) Validate(n *model.Node) error { return b.validate(n, driver.RamdiskDeploy) }
+// contacting the BMC; for a ramdisk deploy, ValidateRamdiskBoot.
+func (b *VirtualMediaBoot) Validate(n *model.Node) error {
+	if driver.IsRamdiskDeploy(n) {
+		return b.ValidateRamdiskBoot(n)
+	}
+	return b.validate(n, driver.RamdiskDeploy)
+}
 
 // ValidateRescue checks the rescue ramdisk is named.
 func (b *VirtualMediaBoot) ValidateRescue(n *model.Node) error {
@@ -226,5 +231,75 @@ func (b *VirtualMediaBoot) withdraw(ctx context.Context, t *driver.Task) error {
 	if err := b.cfg.Publisher.Withdraw(ctx, t.Node.UUID); err != nil {
 		return fmt.Errorf("withdrawing the ISO: %w", err)
 	}
+	return nil
+}
+
+var _ driver.RamdiskBooter = (*VirtualMediaBoot)(nil)
+
+// ValidateRamdiskBoot checks, in the order of Ironic's redfish boot
+// validation, the BMC settings, what a ramdisk deploy boots
+// (driver.InstanceBootOf), the agent's ramdisk when cleaning needs it,
+// then that the BMC can have it: an http(s) boot_iso the BMC inserts as
+// it is, or a kernel and ramdisk Anvil builds an ISO of (which needs its
+// boot endpoint).
+func (b *VirtualMediaBoot) ValidateRamdiskBoot(n *model.Node) error {
+	if _, err := parseInfo(n); err != nil {
+		return err
+	}
+	ib, err := driver.InstanceBootOf(n)
+	if err != nil {
+		return err
+	}
+	if driver.NeedsAgentRamdisk(n) {
+		if err := b.validate(n, driver.RamdiskDeploy); err != nil {
+			return err
+		}
+	}
+	if ib.ISO != "" {
+		u, err := url.Parse(ib.ISO)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("Invalid boot_iso %q of node %s: the BMC needs an http(s) URL", ib.ISO, n.UUID)
+		}
+		return nil
+	}
+	if b.cfg.Publisher == nil {
+		return ErrBootNotConfigured
+	}
+	if lc, ok := b.cfg.Publisher.(loaderChecker); ok {
+		return lc.CheckISOLoaders()
+	}
+	return nil
+}
+
+// PrepareRamdiskBoot inserts the instance's ISO (boot_iso as it is, or one
+// built of its kernel and ramdisk with ramdisk_kernel_arguments) into the
+// node's virtual CD and sets the CD as the persistent boot device, so the
+// instance runs from it on every boot (Ironic's ramdisk deploy).
+func (b *VirtualMediaBoot) PrepareRamdiskBoot(ctx context.Context, t *driver.Task) (err error) {
+	if err := b.ValidateRamdiskBoot(t.Node); err != nil {
+		return err
+	}
+	ib, _ := driver.InstanceBootOf(t.Node)
+	isoURL := ib.ISO
+	if isoURL == "" {
+		isoURL, err = b.cfg.Publisher.PublishISO(ctx, t.Node.UUID, ISORamdisk{Kernel: ib.Kernel, Ramdisk: ib.Ramdisk, KernelParams: ib.KernelParams})
+		if err != nil {
+			return fmt.Errorf("building the instance's ISO: %w", err)
+		}
+		defer func() {
+			if err != nil {
+				if werr := b.withdraw(ctx, t); werr != nil {
+					b.d.cfg.Log.Error("withdrawing the ISO after a failed insert", "node", t.Node.UUID, "err", werr)
+				}
+			}
+		}()
+	}
+	if err := b.d.insertMedia(ctx, t.Node, "cdrom", isoURL); err != nil {
+		return err
+	}
+	if err := b.setBootDevice(ctx, t, driver.BootDevice{Device: "cdrom", Persistent: true}); err != nil {
+		return err
+	}
+	b.d.cfg.Log.Info("instance ISO inserted, the node boots it from now on", "node", t.Node.UUID)
 	return nil
 }

@@ -335,3 +335,45 @@ func TestVirtualMediaAPI(t *testing.T) {
 		})
 	}
 }
+
+// TestRamdiskBoot: a ramdisk deploy inserts instance_info boot_iso as it
+// is, or an ISO published of the instance's kernel and ramdisk with
+// ramdisk_kernel_arguments, and boots the CD continuously.
+func TestRamdiskBoot(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		info      model.JSON
+		wantImage string
+		want      *redfish.ISORamdisk
+	}{
+		{name: "boot_iso", info: model.JSON{"boot_iso": "http://127.0.0.1:8080/live.iso"}, wantImage: "http://127.0.0.1:8080/live.iso"},
+		{name: "kernel and ramdisk", info: model.JSON{"kernel": "http://127.0.0.1:8080/k", "ramdisk": "http://127.0.0.1:8080/r",
+			"ramdisk_kernel_arguments": "quiet"}, wantImage: "http://127.0.0.1:6385/boot/n/TOKEN-{node}/boot.iso",
+			want: &redfish.ISORamdisk{Kernel: "http://127.0.0.1:8080/k", Ramdisk: "http://127.0.0.1:8080/r", KernelParams: "quiet"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := sushyVM(t, replayConfig{})
+			isos := &fakeISOs{}
+			b := fastDriver().NewVirtualMediaBoot(redfish.BootConfig{Publisher: isos})
+			n := vmNode(v.node) // the agent's ramdisk, for cleaning
+			n.InstanceInfo = tc.info
+			n.Interfaces.Set("deploy", driver.DeployRamdisk)
+			if err := b.Validate(n); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.PrepareRamdiskBoot(context.Background(), &driver.Task{Node: n}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.want != nil && isos.published[n.UUID] != *tc.want || tc.want == nil && isos.live() != 0 {
+				t.Errorf("published %+v, want %+v", isos.published, tc.want)
+			}
+			cd := v.res(v.cd)
+			if want := strings.ReplaceAll(tc.wantImage, "{node}", n.UUID); cd["Inserted"] != true || cd["Image"] != want {
+				t.Errorf("CD: Inserted=%v Image=%v, want %s", cd["Inserted"], cd["Image"], want)
+			}
+			if boot, _ := v.res(v.system)["Boot"].(map[string]any); boot["BootSourceOverrideTarget"] != "Cd" || boot["BootSourceOverrideEnabled"] != "Continuous" {
+				t.Errorf("boot override %v, want Cd, continuous", boot)
+			}
+		})
+	}
+}
