@@ -30,7 +30,7 @@ type Spec struct {
 
 // Firmware is a firmware file put in the initramfs.
 type Firmware struct {
-	Name    string   `json:"name"`           // relative to /lib/firmware, as the module requests it
+	Name    string   `json:"name"`             // relative to /lib/firmware, as the module requests it
 	Path    string   `json:"source,omitempty"` // on this machine
 	Size    int64    `json:"size,omitempty"`
 	Modules []string `json:"modules"` // the modules that request it
