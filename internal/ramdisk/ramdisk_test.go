@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -80,6 +81,9 @@ func TestWriteNewcRoundTrip(t *testing.T) {
 		t.Errorf("archive is %d bytes, not 4-aligned", buf.Len())
 	}
 	got := readNewc(t, buf.Bytes())
+	if again, err := ReadNewc(bytes.NewReader(buf.Bytes())); err != nil || !reflect.DeepEqual(again, got) {
+		t.Errorf("ReadNewc = %+v, %v; want %+v", again, err, got)
+	}
 	if len(got) != len(in) {
 		t.Fatalf("got %d entries, want %d", len(got), len(in))
 	}
