@@ -6,6 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path"
@@ -30,9 +33,10 @@ var serverModules = []string{"e1000e", "igb", "ixgbe", "i40e", "ice", "mlx5_core
 // storage modules with their dependencies, the modules.dep and
 // modules.alias depmod itself writes for that tree, a /init naming no
 // module; the manifest agrees with the archive. It then boots it in qemu
-// (TCG) with a virtio NIC and a virtio disk: the console shows the drivers
-// loaded by modalias, the NIC up with a link and a lease, the disk present
-// and the agent started.
+// (TCG) with a virtio disk and two virtio NICs, one without a link: the
+// console shows the drivers loaded by modalias, the NIC with a link up with a
+// lease, the other left alone, the disk present, and the agent, which finds
+// no node, saying so with its MACs and API URL at the default log level.
 func TestRamdiskModaliasBoot(t *testing.T) {
 	qemu := testbin.Need(t, "qemu-system-x86_64", "qemu-system-x86", vmSwitch)
 	a := buildRamdisk(t)
@@ -97,8 +101,16 @@ func TestRamdiskModaliasBoot(t *testing.T) {
 	t.Logf("initramfs: %d bytes (%d uncompressed), %d modules (%d bytes), kernel %d bytes; firmware %d included, %d missing",
 		m.Initramfs.Size, m.Uncompressed, len(m.Modules), m.ModulesSize, m.Kernel.Size, len(m.Firmware), len(m.FirmwareMissing))
 
-	// Boot: a virtio disk and a virtio NIC (user networking, restrict=on:
-	// the guest reaches nothing).
+	// Boot: a virtio disk and two virtio NICs (user networking, restrict=on:
+	// the guest reaches only the forwarded API), the second with its link
+	// down (set through the monitor before the guest starts). The API
+	// answers every lookup 404, as Ironic does for unknown MACs.
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"error_message": "{\"faultcode\": \"Client\", \"faultstring\": \"Node could not be found.\", \"debuginfo\": null}"}`))
+	}))
+	t.Cleanup(api.Close)
+	apiPort := api.URL[strings.LastIndex(api.URL, ":")+1:]
 	disk := filepath.Join(dir, "disk.raw")
 	if err := os.WriteFile(disk, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -107,11 +119,16 @@ func TestRamdiskModaliasBoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	console := filepath.Join(st, "console.log")
+	monitor := filepath.Join(st, "monitor.sock")
+	const mac2 = "52:54:00:a4:71:02"
 	cmd := exec.Command(qemu, "-accel", "tcg", "-m", "512", "-smp", "1",
 		"-kernel", a.kernel, "-initrd", a.initramfs, "-append", "console=ttyS0 panic=-1 ipa-api-url=http://10.0.2.100:80",
-		"-display", "none", "-serial", "file:"+console, "-monitor", "none",
+		"-display", "none", "-serial", "file:"+console, "-monitor", "unix:"+monitor+",server=on,wait=off", "-S",
 		"-drive", "file="+disk+",format=raw,if=virtio",
-		"-nic", "user,model=virtio-net-pci,mac="+vmMAC+",restrict=on", "-no-reboot")
+		"-netdev", "user,id=n1,restrict=on,guestfwd=tcp:10.0.2.100:80-cmd:"+a.busybox+" nc 127.0.0.1 "+apiPort,
+		"-device", "virtio-net-pci,netdev=n1,mac="+vmMAC,
+		"-netdev", "user,id=n2,restrict=on", "-device", "virtio-net-pci,netdev=n2,mac="+mac2,
+		"-no-reboot")
 	var qlog syncBuffer
 	cmd.Stdout, cmd.Stderr = &qlog, &qlog
 	start := time.Now()
@@ -125,17 +142,22 @@ func TestRamdiskModaliasBoot(t *testing.T) {
 			t.Logf("qemu: %s", qlog.String())
 		}
 	})
+	hmp(t, monitor, "set_link n2 off", "cont")
 	var log string
 	deadline := time.Now().Add(4 * time.Minute)
-	for !strings.Contains(log, "anvil-ramdisk: starting anvil agent") {
+	for !strings.Contains(log, `msg="lookup failed; retrying"`) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no \"starting anvil agent\" on the console after 4 minutes")
+			t.Fatalf("no failed lookup on the console after 4 minutes:\n%s", tail(log, 6000))
 		}
 		time.Sleep(500 * time.Millisecond) // polling the VM's console file
 		b, _ := os.ReadFile(console)
 		log = string(b)
 	}
 	wall := time.Since(start)
+	if !strings.Contains(log, "anvil-ramdisk: starting anvil agent") {
+		t.Fatalf("console:\n%s", tail(log, 6000))
+	}
+	agentAt := regexp.MustCompile(`anvil-ramdisk: starting anvil agent`).FindStringIndex(log)[0]
 	for _, re := range []string{
 		`anvil-ramdisk: coldplug: modalias pci:v00001AF4d00001000\S* -> virtio_pci \(loaded [^)]*virtio_pci\)`,
 		`anvil-ramdisk: coldplug: modalias virtio:d00000001v00001AF4 -> virtio_net \(loaded failover net_failover virtio_net\)`,
@@ -143,7 +165,11 @@ func TestRamdiskModaliasBoot(t *testing.T) {
 		`anvil-ramdisk: coldplug: \d+ modules loaded, 0 failed`,
 		`anvil-ramdisk: eth0 \(` + vmMAC + `\): link up, DHCP`,
 		`anvil-ramdisk: eth0 bound 10\.0\.2\.15/`,
+		`anvil-ramdisk: eth1 \(` + mac2 + `\): no link, not configured`,
 		`anvil-ramdisk: disks: vda `,
+		// the agent says why it finds no node, at the default level
+		`level=WARN msg="lookup failed; retrying" reason="HTTP 404: no node has a port with these MACs[^"]*Node could not be found\." ` +
+			`macs=` + vmMAC + `,` + mac2 + ` api_url=http://10\.0\.2\.100:80 attempt=1 retry_in=`,
 	} {
 		if !regexp.MustCompile(re).MatchString(log) {
 			t.Errorf("console lacks %s", re)
@@ -154,7 +180,10 @@ func TestRamdiskModaliasBoot(t *testing.T) {
 	if t.Failed() || up == nil || cp == nil {
 		t.Fatalf("console:\n%s", tail(log, 6000))
 	}
-	t.Logf("boot (qemu TCG, 1 vCPU, 512 MiB): agent started %v after qemu started, guest uptime %ss; coldplug loaded %s modules in %s",
+	if strings.Contains(log[agentAt:], "modalias") {
+		t.Error("modules loaded after the agent started")
+	}
+	t.Logf("boot (qemu TCG, 1 vCPU, 512 MiB): first lookup answered %v after qemu started, guest uptime %ss; coldplug loaded %s modules in %s",
 		wall.Round(100*time.Millisecond), up[1], cp[1], cp[2])
 }
 
@@ -263,5 +292,46 @@ func BenchmarkRamdiskBuild(b *testing.B) {
 			b.ReportMetric(float64(len(m.Modules)), "modules")
 			b.ReportMetric(float64(m.TotalSize), "kernel+initramfs-bytes")
 		})
+	}
+}
+
+// hmp sends commands to qemu's human monitor on the unix socket at path
+// (qemu creates it at start: dialled until it is there, at most 30 s) and
+// waits for the prompt after the last one.
+func hmp(t *testing.T, path string, cmds ...string) {
+	t.Helper()
+	var c net.Conn
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var err error
+		if c, err = net.Dial("unix", path); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("qemu monitor: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond) // qemu is starting
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	var got strings.Builder
+	buf := make([]byte, 4096)
+	readPrompt := func() {
+		for n := strings.Count(got.String(), "(qemu) ") + 1; strings.Count(got.String(), "(qemu) ") < n; {
+			k, err := c.Read(buf)
+			got.Write(buf[:k])
+			if err != nil {
+				t.Fatalf("qemu monitor: %v after %q", err, got.String())
+			}
+		}
+	}
+	readPrompt()
+	for _, cmd := range cmds {
+		if _, err := c.Write([]byte(cmd + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		readPrompt()
+	}
+	if strings.Contains(got.String(), "rror") {
+		t.Fatalf("qemu monitor: %q", got.String())
 	}
 }
