@@ -252,6 +252,9 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		}
 	} else {
 		k = Kernel{Vmlinuz: o.Kernel, ModulesDir: o.ModulesDir}
+		if o.ModulesDir == "" && o.Log != nil {
+			o.Log.Warn("no module tree given (--modules-dir): the ramdisk holds no modules, the kernel's drivers must be built in")
+		}
 	}
 	m := Manifest{KernelPackage: k.Package, Profile: o.Profile, Modules: []ManifestModule{}, Firmware: []Firmware{}, FirmwareMissing: []Firmware{}}
 	var mods []Module
