@@ -14,6 +14,7 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_pkgs+=(postgresql)
 command -v ipmi_sim >/dev/null 2>&1 || need_pkgs+=(openipmi)
 command -v qemu-system-x86_64 >/dev/null 2>&1 || need_pkgs+=(qemu-system-x86)
 command -v busybox >/dev/null 2>&1 || need_pkgs+=(busybox-static)
+command -v depmod >/dev/null 2>&1 || [ -x /usr/sbin/depmod ] || need_pkgs+=(kmod)   # test/vm: depmod checks the modules.dep/modules.alias anvil ramdisk build writes
 command -v qemu-img >/dev/null 2>&1 || need_pkgs+=(qemu-utils)     # makes and converts the qcow2 images the agent tests deploy
 [ -x /usr/sbin/dnsmasq ] || need_pkgs+=(dnsmasq-base)   # checks the config `anvil boot dnsmasq-config` prints
 command -v tftp >/dev/null 2>&1 || need_pkgs+=(tftp-hpa)          # a real TFTP client for the boot service

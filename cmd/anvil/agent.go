@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -13,6 +14,7 @@ import (
 func newAgent(stdout, stderr io.Writer) *cobra.Command {
 	var cfg agent.Config
 	var logLevel, cmdline string
+	var once bool
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the deploy agent on a machine being provisioned",
@@ -21,7 +23,9 @@ command line (--cmdline, /proc/cmdline) under IPA's names: ipa-api-url=,
 BOOTIF=, ipa-advertise-host=, ipa-advertise-port=, ipa-listen-host=,
 ipa-listen-port=, ipa-insecure, ipa-debug, plus anvil.min-disk-size= and
 anvil.heartbeat-interval=. Without --disk the install disk is chosen as IPA
-does: the smallest whole non-removable disk of at least 4 GiB.`,
+does: the smallest whole non-removable disk of at least 4 GiB. A lookup that
+fails is logged with its reason, the MACs and the API URL, and retried with a
+jittered back-off (at most 10 s apart); --once looks up once and exits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			lvl, err := parseLogLevel(logLevel)
@@ -46,6 +50,14 @@ does: the smallest whole non-removable disk of at least 4 GiB.`,
 			if err != nil {
 				return err
 			}
+			if once {
+				if err := a.LookupOnce(cmd.Context()); err != nil {
+					return err
+				}
+				fmt.Fprintf(stdout, "anvil agent: lookup of %s on %s found node %s\n",
+					strings.Join(a.MACs(), ","), cfg.APIURL, a.NodeUUID())
+				return nil
+			}
 			return a.Run(cmd.Context())
 		},
 	}
@@ -63,6 +75,8 @@ does: the smallest whole non-removable disk of at least 4 GiB.`,
 	f.StringVar(&cfg.TLS.KeyFile, "key-file", "", "PEM private key of --cert-file (IPA's keyfile)")
 	f.BoolVar(&cfg.TLS.InsecureSkipVerify, "insecure", false, "do not verify an https API's certificate (ipa-insecure)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.BoolVar(&once, "once", false, "look the node up once and exit: 0 when found, else non-zero with the reason in one line "+
+		"(a successful lookup takes the node's agent token, as the agent's own would)")
 	f.StringVar(&cmdline, "cmdline", agent.CmdlinePath, "kernel command line file the settings not given as flags are read from")
 	return cmd
 }

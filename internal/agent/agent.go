@@ -161,26 +161,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	return nil
 }
 
-// loop looks the node up (with backoff) and heartbeats; a refused heartbeat
+// loop looks the node up (with backoff, lookup.go) and heartbeats; a refused heartbeat
 // (token wiped because the node was rebooted into a new deploy, say) sends
 // it back to lookup.
 func (a *Agent) loop(ctx context.Context) {
-	backoff := 100 * time.Millisecond
-	maxBackoff := 10 * time.Second
-	if a.cfg.HeartbeatInterval > 0 {
-		maxBackoff = min(maxBackoff, 2*a.cfg.HeartbeatInterval)
-	}
 	for ctx.Err() == nil {
 		if !a.haveToken() {
-			if err := a.lookup(ctx); err != nil {
-				a.log.Debug("lookup failed, retrying", "err", err, "in", backoff)
-				if sleep(ctx, backoff) != nil {
-					return
-				}
-				backoff = min(2*backoff, maxBackoff)
-				continue
+			if a.lookupUntilFound(ctx) != nil {
+				return
 			}
-			backoff = 100 * time.Millisecond
 		}
 		a.mu.Lock()
 		node, token, inspect := a.nodeUUID, a.token, a.inspectPending
@@ -279,41 +268,6 @@ type httpError struct {
 }
 
 func (e *httpError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.status, e.body) }
-
-func (a *Agent) lookup(ctx context.Context) error {
-	q := url.Values{"addresses": {strings.Join(a.cfg.MACs, ",")}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(a.cfg.APIURL, "/")+"/v1/lookup?"+q.Encode(), nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("X-OpenStack-Ironic-API-Version", "1.68")
-	var lr ipa.LookupResponse
-	if err := a.do(req, &lr); err != nil {
-		return err
-	}
-	token := lr.Config.AgentToken
-	if token == "" || token == ipa.MaskedToken {
-		// IPA: a masked token is the one the boot media carries, if any
-		if a.cfg.AgentToken == "" {
-			return errors.New("lookup found the node but its token was already handed out (and no ipa-agent-token was given)")
-		}
-		token = a.cfg.AgentToken
-	}
-	a.mu.Lock()
-	a.nodeUUID, a.token = lr.Node.UUID, token
-	a.timeout = time.Duration(lr.Config.HeartbeatTimeout * float64(time.Second))
-	a.md5Enabled = lr.Config.AgentMD5ChecksumEnable
-	a.mu.Unlock()
-	// A new token means a new boot to the conductor: like a freshly booted
-	// IPA, the agent has run no command yet (Ironic 21.4 reads an empty
-	// history, or only get_<kind>_steps, as "freshly booted").
-	a.cmd.forgetFinished()
-	a.log.Info("node found", "node", lr.Node.UUID)
-	a.mu.Lock()
-	a.inspectPending = lr.Node.ProvisionState == inspectWait
-	a.mu.Unlock()
-	return nil
-}
 
 func (a *Agent) heartbeat(ctx context.Context) error {
 	a.mu.Lock()

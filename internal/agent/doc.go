@@ -14,7 +14,11 @@
 // In a deploy ramdisk the agent runs without flags: Cmdline reads its
 // settings from the kernel command line under IPA's names (ipa-api-url=,
 // BOOTIF=, ipa-advertise-host=, ...), in one place (cmdline.go), and
-// InstallDisk picks the disk as IPA does when none is named.
+// InstallDisk picks the disk as IPA does when none is named. A lookup that
+// fails (API unreachable, no node for these MACs, refused) is logged as a
+// warning with its reason, the MACs and the API URL, and retried with a
+// bounded, jittered back-off; LookupOnce (`anvil agent --once`) is one try
+// (lookup.go).
 //
 // The image command (writeImage, its parameters in ImageRequest: Anvil's
 // flat form or IPA's image_info) chooses the install disk by Ironic's root

@@ -70,3 +70,67 @@ func WriteNewc(w io.Writer, entries []Entry) error {
 	}
 	return nil
 }
+
+// ReadNewc reads an uncompressed newc archive (WriteNewc's format, or any
+// the kernel unpacks) up to its TRAILER!!! entry.
+func ReadNewc(r io.Reader) ([]Entry, error) {
+	br := bufio.NewReader(r)
+	off := 0
+	read := func(n int) ([]byte, error) {
+		b := make([]byte, n)
+		_, err := io.ReadFull(br, b)
+		off += n
+		return b, err
+	}
+	align := func() error {
+		if pad := (4 - off%4) % 4; pad > 0 {
+			_, err := read(pad)
+			return err
+		}
+		return nil
+	}
+	var out []Entry
+	for {
+		h, err := read(110)
+		if err != nil {
+			return nil, fmt.Errorf("cpio header at %d: %w", off-110, err)
+		}
+		if string(h[:6]) != "070701" {
+			return nil, fmt.Errorf("cpio header at %d: bad magic %q", off-110, h[:6])
+		}
+		var f [13]uint32
+		for i := range f {
+			if _, err := fmt.Sscanf(string(h[6+8*i:14+8*i]), "%08X", &f[i]); err != nil {
+				return nil, fmt.Errorf("cpio header at %d, field %d: %w", off-110, i, err)
+			}
+		}
+		mode, size, rmaj, rmin, namesize := f[1], f[6], f[9], f[10], f[11]
+		if namesize == 0 || namesize > 4096 {
+			return nil, fmt.Errorf("cpio header at %d: name size %d", off-110, namesize)
+		}
+		name, err := read(int(namesize))
+		if err != nil {
+			return nil, err
+		}
+		if err := align(); err != nil {
+			return nil, err
+		}
+		data, err := read(int(size))
+		if err != nil {
+			return nil, err
+		}
+		if err := align(); err != nil {
+			return nil, err
+		}
+		e := Entry{Name: string(name[:namesize-1]), Mode: mode, DevMajor: rmaj, DevMinor: rmin}
+		if e.Name == "TRAILER!!!" {
+			return out, nil
+		}
+		if mode&typeMask == TypeSymlink {
+			e.Link = string(data)
+		} else {
+			e.Data = data
+		}
+		out = append(out, e)
+	}
+}

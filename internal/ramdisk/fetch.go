@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -12,11 +11,11 @@ import (
 	"strings"
 )
 
-// Kernel is a kernel image and the modules the ramdisk loads.
+// Kernel is a kernel image and its module tree.
 type Kernel struct {
-	Package string   // the Debian package it came from ("" for a given file)
-	Vmlinuz string   // path of the kernel image
-	Modules []string // paths of the .ko files, in load order
+	Package    string // the Debian package it came from ("" for a given file)
+	Vmlinuz    string // path of the kernel image
+	ModulesDir string // its lib/modules/<release> ("": none)
 }
 
 // Fetcher downloads Debian's kernel and busybox with apt-get into CacheDir
@@ -42,20 +41,16 @@ func (f Fetcher) logf(format string, args ...any) {
 }
 
 // Kernel returns the kernel linux-image-amd64 currently depends on (from
-// `apt-cache depends`) with the virtio modules, downloading it on the first
-// call.
+// `apt-cache depends`) with its whole module tree, downloading it on the
+// first call.
 func (f Fetcher) Kernel(ctx context.Context) (Kernel, error) {
 	pkg, err := f.kernelPackage(ctx)
 	if err != nil {
 		return Kernel{}, err
 	}
 	dir := filepath.Join(f.CacheDir, pkg)
-	names := VirtioModules()
-	k := Kernel{Package: pkg, Vmlinuz: filepath.Join(dir, "vmlinuz")}
-	for _, m := range names {
-		k.Modules = append(k.Modules, filepath.Join(dir, m+".ko"))
-	}
-	if _, err := os.Stat(filepath.Join(dir, "done")); err == nil {
+	k := Kernel{Package: pkg, Vmlinuz: filepath.Join(dir, "vmlinuz"), ModulesDir: filepath.Join(dir, "modules")}
+	if _, err := os.Stat(filepath.Join(dir, "tree-done")); err == nil {
 		return k, nil
 	}
 	f.logf("downloading %s", pkg)
@@ -68,9 +63,9 @@ func (f Fetcher) Kernel(ctx context.Context) (Kernel, error) {
 	if len(vmlinuz) != 1 {
 		return Kernel{}, fmt.Errorf("%s holds %d boot/vmlinuz-* files, want 1", pkg, len(vmlinuz))
 	}
-	mods, err := FindModules(filepath.Join(x, "lib", "modules"), names)
-	if err != nil {
-		return Kernel{}, fmt.Errorf("%s: %w", pkg, err)
+	trees, _ := filepath.Glob(filepath.Join(x, "lib", "modules", "*"))
+	if len(trees) != 1 {
+		return Kernel{}, fmt.Errorf("%s holds %d lib/modules/* trees, want 1", pkg, len(trees))
 	}
 	_ = os.RemoveAll(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -79,15 +74,38 @@ func (f Fetcher) Kernel(ctx context.Context) (Kernel, error) {
 	if err := copyFile(k.Vmlinuz, vmlinuz[0], 0o644); err != nil {
 		return Kernel{}, err
 	}
-	for i, m := range mods {
-		if err := copyFile(k.Modules[i], m, 0o644); err != nil {
-			return Kernel{}, err
-		}
+	if err := os.Rename(trees[0], k.ModulesDir); err != nil {
+		return Kernel{}, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "done"), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "tree-done"), nil, 0o644); err != nil {
 		return Kernel{}, err
 	}
 	return k, nil
+}
+
+// Firmware returns the lib/firmware of Debian's firmware-linux-free (the
+// firmware of the main archive), downloading it on the first call.
+func (f Fetcher) Firmware(ctx context.Context) (string, error) {
+	const pkg = "firmware-linux-free"
+	dir := filepath.Join(f.CacheDir, pkg)
+	fw := filepath.Join(dir, "firmware")
+	if _, err := os.Stat(filepath.Join(dir, "done")); err == nil {
+		return fw, nil
+	}
+	f.logf("downloading %s", pkg)
+	x, cleanup, err := f.download(ctx, pkg)
+	if err != nil {
+		return "", err
+	}
+	defer cleanup()
+	_ = os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Rename(filepath.Join(x, "lib", "firmware"), fw); err != nil {
+		return "", fmt.Errorf("%s: %w", pkg, err)
+	}
+	return fw, os.WriteFile(filepath.Join(dir, "done"), nil, 0o644)
 }
 
 // Busybox returns Debian busybox-static's /bin/busybox, downloading it on
@@ -107,43 +125,6 @@ func (f Fetcher) Busybox(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return path, os.Rename(path+".tmp", path)
-}
-
-// FindModules looks for name.ko for every name under dir (a kernel's
-// lib/modules tree, or any directory holding them) and returns their paths
-// in the order of names.
-func FindModules(dir string, names []string) ([]string, error) {
-	found := map[string]string{}
-	compressed := map[string]bool{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		if n, ok := strings.CutSuffix(d.Name(), ".ko"); ok {
-			found[n] = p
-		} else if n, _, ok := strings.Cut(d.Name(), ".ko."); ok {
-			compressed[n] = true
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("modules under %s: %w", dir, err)
-	}
-	out := make([]string, 0, len(names))
-	for _, n := range names {
-		p := found[n]
-		if p == "" && compressed[n] {
-			return nil, fmt.Errorf("module %s is only present compressed under %s; give uncompressed .ko files", n, dir)
-		}
-		if p == "" {
-			return nil, fmt.Errorf("no module %s.ko under %s", n, dir)
-		}
-		out = append(out, p)
-	}
-	return out, nil
 }
 
 // kernelPackage is the linux-image-<version> package linux-image-amd64

@@ -5,25 +5,18 @@ import (
 	"strings"
 )
 
-// VirtioModules are the modules a Debian kernel builds as =m that a qemu
-// machine with virtio disks and NICs needs, in dependency order.
-func VirtioModules() []string {
-	return []string{"virtio_ring", "virtio", "virtio_pci_legacy_dev", "virtio_pci_modern_dev",
-		"virtio_pci", "virtio_blk", "failover", "net_failover", "virtio_net"}
-}
-
 // Paths inside the initramfs.
 const (
-	modulesDir = "lib/modules/anvil"
 	dhcpScript = "usr/share/udhcpc/default.script"
 )
 
 // InitScript is the ramdisk's /init (a busybox sh script, PID 1): it mounts
-// proc, sys and dev, insmods modules (names without .ko, from
-// /lib/modules/anvil, in the order given), configures every NIC that has a
-// device behind it with DHCP and runs `anvil agent` with no flags, again
-// whenever it exits. The agent takes its settings from /proc/cmdline.
-func InitScript(modules []string) string {
+// proc, sys and dev, loads the drivers of the devices present by modalias
+// (`anvil ramdisk coldplug`, as udev would at boot), brings every NIC up,
+// waits a bounded time for links, configures those with a link by DHCP and
+// runs `anvil agent` with no flags, again whenever it exits. The agent takes
+// its settings from /proc/cmdline.
+func InitScript() string {
 	return `#!/bin/busybox sh
 /bin/busybox mkdir -p /proc /sys /dev /tmp /run /var/run /etc /sbin /usr/bin /usr/sbin
 /bin/busybox mount -t proc proc /proc
@@ -32,10 +25,9 @@ func InitScript(modules []string) string {
 /bin/busybox --install -s
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 log() { echo "anvil-ramdisk: $* (uptime $(cut -d' ' -f1 /proc/uptime)s)"; }
-log "init"
-for m in ` + strings.Join(modules, " ") + `; do
-  insmod /` + modulesDir + `/$m.ko || log "insmod $m failed"
-done
+log "init, kernel $(uname -r)"
+# drivers by modalias: /sys/bus/*/devices/*/modalias against modules.alias
+/bin/anvil ramdisk coldplug || log "coldplug failed"
 # NICs with a device behind them (not lo, not virtual ones)
 nics() {
   for d in /sys/class/net/*; do
@@ -45,13 +37,31 @@ nics() {
 ip link set lo up
 i=0
 while [ -z "$(nics)" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+for n in $(nics); do ip link set "$n" up; done
+# links come up within seconds of the NIC (autonegotiation): wait for any
+# carrier, then give the others a little longer
+i=0
+while [ $i -lt 150 ]; do
+  up=0; down=0
+  for n in $(nics); do
+    if [ "$(cat /sys/class/net/$n/carrier 2>/dev/null)" = 1 ]; then up=$((up+1)); else down=$((down+1)); fi
+  done
+  [ $down -eq 0 ] && break
+  [ $up -gt 0 ] && [ $i -ge 30 ] && break
+  sleep 0.1; i=$((i+1))
+done
 for n in $(nics); do
-  ip link set "$n" up
+  if [ "$(cat /sys/class/net/$n/carrier 2>/dev/null)" != 1 ]; then
+    log "$n ($(cat /sys/class/net/$n/address)): no link, not configured"
+    continue
+  fi
+  log "$n ($(cat /sys/class/net/$n/address)): link up, DHCP"
   # foreground until a lease (3 tries), then in the background to renew it
   udhcpc -i "$n" -s /` + dhcpScript + ` -b -t 3 -T 2 -A 3 || log "udhcpc on $n failed"
 done
 ip addr
 ip route
+log "disks: $(ls /sys/block | tr '\n' ' ')"
 log "starting anvil agent"
 while true; do
   /bin/anvil agent

@@ -2,17 +2,14 @@ package ramdisk
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
-	"crypto/sha256"
 	"debug/elf"
 	"encoding/binary"
-	"encoding/hex"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,6 +81,9 @@ func TestWriteNewcRoundTrip(t *testing.T) {
 		t.Errorf("archive is %d bytes, not 4-aligned", buf.Len())
 	}
 	got := readNewc(t, buf.Bytes())
+	if again, err := ReadNewc(bytes.NewReader(buf.Bytes())); err != nil || !reflect.DeepEqual(again, got) {
+		t.Errorf("ReadNewc = %+v, %v; want %+v", again, err, got)
+	}
 	if len(got) != len(in) {
 		t.Fatalf("got %d entries, want %d", len(got), len(in))
 	}
@@ -137,78 +137,6 @@ func writeELF(t *testing.T, path string, interp bool) {
 	}
 }
 
-func TestBuildWithGivenParts(t *testing.T) {
-	dir := t.TempDir()
-	anvil, busybox := filepath.Join(dir, "anvil"), filepath.Join(dir, "busybox")
-	writeELF(t, anvil, false)
-	writeELF(t, busybox, false)
-	kernel := filepath.Join(dir, "bzImage")
-	if err := os.WriteFile(kernel, []byte("kernel image"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mods := filepath.Join(dir, "lib", "modules", "6.1.0-test", "kernel", "drivers")
-	if err := os.MkdirAll(mods, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range VirtioModules() {
-		if err := os.WriteFile(filepath.Join(mods, m+".ko"), []byte("module "+m), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	out := filepath.Join(dir, "out")
-	r, err := Build(context.Background(), Options{OutputDir: out, Anvil: anvil, Busybox: busybox,
-		Kernel: kernel, ModulesDir: filepath.Join(dir, "lib", "modules"), CacheDir: filepath.Join(dir, "cache")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Kernel != filepath.Join(out, "vmlinuz") || r.Initramfs != filepath.Join(out, "initramfs") {
-		t.Errorf("result paths %q %q", r.Kernel, r.Initramfs)
-	}
-	if k, _ := os.ReadFile(r.Kernel); string(k) != "kernel image" {
-		t.Errorf("vmlinuz = %q", k)
-	}
-	if sum := sha256.Sum256([]byte("kernel image")); r.KernelSHA256 != hex.EncodeToString(sum[:]) {
-		t.Errorf("kernel sha256 %s", r.KernelSHA256)
-	}
-	z, _ := os.ReadFile(r.Initramfs)
-	if sum := sha256.Sum256(z); r.InitramfsSHA256 != hex.EncodeToString(sum[:]) {
-		t.Errorf("initramfs sha256 %s", r.InitramfsSHA256)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(z))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string]Entry{}
-	for _, e := range readNewc(t, raw) {
-		files[e.Name] = e
-	}
-	anvilBytes, _ := os.ReadFile(anvil)
-	if e := files["bin/anvil"]; !bytes.Equal(e.Data, anvilBytes) || e.Mode != TypeRegular|0o755 {
-		t.Errorf("bin/anvil: mode %o, %d bytes", e.Mode, len(e.Data))
-	}
-	if e := files["init"]; e.Mode != TypeRegular|0o755 || string(e.Data) != InitScript(VirtioModules()) {
-		t.Errorf("init: mode %o:\n%s", e.Mode, e.Data)
-	}
-	if e := files["dev/console"]; e.Mode != TypeCharDev|0o600 || e.DevMajor != 5 || e.DevMinor != 1 {
-		t.Errorf("dev/console = %+v", e)
-	}
-	for _, m := range VirtioModules() {
-		if e := files[modulesDir+"/"+m+".ko"]; string(e.Data) != "module "+m {
-			t.Errorf("module %s = %q", m, e.Data)
-		}
-	}
-	if e := files[dhcpScript]; string(e.Data) != udhcpcScript || e.Mode&0o111 == 0 {
-		t.Errorf("udhcpc script missing or not executable")
-	}
-	if strings.Join(r.Modules, " ") != strings.Join(VirtioModules(), " ") {
-		t.Errorf("modules %v", r.Modules)
-	}
-}
-
 func TestBuildRefuses(t *testing.T) {
 	dir := t.TempDir()
 	static, dynamic := filepath.Join(dir, "static"), filepath.Join(dir, "dynamic")
@@ -231,28 +159,6 @@ func TestBuildRefuses(t *testing.T) {
 	}
 }
 
-func TestFindModules(t *testing.T) {
-	dir := t.TempDir()
-	for _, f := range []string{"a/virtio.ko", "b/c/virtio_ring.ko", "virtio_net.ko.xz"} {
-		p := filepath.Join(dir, f)
-		_ = os.MkdirAll(filepath.Dir(p), 0o755)
-		_ = os.WriteFile(p, nil, 0o644)
-	}
-	got, err := FindModules(dir, []string{"virtio_ring", "virtio"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{filepath.Join(dir, "b/c/virtio_ring.ko"), filepath.Join(dir, "a/virtio.ko")}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("FindModules = %v, want %v", got, want)
-	}
-	if _, err := FindModules(dir, []string{"virtio_net"}); err == nil || !strings.Contains(err.Error(), "compressed") {
-		t.Errorf("compressed-only module: err %v", err)
-	}
-	if _, err := FindModules(dir, []string{"virtio_blk"}); err == nil {
-		t.Error("missing module found")
-	}
-}
-
 func TestParseDepends(t *testing.T) {
 	out := "linux-image-amd64\n  Depends: linux-image-6.1.0-57-amd64\n"
 	if p, err := parseDepends(out); err != nil || p != "linux-image-6.1.0-57-amd64" {
@@ -263,10 +169,10 @@ func TestParseDepends(t *testing.T) {
 	}
 }
 
-// The scripts parse as POSIX sh, /init loads the modules in order and runs
+// The scripts parse as POSIX sh, /init loads the drivers by modalias and runs
 // the agent with no flags.
 func TestScripts(t *testing.T) {
-	init := InitScript([]string{"virtio_ring", "virtio"})
+	init := InitScript()
 	for name, s := range map[string]string{"init": init, "udhcpc": udhcpcScript} {
 		c := exec.Command("sh", "-n")
 		c.Stdin = strings.NewReader(s)
@@ -274,8 +180,8 @@ func TestScripts(t *testing.T) {
 			t.Errorf("%s: sh -n: %v: %s", name, err, out)
 		}
 	}
-	if !strings.Contains(init, "for m in virtio_ring virtio; do") {
-		t.Errorf("init does not load the modules in order:\n%s", init)
+	if !strings.Contains(init, "\n/bin/anvil ramdisk coldplug ") || strings.Contains(init, "insmod") {
+		t.Errorf("init does not load the drivers by modalias (and only so):\n%s", init)
 	}
 	if !strings.Contains(init, "\n  /bin/anvil agent\n") {
 		t.Errorf("init does not run the agent without flags:\n%s", init)
