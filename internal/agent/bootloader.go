@@ -68,9 +68,15 @@ func (a *Agent) installBootloader(ctx context.Context, p map[string]any, _ *atom
 	rootUUID, _ := p["root_uuid"].(string)
 	efiUUID, _ := p["efi_system_part_uuid"].(string)
 	ignore, _ := p["ignore_bootloader_failure"].(bool)
+	target, _ := p["target_boot_mode"].(string)
 	device, err := a.bootDevice()
 	if err != nil {
 		return nil, fmt.Errorf("install_bootloader: %w", err)
+	}
+	a.log.Info("install_bootloader", "device", device, "root_uuid", rootUUID, "efi_system_part_uuid", efiUUID,
+		"target_boot_mode", target, "uefi", a.bootModeUEFI())
+	if target != "" && (target == "uefi") != a.bootModeUEFI() {
+		a.log.Warn("install_bootloader: boot mode mismatch: installing the boot loader may fail or work incorrectly", "target_boot_mode", target)
 	}
 	if a.bootModeUEFI() {
 		done, err := a.manageUEFI(device, efiUUID)

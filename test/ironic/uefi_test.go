@@ -78,8 +78,9 @@ func TestIronicDeploysUEFIWholeDisk(t *testing.T) {
 	if got["last_error"] != nil {
 		t.Errorf("last_error after the deploy: %v", got["last_error"])
 	}
-	if mode := bootMode(got); mode != "uefi" {
-		t.Errorf("the node deployed in boot mode %q, want Ironic's default uefi", mode)
+	// Ironic asked for the boot loader in its default boot mode.
+	if logs := agent.Logs.String(); !strings.Contains(logs, `msg=install_bootloader `) || !strings.Contains(logs, "target_boot_mode=uefi") {
+		t.Errorf("the agent was not asked to install a UEFI boot loader:\n%s", logs)
 	}
 	d, err := os.ReadFile(disk)
 	if err != nil {
@@ -102,14 +103,4 @@ func TestIronicDeploysUEFIWholeDisk(t *testing.T) {
 	if !strings.Contains(string(out), want) || !strings.Contains(string(out), "BootOrder: 0000\n") {
 		t.Errorf("efibootmgr -v:\n%s\nwant the entry %q first in BootOrder", out, want)
 	}
-}
-
-// bootMode is the boot mode Ironic recorded for the deploy.
-func bootMode(node map[string]any) string {
-	if di, ok := node["driver_internal_info"].(map[string]any); ok {
-		if m, ok := di["deploy_boot_mode"].(string); ok {
-			return m
-		}
-	}
-	return ""
 }
