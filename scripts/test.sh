@@ -30,6 +30,9 @@ command -v mkisofs >/dev/null 2>&1 || need_pkgs+=(genisoimage)
 { command -v mkfs.fat || [ -x /usr/sbin/mkfs.fat ] || [ -x /sbin/mkfs.fat ]; } >/dev/null 2>&1 || need_pkgs+=(dosfstools)
 command -v mcopy >/dev/null 2>&1 || need_pkgs+=(mtools)
 command -v efibootmgr >/dev/null 2>&1 || need_pkgs+=(efibootmgr)
+# test/efiboot: the agent's UEFI boot entry booted by OVMF: Debian's kernel (+ modules) runs the agent, grub-mkstandalone makes the loader
+ls /boot/vmlinuz-* >/dev/null 2>&1 || need_pkgs+=(linux-image-amd64)
+command -v grub-mkstandalone >/dev/null 2>&1 || need_pkgs+=(grub-common)
 command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)         # the dashboard's browser tests (test/dashboard)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "== installing test dependencies: ${need_pkgs[*]}"
