@@ -9,6 +9,8 @@
 // path, so nothing but the entry can boot it. A control run with pristine
 // variables does not boot it.
 //
+// testos_test.go boots the test OS image (internal/testos) the same way.
+//
 // Needs qemu-system-x86_64, OVMF, Debian's installed kernel (/boot, its
 // modules under /lib/modules), busybox-static, grub-mkstandalone with
 // x86_64-efi modules, mkfs.fat and mtools (scripts/test.sh installs them).
