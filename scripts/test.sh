@@ -33,6 +33,7 @@ command -v efibootmgr >/dev/null 2>&1 || need_pkgs+=(efibootmgr)
 # test/efiboot: the agent's UEFI boot entry booted by OVMF: Debian's kernel (+ modules) runs the agent, grub-mkstandalone makes the loader
 ls /boot/vmlinuz-* >/dev/null 2>&1 || need_pkgs+=(linux-image-amd64)
 command -v grub-mkstandalone >/dev/null 2>&1 || need_pkgs+=(grub-common)
+{ command -v mkfs.ext4 || [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ]; } >/dev/null 2>&1 || need_pkgs+=(e2fsprogs)   # the test OS partition image (internal/testos)
 command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)         # the dashboard's browser tests (test/dashboard)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "== installing test dependencies: ${need_pkgs[*]}"

@@ -96,18 +96,26 @@ func grubEFI(ctx context.Context, dir string) ([]byte, error) {
 	return os.ReadFile(out)
 }
 
-// initScript is the system's /init.
-func initScript(modules []string) string {
-	return `#!/bin/busybox sh
-/bin/busybox mkdir -p /proc /sys /dev /mnt /tmp /sbin /usr/bin /usr/sbin
+// mountBase mounts the kernel's file systems and installs busybox's links.
+const mountBase = `/bin/busybox mkdir -p /proc /sys /dev /mnt /tmp /sbin /usr/bin /usr/sbin
 /bin/busybox mount -t proc proc /proc
 /bin/busybox mount -t sysfs sysfs /sys
 /bin/busybox mount -t devtmpfs devtmpfs /dev
 /bin/busybox --install -s
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
-for m in ` + strings.Join(modules, " ") + `; do insmod /lib/modules/$m.ko 2>/dev/null; done
-echo "` + BootedLine + `"
-dev=""
+`
+
+func insmods(modules []string) string {
+	return "for m in " + strings.Join(modules, " ") + "; do insmod /lib/modules/$m.ko 2>/dev/null; done\n"
+}
+
+// initScript is the whole-disk system's /init.
+func initScript(modules []string) string {
+	return "#!/bin/busybox sh\n" + mountBase + insmods(modules) + "echo \"" + BootedLine + "\"\n" + cloudInit
+}
+
+// cloudInit is what the system does once up: read the config drive.
+const cloudInit = `dev=""
 i=0
 while [ -z "$dev" ] && [ $i -lt 50 ]; do
   dev=$(findfs LABEL=config-2 2>/dev/null)
@@ -137,14 +145,18 @@ fi
 sync
 poweroff -f
 `
-}
 
 func initramfs(o Options) ([]byte, error) {
+	return cpio(o, Modules(), initScript(Modules()), nil)
+}
+
+// cpio is an uncompressed newc archive: busybox, the modules (named as
+// names) under /lib/modules, /init, and extra entries.
+func cpio(o Options, names []string, init string, extra []ramdisk.Entry) ([]byte, error) {
 	bb, err := os.ReadFile(o.Busybox)
 	if err != nil {
 		return nil, err
 	}
-	names := Modules()
 	if len(o.Modules) != len(names) {
 		return nil, fmt.Errorf("testos: %d modules given, want %d (%v)", len(o.Modules), len(names), names)
 	}
@@ -153,8 +165,9 @@ func initramfs(o Options) ([]byte, error) {
 		{Name: "dev/console", Mode: ramdisk.TypeCharDev | 0o600, DevMajor: 5, DevMinor: 1},
 		{Name: "bin/busybox", Mode: ramdisk.TypeRegular | 0o755, Data: bb},
 		{Name: "bin/sh", Mode: ramdisk.TypeSymlink | 0o777, Link: "busybox"},
-		{Name: "init", Mode: ramdisk.TypeRegular | 0o755, Data: []byte(initScript(names))},
+		{Name: "init", Mode: ramdisk.TypeRegular | 0o755, Data: []byte(init)},
 	}
+	entries = append(entries, extra...)
 	for i, m := range o.Modules {
 		b, err := os.ReadFile(m)
 		if err != nil {
@@ -167,4 +180,72 @@ func initramfs(o Options) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// RootLabel is the partition image's file system label.
+const RootLabel = "anvil-root"
+
+// PartitionModules are the modules the partition image's ramdisk loads:
+// Modules() and ext4 with its dependencies.
+func PartitionModules() []string {
+	return append(Modules(), "crc16", "mbcache", "jbd2", "crc32c_generic", "ext4")
+}
+
+// Partition is a partition image: the root file system and the kernel
+// and ramdisk that boot it (instance_info's image_source, kernel and
+// ramdisk).
+type Partition struct {
+	Root, Kernel, Ramdisk string
+}
+
+// BuildPartition writes a partition image to dir: root.img, an ext4 file
+// system (mkfs.ext4 -d, labelled RootLabel) holding busybox and an
+// /sbin/init that reads the config drive; ramdisk, which loads
+// PartitionModules() (o.Modules in that order), mounts the file system
+// labelled RootLabel and switches to it. The kernel is o.Kernel.
+func BuildPartition(ctx context.Context, dir string, o Options, rootMiB int64) (Partition, error) {
+	p := Partition{Root: filepath.Join(dir, "root.img"), Kernel: o.Kernel, Ramdisk: filepath.Join(dir, "ramdisk")}
+	tree := filepath.Join(dir, "rootfs")
+	for _, d := range []string{"bin", "sbin", "dev", "proc", "sys", "mnt", "tmp", "etc"} {
+		if err := os.MkdirAll(filepath.Join(tree, d), 0o755); err != nil {
+			return p, err
+		}
+	}
+	bb, err := os.ReadFile(o.Busybox)
+	if err != nil {
+		return p, err
+	}
+	init := "#!/bin/busybox sh\n" + mountBase + "echo \"" + BootedLine + " (partition image, root " + RootLabel + ")\"\n" + cloudInit
+	for name, f := range map[string]struct {
+		data []byte
+		mode os.FileMode
+	}{"bin/busybox": {bb, 0o755}, "sbin/init": {[]byte(init), 0o755}, "etc/anvil-test-os": {[]byte("partition image\n"), 0o644}} {
+		if err := os.WriteFile(filepath.Join(tree, name), f.data, f.mode); err != nil {
+			return p, err
+		}
+	}
+	if err := os.Symlink("busybox", filepath.Join(tree, "bin/sh")); err != nil {
+		return p, err
+	}
+	_ = os.Remove(p.Root)
+	cmd := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", "-L", RootLabel, "-d", tree, p.Root, fmt.Sprintf("%dM", rootMiB))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return p, fmt.Errorf("mkfs.ext4: %v: %s", err, b)
+	}
+	mods := PartitionModules()
+	rd := "#!/bin/busybox sh\n" + mountBase + insmods(mods) + `mkdir -p /newroot
+i=0
+while ! mount -t ext4 "$(findfs LABEL=` + RootLabel + ` 2>/dev/null)" /newroot 2>/dev/null; do
+  i=$((i+1)); [ $i -lt 50 ] || { echo "anvil-test-os: no root file system ` + RootLabel + `"; poweroff -f; }
+  sleep 0.2
+done
+umount /proc /sys
+mount --move /dev /newroot/dev
+exec switch_root /newroot /sbin/init
+`
+	b, err := cpio(o, mods, rd, nil)
+	if err != nil {
+		return p, err
+	}
+	return p, os.WriteFile(p.Ramdisk, b, 0o644)
 }
