@@ -19,22 +19,6 @@ import (
 	"github.com/anvil-metal/anvil/internal/disk"
 )
 
-// Tools are the programs Build runs.
-var Tools = []string{"mkfs.fat", "mmd", "mcopy"}
-
-// Missing names the first of Tools not installed ("" when all are).
-func Missing() string {
-	for _, t := range Tools {
-		if _, err := exec.LookPath(t); err != nil {
-			if _, err := os.Stat("/usr/sbin/" + t); err == nil {
-				continue
-			}
-			return t
-		}
-	}
-	return ""
-}
-
 // File is one file on the ESP, by its path (EFI/BOOT/BOOTX64.EFI); files
 // are copied in the order given, so directories appear on disk in the
 // order their first file names them.
