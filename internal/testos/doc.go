@@ -7,6 +7,8 @@
 // deployed machine: it finds the config drive (label config-2), reads
 // openstack/latest/meta_data.json, sets its hostname and prints it and its
 // first public key's fingerprint (OpenSSH's SHA256 form) on the serial
-// console, then powers off. It is test support: no production code
-// imports it.
+// console, then powers off. BuildPartition makes the same system as a
+// partition image: an ext4 root file system (mkfs.ext4 -d) plus the kernel
+// and a ramdisk that mounts it. There is no GRUB inside the partition
+// image yet. It is test support: no production code imports it.
 package testos
