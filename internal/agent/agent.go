@@ -57,6 +57,10 @@ type Config struct {
 	// ipa-agent-token): used when the lookup answers the token masked, as
 	// it does for a pregenerated one. Never logged.
 	AgentToken string
+	// EFIVarsDir is the UEFI variable store (efivarfs) boot entries are
+	// written to; set, it also makes the agent see a UEFI boot (tests).
+	// Default: /sys/firmware/efi/efivars under RootDir.
+	EFIVarsDir string
 }
 
 // Agent is one running agent.
@@ -76,6 +80,7 @@ type Agent struct {
 	timeout        time.Duration
 	md5Enabled     bool           // the lookup's agent_md5_checksum_enable
 	partitionUUIDs map[string]any // standby.get_partition_uuids' answer
+	imageDisk      string         // where the last image went (install_bootloader's disk)
 	inspectPending bool           // the node waits for this agent's inventory
 }
 

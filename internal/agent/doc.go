@@ -28,6 +28,15 @@
 // image into its root partition; qcow2 is converted with qemu-img. The
 // disk work itself is package disk's.
 //
+// image.install_bootloader (bootloader.go) follows IPA: booted by UEFI, the
+// agent finds the image's EFI system partition (GPT type), reads its FAT
+// file system in place (fat.go) for IPA's boot loader names or a shim CSV,
+// and writes the UEFI boot entry itself — an EFI_LOAD_OPTION with an
+// HD()/File() device path, first in BootOrder, through efivarfs (efivars.go,
+// mounted if the ramdisk has not; --efivars names another directory in
+// tests); a whole-disk image without a root UUID needs nothing more.
+// Installing GRUB into a partition image is not done yet (refused).
+//
 // Invariants: the token is never logged; a command is accepted only with
 // the lookup's token in the agent_token query parameter (IPA's only place
 // for it), results are readable without one (Ironic 21.4 polls so) but never

@@ -130,6 +130,7 @@ func (a *Agent) writeImageInfo(ctx context.Context, info map[string]any, configd
 	}
 	a.mu.Lock()
 	a.partitionUUIDs = map[string]any{}
+	a.imageDisk, _ = res["root_device"].(string)
 	a.mu.Unlock()
 	return out, nil
 }
@@ -172,13 +173,6 @@ func (a *Agent) powerOff(ctx context.Context, _ map[string]any, _ *atomic.Int64)
 		return nil, fmt.Errorf("power_off: %w", err)
 	}
 	return map[string]any{"result": "power_off: None"}, nil
-}
-
-// installBootloader is image.install_bootloader. Whole-disk images carry
-// their own boot loader (the conductor sends no such command for them);
-// this agent has no GRUB to install into a partition image, and says so.
-func (a *Agent) installBootloader(context.Context, map[string]any, *atomic.Int64) (map[string]any, error) {
-	return nil, errors.New("install_bootloader: this agent cannot install a boot loader (no GRUB in the ramdisk); deploy a whole-disk image or an image with its own boot loader")
 }
 
 // stepsLister answers clean.get_clean_steps / deploy.get_deploy_steps.

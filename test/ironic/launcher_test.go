@@ -26,8 +26,10 @@ const ironicReady = 3 * time.Minute
 // ironicConf is a standalone Ironic 21.4 on loopback: one process (API and
 // conductor, rpc_transport none), no auth, SQLite, fake-hardware with the
 // direct deploy and agent rescue interfaces, the API URL handed to agents
-// (no Keystone catalog), short agent heartbeats, BIOS boot, and no 30 s
-// wait for the fake power interface to report the agent's soft power-off.
+// (no Keystone catalog), short agent heartbeats, Ironic's default boot mode
+// (UEFI; a node asks for BIOS with capabilities boot_mode:bios), and no
+// 30 s wait for the fake power interface to report the agent's soft
+// power-off.
 // Facts from the project workspace's shared/tools/ironic-reference (IRONIC_AGENT=1), copied.
 const ironicConf = `[DEFAULT]
 debug = True
@@ -68,9 +70,6 @@ ramdisk_heartbeat_timeout = 30
 image_download_source = http
 deploy_logs_collect = never
 post_deploy_get_power_state_retries = 0
-
-[deploy]
-default_boot_mode = bios
 
 [database]
 connection = sqlite:///{{dir}}/ironic.sqlite
