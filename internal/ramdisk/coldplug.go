@@ -59,6 +59,7 @@ func (c Coldplug) Run(ctx context.Context) (ColdplugResult, error) {
 		if err != nil {
 			return res, err
 		}
+		aliases = append(aliases, platformAliases(c.SysDir)...)
 		fresh := 0
 		for _, ma := range aliases {
 			if seen[ma] {
@@ -141,4 +142,15 @@ func readModaliases(sys string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// platformAliases are the module aliases the platform asks for besides its
+// devices': a machine booted by UEFI (SysDir/firmware/efi) gets efivarfs
+// (alias fs-efivarfs), as systemd mounts it at boot, so the agent can
+// write the boot entry of the deployed image.
+func platformAliases(sysDir string) []string {
+	if _, err := os.Stat(filepath.Join(sysDir, "firmware", "efi")); err == nil {
+		return []string{"fs-efivarfs"}
+	}
+	return nil
 }

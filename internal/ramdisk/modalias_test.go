@@ -181,3 +181,33 @@ func TestColdplugNoSysfs(t *testing.T) {
 		t.Error("coldplug without sysfs succeeded")
 	}
 }
+
+// A machine booted by UEFI gets efivarfs (alias fs-efivarfs, as in
+// Debian's modules.alias), one booted by BIOS does not.
+func TestColdplugEFIVars(t *testing.T) {
+	x, err := ParseDepIndex([]byte("kernel/fs/efivarfs/efivarfs.ko:\n"),
+		[]byte("# Aliases extracted from modules themselves.\nalias fs-efivarfs efivarfs\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, uefi := range []bool{true, false} {
+		sys := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(sys, "bus", "pci", "devices"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if uefi {
+			if err := os.MkdirAll(filepath.Join(sys, "firmware", "efi"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var loaded []string
+		_, err := Coldplug{SysDir: sys, Index: x, Settle: time.Millisecond,
+			Load: func(_ context.Context, m, _ string) error { loaded = append(loaded, m); return nil }}.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(loaded) == 1 && loaded[0] == "efivarfs"; got != uefi {
+			t.Errorf("uefi %v: loaded %v", uefi, loaded)
+		}
+	}
+}

@@ -10,7 +10,8 @@ import (
 var profiles = map[string][]string{
 	// qemu/KVM machines: virtio disks and NICs (PCI transport), virtio-scsi
 	// disks (sd_mod), qemu's default e1000/e1000e NICs and its AHCI (q35).
-	"vm": {"virtio_pci", "virtio_net", "virtio_blk", "virtio_scsi", "sd_mod", "e1000", "e1000e", "ahci"},
+	// efivarfs (both profiles): the agent writes UEFI boot entries.
+	"vm": {"virtio_pci", "virtio_net", "virtio_blk", "virtio_scsi", "sd_mod", "e1000", "e1000e", "ahci", "efivarfs"},
 	// physical servers: the vm set plus the common server NICs and storage
 	// controllers of Debian's kernel (see docs/ramdisk.md).
 	"server": {
@@ -22,6 +23,7 @@ var profiles = map[string][]string{
 		// SATA AHCI, NVMe, Broadcom/LSI MegaRAID and SAS HBAs, Intel C600 SAS
 		// (isci, whose firmware Debian's main archive ships), HPE Smart Array
 		"ahci", "nvme", "megaraid_sas", "mpt3sas", "isci", "hpsa", "smartpqi",
+		"efivarfs",
 	},
 }
 

@@ -185,13 +185,28 @@ func TestAgentBootEntryBootsInOVMF(t *testing.T) {
 	need(t, "mkfs.fat", "dosfstools")
 	need(t, "mcopy", "mtools")
 	vmlinuz, modDir := installedKernel(t)
-	mods, err := ramdisk.FindModules(modDir, append(ramdisk.VirtioModules(), "efivarfs"))
+	// The vm profile (virtio, efivarfs), loaded at boot by modalias; the
+	// UEFI firmware makes coldplug load efivarfs.
+	names, err := ramdisk.ProfileModules("vm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := ramdisk.OpenTree(modDir)
 	if err != nil {
 		testbin.Missing(t, err.Error(), vmSwitch)
 	}
+	mods, err := tree.Resolve(names)
+	if err != nil {
+		testbin.Missing(t, err.Error(), vmSwitch)
+	}
+	release, err := ramdisk.Release(mods)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	initrd := filepath.Join(dir, "initramfs")
-	if err := ramdisk.WriteInitramfs(initrd, ramdisk.Spec{Anvil: anvilBin, Busybox: hostBusybox, Modules: mods}); err != nil {
+	if _, err := ramdisk.WriteInitramfs(initrd, ramdisk.Spec{Anvil: anvilBin, Busybox: hostBusybox, Modules: mods,
+		Release: release}); err != nil {
 		t.Fatalf("initramfs: %v", err)
 	}
 	img, err := efitest.Build(context.Background(), dir, efitest.Spec{SizeMiB: 40, ESPMiB: 32,

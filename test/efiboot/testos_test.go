@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +16,6 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/anvil-metal/anvil/internal/disk"
-	"github.com/anvil-metal/anvil/internal/ramdisk"
 	"github.com/anvil-metal/anvil/internal/testbin"
 	"github.com/anvil-metal/anvil/internal/testos"
 )
@@ -36,7 +37,7 @@ func TestTestOSReadsConfigDrive(t *testing.T) {
 	need(t, "mkfs.fat", "dosfstools")
 	need(t, "mcopy", "mtools")
 	vmlinuz, modDir := installedKernel(t)
-	mods, err := ramdisk.FindModules(modDir, testos.Modules())
+	mods, err := findModules(modDir, testos.Modules())
 	if err != nil {
 		testbin.Missing(t, err.Error(), vmSwitch)
 	}
@@ -121,7 +122,7 @@ func TestTestOSPartitionImage(t *testing.T) {
 	busybox := need(t, "busybox", "busybox-static")
 	need(t, "mkfs.ext4", "e2fsprogs")
 	vmlinuz, modDir := installedKernel(t)
-	mods, err := ramdisk.FindModules(modDir, testos.PartitionModules())
+	mods, err := findModules(modDir, testos.PartitionModules())
 	if err != nil {
 		testbin.Missing(t, err.Error(), vmSwitch)
 	}
@@ -206,4 +207,29 @@ func logTestOS(t *testing.T, console string) {
 			t.Log(strings.TrimSpace(l))
 		}
 	}
+}
+
+// findModules returns the .ko file of each named module under dir, in the
+// order given (the test OS loads exactly these, in order).
+func findModules(dir string, names []string) ([]string, error) {
+	found := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if n, ok := strings.CutSuffix(d.Name(), ".ko"); ok && !d.IsDir() {
+			found[strings.ReplaceAll(n, "-", "_")] = p
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(names))
+	for i, n := range names {
+		if out[i] = found[strings.ReplaceAll(n, "-", "_")]; out[i] == "" {
+			return nil, fmt.Errorf("module %s not found under %s", n, dir)
+		}
+	}
+	return out, nil
 }
