@@ -70,6 +70,7 @@ jittered back-off (at most 10 s apart); --once looks up once and exits.`,
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", 0, "fixed heartbeat interval (default: 0.3-0.6 x the lookup's heartbeat_timeout)")
 	f.StringVar(&cfg.RootDir, "root-dir", "", "root directory: proc/ and sys/ are read for the inventory, etc/anvil-rescue-password is written by rescue (default /)")
 	f.StringVar(&cfg.EFIVarsDir, "efivars", "", "UEFI variable store (efivarfs) install_bootloader writes boot entries to; set, the agent acts as booted by UEFI (default /sys/firmware/efi/efivars, UEFI when /sys/firmware/efi exists)")
+	f.BoolVar(&cfg.BIOS, "bios", false, "the machine boots by BIOS: never read or write UEFI variables, whatever /sys/firmware/efi shows (emulated machines on a UEFI host)")
 	f.BoolVar(&cfg.AllowMD5, "allow-md5", false, "accept md5 image checksums")
 	f.StringVar(&cfg.TLS.CAFile, "ca-file", "", "PEM CA bundle that verifies an https API (IPA's cafile; default: the system's CAs)")
 	f.StringVar(&cfg.TLS.CertFile, "cert-file", "", "PEM client certificate presented to the API (IPA's certfile; needs --key-file)")

@@ -61,6 +61,11 @@ type Config struct {
 	// written to; set, it also makes the agent see a UEFI boot (tests).
 	// Default: /sys/firmware/efi/efivars under RootDir.
 	EFIVarsDir string
+	// BIOS: the machine is known to boot by BIOS, whatever the host shows
+	// under /sys/firmware/efi: install_bootloader never reads or writes
+	// UEFI variables. The BMC emulator's agents run on the emulator's host
+	// and must never write its boot entries.
+	BIOS bool
 }
 
 // Agent is one running agent.

@@ -50,6 +50,9 @@ func rootOr(root string) string {
 // machine booted by UEFI (the kernel shows /sys/firmware/efi), or a test
 // named a variable store.
 func (a *Agent) bootModeUEFI() bool {
+	if a.cfg.BIOS {
+		return false
+	}
 	if a.cfg.EFIVarsDir != "" {
 		return true
 	}

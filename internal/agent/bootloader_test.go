@@ -308,3 +308,19 @@ func TestLoadOptionRoundTrip(t *testing.T) {
 		t.Error("a relative loader path was accepted")
 	}
 }
+
+// TestInstallBootloaderBIOSMachine: an agent told its machine boots by
+// BIOS (the emulator's, on a host that may be UEFI) writes no UEFI
+// variable even for an image with an EFI system partition and a loader.
+func TestInstallBootloaderBIOSMachine(t *testing.T) {
+	img := buildESPDisk(t, efitest.Spec{SizeMiB: 40, ESPMiB: 33, Files: []efitest.File{{Path: "EFI/BOOT/BOOTX64.EFI", Data: []byte("MZ")}}})
+	vars := t.TempDir()
+	a := bootAgent(t, img.Path, vars)
+	a.cfg.BIOS = true
+	if res, err := a.installBootloader(context.Background(), map[string]any{"root_uuid": nil, "target_boot_mode": "uefi"}, nil); err != nil || res != nil {
+		t.Fatalf("install_bootloader = %v, %v", res, err)
+	}
+	if ents, _ := os.ReadDir(vars); len(ents) != 0 {
+		t.Errorf("%d variables written by a BIOS machine's agent", len(ents))
+	}
+}

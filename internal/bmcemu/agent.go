@@ -64,8 +64,10 @@ type AgentSpec struct {
 // device hints choose among (as --disk makes it for a child agent): a hint
 // never picks a disk of the host the emulator runs on.
 func RunAgentInProcess(ctx context.Context, spec AgentSpec) error {
+	// BIOS: the agent runs on the emulator's host, whose UEFI boot
+	// entries (if it has any) it must never touch.
 	a, err := agent.New(agent.Config{APIURL: spec.APIURL, MACs: spec.MACs, Disk: spec.Disk, Disks: []string{spec.Disk},
-		Listen: "127.0.0.1:0", HeartbeatInterval: spec.HeartbeatInterval, Log: spec.Log, Ready: spec.Ready})
+		Listen: "127.0.0.1:0", HeartbeatInterval: spec.HeartbeatInterval, Log: spec.Log, Ready: spec.Ready, BIOS: true})
 	if err != nil {
 		return err
 	}
@@ -76,7 +78,7 @@ func RunAgentInProcess(ctx context.Context, spec AgentSpec) error {
 // the anvil binary, e.g. os.Executable()), stopped with SIGTERM when ctx ends.
 func RunAgentProcess(bin string) func(ctx context.Context, spec AgentSpec) error {
 	return func(ctx context.Context, spec AgentSpec) error {
-		args := []string{"agent", "--api-url", spec.APIURL, "--disk", spec.Disk, "--listen", "127.0.0.1:0",
+		args := []string{"agent", "--api-url", spec.APIURL, "--disk", spec.Disk, "--listen", "127.0.0.1:0", "--bios",
 			"--heartbeat-interval", spec.HeartbeatInterval.String()}
 		for _, mac := range spec.MACs {
 			args = append(args, "--mac", mac)

@@ -263,6 +263,11 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		if err != nil {
 			return Result{}, fmt.Errorf("ramdisk: %w", err)
 		}
+		for _, opt := range optionalModules {
+			if tree.Has(opt) { // absent: built into the kernel, or not built
+				names = append(names, opt)
+			}
+		}
 		if mods, err = tree.Resolve(names); err != nil {
 			return Result{}, fmt.Errorf("ramdisk: %w", err)
 		}

@@ -44,6 +44,9 @@ func OpenTree(dir string) (*Tree, error) {
 	return t, nil
 }
 
+// Has reports whether the tree holds the named module.
+func (t *Tree) Has(name string) bool { return t.paths[CanonicalName(name)] != "" }
+
 // Module is a module picked from a Tree.
 type Module struct {
 	ModInfo

@@ -10,8 +10,7 @@ import (
 var profiles = map[string][]string{
 	// qemu/KVM machines: virtio disks and NICs (PCI transport), virtio-scsi
 	// disks (sd_mod), qemu's default e1000/e1000e NICs and its AHCI (q35).
-	// efivarfs (both profiles): the agent writes UEFI boot entries.
-	"vm": {"virtio_pci", "virtio_net", "virtio_blk", "virtio_scsi", "sd_mod", "e1000", "e1000e", "ahci", "efivarfs"},
+	"vm": {"virtio_pci", "virtio_net", "virtio_blk", "virtio_scsi", "sd_mod", "e1000", "e1000e", "ahci"},
 	// physical servers: the vm set plus the common server NICs and storage
 	// controllers of Debian's kernel (see docs/ramdisk.md).
 	"server": {
@@ -23,9 +22,13 @@ var profiles = map[string][]string{
 		// SATA AHCI, NVMe, Broadcom/LSI MegaRAID and SAS HBAs, Intel C600 SAS
 		// (isci, whose firmware Debian's main archive ships), HPE Smart Array
 		"ahci", "nvme", "megaraid_sas", "mpt3sas", "isci", "hpsa", "smartpqi",
-		"efivarfs",
 	},
 }
+
+// optionalModules join every profile when the kernel has them as modules
+// (a kernel may build them in): efivarfs, through which the agent writes
+// the UEFI boot entry (coldplug loads it on a UEFI machine).
+var optionalModules = []string{"efivarfs"}
 
 // DefaultProfile is the profile of `anvil ramdisk build` without --profile.
 const DefaultProfile = "server"

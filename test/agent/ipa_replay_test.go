@@ -491,4 +491,29 @@ func TestAnvilDrivesIPA(t *testing.T) {
 	if p := ipa.paramsOf("finalize_rescue"); p["hashed"] != true || !strings.HasPrefix(fmt.Sprint(p["rescue_password"]), "$6$") {
 		t.Errorf("finalize_rescue params = %v", p)
 	}
+
+	// In UEFI boot mode a whole-disk deploy asks the agent to install the
+	// boot loader (the boot entry), as Ironic's configure_local_boot.
+	provision(t, api, node, "unrescue")
+	waitState(t, api, node, "active")
+	provision(t, api, node, "deleted")
+	waitState(t, api, node, "available")
+	mustCall(t, 200, "PATCH", api+"/v1/nodes/"+node, []map[string]any{
+		{"op": "add", "path": "/properties/capabilities", "value": "boot_mode:uefi"}})
+	setImage(t, api, node, "http://127.0.0.1:1/images/ipa.img", sum)
+	ipa.mu.Lock()
+	ipa.seen = nil
+	ipa.mu.Unlock()
+	provision(t, api, node, "active")
+	waitState(t, api, node, "active")
+	seen, errs := ipa.sent()
+	if len(errs) > 0 {
+		t.Fatalf("UEFI deploy: protocol violations: %q", errs)
+	}
+	if i := slices.Index(seen, "image.install_bootloader"); i < 0 || !slices.Contains(seen[i:], "standby.sync") {
+		t.Errorf("UEFI deploy sent %q, want image.install_bootloader before standby.sync", seen)
+	}
+	if p := ipa.paramsOf("install_bootloader"); p["target_boot_mode"] != "uefi" {
+		t.Errorf("install_bootloader params = %v", p)
+	}
 }

@@ -195,7 +195,7 @@ func TestAgentBootEntryBootsInOVMF(t *testing.T) {
 	if err != nil {
 		testbin.Missing(t, err.Error(), vmSwitch)
 	}
-	mods, err := tree.Resolve(names)
+	mods, err := tree.Resolve(append(names, "efivarfs"))
 	if err != nil {
 		testbin.Missing(t, err.Error(), vmSwitch)
 	}

@@ -23,6 +23,7 @@ const (
 	keyCommandName = "agent_command_name"
 	keyProgress    = "agent_bytes_written"
 	keyDeployPhase = "agent_deploy_phase"
+	keyEFIPartUUID = "efi_system_partition_uuid" // from standby.get_partition_uuids, for install_bootloader
 )
 
 // Config configures the direct deploy interface.
@@ -261,7 +262,7 @@ func forgetAgent(n *model.Node) {
 		n.DriverInternalInfo = model.JSON{}
 	}
 	for _, k := range []string{ipa.KeyToken, ipa.KeyTokenRequired, ipa.KeyURL, ipa.KeyVersion, ipa.KeyVerifyCA,
-		keyCommandID, keyCommandName, keyDeployPhase} {
+		keyCommandID, keyCommandName, keyDeployPhase, keyEFIPartUUID} {
 		delete(n.DriverInternalInfo, k)
 	}
 }
@@ -308,8 +309,10 @@ func (d *Direct) continueOp(ctx context.Context, t *driver.Task, op string) (dri
 
 // continueDeploy runs the deploy's commands, as Ironic's direct deploy
 // does: standby.prepare_image (polled), standby.get_partition_uuids, for
-// a partition image image.install_bootloader (polled), standby.sync; then
-// the node boots from disk. The phase reached is kept across heartbeats.
+// a partition image or any image in UEFI boot mode image.install_bootloader
+// (polled: in UEFI the agent writes the boot entry of the image's EFI
+// system partition, as Ironic's configure_local_boot asks it), standby.sync;
+// then the node boots from disk. The phase reached is kept across heartbeats.
 func (d *Direct) continueDeploy(ctx context.Context, t *driver.Task) (driver.Result, error) {
 	n := t.Node
 	phase, _ := n.DriverInternalInfo[keyDeployPhase].(string)
@@ -337,9 +340,20 @@ func (d *Direct) continueDeploy(ctx context.Context, t *driver.Task) (driver.Res
 		if root != "" {
 			n.DriverInternalInfo["root_uuid_or_disk_id"] = root
 		}
-		if partitionImage(n) {
-			efi, _ := res.Result["efi system partition uuid"].(string)
-			params := map[string]any{"root_uuid": root, "efi_system_part_uuid": nilIfEmpty(efi),
+		if efi, _ := res.Result["efi system partition uuid"].(string); efi != "" {
+			n.DriverInternalInfo[keyEFIPartUUID] = efi
+		}
+		// A phase of its own: install_bootloader is polled over later
+		// heartbeats, which must not ask for the partitions again (that
+		// would replace the polled command's id).
+		phase = ipa.CmdGetPartitionUUIDs
+		n.DriverInternalInfo[keyDeployPhase] = phase
+	}
+	if phase == ipa.CmdGetPartitionUUIDs {
+		if partitionImage(n) || bootMode(n) == "uefi" {
+			root, _ := n.DriverInternalInfo["root_uuid_or_disk_id"].(string)
+			efi, _ := n.DriverInternalInfo[keyEFIPartUUID].(string)
+			params := map[string]any{"root_uuid": nilIfEmpty(root), "efi_system_part_uuid": nilIfEmpty(efi),
 				"prep_boot_part_uuid": nil, "target_boot_mode": bootMode(n)}
 			if _, done, err := runCommand(ctx, d.cfg.Client, n, ipa.CmdInstallBootloader, params); err != nil || !done {
 				return notDone(err)
