@@ -12,11 +12,11 @@ install:
 test:
 	./scripts/test.sh
 
-# Speed figures through the real HTTP API (see README "Benchmarks").
+# Speed figures through the real HTTP API (see docs/benchmarks.md).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./bench/...
 
-# The figures at 100,000 nodes (about 10 minutes; README "Benchmarks").
+# The figures at 100,000 nodes (about 10 minutes; docs/benchmarks.md).
 bench-100k:
 	ANVIL_BENCH_100K=1 $(GO) test -run '^$$' -bench 100k -benchtime 1x -benchmem -timeout 60m ./bench/
 	ANVIL_BENCH_100K=1 $(GO) test -run '^$$' -bench SyncPowerStates100000 -benchtime 1x ./internal/conductor/
