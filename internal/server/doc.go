@@ -20,6 +20,9 @@
 // open), then the audit record of each write, then the project policy of
 // project-scoped tokens; the http.Server has read, write and idle timeouts,
 // long answers (event stream, boot files) get the write timeout per write,
-// and a listener cap bounds open connections; TLS when a certificate is
+// and a listener cap bounds open connections, those of one client address
+// too (http.go); a request body must keep arriving at a minimum rate after
+// a grace or is answered 408, and at the cap such a body's connection is
+// evicted for a new client (pace.go); TLS when a certificate is
 // configured. Every log line goes through secret.Handler.
 package server

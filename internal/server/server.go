@@ -244,14 +244,15 @@ func Serve(ctx context.Context, cfg Config) error {
 		_ = ln.Close()
 		return err
 	}
-	capped := newConnCap(sln, lim.MaxConnections)
+	capped := newConnCap(sln, lim.MaxConnections, lim.MaxConnectionsPerAddress)
 	ln = capped
 	if reload != nil {
 		reloadOnHUP(ctx, reload, cfg.Log)
 	}
-	srv := newHTTPServer(withLimits(h, bootPrefix, lim), lim)
+	srv := newHTTPServer(withLimits(pace(h, lim, capped), bootPrefix, lim), lim)
 	srv.ErrorLog = slog.NewLogLogger(cfg.Log.Handler(), slog.LevelInfo) // TLS handshake failures and the like
 	srv.ConnState = capped.track
+	srv.ConnContext = capped.connContext
 	// Open watch streams end when shutdown begins, or Shutdown would wait
 	// for them until its deadline.
 	srv.RegisterOnShutdown(broker.Close)
