@@ -40,6 +40,10 @@ type Config struct {
 	ConductorAliveWindow time.Duration
 	// MaxPageSize is the default and largest page of a list ([api]max_limit, 1000).
 	MaxPageSize int
+	// MaxStreamsPerClient caps the open event streams of one principal
+	// (under noauth, of one client address); more are answered 429
+	// (DefaultMaxStreamsPerClient).
+	MaxStreamsPerClient int
 }
 
 // Server is the Ironic v1 REST API over a store and a conductor.
@@ -49,6 +53,8 @@ type Server struct {
 	mux  *http.ServeMux
 	bufs sync.Pool // *[]byte response buffers of large lists
 	own  atomic.Pointer[ownRow]
+	// streams counts open event streams per client (events.go).
+	streams streamCounts
 }
 
 // New returns the API handler. Store, its Broker and Conductor are
@@ -74,6 +80,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxPageSize <= 0 {
 		cfg.MaxPageSize = 1000
+	}
+	if cfg.MaxStreamsPerClient <= 0 {
+		cfg.MaxStreamsPerClient = DefaultMaxStreamsPerClient
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}

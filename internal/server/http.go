@@ -44,6 +44,9 @@ type Limits struct {
 	// 408 and its connection closed, long before ReadTimeout would cut it.
 	BodyGrace   time.Duration
 	MinBodyRate int64
+	// MaxStreamsPerClient caps the open event streams of one principal
+	// (under noauth, one client address); more are answered 429.
+	MaxStreamsPerClient int
 }
 
 // Default limits. A 64 MiB config drive at 1 MiB/s still fits ReadTimeout.
