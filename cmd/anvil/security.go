@@ -27,6 +27,7 @@ func addSecurityFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.IntVar(&l.MaxConnectionsPerAddress, "api-max-connections-per-address", server.DefaultMaxConnectionsPerAddress, "open API connections of one client address at most; more are answered 429")
 	secs(&l.BodyGrace, "api-body-grace", server.DefaultBodyGrace, "a request body may take this long before --api-min-body-rate applies")
 	f.IntVar(&l.MaxStreamsPerClient, "api-max-streams-per-client", api.DefaultMaxStreamsPerClient, "open event streams of one user (under noauth, one client address) at most; more are answered 429")
+	f.IntVar(&l.MaxStreams, "api-max-streams", 0, "open event streams of the server at most (0: a quarter of --api-max-connections); more are answered 503")
 	f.Int64Var(&l.MinBodyRate, "api-min-body-rate", server.DefaultMinBodyRate, "after --api-body-grace a request body must arrive at this many bytes a second, or it is answered 408 and its connection closed")
 	s := &cfg.Security
 	f.StringVar(&s.Auth.Strategy, "auth-strategy", auth.NoAuth, "noauth, http_basic (Ironic's auth_strategy) or jwt (OpenID Connect bearer tokens); the root, /v1 and the agent's endpoints stay public")

@@ -37,8 +37,11 @@ const (
 	streamFlushBytes = 16 << 10
 )
 
-// DefaultMaxStreamsPerClient is Config.MaxStreamsPerClient's default.
-const DefaultMaxStreamsPerClient = 32
+// Defaults of Config.MaxStreamsPerClient and Config.MaxStreams.
+const (
+	DefaultMaxStreamsPerClient = 32
+	DefaultMaxStreams          = 512
+)
 
 func (s *Server) eventRoutes() {
 	s.handle(endpoint{"GET": s.streamEvents}, events.StreamPath)
@@ -63,10 +66,16 @@ func (s *Server) streamEvents(rc *call) error {
 		return err
 	}
 	client := streamClient(rc.r)
-	if !s.streams.open(client, s.cfg.MaxStreamsPerClient) {
+	switch s.streams.open(client, s.cfg.MaxStreamsPerClient, s.cfg.MaxStreams) {
+	case streamClientFull:
 		rc.w.Header().Set("Retry-After", "1")
 		WriteError(rc.w, http.StatusTooManyRequests, fmt.Sprintf(
 			"Too many open event streams for this client (at most %d); close one and retry.", s.cfg.MaxStreamsPerClient))
+		return nil
+	case streamServerFull:
+		rc.w.Header().Set("Retry-After", "5")
+		WriteError(rc.w, http.StatusServiceUnavailable, fmt.Sprintf(
+			"Too many open event streams on this server (at most %d); retry later.", s.cfg.MaxStreams))
 		return nil
 	}
 	defer s.streams.close(client)
@@ -343,30 +352,44 @@ func streamClient(r *http.Request) string {
 	return "addr\x00" + host
 }
 
-// streamCounts counts the open streams of each client. The zero value is
-// ready.
+// streamCounts counts the open streams, in all and of each client. The
+// zero value is ready.
 type streamCounts struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu    sync.Mutex
+	total int
+	n     map[string]int
 }
 
-// open counts a stream of client unless it has max open already.
-func (c *streamCounts) open(client string, max int) bool {
+// Answers of streamCounts.open.
+const (
+	streamOpened = iota
+	streamClientFull
+	streamServerFull
+)
+
+// open counts a stream of client unless it has perClient open already or
+// the server total ones.
+func (c *streamCounts) open(client string, perClient, total int) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.n[client] >= max {
-		return false
+	switch {
+	case c.n[client] >= perClient:
+		return streamClientFull
+	case c.total >= total:
+		return streamServerFull
 	}
 	if c.n == nil {
 		c.n = map[string]int{}
 	}
 	c.n[client]++
-	return true
+	c.total++
+	return streamOpened
 }
 
 func (c *streamCounts) close(client string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.total--
 	if c.n[client]--; c.n[client] <= 0 {
 		delete(c.n, client)
 	}

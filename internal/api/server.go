@@ -44,6 +44,9 @@ type Config struct {
 	// (under noauth, of one client address); more are answered 429
 	// (DefaultMaxStreamsPerClient).
 	MaxStreamsPerClient int
+	// MaxStreams caps the open event streams of the server; more are
+	// answered 503 (DefaultMaxStreams).
+	MaxStreams int
 }
 
 // Server is the Ironic v1 REST API over a store and a conductor.
@@ -83,6 +86,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxStreamsPerClient <= 0 {
 		cfg.MaxStreamsPerClient = DefaultMaxStreamsPerClient
+	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = DefaultMaxStreams
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}

@@ -108,23 +108,30 @@ func htpasswdFile(t *testing.T, users ...string) string {
 
 // TestStreamsPerClient: one client (a principal, or an address under
 // noauth) holds at most MaxStreamsPerClient streams; one more is refused
-// 429 with Ironic's error body while other clients are served.
+// 429 with Ironic's error body while other clients are served; and the
+// server holds at most MaxStreams (503 beyond).
 func TestStreamsPerClient(t *testing.T) {
 	type open struct{ from, user string }
 	for _, tc := range []struct {
 		name  string
 		basic bool
+		total int    // the server's cap (0: the default)
 		held  []open // opened first, all served
 		next  open
 		want  int
+		msg   string
 	}{
-		{"noauth, same address", false, []open{{"127.0.0.1", ""}, {"127.0.0.1", ""}}, open{"127.0.0.1", ""}, http.StatusTooManyRequests},
-		{"noauth, another address", false, []open{{"127.0.0.1", ""}, {"127.0.0.1", ""}}, open{"127.0.0.2", ""}, http.StatusOK},
-		{"user, another address", true, []open{{"127.0.0.1", "u"}, {"127.0.0.2", "u"}}, open{"127.0.0.3", "u"}, http.StatusTooManyRequests},
-		{"another user, same address", true, []open{{"127.0.0.1", "u"}, {"127.0.0.1", "u"}}, open{"127.0.0.1", "v"}, http.StatusOK},
+		{"noauth, same address", false, 0, []open{{"127.0.0.1", ""}, {"127.0.0.1", ""}}, open{"127.0.0.1", ""},
+			http.StatusTooManyRequests, "Too many open event streams for this client"},
+		{"noauth, another address", false, 0, []open{{"127.0.0.1", ""}, {"127.0.0.1", ""}}, open{"127.0.0.2", ""}, http.StatusOK, ""},
+		{"user, another address", true, 0, []open{{"127.0.0.1", "u"}, {"127.0.0.2", "u"}}, open{"127.0.0.3", "u"},
+			http.StatusTooManyRequests, "Too many open event streams for this client"},
+		{"another user, same address", true, 0, []open{{"127.0.0.1", "u"}, {"127.0.0.1", "u"}}, open{"127.0.0.1", "v"}, http.StatusOK, ""},
+		{"server full", false, 3, []open{{"127.0.0.1", ""}, {"127.0.0.2", ""}, {"127.0.0.3", ""}}, open{"127.0.0.4", ""},
+			http.StatusServiceUnavailable, "Too many open event streams on this server"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			se := newStreamEnv(t, eventbus.Config{}, func(c *Config) { c.MaxStreamsPerClient = 2 })
+			se := newStreamEnv(t, eventbus.Config{}, func(c *Config) { c.MaxStreamsPerClient, c.MaxStreams = 2, tc.total })
 			var h http.Handler = se.h
 			if tc.basic {
 				var err error
@@ -165,7 +172,7 @@ func TestStreamsPerClient(t *testing.T) {
 			if code != tc.want {
 				t.Fatalf("next stream: %d %s; want %d", code, body, tc.want)
 			}
-			if code != http.StatusOK && !strings.Contains(body, "Too many open event streams") {
+			if !strings.Contains(body, tc.msg) || code != http.StatusOK && !strings.Contains(body, "error_message") {
 				t.Fatalf("refusal without Ironic's error body: %s", body)
 			}
 		})

@@ -47,6 +47,10 @@ type Limits struct {
 	// MaxStreamsPerClient caps the open event streams of one principal
 	// (under noauth, one client address); more are answered 429.
 	MaxStreamsPerClient int
+	// MaxStreams caps the open event streams of the server, so that
+	// streams (which last) never hold more than a part of MaxConnections;
+	// more are answered 503. Default: a quarter of MaxConnections.
+	MaxStreams int
 }
 
 // Default limits. A 64 MiB config drive at 1 MiB/s still fits ReadTimeout.
@@ -83,6 +87,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MinBodyRate <= 0 {
 		l.MinBodyRate = DefaultMinBodyRate
+	}
+	if l.MaxStreams <= 0 {
+		l.MaxStreams = max(1, l.MaxConnections/4)
 	}
 	return l
 }
@@ -256,15 +263,17 @@ func (l *connCap) room() bool {
 }
 
 // rank orders eviction: 2 for a connection wasting its slot (no headers
-// within staleNew, a body behind its minimum rate), 1 for an idle one, 0
-// for one that may not be evicted; since breaks ties, oldest first.
+// within staleNew, a body behind its minimum rate), 1 for one idle for
+// staleNew, 0 for one that may not be evicted; since breaks ties, oldest
+// first.
 func (l *connCap) rank(in *connInfo, now time.Time) (int, time.Time) {
 	switch {
 	case in.state == http.StateNew && now.Sub(in.since) >= l.staleNew:
 		return 2, in.since
 	case in.state == http.StateActive && in.body != nil && in.body.behind(now, l.staleNew):
 		return 2, in.body.start
-	case in.state == http.StateIdle:
+	case in.state == http.StateIdle && now.Sub(in.since) >= l.staleNew:
+		// Not one idle between a client's requests: only after staleNew.
 		return 1, in.since
 	}
 	return 0, time.Time{}
@@ -385,10 +394,21 @@ func (p *progressWriter) Flush() { _ = p.ctl.Flush() }
 // Unwrap lets http.ResponseController reach the connection.
 func (p *progressWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
 
+// streamSendBuffer is the kernel send buffer of an event stream's
+// connection: events are small, and a reader that stops reading then
+// holds this much of the kernel's memory, not the megabytes autotuning
+// would grow to.
+const streamSendBuffer = 64 << 10
+
 // withLimits serves the long answers through longLived.
 func withLimits(h http.Handler, bootPrefix string, l Limits) http.Handler {
 	long := longLived(h, l.WriteTimeout)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == events.StreamPath {
+			if tc, ok := r.Context().Value(connKey{}).(*net.TCPConn); ok {
+				_ = tc.SetWriteBuffer(streamSendBuffer)
+			}
+		}
 		if isLongLived(r, bootPrefix) {
 			long.ServeHTTP(w, r)
 			return

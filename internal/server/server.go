@@ -227,7 +227,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer closeAudit()
 	// The API's "alive" is the conductors' own test, with their timeout.
 	apiH := api.New(api.Config{Store: st, Conductor: apiCond, Logger: cfg.Log,
-		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute), MaxStreamsPerClient: lim.MaxStreamsPerClient})
+		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute), MaxStreamsPerClient: lim.MaxStreamsPerClient, MaxStreams: lim.MaxStreams})
 	inner := handler(apiH, mx, bootPrefix, bootH, dash)
 	if cfg.Role == RoleConductor {
 		inner = conductorOnly(mx)
