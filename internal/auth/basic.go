@@ -247,16 +247,19 @@ type basic struct {
 	compare func(hash, pass []byte) error
 	mu      sync.Mutex
 	cache   map[[32]byte]bool // hash of user, password and entry, of a match
+	// misses are credentials that failed, kept apart so that guesses
+	// cannot evict the matches: a repeated failure is answered without
+	// bcrypt and is not a new guess to count.
+	misses map[[32]byte]bool
 }
 
 func newBasic(users *userFile, log *slog.Logger) *basic {
 	return &basic{users: users, log: log, fails: newFailures(), slots: make(slots, bcryptSlots()),
-		now: time.Now, compare: bcrypt.CompareHashAndPassword, cache: map[[32]byte]bool{}}
+		now: time.Now, compare: bcrypt.CompareHashAndPassword, cache: map[[32]byte]bool{}, misses: map[[32]byte]bool{}}
 }
 
-// cacheMax bounds the cache of matches (Ironic's lru_cache maxsize).
-// Failures are not cached: wrong guesses cannot evict the matches, and
-// the failure counters refuse repeated ones without bcrypt.
+// cacheMax bounds the cache of matches (Ironic's lru_cache maxsize) and
+// that of failures, each.
 const cacheMax = 256
 
 // grant checks r's credentials; the grant holds while the user's entry
@@ -313,8 +316,11 @@ func (b *basic) check(r *http.Request) (string, []byte, int, string) {
 	}
 	hash, found := entries[string(user)]
 	key := credKey(user, pass, hash)
-	if found && b.cached(key) {
+	switch matched, known := b.cached(key); {
+	case known && matched && found:
 		return string(user), hash, 0, ""
+	case known && !matched:
+		return "", nil, http.StatusUnauthorized, "Incorrect username or password"
 	}
 	name, addr, now := string(user), clientAddr(r.RemoteAddr), b.now()
 	if b.fails.blocked(name, addr, now) {
@@ -334,10 +340,11 @@ func (b *basic) check(r *http.Request) (string, []byte, int, string) {
 				"user", truncate(name), "remote", r.RemoteAddr, "window", b.fails.window.String())
 		}
 		b.log.Info("authentication failed", "user", truncate(name), "remote", r.RemoteAddr)
+		b.remember(key, false)
 		return "", nil, http.StatusUnauthorized, "Incorrect username or password"
 	}
 	b.fails.succeed(name, addr)
-	b.remember(key)
+	b.remember(key, true)
 	return name, hash, 0, ""
 }
 
@@ -353,21 +360,30 @@ func credKey(user, pass, hash []byte) [32]byte {
 	return key
 }
 
-// cached reports whether the credentials of key matched before.
-func (b *basic) cached(key [32]byte) bool {
+// cached reports whether the credentials of key were checked before
+// (known) and whether they matched.
+func (b *basic) cached(key [32]byte) (matched, known bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.cache[key]
+	if b.cache[key] {
+		return true, true
+	}
+	return false, b.misses[key]
 }
 
-// remember caches a match.
-func (b *basic) remember(key [32]byte) {
+// remember caches a check's result, a match or a failure, each in its
+// own bounded map.
+func (b *basic) remember(key [32]byte, matched bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.cache) >= cacheMax {
-		clear(b.cache)
+	m := b.misses
+	if matched {
+		m = b.cache
 	}
-	b.cache[key] = true
+	if len(m) >= cacheMax {
+		clear(m)
+	}
+	m[key] = true
 }
 
 func truncate(s string) string {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,10 +70,10 @@ func TestFailedAttemptsLimited(t *testing.T) {
 		want             int
 		bcrypt           bool // whether bcrypt runs
 	}
-	wrong := func(user, addr string, n int) []attempt {
+	wrong := func(user, addr string, n int) []attempt { // n distinct guesses
 		out := make([]attempt, n)
 		for i := range out {
-			out[i] = attempt{user, "nope", addr, http.StatusUnauthorized, true}
+			out[i] = attempt{user, "nope-" + strconv.Itoa(i), addr, http.StatusUnauthorized, user != "nobody"}
 		}
 		return out
 	}
@@ -92,6 +93,10 @@ func TestFailedAttemptsLimited(t *testing.T) {
 			attempt{"v", "v-pw", "10.0.0.1", 0, true}},
 		{"pair: after the window", wrong("u", "10.0.0.1", pairFailures), failureWindow,
 			attempt{"u", "nope", "10.0.0.1", http.StatusUnauthorized, true}},
+		{"pair: a repeated guess is no new guess", append(wrong("u", "10.0.0.1", pairFailures-1), wrong("u", "10.0.0.1", 1)[0]), 0,
+			attempt{"u", "nope", "10.0.0.1", http.StatusUnauthorized, true}},
+		{"pair: a repeated guess after the limit costs no bcrypt", wrong("u", "10.0.0.1", pairFailures), 0,
+			attempt{"u", "nope-0", "10.0.0.1", http.StatusUnauthorized, false}},
 		{"pair: unknown users count too", wrong("nobody", "10.0.0.1", pairFailures), 0,
 			attempt{"nobody", "x", "10.0.0.1", http.StatusTooManyRequests, false}},
 		{"pair: credentials proven right still pass",
@@ -100,14 +105,14 @@ func TestFailedAttemptsLimited(t *testing.T) {
 		{"address: many users", func() []attempt {
 			var out []attempt
 			for i := range addrFailures {
-				out = append(out, attempt{"user" + string(rune('a'+i%26)) + string(rune('a'+i/26)), "x", "10.0.0.3", http.StatusUnauthorized, false})
+				out = append(out, attempt{"user" + strconv.Itoa(i), "x", "10.0.0.3", http.StatusUnauthorized, false})
 			}
 			return out
 		}(), 0, attempt{"w", "nope", "10.0.0.3", http.StatusTooManyRequests, false}},
 		{"user: many addresses", func() []attempt {
 			var out []attempt
 			for i := range userFailures {
-				out = append(out, attempt{"w", "nope", "10.1." + string(rune('0'+i/10)) + "." + string(rune('0'+i%10)), http.StatusUnauthorized, true})
+				out = append(out, attempt{"w", "nope-" + strconv.Itoa(i), "10.1." + strconv.Itoa(i/10) + "." + strconv.Itoa(i%10), http.StatusUnauthorized, true})
 			}
 			return out
 		}(), 0, attempt{"w", "nope", "10.2.0.1", http.StatusTooManyRequests, false}},
@@ -157,7 +162,7 @@ func TestBcryptBounded(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			th.try("u", "guess", "10.0.1."+string(rune('0'+i)))
+			th.try("u", "guess-"+strconv.Itoa(i), "10.0.1."+strconv.Itoa(i))
 		}()
 	}
 	for range bcryptSlots() { // every slot taken
