@@ -32,7 +32,8 @@
 //     adds by itself;
 //   - passwords are never logged; a bcrypt match is cached by a hash of
 //     the credentials, so a CLI issuing many requests pays bcrypt once
-//     (failures are not cached: wrong guesses cannot evict the matches);
+//     (failures are cached apart, so wrong guesses cannot evict the
+//     matches, and a repeated wrong credential costs no bcrypt);
 //   - failed http_basic attempts are counted per user and address, per
 //     address and per user in a window (throttle.go); past a limit the
 //     attempts it covers are answered 429 without bcrypt until the window
