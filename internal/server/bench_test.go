@@ -23,7 +23,7 @@ func BenchmarkServedBesideStalled(b *testing.B) {
 			addr := strings.TrimPrefix(s.base, "http://")
 			for i := range held {
 				// From 100 addresses other than the client's: one address
-				// gets only MaxConnectionsPerAddress.
+				// gets only MaxConnectionsPerAddress (256).
 				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 3, byte(i%100+1))}}
 				c, err := d.Dial("tcp", addr)
 				if err != nil {

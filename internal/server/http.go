@@ -60,10 +60,10 @@ const (
 	DefaultWriteTimeout      = 120 * time.Second
 	DefaultIdleTimeout       = 120 * time.Second
 	DefaultMaxConnections    = 2048
-	// DefaultMaxConnectionsPerAddress leaves a host (a CLI, a dashboard,
-	// a proxy in front) plenty while a flood from one address takes a
-	// thirty-second of the listener.
-	DefaultMaxConnectionsPerAddress = 64
+	// DefaultMaxConnectionsPerAddress leaves a host (a CLI, an operator
+	// with a hundred workers, the scaling benchmarks' clients) plenty while
+	// a flood from one address takes an eighth of the listener.
+	DefaultMaxConnectionsPerAddress = 256
 	DefaultBodyGrace                = 5 * time.Second
 	DefaultMinBodyRate              = 1024 // bytes a second
 )
