@@ -40,8 +40,10 @@ type Limits struct {
 	MaxConnectionsPerAddress int
 	// BodyGrace and MinBodyRate pace request bodies: a body must have
 	// arrived at MinBodyRate bytes a second after its first BodyGrace
-	// (BodyGrace + n/MinBodyRate for n bytes), or its request is answered
-	// 408 and its connection closed, long before ReadTimeout would cut it.
+	// (BodyGrace + n/MinBodyRate for n bytes; the grace is stretched by up
+	// to half at random, so that bodies started together are not cut
+	// together), or its request is answered 408 and its connection
+	// closed, long before ReadTimeout would cut it.
 	BodyGrace   time.Duration
 	MinBodyRate int64
 	// MaxStreamsPerClient caps the open event streams of one principal

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"sync"
@@ -34,7 +35,10 @@ func pace(h http.Handler, l Limits, capped *connCap) http.Handler {
 		}
 		ctl := http.NewResponseController(w)
 		now := time.Now()
-		b := &pacedBody{ReadCloser: r.Body, ctl: ctl, start: now, grace: l.BodyGrace, rate: l.MinBodyRate,
+		// Bodies started together are not all cut together: a grace of
+		// up to half more, at random, spreads the work of cutting them.
+		grace := l.BodyGrace + rand.N(l.BodyGrace/2+1)
+		b := &pacedBody{ReadCloser: r.Body, ctl: ctl, start: now, grace: grace, rate: l.MinBodyRate,
 			limit: now.Add(l.ReadTimeout)}
 		_ = ctl.SetReadDeadline(b.deadline())
 		c, _ := r.Context().Value(connKey{}).(net.Conn)
