@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/anvil-metal/anvil/internal/api"
 	"github.com/anvil-metal/anvil/internal/auth"
 	"github.com/anvil-metal/anvil/internal/config"
 	"github.com/anvil-metal/anvil/internal/server"
@@ -22,7 +23,12 @@ func addSecurityFlags(f *pflag.FlagSet, cfg *server.Config) {
 	secs(&l.ReadTimeout, "api-read-timeout", server.DefaultReadTimeout, "a client must send its whole request (body included) within this")
 	secs(&l.WriteTimeout, "api-write-timeout", server.DefaultWriteTimeout, "an answer must be written within this (event streams and boot files: per write)")
 	secs(&l.IdleTimeout, "api-idle-timeout", server.DefaultIdleTimeout, "keep-alive connections idle this long are closed")
-	f.IntVar(&l.MaxConnections, "api-max-connections", server.DefaultMaxConnections, "open API connections at most; at the cap idle ones are closed for new clients, else new clients wait")
+	f.IntVar(&l.MaxConnections, "api-max-connections", server.DefaultMaxConnections, "open API connections at most; at the cap stalled or idle ones are closed for new clients, else new clients wait")
+	f.IntVar(&l.MaxConnectionsPerAddress, "api-max-connections-per-address", server.DefaultMaxConnectionsPerAddress, "open API connections of one client address at most; more are answered 429")
+	secs(&l.BodyGrace, "api-body-grace", server.DefaultBodyGrace, "a request body may take this long before --api-min-body-rate applies")
+	f.IntVar(&l.MaxStreamsPerClient, "api-max-streams-per-client", api.DefaultMaxStreamsPerClient, "open event streams of one user (under noauth, one client address) at most; more are answered 429")
+	f.IntVar(&l.MaxStreams, "api-max-streams", 0, "open event streams of the server at most (0: a quarter of --api-max-connections); more are answered 503")
+	f.Int64Var(&l.MinBodyRate, "api-min-body-rate", server.DefaultMinBodyRate, "after --api-body-grace a request body must arrive at this many bytes a second, or it is answered 408 and its connection closed")
 	s := &cfg.Security
 	f.StringVar(&s.Auth.Strategy, "auth-strategy", auth.NoAuth, "noauth, http_basic (Ironic's auth_strategy) or jwt (OpenID Connect bearer tokens); the root, /v1 and the agent's endpoints stay public")
 	f.StringVar(&s.Auth.JWT.Issuer, "jwt-issuer", "", "jwt: the OpenID Connect issuer URL (Keycloak realm, Dex, ...)")

@@ -3,7 +3,10 @@
 // openstack/baremetal/v1.
 //
 // Besides Ironic's endpoints it serves Anvil's extensions: the watch stream
-// (GET /v1/events/stream, events.go) and the fleet views the dashboard
+// (GET /v1/events/stream, events.go: at most MaxStreamsPerClient open per
+// principal, or per address under noauth, more answered 429; each writes
+// a bounded batch at a time, so a reader that stops reading holds a bounded
+// buffer) and the fleet views the dashboard
 // reads (GET /v1/fleet/nodes and /v1/fleet/summary, fleet.go), which render
 // nodes with the same field plan and masking as GET /v1/nodes.
 //

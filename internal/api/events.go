@@ -2,12 +2,16 @@ package api
 
 import (
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/anvil-metal/anvil/internal/auth"
 	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
@@ -23,6 +27,21 @@ import (
 // streamWriteTimeout bounds one write to a stream: a reader that stops
 // reading for this long is disconnected instead of holding a goroutine.
 const streamWriteTimeout = 30 * time.Second
+
+// What one stream holds: it takes at most streamBatch events at a time
+// from its subscription (a resume's backlog stays in the broker's ring
+// until taken) and writes whenever streamFlushBytes are encoded, so a
+// reader that does not read holds a bounded buffer, not its backlog.
+const (
+	streamBatch      = 64
+	streamFlushBytes = 16 << 10
+)
+
+// Defaults of Config.MaxStreamsPerClient and Config.MaxStreams.
+const (
+	DefaultMaxStreamsPerClient = 32
+	DefaultMaxStreams          = 512
+)
 
 func (s *Server) eventRoutes() {
 	s.handle(endpoint{"GET": {s.streamEvents, nodeList}}, events.StreamPath)
@@ -46,6 +65,20 @@ func (s *Server) streamEvents(rc *call) error {
 	if f.Nodes, err = rc.streamNodes(f.Nodes, f.Project, resume); err != nil {
 		return err
 	}
+	client := streamClient(rc.r)
+	switch s.streams.open(client, s.cfg.MaxStreamsPerClient, s.cfg.MaxStreams) {
+	case streamClientFull:
+		rc.w.Header().Set("Retry-After", "1")
+		WriteError(rc.w, http.StatusTooManyRequests, fmt.Sprintf(
+			"Too many open event streams for this client (at most %d); close one and retry.", s.cfg.MaxStreamsPerClient))
+		return nil
+	case streamServerFull:
+		rc.w.Header().Set("Retry-After", "5")
+		WriteError(rc.w, http.StatusServiceUnavailable, fmt.Sprintf(
+			"Too many open event streams on this server (at most %d); retry later.", s.cfg.MaxStreams))
+		return nil
+	}
+	defer s.streams.close(client)
 	var sub *eventbus.Subscription
 	reset := false
 	if resume {
@@ -208,7 +241,7 @@ func (st *sseStream) snapshot(idents []string, project string, pos uint64) error
 		state := eventbus.StateOf(n)
 		st.append(&events.Event{ID: pos, Type: events.TypeSnapshot,
 			Time: now, Node: n.UUID, Name: n.Name, State: &state})
-		if len(st.buf) > 64<<10 && !st.flush() {
+		if len(st.buf) >= streamFlushBytes && !st.flush() {
 			return nil
 		}
 	}
@@ -228,9 +261,12 @@ func (st *sseStream) follow(sub *eventbus.Subscription, every time.Duration) {
 			pos uint64
 			err error
 		)
-		batch, pos, err = sub.Take(batch[:0])
+		batch, pos, err = sub.TakeUpTo(batch[:0], streamBatch)
 		for i := range batch {
 			st.append(&batch[i])
+			if len(st.buf) >= streamFlushBytes && !st.flush() {
+				return
+			}
 		}
 		clear(batch)
 		if heartbeat {
@@ -301,4 +337,60 @@ func redactEvent(e *events.Event, red Redactor) *events.Event {
 	}
 	out.Encode()
 	return out
+}
+
+// streamClient is whom a stream counts against: its principal, or under
+// noauth its client address.
+func streamClient(r *http.Request) string {
+	if p, ok := auth.PrincipalOf(r.Context()); ok {
+		return "user\x00" + p.User
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return "addr\x00" + host
+}
+
+// streamCounts counts the open streams, in all and of each client. The
+// zero value is ready.
+type streamCounts struct {
+	mu    sync.Mutex
+	total int
+	n     map[string]int
+}
+
+// Answers of streamCounts.open.
+const (
+	streamOpened = iota
+	streamClientFull
+	streamServerFull
+)
+
+// open counts a stream of client unless it has perClient open already or
+// the server total ones.
+func (c *streamCounts) open(client string, perClient, total int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.n[client] >= perClient:
+		return streamClientFull
+	case c.total >= total:
+		return streamServerFull
+	}
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[client]++
+	c.total++
+	return streamOpened
+}
+
+func (c *streamCounts) close(client string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.total--
+	if c.n[client]--; c.n[client] <= 0 {
+		delete(c.n, client)
+	}
 }

@@ -43,7 +43,7 @@ type streamEnv struct {
 	requests atomic.Int64 // requests other than streams
 }
 
-func newStreamEnv(t *testing.T, bcfg eventbus.Config) *streamEnv {
+func newStreamEnv(t *testing.T, bcfg eventbus.Config, opts ...func(*Config)) *streamEnv {
 	t.Helper()
 	ctx := context.Background()
 	raw, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "anvil.db"))
@@ -66,7 +66,11 @@ func newStreamEnv(t *testing.T, bcfg eventbus.Config) *streamEnv {
 	if err := cond.Start(cctx); err != nil {
 		t.Fatal(err)
 	}
-	h := New(Config{Store: st, Conductor: cond, Logger: discard})
+	cfg := Config{Store: st, Conductor: cond, Logger: discard}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	h := New(cfg)
 	se := &streamEnv{env: &env{t: t, h: h, st: st}, t: t, b: b, cond: cond}
 	se.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasPrefix(r.URL.Path, events.StreamPath) {

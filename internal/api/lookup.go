@@ -7,6 +7,11 @@ import (
 // ramdiskHeartbeatTimeout is Ironic's [api]ramdisk_heartbeat_timeout (s).
 const ramdiskHeartbeatTimeout = 300
 
+// maxLookupAddresses bounds the MACs of one lookup: far more than a
+// machine's NICs, far fewer than a query can take. The conductor resolves
+// them in one store query (store.GetNodeByPortAddress).
+const maxLookupAddresses = 256
+
 func (s *Server) lookupRoutes() {
 	s.handle(endpoint{"GET": {s.lookup, public()}}, "/v1/lookup")
 }
@@ -23,6 +28,9 @@ func (s *Server) lookup(rc *call) error {
 		for _, a := range strings.Split(v, ",") {
 			if a = strings.TrimSpace(a); a != "" {
 				macs = append(macs, a)
+			}
+			if len(macs) > maxLookupAddresses {
+				return invalid("Too many addresses: a lookup takes at most %d MAC addresses.", maxLookupAddresses)
 			}
 		}
 	}

@@ -45,6 +45,13 @@ type Config struct {
 	// Policy decides what each principal may do (internal/policy);
 	// nil is the default rules.
 	Policy *policy.Enforcer
+	// MaxStreamsPerClient caps the open event streams of one principal
+	// (under noauth, of one client address); more are answered 429
+	// (DefaultMaxStreamsPerClient).
+	MaxStreamsPerClient int
+	// MaxStreams caps the open event streams of the server; more are
+	// answered 503 (DefaultMaxStreams).
+	MaxStreams int
 }
 
 // Server is the Ironic v1 REST API over a store and a conductor.
@@ -58,6 +65,8 @@ type Server struct {
 	// guard of each method, for the policy document and its tests.
 	enforcer *policy.Enforcer
 	routes   []Route
+	// streams counts open event streams per client (events.go).
+	streams streamCounts
 }
 
 // New returns the API handler. Store, its Broker and Conductor are
@@ -86,6 +95,12 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Policy == nil {
 		cfg.Policy = policy.Default()
+	}
+	if cfg.MaxStreamsPerClient <= 0 {
+		cfg.MaxStreamsPerClient = DefaultMaxStreamsPerClient
+	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = DefaultMaxStreams
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), enforcer: cfg.Policy}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -122,7 +123,7 @@ func Middleware(ctx context.Context, h http.Handler, cfg Config) (http.Handler, 
 		if _, err := users.load(); err != nil {
 			return nil, err
 		}
-		b := &basic{users: users, log: cfg.Log, cache: map[[32]byte]bool{}}
+		b := newBasic(users, cfg.Log)
 		check, holds = b.grant, b.holds
 	case JWT:
 		j, err := newJWT(ctx, cfg.JWT)
@@ -233,6 +234,9 @@ func writeAuthError(w http.ResponseWriter, status int, msg, challenge string) {
 	if status == http.StatusUnauthorized && challenge != "" {
 		w.Header().Set("WWW-Authenticate", challenge)
 	}
+	if status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", strconv.Itoa(int(failureWindow/time.Second)))
+	}
 	body, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "code": status}})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -242,11 +246,26 @@ func writeAuthError(w http.ResponseWriter, status int, msg, challenge string) {
 type basic struct {
 	users *userFile
 	log   *slog.Logger
-	mu    sync.Mutex
-	cache map[[32]byte]bool // hash of user, password and entry → match
+	fails *failures // throttle.go
+	slots slots     // bcrypt checks running
+	now   func() time.Time
+	// compare is bcrypt.CompareHashAndPassword (tests count its calls).
+	compare func(hash, pass []byte) error
+	mu      sync.Mutex
+	cache   map[[32]byte]bool // hash of user, password and entry, of a match
+	// misses are credentials that failed, kept apart so that guesses
+	// cannot evict the matches: a repeated failure is answered without
+	// bcrypt and is not a new guess to count.
+	misses map[[32]byte]bool
 }
 
-// cacheMax bounds the bcrypt result cache (Ironic's lru_cache maxsize).
+func newBasic(users *userFile, log *slog.Logger) *basic {
+	return &basic{users: users, log: log, fails: newFailures(), slots: make(slots, bcryptSlots()),
+		now: time.Now, compare: bcrypt.CompareHashAndPassword, cache: map[[32]byte]bool{}, misses: map[[32]byte]bool{}}
+}
+
+// cacheMax bounds the cache of matches (Ironic's lru_cache maxsize) and
+// that of failures, each.
 const cacheMax = 256
 
 // grant checks r's credentials; the grant holds while the user's entry
@@ -302,14 +321,41 @@ func (b *basic) check(r *http.Request) (string, []byte, int, string) {
 		return "", nil, http.StatusInternalServerError, "Problem reading auth user file"
 	}
 	hash, found := entries[string(user)]
-	if !found || !b.match(user, pass, hash) {
-		b.log.Info("authentication failed", "user", truncate(string(user)), "remote", r.RemoteAddr)
+	key := credKey(user, pass, hash)
+	switch matched, known := b.cached(key); {
+	case known && matched && found:
+		return string(user), hash, 0, ""
+	case known && !matched:
 		return "", nil, http.StatusUnauthorized, "Incorrect username or password"
 	}
-	return string(user), hash, 0, ""
+	name, addr, now := string(user), clientAddr(r.RemoteAddr), b.now()
+	if b.fails.blocked(name, addr, now) {
+		return "", nil, http.StatusTooManyRequests, "Too many failed authentication attempts: retry later"
+	}
+	ok = false
+	if found {
+		if !b.slots.acquire(r.Context()) {
+			return "", nil, http.StatusServiceUnavailable, "The request ended before its credentials were checked"
+		}
+		ok = b.compare(hash, pass) == nil
+		b.slots.release()
+	}
+	if !ok {
+		if b.fails.fail(name, addr, now) {
+			b.log.Warn("authentication failures reached a limit: further attempts refused for a while",
+				"user", truncate(name), "remote", r.RemoteAddr, "window", b.fails.window.String())
+		}
+		b.log.Info("authentication failed", "user", truncate(name), "remote", r.RemoteAddr)
+		b.remember(key, false)
+		return "", nil, http.StatusUnauthorized, "Incorrect username or password"
+	}
+	b.fails.succeed(name, addr)
+	b.remember(key, true)
+	return name, hash, 0, ""
 }
 
-func (b *basic) match(user, pass, hash []byte) bool {
+// credKey identifies credentials checked against an entry.
+func credKey(user, pass, hash []byte) [32]byte {
 	h := sha256.New()
 	for _, p := range [][]byte{user, pass, hash} {
 		h.Write(p)
@@ -317,20 +363,33 @@ func (b *basic) match(user, pass, hash []byte) bool {
 	}
 	var key [32]byte
 	h.Sum(key[:0])
+	return key
+}
+
+// cached reports whether the credentials of key were checked before
+// (known) and whether they matched.
+func (b *basic) cached(key [32]byte) (matched, known bool) {
 	b.mu.Lock()
-	ok, cached := b.cache[key]
-	b.mu.Unlock()
-	if cached {
-		return ok
+	defer b.mu.Unlock()
+	if b.cache[key] {
+		return true, true
 	}
-	ok = bcrypt.CompareHashAndPassword(hash, pass) == nil
+	return false, b.misses[key]
+}
+
+// remember caches a check's result, a match or a failure, each in its
+// own bounded map.
+func (b *basic) remember(key [32]byte, matched bool) {
 	b.mu.Lock()
-	if len(b.cache) >= cacheMax {
-		clear(b.cache)
+	defer b.mu.Unlock()
+	m := b.misses
+	if matched {
+		m = b.cache
 	}
-	b.cache[key] = ok
-	b.mu.Unlock()
-	return ok
+	if len(m) >= cacheMax {
+		clear(m)
+	}
+	m[key] = true
 }
 
 func truncate(s string) string {

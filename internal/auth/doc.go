@@ -30,7 +30,13 @@
 //   - a browser's write from another site's page (Sec-Fetch-Site
 //     cross-site or same-site) is refused whatever credentials the browser
 //     adds by itself;
-//   - passwords are never logged; a bcrypt check's result is cached by a
-//     hash of the credentials, so a CLI issuing many requests pays bcrypt
-//     once.
+//   - passwords are never logged; a bcrypt match is cached by a hash of
+//     the credentials, so a CLI issuing many requests pays bcrypt once
+//     (failures are cached apart, so wrong guesses cannot evict the
+//     matches, and a repeated wrong credential costs no bcrypt);
+//   - failed http_basic attempts are counted per user and address, per
+//     address and per user in a window (throttle.go); past a limit the
+//     attempts it covers are answered 429 without bcrypt until the window
+//     ends, while cached matches still pass; bcrypt runs on at most half
+//     the cores at once, so cached checks never wait behind it.
 package auth

@@ -85,21 +85,15 @@ func (c *Conductor) lookupNode(ctx context.Context, macs []string, nodeUUID stri
 		}
 		return n, err
 	}
+	norm := make([]string, 0, len(macs))
 	for _, mac := range macs {
-		p, err := c.store.GetPortByAddress(ctx, strings.ToLower(strings.TrimSpace(mac)))
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		n, err := c.store.GetNode(ctx, p.NodeUUID)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
-		return n, err
+		norm = append(norm, strings.ToLower(strings.TrimSpace(mac)))
 	}
-	return nil, errLookupNotFound()
+	n, err := c.store.GetNodeByPortAddress(ctx, norm)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errLookupNotFound()
+	}
+	return n, err
 }
 
 // ErrBadAgentToken is the answer to a heartbeat without the node's token,

@@ -50,6 +50,7 @@ type PortStore interface {
 	CreatePort(ctx context.Context, p *model.Port) error
 	GetPort(ctx context.Context, ident string) (*model.Port, error)
 	GetPortByAddress(ctx context.Context, mac string) (*model.Port, error)
+	GetNodeByPortAddress(ctx context.Context, macs []string) (*model.Node, error)
 	ListPorts(ctx context.Context, q store.PortQuery) ([]*model.Port, error)
 	UpdatePort(ctx context.Context, p *model.Port) error
 	DeletePort(ctx context.Context, uuid string) error

@@ -3,7 +3,10 @@ package events
 import (
 	"context"
 	"errors"
+	"math"
+	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anvil-metal/anvil/pkg/events"
@@ -21,8 +24,9 @@ var (
 type Config struct {
 	// Buffer is how many recent events are kept for resumption (10,000).
 	Buffer int
-	// SubscriberBuffer is how many events may wait for one subscriber
-	// before it is cut off (1,000), on top of the backlog a resume replays.
+	// SubscriberBuffer is how many new events may wait for one subscriber
+	// before it is cut off (1,000). The backlog a resume replays is not
+	// copied: it is read from the ring as the subscriber takes it.
 	SubscriberBuffer int
 	// Heartbeat is how often stream servers send a keep-alive (15 s).
 	Heartbeat time.Duration
@@ -197,36 +201,36 @@ func (b *Broker) Sync(ctx context.Context) error {
 func (b *Broker) Subscribe(f events.Filter) *Subscription {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.subscribe(f, nil)
+	return b.subscribe(f, b.seq)
 }
 
 // Resume follows the events matching f published after the event with ID
 // after, replaying those still kept. ok is false if some of them are no
 // longer kept, or after is not an ID of this broker's run: the subscription
 // then follows new events only, and the reader must re-read what it watches.
+//
+// The replay is read from the ring as the reader takes it, not copied: a
+// resume from far back costs no memory. A reader slower than the ring
+// turns over (its next replayed event evicted before it took it) is cut
+// off with an overflow event at its position, from which a resume answers
+// reset.
 func (b *Broker) Resume(f events.Filter, after uint64) (s *Subscription, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if after > b.seq || after < b.floor {
 		b.stats.Resets++
-		return b.subscribe(f, nil), false
+		return b.subscribe(f, b.seq), false
 	}
-	m := f.Compile()
-	var backlog []events.Event
-	for i := range b.ring {
-		e := &b.ring[(b.head+i)%len(b.ring)]
-		if e.ID > after && m.Match(e) {
-			backlog = append(backlog, *e)
-		}
-	}
-	return b.subscribe(f, backlog), true
+	return b.subscribe(f, after), true
 }
 
-// subscribe registers a subscription; b.mu is held.
-func (b *Broker) subscribe(f events.Filter, backlog []events.Event) *Subscription {
-	s := &Subscription{b: b, m: f.Compile(), start: b.seq, pos: b.seq, queue: backlog,
-		limit: b.cfg.SubscriberBuffer + len(backlog), wake: make(chan struct{}, 1)}
-	if len(backlog) > 0 {
+// subscribe registers a subscription that replays the kept events after
+// the ID from (none when from is the last ID); b.mu is held.
+func (b *Broker) subscribe(f events.Filter, from uint64) *Subscription {
+	s := &Subscription{b: b, m: f.Compile(), start: b.seq, pos: b.seq, cursor: from,
+		limit: b.cfg.SubscriberBuffer, wake: make(chan struct{}, 1)}
+	if from < b.seq {
+		s.replaying.Store(true)
 		s.signal()
 	}
 	b.stats.Subscriptions++
@@ -267,19 +271,25 @@ func (b *Broker) unsubscribe(s *Subscription) {
 	b.mu.Unlock()
 }
 
-// Subscription is one reader's queue of events. Its methods are safe for
-// concurrent use, but events are meant for one consumer.
+// Subscription is one reader's queue of events: first the replay of a
+// resume (read from the broker's ring, up to start), then the new events
+// queued for it. Its methods are safe for concurrent use, but events are
+// meant for one consumer.
 type Subscription struct {
 	b     *Broker
 	m     *events.Matcher
 	start uint64 // the broker's last ID when the subscription began
 	wake  chan struct{}
+	// replaying is set while events up to start remain to be replayed
+	// from the ring; cursor is the last ID replayed (or skipped).
+	replaying atomic.Bool
 
-	mu    sync.Mutex
-	queue []events.Event
-	limit int
-	pos   uint64 // ID of the last event offered (queued or filtered out)
-	err   error  // why it ended; nil while open
+	mu     sync.Mutex
+	cursor uint64
+	queue  []events.Event
+	limit  int
+	pos    uint64 // ID of the last event offered (queued or filtered out)
+	err    error  // why it ended; nil while open
 }
 
 // offer queues e if it matches. If the queue is full it ends the
@@ -352,32 +362,107 @@ func (s *Subscription) Ready() <-chan struct{} { return s.wake }
 // events were filtered out) and, once the queue is empty and the
 // subscription ended, why it ended (ErrOverflow, ErrClosed).
 func (s *Subscription) Take(buf []events.Event) ([]events.Event, uint64, error) {
+	return s.TakeUpTo(buf, 0)
+}
+
+// TakeUpTo is Take of at most max events (max <= 0: all), the rest left
+// for the next call: a stream server takes a bounded batch at a time.
+// Ready fires again while events remain.
+func (s *Subscription) TakeUpTo(buf []events.Event, max int) ([]events.Event, uint64, error) {
+	if max <= 0 {
+		max = math.MaxInt
+	}
+	if s.replaying.Load() {
+		var pos uint64
+		var more bool
+		before := len(buf)
+		buf, pos, more = s.replay(buf, max)
+		if more {
+			return buf, pos, nil
+		}
+		if max -= len(buf) - before; max <= 0 {
+			s.signal()
+			return buf, pos, nil
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	buf = append(buf, s.queue...)
-	clear(s.queue)
-	s.queue = s.queue[:0]
+	n := min(max, len(s.queue))
+	buf = append(buf, s.queue[:n]...)
+	rest := copy(s.queue, s.queue[n:])
+	clear(s.queue[rest:])
+	s.queue = s.queue[:rest]
 	pos := s.pos
+	if rest > 0 {
+		pos = buf[len(buf)-1].ID
+		s.signal()
+		return buf, pos, nil
+	}
 	if n := len(buf); n > 0 && buf[n-1].ID > pos {
 		pos = buf[n-1].ID
 	}
 	return buf, pos, s.err
 }
 
+// replay appends up to max kept events after the cursor (up to start)
+// that match, and returns the reader's position and whether more remain to
+// replay. If the ring has dropped the next event to replay, it ends the
+// subscription with an overflow event at the cursor instead.
+func (s *Subscription) replay(buf []events.Event, max int) ([]events.Event, uint64, bool) {
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.replaying.Load() { // raced with another taker
+		return buf, s.cursor, false
+	}
+	if s.cursor < b.floor {
+		// Lost: end with an overflow at the reader's position, after
+		// which a resume is answered reset.
+		clear(s.queue)
+		s.queue = append(s.queue[:0], events.Event{ID: s.cursor, Type: events.TypeOverflow, Time: b.cfg.Now().UTC()})
+		s.replaying.Store(false)
+		if _, open := b.subs[s]; open {
+			delete(b.subs, s)
+			b.stats.Overflows++
+		}
+		s.endLocked(ErrOverflow)
+		return buf, s.cursor, false
+	}
+	n := len(b.ring)
+	// The first kept event after the cursor (IDs grow along the ring).
+	i := sort.Search(n, func(i int) bool { return b.ring[(b.head+i)%n].ID > s.cursor })
+	taken := 0
+	for ; i < n && taken < max; i++ {
+		e := &b.ring[(b.head+i)%n]
+		if e.ID > s.start {
+			break
+		}
+		s.cursor = e.ID
+		if s.m.Match(e) {
+			buf = append(buf, *e)
+			taken++
+		}
+	}
+	if i == n || b.ring[(b.head+i)%n].ID > s.start {
+		s.cursor = s.start
+		s.replaying.Store(false)
+		return buf, s.cursor, false
+	}
+	s.signal()
+	return buf, s.cursor, true
+}
+
 // Next waits for the next event. It returns the subscription's error (after
 // the queued events, overflow included, are delivered) or ctx's.
 func (s *Subscription) Next(ctx context.Context) (events.Event, error) {
+	var one [1]events.Event
 	for {
-		s.mu.Lock()
-		if len(s.queue) > 0 {
-			e := s.queue[0]
-			s.queue[0] = events.Event{}
-			s.queue = s.queue[1:]
-			s.mu.Unlock()
-			return e, nil
+		evs, _, err := s.TakeUpTo(one[:0], 1)
+		if len(evs) > 0 {
+			return evs[0], nil
 		}
-		err := s.err
-		s.mu.Unlock()
 		if err != nil {
 			return events.Event{}, err
 		}

@@ -11,6 +11,11 @@
 //     queue, and a subscriber that lets it fill up is cut off with a final
 //     "overflow" event (it reconnects with its last event ID and loses nothing
 //     while that ID is still in the ring).
+//   - A resume's backlog is never copied: the subscription replays it from
+//     the ring as its reader takes it (TakeUpTo bounds a batch), so a
+//     thousand readers resuming from far back cost no more memory than one;
+//     a reader the ring overtakes mid-replay gets an overflow event at its
+//     position, and resuming from there is answered reset.
 //   - Event IDs grow strictly. They start at the broker's start time in
 //     microseconds, so an ID from a previous run is older than the ring and
 //     a resume from it answers "reset" (re-read the nodes) instead of

@@ -22,6 +22,9 @@
 // (internal/api authz.go, internal/policy), /metrics by
 // anvil:metrics:get here; the http.Server has read, write and idle timeouts,
 // long answers (event stream, boot files) get the write timeout per write,
-// and a listener cap bounds open connections; TLS when a certificate is
+// and a listener cap bounds open connections, those of one client address
+// too (http.go); a request body must keep arriving at a minimum rate after
+// a grace or is answered 408, and at the cap such a body's connection is
+// evicted for a new client (pace.go); TLS when a certificate is
 // configured. Every log line goes through secret.Handler.
 package server

@@ -172,7 +172,7 @@ func TestCapEvictsIdlers(t *testing.T) {
 // TestCapHolds: connections busy with a request, or just accepted, are not
 // evicted; room comes back when one closes.
 func TestCapHolds(t *testing.T) {
-	l := newConnCap(nil, 2)
+	l := newConnCap(nil, 2, 0)
 	a, b := &net.TCPConn{}, &net.TCPConn{}
 	l.conns[a] = &connInfo{state: http.StateActive, since: time.Now().Add(-time.Hour)}
 	l.conns[b] = &connInfo{state: http.StateNew, since: time.Now()}

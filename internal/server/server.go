@@ -234,7 +234,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	// The API's "alive" is the conductors' own test, with their timeout.
 	pol := policy.Default()
 	apiH := api.New(api.Config{Store: st, Conductor: apiCond, Logger: cfg.Log, Policy: pol,
-		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute)})
+		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute), MaxStreamsPerClient: lim.MaxStreamsPerClient, MaxStreams: lim.MaxStreams})
 	metricsH := policyGuard(mx.Handler(), pol, "anvil:metrics:get")
 	inner := handler(apiH, mx, metricsH, bootPrefix, bootH, dash)
 	if cfg.Role == RoleConductor {
@@ -252,14 +252,15 @@ func Serve(ctx context.Context, cfg Config) error {
 		_ = ln.Close()
 		return err
 	}
-	capped := newConnCap(sln, lim.MaxConnections)
+	capped := newConnCap(sln, lim.MaxConnections, lim.MaxConnectionsPerAddress)
 	ln = capped
 	if reload != nil {
 		reloadOnHUP(ctx, reload, cfg.Log)
 	}
-	srv := newHTTPServer(withLimits(h, bootPrefix, lim), lim)
+	srv := newHTTPServer(withLimits(pace(h, lim, capped), bootPrefix, lim), lim)
 	srv.ErrorLog = slog.NewLogLogger(cfg.Log.Handler(), slog.LevelInfo) // TLS handshake failures and the like
 	srv.ConnState = capped.track
+	srv.ConnContext = capped.connContext
 	// Open watch streams end when shutdown begins, or Shutdown would wait
 	// for them until its deadline.
 	srv.RegisterOnShutdown(broker.Close)

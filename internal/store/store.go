@@ -266,6 +266,11 @@ type Store interface {
 	GetPort(ctx context.Context, ident string) (*model.Port, error)
 	// GetPortByAddress finds a port by MAC. Errors: ErrNotFound.
 	GetPortByAddress(ctx context.Context, mac string) (*model.Port, error)
+	// GetNodeByPortAddress finds the node with a port whose MAC is one of
+	// macs (each compared as given): of several, the node of the first
+	// such MAC in macs' order. It is one query (per 500 addresses), however
+	// many MACs an agent sends. Errors: ErrNotFound.
+	GetNodeByPortAddress(ctx context.Context, macs []string) (*model.Node, error)
 	ListPorts(ctx context.Context, q PortQuery) ([]*model.Port, error)
 	// UpdatePort is version-checked like UpdateNode.
 	UpdatePort(ctx context.Context, p *model.Port) error

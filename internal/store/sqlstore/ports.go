@@ -2,6 +2,11 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
@@ -45,6 +50,68 @@ func (s *Store) GetPort(ctx context.Context, ident string) (*model.Port, error) 
 // GetPortByAddress implements store.Store; mac is compared as given.
 func (s *Store) GetPortByAddress(ctx context.Context, mac string) (*model.Port, error) {
 	return portTable.getBy(ctx, s, "address", mac)
+}
+
+// lookupChunk bounds the addresses of one GetNodeByPortAddress query
+// (SQLite takes at most 32,766 parameters, PostgreSQL 65,535).
+const lookupChunk = 500
+
+// GetNodeByPortAddress implements store.Store: the ports of the addresses
+// joined to their nodes, one query per lookupChunk addresses.
+func (s *Store) GetNodeByPortAddress(ctx context.Context, macs []string) (*model.Node, error) {
+	macs = slices.Compact(slices.Clone(macs)) // neighbours only: order matters
+	for len(macs) > 0 {
+		chunk := macs[:min(len(macs), lookupChunk)]
+		macs = macs[len(chunk):]
+		n, err := s.nodeByPortAddress(ctx, chunk)
+		if !errors.Is(err, store.ErrNotFound) {
+			return n, err
+		}
+	}
+	return nil, notFound("port", "with any of the addresses")
+}
+
+func (s *Store) nodeByPortAddress(ctx context.Context, macs []string) (*model.Node, error) {
+	args := make([]any, len(macs))
+	for i, m := range macs {
+		args[i] = m
+	}
+	rows, err := s.reader().query(ctx, `SELECT p.address, n.id, n.version, n.reservation, n.data
+		FROM ports p JOIN nodes n ON n.uuid = p.node_uuid
+		WHERE p.address IN (?`+strings.Repeat(", ?", len(macs)-1)+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("node by port address: %w", err)
+	}
+	defer rows.Close()
+	best := len(macs)
+	var found struct {
+		id, version int64
+		res         sql.NullString
+		data        []byte
+	}
+	for rows.Next() {
+		var (
+			addr        string
+			id, version int64
+			res         sql.NullString
+			data        sql.RawBytes
+		)
+		if err := rows.Scan(&addr, &id, &version, &res, &data); err != nil {
+			return nil, fmt.Errorf("node by port address: %w", err)
+		}
+		if i := slices.Index(macs, addr); i >= 0 && i < best {
+			best = i
+			found.id, found.version, found.res = id, version, res
+			found.data = append(found.data[:0], data...)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("node by port address: %w", err)
+	}
+	if best == len(macs) {
+		return nil, notFound("port", "with any of the addresses")
+	}
+	return s.decodeNode(found.id, found.version, found.res, found.data)
 }
 
 // ListPorts implements store.Store, paginated like ListNodes.

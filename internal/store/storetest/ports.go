@@ -17,6 +17,7 @@ func testPorts(t *testing.T, su suite) {
 		{"create, get and round trip", portRoundTrip},
 		{"create errors", createPortErrors},
 		{"get errors", getPortErrors},
+		{"node by port address", nodeByPortAddress},
 		{"list filters", listPortFilters},
 		{"list pagination", listPortPagination},
 		{"update", updatePort},
@@ -287,4 +288,51 @@ func deletePort(t *testing.T, s store.Store) {
 	wantErr(t, "GetPort", err, store.ErrNotFound)
 	wantErr(t, "DeletePort again", s.DeletePort(t.Context(), p.UUID), store.ErrNotFound)
 	mustGetNode(t, s, n.UUID)
+}
+
+// nodeByPortAddress: GetNodeByPortAddress finds a node by any of its
+// ports' MACs, the first MAC in the caller's order winning, in one call
+// however many MACs (more than one query's chunk included).
+func nodeByPortAddress(t *testing.T, s store.Store) {
+	a := mustCreateNode(t, s, newNode("a"))
+	b := mustCreateNode(t, s, newNode("b"))
+	mustCreatePort(t, s, newPort(a.UUID, "52:54:00:00:0a:01"))
+	mustCreatePort(t, s, newPort(a.UUID, "52:54:00:00:0a:02"))
+	mustCreatePort(t, s, newPort(b.UUID, "52:54:00:00:0b:01"))
+	many := func(n int, last string) []string {
+		out := make([]string, 0, n+1)
+		for i := range n {
+			out = append(out, fmt.Sprintf("02:00:%02x:%02x:%02x:00", i>>16&0xff, i>>8&0xff, i&0xff))
+		}
+		return append(out, last)
+	}
+	for _, tc := range []struct {
+		name string
+		macs []string
+		want string // node UUID, "" for ErrNotFound
+	}{
+		{"one MAC", []string{"52:54:00:00:0a:02"}, a.UUID},
+		{"unknown before known", []string{"52:54:00:00:ff:ff", "52:54:00:00:0b:01"}, b.UUID},
+		{"first in the caller's order wins", []string{"52:54:00:00:0b:01", "52:54:00:00:0a:01"}, b.UUID},
+		{"first in the caller's order wins, reversed", []string{"52:54:00:00:0a:01", "52:54:00:00:0b:01"}, a.UUID},
+		{"duplicates", []string{"52:54:00:00:0a:01", "52:54:00:00:0a:01"}, a.UUID},
+		{"compared as given", []string{"52:54:00:00:0A:01"}, ""},
+		{"none known", []string{"52:54:00:00:ff:ff"}, ""},
+		{"no MACs", nil, ""},
+		{"beyond one chunk", many(1200, "52:54:00:00:0b:01"), b.UUID},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, err := s.GetNodeByPortAddress(t.Context(), tc.macs)
+			if tc.want == "" {
+				wantErr(t, "GetNodeByPortAddress", err, store.ErrNotFound)
+				return
+			}
+			if err != nil || n.UUID != tc.want {
+				t.Fatalf("GetNodeByPortAddress = %v, %v; want node %s", n, err, tc.want)
+			}
+			if n.Name == "" || n.Version < 1 || n.ID <= 0 {
+				t.Fatalf("node read incompletely: %+v", n)
+			}
+		})
+	}
 }
