@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -331,5 +332,44 @@ func TestControllerFollowsDecisions(t *testing.T) {
 	<-done
 	if len(s.HeldNodes()) != 0 {
 		t.Fatalf("held %v after Run ended", s.HeldNodes())
+	}
+}
+
+func TestTCPConsole(t *testing.T) {
+	s := New(Config{})
+	ch := make(chan *fakeConsole, 1)
+	f := newFakeConsole()
+	ch <- f
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	s.HoldListen("n1", "enabled", opener(ch), addr)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(f.input(), "hi"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("typed %q", f.input())
+		}
+		c.Write([]byte("hi"))             // dropped until the BMC side is connected
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+	go f.outW.Write([]byte("out"))
+	buf := make([]byte, 3)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "out" {
+		t.Fatalf("read %q %v", buf, err)
+	}
+	s.Stop("n1", "disabled")
+	if _, err := c.Read(buf); err == nil {
+		t.Fatal("the TCP console stayed open after Stop")
+	}
+	if _, err := net.Dial("tcp", addr); err == nil {
+		t.Fatal("the TCP port still listens after Stop")
 	}
 }

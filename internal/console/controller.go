@@ -11,6 +11,9 @@ type Decision struct {
 	Hold   bool
 	Open   Opener // when Hold
 	Reason string // why it is held, or why not
+	// Listen, if set, is a TCP address where the console is also served
+	// raw, one viewer per connection (Ironic's socat console).
+	Listen string
 }
 
 // Resolver decides which consoles this process holds: the conductor
@@ -94,7 +97,7 @@ func (c *Controller) Decide(ctx context.Context, node string) {
 		return
 	}
 	if d.Hold && d.Open != nil {
-		c.svc.Hold(node, d.Reason, d.Open)
+		c.svc.HoldListen(node, d.Reason, d.Open, d.Listen)
 		return
 	}
 	c.svc.Stop(node, d.Reason)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -78,6 +79,14 @@ func New(cfg Config) *Service {
 // and records its output until Stop; why is logged. It reports whether it
 // started a session.
 func (s *Service) Hold(node, why string, open Opener) bool {
+	return s.HoldListen(node, why, open, "")
+}
+
+// HoldListen is Hold that also serves the console on the TCP address
+// listen (when not ""): each connection is a viewer, its bytes typed into
+// the console when it holds the keyboard. A listen address that cannot be
+// bound is logged and the console held without it.
+func (s *Service) HoldListen(node, why string, open Opener, listen string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.held[node] != nil {
@@ -88,6 +97,15 @@ func (s *Service) Hold(node, why string, open Opener) bool {
 	s.held[node] = ss
 	s.cfg.Log.Info("console held", "node", node, "why", why)
 	go ss.run(ctx, open)
+	if listen != "" {
+		ln, err := net.Listen("tcp", listen)
+		if err != nil {
+			s.cfg.Log.Warn("console TCP port unavailable", "node", node, "listen", listen, "err", err)
+		} else {
+			ss.ln = ln
+			go ss.serveTCP(ln)
+		}
+	}
 	return true
 }
 
@@ -246,7 +264,8 @@ type session struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run has closed the source
 
-	wmu sync.Mutex // serialises writes to the source
+	wmu sync.Mutex   // serialises writes to the source
+	ln  net.Listener // the raw TCP console, if any (set before run)
 
 	mu      sync.Mutex // guards the fields below; taken before s.mu
 	src     io.ReadWriteCloser
@@ -264,6 +283,9 @@ func (ss *session) stop(reason string) {
 	ss.mu.Unlock()
 	if src != nil {
 		_ = src.Close() // unblocks the reader
+	}
+	if ss.ln != nil {
+		_ = ss.ln.Close()
 	}
 	for _, v := range vs {
 		v.end(reason)
@@ -450,5 +472,51 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return false
 	case <-t.C:
 		return true
+	}
+}
+
+// serveTCP serves the raw console on ln until it is closed.
+func (ss *session) serveTCP(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		v, err := ss.s.Attach(ss.node, 0)
+		if err != nil {
+			_ = c.Close()
+			return
+		}
+		go Pipe(v, c)
+	}
+}
+
+// Pipe joins v and a raw byte stream c until either ends: output to c,
+// c's bytes typed into the console (dropped while v is read-only).
+func Pipe(v *Viewer, c io.ReadWriteCloser) {
+	defer c.Close()
+	defer v.Close()
+	go func() {
+		buf := make([]byte, 1024)
+		for {
+			n, err := c.Read(buf)
+			if n > 0 {
+				_, _ = v.Write(buf[:n])
+			}
+			if err != nil {
+				v.Close()
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case p := <-v.Output():
+			if _, err := c.Write(p); err != nil {
+				return
+			}
+		case <-v.Done():
+			return
+		}
 	}
 }

@@ -191,3 +191,16 @@ func (s *solConn) Close() error {
 	}
 	return nil
 }
+
+// ConsoleListen is the TCP address the console service serves the socat
+// flavour's console on (SocatHost:ipmi_terminal_port), "" for ipmi-sol.
+func (c *Console) ConsoleListen(n *model.Node) string {
+	if c.name != SocatName {
+		return ""
+	}
+	p, err := TerminalPort(n)
+	if err != nil {
+		return ""
+	}
+	return net.JoinHostPort(c.SocatHost, strconv.Itoa(p))
+}
