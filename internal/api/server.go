@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"github.com/anvil-metal/anvil/internal/console"
 	"log/slog"
 	"math/big"
 	"net/http"
@@ -40,6 +41,9 @@ type Config struct {
 	ConductorAliveWindow time.Duration
 	// MaxPageSize is the default and largest page of a list ([api]max_limit, 1000).
 	MaxPageSize int
+	// Console is this process's console service (nil in an API-only
+	// process): the console WebSocket and log routes read it.
+	Console *console.Service
 }
 
 // Server is the Ironic v1 REST API over a store and a conductor.
@@ -118,6 +122,7 @@ func (s *Server) routes() {
 	s.volumeRoutes()
 	s.shardRoutes()
 	s.consoleRoutes()
+	s.consoleWSRoutes()
 	s.bootModeRoutes()
 	s.netEventRoutes()
 	s.indicatorRoutes()

@@ -83,6 +83,13 @@ func (c *Conductor) ConsoleDecision(ctx context.Context, uuid string) (console.D
 	if err != nil {
 		return console.Decision{}, err
 	}
+	con := c.consoleOf(n)
+	if con == nil {
+		return console.Decision{Reason: "the node's console interface has no console"}, nil
+	}
+	if !n.ConsoleEnabled && !slices.Contains(RecordedStates, n.ProvisionState) {
+		return console.Decision{Reason: "the console was disabled"}, nil
+	}
 	r, err := c.liveRing(ctx)
 	if err != nil {
 		return console.Decision{}, err
@@ -90,10 +97,7 @@ func (c *Conductor) ConsoleDecision(ctx context.Context, uuid string) (console.D
 	if !r.Owns(c.cfg.Host, n.UUID, n.ConductorGroup) {
 		return console.Decision{Reason: "another conductor owns the node now"}, nil
 	}
-	con := c.consoleOf(n)
 	switch {
-	case con == nil:
-		return console.Decision{Reason: "the node's console interface has no console"}, nil
 	case con.Validate(n) != nil:
 		return console.Decision{Reason: "the node's console settings are invalid"}, nil
 	case n.ConsoleEnabled:
