@@ -1,0 +1,198 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/spf13/cobra"
+
+	"github.com/anvil-metal/anvil/internal/cli"
+	"github.com/anvil-metal/anvil/internal/testbin/ipmisim"
+)
+
+// waitFor polls cond (10 s at most).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// wsViewer is a console WebSocket client collecting what it receives.
+type wsViewer struct {
+	conn     *websocket.Conn
+	out      syncBuffer
+	mu       sync.Mutex
+	statuses []bool // read_only of each status message
+	end      string
+	closed   chan struct{}
+}
+
+func dialConsole(t *testing.T, url string) *wsViewer {
+	t.Helper()
+	var conn *websocket.Conn
+	waitFor(t, "the console WebSocket", func() bool {
+		c, _, err := websocket.Dial(t.Context(), url, nil)
+		conn = c
+		return err == nil
+	})
+	v := &wsViewer{conn: conn, closed: make(chan struct{})}
+	t.Cleanup(func() { conn.CloseNow() })
+	go func() {
+		defer close(v.closed)
+		for {
+			typ, p, err := conn.Read(context.Background())
+			if err != nil {
+				return
+			}
+			if typ == websocket.MessageBinary {
+				v.out.Write(p)
+				continue
+			}
+			var m struct {
+				Type     string `json:"type"`
+				ReadOnly bool   `json:"read_only"`
+				Reason   string `json:"reason"`
+			}
+			_ = json.Unmarshal(p, &m)
+			v.mu.Lock()
+			switch m.Type {
+			case "status":
+				v.statuses = append(v.statuses, m.ReadOnly)
+			case "end":
+				v.end = m.Reason
+			}
+			v.mu.Unlock()
+		}
+	}()
+	return v
+}
+
+func (v *wsViewer) readOnly() (bool, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.statuses) == 0 {
+		return false, false
+	}
+	return v.statuses[len(v.statuses)-1], true
+}
+
+func (v *wsViewer) typeIn(t *testing.T, s string) {
+	t.Helper()
+	if err := v.conn.Write(t.Context(), websocket.MessageBinary, []byte(s)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConsoleIPMISOL: an ipmi node with the ipmi-sol console interface on
+// OpenIPMI's ipmi_sim, whose SOL is a serial peer on TCP. Enabling the
+// console gives a ws:// console_info; the first WebSocket viewer sees the
+// machine's output and types into it; `anvil node console` attaches as a
+// second, read-only viewer and leaves with ~.; `anvil node console-log`
+// prints what was recorded; disabling the console ends the viewer.
+func TestConsoleIPMISOL(t *testing.T) {
+	serial := ipmisim.NewSerial(t, "")
+	port := ipmisim.StartSOL(t, "anvil-console", "sol-pw-123", "tcp:"+serial.Addr)
+	s := serve(t)
+	di := fmt.Sprintf(`{"ipmi_address":"127.0.0.1","ipmi_port":%d,"ipmi_username":%q,"ipmi_password":"sol-pw-123"}`, port, ipmisim.User)
+	node := s.do("POST", "/v1/nodes", `{"driver":"ipmi","console_interface":"ipmi-sol","driver_info":`+di+`}`, 201)["uuid"].(string)
+	path := "/v1/nodes/" + node + "/states/console"
+	if st := s.do("GET", path, "", 200); st["console_enabled"] != false || st["console_info"] != nil {
+		t.Fatalf("before enabling: %v", st)
+	}
+	s.do("PUT", path, `{"enabled": true}`, 202)
+	st := s.do("GET", path, "", 200)
+	info, _ := st["console_info"].(map[string]any)
+	wantURL := "ws://" + strings.TrimPrefix(s.base, "http://") + "/v1/nodes/" + node + "/console/ws"
+	if st["console_enabled"] != true || info["type"] != "websocket" || info["url"] != wantURL {
+		t.Fatalf("console state %v, want a websocket at %s", st, wantURL)
+	}
+
+	a := dialConsole(t, wantURL)
+	waitFor(t, "the first viewer's status", func() bool { ro, ok := a.readOnly(); return ok && !ro })
+	// The machine prints until the output reaches the viewer (the BMC's
+	// SOL may still be connecting to the serial).
+	waitFor(t, "the machine's output", func() bool {
+		serial.Write([]byte("Booting Linux\r\n"))
+		return strings.Contains(a.out.String(), "Booting Linux")
+	})
+	a.typeIn(t, "root\r")
+	waitFor(t, "the echo of what was typed", func() bool { return strings.Contains(a.out.String(), "echo: root") })
+
+	// The CLI attaches as a second viewer: read-only.
+	stdinR, stdinW := io.Pipe()
+	var stdout, stderr syncBuffer
+	root := &cobra.Command{Use: "anvil", SilenceErrors: true, SilenceUsage: true}
+	root.AddCommand(cli.Commands(cli.Env{Stdout: &stdout, Stderr: &stderr, Stdin: stdinR,
+		Getenv: func(k string) string { return map[string]string{"ANVIL_URL": s.base}[k] }})...)
+	root.SetArgs([]string{"node", "console", node})
+	cliDone := make(chan error, 1)
+	go func() { cliDone <- root.ExecuteContext(t.Context()) }()
+	waitFor(t, "the CLI's read-only notice", func() bool { return strings.Contains(stderr.String(), "read-only") })
+	waitFor(t, "output at the CLI", func() bool {
+		serial.Write([]byte("second line\r\n"))
+		return strings.Contains(stdout.String(), "second line")
+	})
+	if _, err := stdinW.Write([]byte("intruder\r")); err != nil {
+		t.Fatal(err)
+	}
+	a.typeIn(t, "owner\r")
+	waitFor(t, "the read-write viewer's line", func() bool { return strings.Contains(a.out.String(), "echo: owner") })
+	for _, l := range serial.Lines() {
+		if strings.Contains(l, "intruder") {
+			t.Fatalf("a read-only viewer's keystrokes reached the machine: %q", serial.Lines())
+		}
+	}
+	if _, err := stdinW.Write([]byte("~.")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-cliDone:
+		if err != nil {
+			t.Fatalf("anvil node console: %v (stderr %q)", err, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("~. did not end anvil node console")
+	}
+
+	out, _, err := runCLI(t, map[string]string{"ANVIL_URL": s.base}, "node", "console-log", node)
+	if err != nil || !strings.Contains(out, "Booting Linux") || !strings.Contains(out, "echo: root") {
+		t.Fatalf("console-log: %q %v", out, err)
+	}
+	if out, _, err := runCLI(t, map[string]string{"ANVIL_URL": s.base}, "node", "console-log", node, "--tail", "5"); err != nil || len(out) != 5 {
+		t.Fatalf("console-log --tail 5: %q %v", out, err)
+	}
+
+	s.do("PUT", path, `{"enabled": false}`, 202)
+	select {
+	case <-a.closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("disabling the console did not end the viewer")
+	}
+	a.mu.Lock()
+	end := a.end
+	a.mu.Unlock()
+	if !strings.Contains(end, "disabled") {
+		t.Errorf("end reason %q", end)
+	}
+	if code, msg := s.call("GET", "/v1/nodes/"+node+"/console/ws", ""); code != 400 || !strings.Contains(msg, "not enabled") {
+		t.Errorf("attach to a disabled console: %d %s", code, msg)
+	}
+	if code, msg := s.call("GET", "/v1/nodes/"+node+"/console/log?tail=x", ""); code != 400 {
+		t.Errorf("tail=x: %d %s", code, msg)
+	}
+	// The log outlives the session.
+	if code, _ := s.call("GET", "/v1/nodes/"+node+"/console/log", ""); code != 200 {
+		t.Errorf("console log after disabling: %d", code)
+	}
+}
