@@ -10,17 +10,27 @@ import (
 	"testing"
 	"time"
 
+	ipmiclient "github.com/bougou/go-ipmi/pkg/client"
+	ipmitransport "github.com/bougou/go-ipmi/pkg/command/transport"
+	ipmitypes "github.com/bougou/go-ipmi/pkg/types"
 	"github.com/coder/websocket"
 	"github.com/spf13/cobra"
 
 	"github.com/anvil-metal/anvil/internal/cli"
+	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/testbin/ipmisim"
 )
 
 // waitFor polls cond (10 s at most).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+	waitWithin(t, 10*time.Second, what, cond)
+}
+
+// waitWithin polls cond for d at most.
+func waitWithin(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
@@ -195,4 +205,69 @@ func TestConsoleIPMISOL(t *testing.T) {
 	if code, _ := s.call("GET", "/v1/nodes/"+node+"/console/log", ""); code != 200 {
 		t.Errorf("console log after disabling: %d", code)
 	}
+}
+
+// TestConsoleRecordedWhileInspecting: a node whose console is not enabled
+// has its console recorded while it is inspected (nobody attached), the
+// output stays readable after the inspection is aborted, and the BMC
+// session is released when the node leaves the recorded states.
+func TestConsoleRecordedWhileInspecting(t *testing.T) {
+	serial := ipmisim.NewSerial(t, "")
+	port := ipmisim.StartSOL(t, "anvil-console", "sol-pw-123", "tcp:"+serial.Addr)
+	// boot "fake": the node waits for an agent that never comes (in
+	// "inspect wait") without a network boot service.
+	s := serveWith(t, func(c *Config) {
+		c.Interfaces = driver.Enablement{Interfaces: map[string][]string{"boot": {"fake", "ipxe"}}}
+	})
+	di := fmt.Sprintf(`{"ipmi_address":"127.0.0.1","ipmi_port":%d,"ipmi_username":%q,"ipmi_password":"sol-pw-123","deploy_kernel":"http://127.0.0.1:1/k","deploy_ramdisk":"http://127.0.0.1:1/r"}`, port, ipmisim.User)
+	node := s.do("POST", "/v1/nodes", `{"driver":"ipmi","console_interface":"ipmi-sol","boot_interface":"fake","inspect_interface":"agent","driver_info":`+di+`}`, 201)["uuid"].(string)
+	logPath := "/v1/nodes/" + node + "/console/log"
+	if code, _ := s.call("GET", logPath, ""); code != 404 {
+		t.Fatalf("a log before anything was recorded: %d", code)
+	}
+	s.do("PUT", "/v1/nodes/"+node+"/states/provision", `{"target":"manage"}`, 202)
+	s.wait(node, "manageable")
+	s.do("PUT", "/v1/nodes/"+node+"/states/provision", `{"target":"inspect"}`, 202)
+	waitFor(t, "the recorded boot output", func() bool {
+		serial.Write([]byte("PXE boot attempt\r\n"))
+		code, body := s.call("GET", logPath, "")
+		return code == 200 && strings.Contains(body, "PXE boot attempt")
+	})
+	if n := s.do("GET", "/v1/nodes/"+node, "", 200); n["console_enabled"] != false {
+		t.Fatalf("console_enabled %v: recording must not enable the console", n["console_enabled"])
+	}
+	// ipmi spaces its commands to one BMC by 5 s (Ironic's
+	// min_command_interval): the power changes take a while.
+	waitWithin(t, testTimeout, "inspect wait", func() bool {
+		return s.do("GET", "/v1/nodes/"+node, "", 200)["provision_state"] == "inspect wait"
+	})
+	s.do("PUT", "/v1/nodes/"+node+"/states/provision", `{"target":"abort"}`, 202)
+	s.wait(node, "inspect failed")
+	code, body := s.call("GET", logPath, "")
+	if code != 200 || !strings.Contains(body, "PXE boot attempt") {
+		t.Fatalf("the log after the failure: %d %q", code, body)
+	}
+	// Released: the BMC lets another client activate SOL.
+	waitFor(t, "the SOL session's release", func() bool { return solFree(t, port, "sol-pw-123") })
+}
+
+// solFree reports whether the BMC activates SOL for a new session (no
+// other session holds it), and deactivates it again.
+func solFree(t *testing.T, port int, password string) bool {
+	ctx := t.Context()
+	c, err := ipmiclient.NewClient("127.0.0.1", port, ipmisim.User, password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.WithTimeout(time.Second)
+	if err := c.Connect(ctx); err != nil {
+		return false
+	}
+	defer c.Close(ctx)
+	req := &ipmitransport.ActivatePayloadRequest{PayloadType: ipmitypes.PayloadTypeSOL, PayloadInstance: 1}
+	if _, err := c.ActivatePayload(ctx, req); err != nil {
+		return false
+	}
+	_, _ = c.DeactivatePayload(ctx, &ipmitransport.DeactivatePayloadRequest{PayloadType: ipmitypes.PayloadTypeSOL, PayloadInstance: 1})
+	return true
 }
