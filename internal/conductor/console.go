@@ -88,7 +88,7 @@ func (c *Conductor) ConsoleDecision(ctx context.Context, uuid string) (console.D
 		return console.Decision{Reason: "the node's console interface has no console"}, nil
 	}
 	if !n.ConsoleEnabled && !slices.Contains(RecordedStates, n.ProvisionState) {
-		return console.Decision{Reason: "the console was disabled"}, nil
+		return console.Decision{Reason: "the console is disabled (the node is " + n.ProvisionState + ")"}, nil
 	}
 	r, err := c.liveRing(ctx)
 	if err != nil {
@@ -101,7 +101,7 @@ func (c *Conductor) ConsoleDecision(ctx context.Context, uuid string) (console.D
 	case con.Validate(n) != nil:
 		return console.Decision{Reason: "the node's console settings are invalid"}, nil
 	case n.ConsoleEnabled:
-		d := console.Decision{Hold: true, Open: opener(con, n), Reason: "the console is enabled"}
+		d := console.Decision{Hold: true, Attachable: true, Open: opener(con, n), Reason: "the console is enabled"}
 		if l, ok := con.(interface{ ConsoleListen(*model.Node) string }); ok {
 			d.Listen = l.ConsoleListen(n)
 		}
@@ -109,7 +109,7 @@ func (c *Conductor) ConsoleDecision(ctx context.Context, uuid string) (console.D
 	case slices.Contains(RecordedStates, n.ProvisionState):
 		return console.Decision{Hold: true, Open: opener(con, n), Reason: "recording: the node is " + n.ProvisionState}, nil
 	}
-	return console.Decision{Reason: "the console was disabled"}, nil
+	return console.Decision{Reason: "the console is disabled (the node is " + n.ProvisionState + ")"}, nil
 }
 
 // opener opens n's console as it was when the decision was made.

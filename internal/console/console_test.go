@@ -282,16 +282,17 @@ func TestGlobalBound(t *testing.T) {
 }
 
 type fakeResolver struct {
-	mu   sync.Mutex
-	want map[string]bool
-	ch   chan *fakeConsole
+	mu         sync.Mutex
+	recordOnly bool
+	want       map[string]bool
+	ch         chan *fakeConsole
 }
 
 func (r *fakeResolver) ConsoleDecision(_ context.Context, node string) (Decision, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.want[node] {
-		return Decision{Hold: true, Open: opener(r.ch), Reason: "wanted"}, nil
+		return Decision{Hold: true, Attachable: !r.recordOnly, Open: opener(r.ch), Reason: "wanted"}, nil
 	}
 	return Decision{Reason: "the console was disabled"}, nil
 }
@@ -371,5 +372,29 @@ func TestTCPConsole(t *testing.T) {
 	}
 	if _, err := net.Dial("tcp", addr); err == nil {
 		t.Fatal("the TCP port still listens after Stop")
+	}
+}
+
+// TestDisabledWhileRecorded: a console disabled while the node's state is
+// still recorded ends its viewers but keeps the BMC session.
+func TestDisabledWhileRecorded(t *testing.T) {
+	s := New(Config{})
+	defer s.Close(context.Background())
+	r := &fakeResolver{want: map[string]bool{"a": true}, ch: make(chan *fakeConsole, 1)}
+	r.ch <- newFakeConsole()
+	c := NewController(s, r, time.Hour, nil)
+	c.Decide(context.Background(), "a")
+	v := attached(t, s, "a", 0)
+	r.mu.Lock()
+	r.recordOnly = true
+	r.mu.Unlock()
+	c.Decide(context.Background(), "a")
+	select {
+	case <-v.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the viewer outlived the console's disabling")
+	}
+	if !s.Held("a") {
+		t.Fatal("the recording stopped")
 	}
 }

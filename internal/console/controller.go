@@ -8,9 +8,12 @@ import (
 
 // Decision is whether this process should hold a node's console.
 type Decision struct {
-	Hold   bool
-	Open   Opener // when Hold
-	Reason string // why it is held, or why not
+	Hold bool
+	// Attachable: viewers may attach (the console is enabled); a console
+	// held only to be recorded ends its viewers.
+	Attachable bool
+	Open       Opener // when Hold
+	Reason     string // why it is held, or why not
 	// Listen, if set, is a TCP address where the console is also served
 	// raw, one viewer per connection (Ironic's socat console).
 	Listen string
@@ -98,6 +101,9 @@ func (c *Controller) Decide(ctx context.Context, node string) {
 	}
 	if d.Hold && d.Open != nil {
 		c.svc.HoldListen(node, d.Reason, d.Open, d.Listen)
+		if !d.Attachable {
+			c.svc.EndViewers(node, "the console was disabled")
+		}
 		return
 	}
 	c.svc.Stop(node, d.Reason)

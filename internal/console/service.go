@@ -89,24 +89,55 @@ func (s *Service) Hold(node, why string, open Opener) bool {
 func (s *Service) HoldListen(node, why string, open Opener, listen string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.held[node] != nil {
+	if s.closed {
 		return false
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ss := &session{s: s, node: node, cancel: cancel, done: make(chan struct{})}
-	s.held[node] = ss
-	s.cfg.Log.Info("console held", "node", node, "why", why)
-	go ss.run(ctx, open)
-	if listen != "" {
-		ln, err := net.Listen("tcp", listen)
-		if err != nil {
-			s.cfg.Log.Warn("console TCP port unavailable", "node", node, "listen", listen, "err", err)
-		} else {
-			ss.ln = ln
-			go ss.serveTCP(ln)
-		}
+	started := false
+	ss := s.held[node]
+	if ss == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		ss = &session{s: s, node: node, cancel: cancel, done: make(chan struct{})}
+		s.held[node] = ss
+		s.cfg.Log.Info("console held", "node", node, "why", why)
+		go ss.run(ctx, open)
+		started = true
 	}
-	return true
+	if listen != "" {
+		ss.mu.Lock()
+		if ss.ln == nil && ss.ended == "" {
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				s.cfg.Log.Warn("console TCP port unavailable", "node", node, "listen", listen, "err", err)
+			} else {
+				ss.ln = ln
+				go ss.serveTCP(ln)
+			}
+		}
+		ss.mu.Unlock()
+	}
+	return started
+}
+
+// EndViewers ends node's viewers with reason and closes its TCP console,
+// keeping the BMC session and the recording (the console was disabled
+// while the node's state is still recorded).
+func (s *Service) EndViewers(node, reason string) {
+	s.mu.Lock()
+	ss := s.held[node]
+	s.mu.Unlock()
+	if ss == nil {
+		return
+	}
+	ss.mu.Lock()
+	vs, ln := ss.viewers, ss.ln
+	ss.viewers, ss.ln = nil, nil
+	ss.mu.Unlock()
+	if ln != nil {
+		_ = ln.Close()
+	}
+	for _, v := range vs {
+		v.end(reason)
+	}
 }
 
 // Stop ends node's console session, if held: its viewers end with reason
@@ -264,28 +295,28 @@ type session struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run has closed the source
 
-	wmu sync.Mutex   // serialises writes to the source
-	ln  net.Listener // the raw TCP console, if any (set before run)
+	wmu sync.Mutex // serialises writes to the source
 
 	mu      sync.Mutex // guards the fields below; taken before s.mu
 	src     io.ReadWriteCloser
-	viewers []*Viewer // in attach order; the writer is among them
-	ended   string    // why the session ended, once it has
+	ln      net.Listener // the raw TCP console, if any
+	viewers []*Viewer    // in attach order; the writer is among them
+	ended   string       // why the session ended, once it has
 }
 
 func (ss *session) stop(reason string) {
 	ss.cancel()
 	ss.mu.Lock()
 	ss.ended = reason
-	src := ss.src
+	src, ln := ss.src, ss.ln
 	vs := ss.viewers
-	ss.viewers = nil
+	ss.viewers, ss.ln = nil, nil
 	ss.mu.Unlock()
 	if src != nil {
 		_ = src.Close() // unblocks the reader
 	}
-	if ss.ln != nil {
-		_ = ss.ln.Close()
+	if ln != nil {
+		_ = ln.Close()
 	}
 	for _, v := range vs {
 		v.end(reason)
