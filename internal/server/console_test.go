@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,8 +18,10 @@ import (
 	"github.com/coder/websocket"
 	"github.com/spf13/cobra"
 
+	"github.com/anvil-metal/anvil/internal/bmcemu"
 	"github.com/anvil-metal/anvil/internal/cli"
 	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/testbin"
 	"github.com/anvil-metal/anvil/internal/testbin/ipmisim"
 )
 
@@ -270,4 +274,50 @@ func solFree(t *testing.T, port int, password string) bool {
 	}
 	_, _ = c.DeactivatePayload(ctx, &ipmitransport.DeactivatePayloadRequest{PayloadType: ipmitypes.PayloadTypeSOL, PayloadInstance: 1})
 	return true
+}
+
+// TestConsoleEmulatorVM: the BMC emulator's VM behind its IPMI endpoint's
+// SOL. With the console enabled and a viewer attached while the machine is
+// off, powering it on through the API shows the VM's boot output (its
+// disk's boot sector printing a marker on the serial port).
+func TestConsoleEmulatorVM(t *testing.T) {
+	testbin.Need(t, "qemu-system-x86_64", "qemu-system-x86")
+	emu, err := bmcemu.Start(t.Context(), bmcemu.Config{Count: 1, IPMI: true, StateDir: filepath.Join(t.TempDir(), "state"),
+		QEMU: &bmcemu.QEMUConfig{MemoryMiB: 64, DiskBytes: 1 << 20, ShutdownTimeout: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { emu.Close() })
+	st := emu.Machine("node-01").Status()
+	f, err := os.OpenFile(st.Disk, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(bmcemu.BootSector("VM-SERIAL-OK")); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	nf, err := emu.Nodes(bmcemu.DriverIPMI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	di, _ := json.Marshal(nf.Nodes[0].DriverInfo)
+	s := serve(t)
+	node := s.do("POST", "/v1/nodes", `{"driver":"ipmi","console_interface":"ipmi-sol","driver_info":`+string(di)+`}`, 201)["uuid"].(string)
+	s.do("PUT", "/v1/nodes/"+node+"/states/console", `{"enabled": true}`, 202)
+	info := s.do("GET", "/v1/nodes/"+node+"/states/console", "", 200)["console_info"].(map[string]any)
+	a := dialConsole(t, info["url"].(string))
+	waitFor(t, "the viewer's status", func() bool { _, ok := a.readOnly(); return ok })
+	s.do("PUT", "/v1/nodes/"+node+"/states/power", `{"target": "power on"}`, 202)
+	for deadline := time.Now().Add(testTimeout); !strings.Contains(a.out.String(), "VM-SERIAL-OK"); {
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(st.Console)
+			t.Fatalf("no boot output on the console (got %q); power %v; console.log %q", a.out.String(),
+				s.do("GET", "/v1/nodes/"+node, "", 200)["power_state"], log)
+		}
+		time.Sleep(50 * time.Millisecond) // polling with a deadline
+	}
+	if code, body := s.call("GET", "/v1/nodes/"+node+"/console/log", ""); code != 200 || !strings.Contains(body, "VM-SERIAL-OK") {
+		t.Errorf("console log: %d %q", code, body)
+	}
 }
