@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -320,4 +321,66 @@ func TestConsoleEmulatorVM(t *testing.T) {
 	if code, body := s.call("GET", "/v1/nodes/"+node+"/console/log", ""); code != 200 || !strings.Contains(body, "VM-SERIAL-OK") {
 		t.Errorf("console log: %d %q", code, body)
 	}
+}
+
+// TestConsoleIPMISimQEMU: OpenIPMI's ipmi_sim with its SOL on a qemu VM's
+// serial port (lan.conf `sol "tcp:127.0.0.1:PORT"`, qemu's serial a TCP
+// server that holds the VM until the BMC connects): enabling the console
+// shows the VM's boot output to a WebSocket viewer.
+func TestConsoleIPMISimQEMU(t *testing.T) {
+	qemu := testbin.Need(t, "qemu-system-x86_64", "qemu-system-x86")
+	dir := t.TempDir()
+	disk := filepath.Join(dir, "disk.img")
+	img := make([]byte, 1<<20)
+	copy(img, bmcemu.BootSector("QEMU-SOL-OK"))
+	if err := os.WriteFile(disk, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := testbin.FreePort(t)
+	cmd := exec.Command(qemu, "-accel", "tcg", "-m", "64", "-display", "none", "-nodefaults", "-nic", "none",
+		"-serial", fmt.Sprintf("tcp:127.0.0.1:%d,server=on,wait=on", port),
+		"-drive", "file="+disk+",format=raw,if=none,id=d0", "-device", "virtio-blk-pci,drive=d0,bootindex=1")
+	var qlog syncBuffer
+	cmd.Stdout, cmd.Stderr = &qlog, &qlog
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("qemu output:\n%s", qlog.String())
+		}
+	})
+	// Not by connecting: the first connection is the one qemu waits for.
+	waitFor(t, "qemu's serial port", func() bool { return tcpListening(port) })
+	bmc := ipmisim.StartSOL(t, "anvil-qemu", "sol-pw-123", fmt.Sprintf("tcp:127.0.0.1:%d", port))
+	s := serve(t)
+	di := fmt.Sprintf(`{"ipmi_address":"127.0.0.1","ipmi_port":%d,"ipmi_username":%q,"ipmi_password":"sol-pw-123"}`, bmc, ipmisim.User)
+	node := s.do("POST", "/v1/nodes", `{"driver":"ipmi","console_interface":"ipmi-sol","driver_info":`+di+`}`, 201)["uuid"].(string)
+	s.do("PUT", "/v1/nodes/"+node+"/states/console", `{"enabled": true}`, 202)
+	info := s.do("GET", "/v1/nodes/"+node+"/states/console", "", 200)["console_info"].(map[string]any)
+	waitWithin(t, testTimeout, "the VM's boot output in the console log", func() bool {
+		code, body := s.call("GET", "/v1/nodes/"+node+"/console/log", "")
+		return code == 200 && strings.Contains(body, "QEMU-SOL-OK")
+	})
+	a := dialConsole(t, info["url"].(string)+"?replay=4096")
+	waitFor(t, "the boot output replayed to a viewer", func() bool { return strings.Contains(a.out.String(), "QEMU-SOL-OK") })
+}
+
+// tcpListening reports whether a socket listens on 127.0.0.1:port
+// (/proc/net/tcp), without connecting to it.
+func tcpListening(port int) bool {
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return false
+	}
+	want := fmt.Sprintf("0100007F:%04X", port)
+	for _, l := range strings.Split(string(data), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 3 && f[1] == want && f[3] == "0A" {
+			return true
+		}
+	}
+	return false
 }
