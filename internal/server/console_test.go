@@ -325,8 +325,9 @@ func TestConsoleEmulatorVM(t *testing.T) {
 
 // TestConsoleIPMISimQEMU: OpenIPMI's ipmi_sim with its SOL on a qemu VM's
 // serial port (lan.conf `sol "tcp:127.0.0.1:PORT"`, qemu's serial a TCP
-// server that holds the VM until the BMC connects): enabling the console
-// shows the VM's boot output to a WebSocket viewer.
+// server): with the console enabled, the VM's boot output (reset from
+// qemu's monitor until it comes: ipmi_sim drops what the serial port sends
+// before SOL is active) is recorded and replayed to a WebSocket viewer.
 func TestConsoleIPMISimQEMU(t *testing.T) {
 	qemu := testbin.Need(t, "qemu-system-x86_64", "qemu-system-x86")
 	dir := t.TempDir()
@@ -338,10 +339,14 @@ func TestConsoleIPMISimQEMU(t *testing.T) {
 	}
 	port := testbin.FreePort(t)
 	cmd := exec.Command(qemu, "-accel", "tcg", "-m", "64", "-display", "none", "-nodefaults", "-nic", "none",
-		"-serial", fmt.Sprintf("tcp:127.0.0.1:%d,server=on,wait=on", port),
+		"-serial", fmt.Sprintf("tcp:127.0.0.1:%d,server=on,wait=off", port), "-monitor", "stdio",
 		"-drive", "file="+disk+",format=raw,if=none,id=d0", "-device", "virtio-blk-pci,drive=d0,bootindex=1")
 	var qlog syncBuffer
 	cmd.Stdout, cmd.Stderr = &qlog, &qlog
+	monitor, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +357,6 @@ func TestConsoleIPMISimQEMU(t *testing.T) {
 			t.Logf("qemu output:\n%s", qlog.String())
 		}
 	})
-	// Not by connecting: the first connection is the one qemu waits for.
 	waitFor(t, "qemu's serial port", func() bool { return tcpListening(port) })
 	bmc := ipmisim.StartSOL(t, "anvil-qemu", "sol-pw-123", fmt.Sprintf("tcp:127.0.0.1:%d", port))
 	s := serve(t)
@@ -360,7 +364,12 @@ func TestConsoleIPMISimQEMU(t *testing.T) {
 	node := s.do("POST", "/v1/nodes", `{"driver":"ipmi","console_interface":"ipmi-sol","driver_info":`+di+`}`, 201)["uuid"].(string)
 	s.do("PUT", "/v1/nodes/"+node+"/states/console", `{"enabled": true}`, 202)
 	info := s.do("GET", "/v1/nodes/"+node+"/states/console", "", 200)["console_info"].(map[string]any)
+	last := time.Time{}
 	waitWithin(t, testTimeout, "the VM's boot output in the console log", func() bool {
+		if time.Since(last) > 2*time.Second {
+			_, _ = io.WriteString(monitor, "system_reset\n")
+			last = time.Now()
+		}
 		code, body := s.call("GET", "/v1/nodes/"+node+"/console/log", "")
 		return code == 200 && strings.Contains(body, "QEMU-SOL-OK")
 	})
