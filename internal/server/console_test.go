@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -392,4 +393,52 @@ func tcpListening(port int) bool {
 		}
 	}
 	return false
+}
+
+// TestConsoleSocatIPMISim: Ironic's ipmitool-socat answers
+// {"type": "socat", "url": "tcp://127.0.0.1:<ipmi_terminal_port>"}, as
+// Nova's serial console proxy expects, and that port carries the SOL
+// console both ways until the console is disabled.
+func TestConsoleSocatIPMISim(t *testing.T) {
+	serial := ipmisim.NewSerial(t, "")
+	port := ipmisim.StartSOL(t, "anvil-socat", "sol-pw-123", "tcp:"+serial.Addr)
+	tport := testbin.FreePort(t)
+	s := serve(t)
+	di := fmt.Sprintf(`{"ipmi_address":"127.0.0.1","ipmi_port":%d,"ipmi_username":%q,"ipmi_password":"sol-pw-123","ipmi_terminal_port":%d}`, port, ipmisim.User, tport)
+	node := s.do("POST", "/v1/nodes", `{"driver":"ipmi","console_interface":"ipmitool-socat","driver_info":`+di+`}`, 201)["uuid"].(string)
+	s.do("PUT", "/v1/nodes/"+node+"/states/console", `{"enabled": true}`, 202)
+	info := s.do("GET", "/v1/nodes/"+node+"/states/console", "", 200)["console_info"].(map[string]any)
+	want := fmt.Sprintf("tcp://127.0.0.1:%d", tport)
+	if info["type"] != "socat" || info["url"] != want {
+		t.Fatalf("console_info %v, want socat at %s", info, want)
+	}
+	var c net.Conn
+	waitFor(t, "the console's TCP port", func() bool {
+		var err error
+		c, err = net.Dial("tcp", strings.TrimPrefix(want, "tcp://"))
+		return err == nil
+	})
+	defer c.Close()
+	var out syncBuffer
+	closed := make(chan struct{})
+	go func() { _, _ = io.Copy(&out, c); close(closed) }()
+	waitFor(t, "output on the TCP console", func() bool {
+		serial.Write([]byte("socat-line\r\n"))
+		return strings.Contains(out.String(), "socat-line")
+	})
+	if _, err := c.Write([]byte("typed\r")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the echo on the TCP console", func() bool { return strings.Contains(out.String(), "echo: typed") })
+	s.do("PUT", "/v1/nodes/"+node+"/states/console", `{"enabled": false}`, 202)
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the TCP console stayed open after disabling")
+	}
+	// Without ipmi_terminal_port the socat console cannot be enabled.
+	n2 := s.do("POST", "/v1/nodes", `{"driver":"ipmi","console_interface":"ipmitool-socat","driver_info":{"ipmi_address":"127.0.0.1"}}`, 201)["uuid"].(string)
+	if code, msg := s.call("PUT", "/v1/nodes/"+n2+"/states/console", `{"enabled": true}`); code != 400 || !strings.Contains(msg, "ipmi_terminal_port") {
+		t.Errorf("socat without ipmi_terminal_port: %d %s", code, msg)
+	}
 }
