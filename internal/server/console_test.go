@@ -120,6 +120,10 @@ func TestConsoleIPMISOL(t *testing.T) {
 	serial := ipmisim.NewSerial(t, "")
 	port := ipmisim.StartSOL(t, "anvil-console", "sol-pw-123", "tcp:"+serial.Addr)
 	s := serve(t)
+	drv := s.do("GET", "/v1/drivers/ipmi", "", 200)
+	if fmt.Sprint(drv["enabled_console_interfaces"]) != "[no-console ipmitool-socat ipmi-sol]" || drv["default_console_interface"] != "no-console" {
+		t.Errorf("GET /v1/drivers/ipmi: console %v, default %v", drv["enabled_console_interfaces"], drv["default_console_interface"])
+	}
 	di := fmt.Sprintf(`{"ipmi_address":"127.0.0.1","ipmi_port":%d,"ipmi_username":%q,"ipmi_password":"sol-pw-123"}`, port, ipmisim.User)
 	node := s.do("POST", "/v1/nodes", `{"driver":"ipmi","console_interface":"ipmi-sol","driver_info":`+di+`}`, 201)["uuid"].(string)
 	path := "/v1/nodes/" + node + "/states/console"
