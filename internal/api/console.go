@@ -1,5 +1,10 @@
 package api
 
+import (
+	"maps"
+	"strings"
+)
+
 func (s *Server) consoleRoutes() {
 	s.handle(endpoint{"GET": {s.getConsole, nodeRule("baremetal:node:get_console")},
 		"PUT": {s.setConsole, nodeRule("baremetal:node:set_console_state")}}, "/v1/nodes/{ident}/states/console")
@@ -26,7 +31,7 @@ func (s *Server) getConsole(rc *call) error {
 	if info == nil {
 		w.null()
 	} else {
-		w.object(info)
+		w.object(rc.absoluteConsoleURL(info))
 	}
 	w.endObj()
 	return rc.json(200, w)
@@ -55,4 +60,23 @@ func (s *Server) setConsole(rc *call) error {
 		return err
 	}
 	return rc.accepted(rc.link(false, "nodes", pathEscape(raw), "states", "console"))
+}
+
+// absoluteConsoleURL makes a console_info url that is an API path ("/v1/...")
+// a WebSocket URL of this API (ws:// or wss:// on the public URL).
+func (rc *call) absoluteConsoleURL(info map[string]any) map[string]any {
+	u, ok := info["url"].(string)
+	if !ok || !strings.HasPrefix(u, "/") {
+		return info
+	}
+	out := maps.Clone(info)
+	base := rc.base
+	switch {
+	case strings.HasPrefix(base, "https://"):
+		base = "wss://" + strings.TrimPrefix(base, "https://")
+	case strings.HasPrefix(base, "http://"):
+		base = "ws://" + strings.TrimPrefix(base, "http://")
+	}
+	out["url"] = base + u
+	return out
 }

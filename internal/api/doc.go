@@ -8,7 +8,9 @@
 // a bounded batch at a time, so a reader that stops reading holds a bounded
 // buffer) and the fleet views the dashboard
 // reads (GET /v1/fleet/nodes and /v1/fleet/summary, fleet.go), which render
-// nodes with the same field plan and masking as GET /v1/nodes.
+// nodes with the same field plan and masking as GET /v1/nodes, and a node's
+// serial console (GET /v1/nodes/{ident}/console/ws, a WebSocket, and
+// /console/log, its recorded output: console_ws.go, over internal/console).
 //
 // New builds an http.Handler over a Store (the reads the API makes, and the
 // broker of the store's change stream for GET /v1/events/stream) and a

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"github.com/anvil-metal/anvil/internal/console"
 	"log/slog"
 	"maps"
 	"math/big"
@@ -52,6 +53,9 @@ type Config struct {
 	// MaxStreams caps the open event streams of the server; more are
 	// answered 503 (DefaultMaxStreams).
 	MaxStreams int
+	// Console is this process's console service (nil in an API-only
+	// process): the console WebSocket and log routes read it.
+	Console *console.Service
 }
 
 // Server is the Ironic v1 REST API over a store and a conductor.
@@ -164,6 +168,7 @@ func (s *Server) register() {
 	s.volumeRoutes()
 	s.shardRoutes()
 	s.consoleRoutes()
+	s.consoleWSRoutes()
 	s.bootModeRoutes()
 	s.netEventRoutes()
 	s.indicatorRoutes()

@@ -298,9 +298,12 @@ func (e *Emulator) startVM(m *Machine, dev string) (*qemuVM, error) {
 	console := filepath.Join(d, "console.log")
 	qmp := filepath.Join(d, "qmp.sock")
 	_ = os.Remove(qmp)
+	_ = os.Remove(filepath.Join(d, serialSocket))
 	args := []string{"-accel", "tcg", "-m", strconv.Itoa(q.MemoryMiB), "-smp", "1", "-display", "none",
 		"-name", m.ID, "-uuid", m.UUID,
-		"-chardev", "file,id=s0,append=on,path=" + console, "-serial", "chardev:s0",
+		// The serial port is a socket for SOL (sol.go), logged to console.log.
+		"-chardev", "socket,id=s0,server=on,wait=off,path=" + filepath.Join(d, serialSocket) + ",logfile=" + console + ",logappend=on",
+		"-serial", "chardev:s0",
 		"-qmp", "unix:" + qmp + ",server=on,wait=off",
 		"-drive", "file=" + m.disk + ",format=raw,if=none,id=d0",
 		"-device", fmt.Sprintf("virtio-blk-pci,drive=d0,bootindex=%d", order["disk"]),

@@ -67,7 +67,7 @@ func DefaultInterfaces() map[string][]string {
 		"inspect":  {fake.Interface, redfish.Name, direct.InterfaceName, noop.Names["inspect"]},
 		"rescue":   {fake.Interface, direct.InterfaceName, noop.Names["rescue"]},
 		"bios":     {fake.Interface, redfish.Name, IDRACRedfish, noop.Names["bios"]},
-		"console":  {fake.Interface, noop.Names["console"]},
+		"console":  {fake.Interface, noop.Names["console"], ipmi.SOLName, ipmi.SocatName},
 		"firmware": {fake.Interface, redfish.Name, noop.Names["firmware"]},
 		"raid":     {fake.Interface, noop.Names["raid"], direct.InterfaceName, redfish.Name, IDRACRedfish},
 		"vendor":   {fake.Interface, redfish.Name, IDRACRedfish, noop.Names["vendor"]},
@@ -174,6 +174,10 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	r.AddInterface("vendor", IDRACRedfish, d.Redfish.NewVendor())
 	r.AddInterface("power", ipmi.Interface, d.IPMI)
 	r.AddInterface("management", ipmi.Interface, d.IPMI)
+	// IPMI Serial-over-LAN, held by the console service: Anvil's ipmi-sol
+	// (a WebSocket on the API) and Ironic's ipmitool-socat (a TCP port).
+	r.AddInterface("console", ipmi.SOLName, d.IPMI.Console(ipmi.SOLName))
+	r.AddInterface("console", ipmi.SocatName, d.IPMI.Console(ipmi.SocatName))
 
 	ht, _ := r.Registered(fake.Name)
 	ht.Supported = fakeKinds()
@@ -205,6 +209,10 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 		Supported: withGeneric(map[string][]string{
 			"power":      {ipmi.Interface},
 			"management": {ipmi.Interface},
+			// no-console first: a node takes a console only when asked
+			// for (Ironic's default, whose only enabled console interface
+			// is no-console); Ironic lists ipmitool-socat first.
+			"console": {noop.Names["console"], ipmi.SocatName, ipmi.SOLName},
 		})})
 
 	e := d.Interfaces

@@ -172,7 +172,7 @@ func TestDefaultInterfaces(t *testing.T) {
 			"raid": {"fake", "no-raid", "agent"}, "vendor": {"fake", "no-vendor"}},
 		"ipmi": {"boot": {"ipxe", "pxe"}, "deploy": {"direct", "ramdisk", "custom-agent"}, "inspect": {"agent", "no-inspect"},
 			"rescue": {"agent", "no-rescue"}, "power": {"ipmitool"}, "management": {"ipmitool"}, "network": {"flat", "noop"},
-			"raid": {"no-raid", "agent"}, "bios": {"no-bios"}, "console": {"no-console"}, "firmware": {"no-firmware"}, "vendor": {"no-vendor"}},
+			"raid": {"no-raid", "agent"}, "bios": {"no-bios"}, "console": {"no-console", "ipmitool-socat", "ipmi-sol"}, "firmware": {"no-firmware"}, "vendor": {"no-vendor"}},
 		"redfish": {"boot": {"redfish-virtual-media", "ipxe", "pxe"}, "deploy": {"direct", "ramdisk", "custom-agent"}, "inspect": {"redfish", "agent", "no-inspect"},
 			"rescue": {"agent", "no-rescue"}, "power": {"redfish"}, "management": {"redfish"}},
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/api"
 	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/console"
 	"github.com/anvil-metal/anvil/internal/dashboard"
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/direct"
@@ -216,6 +217,22 @@ func Serve(ctx context.Context, cfg Config) error {
 			defer func() { stopConductor(); <-served }()
 		}
 	}
+	// The conductor holds the consoles of the nodes it owns (console
+	// enabled, or recorded while the machine cleans, deploys...): at once
+	// for its own writes (the broker), within a sweep for other processes'.
+	var consoles *console.Service
+	if cfg.Role != RoleAPI {
+		consoles = console.New(console.Config{Log: cfg.Log})
+		ctl := console.NewController(consoles, cond, 0, cfg.Log)
+		broker.Observe(func(e events.Event) {
+			if e.Node != "" {
+				ctl.Kick(e.Node)
+			}
+		})
+		consoled := make(chan struct{})
+		go func() { defer close(consoled); ctl.Run(cctx) }()
+		defer func() { stopConductor(); <-consoled }()
+	}
 	dash, err := dashboard.New()
 	if err != nil {
 		return fmt.Errorf("dashboard: %w", err)
@@ -233,7 +250,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer closeAudit()
 	// The API's "alive" is the conductors' own test, with their timeout.
 	pol := policy.Default()
-	apiH := api.New(api.Config{Store: st, Conductor: apiCond, Logger: cfg.Log, Policy: pol,
+	apiH := api.New(api.Config{Store: st, Conductor: apiCond, Logger: cfg.Log, Policy: pol, Console: consoles,
 		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute), MaxStreamsPerClient: lim.MaxStreamsPerClient, MaxStreams: lim.MaxStreams})
 	metricsH := policyGuard(mx.Handler(), pol, "anvil:metrics:get")
 	inner := handler(apiH, mx, metricsH, bootPrefix, bootH, dash)

@@ -52,6 +52,9 @@ type Config struct {
 	// ChassisControl is the command ipmi_sim runs for chassis control
 	// ("script arg"), without quotes; paths must hold no space or comma.
 	ChassisControl string
+	// SOL, if set, is the serial device ipmi_sim connects SOL to, e.g.
+	// "tcp:127.0.0.1:PORT" (a qemu serial or any TCP peer), at 115200.
+	SOL string
 }
 
 // LANConf is the text of ipmi_sim's -c file for c.
@@ -69,7 +72,14 @@ startlan 1
 endlan
 chassis_control "%s"
 user 2 true "%s" "%s" admin 10 none md2 md5 straight
-`, c.Name, c.Port, c.ChassisControl, User, c.Password)
+`, c.Name, c.Port, c.ChassisControl, User, c.Password) + solLine(c.SOL)
+}
+
+func solLine(dev string) string {
+	if dev == "" {
+		return ""
+	}
+	return fmt.Sprintf("sol %q 115200\n", dev)
 }
 
 // Emu is the text of ipmi_sim's -f file: one BMC management controller
@@ -98,6 +108,13 @@ func Write(dir string, c Config) ([]string, error) {
 // fails it in CI (environment variable CI set).
 func Start(t testing.TB, name, password string) int {
 	t.Helper()
+	return StartSOL(t, name, password, "")
+}
+
+// StartSOL is Start with the BMC's SOL connected to the serial device sol
+// (see Config.SOL).
+func StartSOL(t testing.TB, name, password, sol string) int {
+	t.Helper()
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	if err := os.Mkdir(state, 0o755); err != nil {
@@ -107,7 +124,7 @@ func Start(t testing.TB, name, password string) int {
 	if err := os.WriteFile(script, []byte(ChassisScript), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return Run(t, dir, Config{Name: name, Password: password, ChassisControl: script + " " + state})
+	return Run(t, dir, Config{Name: name, Password: password, ChassisControl: script + " " + state, SOL: sol})
 }
 
 // Run runs ipmi_sim for c (its Port is chosen here: a free loopback UDP

@@ -1,0 +1,190 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/anvil-metal/anvil/internal/console"
+	"github.com/anvil-metal/anvil/internal/fault"
+)
+
+// Anvil extensions: a node's serial console over WebSocket (the url of
+// console_info for the ipmi-sol console interface) and its recorded output.
+//
+// GET /v1/nodes/{ident}/console/ws[?replay=BYTES] upgrades to a WebSocket:
+// binary messages from the server are console output, binary messages
+// from the client are keystrokes; text messages from the server are JSON:
+// {"type": "status", "read_only": bool} when the viewer starts and when it
+// is given the keyboard, {"type": "end", "reason": "..."} before the
+// server closes. The first viewer is read-write, the others read-only.
+//
+// GET /v1/nodes/{ident}/console/log[?tail=BYTES] answers the recorded
+// output (text/plain, at most 1 MiB).
+//
+// Both read the console service of this process: the conductor that owns
+// the node (a process serving the API only answers 503).
+func (s *Server) consoleWSRoutes() {
+	s.handle(endpoint{"GET": {s.consoleWS, nodeRule("baremetal:node:get_console")}}, "/v1/nodes/{ident}/console/ws")
+	s.handle(endpoint{"GET": {s.consoleLog, nodeRule("baremetal:node:get_console")}}, "/v1/nodes/{ident}/console/log")
+}
+
+// consoleWriteTimeout bounds one message to a viewer.
+const consoleWriteTimeout = 30 * time.Second
+
+// byteParam reads a non-negative byte count query parameter.
+func (rc *call) byteParam(name string) (int, error) {
+	raw, ok := rc.param(name)
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 0 {
+		return 0, invalid("Invalid value for %s: %q is not a non-negative integer.", name, raw)
+	}
+	return min(n, 1<<20), nil
+}
+
+func (s *Server) consoleWS(rc *call) error {
+	if err := rc.checkQuery("replay"); err != nil {
+		return err
+	}
+	replay, err := rc.byteParam("replay")
+	if err != nil {
+		return err
+	}
+	n, _, err := rc.loadNode()
+	if err != nil {
+		return err
+	}
+	if !n.ConsoleEnabled {
+		return invalid("Console access is not enabled on node %s", n.UUID)
+	}
+	if s.cfg.Console == nil {
+		return fault.New(fault.Unavailable, "The console of node %s is not served by this process (it serves the API only); connect to the conductor that owns the node.", n.UUID)
+	}
+	v, err := s.cfg.Console.Attach(n.UUID, replay)
+	if errors.Is(err, console.ErrNotHeld) {
+		return fault.New(fault.Unavailable, "The console of node %s is not connected on this conductor yet (or another conductor owns the node); retry.", n.UUID)
+	}
+	if err != nil {
+		return err
+	}
+	defer v.Close()
+	// The server's read and write timeouts are for requests: a console
+	// lasts as long as its viewer.
+	ctl := http.NewResponseController(rc.w)
+	_ = ctl.SetReadDeadline(time.Time{})
+	_ = ctl.SetWriteDeadline(time.Time{})
+	conn, err := websocket.Accept(rc.w, rc.r, nil)
+	if err != nil {
+		return nil // Accept has answered
+	}
+	defer conn.CloseNow()
+	serveViewer(rc.r.Context(), conn, v)
+	return nil
+}
+
+// serveViewer relays between a WebSocket and a console viewer until
+// either ends.
+func serveViewer(ctx context.Context, conn *websocket.Conn, v *console.Viewer) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	send := func(typ websocket.MessageType, p []byte) error {
+		wctx, wcancel := context.WithTimeout(ctx, consoleWriteTimeout)
+		defer wcancel()
+		return conn.Write(wctx, typ, p)
+	}
+	status := func(rw bool) error {
+		b, _ := json.Marshal(map[string]any{"type": "status", "read_only": !rw})
+		return send(websocket.MessageText, b)
+	}
+	rw := v.ReadWrite()
+	if status(rw) != nil {
+		return
+	}
+	typed := make(chan struct{}, 1) // a keystroke was refused: re-check the role
+	go func() {
+		defer cancel()
+		for {
+			typ, p, err := conn.Read(ctx)
+			if err != nil {
+				return
+			}
+			if typ != websocket.MessageBinary || len(p) == 0 {
+				continue
+			}
+			if _, err := v.Write(p); err != nil && !errors.Is(err, console.ErrReadOnly) && !errors.Is(err, console.ErrOffline) {
+				return
+			}
+			select {
+			case typed <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	for {
+		select {
+		case p := <-v.Output():
+			if send(websocket.MessageBinary, p) != nil {
+				return
+			}
+		case <-typed:
+		case <-v.Done():
+			reason := v.Reason()
+			b, _ := json.Marshal(map[string]any{"type": "end", "reason": reason})
+			_ = send(websocket.MessageText, b)
+			_ = conn.Close(websocket.StatusNormalClosure, closeReason(reason))
+			return
+		case <-ctx.Done():
+			_ = conn.Close(websocket.StatusNormalClosure, "")
+			return
+		}
+		if now := v.ReadWrite(); now != rw {
+			rw = now
+			if status(rw) != nil {
+				return
+			}
+		}
+	}
+}
+
+// closeReason fits a close frame (123 bytes at most).
+func closeReason(s string) string {
+	if len(s) <= 123 {
+		return s
+	}
+	return strings.ToValidUTF8(s[:123], "")
+}
+
+// GET /v1/nodes/{ident}/console/log: the recorded console output.
+func (s *Server) consoleLog(rc *call) error {
+	if err := rc.checkQuery("tail"); err != nil {
+		return err
+	}
+	tail, err := rc.byteParam("tail")
+	if err != nil {
+		return err
+	}
+	n, _, err := rc.loadNode()
+	if err != nil {
+		return err
+	}
+	if s.cfg.Console == nil {
+		return fault.New(fault.Unavailable, "The console of node %s is not recorded by this process (it serves the API only); ask the conductor that owns the node.", n.UUID)
+	}
+	b, ok := s.cfg.Console.Log(n.UUID, tail)
+	if !ok {
+		return fault.New(fault.NotFound, "No console output has been recorded for node %s.", n.UUID)
+	}
+	rc.w.Header().Set("Content-Type", "text/plain")
+	rc.w.WriteHeader(http.StatusOK)
+	_, _ = rc.w.Write(b)
+	return nil
+}
