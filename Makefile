@@ -10,7 +10,7 @@ install:
 
 # Everything CI runs: installs test dependencies when missing, gofmt, vet, go test -race.
 test:
-	./scripts/test.sh
+	./scripts/test.sh $(TESTFLAGS)
 
 # Speed figures through the real HTTP API (see docs/benchmarks.md).
 bench:

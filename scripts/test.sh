@@ -36,7 +36,25 @@ ls /boot/vmlinuz-* >/dev/null 2>&1 || need_pkgs+=(linux-image-amd64)
 command -v grub-mkstandalone >/dev/null 2>&1 || need_pkgs+=(grub-common)
 { command -v mkfs.ext4 || [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ]; } >/dev/null 2>&1 || need_pkgs+=(e2fsprogs)   # the test OS partition image (internal/testos)
 command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)         # the dashboard's browser tests (test/dashboard)
+yes=""
+for a in "$@"; do
+  case "$a" in
+    -y|--yes) yes=1 ;;
+    *) echo "usage: scripts/test.sh [-y]  (-y: install missing Debian packages without asking)" >&2; exit 2 ;;
+  esac
+done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
+  echo "== the tests need these Debian packages, missing here: ${need_pkgs[*]}"
+  if [ -z "${CI:-}" ] && [ -z "$yes" ]; then
+    if [ -t 0 ]; then
+      printf "install them with apt-get now? [y/N] "
+      read -r answer
+      case "$answer" in y|Y|yes) ;; *) echo "not installed; run again with -y (make test TESTFLAGS=-y) or install them yourself" >&2; exit 1 ;; esac
+    else
+      echo "not installed: no terminal to ask; run again with -y (make test TESTFLAGS=-y), or with CI set" >&2
+      exit 1
+    fi
+  fi
   echo "== installing test dependencies: ${need_pkgs[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq

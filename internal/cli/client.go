@@ -178,13 +178,31 @@ func parseError(status int, body []byte) *APIError {
 		}
 	}
 	if msg == "" {
+		// The authentication middleware's {"error": {"message", "code"}}.
+		var auth struct {
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(body, &auth) == nil {
+			msg = auth.Error.Message
+		}
+	}
+	if msg == "" {
 		msg = strings.TrimSpace(string(body))
 	}
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
+	if status == http.StatusUnauthorized {
+		msg += authHint
+	}
 	return &APIError{Status: status, Message: msg}
 }
+
+// authHint follows a 401: how to give the CLI credentials.
+const authHint = ". The API wants credentials: export OS_AUTH_TYPE=http_basic OS_USERNAME=... OS_PASSWORD=... " +
+	"(or OS_TOKEN=<bearer token>), or pass --os-auth-type, --os-username, --os-password, --os-token"
 
 // Request is one API call.
 type Request struct {

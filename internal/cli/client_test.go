@@ -54,6 +54,8 @@ func TestParseError(t *testing.T) {
 		{"error_message not JSON inside", 400, `{"error_message": "plain words"}`, "plain words (HTTP 400)"},
 		{"not JSON at all", 502, "Bad Gateway\n", "Bad Gateway (HTTP 502)"},
 		{"empty body", 503, "", "Service Unavailable (HTTP 503)"},
+		{"authentication refused", 401, `{"error": {"message": "Authentication required", "code": 401}}`,
+			"Authentication required" + authHint + " (HTTP 401)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

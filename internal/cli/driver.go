@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -175,4 +177,28 @@ func (a *app) conductorCmd() *cobra.Command {
 		return showOut.writeOne(a.env.Stdout, recordOf(cd))
 	})
 	return group("conductor", "Show bare-metal conductors", list, show)
+}
+
+// withEnabledDrivers adds the enabled hardware types to Ironic's answer for
+// an unknown driver ("No valid host was found. ... supports driver X"),
+// which names none; any other error is returned as it is.
+func withEnabledDrivers(ctx context.Context, c *Client, err error) error {
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Message, "which supports driver") {
+		return err
+	}
+	drivers, lerr := c.List(ctx, "/v1/drivers", "drivers", nil, 0)
+	if lerr != nil || len(drivers) == 0 {
+		return err
+	}
+	var names []string
+	for _, d := range drivers {
+		if n, _ := d["name"].(string); n != "" {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	e := *ae
+	e.Message += " Enabled drivers: " + strings.Join(names, ", ") + " (anvil driver list)."
+	return &e
 }

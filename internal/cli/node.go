@@ -102,7 +102,7 @@ func (a *app) nodeCreateCmd() *cobra.Command {
 		}
 		var node map[string]any
 		if err := c.Do(ctx, Request{Method: http.MethodPost, Path: "/v1/nodes", Body: body}, &node); err != nil {
-			return err
+			return withEnabledDrivers(ctx, c, err)
 		}
 		return o.out.writeOne(a.env.Stdout, nodeRecord(node, nil))
 	})

@@ -54,3 +54,20 @@ func runCLI(t *testing.T, env map[string]string, args ...string) (string, string
 	}
 	return stdout.String(), stderr.String(), err
 }
+
+// TestAnvilCLIHints: a refused login says how to give credentials, and an
+// unknown driver names the enabled ones (Ironic's text names none).
+func TestAnvilCLIHints(t *testing.T) {
+	s := serveWith(t, func(c *Config) {
+		c.Security.Auth = auth.Config{Strategy: auth.HTTPBasic, UserFile: htpasswd(t, "op", "Cli-Passw0rd")}
+	})
+	_, _, err := runCLI(t, map[string]string{"OS_ENDPOINT": s.base}, "node", "list")
+	if err == nil || !strings.Contains(err.Error(), "OS_AUTH_TYPE=http_basic") || strings.Contains(err.Error(), `{"error"`) {
+		t.Errorf("node list without credentials: %v", err)
+	}
+	env := map[string]string{"OS_ENDPOINT": s.base, "OS_AUTH_TYPE": "http_basic", "OS_USERNAME": "op", "OS_PASSWORD": "Cli-Passw0rd"}
+	_, _, err = runCLI(t, env, "node", "create", "--driver", "no-such-driver")
+	if err == nil || !strings.Contains(err.Error(), "Enabled drivers: ") || !strings.Contains(err.Error(), "fake-hardware") {
+		t.Errorf("node create with an unknown driver: %v", err)
+	}
+}

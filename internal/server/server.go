@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/anvil-metal/anvil/internal/api"
@@ -239,7 +240,10 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("--listen %s: the address is in use (another anvil serve or demo?); stop it or pick another with --listen: %w", cfg.Listen, err)
+		}
+		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 	}
 	lim := cfg.Limits.withDefaults()
 	auditLog, closeAudit, err := openAudit(cfg.Security.AuditLog, cfg.Log)

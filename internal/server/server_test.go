@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -285,5 +286,19 @@ func TestServeShutdownEndsStreams(t *testing.T) {
 	}
 	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 		t.Fatalf("stream did not end cleanly: %v", err)
+	}
+}
+
+// TestListenInUse: an address in use is answered with the flag to change.
+func TestListenInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	err = Serve(t.Context(), Config{Listen: ln.Addr().String(), Database: filepath.Join(t.TempDir(), "anvil.db"),
+		HostID: "in-use", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err == nil || !strings.Contains(err.Error(), "--listen "+ln.Addr().String()) || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("Serve on a used address: %v", err)
 	}
 }
