@@ -10,4 +10,4 @@ ALTER TABLE node_history ADD COLUMN state TEXT NOT NULL DEFAULT '';
 ALTER TABLE node_history ADD COLUMN target_provision_state TEXT NOT NULL DEFAULT '';
 ALTER TABLE node_history ADD COLUMN duration_seconds INTEGER;
 UPDATE runbooks SET data = json_set(data, '$.traits', json_array(name))
-    WHERE json_type(data, '$.traits') IS NULL;
+    WHERE json_type(data, '$.traits') IS NULL OR json_type(data, '$.traits') = 'null';
