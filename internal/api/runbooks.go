@@ -85,11 +85,13 @@ func (rc *call) runbookFieldNames() []string {
 // unsortableRunbookKeys are the fields Ironic refuses to sort on.
 var unsortableRunbookKeys = []string{"extra", "steps", "traits"}
 
-// runbookPatchFields are the fields a PATCH may touch (Ironic's
-// _PATCH_ALLOWED_FIELDS_BASE; description too from 1.112). The
-// disable_ramdisk is Anvil's: see checkAllowedFields' callers.
+// runbookPatchFields are the fields a PATCH may touch: Ironic's
+// _PATCH_ALLOWED_FIELDS_BASE and disable_ramdisk, which Ironic's list
+// lacks; from 1.112 description too (rc.runbookPatchFields).
 var runbookPatchFields = []string{"disable_ramdisk", "extra", "name", "owner", "public", "steps"}
 
+// runbookPatchFields are the fields a PATCH may touch at the request's
+// version (Ironic's _get_patch_allowed_fields).
 func (rc *call) runbookPatchFields() []string {
 	if rc.minor >= minorRunbookTraits {
 		return append(slices.Clone(runbookPatchFields), "description")
@@ -138,7 +140,7 @@ func (rc *call) loadRunbook() (*model.Runbook, error) {
 	return fetch(rc.ctx, rc.s.cfg.Store.GetRunbook, ident, raw, conductor.RunbookNotFound)
 }
 
-// validateRunbook checks doc against RUNBOOK_SCHEMA (v1 false: a POST
+// validateRunbook checks doc against RUNBOOK_SCHEMA (v112 false: a POST
 // body below 1.112) or RUNBOOK_MUTATION_SCHEMA_V112 (a POST body from
 // 1.112, and a patched runbook at any version: the name any
 // RUNBOOK_NAME_SCHEMA name, and a description), what naming it in errors,
