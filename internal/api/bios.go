@@ -18,6 +18,9 @@ const (
 	minorBIOS         = 40
 	minorBIOSRegistry = 74
 	minorFirmware     = 86
+	// minorFirmwareIdentity added a firmware component's vendor, model and
+	// serial_number (Ironic's MINOR_114_FIRMWARE_IDENTITY).
+	minorFirmwareIdentity = 114
 )
 
 // BIOS setting fields: the default ones and those ?detail=true adds
@@ -26,7 +29,8 @@ var (
 	biosDefaultFields = []string{"name", "value"}
 	biosDetailFields  = []string{"name", "value", "attribute_type", "allowable_values", "lower_bound",
 		"max_length", "min_length", "read_only", "reset_required", "unique", "upper_bound"}
-	firmwareFields = []string{"component", "initial_version", "current_version", "last_version_flashed"}
+	firmwareFields         = []string{"component", "initial_version", "current_version", "last_version_flashed"}
+	firmwareIdentityFields = []string{"vendor", "model", "serial_number"}
 )
 
 func (s *Server) biosRoutes() {
@@ -186,7 +190,13 @@ func intPtr(w *jw, i *int64) {
 
 // GET /v1/nodes/{ident}/firmware (1.86): {"firmware": [...]}.
 func (s *Server) listFirmware(rc *call) error {
-	n, _, fields, err := rc.nodeSubFields(minorFirmware, minorFirmware, firmwareFields, firmwareFields)
+	known := firmwareFields
+	if rc.minor >= minorFirmwareIdentity {
+		known = slices.Concat(firmwareFields, firmwareIdentityFields)
+	} else if err := rc.firmwareIdentityRefused(); err != nil {
+		return err
+	}
+	n, _, fields, err := rc.nodeSubFields(minorFirmware, minorFirmware, known, known)
 	if err != nil {
 		return err
 	}
@@ -211,8 +221,35 @@ func (s *Server) listFirmware(rc *call) error {
 				w.strOrNull(c.CurrentVersion)
 			case "last_version_flashed":
 				w.strOrNull(c.LastVersionFlashed)
+			case "vendor":
+				w.strOrNull(c.Vendor)
+			case "model":
+				w.strOrNull(c.Model)
+			case "serial_number":
+				w.strOrNull(c.SerialNumber)
 			}
 		}
 		w.endObj()
 	}, nil)
+}
+
+// firmwareIdentityRefused is Ironic's answer below 1.114 to ?fields=
+// naming vendor, model or serial_number: a 400 after the node is found
+// (the names are in the query schema's enum at every version).
+func (rc *call) firmwareIdentityRefused() error {
+	var asked []string
+	for _, f := range rc.fieldsParam() {
+		if slices.Contains(firmwareIdentityFields, f) {
+			asked = append(asked, f)
+		}
+	}
+	if asked == nil || rc.minor < minorFirmware {
+		return nil
+	}
+	if _, _, err := rc.nodeSub(minorFirmware, "detail", "fields"); err != nil {
+		return err
+	}
+	slices.Sort(asked)
+	return invalid("Fields %s are not allowed in this API version. They require at least API version 1.%d.",
+		strings.Join(slices.Compact(asked), ", "), minorFirmwareIdentity)
 }

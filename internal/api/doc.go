@@ -24,7 +24,7 @@
 // Invariants:
 //
 //   - Every request is served at one microversion 1.1 to 1.MaxMinor
-//     (1.110), taken from "OpenStack-API-Version: baremetal 1.N" or the
+//     (1.115, Ironic master's), taken from "OpenStack-API-Version: baremetal 1.N" or the
 //     legacy X-OpenStack-Ironic-API-Version header (none means 1.1,
 //     "latest" the maximum); anything else is answered 406 with Ironic's
 //     text. Every response carries the minimum/maximum version headers, a
@@ -148,6 +148,36 @@
 //   - 1.109: node health, read-only: set by the power sync from the
 //     BMC's Status.Health (redfish); null for drivers without health.
 //   - 1.110: abort from "wait call-back" (the conductor applies the gate).
+//
+// Microversions 1.111 to 1.115 (Ironic master, 2026):
+//
+//   - 1.111: a port's available_for_dynamic_portgroup (create, PATCH,
+//     shown; default true) and a portgroup's dynamic_portgroup (shown,
+//     false: read-only, and nothing sets it, as in Ironic master); 406 for
+//     either in ?fields= (or a port body or PATCH) below 1.111.
+//   - 1.112: runbook traits and description. The name may be any
+//     RUNBOOK_NAME_SCHEMA string; description is settable on create and
+//     PATCH; traits are shown and set only through
+//     /v1/runbooks/{runbook}/traits (GET; PUT a list or one trait, 204 with
+//     a Location; DELETE all or one, a missing one being no error; 404
+//     "The API version does not allow runbook traits" below 1.112; the
+//     rules are baremetal:runbook:get and :update). A provision request
+//     with a runbook at 1.112 needs a trait in common with the node (a
+//     runbook without traits is refused); below, the runbook's name must
+//     be a node trait. A runbook created at any version has no traits;
+//     those stored before the store's migration 0016 got their name.
+//   - 1.113: a history entry's project (detail); null, as Ironic master's
+//     conductor records none.
+//   - 1.114: a firmware component's vendor, model and serial_number (as
+//     the driver reports them); below it, ?fields= naming one is Ironic's
+//     400 after the node is found.
+//   - 1.115: a history entry's state, target_provision_state and
+//     duration_seconds (the node's provision state and target when it was
+//     recorded, and the seconds since provision_updated_at then; a
+//     transition's is the time it spent in the state it left). Below
+//     1.115, Anvil's own duration_seconds (the time in from_state, after
+//     trigger) is kept where it was; from_state, to_state and trigger stay
+//     Anvil's additions at every version.
 //
 // Files: server.go (config, routing, headers), version.go, errors.go,
 // backend.go (Store, Conductor), decode.go (bodies, arguments; Python

@@ -199,7 +199,7 @@ func TestGoldenNodeKeysAt1_82MatchObserved(t *testing.T) {
 }
 
 func TestGoldenShapes(t *testing.T) {
-	// 1.89 is Metal3's oldest choice, 1.110 its newest (and Anvil's maximum).
+	// 1.89 is Metal3's oldest choice, 1.110 its newest; MaxMinor is Ironic master's (1.115).
 	for _, minor := range []int{89, MaxMinor} {
 		t.Run(versionString(minor), func(t *testing.T) { goldenShapesAt(t, minor) })
 	}
@@ -219,6 +219,9 @@ func goldenShapesAt(t *testing.T, minor int) {
 	portRules := shapeRules{missing: missingBelow(minor, portSampleKeysByMinor),
 		extra: map[string]string{"name": "port name (1.88), in the other port samples",
 			"description": "port description (1.97), in the other port samples"}}
+	if minor >= minorDynamicPortgroup {
+		portRules.extra["available_for_dynamic_portgroup"] = "port field of 1.111 (Ironic master 63fefc3ce); not in the port samples"
+	}
 	driverRules := shapeRules{
 		missing: map[string]string{"enabled_firmware_interface": "typo in the sample; Ironic's key is enabled_firmware_interfaces"},
 		extra:   map[string]string{"enabled_firmware_interfaces": "Ironic's real key (the sample misspells it)"},

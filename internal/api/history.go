@@ -11,8 +11,15 @@ import (
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
-// minorHistory is the version that added /v1/nodes/{node}/history.
-const minorHistory = 78
+// Versions of node history: /v1/nodes/{node}/history (1.78), its project
+// (1.113, Ironic's MINOR_113_NODE_HISTORY_PROJECT), its state,
+// target_provision_state and duration_seconds (1.115,
+// MINOR_115_NODE_HISTORY_FIELDS).
+const (
+	minorHistory        = 78
+	minorHistoryProject = 113
+	minorHistoryState   = 115
+)
 
 // historySortKeys are the columns history can be sorted on.
 var historySortKeys = map[string]func(a, b *model.HistoryEvent) int{
@@ -24,6 +31,21 @@ var historySortKeys = map[string]func(a, b *model.HistoryEvent) int{
 	"event":      func(a, b *model.HistoryEvent) int { return cmp.Compare(a.Event, b.Event) },
 	"conductor":  func(a, b *model.HistoryEvent) int { return cmp.Compare(a.Conductor, b.Conductor) },
 	"user":       func(a, b *model.HistoryEvent) int { return cmp.Compare(a.User, b.User) },
+	// node_history's newer columns (Ironic sorts on any column).
+	"project":                func(a, b *model.HistoryEvent) int { return cmp.Compare(a.Project, b.Project) },
+	"state":                  func(a, b *model.HistoryEvent) int { return cmp.Compare(a.State, b.State) },
+	"target_provision_state": func(a, b *model.HistoryEvent) int { return cmp.Compare(a.TargetProvisionState, b.TargetProvisionState) },
+	"duration_seconds": func(a, b *model.HistoryEvent) int {
+		return cmp.Compare(durationKey(a.DurationSeconds), durationKey(b.DurationSeconds))
+	},
+}
+
+// durationKey sorts a null duration first, as SQL's NULLs.
+func durationKey(d *int64) int64 {
+	if d == nil {
+		return -1
+	}
+	return *d
 }
 
 func (s *Server) historyRoutes() {
@@ -145,8 +167,13 @@ func (s *Server) getHistory(rc *call) error {
 
 // writeHistory writes one history entry. The short form truncates the
 // event text to 255 characters as Ironic does; the detailed form adds who
-// and where, and Anvil's record of the transition (from_state, to_state,
-// trigger, duration_seconds), null when the event is not a transition.
+// and where: conductor and user, project from 1.113, the node's state,
+// target_provision_state and duration_seconds when the event was
+// recorded from 1.115 (Ironic's NodeHistoryController.detail_fields),
+// then Anvil's record of a transition (from_state, to_state, trigger),
+// null when the event is not one. Below 1.115 Anvil's duration_seconds is
+// the time the transition's from_state lasted (null when not a
+// transition), as before Ironic had the key.
 func (rc *call) writeHistory(w *jw, nodeUUID string, e *model.HistoryEvent, detail bool) {
 	w.obj()
 	w.key("uuid")
@@ -162,16 +189,33 @@ func (rc *call) writeHistory(w *jw, nodeUUID string, e *model.HistoryEvent, deta
 	w.key("event")
 	w.str(historyText(e.Event, detail))
 	if detail {
-		for _, kv := range [][2]string{{"conductor", e.Conductor}, {"user", e.User},
-			{"from_state", e.FromState}, {"to_state", e.ToState}, {"trigger", e.Trigger}} {
+		fields := [][2]string{{"conductor", e.Conductor}, {"user", e.User}}
+		if rc.minor >= minorHistoryProject {
+			fields = append(fields, [2]string{"project", e.Project})
+		}
+		if rc.minor >= minorHistoryState {
+			fields = append(fields, [2]string{"state", e.State}, [2]string{"target_provision_state", e.TargetProvisionState})
+		}
+		for _, kv := range fields {
 			w.key(kv[0])
 			w.strOrNull(kv[1])
 		}
-		w.key("duration_seconds")
-		if e.FromState == "" && e.Duration == 0 {
-			w.null()
-		} else {
-			w.integer(int64(e.Duration.Seconds()))
+		anvil := [][2]string{{"from_state", e.FromState}, {"to_state", e.ToState}, {"trigger", e.Trigger}}
+		if rc.minor >= minorHistoryState {
+			w.key("duration_seconds")
+			intPtr(w, e.DurationSeconds)
+		}
+		for _, kv := range anvil {
+			w.key(kv[0])
+			w.strOrNull(kv[1])
+		}
+		if rc.minor < minorHistoryState {
+			w.key("duration_seconds")
+			if e.FromState == "" && e.Duration == 0 {
+				w.null()
+			} else {
+				w.integer(int64(e.Duration.Seconds()))
+			}
 		}
 	}
 	w.key("links")

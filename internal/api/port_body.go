@@ -38,7 +38,7 @@ var portFieldMinor = map[string]int{
 	"internal_info": 18, "pxe_enabled": 19, "local_link_connection": 19, "portgroup_uuid": 24,
 	"physical_network": 34, "is_smartnic": 53, "local_link_connection/network_type": 64,
 	"name": 88, "node_ident": 94, "description": 97, "vendor": 100, "category": 101,
-	"available_for_dynamic_portgroup": 111,
+	"available_for_dynamic_portgroup": minorDynamicPortgroup,
 }
 
 var (
@@ -225,7 +225,7 @@ func portDoc(p *model.Port) map[string]any {
 		"physical_network": nilIfEmpty(p.PhysicalNetwork), "portgroup_uuid": nilIfEmpty(p.PortgroupUUID),
 		"pxe_enabled": p.PXEEnabled, "uuid": p.UUID, "name": nilIfEmpty(p.Name),
 		"description": nilIfEmpty(p.Description), "vendor": nilIfEmpty(p.Vendor), "category": nilIfEmpty(p.Category),
-		"available_for_dynamic_portgroup": false,
+		"available_for_dynamic_portgroup": p.DynamicPortgroupAvailable(),
 	}
 }
 
@@ -260,6 +260,11 @@ func applyPortDoc(p *model.Port, doc map[string]any) {
 			p.Vendor = docString(v)
 		case "category":
 			p.Category = docString(v)
+		case "available_for_dynamic_portgroup":
+			p.AvailableForDynamicPortgroup = nil // true, Ironic's default
+			if b, ok := v.(bool); ok && !b {
+				p.AvailableForDynamicPortgroup = new(false)
+			}
 		}
 	}
 }

@@ -116,6 +116,7 @@ var portgroupFields = []docField[model.Portgroup]{
 	{"node_uuid", 1, func(w *jw, _ *call, pg *model.Portgroup) { w.str(pg.NodeUUID) }},
 	{"physical_network", minorPortgroupPhysnet, func(w *jw, _ *call, pg *model.Portgroup) { w.strOrNull(pg.PhysicalNetwork) }},
 	{"category", minorPortgroupCategory, func(w *jw, _ *call, pg *model.Portgroup) { w.strOrNull(pg.Category) }},
+	{"dynamic_portgroup", minorDynamicPortgroup, func(w *jw, _ *call, pg *model.Portgroup) { w.boolean(pg.DynamicPortgroup) }},
 	{"links", 1, func(w *jw, rc *call, pg *model.Portgroup) { rc.links(w, "portgroups", pg.UUID) }},
 	{"ports", 1, func(w *jw, rc *call, pg *model.Portgroup) { rc.links(w, "portgroups", pg.UUID, "ports") }},
 }

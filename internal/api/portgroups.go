@@ -58,6 +58,9 @@ func (rc *call) checkPortgroupFields(fields []string) error {
 	if (slices.Contains(fields, "mode") || slices.Contains(fields, "properties")) && rc.minor < minorPortgroupMode {
 		return notAcceptable()
 	}
+	if slices.Contains(fields, "dynamic_portgroup") && rc.minor < minorDynamicPortgroup {
+		return notAcceptable()
+	}
 	return checkFields(fields, fieldNames(portgroupFields))
 }
 

@@ -20,6 +20,10 @@ const (
 	minorPortName        = 88
 	minorPortNodeIdent   = 94
 	minorConductorGroups = 99
+	// minorDynamicPortgroup added a port's available_for_dynamic_portgroup
+	// (user-editable, default true) and a portgroup's dynamic_portgroup
+	// (read-only), Ironic's MINOR_111_DYNAMIC_PORTGROUP.
+	minorDynamicPortgroup = 111
 )
 
 // portFields lists the port keys in Ironic's order (object_to_dict).
@@ -41,7 +45,9 @@ var portFields = []docField[model.Port]{
 	{"description", 97, func(w *jw, _ *call, p *model.Port) { w.strOrNull(p.Description) }},
 	{"vendor", 100, func(w *jw, _ *call, p *model.Port) { w.strOrNull(p.Vendor) }},
 	{"category", 101, func(w *jw, _ *call, p *model.Port) { w.strOrNull(p.Category) }},
-	{"available_for_dynamic_portgroup", 111, func(w *jw, _ *call, _ *model.Port) { w.boolean(false) }},
+	{"available_for_dynamic_portgroup", minorDynamicPortgroup, func(w *jw, _ *call, p *model.Port) {
+		w.boolean(p.DynamicPortgroupAvailable())
+	}},
 	{"links", 1, func(w *jw, rc *call, p *model.Port) { rc.links(w, "ports", p.UUID) }},
 	{"portgroup_uuid", 24, func(w *jw, _ *call, p *model.Port) { w.strOrNull(p.PortgroupUUID) }},
 }

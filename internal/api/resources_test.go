@@ -15,7 +15,7 @@ func TestRootAndV1(t *testing.T) {
 	e := newEnv(t)
 	root := decode(t, e.do("GET", "/", ""))
 	dv := root["default_version"].(map[string]any)
-	if root["name"] != "OpenStack Ironic API" || dv["version"] != "1.110" || dv["min_version"] != "1.1" || dv["status"] != "CURRENT" {
+	if root["name"] != "OpenStack Ironic API" || dv["version"] != "1.115" || dv["min_version"] != "1.1" || dv["status"] != "CURRENT" {
 		t.Errorf("root %v", root)
 	}
 	if dv["links"].([]any)[0].(map[string]any)["href"] != "http://"+testHost+"/v1/" {

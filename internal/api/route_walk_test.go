@@ -84,9 +84,13 @@ func TestRouteWalk(t *testing.T) {
 	// Deletes last, the node's own delete at the very end.
 	slices.SortStableFunc(routes, func(a, b route) int { return rank(a) - rank(b) })
 	var missing []string
+	newest := 0 // routes of 1.111 and later walked (the runbook traits of 1.112)
 	for _, r := range routes {
 		if r.minor > MaxMinor {
 			continue // newer than Anvil advertises
+		}
+		if r.minor > 110 {
+			newest++
 		}
 		path := r.path
 		for k, v := range values {
@@ -116,6 +120,9 @@ func TestRouteWalk(t *testing.T) {
 	}
 	for _, m := range missing {
 		t.Errorf("not served at %s: %s", maxV, m)
+	}
+	if MaxMinor < 115 || newest != 5 {
+		t.Errorf("walked at 1.%d with %d routes newer than 1.110; want 1.115 (Ironic master) and the 5 runbook traits routes", MaxMinor, newest)
 	}
 }
 

@@ -7,16 +7,27 @@ import (
 	"strings"
 
 	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
-// Runbooks (API 1.92) as Ironic master serves them below 1.112: the name
-// is a trait (RUNBOOK_SCHEMA's TRAITS_SCHEMA), there are no runbook traits
-// and no description. A provision request naming a runbook is the
-// conductor's (withRunbook); who may read, change or use one is decided
-// by the routes' guards (authz.go): a project-scoped principal lists its
-// own and the public ones and owns what it creates.
+// Runbooks (API 1.92) as Ironic master serves them: below 1.112 the name
+// is a trait (RUNBOOK_SCHEMA's TRAITS_SCHEMA), with no runbook traits and
+// no description; from 1.112 (minorRunbookTraits) the name is any
+// RUNBOOK_NAME_SCHEMA string, description is shown and settable, traits
+// are shown and set through /v1/runbooks/{runbook}/traits only, and a node
+// may run a runbook when it has one of the runbook's traits. A provision
+// request naming a runbook is the conductor's (withRunbook); who may
+// read, change or use one is decided by the routes' guards (authz.go): a
+// project-scoped principal lists its own and the public ones and owns what
+// it creates.
+
+// minorRunbookTraits is Ironic's MINOR_112_RUNBOOK_TRAITS.
+const minorRunbookTraits = 112
+
+// noRunbookTraits is Ironic's text for .../traits below 1.112 (404).
+const noRunbookTraits = "The API version does not allow runbook traits"
 
 // noRunbooks is Ironic's text below 1.92 (404 to read, 405 to write).
 const noRunbooks = "The API version does not allow runbooks"
@@ -32,6 +43,7 @@ var runbookProps = []nodeProp{
 	{name: "extra", types: tObj},
 	{name: "public", types: []string{"boolean", "null"}},
 	{name: "owner", types: tStr, maxLen: 255},
+	{name: "description", types: tStr, maxLen: 255}, // RUNBOOK_MUTATION_SCHEMA_V112 only
 }
 
 // runbookFields are the keys of a runbook document, in Ironic's order
@@ -46,6 +58,7 @@ var runbookFields = []docField[model.Runbook]{
 	{"public", 1, func(w *jw, _ *call, r *model.Runbook) { w.boolean(r.Public) }},
 	{"owner", 1, func(w *jw, _ *call, r *model.Runbook) { w.strOrNull(r.Owner) }},
 	{"disable_ramdisk", 1, func(w *jw, _ *call, r *model.Runbook) { w.boolean(r.DisableRamdisk) }},
+	{"description", minorRunbookTraits, func(w *jw, _ *call, r *model.Runbook) { w.strOrNull(r.Description) }},
 	{"links", 1, func(w *jw, rc *call, r *model.Runbook) { rc.links(w, "runbooks", r.UUID) }},
 	{"steps", 1, func(w *jw, _ *call, r *model.Runbook) {
 		w.arr()
@@ -54,13 +67,37 @@ var runbookFields = []docField[model.Runbook]{
 		}
 		w.endArr()
 	}},
+	{"traits", minorRunbookTraits, func(w *jw, _ *call, r *model.Runbook) { w.strings(nonNilStrings(r.Traits)) }},
+}
+
+// runbookFieldNames are the runbook keys the request's version shows
+// (Ironic checks ?fields= against the converted document).
+func (rc *call) runbookFieldNames() []string {
+	var out []string
+	for _, f := range runbookFields {
+		if f.minor <= rc.minor {
+			out = append(out, f.name)
+		}
+	}
+	return out
 }
 
 // unsortableRunbookKeys are the fields Ironic refuses to sort on.
 var unsortableRunbookKeys = []string{"extra", "steps", "traits"}
 
-// runbookPatchFields are the fields a PATCH may touch (before 1.112).
+// runbookPatchFields are the fields a PATCH may touch: Ironic's
+// _PATCH_ALLOWED_FIELDS_BASE and disable_ramdisk, which Ironic's list
+// lacks; from 1.112 description too (rc.runbookPatchFields).
 var runbookPatchFields = []string{"disable_ramdisk", "extra", "name", "owner", "public", "steps"}
+
+// runbookPatchFields are the fields a PATCH may touch at the request's
+// version (Ironic's _get_patch_allowed_fields).
+func (rc *call) runbookPatchFields() []string {
+	if rc.minor >= minorRunbookTraits {
+		return append(slices.Clone(runbookPatchFields), "description")
+	}
+	return runbookPatchFields
+}
 
 // runbookNameRe is RUNBOOK_NAME_SCHEMA's pattern: the name a patched
 // runbook may have (Ironic validates a PATCH with the 1.112 schema at
@@ -76,6 +113,13 @@ func (s *Server) runbookRoutes() {
 		"PATCH":  {s.patchRunbook, runbookBody("baremetal:runbook:update")},
 		"DELETE": {s.deleteRunbook, runbookRule("baremetal:runbook:delete")}},
 		"/v1/runbooks/{runbook}")
+	s.handle(endpoint{"GET": {s.listRunbookTraits, runbookRule("baremetal:runbook:get")},
+		"PUT":    {s.putRunbookTraits, runbookRule("baremetal:runbook:update")},
+		"DELETE": {s.deleteRunbookTraits, runbookRule("baremetal:runbook:update")}},
+		"/v1/runbooks/{runbook}/traits")
+	s.handle(endpoint{"PUT": {s.putRunbookTraits, runbookRule("baremetal:runbook:update")},
+		"DELETE": {s.deleteRunbookTraits, runbookRule("baremetal:runbook:update")}},
+		"/v1/runbooks/{runbook}/traits/{trait}")
 }
 
 // writeRunbook writes a runbook (all fields, or the requested ones plus
@@ -96,16 +140,22 @@ func (rc *call) loadRunbook() (*model.Runbook, error) {
 	return fetch(rc.ctx, rc.s.cfg.Store.GetRunbook, ident, raw, conductor.RunbookNotFound)
 }
 
-// validateRunbook checks doc against RUNBOOK_SCHEMA (what is "runbook",
-// a POST body) or the schema Ironic checks a patched runbook with (what is
-// "patch": the name any RUNBOOK_NAME_SCHEMA name), then Ironic's
-// duplicate_steps and uuid validators, and builds the runbook.
-func validateRunbook(what string, v any) (*model.Runbook, error) {
-	doc, err := validateObject(what, v, runbookProps, "steps", "name")
+// validateRunbook checks doc against RUNBOOK_SCHEMA (v112 false: a POST
+// body below 1.112) or RUNBOOK_MUTATION_SCHEMA_V112 (a POST body from
+// 1.112, and a patched runbook at any version: the name any
+// RUNBOOK_NAME_SCHEMA name, and a description), what naming it in errors,
+// then Ironic's duplicate_steps and uuid validators, and builds the
+// runbook.
+func validateRunbook(what string, v any, v112 bool) (*model.Runbook, error) {
+	props := runbookProps
+	if !v112 {
+		props = props[:len(props)-1] // no description
+	}
+	doc, err := validateObject(what, v, props, "steps", "name")
 	if err != nil {
 		return nil, err
 	}
-	if what == "patch" {
+	if v112 {
 		err = checkRunbookName(what, doc["name"])
 	} else {
 		err = checkTrait(what, doc["name"])
@@ -118,7 +168,8 @@ func validateRunbook(what string, v any) (*model.Runbook, error) {
 		return nil, schemaError(what, "[] should be non-empty")
 	}
 	r := &model.Runbook{Name: docString(doc["name"]), Extra: docMap(doc["extra"]), Owner: docString(doc["owner"]),
-		Public: docBool(doc["public"]), DisableRamdisk: docBool(doc["disable_ramdisk"])}
+		Public: docBool(doc["public"]), DisableRamdisk: docBool(doc["disable_ramdisk"]),
+		Description: docString(doc["description"])}
 	fail := func(format string, args ...any) error { return schemaError(what, format, args...) }
 	pairs := make([][2]string, 0, len(list))
 	for _, raw := range list {
@@ -165,7 +216,7 @@ func (s *Server) getRunbook(rc *call) error {
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
 	}
-	return show(rc, false, func(fields []string) error { return rc.checkShownFields(fields, fieldNames(runbookFields)) },
+	return show(rc, false, func(fields []string) error { return rc.checkShownFields(fields, rc.runbookFieldNames()) },
 		rc.loadRunbook, (*call).writeRunbook)
 }
 
@@ -175,7 +226,7 @@ func (s *Server) listRunbooks(rc *call) error {
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
 	}
-	p, err := rc.listPage(fieldNames(runbookFields), unsortableRunbookKeys, store.RunbookSortKeys, "project")
+	p, err := rc.listPage(rc.runbookFieldNames(), unsortableRunbookKeys, store.RunbookSortKeys, "project")
 	if err != nil {
 		return err
 	}
@@ -203,7 +254,7 @@ func (s *Server) createRunbook(rc *call) error {
 	if err != nil {
 		return err
 	}
-	r, err := validateRunbook("runbook", body)
+	r, err := validateRunbook("runbook", body, rc.minor >= minorRunbookTraits)
 	if err != nil {
 		return err
 	}
@@ -229,7 +280,8 @@ func runbookDoc(r *model.Runbook) map[string]any {
 		steps[i] = map[string]any{"interface": s.Interface, "step": s.Step, "args": orEmpty(s.Args), "order": float64(s.Order)}
 	}
 	return map[string]any{"uuid": r.UUID, "name": r.Name, "steps": steps, "extra": orEmpty(r.Extra),
-		"public": r.Public, "owner": nilIfEmpty(r.Owner), "disable_ramdisk": r.DisableRamdisk}
+		"public": r.Public, "owner": nilIfEmpty(r.Owner), "disable_ramdisk": r.DisableRamdisk,
+		"description": nilIfEmpty(r.Description)}
 }
 
 // checkRunbookOwnership is Ironic's rule for a PATCH of owner and public:
@@ -266,7 +318,7 @@ func (s *Server) patchRunbook(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := checkAllowedFields(ops, runbookPatchFields); err != nil {
+	if err := checkAllowedFields(ops, rc.runbookPatchFields()); err != nil {
 		return err
 	}
 	if err := rc.authorizeRunbookRules(runbookPatchRules(ops)...); err != nil {
@@ -293,11 +345,12 @@ func (s *Server) patchRunbook(rc *call) error {
 				maps.DeleteFunc(m, func(k string, _ any) bool { return !slices.Contains(runbookSteps.keys, k) })
 			}
 		}
-		nr, err := validateRunbook("patch", patched)
+		nr, err := validateRunbook("patch", patched, true)
 		if err != nil {
 			return err
 		}
 		r.Name, r.Steps, r.Extra, r.Owner, r.Public, r.DisableRamdisk = nr.Name, nr.Steps, nr.Extra, nr.Owner, nr.Public, nr.DisableRamdisk
+		r.Description = nr.Description
 		return nil
 	}, (*call).writeRunbook)
 }
@@ -308,4 +361,124 @@ func (s *Server) deleteRunbook(rc *call) error {
 		return err
 	}
 	return rc.remove(loaded(rc.loadRunbook, func(r *model.Runbook) string { return r.UUID }), s.cfg.Conductor.DeleteRunbook)
+}
+
+// runbookTraitsAllowed is the version check of .../traits: runbooks
+// (1.92), then runbook traits (1.112), both 404.
+func (rc *call) runbookTraitsAllowed() error {
+	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
+		return err
+	}
+	if rc.minor < minorRunbookTraits {
+		return fault.New(fault.NotFound, noRunbookTraits)
+	}
+	return nil
+}
+
+// GET /v1/runbooks/{runbook}/traits (1.112): {"traits": [...]}.
+func (s *Server) listRunbookTraits(rc *call) error {
+	if err := rc.runbookTraitsAllowed(); err != nil {
+		return err
+	}
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	r, err := rc.loadRunbook()
+	if err != nil {
+		return err
+	}
+	w := &jw{}
+	w.rootObj()
+	w.key("traits")
+	w.strings(nonNilStrings(r.Traits))
+	w.endObj()
+	return rc.json(200, w)
+}
+
+// PUT /v1/runbooks/{runbook}/traits (replace all, body {"traits": [...]})
+// and PUT /v1/runbooks/{runbook}/traits/{trait} (add one, no body): 204.
+// As Ironic's RunbookTraitsController: the arguments are validated first
+// (TRAITS_SCHEMA, RUNBOOK_TRAITS_SCHEMA), duplicates are dropped.
+func (s *Server) putRunbookTraits(rc *call) error {
+	if err := rc.runbookTraitsAllowed(); err != nil {
+		return err
+	}
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	trait, one := rc.r.PathValue("trait"), rc.r.PathValue("trait") != ""
+	if one {
+		if err := checkTrait("trait", trait); err != nil {
+			return err
+		}
+	}
+	body, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	list, hasList, err := traitsBody(body)
+	if err != nil {
+		return err
+	}
+	cur, err := rc.loadRunbook()
+	if err != nil {
+		return err
+	}
+	if one == hasList {
+		return invalid("A single runbook trait may be added via PUT /v1/runbooks/<runbook identifier>/traits/<trait> with no body, or all runbook traits may be replaced via PUT /v1/runbooks/<runbook identifier>/traits with the list of traits specified in the request body.")
+	}
+	if one && isTruthy(body) {
+		return invalid("No body should be provided when adding a trait")
+	}
+	_, err = s.cfg.Conductor.UpdateRunbook(rc.ctx, cur.UUID, func(r *model.Runbook) error {
+		if one {
+			r.Traits = runbookTraitSet(append(slices.Clone(r.Traits), trait))
+		} else {
+			r.Traits = runbookTraitSet(list)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if one {
+		rc.w.Header().Set("Location", rc.link(false, "runbooks", rc.r.PathValue("runbook"), "traits", trait))
+	}
+	return rc.noContent()
+}
+
+// runbookTraitSet is a runbook's traits as Ironic's runbook_traits table
+// holds them: each once (its primary key), in key order.
+func runbookTraitSet(traits []string) []string {
+	out := slices.Clone(traits)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// DELETE /v1/runbooks/{runbook}/traits (all) and .../traits/{trait}
+// (one; a trait the runbook lacks is no error, as in Ironic): 204.
+func (s *Server) deleteRunbookTraits(rc *call) error {
+	if err := rc.runbookTraitsAllowed(); err != nil {
+		return err
+	}
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	cur, err := rc.loadRunbook()
+	if err != nil {
+		return err
+	}
+	trait := rc.r.PathValue("trait")
+	_, err = s.cfg.Conductor.UpdateRunbook(rc.ctx, cur.UUID, func(r *model.Runbook) error {
+		if trait == "" {
+			r.Traits = nil
+		} else {
+			r.Traits = slices.DeleteFunc(slices.Clone(r.Traits), func(t string) bool { return t == trait })
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return rc.noContent()
 }

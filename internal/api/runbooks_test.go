@@ -21,7 +21,7 @@ const resetStep = `{"interface": "bios", "step": "factory_reset", "args": {}, "o
 
 func mustRunbook(t testing.TB, e *env, body string) map[string]any {
 	t.Helper()
-	rec := e.do("POST", "/v1/runbooks", body, latest)
+	rec := e.do("POST", "/v1/runbooks", body, rbLegacy)
 	if rec.Code != 201 {
 		t.Fatalf("create runbook: %d %s", rec.Code, rec.Body.String())
 	}
@@ -62,95 +62,95 @@ func TestRunbooksCRUD(t *testing.T) {
 	}
 	step2 := `{"interface": "deploy", "step": "erase_devices", "order": 1}`
 	runVCases(t, e, []vcase{
-		{"list: uuid and name", "GET", "/v1/runbooks", "", latest, 200, "", func(t *testing.T, m map[string]any) {
+		{"list: uuid and name", "GET", "/v1/runbooks", "", rbLegacy, 200, "", func(t *testing.T, m map[string]any) {
 			list := m["runbooks"].([]any)
 			one := list[0].(map[string]any)
 			if len(list) != 2 || len(one) != 3 || one["name"] != "CUSTOM_BIOS" || one["links"] == nil || m["next"] != nil {
 				t.Errorf("list %v", m)
 			}
 		}},
-		{"list detail", "GET", "/v1/runbooks?detail=true", "", latest, 200, "", func(t *testing.T, m map[string]any) {
+		{"list detail", "GET", "/v1/runbooks?detail=true", "", rbLegacy, 200, "", func(t *testing.T, m map[string]any) {
 			if one := m["runbooks"].([]any)[0].(map[string]any); len(one) != 10 {
 				t.Errorf("detail %v", one)
 			}
 		}},
-		{"list fields", "GET", "/v1/runbooks?fields=owner,public", "", latest, 200, "", func(t *testing.T, m map[string]any) {
+		{"list fields", "GET", "/v1/runbooks?fields=owner,public", "", rbLegacy, 200, "", func(t *testing.T, m map[string]any) {
 			if one := m["runbooks"].([]any)[0].(map[string]any); len(one) != 3 || one["public"] != false {
 				t.Errorf("fields %v", one)
 			}
 		}},
-		{"list sorted by name desc", "GET", "/v1/runbooks?sort_key=name&sort_dir=desc", "", latest, 200, "", func(t *testing.T, m map[string]any) {
+		{"list sorted by name desc", "GET", "/v1/runbooks?sort_key=name&sort_dir=desc", "", rbLegacy, 200, "", func(t *testing.T, m map[string]any) {
 			if first := m["runbooks"].([]any)[0].(map[string]any); first["name"] != "CUSTOM_BIOS" {
 				t.Errorf("sorted %v", m)
 			}
 		}},
-		{"list page", "GET", "/v1/runbooks?limit=1&sort_key=name", "", latest, 200, "", func(t *testing.T, m map[string]any) {
+		{"list page", "GET", "/v1/runbooks?limit=1&sort_key=name", "", rbLegacy, 200, "", func(t *testing.T, m map[string]any) {
 			list := m["runbooks"].([]any)
 			want := "http://" + testHost + "/v1/runbooks?sort_key=name&sort_dir=asc&limit=1&marker=" + other["uuid"].(string)
 			if len(list) != 1 || list[0].(map[string]any)["name"] != "CUSTOM_B" || m["next"] != want {
 				t.Errorf("page %v, want next %s", m, want)
 			}
 		}},
-		{"list next page", "GET", "/v1/runbooks?limit=1&sort_key=name&marker=" + other["uuid"].(string), "", latest, 200, "",
+		{"list next page", "GET", "/v1/runbooks?limit=1&sort_key=name&marker=" + other["uuid"].(string), "", rbLegacy, 200, "",
 			func(t *testing.T, m map[string]any) {
 				if list := m["runbooks"].([]any); len(list) != 1 || list[0].(map[string]any)["uuid"] != id {
 					t.Errorf("page 2 %v", m)
 				}
 			}},
-		{"list project: its own and the public", "GET", "/v1/runbooks?project=p9", "", latest, 200, "", func(t *testing.T, m map[string]any) {
+		{"list project: its own and the public", "GET", "/v1/runbooks?project=p9", "", rbLegacy, 200, "", func(t *testing.T, m map[string]any) {
 			if list := m["runbooks"].([]any); len(list) != 1 || list[0].(map[string]any)["name"] != "CUSTOM_B" {
 				t.Errorf("project list %v", m)
 			}
 		}},
-		{"list bad field", "GET", "/v1/runbooks?fields=nope", "", latest, 400, `Field(s) "nope" are not valid`, nil},
-		{"list sort on steps", "GET", "/v1/runbooks?sort_key=steps", "", latest, 400, "The sort_key value steps is an invalid field for sorting", nil},
-		{"list bad sort dir", "GET", "/v1/runbooks?sort_dir=up", "", latest, 400,
+		{"list bad field", "GET", "/v1/runbooks?fields=nope", "", rbLegacy, 400, `Field(s) "nope" are not valid`, nil},
+		{"list sort on steps", "GET", "/v1/runbooks?sort_key=steps", "", rbLegacy, 400, "The sort_key value steps is an invalid field for sorting", nil},
+		{"list bad sort dir", "GET", "/v1/runbooks?sort_dir=up", "", rbLegacy, 400,
 			"Invalid sort direction: up. Acceptable values are 'asc' or 'desc'", nil},
-		{"list bad limit", "GET", "/v1/runbooks?limit=0", "", latest, 400, "Limit must be positive", nil},
-		{"list unknown marker", "GET", "/v1/runbooks?marker=11111111-2222-4333-8444-555555555555", "", latest, 404,
+		{"list bad limit", "GET", "/v1/runbooks?limit=0", "", rbLegacy, 400, "Limit must be positive", nil},
+		{"list unknown marker", "GET", "/v1/runbooks?marker=11111111-2222-4333-8444-555555555555", "", rbLegacy, 404,
 			"Runbook 11111111-2222-4333-8444-555555555555 could not be found.", nil},
-		{"list unknown arg", "GET", "/v1/runbooks?node=x", "", latest, 400, "Unexpected arguments: node", nil},
-		{"get by name", "GET", "/v1/runbooks/CUSTOM_BIOS", "", latest, 200, "", func(t *testing.T, m map[string]any) {
+		{"list unknown arg", "GET", "/v1/runbooks?node=x", "", rbLegacy, 400, "Unexpected arguments: node", nil},
+		{"get by name", "GET", "/v1/runbooks/CUSTOM_BIOS", "", rbLegacy, 200, "", func(t *testing.T, m map[string]any) {
 			if m["uuid"] != id || fmt.Sprint(m["extra"]) != "map[k:v]" {
 				t.Errorf("get %v", m)
 			}
 		}},
-		{"get by uuid with fields", "GET", "/v1/runbooks/" + id + "?fields=name", "", latest, 200, "", func(t *testing.T, m map[string]any) {
+		{"get by uuid with fields", "GET", "/v1/runbooks/" + id + "?fields=name", "", rbLegacy, 200, "", func(t *testing.T, m map[string]any) {
 			if len(m) != 2 || m["name"] != "CUSTOM_BIOS" {
 				t.Errorf("fields %v", m)
 			}
 		}},
-		{"get unknown", "GET", "/v1/runbooks/CUSTOM_NONE", "", latest, 404, "Runbook CUSTOM_NONE could not be found.", nil},
-		{"get bad ident", "GET", "/v1/runbooks/a%20b", "", latest, 400, "Expected UUID or name for runbook_ident: a b", nil},
-		{"duplicate name", "POST", "/v1/runbooks", body, latest, 409, "A runbook with name CUSTOM_BIOS already exists.", nil},
-		{"duplicate uuid", "POST", "/v1/runbooks", `{"uuid": "` + id + `", "name": "CUSTOM_OTHER", "steps": [` + step2 + `]}`, latest, 409,
+		{"get unknown", "GET", "/v1/runbooks/CUSTOM_NONE", "", rbLegacy, 404, "Runbook CUSTOM_NONE could not be found.", nil},
+		{"get bad ident", "GET", "/v1/runbooks/a%20b", "", rbLegacy, 400, "Expected UUID or name for runbook_ident: a b", nil},
+		{"duplicate name", "POST", "/v1/runbooks", body, rbLegacy, 409, "A runbook with name CUSTOM_BIOS already exists.", nil},
+		{"duplicate uuid", "POST", "/v1/runbooks", `{"uuid": "` + id + `", "name": "CUSTOM_OTHER", "steps": [` + step2 + `]}`, rbLegacy, 409,
 			"A runbook with UUID " + id + " already exists.", nil},
-		{"name not a trait", "POST", "/v1/runbooks", `{"name": "my-runbook", "steps": [` + step2 + `]}`, latest, 400,
+		{"name not a trait", "POST", "/v1/runbooks", `{"name": "my-runbook", "steps": [` + step2 + `]}`, rbLegacy, 400,
 			"Schema error for runbook: 'my-runbook' is not valid under any of the given schemas. Possible root cause: 'my-runbook' does not match '^CUSTOM_[A-Z0-9_]+$'", nil},
-		{"no name", "POST", "/v1/runbooks", `{"steps": [` + step2 + `]}`, latest, 400, "Schema error for runbook: 'name' is a required property", nil},
-		{"no steps", "POST", "/v1/runbooks", `{"name": "CUSTOM_X", "steps": []}`, latest, 400, "Schema error for runbook: [] should be non-empty", nil},
-		{"step without order", "POST", "/v1/runbooks", `{"name": "CUSTOM_X", "steps": [{"interface": "deploy", "step": "x"}]}`, latest, 400,
+		{"no name", "POST", "/v1/runbooks", `{"steps": [` + step2 + `]}`, rbLegacy, 400, "Schema error for runbook: 'name' is a required property", nil},
+		{"no steps", "POST", "/v1/runbooks", `{"name": "CUSTOM_X", "steps": []}`, rbLegacy, 400, "Schema error for runbook: [] should be non-empty", nil},
+		{"step without order", "POST", "/v1/runbooks", `{"name": "CUSTOM_X", "steps": [{"interface": "deploy", "step": "x"}]}`, rbLegacy, 400,
 			"Schema error for runbook: 'order' is a required property", nil},
 		{"step with priority", "POST", "/v1/runbooks", `{"name": "CUSTOM_X", "steps": [{"interface": "deploy", "step": "x", "order": 1, "priority": 1}]}`,
-			latest, 400, "Schema error for runbook: Additional properties are not allowed ('priority' was unexpected)", nil},
-		{"step bad interface", "POST", "/v1/runbooks", `{"name": "CUSTOM_X", "steps": [{"interface": "cpu", "step": "x", "order": 1}]}`, latest, 400,
+			rbLegacy, 400, "Schema error for runbook: Additional properties are not allowed ('priority' was unexpected)", nil},
+		{"step bad interface", "POST", "/v1/runbooks", `{"name": "CUSTOM_X", "steps": [{"interface": "cpu", "step": "x", "order": 1}]}`, rbLegacy, 400,
 			"Schema error for runbook: 'cpu' is not one of ['vendor', 'power', 'management', 'firmware', 'deploy', 'bios', 'raid']", nil},
-		{"step negative order", "POST", "/v1/runbooks", `{"name": "CUSTOM_X", "steps": [{"interface": "deploy", "step": "x", "order": -1}]}`, latest, 400,
+		{"step negative order", "POST", "/v1/runbooks", `{"name": "CUSTOM_X", "steps": [{"interface": "deploy", "step": "x", "order": -1}]}`, rbLegacy, 400,
 			"Schema error for runbook: -1 is less than the minimum of 0", nil},
-		{"duplicate steps", "POST", "/v1/runbooks", `{"name": "CUSTOM_X", "steps": [` + step2 + `, ` + step2 + `]}`, latest, 400,
+		{"duplicate steps", "POST", "/v1/runbooks", `{"name": "CUSTOM_X", "steps": [` + step2 + `, ` + step2 + `]}`, rbLegacy, 400,
 			"Deploy template invalid: Duplicate deploy steps. A template cannot have multiple deploy steps with the same interface and step. " +
 				"Duplicates: interface: deploy, step: erase_devices.", nil},
-		{"unknown property", "POST", "/v1/runbooks", `{"name": "CUSTOM_X", "steps": [` + step2 + `], "description": "d"}`, latest, 400,
+		{"unknown property", "POST", "/v1/runbooks", `{"name": "CUSTOM_X", "steps": [` + step2 + `], "description": "d"}`, rbLegacy, 400,
 			"Schema error for runbook: Additional properties are not allowed ('description' was unexpected)", nil},
-		{"public not a boolean", "POST", "/v1/runbooks", `{"name": "CUSTOM_X", "steps": [` + step2 + `], "public": "yes"}`, latest, 400,
+		{"public not a boolean", "POST", "/v1/runbooks", `{"name": "CUSTOM_X", "steps": [` + step2 + `], "public": "yes"}`, rbLegacy, 400,
 			"Schema error for runbook: 'yes' is not of type 'boolean', 'null'", nil},
-		{"bad uuid", "POST", "/v1/runbooks", `{"uuid": "nope", "name": "CUSTOM_X", "steps": [` + step2 + `]}`, latest, 400,
+		{"bad uuid", "POST", "/v1/runbooks", `{"uuid": "nope", "name": "CUSTOM_X", "steps": [` + step2 + `]}`, rbLegacy, 400,
 			"Expected UUID for uuid: nope", nil},
 		{"patch name, steps, extra", "PATCH", "/v1/runbooks/CUSTOM_BIOS",
 			`[{"op": "replace", "path": "/name", "value": "CUSTOM_BIOS2"}, {"op": "replace", "path": "/steps/0/order", "value": 5},
 			  {"op": "add", "path": "/steps/0/priority", "value": 9}, {"op": "remove", "path": "/extra/k"},
 			  {"op": "replace", "path": "/disable_ramdisk", "value": true}]`,
-			latest, 200, "", func(t *testing.T, m map[string]any) {
+			rbLegacy, 200, "", func(t *testing.T, m map[string]any) {
 				s := m["steps"].([]any)[0].(map[string]any)
 				if m["name"] != "CUSTOM_BIOS2" || s["order"] != 5.0 || s["priority"] != nil || fmt.Sprint(m["extra"]) != "map[]" ||
 					m["disable_ramdisk"] != true || m["updated_at"] == nil {
@@ -158,35 +158,35 @@ func TestRunbooksCRUD(t *testing.T) {
 				}
 			}},
 		{"patch name to a logical name", "PATCH", "/v1/runbooks/CUSTOM_BIOS2", `[{"op": "replace", "path": "/name", "value": "bios-rb"}]`,
-			latest, 200, "", nil},
-		{"patch name not a name", "PATCH", "/v1/runbooks/bios-rb", `[{"op": "replace", "path": "/name", "value": "a b"}]`, latest, 400,
+			rbLegacy, 200, "", nil},
+		{"patch name not a name", "PATCH", "/v1/runbooks/bios-rb", `[{"op": "replace", "path": "/name", "value": "a b"}]`, rbLegacy, 400,
 			`Schema error for patch: 'a b' does not match '^[A-Za-z0-9\\-._~]+$'`, nil},
-		{"patch name taken", "PATCH", "/v1/runbooks/bios-rb", `[{"op": "replace", "path": "/name", "value": "CUSTOM_B"}]`, latest, 409,
+		{"patch name taken", "PATCH", "/v1/runbooks/bios-rb", `[{"op": "replace", "path": "/name", "value": "CUSTOM_B"}]`, rbLegacy, 409,
 			"A runbook with name CUSTOM_B already exists.", nil},
-		{"patch uuid", "PATCH", "/v1/runbooks/bios-rb", `[{"op": "replace", "path": "/uuid", "value": "` + id + `"}]`, latest, 400,
+		{"patch uuid", "PATCH", "/v1/runbooks/bios-rb", `[{"op": "replace", "path": "/uuid", "value": "` + id + `"}]`, rbLegacy, 400,
 			"Cannot patch /uuid. Only the following can be updated: disable_ramdisk, extra, name, owner, public, steps", nil},
-		{"patch owner of a public runbook", "PATCH", "/v1/runbooks/CUSTOM_B", `[{"op": "add", "path": "/owner", "value": "p1"}]`, latest, 400,
+		{"patch owner of a public runbook", "PATCH", "/v1/runbooks/CUSTOM_B", `[{"op": "add", "path": "/owner", "value": "p1"}]`, rbLegacy, 400,
 			"Couldn't apply patch '[{'op': 'add', 'path': '/owner', 'value': 'p1'}]'. Reason: There cannot be an owner for a public runbook", nil},
 		{"patch owner and public", "PATCH", "/v1/runbooks/CUSTOM_B",
-			`[{"op": "replace", "path": "/public", "value": false}, {"op": "add", "path": "/owner", "value": "p1"}]`, latest, 200, "",
+			`[{"op": "replace", "path": "/public", "value": false}, {"op": "add", "path": "/owner", "value": "p1"}]`, rbLegacy, 200, "",
 			func(t *testing.T, m map[string]any) {
 				if m["public"] != false || m["owner"] != "p1" {
 					t.Errorf("patched %v", m)
 				}
 			}},
-		{"patch public clears the owner", "PATCH", "/v1/runbooks/CUSTOM_B", `[{"op": "replace", "path": "/public", "value": true}]`, latest, 200, "",
+		{"patch public clears the owner", "PATCH", "/v1/runbooks/CUSTOM_B", `[{"op": "replace", "path": "/public", "value": true}]`, rbLegacy, 200, "",
 			func(t *testing.T, m map[string]any) {
 				if m["public"] != true || m["owner"] != nil {
 					t.Errorf("patched %v", m)
 				}
 			}},
-		{"patch empty steps", "PATCH", "/v1/runbooks/CUSTOM_B", `[{"op": "replace", "path": "/steps", "value": []}]`, latest, 400,
+		{"patch empty steps", "PATCH", "/v1/runbooks/CUSTOM_B", `[{"op": "replace", "path": "/steps", "value": []}]`, rbLegacy, 400,
 			"Schema error for patch: [] should be non-empty", nil},
-		{"patch unknown", "PATCH", "/v1/runbooks/CUSTOM_NONE", `[{"op": "replace", "path": "/extra", "value": {}}]`, latest, 404,
+		{"patch unknown", "PATCH", "/v1/runbooks/CUSTOM_NONE", `[{"op": "replace", "path": "/extra", "value": {}}]`, rbLegacy, 404,
 			"Runbook CUSTOM_NONE could not be found.", nil},
-		{"delete", "DELETE", "/v1/runbooks/CUSTOM_B", "", latest, 204, "", nil},
-		{"delete again", "DELETE", "/v1/runbooks/CUSTOM_B", "", latest, 404, "Runbook CUSTOM_B could not be found.", nil},
-		{"gone", "GET", "/v1/runbooks/" + other["uuid"].(string), "", latest, 404, "", nil},
+		{"delete", "DELETE", "/v1/runbooks/CUSTOM_B", "", rbLegacy, 204, "", nil},
+		{"delete again", "DELETE", "/v1/runbooks/CUSTOM_B", "", rbLegacy, 404, "Runbook CUSTOM_B could not be found.", nil},
+		{"gone", "GET", "/v1/runbooks/" + other["uuid"].(string), "", rbLegacy, 404, "", nil},
 	})
 }
 
@@ -209,27 +209,27 @@ func TestRunbookProvision(t *testing.T) {
 	wantBIOS(t, e, m, "Enabled")
 	runVCases(t, e, []vcase{
 		{"clean by uuid: steps in the runbook's order", "PUT", prov(m), `{"target": "clean", "runbook": "` + reset["uuid"].(string) + `"}`,
-			latest, 202, "", nil},
+			rbLegacy, 202, "", nil},
 	})
 	wantBIOS(t, e, m, "")
 	runVCases(t, e, []vcase{
-		{"node lacks the trait", "PUT", prov(m), `{"target": "clean", "runbook": "CUSTOM_NOT_ON_NODE"}`, latest, 400,
+		{"node lacks the trait", "PUT", prov(m), `{"target": "clean", "runbook": "CUSTOM_NOT_ON_NODE"}`, rbLegacy, 400,
 			"This runbook has not been approved for use on this node " + m.UUID + ". Please ask an administrator to add it to your node traits.", nil},
-		{"runbook and clean_steps", "PUT", prov(m), `{"target": "clean", "runbook": "CUSTOM_SET", ` + steps + `}`, latest, 400,
+		{"runbook and clean_steps", "PUT", prov(m), `{"target": "clean", "runbook": "CUSTOM_SET", ` + steps + `}`, rbLegacy, 400,
 			`Please provide either "clean_steps" or a runbook, but not both.`, nil},
 		{"runbook and service_steps", "PUT", prov(a), `{"target": "service", "runbook": "CUSTOM_SET", "service_steps": [{"interface": "bios", "step": "factory_reset"}]}`,
-			latest, 400, `Please provide either "service_steps" or a runbook, but not both.`, nil},
-		{"runbook with clean_steps on service", "PUT", prov(a), `{"target": "service", "runbook": "CUSTOM_SET", ` + steps + `}`, latest, 400,
+			rbLegacy, 400, `Please provide either "service_steps" or a runbook, but not both.`, nil},
+		{"runbook with clean_steps on service", "PUT", prov(a), `{"target": "service", "runbook": "CUSTOM_SET", ` + steps + `}`, rbLegacy, 400,
 			`"runbooks" is only valid when setting target provision state to any of ['clean', 'service']`, nil},
-		{"runbook with another verb", "PUT", prov(m), `{"target": "provide", "runbook": "CUSTOM_SET"}`, latest, 400,
+		{"runbook with another verb", "PUT", prov(m), `{"target": "provide", "runbook": "CUSTOM_SET"}`, rbLegacy, 400,
 			"disable_ramdisk is supported only with manual cleaning or servicing", nil},
 		{"service by runbook before 1.108", "PUT", prov(a), `{"target": "service", "runbook": "CUSTOM_SET"}`, at(107), 406,
 			"disable_ramdisk is not acceptable in this API version", nil},
-		{"the state machine first", "PUT", prov(a), `{"target": "clean", "runbook": "CUSTOM_NONE"}`, latest, 400,
+		{"the state machine first", "PUT", prov(a), `{"target": "clean", "runbook": "CUSTOM_NONE"}`, rbLegacy, 400,
 			`The requested action "clean" can not be performed on node "` + a.UUID + `" while it is in state "active".`, nil},
-		{"unknown runbook", "PUT", prov(m), `{"target": "clean", "runbook": "CUSTOM_NONE"}`, latest, 404, "Runbook CUSTOM_NONE could not be found.", nil},
+		{"unknown runbook", "PUT", prov(m), `{"target": "clean", "runbook": "CUSTOM_NONE"}`, rbLegacy, 404, "Runbook CUSTOM_NONE could not be found.", nil},
 	})
-	rec := e.do("PUT", prov(a), `{"target": "service", "runbook": "CUSTOM_SET"}`, latest)
+	rec := e.do("PUT", prov(a), `{"target": "service", "runbook": "CUSTOM_SET"}`, rbLegacy)
 	if rec.Code != 202 {
 		t.Fatalf("service by runbook: %d %s", rec.Code, rec.Body.String())
 	}
@@ -247,7 +247,7 @@ func wantBIOS(t *testing.T, e *env, n *model.Node, want string) {
 	if err != nil || got.LastError != "" || got.ProvisionState != n.ProvisionState {
 		t.Fatalf("after the runbook: %v state %q last_error %q", err, got.ProvisionState, got.LastError)
 	}
-	list, _ := decode(t, e.do("GET", "/v1/nodes/"+n.UUID+"/bios", "", latest))["bios"].([]any)
+	list, _ := decode(t, e.do("GET", "/v1/nodes/"+n.UUID+"/bios", "", rbLegacy))["bios"].([]any)
 	switch {
 	case want == "" && len(list) != 0:
 		t.Errorf("bios after the runbook: %v, want none (factory_reset ran last)", list)
@@ -262,7 +262,7 @@ func TestRunbookStepErrorMasksSecrets(t *testing.T) {
 	e := newEnv(t)
 	mustRunbook(t, e, `{"name": "CUSTOM_PW", "steps": [{"interface": "bios", "step": "apply_configuration", "args": {"settings": [], "password": "s3cret-arg"}, "order": 1}]}`)
 	n := e.mustNode(&model.Node{Name: "pw", ProvisionState: fsm.Manageable, Traits: []string{"CUSTOM_PW"}})
-	if rec := e.do("PUT", "/v1/nodes/"+n.UUID+"/states/provision", `{"target": "clean", "runbook": "CUSTOM_PW"}`, latest); rec.Code != 202 {
+	if rec := e.do("PUT", "/v1/nodes/"+n.UUID+"/states/provision", `{"target": "clean", "runbook": "CUSTOM_PW"}`, rbLegacy); rec.Code != 202 {
 		t.Fatalf("clean: %d %s", rec.Code, rec.Body.String())
 	}
 	got, err := e.st.GetNode(t.Context(), n.UUID)
@@ -271,3 +271,8 @@ func TestRunbookStepErrorMasksSecrets(t *testing.T) {
 		t.Errorf("after a refused step: %v %s %q", err, got.ProvisionState, got.LastError)
 	}
 }
+
+// rbLegacy is the newest version before runbook traits: these tests are
+// of runbooks as 1.92-1.111 serve them (1.112's are in
+// microversions115_test.go).
+var rbLegacy = at(minorRunbookTraits - 1)

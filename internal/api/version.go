@@ -12,7 +12,7 @@ import (
 // Microversion range of the API: 1.MinMinor through 1.MaxMinor.
 const (
 	MinMinor = 1
-	MaxMinor = 110
+	MaxMinor = 115
 )
 
 // Header names of Ironic's microversion protocol.

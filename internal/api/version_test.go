@@ -14,7 +14,7 @@ import (
 
 func TestMicroversionNegotiation(t *testing.T) {
 	e := newEnv(t)
-	rangeText := "The supported version range is: [1.1, 1.110]."
+	rangeText := "The supported version range is: [1.1, 1.115]."
 	tests := []struct {
 		name    string
 		headers []string
@@ -23,14 +23,14 @@ func TestMicroversionNegotiation(t *testing.T) {
 		msg     string
 	}{
 		{"no header is the minimum", nil, 200, "1.1", ""},
-		{"latest is the maximum", []string{"X-OpenStack-Ironic-API-Version: latest"}, 200, "1.110", ""},
-		{"latest ignores case", []string{"X-OpenStack-Ironic-API-Version: LaTeSt"}, 200, "1.110", ""},
-		{"maximum", []string{"X-OpenStack-Ironic-API-Version: 1.110"}, 200, "1.110", ""},
+		{"latest is the maximum", []string{"X-OpenStack-Ironic-API-Version: latest"}, 200, "1.115", ""},
+		{"latest ignores case", []string{"X-OpenStack-Ironic-API-Version: LaTeSt"}, 200, "1.115", ""},
+		{"maximum", []string{"X-OpenStack-Ironic-API-Version: 1.115"}, 200, "1.115", ""},
 		{"Metal3 fallbacks", []string{"OpenStack-API-Version: baremetal 1.95"}, 200, "1.95", ""},
 		{"explicit minor", []string{"X-OpenStack-Ironic-API-Version: 1.78"}, 200, "1.78", ""},
 		{"leading zeros", []string{"X-OpenStack-Ironic-API-Version: 1.050"}, 200, "1.50", ""},
 		{"standard header", []string{"OpenStack-API-Version: baremetal 1.50"}, 200, "1.50", ""},
-		{"standard header latest", []string{"OpenStack-API-Version: baremetal latest"}, 200, "1.110", ""},
+		{"standard header latest", []string{"OpenStack-API-Version: baremetal latest"}, 200, "1.115", ""},
 		{"standard header wins", []string{"OpenStack-API-Version: baremetal 1.40", "X-OpenStack-Ironic-API-Version: 1.20"}, 200, "1.40", ""},
 		{"other service ignored", []string{"OpenStack-API-Version: compute 2.1", "X-OpenStack-Ironic-API-Version: 1.20"}, 200, "1.20", ""},
 		{"list of services", []string{"OpenStack-API-Version: compute 2.1, baremetal 1.31"}, 200, "1.31", ""},
@@ -38,8 +38,8 @@ func TestMicroversionNegotiation(t *testing.T) {
 			"Version 1.0 was requested but the minor version is not supported by this service. " + rangeText},
 		{"1.200 is too new", []string{"X-OpenStack-Ironic-API-Version: 1.200"}, 406, "",
 			"Version 1.200 was requested but the minor version is not supported by this service. " + rangeText},
-		{"1.111 is too new", []string{"OpenStack-API-Version: baremetal 1.111"}, 406, "",
-			"Version 1.111 was requested but the minor version is not supported by this service. " + rangeText},
+		{"1.116 is too new", []string{"OpenStack-API-Version: baremetal 1.116"}, 406, "",
+			"Version 1.116 was requested but the minor version is not supported by this service. " + rangeText},
 		{"huge minor", []string{"X-OpenStack-Ironic-API-Version: 1.99999999999999999999999"}, 406, "",
 			"Version 1.99999999999999999999999 was requested but the minor version is not supported by this service. " + rangeText},
 		{"other major", []string{"X-OpenStack-Ironic-API-Version: 2.1"}, 406, "",
@@ -102,7 +102,7 @@ func TestHeadersOnEveryResponse(t *testing.T) {
 				t.Fatalf("status %d, want %d: %s", rec.Code, tc.status, rec.Body.String())
 			}
 			h := rec.Header()
-			if h.Get(hdrMinVersion) != "1.1" || h.Get(hdrMaxVersion) != "1.110" {
+			if h.Get(hdrMinVersion) != "1.1" || h.Get(hdrMaxVersion) != "1.115" {
 				t.Errorf("min/max headers %q %q", h.Get(hdrMinVersion), h.Get(hdrMaxVersion))
 			}
 			if !reqIDRe.MatchString(h.Get(hdrRequestID)) || h.Get(hdrXRequestID) != h.Get(hdrRequestID) {

@@ -253,8 +253,10 @@ func maintenanceEvent(c *Conductor, n *model.Node, user string) *model.HistoryEv
 			msg += ": " + n.MaintenanceReason
 		}
 	}
+	now := c.now().UTC()
 	return &model.HistoryEvent{NodeUUID: n.UUID, Severity: model.SeverityInfo, EventType: "maintenance",
-		Event: msg, Conductor: c.cfg.Host, User: user, CreatedAt: c.now().UTC()}
+		Event: msg, Conductor: c.cfg.Host, User: user, CreatedAt: now,
+		State: n.ProvisionState, TargetProvisionState: n.TargetProvisionState, DurationSeconds: historyDuration(n, now)}
 }
 
 // validateKinds returns the interfaces GET /validate reports, in Ironic's order.

@@ -8,6 +8,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -84,13 +85,30 @@ func (c *Conductor) getRunbook(ctx context.Context, ident string) (*model.Runboo
 // check_allow_disable_ramdisk does (so a runbook with another verb is
 // refused, and servicing by runbook needs 1.108). Errors: fault NotFound,
 // Invalid, NotAcceptable.
+// minorRunbookTraits is the version from which a node may run a runbook
+// it shares a trait with (Ironic's MINOR_112_RUNBOOK_TRAITS); below it, the
+// runbook's name must be one of the node's traits.
+const minorRunbookTraits = 112
+
 func (c *Conductor) withRunbook(ctx context.Context, n *model.Node, req ProvisionRequest, event string) (ProvisionRequest, error) {
 	r, err := c.getRunbook(ctx, req.Runbook)
 	if err != nil {
 		return req, err
 	}
 	bad := func(format string, args ...any) error { return fault.New(fault.Invalid, format, args...) }
-	if !slices.Contains(n.Traits, r.Name) {
+	switch {
+	case req.Minor >= minorRunbookTraits:
+		// 1.112: the node needs one of the runbook's traits.
+		if len(r.Traits) == 0 {
+			return req, bad("Runbook %s has no traits configured. Please ask an administrator to add traits to the runbook.", r.UUID)
+		}
+		if !slices.ContainsFunc(r.Traits, func(t string) bool { return slices.Contains(n.Traits, t) }) {
+			sorted := slices.Sorted(slices.Values(r.Traits))
+			return req, bad("This runbook has not been approved for use on this node %s. The node does not have "+
+				"any of the runbook's traits %s. Please ask an administrator to add a matching trait to your node.",
+				n.UUID, pyrepr.Strings(slices.Compact(sorted)))
+		}
+	case !slices.Contains(n.Traits, r.Name):
 		return req, bad("This runbook has not been approved for use on this node %s. "+
 			"Please ask an administrator to add it to your node traits.", n.UUID)
 	}

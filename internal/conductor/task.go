@@ -134,6 +134,7 @@ func (t *task) fire(event string) error {
 	}
 	now := t.c.now().UTC()
 	var inState time.Duration
+	secs := historyDuration(n, now) // before provision_updated_at moves
 	if !n.ProvisionUpdatedAt.IsZero() {
 		inState = now.Sub(n.ProvisionUpdatedAt)
 	} else if !n.CreatedAt.IsZero() {
@@ -146,7 +147,7 @@ func (t *task) fire(event string) error {
 	}
 	t.record(&model.HistoryEvent{
 		Severity: sev, EventType: "provisioning", FromState: from, ToState: to, Trigger: event,
-		Duration: inState, CreatedAt: now,
+		Duration: inState, CreatedAt: now, DurationSeconds: secs,
 		Event: fmt.Sprintf("Node moved to provision state %q from state %q; target provision state is %q", to, from, target),
 	})
 	logf := t.c.log.Info
@@ -183,7 +184,12 @@ func (t *task) failWith(msg string) {
 	t.record(&model.HistoryEvent{Severity: model.SeverityError, EventType: "error", Event: msg})
 }
 
-// record queues a history entry, written on the next save.
+// record queues a history entry, written on the next save, with what
+// Ironic master's node_history_record adds (API 1.115): the node's
+// provision state and target now, and the seconds since its provision
+// state last changed (a transition sets its own: the time in the state it
+// left). The project stays null, as in Ironic master, whose callers pass
+// none.
 func (t *task) record(e *model.HistoryEvent) {
 	e.NodeUUID = t.node.UUID
 	e.Conductor = t.c.cfg.Host
@@ -191,7 +197,21 @@ func (t *task) record(e *model.HistoryEvent) {
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = t.c.now().UTC()
 	}
+	e.State, e.TargetProvisionState = t.node.ProvisionState, t.node.TargetProvisionState
+	if e.DurationSeconds == nil && e.FromState == "" {
+		e.DurationSeconds = historyDuration(t.node, e.CreatedAt)
+	}
 	t.history = append(t.history, e)
+}
+
+// historyDuration is Ironic's duration_seconds of a history entry recorded
+// at now: whole seconds since the node's provision_updated_at, nil when
+// it has none.
+func historyDuration(n *model.Node, now time.Time) *int64 {
+	if n.ProvisionUpdatedAt.IsZero() {
+		return nil
+	}
+	return new(int64(now.Sub(n.ProvisionUpdatedAt).Seconds()))
 }
 
 // save writes the node and its queued history.

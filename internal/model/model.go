@@ -169,9 +169,17 @@ type Port struct {
 	Description         string `json:"description,omitempty"`
 	Vendor              string `json:"vendor,omitempty"`
 	Category            string `json:"category,omitempty"`
+	// AvailableForDynamicPortgroup (API 1.111) is nil for true, Ironic's
+	// default (and what a port stored before the field reads as).
+	AvailableForDynamicPortgroup *bool `json:"available_for_dynamic_portgroup,omitempty"`
 
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}
+
+// DynamicPortgroupAvailable is the port's available_for_dynamic_portgroup.
+func (p *Port) DynamicPortgroupAvailable() bool {
+	return p.AvailableForDynamicPortgroup == nil || *p.AvailableForDynamicPortgroup
 }
 
 // Portgroup is a group of a node's ports bonded together (Ironic's
@@ -190,6 +198,9 @@ type Portgroup struct {
 	StandalonePortsSupported bool   `json:"standalone_ports_supported"`
 	PhysicalNetwork          string `json:"physical_network,omitempty"`
 	Category                 string `json:"category,omitempty"`
+	// DynamicPortgroup (API 1.111) marks a portgroup Ironic manages itself;
+	// read-only to API consumers, and nothing in Ironic master sets it yet.
+	DynamicPortgroup bool `json:"dynamic_portgroup,omitempty"`
 
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
@@ -279,6 +290,12 @@ type Runbook struct {
 	Public         bool          `json:"public,omitempty"`
 	Owner          string        `json:"owner,omitempty"`
 	Extra          JSON          `json:"extra,omitempty"`
+	// Description (API 1.112) is "" for null.
+	Description string `json:"description,omitempty"`
+	// Traits (API 1.112) are the node traits that approve the runbook for
+	// a node (one in common). A new runbook has none, at any version; the
+	// store's migration gave each runbook stored before them its name.
+	Traits []string `json:"traits"`
 
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
@@ -332,6 +349,14 @@ type HistoryEvent struct {
 	ToState   string
 	Trigger   string        // the FSM event that caused it
 	Duration  time.Duration // time spent in FromState
+	// Ironic 1.113 and 1.115's columns: the project that caused the event
+	// ("" = null: Ironic master records none), the node's provision state
+	// and target when it was recorded ("" = null), and its duration in
+	// seconds (nil = null: the node had no provision_updated_at).
+	Project              string
+	State                string
+	TargetProvisionState string
+	DurationSeconds      *int64
 }
 
 // BIOSSetting is one cached BIOS setting of a node (Ironic's bios_settings
@@ -357,10 +382,14 @@ type BIOSSetting struct {
 // firmware_information row): "bios", "bmc" or "nic:<id>", the version first
 // seen, the current one and the last one an update flashed ("" = null).
 type FirmwareComponent struct {
-	Component          string    `json:"component"`
-	InitialVersion     string    `json:"initial_version"`
-	CurrentVersion     string    `json:"current_version"`
-	LastVersionFlashed string    `json:"last_version_flashed"`
-	CreatedAt          time.Time `json:"created_at"`
-	UpdatedAt          time.Time `json:"updated_at"`
+	Component          string `json:"component"`
+	InitialVersion     string `json:"initial_version"`
+	CurrentVersion     string `json:"current_version"`
+	LastVersionFlashed string `json:"last_version_flashed"`
+	// Identity of the hardware (API 1.114), as the BMC reports it; "" = null.
+	Vendor       string    `json:"vendor,omitempty"`
+	Model        string    `json:"model,omitempty"`
+	SerialNumber string    `json:"serial_number,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
 }

@@ -104,6 +104,17 @@ func TestRunbookProjectPolicy(t *testing.T) {
 			"baremetal:runbook:use is disallowed by policy"},
 		{"member", member, "PUT", "/v1/nodes/a/states/provision", `{"target": "clean", "runbook": "CUSTOM_P1"}`, 403,
 			"baremetal:runbook:use is disallowed by policy"},
+		// Runbook traits (1.112) are baremetal:runbook:get and :update on
+		// the runbook: a project's admin sets its own runbook's, not
+		// another's; from 1.112 a node uses a runbook it shares a trait with.
+		{"reader", reader, "GET", "/v1/runbooks/CUSTOM_PUB/traits", "", 200, `"traits": []`},
+		{"reader", reader, "GET", "/v1/runbooks/CUSTOM_P2/traits", "", 403, "baremetal:runbook:get is disallowed by policy"},
+		{"admin", admin, "PUT", "/v1/runbooks/CUSTOM_PUB/traits/CUSTOM_X", "", 403, "baremetal:runbook:update is disallowed by policy"},
+		{"member", member, "PUT", "/v1/runbooks/CUSTOM_P1/traits", `{"traits": ["CUSTOM_P1"]}`, 403,
+			"baremetal:runbook:update is disallowed by policy"},
+		{"admin", admin, "PUT", "/v1/nodes/a/states/provision", `{"target": "clean", "runbook": "CUSTOM_P1"}`, 400,
+			"has no traits configured"},
+		{"admin", admin, "PUT", "/v1/runbooks/CUSTOM_P1/traits", `{"traits": ["CUSTOM_P1"]}`, 204, ""},
 		{"admin", admin, "PUT", "/v1/nodes/a/states/provision", `{"target": "clean", "runbook": "CUSTOM_P1"}`, 202, ""},
 	}
 	for _, c := range cases {

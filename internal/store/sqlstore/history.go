@@ -14,9 +14,10 @@ import (
 
 const (
 	historyCols = `uuid, node_uuid, created_at, severity, event_type, event, conductor,
-		user_name, from_state, to_state, trigger_event, duration_ns`
+		user_name, from_state, to_state, trigger_event, duration_ns, project, state,
+		target_provision_state, duration_seconds`
 	insertHistorySQL = `INSERT INTO node_history (` + historyCols + `)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 	// pruneHistorySQL keeps a node's newest events, newest by (created_at, id)
 	// as ListHistory orders them.
 	pruneHistorySQL = `DELETE FROM node_history WHERE node_uuid = ? AND id NOT IN
@@ -39,7 +40,8 @@ func (s *Store) AddHistory(ctx context.Context, e *model.HistoryEvent, keep int)
 	err := s.write(ctx, func(c conn) error {
 		err := c.queryRow(ctx, insertHistorySQL, e.UUID, e.NodeUUID,
 			s.d.EncodeTime(e.CreatedAt), e.Severity, e.EventType, e.Event, e.Conductor,
-			e.User, e.FromState, e.ToState, e.Trigger, int64(e.Duration)).Scan(&id)
+			e.User, e.FromState, e.ToState, e.Trigger, int64(e.Duration), e.Project, e.State,
+			e.TargetProvisionState, e.DurationSeconds).Scan(&id)
 		if err != nil {
 			return s.writeErr(err, func(string) string { return e.UUID })
 		}
@@ -93,15 +95,19 @@ func (s *Store) GetHistory(ctx context.Context, nodeUUID, eventUUID string) (*mo
 
 func scanHistory(sc scanner) (*model.HistoryEvent, error) {
 	var (
-		e   model.HistoryEvent
-		dur int64
+		e    model.HistoryEvent
+		dur  int64
+		secs sql.NullInt64
 	)
 	err := sc.Scan(&e.ID, &e.UUID, &e.NodeUUID, timeDest{&e.CreatedAt}, &e.Severity,
 		&e.EventType, &e.Event, &e.Conductor, &e.User, &e.FromState, &e.ToState,
-		&e.Trigger, &dur)
+		&e.Trigger, &dur, &e.Project, &e.State, &e.TargetProvisionState, &secs)
 	if err != nil {
 		return nil, err
 	}
 	e.Duration = time.Duration(dur)
+	if secs.Valid {
+		e.DurationSeconds = &secs.Int64
+	}
 	return &e, nil
 }

@@ -199,6 +199,10 @@ type firmwareDoc struct {
 	Initial string `json:"initial_version"`
 	Current string `json:"current_version"`
 	Flashed string `json:"last_version_flashed,omitempty"`
+	// The hardware's identity (API 1.114), refreshed on every sync.
+	Vendor string `json:"vendor,omitempty"`
+	Model  string `json:"model,omitempty"`
+	Serial string `json:"serial_number,omitempty"`
 }
 
 // ListFirmwareComponents implements store.Store.
@@ -214,7 +218,8 @@ func (s *Store) ListFirmwareComponents(ctx context.Context, nodeUUID string) ([]
 			return nil, fmt.Errorf("bad stored firmware component %s: %w", r.key, err)
 		}
 		out = append(out, model.FirmwareComponent{Component: r.key, InitialVersion: d.Initial, CurrentVersion: d.Current,
-			LastVersionFlashed: d.Flashed, CreatedAt: r.created, UpdatedAt: r.updated})
+			LastVersionFlashed: d.Flashed, Vendor: d.Vendor, Model: d.Model, SerialNumber: d.Serial,
+			CreatedAt: r.created, UpdatedAt: r.updated})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Component < out[j].Component })
 	return out, nil
@@ -234,6 +239,7 @@ func (s *Store) SyncFirmwareComponents(ctx context.Context, nodeUUID string, com
 					d.Current, d.Flashed = c.CurrentVersion, c.CurrentVersion
 				}
 			}
+			d.Vendor, d.Model, d.Serial = c.Vendor, c.Model, c.SerialNumber
 			want[c.Component], _ = json.Marshal(d)
 		}
 		return want, nil

@@ -94,7 +94,8 @@ func historyRoundTrip(t *testing.T, s store.Store) {
 	full := &model.HistoryEvent{UUID: uuid.NewString(), NodeUUID: n.UUID, CreatedAt: stamp(0),
 		Severity: model.SeverityError, EventType: "provisioning", Event: "deploy failed: boom",
 		Conductor: "c1", User: "admin", FromState: "deploying", ToState: "deploy failed",
-		Trigger: "fail", Duration: 90*time.Second + 123*time.Nanosecond}
+		Trigger: "fail", Duration: 90*time.Second + 123*time.Nanosecond,
+		Project: "p1", State: "deploy failed", TargetProvisionState: "active", DurationSeconds: new(int64(90))}
 	allSet(t, full, "ID")
 	wantErr(t, "AddHistory", s.AddHistory(ctx, full, 10), nil)
 	if full.ID <= 0 || full.CreatedAt != stored(stamp(0)) {

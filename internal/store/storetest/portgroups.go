@@ -24,7 +24,7 @@ func fullPortgroup(node string) *model.Portgroup {
 		UUID: uuid.NewString(), Name: "bond0", Address: "52:54:00:aa:bb:01", NodeUUID: node,
 		Extra: model.JSON{"k": "v"}, InternalInfo: model.JSON{"tenant_vif_port_id": "vif"},
 		Mode: "802.3ad", Properties: model.JSON{"miimon": "100"}, StandalonePortsSupported: true,
-		PhysicalNetwork: "physnet1", Category: "bond", CreatedAt: stamp(0), UpdatedAt: stamp(1),
+		PhysicalNetwork: "physnet1", Category: "bond", DynamicPortgroup: true, CreatedAt: stamp(0), UpdatedAt: stamp(1),
 	}
 }
 

@@ -28,6 +28,7 @@ func runbookRoundTrip(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	rb := newRunbook("CUSTOM_A", "p1", false)
 	rb.DisableRamdisk, rb.Extra = true, model.JSON{"k": "v"}
+	rb.Description, rb.Traits = "firmware pass", []string{"CUSTOM_A", "CUSTOM_B"}
 	wantErr(t, "create", s.CreateRunbook(ctx, rb), nil)
 	if rb.ID == 0 || rb.Version != 1 || rb.CreatedAt.IsZero() {
 		t.Fatalf("create did not set id, version, created_at: %+v", rb)

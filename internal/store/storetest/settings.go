@@ -76,6 +76,17 @@ func firmwareSync(t *testing.T, s store.Store) {
 		got[0].UpdatedAt.IsZero() || got[1].CurrentVersion != "1.0.0" {
 		t.Fatalf("after flashing bios: %+v", got)
 	}
+	// The hardware identity (API 1.114) is stored and refreshed on each
+	// sync (NULL to a value after an upgrade, as Ironic's sync does).
+	ident := []model.FirmwareComponent{{Component: "bios", CurrentVersion: "2.2.0"},
+		{Component: "bmc", CurrentVersion: "1.0.0", Vendor: "Acme", Model: "iDRAC 9", SerialNumber: "SN1"}}
+	wantErr(t, "identity", s.SyncFirmwareComponents(ctx, n.UUID, ident), nil)
+	got, err = s.ListFirmwareComponents(ctx, n.UUID)
+	wantErr(t, "list", err, nil)
+	if len(got) != 2 || got[1].Vendor != "Acme" || got[1].Model != "iDRAC 9" || got[1].SerialNumber != "SN1" ||
+		got[1].UpdatedAt.IsZero() || got[1].LastVersionFlashed != "" || got[0].Model != "" || got[0].LastVersionFlashed != "2.2.0" {
+		t.Fatalf("after the identity sync: %+v", got)
+	}
 	wantErr(t, "unknown node", s.SyncFirmwareComponents(ctx, "00000000-0000-4000-8000-000000000000", comps), store.ErrNotFound)
 }
 
