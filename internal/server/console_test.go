@@ -251,7 +251,15 @@ func TestConsoleRecordedWhileInspecting(t *testing.T) {
 	waitWithin(t, testTimeout, "inspect wait", func() bool {
 		return s.do("GET", "/v1/nodes/"+node, "", 200)["provision_state"] == "inspect wait"
 	})
-	s.do("PUT", "/v1/nodes/"+node+"/states/provision", `{"target":"abort"}`, 202)
+	// The conductor may still hold the node's lock just after it entered
+	// inspect wait (409 locked): retried, as Ironic's clients do.
+	waitWithin(t, testTimeout, "the abort accepted", func() bool {
+		code, body := s.call("PUT", "/v1/nodes/"+node+"/states/provision", `{"target":"abort"}`)
+		if code != 202 && !(code == 409 && strings.Contains(body, "is locked by host")) {
+			t.Fatalf("abort: %d %s", code, body)
+		}
+		return code == 202
+	})
 	s.wait(node, "inspect failed")
 	code, body := s.call("GET", logPath, "")
 	if code != 200 || !strings.Contains(body, "PXE boot attempt") {
