@@ -8,6 +8,6 @@
 // Run them with `make bench` (go test -run '^$' -bench . -benchmem ./bench/...).
 // The figures at 100,000 nodes take minutes and run only with
 // ANVIL_BENCH_100K=1 (`make bench-100k`). The figures are compared with
-// Ironic 21.4's in the README. `go test ./...` without -bench runs no
+// Ironic 21.4's in docs/benchmarks.md. `go test ./...` without -bench runs no
 // benchmark and starts no server.
 package bench

@@ -155,7 +155,7 @@ func fleetDB(b *testing.B) string {
 // would: conductor.CreateNode with the server's default driver registry.
 // It reopens the store every 5,000 nodes: closing it checkpoints and removes
 // the write-ahead log, which otherwise grows by about 100 KiB a node while
-// the store is open (11 GiB seen at 100,000; see README "Benchmarks").
+// the store is open (11 GiB seen at 100,000; see docs/benchmarks.md).
 func writeFleet(ctx context.Context, path string, n int) error {
 	const batch = 5000
 	for i := 0; i < n; i += batch {

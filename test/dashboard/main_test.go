@@ -10,7 +10,7 @@
 //
 // A missing chromium skips the tests, or fails them in CI (environment
 // variable CI set); scripts/test.sh installs Debian's chromium. With
-// -screenshots DIR the test saves a PNG of each view there (the README's
+// -screenshots DIR the test saves a PNG of each view there (docs/observability.md's
 // pictures in docs/ come from `go test ./test/dashboard -screenshots ../../docs`).
 package dashboard_test
 
