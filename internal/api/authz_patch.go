@@ -10,6 +10,8 @@ import (
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
+
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // The rules of a PATCH depend on the fields it touches, as Ironic's
@@ -118,12 +120,7 @@ func boolValue(v any) (b, ok bool) {
 	case bool:
 		return x, true
 	case string:
-		switch strings.ToLower(strings.TrimSpace(x)) {
-		case "1", "t", "true", "on", "y", "yes":
-			return true, true
-		case "0", "f", "false", "off", "n", "no":
-			return false, true
-		}
+		return pyrepr.BoolFromString(x)
 	}
 	return false, false
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // splitKV splits "key=value" and JSON-decodes the value when it is JSON
@@ -209,14 +211,6 @@ func (m *multiArg) take(args []string) ([]string, []string) {
 func isSeconds(s string) bool { _, ok := parseSeconds(s); return ok }
 
 // parseBool reads a Python-ish boolean word.
-func parseBool(s string) (bool, bool) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "true", "1", "yes", "on", "t", "y":
-		return true, true
-	case "false", "0", "no", "off", "f", "n":
-		return false, true
-	}
-	return false, false
-}
+func parseBool(s string) (bool, bool) { return pyrepr.BoolFromString(s) }
 
 func isBoolWord(s string) bool { _, ok := parseBool(s); return ok }

@@ -182,12 +182,7 @@ func parseBool(v any) (bool, bool) {
 		}
 		return false, false
 	case string:
-		switch strings.ToLower(strings.TrimSpace(x)) {
-		case "1", "t", "true", "on", "y", "yes":
-			return true, true
-		case "0", "f", "false", "off", "n", "no":
-			return false, true
-		}
+		return pyrepr.BoolFromString(x)
 	}
 	return false, false
 }

@@ -147,3 +147,16 @@ func Float(f float64) string {
 		return sign + digits[:point] + "." + digits[point:]
 	}
 }
+
+// BoolFromString is oslo.utils' strutils.bool_from_string(strict=True):
+// the words it reads as true or false, any case, surrounding space
+// ignored; ok is false for anything else.
+func BoolFromString(s string) (b, ok bool) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "t", "true", "on", "y", "yes":
+		return true, true
+	case "0", "f", "false", "off", "n", "no":
+		return false, true
+	}
+	return false, false
+}
