@@ -403,31 +403,19 @@ func (s *Server) putRunbookTraits(rc *call) error {
 	if err := rc.runbookTraitsAllowed(); err != nil {
 		return err
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	trait, one := rc.r.PathValue("trait"), rc.r.PathValue("trait") != ""
-	if one {
-		if err := checkTrait("trait", trait); err != nil {
-			return err
-		}
-	}
-	body, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	put, err := rc.traitsPut()
 	if err != nil {
 		return err
 	}
-	list, hasList, err := traitsBody(body)
-	if err != nil {
-		return err
-	}
+	trait, one, list := put.trait, put.one, put.list
 	cur, err := rc.loadRunbook()
 	if err != nil {
 		return err
 	}
-	if one == hasList {
+	if one == put.hasList {
 		return invalid("A single runbook trait may be added via PUT /v1/runbooks/<runbook identifier>/traits/<trait> with no body, or all runbook traits may be replaced via PUT /v1/runbooks/<runbook identifier>/traits with the list of traits specified in the request body.")
 	}
-	if one && isTruthy(body) {
+	if one && put.body {
 		return invalid("No body should be provided when adding a trait")
 	}
 	_, err = s.cfg.Conductor.UpdateRunbook(rc.ctx, cur.UUID, func(r *model.Runbook) error {

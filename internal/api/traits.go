@@ -75,31 +75,19 @@ func (s *Server) putTraits(rc *call) error {
 	if rc.minor < minorTraits {
 		return traitsNotFound()
 	}
-	if err := rc.checkQuery(); err != nil {
-		return err
-	}
-	trait, one := rc.r.PathValue("trait"), rc.r.PathValue("trait") != ""
-	if one {
-		if err := checkTrait("trait", trait); err != nil {
-			return err
-		}
-	}
-	body, err := rc.decodeBody(s.cfg.MaxBodyBytes)
+	put, err := rc.traitsPut()
 	if err != nil {
 		return err
 	}
-	list, hasList, err := traitsBody(body)
-	if err != nil {
-		return err
-	}
+	trait, one, list := put.trait, put.one, put.list
 	n, raw, err := rc.loadNode()
 	if err != nil {
 		return err
 	}
-	if one == hasList {
+	if one == put.hasList {
 		return invalid("A single node trait may be added via PUT /v1/nodes/<node identifier>/traits/<trait> with no body, or all node traits may be replaced via PUT /v1/nodes/<node identifier>/traits with the list of traits specified in the request body.")
 	}
-	if one && isTruthy(body) {
+	if one && put.body {
 		return invalid("No body should be provided when adding a trait")
 	}
 	_, err = s.cfg.Conductor.SetTraits(rc.ctx, n.UUID, func(cur []string) ([]string, error) {
@@ -194,4 +182,33 @@ func (s *Server) deleteTraits(rc *call) error {
 		return err
 	}
 	return rc.noContent()
+}
+
+// traitsPut is a PUT of traits, the node's or a runbook's, read as Ironic
+// checks it: no query, the path's one trait (TRAITS_SCHEMA), then the
+// body's {"traits": [...]} if any.
+type traitsPut struct {
+	trait         string   // the path's one trait
+	one           bool     // the path names one trait
+	list          []string // the body's traits
+	hasList, body bool     // the body has "traits"; it has anything truthy
+}
+
+func (rc *call) traitsPut() (p traitsPut, err error) {
+	if err = rc.checkQuery(); err != nil {
+		return p, err
+	}
+	p.trait = rc.r.PathValue("trait")
+	if p.one = p.trait != ""; p.one {
+		if err = checkTrait("trait", p.trait); err != nil {
+			return p, err
+		}
+	}
+	body, err := rc.decodeBody(rc.s.cfg.MaxBodyBytes)
+	if err != nil {
+		return p, err
+	}
+	p.body = isTruthy(body)
+	p.list, p.hasList, err = traitsBody(body)
+	return p, err
 }
