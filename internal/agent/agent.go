@@ -310,17 +310,6 @@ func (a *Agent) do(req *http.Request, out any) error {
 	return nil
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // inspectWait is the provision state of a node booted to be inspected.
 const inspectWait = "inspect wait"
 

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/clock"
 )
 
 // CmdlinePath is where the kernel publishes its command line.
@@ -281,7 +283,7 @@ func routableAddr(ctx context.Context, apiURL string) (string, error) {
 		if time.Now().After(deadline) {
 			return "", fmt.Errorf("agent: no route to the API host %s to find the advertised address (set ipa-advertise-host): %w", u.Hostname(), err)
 		}
-		if sleep(ctx, time.Second) != nil {
+		if clock.Sleep(ctx, time.Second) != nil {
 			return "", ctx.Err()
 		}
 	}

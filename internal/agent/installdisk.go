@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/anvil-metal/anvil/internal/clock"
 	"github.com/anvil-metal/anvil/internal/disk"
 )
 
@@ -47,7 +48,7 @@ func waitInstallDisk(ctx context.Context, root string, min int64, attempts int) 
 		if err == nil || i >= attempts {
 			return d, err
 		}
-		if err := sleep(ctx, diskWaitDelay); err != nil {
+		if err := clock.Sleep(ctx, diskWaitDelay); err != nil {
 			return "", err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anvil-metal/anvil/internal/clock"
 	"github.com/anvil-metal/anvil/internal/ipa"
 )
 
@@ -74,7 +75,7 @@ func (a *Agent) lookupUntilFound(ctx context.Context) error {
 		} else {
 			a.log.Warn("lookup failed; retrying", "err", err, "attempt", attempt, "retry_in", d.Round(time.Millisecond))
 		}
-		if sleep(ctx, d) != nil {
+		if clock.Sleep(ctx, d) != nil {
 			return ctx.Err()
 		}
 	}

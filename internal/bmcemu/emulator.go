@@ -302,21 +302,6 @@ func randomPassword() string {
 	return "pw-" + hex.EncodeToString(b[:])
 }
 
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // splitPath splits a URL path into its non-empty segments.
 func splitPath(p string) []string {
 	var out []string

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+
+	"github.com/anvil-metal/anvil/internal/clock"
 )
 
 // Handler serves the Redfish tree of every machine under /redfish/v1 and the
@@ -101,7 +103,7 @@ func (e *Emulator) misbehave(w http.ResponseWriter, r *http.Request, k Knobs) bo
 		}
 		panic(http.ErrAbortHandler)
 	}
-	if err := sleepCtx(r.Context(), k.Latency); err != nil {
+	if err := clock.Sleep(r.Context(), k.Latency); err != nil {
 		return false
 	}
 	if e.fails(k.FailureRate) {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anvil-metal/anvil/internal/clock"
 	"github.com/anvil-metal/anvil/internal/secret"
 )
 
@@ -88,7 +89,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		}
 	}
 	if c.sleep == nil {
-		c.sleep = sleepCtx
+		c.sleep = clock.Sleep
 	}
 	return c, nil
 }
@@ -104,17 +105,6 @@ func minorOf(v string) (int, bool) {
 	}
 	n, err := strconv.Atoi(minor)
 	return n, err == nil && n >= 0
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // APIError is an error answer of the API: the faultstring of Ironic's

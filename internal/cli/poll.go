@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/url"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/clock"
 )
 
 // Poller is the Waiter that asks the API again and again. It reads each
@@ -40,7 +42,7 @@ func (p *Poller) Wait(ctx context.Context, nodes []string, want Want) []Outcome 
 		now = time.Now
 	}
 	if sleep == nil {
-		sleep = sleepCtx
+		sleep = clock.Sleep
 	}
 	out := make([]Outcome, len(nodes))
 	pending := map[int]bool{}

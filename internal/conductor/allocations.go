@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/anvil-metal/anvil/internal/clock"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
@@ -171,7 +172,7 @@ func (c *Conductor) reserveOne(ctx context.Context, a *model.Allocation, nodes [
 		if attempt >= c.cfg.LockRetries {
 			return fmt.Sprintf("could not reserve any of %d suitable nodes", len(locked)), nil
 		}
-		if err := sleepCtx(ctx, c.cfg.LockRetryInterval); err != nil {
+		if err := clock.Sleep(ctx, c.cfg.LockRetryInterval); err != nil {
 			return "", err
 		}
 		nodes = locked

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/anvil-metal/anvil/internal/clock"
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
@@ -68,7 +69,7 @@ func (c *Conductor) acquireNode(ctx context.Context, ident, user string, loadDri
 		case errors.Is(err, store.ErrNotFound):
 			return nil, fault.NodeNotFound(ident)
 		case errors.As(err, &le) && time.Now().Before(deadline):
-			if serr := sleepCtx(ctx, min(pause, time.Until(deadline))); serr != nil {
+			if serr := clock.Sleep(ctx, min(pause, time.Until(deadline))); serr != nil {
 				record(false)
 				return nil, fault.NodeLocked(n.UUID, le.Holder)
 			}
@@ -95,20 +96,6 @@ func (c *Conductor) acquireNode(ctx context.Context, ident, user string, loadDri
 	}
 	t.drv = drv
 	return t, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // release frees the lock. It uses its own context so that a cancelled request

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/clock"
 )
 
 // Opener connects to a node's serial console: reading gives the console's
@@ -335,7 +337,7 @@ func (ss *session) run(ctx context.Context, open Opener) {
 				return
 			}
 			log.Warn("console connection failed, retrying", "err", err, "in", backoff)
-			if !sleep(ctx, backoff) {
+			if clock.Sleep(ctx, backoff) != nil {
 				return
 			}
 			backoff = min(2*backoff, ss.s.cfg.RetryMax)
@@ -366,7 +368,7 @@ func (ss *session) run(ctx context.Context, open Opener) {
 		ss.src = nil
 		ss.mu.Unlock()
 		_ = src.Close()
-		if !sleep(ctx, backoff) {
+		if clock.Sleep(ctx, backoff) != nil {
 			return
 		}
 	}
@@ -493,17 +495,6 @@ func (v *Viewer) end(reason string) {
 		v.reason.Store(&reason)
 		close(v.done)
 	})
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // serveTCP serves the raw console on ln until it is closed.

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/anvil-metal/anvil/internal/clock"
 	eventbus "github.com/anvil-metal/anvil/internal/events"
 	"github.com/anvil-metal/anvil/pkg/events"
 )
@@ -375,7 +376,7 @@ func (l *Log) Follow(ctx context.Context, b *eventbus.Broker) {
 			l.cfg.Log.Warn("eventlog: follow", "err", err)
 		}
 		if listener == nil {
-			wait(ctx, l.cfg.Poll)
+			_ = clock.Sleep(ctx, l.cfg.Poll)
 			continue
 		}
 		wctx, cancel := context.WithTimeout(ctx, l.cfg.Poll)
@@ -386,15 +387,6 @@ func (l *Log) Follow(ctx context.Context, b *eventbus.Broker) {
 			_ = listener.Close(context.Background())
 			listener = nil
 		}
-	}
-}
-
-func wait(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }
 

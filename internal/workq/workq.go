@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/anvil-metal/anvil/internal/clock"
 	"github.com/anvil-metal/anvil/internal/fault"
 )
 
@@ -162,7 +163,7 @@ func (q *Queue) Serve(ctx context.Context, owner string, h Handler, poll time.Du
 				if ctx.Err() == nil {
 					q.log.Warn("workq: listen (polling meanwhile)", "err", err)
 				}
-				wait(ctx, poll)
+				_ = clock.Sleep(ctx, poll)
 				continue
 			}
 			listener = l
@@ -178,15 +179,6 @@ func (q *Queue) Serve(ctx context.Context, owner string, h Handler, poll time.Du
 		}
 	}
 	return nil
-}
-
-func wait(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 // runOne claims and runs the oldest queued call of owner, if any.

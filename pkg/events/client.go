@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/clock"
 )
 
 // StreamPath is the stream's path under the API root.
@@ -84,7 +86,7 @@ func (c *Client) follow(ctx context.Context, f Filter, resp *http.Response, ch c
 		lost := time.Now()
 		for {
 			var err error
-			if !sleep(ctx, backoff) {
+			if clock.Sleep(ctx, backoff) != nil {
 				return
 			}
 			backoff = min(2*backoff, c.maxBackoff())
@@ -212,15 +214,4 @@ func (c *Client) maxBackoff() time.Duration {
 		return max(c.MaxBackoff, c.minBackoff())
 	}
 	return 5 * time.Second
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

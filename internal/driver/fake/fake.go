@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/anvil-metal/anvil/internal/clock"
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
@@ -110,7 +111,7 @@ func (h *Hardware) op(ctx context.Context, n *model.Node, delayName, failName st
 	if d > 0 {
 		sleep := h.Sleep
 		if sleep == nil {
-			sleep = realSleep
+			sleep = clock.Sleep
 		}
 		if err := sleep(ctx, d); err != nil {
 			return err
@@ -202,17 +203,6 @@ func seconds(v any) (time.Duration, error) {
 		return 0, fmt.Errorf("%v seconds is out of range [0, 86400]", f)
 	}
 	return time.Duration(f * float64(time.Second)), nil
-}
-
-func realSleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Verify checks the (fake) BMC answers: it is what "manage" runs in verifying.

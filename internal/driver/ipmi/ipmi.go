@@ -26,6 +26,7 @@ import (
 	"github.com/bougou/go-ipmi/pkg/command/chassis"
 	"github.com/bougou/go-ipmi/pkg/types"
 
+	"github.com/anvil-metal/anvil/internal/clock"
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
@@ -363,12 +364,5 @@ func (d *Driver) sleep(ctx context.Context, dur time.Duration) error {
 	if d.cfg.Sleep != nil {
 		return d.cfg.Sleep(ctx, dur)
 	}
-	t := time.NewTimer(dur)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.Sleep(ctx, dur)
 }

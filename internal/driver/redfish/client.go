@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/stmcginnis/gofish/common"
+
+	"github.com/anvil-metal/anvil/internal/clock"
 )
 
 // Errors a call can be classified as (match with errors.Is).
@@ -522,15 +524,5 @@ func (d *Driver) sleep(ctx context.Context, dur time.Duration) error {
 	if d.cfg.Sleep != nil {
 		return d.cfg.Sleep(ctx, dur)
 	}
-	if dur <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(dur)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.Sleep(ctx, dur)
 }
