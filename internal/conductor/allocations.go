@@ -12,6 +12,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -271,25 +272,16 @@ func (c *Conductor) doBackfill(ctx context.Context, a *model.Allocation, node st
 		errs = append(errs, fmt.Sprintf("Resource class %s does not match the requested resource class %s", n.ResourceClass, a.ResourceClass))
 	}
 	if len(a.Traits) > 0 && !hasTraits(n, a.Traits) {
-		errs = append(errs, fmt.Sprintf("List of traits %s does not match the requested traits %s", pyList(n.Traits), pyList(a.Traits)))
+		errs = append(errs, fmt.Sprintf("List of traits %s does not match the requested traits %s", pyrepr.Strings(n.Traits), pyrepr.Strings(a.Traits)))
 	}
 	if len(a.CandidateNodes) > 0 && !slices.Contains(a.CandidateNodes, n.UUID) {
-		errs = append(errs, fmt.Sprintf("Candidate nodes must be empty or contain the target node, but got %s", pyList(a.CandidateNodes)))
+		errs = append(errs, fmt.Sprintf("Candidate nodes must be empty or contain the target node, but got %s", pyrepr.Strings(a.CandidateNodes)))
 	}
 	if len(errs) > 0 {
 		return fault.New(fault.Invalid, "%s", allocationFailed(a.UUID,
 			fmt.Sprintf("Cannot backfill an allocation for node %s: %s", n.UUID, strings.Join(errs, "; "))))
 	}
 	return c.associate(ctx, a, n)
-}
-
-// pyList renders a string list as Python prints it.
-func pyList(list []string) string {
-	q := make([]string, len(list))
-	for i, s := range list {
-		q[i] = "'" + s + "'"
-	}
-	return "[" + strings.Join(q, ", ") + "]"
 }
 
 // DeleteAllocation removes an allocation and frees its node (allocation_uuid

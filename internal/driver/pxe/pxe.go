@@ -8,6 +8,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
 // Interface names and modes.
@@ -82,15 +83,7 @@ func Properties() map[string]string {
 type missingError struct{ missing []string }
 
 func (e *missingError) Error() string {
-	return "Cannot validate PXE bootloader. Some parameters were missing in node's driver_info and configuration. Missing are: " + pyList(e.missing)
-}
-
-func pyList(items []string) string {
-	q := make([]string, len(items))
-	for i, s := range items {
-		q[i] = "'" + s + "'"
-	}
-	return "[" + strings.Join(q, ", ") + "]"
+	return "Cannot validate PXE bootloader. Some parameters were missing in node's driver_info and configuration. Missing are: " + pyrepr.Strings(e.missing)
 }
 
 // ramdiskInfo reads mode's kernel and ramdisk from driver_info.
