@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
@@ -100,7 +99,7 @@ func (rc *call) loadAllocation() (*model.Allocation, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Store.GetAllocation, ident, raw, conductor.AllocationNotFound)
+	return fetch(rc.ctx, rc.s.cfg.Store.GetAllocation, ident, raw, fault.NotFoundFor("Allocation"))
 }
 
 func allocationUUID(a *model.Allocation) string { return a.UUID }
@@ -143,7 +142,7 @@ func (s *Server) createAllocation(rc *call) error {
 		}
 		node, err = s.cfg.Store.GetNode(rc.ctx, nodeIdentForLookup(ident))
 		if errors.Is(err, store.ErrNotFound) {
-			return invalid("Node %s could not be found.", ident)
+			return invalid("%s", fault.MissingText("Node", ident))
 		} else if err != nil {
 			return err
 		}
@@ -347,7 +346,7 @@ func (s *Server) listAllocations(rc *call) error {
 	if node, ok := rc.param("node"); ok && node != "" {
 		n, err := s.cfg.Store.GetNode(rc.ctx, nodeIdentForLookup(node))
 		if errors.Is(err, store.ErrNotFound) {
-			return invalid("Node %s could not be found.", node)
+			return invalid("%s", fault.MissingText("Node", node))
 		} else if err != nil {
 			return err
 		}
@@ -357,7 +356,7 @@ func (s *Server) listAllocations(rc *call) error {
 	if err := p.check(rc); err != nil {
 		return err
 	}
-	if err := checkMarker(rc, p.marker, s.cfg.Store.GetAllocation, conductor.AllocationNotFound); err != nil {
+	if err := checkMarker(rc, p.marker, s.cfg.Store.GetAllocation, fault.NotFoundFor("Allocation")); err != nil {
 		return err
 	}
 	if err := checkSortKey(p.sortKey, unsortableAllocationKeys, store.AllocationSortKeys); err != nil {

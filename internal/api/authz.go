@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/anvil-metal/anvil/internal/auth"
-	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/policy"
@@ -213,7 +212,7 @@ func (rc *call) authorizeNodeTarget(g guard) error {
 		if p, err = rc.loadPort(); err != nil {
 			return err
 		}
-		notFound = portNotFound(rc.r.PathValue("ident"))
+		notFound = fault.Missing("Port", rc.r.PathValue("ident"))
 		n, err = rc.nodeOf(p.NodeUUID, notFound)
 	case onConnector, onVolTarget:
 		n, notFound, err = rc.volumeRecordNode(g.on)
@@ -245,9 +244,9 @@ func (rc *call) nodeOf(uuid string, notFound error) (*model.Node, error) {
 // volumeRecordNode reads the node of the volume connector or target the
 // path names.
 func (rc *call) volumeRecordNode(on subject) (*model.Node, error, error) {
-	k, nf := connectorKind, conductor.VolumeConnectorNotFound
+	k, nf := connectorKind, fault.NotFoundFor("Volume connector")
 	if on == onVolTarget {
-		k, nf = targetKind, conductor.VolumeTargetNotFound
+		k, nf = targetKind, fault.NotFoundFor("Volume target")
 	}
 	id, err := k.id(rc)
 	if err != nil {

@@ -1,7 +1,7 @@
 package api
 
 import (
-	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
 )
@@ -49,7 +49,7 @@ func (rc *call) loadChassis() (*model.Chassis, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Store.GetChassis, id, id, conductor.ChassisNotFound)
+	return fetch(rc.ctx, rc.s.cfg.Store.GetChassis, id, id, fault.NotFoundFor("Chassis"))
 }
 
 // validateChassis checks a body against CHASSIS_SCHEMA and the uuid validator.
@@ -88,7 +88,7 @@ func (s *Server) chassisList(rc *call, detailPath bool) error {
 	if err := checkSortKey(p.sortKey, []string{"extra"}, store.ChassisSortKeys); err != nil {
 		return err
 	}
-	if err := checkMarker(rc, p.marker, s.cfg.Store.GetChassis, conductor.ChassisNotFound); err != nil {
+	if err := checkMarker(rc, p.marker, s.cfg.Store.GetChassis, fault.NotFoundFor("Chassis")); err != nil {
 		return err
 	}
 	fields := p.shown([]string{"uuid", "description"}, detailPath) // DEFAULT_RETURN_FIELDS

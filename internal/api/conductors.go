@@ -47,10 +47,6 @@ func (s *Server) conductorRoutes() {
 	s.handle(endpoint{"GET": {s.getConductor, rule("baremetal:conductor:get")}}, "/v1/conductors/{hostname}")
 }
 
-func conductorNotFound(host string) error {
-	return fault.New(fault.NotFound, "Conductor %s could not be found.", host)
-}
-
 // alive is Ironic's test: online, with a heartbeat within the window.
 func (s *Server) alive(c *model.Conductor) bool {
 	return c.Alive(s.cfg.Now(), s.cfg.ConductorAliveWindow)
@@ -122,7 +118,7 @@ func conductorPage(all []*model.Conductor, p page, less func(a, b *model.Conduct
 	if p.marker != "" {
 		i := slices.IndexFunc(list, func(c *model.Conductor) bool { return c.Hostname == p.marker })
 		if i < 0 {
-			return nil, conductorNotFound(p.marker)
+			return nil, fault.Missing("Conductor", p.marker)
 		}
 		list = list[i+1:]
 	}
@@ -152,7 +148,7 @@ func (s *Server) getConductor(rc *call) error {
 		if !validHostname(host) {
 			return nil, invalid("Expected name for hostname: %s", host)
 		}
-		return fetch(rc.ctx, s.cfg.Store.GetConductor, host, host, conductorNotFound)
+		return fetch(rc.ctx, s.cfg.Store.GetConductor, host, host, fault.NotFoundFor("Conductor"))
 	}, (*call).writeConductor)
 }
 

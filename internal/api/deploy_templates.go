@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/pyrepr"
 	"github.com/anvil-metal/anvil/internal/store"
@@ -80,7 +80,7 @@ func (rc *call) loadDeployTemplate() (*model.DeployTemplate, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Store.GetDeployTemplate, ident, raw, conductor.DeployTemplateNotFound)
+	return fetch(rc.ctx, rc.s.cfg.Store.GetDeployTemplate, ident, raw, fault.NotFoundFor("Deploy template"))
 }
 
 // validateTemplate checks doc against TEMPLATE_SCHEMA and Ironic's
@@ -206,7 +206,7 @@ func (s *Server) listDeployTemplates(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := checkMarker(rc, p.marker, s.cfg.Store.GetDeployTemplate, conductor.DeployTemplateNotFound); err != nil {
+	if err := checkMarker(rc, p.marker, s.cfg.Store.GetDeployTemplate, fault.NotFoundFor("Deploy template")); err != nil {
 		return err
 	}
 	fields := p.shown(namedFields, false)

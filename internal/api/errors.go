@@ -153,7 +153,7 @@ func writeRaw(w http.ResponseWriter, status int, body []byte) {
 }
 
 // Errors the router itself raises.
-func errNotFound() error { return fault.New(fault.NotFound, "Resource could not be found.") }
+func errNotFound() error { return fault.ResourceNotFound() }
 
 func errMethod(method string) error {
 	return fault.New(fault.NotAllowed, "The method %s is not allowed for this resource.", method)

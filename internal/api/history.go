@@ -53,10 +53,6 @@ func (s *Server) historyRoutes() {
 	s.handle(endpoint{"GET": {s.getHistory, nodeRule("baremetal:node:history:get")}}, "/v1/nodes/{ident}/history/{event}")
 }
 
-func historyNotFound(id string) error {
-	return fault.New(fault.NotFound, "Node history record %s could not be found.", id)
-}
-
 // GET /v1/nodes/{ident}/history
 func (s *Server) listHistory(rc *call) error {
 	if rc.minor < minorHistory {
@@ -125,7 +121,7 @@ func historyPage(events []*model.HistoryEvent, p page, less func(a, b *model.His
 	if p.marker != "" {
 		i := slices.IndexFunc(events, func(e *model.HistoryEvent) bool { return e.UUID == p.marker })
 		if i < 0 {
-			return nil, historyNotFound(p.marker)
+			return nil, fault.Missing("Node history record", p.marker)
 		}
 		events = events[i+1:]
 	}
@@ -156,7 +152,7 @@ func (s *Server) getHistory(rc *call) error {
 	}
 	e, err := s.cfg.Store.GetHistory(rc.ctx, n.UUID, event)
 	if errors.Is(err, store.ErrNotFound) {
-		return historyNotFound(event)
+		return fault.Missing("Node history record", event)
 	} else if err != nil {
 		return err
 	}

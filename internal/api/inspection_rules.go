@@ -3,7 +3,7 @@ package api
 import (
 	"strings"
 
-	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/secret"
 	"github.com/anvil-metal/anvil/internal/store"
@@ -142,7 +142,7 @@ func (rc *call) loadInspectionRule() (*model.InspectionRule, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Store.GetInspectionRule, id, raw, conductor.InspectionRuleNotFound)
+	return fetch(rc.ctx, rc.s.cfg.Store.GetInspectionRule, id, raw, fault.NotFoundFor("Rule"))
 }
 
 // ruleID is the checked rule UUID of the path.
@@ -172,7 +172,7 @@ func (s *Server) listInspectionRules(rc *call) error {
 	if err := checkSortKey(p.sortKey, unsortableRuleKeys, store.InspectionRuleSortKeys); err != nil {
 		return err
 	}
-	if err := checkMarker(rc, p.marker, s.cfg.Store.GetInspectionRule, conductor.InspectionRuleNotFound); err != nil {
+	if err := checkMarker(rc, p.marker, s.cfg.Store.GetInspectionRule, fault.NotFoundFor("Rule")); err != nil {
 		return err
 	}
 	fields := p.shown(defaultRuleFields, false)

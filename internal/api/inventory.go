@@ -28,7 +28,7 @@ func (s *Server) getInventory(rc *call) error {
 	}
 	inv, _ := n.DriverInternalInfo[inventoryKey].(map[string]any)
 	if inv == nil {
-		return fault.New(fault.NotFound, "Node inventory for node %s could not be found.", n.UUID)
+		return fault.Missing("Node inventory for node", n.UUID)
 	}
 	w := &jw{}
 	w.rootObj()

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
@@ -165,7 +164,7 @@ func (rc *call) nodeFilterIdentity(sel *nodeSelection) error {
 	if chassis != "" {
 		// Ironic's node query looks the chassis up first: 404 when unknown.
 		if _, err := rc.s.cfg.Store.GetChassis(rc.ctx, chassis); errors.Is(err, store.ErrNotFound) {
-			return conductor.ChassisNotFound(chassis)
+			return fault.Missing("Chassis", chassis)
 		} else if err != nil {
 			return err
 		}

@@ -222,7 +222,7 @@ func checkNodeName(name any, minor int, format string) error {
 func (rc *call) checkNodeLinks(doc map[string]any, old *model.Node) error {
 	if c, _ := doc["chassis_uuid"].(string); c != "" && (old == nil || c != old.ChassisUUID) {
 		if _, err := rc.s.cfg.Store.GetChassis(rc.ctx, c); errors.Is(err, store.ErrNotFound) {
-			return fault.New(fault.Invalid, "Chassis %s could not be found.", c)
+			return fault.New(fault.Invalid, "%s", fault.MissingText("Chassis", c))
 		} else if err != nil {
 			return err
 		}

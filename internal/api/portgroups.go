@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
@@ -43,7 +42,7 @@ func (rc *call) loadPortgroup() (*model.Portgroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Store.GetPortgroup, ident, raw, conductor.PortgroupNotFound)
+	return fetch(rc.ctx, rc.s.cfg.Store.GetPortgroup, ident, raw, fault.NotFoundFor("Portgroup"))
 }
 
 // checkPortgroupFields validates ?fields= for portgroups: versions, then
@@ -87,7 +86,7 @@ func (s *Server) createPortgroup(rc *call) error {
 	}
 	nodeUUID := docString(doc["node_uuid"])
 	if _, err := s.cfg.Store.GetNode(rc.ctx, nodeUUID); errors.Is(err, store.ErrNotFound) {
-		return invalid("Node %s could not be found.", nodeUUID)
+		return invalid("%s", fault.MissingText("Node", nodeUUID))
 	} else if err != nil {
 		return err
 	}
@@ -229,7 +228,7 @@ func (rc *call) checkPortgroupListPage(p *page) error {
 	if err := p.check(rc); err != nil {
 		return err
 	}
-	if err := checkMarker(rc, p.marker, rc.s.cfg.Store.GetPortgroup, conductor.PortgroupNotFound); err != nil {
+	if err := checkMarker(rc, p.marker, rc.s.cfg.Store.GetPortgroup, fault.NotFoundFor("Portgroup")); err != nil {
 		return err
 	}
 	return checkSortKey(p.sortKey, unsortablePortgroupKeys, store.PortgroupSortKeys)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
@@ -101,10 +100,6 @@ func (rc *call) portIdent(raw string) (string, error) {
 	return uuidOrName("port_ident", raw)
 }
 
-func portNotFound(ident string) error {
-	return fault.New(fault.NotFound, "Port %s could not be found.", ident)
-}
-
 // loadPort reads the port the path names.
 func (rc *call) loadPort() (*model.Port, error) {
 	raw := rc.r.PathValue("ident")
@@ -112,7 +107,7 @@ func (rc *call) loadPort() (*model.Port, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Store.GetPort, ident, raw, portNotFound)
+	return fetch(rc.ctx, rc.s.cfg.Store.GetPort, ident, raw, fault.NotFoundFor("Port"))
 }
 
 // GET /v1/ports/{ident}
@@ -174,12 +169,12 @@ func (rc *call) resolvePortNode(doc map[string]any) error {
 	}
 	n, err := rc.s.cfg.Store.GetNode(rc.ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
-		return invalid("Node %s could not be found.", ident)
+		return invalid("%s", fault.MissingText("Node", ident))
 	} else if err != nil {
 		return err
 	}
 	if err := rc.authorize(n, "baremetal:port:create"); fault.KindOf(err) == fault.NotFound {
-		return invalid("Node %s could not be found.", ident) // as if absent: no existence oracle
+		return invalid("%s", fault.MissingText("Node", ident)) // as if absent: no existence oracle
 	} else if err != nil {
 		return err
 	}
@@ -342,7 +337,7 @@ func (rc *call) checkPortPortgroup(doc map[string]any, old *model.Port) error {
 	}
 	pg, err := rc.s.cfg.Store.GetPortgroup(rc.ctx, pgUUID)
 	if errors.Is(err, store.ErrNotFound) {
-		return invalid("Portgroup %s could not be found.", pgUUID)
+		return invalid("%s", fault.MissingText("Portgroup", pgUUID))
 	} else if err != nil {
 		return err
 	}
@@ -401,7 +396,7 @@ func (rc *call) checkPortListPage(p *page) error {
 	if err := p.check(rc); err != nil {
 		return err
 	}
-	if err := checkMarker(rc, p.marker, rc.s.cfg.Store.GetPort, portNotFound); err != nil {
+	if err := checkMarker(rc, p.marker, rc.s.cfg.Store.GetPort, fault.NotFoundFor("Port")); err != nil {
 		return err
 	}
 	return checkSortKey(p.sortKey, unsortablePortKeys, store.PortSortKeys)
@@ -520,7 +515,7 @@ func (rc *call) portOtherFilters(sel *portSelection, parentPG string, byNode, by
 	if byPortgroup {
 		got, err := rc.s.cfg.Store.GetPortgroup(rc.ctx, nodeIdentForLookup(pg))
 		if errors.Is(err, store.ErrNotFound) {
-			return conductor.PortgroupNotFound(pg)
+			return fault.Missing("Portgroup", pg)
 		} else if err != nil {
 			return err
 		}

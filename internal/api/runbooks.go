@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
@@ -137,7 +136,7 @@ func (rc *call) loadRunbook() (*model.Runbook, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Store.GetRunbook, ident, raw, conductor.RunbookNotFound)
+	return fetch(rc.ctx, rc.s.cfg.Store.GetRunbook, ident, raw, fault.NotFoundFor("Runbook"))
 }
 
 // validateRunbook checks doc against RUNBOOK_SCHEMA (v112 false: a POST
@@ -231,7 +230,7 @@ func (s *Server) listRunbooks(rc *call) error {
 		return err
 	}
 	project, _ := rc.param("project")
-	if err := checkMarker(rc, p.marker, s.cfg.Store.GetRunbook, conductor.RunbookNotFound); err != nil {
+	if err := checkMarker(rc, p.marker, s.cfg.Store.GetRunbook, fault.NotFoundFor("Runbook")); err != nil {
 		return err
 	}
 	fields := p.shown(namedFields, false)

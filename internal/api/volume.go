@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
@@ -54,10 +53,10 @@ type volumeOps[T any] struct {
 func (s *Server) volumeRoutes() {
 	conns := volumeOps[model.VolumeConnector]{kind: connectorKind, get: s.cfg.Store.GetVolumeConnector,
 		list: s.cfg.Store.ListVolumeConnectors, uuid: func(c *model.VolumeConnector) string { return c.UUID },
-		write: (*call).writeConnector, notFound: conductor.VolumeConnectorNotFound}
+		write: (*call).writeConnector, notFound: fault.NotFoundFor("Volume connector")}
 	targets := volumeOps[model.VolumeTarget]{kind: targetKind, get: s.cfg.Store.GetVolumeTarget,
 		list: s.cfg.Store.ListVolumeTargets, uuid: func(t *model.VolumeTarget) string { return t.UUID },
-		write: (*call).writeTarget, notFound: conductor.VolumeTargetNotFound}
+		write: (*call).writeTarget, notFound: fault.NotFoundFor("Volume target")}
 	s.handle(endpoint{"GET": {s.volumeRoot, rule("baremetal:volume:list")}}, "/v1/volume")
 	s.handle(endpoint{"GET": {s.volumeRoot, nodeRule("baremetal:volume:list")}}, "/v1/nodes/{ident}/volume")
 	s.handle(endpoint{"GET": {conns.listAll, bodyRule("baremetal:volume:list")}, "POST": {s.createConnector, bodyRule("baremetal:volume:create")}}, "/v1/volume/connectors")

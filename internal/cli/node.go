@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
@@ -385,7 +386,7 @@ func getNode(ctx context.Context, c *Client, ident string, byInstance bool, q ur
 		return nil, err
 	}
 	if len(nodes) == 0 {
-		return nil, &APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("Node with instance %s could not be found.", ident)}
+		return nil, &APIError{Status: http.StatusNotFound, Message: fault.MissingText("Node with instance", ident)}
 	}
 	return nodes[0], nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/anvil-metal/anvil/internal/clock"
+	"github.com/anvil-metal/anvil/internal/fault"
 )
 
 // Poller is the Waiter that asks the API again and again. It reads each
@@ -149,7 +150,7 @@ func (p *Poller) round(ctx context.Context, nodes []string, pending map[int]bool
 		if s, ok := byIdent[nodes[i]]; ok {
 			snaps[i] = s
 		} else {
-			errs[i] = &APIError{Status: 404, Message: "Node " + nodes[i] + " could not be found."}
+			errs[i] = &APIError{Status: 404, Message: fault.MissingText("Node", nodes[i])}
 		}
 	}
 	return snaps, errs

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
 
@@ -33,7 +34,7 @@ func portUUID(ctx context.Context, c *Client, ident string) (string, error) {
 		return "", err
 	}
 	if len(ports) == 0 {
-		return "", &APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("Port %s could not be found.", ident)}
+		return "", &APIError{Status: http.StatusNotFound, Message: fault.MissingText("Port", ident)}
 	}
 	uuid, _ := ports[0]["uuid"].(string)
 	return uuid, nil
@@ -211,7 +212,7 @@ func (a *app) portShowCmd() *cobra.Command {
 				return err
 			}
 			if len(ports) == 0 {
-				return &APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("Port %s could not be found.", rest[0])}
+				return &APIError{Status: http.StatusNotFound, Message: fault.MissingText("Port", rest[0])}
 			}
 			port = ports[0]
 		} else {

@@ -16,7 +16,7 @@ import (
 
 // errLookupNotFound is the plain 404 a lookup answers for any miss, so that
 // it reveals nothing about nodes that do not expect an agent.
-func errLookupNotFound() error { return fault.New(fault.NotFound, "Resource could not be found.") }
+func errLookupNotFound() error { return fault.ResourceNotFound() }
 
 // Lookup finds the node an agent runs on, by node UUID or by one of its MAC
 // addresses, if the node expects an agent. The first lookup after a token

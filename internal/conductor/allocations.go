@@ -26,11 +26,6 @@ import (
 // or every suitable node locked after the lock retries, turns it "error"
 // with last_error. Backfilling (1.58) associates an active node at once.
 
-// AllocationNotFound is Ironic's AllocationNotFound (404).
-func AllocationNotFound(ident string) error {
-	return fault.New(fault.NotFound, "Allocation %s could not be found.", ident)
-}
-
 func allocationDuplicate(err error) error {
 	var d *store.DuplicateError
 	if !errors.As(err, &d) {
@@ -291,7 +286,7 @@ func (c *Conductor) doBackfill(ctx context.Context, a *model.Allocation, node st
 func (c *Conductor) DeleteAllocation(ctx context.Context, ident string) error {
 	a, err := c.store.GetAllocation(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
-		return AllocationNotFound(ident)
+		return fault.Missing("Allocation", ident)
 	} else if err != nil {
 		return err
 	}
@@ -329,7 +324,7 @@ func (c *Conductor) DeleteAllocation(ctx context.Context, ident string) error {
 
 func (c *Conductor) dropAllocation(ctx context.Context, id, ident string) error {
 	if err := c.store.DeleteAllocation(ctx, id); errors.Is(err, store.ErrNotFound) {
-		return AllocationNotFound(ident)
+		return fault.Missing("Allocation", ident)
 	} else if err != nil {
 		return err
 	}
@@ -345,7 +340,7 @@ func (c *Conductor) UpdateAllocation(ctx context.Context, ident string, apply fu
 	for attempt := 1; ; attempt++ {
 		a, err := c.store.GetAllocation(ctx, ident)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, AllocationNotFound(ident)
+			return nil, fault.Missing("Allocation", ident)
 		} else if err != nil {
 			return nil, err
 		}

@@ -14,11 +14,6 @@ import (
 // chassis (checked when the node is written, by the API); a chassis that
 // nodes name cannot be deleted.
 
-// ChassisNotFound is Ironic's ChassisNotFound (404).
-func ChassisNotFound(ident string) error {
-	return fault.New(fault.NotFound, "Chassis %s could not be found.", ident)
-}
-
 // CreateChassis stores a chassis. Errors: fault Conflict (uuid taken).
 func (c *Conductor) CreateChassis(ctx context.Context, ch *model.Chassis) error {
 	if ch.CreatedAt.IsZero() {
@@ -37,7 +32,7 @@ func (c *Conductor) UpdateChassis(ctx context.Context, id string, apply func(ch 
 	for attempt := 1; ; attempt++ {
 		ch, err := c.store.GetChassis(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, ChassisNotFound(id)
+			return nil, fault.Missing("Chassis", id)
 		} else if err != nil {
 			return nil, err
 		}
@@ -51,7 +46,7 @@ func (c *Conductor) UpdateChassis(ctx context.Context, id string, apply func(ch 
 		case err == nil:
 			return &cp, nil
 		case errors.Is(err, store.ErrNotFound):
-			return nil, ChassisNotFound(id)
+			return nil, fault.Missing("Chassis", id)
 		case !errors.Is(err, store.ErrStale):
 			return nil, err
 		case attempt == 5:
@@ -66,7 +61,7 @@ func (c *Conductor) DeleteChassis(ctx context.Context, id string) error {
 	err := c.store.DeleteChassis(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return ChassisNotFound(id)
+		return fault.Missing("Chassis", id)
 	case errors.Is(err, store.ErrChassisNotEmpty):
 		return fault.New(fault.Invalid, "Cannot complete the requested action because chassis %s contains nodes.", id)
 	}

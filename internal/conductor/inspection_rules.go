@@ -17,11 +17,6 @@ import (
 // node, so they change without a node lock; an inspection reads them when
 // it has stored its data (applyInspectionRules).
 
-// InspectionRuleNotFound is Ironic's InspectionRuleNotFound (404).
-func InspectionRuleNotFound(ident string) error {
-	return fault.New(fault.NotFound, "Rule %s could not be found.", ident)
-}
-
 func ruleDuplicate(err error) error {
 	var d *store.DuplicateError
 	if !errors.As(err, &d) {
@@ -49,7 +44,7 @@ func (c *Conductor) UpdateInspectionRule(ctx context.Context, id string, apply f
 	for attempt := 1; ; attempt++ {
 		r, err := c.store.GetInspectionRule(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, InspectionRuleNotFound(id)
+			return nil, fault.Missing("Rule", id)
 		} else if err != nil {
 			return nil, err
 		}
@@ -63,7 +58,7 @@ func (c *Conductor) UpdateInspectionRule(ctx context.Context, id string, apply f
 		case err == nil:
 			return &cp, nil
 		case errors.Is(err, store.ErrNotFound):
-			return nil, InspectionRuleNotFound(id)
+			return nil, fault.Missing("Rule", id)
 		case !errors.Is(err, store.ErrStale):
 			return nil, err
 		case attempt == 5:
@@ -75,7 +70,7 @@ func (c *Conductor) UpdateInspectionRule(ctx context.Context, id string, apply f
 // DeleteInspectionRule removes a rule. Errors: fault NotFound.
 func (c *Conductor) DeleteInspectionRule(ctx context.Context, id string) error {
 	if err := c.store.DeleteInspectionRule(ctx, id); errors.Is(err, store.ErrNotFound) {
-		return InspectionRuleNotFound(id)
+		return fault.Missing("Rule", id)
 	} else if err != nil {
 		return err
 	}

@@ -13,11 +13,6 @@ import (
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
-// PortgroupNotFound is Ironic's PortgroupNotFound (404).
-func PortgroupNotFound(ident string) error {
-	return fault.New(fault.NotFound, "Portgroup %s could not be found.", ident)
-}
-
 func portgroupDuplicate(err error) error {
 	var d *store.DuplicateError
 	if !errors.As(err, &d) {
@@ -62,7 +57,7 @@ var portgroupMoveStates = []string{fsm.Enroll, fsm.Inspecting, fsm.InspectWait, 
 func (c *Conductor) UpdatePortgroup(ctx context.Context, ident string, apply func(pg *model.Portgroup) error) (*model.Portgroup, error) {
 	pg, err := c.store.GetPortgroup(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, PortgroupNotFound(ident)
+		return nil, fault.Missing("Portgroup", ident)
 	} else if err != nil {
 		return nil, err
 	}
@@ -72,7 +67,7 @@ func (c *Conductor) UpdatePortgroup(ctx context.Context, ident string, apply fun
 	}
 	defer t.release()
 	if pg, err = c.store.GetPortgroup(ctx, pg.UUID); err != nil {
-		return nil, PortgroupNotFound(ident)
+		return nil, fault.Missing("Portgroup", ident)
 	}
 	cp := *pg
 	if err := apply(&cp); err != nil {
@@ -140,7 +135,7 @@ func (c *Conductor) checkPortgroupMove(ctx context.Context, n *model.Node, pg *m
 func (c *Conductor) DeletePortgroup(ctx context.Context, ident string) error {
 	pg, err := c.store.GetPortgroup(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
-		return PortgroupNotFound(ident)
+		return fault.Missing("Portgroup", ident)
 	} else if err != nil {
 		return err
 	}
@@ -157,7 +152,7 @@ func (c *Conductor) DeletePortgroup(ctx context.Context, ident string) error {
 		return fault.New(fault.Invalid, "Cannot complete the requested action because portgroup %s contains ports.", pg.UUID)
 	}
 	if err := c.store.DeletePortgroup(ctx, pg.UUID); errors.Is(err, store.ErrNotFound) {
-		return PortgroupNotFound(ident)
+		return fault.Missing("Portgroup", ident)
 	} else if err != nil {
 		return err
 	}

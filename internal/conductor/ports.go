@@ -40,15 +40,11 @@ func portDuplicate(err error) error {
 	return fault.New(fault.Conflict, "A port with UUID %s already exists.", d.Value)
 }
 
-func portNotFound(ident string) error {
-	return fault.New(fault.NotFound, "Port %s could not be found.", ident)
-}
-
 // UpdatePort changes a port under its node's lock.
 func (c *Conductor) UpdatePort(ctx context.Context, ident string, apply func(p *model.Port) error) (*model.Port, error) {
 	p, err := c.store.GetPort(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, portNotFound(ident)
+		return nil, fault.Missing("Port", ident)
 	} else if err != nil {
 		return nil, err
 	}
@@ -58,7 +54,7 @@ func (c *Conductor) UpdatePort(ctx context.Context, ident string, apply func(p *
 	}
 	defer t.release()
 	if p, err = c.store.GetPort(ctx, p.UUID); err != nil {
-		return nil, portNotFound(ident)
+		return nil, fault.Missing("Port", ident)
 	}
 	cp := *p
 	if err := apply(&cp); err != nil {
@@ -88,7 +84,7 @@ func (c *Conductor) UpdatePort(ctx context.Context, ident string, apply func(p *
 func (c *Conductor) DeletePort(ctx context.Context, ident string) error {
 	p, err := c.store.GetPort(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
-		return portNotFound(ident)
+		return fault.Missing("Port", ident)
 	} else if err != nil {
 		return err
 	}
@@ -98,7 +94,7 @@ func (c *Conductor) DeletePort(ctx context.Context, ident string) error {
 	}
 	defer t.release()
 	if err := c.store.DeletePort(ctx, p.UUID); errors.Is(err, store.ErrNotFound) {
-		return portNotFound(ident)
+		return fault.Missing("Port", ident)
 	} else if err != nil {
 		return err
 	}

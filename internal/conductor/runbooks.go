@@ -23,11 +23,6 @@ const (
 	minorServiceNoRamdisk = 108
 )
 
-// RunbookNotFound is Ironic's RunbookNotFound (404).
-func RunbookNotFound(ident string) error {
-	return fault.New(fault.NotFound, "Runbook %s could not be found.", ident)
-}
-
 func runbookDuplicate(err error) error { return duplicateFault(err, "runbook") }
 
 // CreateRunbook stores a validated runbook (the API checks its shape and
@@ -63,7 +58,7 @@ func (c *Conductor) DeleteRunbook(ctx context.Context, ident string) error {
 		return err
 	}
 	if err := c.store.DeleteRunbook(ctx, r.UUID); errors.Is(err, store.ErrNotFound) {
-		return RunbookNotFound(ident)
+		return fault.Missing("Runbook", ident)
 	} else if err != nil {
 		return err
 	}
@@ -73,7 +68,7 @@ func (c *Conductor) DeleteRunbook(ctx context.Context, ident string) error {
 func (c *Conductor) getRunbook(ctx context.Context, ident string) (*model.Runbook, error) {
 	r, err := c.store.GetRunbook(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, RunbookNotFound(ident)
+		return nil, fault.Missing("Runbook", ident)
 	}
 	return r, err
 }

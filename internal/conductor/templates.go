@@ -18,11 +18,6 @@ import (
 // node, so they change without a node lock; a deploy reads them when it
 // plans its steps (deployTemplateSteps).
 
-// DeployTemplateNotFound is Ironic's DeployTemplateNotFound (404).
-func DeployTemplateNotFound(ident string) error {
-	return fault.New(fault.NotFound, "Deploy template %s could not be found.", ident)
-}
-
 func templateDuplicate(err error) error { return duplicateFault(err, "deploy template") }
 
 // CreateDeployTemplate stores a validated template (the API checks its
@@ -44,7 +39,7 @@ func (c *Conductor) UpdateDeployTemplate(ctx context.Context, ident string, appl
 	load := func() (*model.DeployTemplate, error) {
 		t, err := c.store.GetDeployTemplate(ctx, ident)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, DeployTemplateNotFound(ident)
+			return nil, fault.Missing("Deploy template", ident)
 		} else if err != nil {
 			return nil, err
 		}
@@ -60,12 +55,12 @@ func (c *Conductor) UpdateDeployTemplate(ctx context.Context, ident string, appl
 func (c *Conductor) DeleteDeployTemplate(ctx context.Context, ident string) error {
 	t, err := c.store.GetDeployTemplate(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
-		return DeployTemplateNotFound(ident)
+		return fault.Missing("Deploy template", ident)
 	} else if err != nil {
 		return err
 	}
 	if err := c.store.DeleteDeployTemplate(ctx, t.UUID); errors.Is(err, store.ErrNotFound) {
-		return DeployTemplateNotFound(ident)
+		return fault.Missing("Deploy template", ident)
 	} else if err != nil {
 		return err
 	}

@@ -18,16 +18,6 @@ import (
 // deletion takes its node's lock and needs it powered off or in one of
 // DELETE_ALLOWED_STATES (destroy_volume_connector, destroy_volume_target).
 
-// VolumeConnectorNotFound is Ironic's VolumeConnectorNotFound (404).
-func VolumeConnectorNotFound(ident string) error {
-	return fault.New(fault.NotFound, "Volume connector %s could not be found.", ident)
-}
-
-// VolumeTargetNotFound is Ironic's VolumeTargetNotFound (404).
-func VolumeTargetNotFound(ident string) error {
-	return fault.New(fault.NotFound, "Volume target %s could not be found.", ident)
-}
-
 // connectorWriteErr maps a store error of a connector write to Ironic's.
 func connectorWriteErr(err error, vc *model.VolumeConnector) error {
 	var d *store.DuplicateError
@@ -86,7 +76,7 @@ func (c *Conductor) CreateVolumeTarget(ctx context.Context, vt *model.VolumeTarg
 func (c *Conductor) UpdateVolumeConnector(ctx context.Context, id string, apply func(vc *model.VolumeConnector) error) (*model.VolumeConnector, error) {
 	vc, err := c.store.GetVolumeConnector(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, VolumeConnectorNotFound(id)
+		return nil, fault.Missing("Volume connector", id)
 	} else if err != nil {
 		return nil, err
 	}
@@ -107,7 +97,7 @@ func (c *Conductor) UpdateVolumeConnector(ctx context.Context, id string, apply 
 func (c *Conductor) UpdateVolumeTarget(ctx context.Context, id string, apply func(vt *model.VolumeTarget) error) (*model.VolumeTarget, error) {
 	vt, err := c.store.GetVolumeTarget(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, VolumeTargetNotFound(id)
+		return nil, fault.Missing("Volume target", id)
 	} else if err != nil {
 		return nil, err
 	}
@@ -130,13 +120,13 @@ func (c *Conductor) UpdateVolumeTarget(ctx context.Context, id string, apply fun
 func (c *Conductor) DeleteVolumeConnector(ctx context.Context, id string) error {
 	vc, err := c.store.GetVolumeConnector(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return VolumeConnectorNotFound(id)
+		return fault.Missing("Volume connector", id)
 	} else if err != nil {
 		return err
 	}
 	return c.underDeletable(ctx, vc.NodeUUID, "volume connector deletion", func() error {
 		if err := c.store.DeleteVolumeConnector(ctx, vc.UUID); errors.Is(err, store.ErrNotFound) {
-			return VolumeConnectorNotFound(id)
+			return fault.Missing("Volume connector", id)
 		} else if err != nil {
 			return err
 		}
@@ -148,13 +138,13 @@ func (c *Conductor) DeleteVolumeConnector(ctx context.Context, id string) error 
 func (c *Conductor) DeleteVolumeTarget(ctx context.Context, id string) error {
 	vt, err := c.store.GetVolumeTarget(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return VolumeTargetNotFound(id)
+		return fault.Missing("Volume target", id)
 	} else if err != nil {
 		return err
 	}
 	return c.underDeletable(ctx, vt.NodeUUID, "volume target deletion", func() error {
 		if err := c.store.DeleteVolumeTarget(ctx, vt.UUID); errors.Is(err, store.ErrNotFound) {
-			return VolumeTargetNotFound(id)
+			return fault.Missing("Volume target", id)
 		} else if err != nil {
 			return err
 		}

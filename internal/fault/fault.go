@@ -79,10 +79,31 @@ func KindOf(err error) Kind {
 
 // Ironic's standard messages.
 
-// NodeNotFound is Ironic's NodeNotFound text.
-func NodeNotFound(ident string) *Error {
-	return New(NotFound, "Node %s could not be found.", ident)
+// Missing is Ironic's NotFound text for a resource ("Port", "Deploy
+// template", ...) and the ident the client gave, as a NotFound fault.
+func Missing(resource, ident string) *Error {
+	return New(NotFound, "%s", MissingText(resource, ident))
 }
+
+// NotFoundFor is Missing for resource as a function of the ident, for
+// the readers that take one.
+func NotFoundFor(resource string) func(ident string) error {
+	return func(ident string) error { return Missing(resource, ident) }
+}
+
+// MissingText is Ironic's "<resource> <ident> could not be found.", for
+// the places that answer it with another status (a body naming a node
+// that does not exist is 400) or print it (the CLI).
+func MissingText(resource, ident string) string {
+	return resource + " " + ident + " could not be found."
+}
+
+// ResourceNotFound is the text of a 404 that names nothing (Ironic's
+// generic NotFound, and its answer to a lookup that finds no node).
+func ResourceNotFound() *Error { return New(NotFound, "Resource could not be found.") }
+
+// NodeNotFound is Ironic's NodeNotFound text.
+func NodeNotFound(ident string) *Error { return Missing("Node", ident) }
 
 // NodeLocked is Ironic's NodeLocked text.
 func NodeLocked(node, host string) *Error {
