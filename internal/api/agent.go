@@ -3,6 +3,7 @@ package api
 import (
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/ipa"
 )
 
 // minorHeartbeat is when Ironic added the ramdisk lookup/heartbeat endpoints.
@@ -23,17 +24,15 @@ func (s *Server) heartbeat(rc *call) error {
 	if err != nil {
 		return err
 	}
-	var hb conductor.HeartbeatRequest
+	var hb ipa.Heartbeat
 	for name, dst := range map[string]*string{"callback_url": &hb.CallbackURL, "agent_version": &hb.AgentVersion,
-		"agent_token": &hb.AgentToken, "agent_status": &hb.AgentStatus, "agent_verify_ca": &hb.AgentVerifyCA} {
+		"agent_token": &hb.AgentToken, "agent_status": &hb.AgentStatus, "agent_verify_ca": &hb.AgentVerifyCA,
+		"agent_status_message": &hb.AgentStatusMessage} {
 		v, _, err := argString(name, args[name])
 		if err != nil {
 			return err
 		}
 		*dst = v
-	}
-	if _, _, err := argString("agent_status_message", args["agent_status_message"]); err != nil {
-		return err
 	}
 	ident, err := rc.nodeIdent(rc.r.PathValue("ident"))
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/driver"
 	eventbus "github.com/anvil-metal/anvil/internal/events"
+	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
 )
@@ -182,7 +183,7 @@ type Conductor interface {
 	DeleteInspectionRules(ctx context.Context) error
 
 	// Heartbeat is an agent's callback: it resumes a node in a wait state.
-	Heartbeat(ctx context.Context, ident string, hb conductor.HeartbeatRequest) error
+	Heartbeat(ctx context.Context, ident string, hb ipa.Heartbeat) error
 
 	// Lookup finds the node an agent runs on (GET /v1/lookup) by its MACs
 	// or UUID and returns it with the agent token to use (empty once one was

@@ -119,7 +119,7 @@ func checkToken(n *model.Node, token string) error {
 // checkAgent refuses a heartbeat whose token does not match the one issued
 // to the node (checkToken), or whose callback_url differs from the one
 // recorded.
-func checkAgent(n *model.Node, hb HeartbeatRequest) error {
+func checkAgent(n *model.Node, hb ipa.Heartbeat) error {
 	if err := checkToken(n, hb.AgentToken); err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func checkAgent(n *model.Node, hb HeartbeatRequest) error {
 
 // recordAgent keeps the agent's callback URL, version and, for an https
 // callback URL, the certificate to verify it with.
-func recordAgent(n *model.Node, hb HeartbeatRequest) {
+func recordAgent(n *model.Node, hb ipa.Heartbeat) {
 	if hb.CallbackURL != "" {
 		setInfo(&n.DriverInternalInfo, ipa.KeyURL, hb.CallbackURL)
 	}

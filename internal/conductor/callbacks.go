@@ -13,18 +13,6 @@ import (
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
-// HeartbeatRequest is an agent's POST /v1/heartbeat/{node}.
-type HeartbeatRequest struct {
-	CallbackURL  string
-	AgentToken   string
-	AgentVersion string
-	AgentStatus  string
-	// AgentVerifyCA is the PEM certificate IPA generated for its https
-	// callback_url (auto TLS, IPA ≥ 6.3 with API ≥ 1.68): the conductor
-	// verifies the agent with it.
-	AgentVerifyCA string
-}
-
 // Heartbeat is the callback that resumes a node parked in a wait state. A
 // heartbeat for a node that is not waiting changes nothing; it is accepted
 // only with the node's own token.
@@ -39,7 +27,7 @@ type HeartbeatRequest struct {
 // heartbeat accepted without a token is one that resumes a waiting node
 // whose token is not required (agents that predate tokens); a node booted
 // with Anvil's agent requires its token before the first lookup.
-func (c *Conductor) Heartbeat(ctx context.Context, ident string, hb HeartbeatRequest) error {
+func (c *Conductor) Heartbeat(ctx context.Context, ident string, hb ipa.Heartbeat) error {
 	n, err := c.getNode(ctx, ident)
 	if f, ok := fault.As(err); ok && f.Kind == fault.NotFound {
 		return ErrBadAgentToken()
@@ -92,20 +80,10 @@ func (c *Conductor) Heartbeat(ctx context.Context, ident string, hb HeartbeatReq
 // resume fires "resume" on a node in a wait state (saved before returning)
 // and continues its operation on a worker.
 func (c *Conductor) resume(ctx context.Context, t *task) error {
-	n := t.node
-	from := n.ProvisionState
+	op := operationIn(t.node.ProvisionState)
 	return c.startWork(ctx, t, fsm.EvResume, func(ctx context.Context, t *task) {
-		switch from {
-		case fsm.DeployWait:
-			c.continueSteps(ctx, t, driver.DeploySteps)
-		case fsm.CleanWait:
-			c.continueSteps(ctx, t, driver.CleanSteps)
-		case fsm.ServiceWait:
-			c.continueSteps(ctx, t, driver.ServiceSteps)
-		case fsm.InspectWait:
-			c.continueOp(ctx, t, t.drv.Inspect, "inspect", func() { t.node.InspectionFinishedAt = c.now().UTC() })
-		case fsm.RescueWait:
-			c.continueOp(ctx, t, t.drv.Rescue, "rescue", nil)
+		if op != nil {
+			op.resume(c, ctx, t)
 		}
 	})
 }
@@ -179,19 +157,11 @@ func agentDriven(n *model.Node) bool {
 
 // waitTimeout is the callback timeout of a wait state and Ironic's message.
 func (c *Conductor) waitTimeout(n *model.Node) (time.Duration, string) {
-	switch n.ProvisionState {
-	case fsm.DeployWait:
-		return c.cfg.DeployCallbackTimeout, fmt.Sprintf("Timeout reached while waiting for callback for node %s", n.UUID)
-	case fsm.CleanWait:
-		return c.cfg.CleanCallbackTimeout, fmt.Sprintf("Timeout reached while cleaning the node. Please check if the ramdisk responsible for the cleaning is running on the node. Failed on step %s.", pyRepr(n.CleanStep))
-	case fsm.InspectWait:
-		return c.cfg.InspectWaitTimeout, "Timeout reached while inspecting the node. Please check if the ramdisk responsible for the inspection is running on the node."
-	case fsm.RescueWait:
-		return c.cfg.RescueCallbackTimeout, fmt.Sprintf("Timeout reached while waiting for rescue ramdisk callback for node %s", n.UUID)
-	case fsm.ServiceWait:
-		return c.cfg.ServiceCallbackTimeout, fmt.Sprintf("Timeout reached while servicing the node. Please check if the ramdisk responsible for the servicing is running on the node. Failed on step %s.", pyRepr(n.ServiceStep))
+	op := operationIn(n.ProvisionState)
+	if op == nil || n.ProvisionState != op.wait {
+		return 0, ""
 	}
-	return 0, ""
+	return op.timeout(&c.cfg), op.timeoutText(n)
 }
 
 // CheckTimeouts fails every unlocked node that has waited for a callback
@@ -200,7 +170,7 @@ func (c *Conductor) waitTimeout(n *model.Node) (time.Duration, string) {
 func (c *Conductor) CheckTimeouts(ctx context.Context) error {
 	free := false
 	nodes, err := c.store.ListNodes(ctx, store.NodeQuery{Reserved: &free,
-		ProvisionStates: []string{fsm.DeployWait, fsm.CleanWait, fsm.InspectWait, fsm.RescueWait, fsm.ServiceWait}})
+		ProvisionStates: waitStates()})
 	if err != nil {
 		return err
 	}
@@ -230,27 +200,17 @@ func (c *Conductor) timeOut(ctx context.Context, t *task, now time.Time) {
 	if d <= 0 || now.Sub(n.ProvisionUpdatedAt) <= d {
 		return
 	}
-	state := n.ProvisionState
-	torn := false
-	switch state {
-	case fsm.CleanWait:
-		c.failStep(ctx, t, driver.CleanSteps, msg)
-	case fsm.ServiceWait:
-		c.failStep(ctx, t, driver.ServiceSteps, msg)
-	case fsm.DeployWait:
+	op := operationIn(n.ProvisionState)
+	poweredOff := false
+	if op.timeoutFailsStep {
+		c.failStep(ctx, t, op.steps, msg)
+	} else {
 		t.failWith(msg)
-		c.tearDownAgent(ctx, t, string(driver.DeploySteps), false)
-	case fsm.InspectWait:
-		c.failAgentOp(ctx, t, opInspect, msg)
-	case fsm.RescueWait:
-		t.failWith(msg)
-		torn = c.tearDownAgent(ctx, t, opRescue, false) // powers off
-	default:
-		t.failWith(msg)
+		poweredOff = c.tearDownAgent(ctx, t, op.name, false)
 	}
 	// A timed-out deploy or rescue is powered off here unless its interface
 	// did so as it tore its ramdisk down.
-	if (state == fsm.DeployWait || state == fsm.RescueWait) && !torn && t.drv.Power != nil && !n.DisablePowerOff {
+	if op.timeoutPowerOff && !poweredOff && t.drv.Power != nil && !n.DisablePowerOff {
 		if err := t.drv.Power.SetPowerState(ctx, t.driverTask(ctx), fsm.PowerOff); err != nil {
 			n.LastError += fmt.Sprintf(". Also failed to power off the node: %s", t.c.errorText(err))
 		} else {
@@ -262,23 +222,17 @@ func (c *Conductor) timeOut(ctx context.Context, t *task, now time.Time) {
 // checkLimit answers 503 when starting one more deploy or clean would exceed
 // the configured cap.
 func (c *Conductor) checkLimit(ctx context.Context, event string) error {
-	var states []string
-	var limit int
-	var kind string
-	switch event {
-	case fsm.EvDeploy, fsm.EvRebuild:
-		states, limit, kind = []string{fsm.Deploying, fsm.DeployWait}, c.cfg.MaxConcurrentDeploy, "deploy"
-	case fsm.EvProvide, fsm.EvClean:
-		states, limit, kind = []string{fsm.Cleaning, fsm.CleanWait}, c.cfg.MaxConcurrentClean, "clean"
-	default:
+	op := operationStartedBy(event)
+	if op == nil || op.limit == nil {
 		return nil
 	}
-	n, err := c.store.CountNodes(ctx, store.NodeQuery{ProvisionStates: states})
+	limit := op.limit(&c.cfg)
+	n, err := c.store.CountNodes(ctx, store.NodeQuery{ProvisionStates: []string{op.running, op.wait}})
 	if err != nil {
 		return err
 	}
 	if n >= limit {
-		return fault.New(fault.Unavailable, "The number of concurrent %s operations has reached the limit of %d (max_concurrent_%s); please retry later.", kind, limit, kind)
+		return fault.New(fault.Unavailable, "The number of concurrent %s operations has reached the limit of %d (max_concurrent_%s); please retry later.", op.limitName, limit, op.limitName)
 	}
 	return nil
 }

@@ -170,26 +170,10 @@ func setInfo(m *model.JSON, k string, v any) {
 func (c *Conductor) abort(ctx context.Context, t *task) error {
 	n := t.node
 	from := n.ProvisionState
-	msg := map[string]string{
-		fsm.CleanWait:     "Clean operation aborted for node %s on step %s.",
-		fsm.CleanHold:     "Clean operation aborted for node %s on step %s.",
-		fsm.InspectWait:   "Inspection was aborted by request.",
-		fsm.RescueWait:    "Rescue operation aborted for node %s.",
-		fsm.DeployWait:    "Deploy operation aborted for node %s.",
-		fsm.DeployHold:    "Deploy operation aborted for node %s.",
-		fsm.ServiceWait:   "Service operation aborted for node %s.",
-		fsm.ServiceHold:   "Service operation aborted for node %s.",
-		fsm.ServiceFailed: "",
-	}[from]
-	// The operation stopped, whose agent ramdisk is torn down.
-	op, tearDown := map[string]string{
-		fsm.CleanWait: string(driver.CleanSteps), fsm.CleanHold: string(driver.CleanSteps),
-		fsm.DeployWait: string(driver.DeploySteps), fsm.DeployHold: string(driver.DeploySteps),
-		fsm.ServiceWait: string(driver.ServiceSteps), fsm.ServiceHold: string(driver.ServiceSteps),
-		fsm.InspectWait: opInspect, fsm.RescueWait: opRescue,
-	}[from]
+	op := operationIn(from)
+	tearDown := op != nil
 	if tearDown {
-		if _, ok := c.agentImpl(t, op).(driver.RamdiskCleaner); !ok {
+		if _, ok := c.agentImpl(t, op.name).(driver.RamdiskCleaner); !ok {
 			tearDown = false
 		}
 	}
@@ -205,15 +189,13 @@ func (c *Conductor) abort(ctx context.Context, t *task) error {
 		return err
 	}
 	switch {
-	case msg == "":
+	case op != nil:
+		n.LastError = op.abortText(n)
+		if op.steps == driver.CleanSteps {
+			n.CleanStep = nil
+		}
+	case from == fsm.ServiceFailed:
 		n.LastError = ""
-	case from == fsm.CleanWait || from == fsm.CleanHold:
-		n.LastError = fmt.Sprintf(msg, n.UUID, stepName(n.CleanStep))
-		n.CleanStep = nil
-	case from == fsm.InspectWait:
-		n.LastError = msg
-	default:
-		n.LastError = fmt.Sprintf(msg, n.UUID)
 	}
 	if n.LastError != "" {
 		t.record(&model.HistoryEvent{Severity: model.SeverityError, EventType: "abort", Event: n.LastError})
@@ -230,7 +212,7 @@ func (c *Conductor) abort(ctx context.Context, t *task) error {
 	}
 	c.spawn(func(wctx context.Context) {
 		defer t.finish()
-		c.tearDownAgent(wctx, t, op, true)
+		c.tearDownAgent(wctx, t, op.name, true)
 	})
 	return nil
 }

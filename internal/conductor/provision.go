@@ -9,13 +9,6 @@ import (
 	"github.com/anvil-metal/anvil/internal/model"
 )
 
-// Minor versions that gate an abort, by the state it aborts (Ironic's); they
-// depend on the node, so they are checked here rather than in the API.
-const (
-	minorInspectAbort = 41
-	minorDeployAbort  = 110
-)
-
 // Provision applies a provision verb under the node's lock: the checks that
 // depend on the node (maintenance, the state machine, the arguments, the
 // concurrency caps), the transition saved before returning, and the work
@@ -137,10 +130,9 @@ func checkProvisionArgs(n *model.Node, req ProvisionRequest, event string) error
 			return bad("A non-empty \"rescue_password\" is required when setting target provision state to rescue")
 		}
 	case fsm.EvAbort:
-		if n.ProvisionState == fsm.InspectWait && req.Minor > 0 && req.Minor < minorInspectAbort {
-			return fault.NotAcceptableVersion()
-		}
-		if n.ProvisionState == fsm.DeployWait && req.Minor > 0 && req.Minor < minorDeployAbort {
+		// The minor versions that gate an abort depend on the state it
+		// aborts, so they are checked here rather than in the API.
+		if op := operationIn(n.ProvisionState); op != nil && n.ProvisionState == op.wait && req.Minor > 0 && req.Minor < op.abortMinor {
 			return fault.NotAcceptableVersion()
 		}
 	}

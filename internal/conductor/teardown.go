@@ -32,7 +32,8 @@ const (
 //   - inspect: powered off, failed or aborted (inspection's power_off).
 //
 // A failed tear down is added to last_error and history. It reports
-// whether the interface tore the ramdisk down.
+// whether the interface tore the ramdisk down with the node to be powered
+// off.
 func (c *Conductor) tearDownAgent(ctx context.Context, t *task, op string, aborted bool) bool {
 	n := t.node
 	powerOff := true
@@ -53,7 +54,7 @@ func (c *Conductor) tearDownAgent(ctx context.Context, t *task, op string, abort
 		n.LastError = fmt.Sprintf("%s. Also failed to tear down the agent ramdisk: %s", n.LastError, t.c.errorText(err))
 		t.record(&model.HistoryEvent{Severity: model.SeverityError, EventType: "error", Event: n.LastError})
 	}
-	return true
+	return powerOff
 }
 
 // failAgentOp fails op (inspect or rescue) with msg and tears its agent

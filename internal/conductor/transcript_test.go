@@ -20,6 +20,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver/fake"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
 	"github.com/anvil-metal/anvil/internal/store/sqlite"
@@ -235,7 +236,7 @@ func (h *harness) exec(verb string, args []string) error {
 	case "maintenance":
 		return h.c.SetMaintenance(h.ctx, id, args[1] == "on", "")
 	case "heartbeat":
-		return h.c.Heartbeat(h.ctx, id, conductor.HeartbeatRequest{})
+		return h.c.Heartbeat(h.ctx, id, ipa.Heartbeat{})
 	}
 	return h.c.Provision(h.ctx, id, provisionRequest(h.t, verb, args[1:]))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/model"
 )
 
@@ -94,7 +95,7 @@ func TestWaitStatesResumeOnHeartbeat(t *testing.T) {
 			if s := e.get(id).ProvisionState; s != tc.waiting {
 				t.Fatalf("timed out early: %s", s)
 			}
-			if err := e.c.Heartbeat(e.ctx, id, conductor.HeartbeatRequest{}); err != nil {
+			if err := e.c.Heartbeat(e.ctx, id, ipa.Heartbeat{}); err != nil {
 				t.Fatal(err)
 			}
 			e.c.WaitIdle()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/ring"
 	"github.com/anvil-metal/anvil/internal/store"
@@ -55,7 +56,7 @@ func Handler(c *conductor.Conductor) workq.Handler {
 			}
 			return c.SetPower(ctx, node, req)
 		case kindHeartbeat:
-			var req conductor.HeartbeatRequest
+			var req ipa.Heartbeat
 			if err := json.Unmarshal(body, &req); err != nil {
 				return fmt.Errorf("decode %s call: %w", kind, err)
 			}
@@ -117,7 +118,7 @@ func (h *Conductor) SetPower(ctx context.Context, ident string, req conductor.Po
 }
 
 // Heartbeat hands an agent's heartbeat to the node's owner.
-func (h *Conductor) Heartbeat(ctx context.Context, ident string, hb conductor.HeartbeatRequest) error {
+func (h *Conductor) Heartbeat(ctx context.Context, ident string, hb ipa.Heartbeat) error {
 	return h.call(ctx, ident, kindHeartbeat, hb)
 }
 
