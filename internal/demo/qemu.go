@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/bmcemu"
 	"github.com/anvil-metal/anvil/internal/ramdisk"
 	"github.com/anvil-metal/anvil/internal/server"
+	"github.com/anvil-metal/anvil/pkg/events"
 )
 
 // The guest side of the demo's VM network (qemu user mode, restrict=on):
@@ -142,51 +142,48 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// watchNodes prints every change of a node's provision or power state until
-// ctx ends.
+// watchNodes prints every change of a node's provision or power state
+// until ctx ends, from the API's event stream: each transition as it
+// happened, none skipped (polling the node list missed short states such
+// as inspecting and joined others into impossible transitions).
 func watchNodes(ctx context.Context, api string, out io.Writer) {
-	type state struct{ prov, power string }
-	seen := map[string]state{}
-	start := time.Now()
-	for {
-		var list struct {
-			Nodes []struct {
-				Name           string  `json:"name"`
-				ProvisionState string  `json:"provision_state"`
-				PowerState     *string `json:"power_state"`
-				LastError      *string `json:"last_error"`
-			} `json:"nodes"`
+	ch, err := events.Subscribe(ctx, api, events.Filter{
+		Fields: []string{events.FieldProvisionState, events.FieldPowerState}})
+	if err != nil {
+		fmt.Fprintf(out, "anvil demo: not following the nodes' progress: %v\n", err)
+		return
+	}
+	reportChanges(ch, out, time.Now())
+}
+
+// reportChanges prints the provision and power changes of node.updated
+// events, with the time since start, until ch closes.
+func reportChanges(ch <-chan events.Event, out io.Writer, start time.Time) {
+	for e := range ch {
+		if e.Type == events.TypeError {
+			fmt.Fprintf(out, "anvil demo: stopped following the nodes' progress: %s\n", e.Error)
+			continue
 		}
-		if err := call(ctx, "GET", api+"/v1/nodes?fields=name,provision_state,power_state,last_error", nil, &list); err == nil {
-			sort.Slice(list.Nodes, func(i, j int) bool { return list.Nodes[i].Name < list.Nodes[j].Name })
-			for _, n := range list.Nodes {
-				s := state{prov: n.ProvisionState}
-				if n.PowerState != nil {
-					s.power = *n.PowerState
-				}
-				old, ok := seen[n.Name]
-				if ok && old != s {
-					var b strings.Builder
-					fmt.Fprintf(&b, "  [%6.1fs] %s:", time.Since(start).Seconds(), n.Name)
-					if old.prov != s.prov {
-						fmt.Fprintf(&b, " %s → %s", old.prov, s.prov)
-					}
-					if old.power != s.power {
-						fmt.Fprintf(&b, " (%s)", s.power)
-					}
-					if n.LastError != nil && *n.LastError != "" && s.prov != old.prov {
-						fmt.Fprintf(&b, " last_error: %s", *n.LastError)
-					}
-					fmt.Fprintln(out, b.String())
-				}
-				seen[n.Name] = s
-			}
+		if e.Type != events.TypeUpdated || e.State == nil || e.Previous == nil {
+			continue
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Second):
+		old, cur := e.Previous, e.State
+		name := e.Name
+		if name == "" {
+			name = e.Node
 		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "  [%6.1fs] %s:", e.Time.Sub(start).Seconds(), name)
+		if old.ProvisionState != cur.ProvisionState {
+			fmt.Fprintf(&b, " %s → %s", old.ProvisionState, cur.ProvisionState)
+		}
+		if old.PowerState != cur.PowerState {
+			fmt.Fprintf(&b, " (%s)", cur.PowerState)
+		}
+		if cur.LastError != "" && old.ProvisionState != cur.ProvisionState {
+			fmt.Fprintf(&b, " last_error: %s", cur.LastError)
+		}
+		fmt.Fprintln(out, b.String())
 	}
 }
 
