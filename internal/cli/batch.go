@@ -169,7 +169,9 @@ func (a *app) single(ctx context.Context, c *Client, act action, node string, wa
 	} else {
 		fmt.Fprintf(a.env.Stdout, "Waiting for power state %s on node %s\n", act.want.Power, node)
 	}
-	return a.waiter(c).Wait(ctx, []string{node}, act.want)[0].Err
+	want := act.want
+	want.Progress = func(_ int, msg string) { fmt.Fprintf(a.env.Stderr, "node %s: %s\n", node, msg) }
+	return a.waiter(c).Wait(ctx, []string{node}, want)[0].Err
 }
 
 // selected lists the nodes matching the selectors.

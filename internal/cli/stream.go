@@ -33,7 +33,11 @@ func (w *StreamWaiter) Wait(ctx context.Context, nodes []string, want Want) []Ou
 	if sc.GiveUpAfter <= 0 {
 		sc.GiveUpAfter = DefaultLostAfter
 	}
-	ch, err := sc.Subscribe(ctx, events.Filter{Nodes: nodes})
+	f := events.Filter{Nodes: nodes}
+	if want.Progress != nil {
+		f.Types = []string{events.TypeCreated, events.TypeUpdated, events.TypeDeleted, events.TypeHistory}
+	}
+	ch, err := sc.Subscribe(ctx, f)
 	if err != nil {
 		return (&Poller{Client: w.Client, Now: w.Now}).Wait(ctx, nodes, want)
 	}
@@ -139,6 +143,12 @@ func (s *streamWait) event(ctx context.Context, poll *Poller, ev events.Event) {
 		}
 		if ev.Type == events.TypeDeleted {
 			s.settle(i, Outcome{State: s.out[i].State, Err: fmt.Errorf("node %s was deleted while waiting for %s", s.nodes[i], s.want.state())})
+			continue
+		}
+		if ev.Type == events.TypeHistory {
+			if h := ev.History; h != nil && h.EventType == events.HistoryProgress && s.want.Progress != nil {
+				s.want.Progress(i, h.Event)
+			}
 			continue
 		}
 		if ev.State == nil {

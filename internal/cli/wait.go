@@ -28,6 +28,10 @@ type Want struct {
 	Timeout   time.Duration // 0: until ctx ends
 	// Done, when set, is called once per node as soon as it has settled.
 	Done func(i int, o Outcome)
+	// Progress, when set, is called with a node's progress reports (its
+	// history entries of type "progress": a BMC that does not answer...)
+	// as they come. Only the stream has them; polling does not call it.
+	Progress func(i int, msg string)
 }
 
 func (w Want) state() string {

@@ -12,6 +12,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
+	"github.com/anvil-metal/anvil/pkg/events"
 )
 
 // task is a node held under its lock: Ironic's TaskManager. The conductor is
@@ -235,7 +236,20 @@ func (t *task) driverTask(ctx context.Context) *driver.Task {
 	if err != nil {
 		t.c.log.Warn("listing ports failed", "node", t.node.UUID, "err", err)
 	}
-	return &driver.Task{Node: t.node, Ports: ports}
+	return &driver.Task{Node: t.node, Ports: ports, Progress: func(msg string) { t.progress(ctx, msg) }}
+}
+
+// progress writes a driver's report on a call still running to the node's
+// history at once (not with the task's next save), as an info entry of
+// type "progress".
+func (t *task) progress(ctx context.Context, msg string) {
+	now := t.c.now().UTC()
+	e := &model.HistoryEvent{NodeUUID: t.node.UUID, Conductor: t.c.cfg.Host, User: t.user, CreatedAt: now,
+		Severity: model.SeverityInfo, EventType: events.HistoryProgress, Event: msg,
+		State: t.node.ProvisionState, TargetProvisionState: t.node.TargetProvisionState,
+		DurationSeconds: historyDuration(t.node, now)}
+	t.c.log.Info("progress", "node", t.node.UUID, "msg", msg)
+	t.c.addHistory(ctx, []*model.HistoryEvent{e})
 }
 
 // errorText is how an error reads in last_error and in the node's history:

@@ -42,6 +42,19 @@ type Task struct {
 	// components (cache_firmware_components). The conductor saves both.
 	BIOS     *[]model.BIOSSetting
 	Firmware *[]model.FirmwareComponent
+	// Progress, when set, tells the operator at once how a long call is
+	// going (the conductor writes it to the node's history, which the
+	// event stream and `anvil ... --wait` show); see Report.
+	Progress func(msg string)
+}
+
+// Report passes msg to Progress, if the task has one: a driver says why a
+// call is taking long (a BMC that does not answer, retries) before the
+// call ends.
+func (t *Task) Report(msg string) {
+	if t != nil && t.Progress != nil {
+		t.Progress(msg)
+	}
 }
 
 // Cacher is an optional capability of bios and firmware interfaces: read

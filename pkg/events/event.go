@@ -189,6 +189,11 @@ type History struct {
 	Owner string `json:"-"`
 }
 
+// HistoryProgress is the EventType of a history entry that reports how a
+// long call is going while it runs (a BMC that does not answer and is
+// retried): waiters show it to the operator.
+const HistoryProgress = "progress"
+
 // Resting reports whether a node in state s has stopped moving: it holds no
 // lock and has no target, or sits in a failure state (which keeps its
 // target) or a hold state (which waits for an operator). A waiter compares

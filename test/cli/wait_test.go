@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/bmcemu"
 )
 
 // nodeGETs sums anvil_api_requests_total for GET requests on single nodes
@@ -129,5 +131,63 @@ func TestNodeWatch(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("watch printed %q, still missing %q", got, want)
 		}
+	}
+}
+
+// TestWaitShowsBMCProgress: `node manage --wait` on a node whose IPMI BMC
+// does not answer says so on stderr while the conductor still retries
+// (Ironic retries for a minute in silence), naming the BMC, never the
+// password; the BMC coming back ends the wait in manageable.
+func TestWaitShowsBMCProgress(t *testing.T) {
+	base := startServer(t)
+	const password = "progress-pw-51"
+	e, err := bmcemu.Start(t.Context(), bmcemu.Config{Count: 1, IPMI: true, Password: password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	m := e.Machine("node-01")
+	port := strconv.Itoa(m.Status().IPMIPort)
+	e.SetKnobs("node-01", func(k *bmcemu.Knobs) { k.Dead = true })
+	anvil(t, base, "node", "create", "--driver", "ipmi", "--name", "silent",
+		"--driver-info", "ipmi_address=127.0.0.1", "--driver-info", "ipmi_port="+port,
+		"--driver-info", "ipmi_username="+m.Username, "--driver-info", "ipmi_password="+password)
+	ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, anvilBin, "node", "manage", "silent", "--wait", "120")
+	cmd.Env = testEnv(base)
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	want := "node silent: IPMI BMC 127.0.0.1:" + port + " has not completed"
+	sc := bufio.NewScanner(stderr)
+	var all []string
+	seen := false
+	for sc.Scan() {
+		line := sc.Text()
+		all = append(all, line)
+		if strings.Contains(line, password) {
+			t.Errorf("stderr shows the BMC password: %q", line)
+		}
+		if !seen && strings.Contains(line, want) {
+			seen = true
+			if !strings.Contains(line, "retrying for up to") {
+				t.Errorf("progress line %q does not say it retries", line)
+			}
+			e.SetKnobs("node-01", func(k *bmcemu.Knobs) { k.Dead = false })
+		}
+	}
+	err = cmd.Wait()
+	if !seen {
+		t.Fatalf("no progress line %q before the CLI ended (%v)\nstderr: %s", want, err, strings.Join(all, "\n"))
+	}
+	if err != nil {
+		t.Fatalf("manage --wait after the BMC came back: %v\nstdout: %s\nstderr: %s", err, stdout.String(), strings.Join(all, "\n"))
 	}
 }

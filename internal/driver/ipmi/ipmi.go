@@ -112,14 +112,23 @@ func (d *Driver) lane(target string) *bmcLane {
 	return l
 }
 
+// A failing IPMI operation is reported as progress once it has failed for
+// progressAfter, then every progressEvery while it is retried.
+const (
+	progressAfter = 3 * time.Second
+	progressEvery = 15 * time.Second
+)
+
 // run performs op in an IPMI session with the node's BMC, retrying with
-// backoff until CommandRetryTimeout.
-func (d *Driver) run(ctx context.Context, n *model.Node, op string, fn func(ctx context.Context, c *client.Client) error) error {
-	in, err := parseInfo(n)
+// backoff until CommandRetryTimeout. While it retries it reports progress
+// on t (a BMC that does not answer would otherwise be a minute of silence).
+func (d *Driver) run(ctx context.Context, t *driver.Task, op string, fn func(ctx context.Context, c *client.Client) error) error {
+	in, err := parseInfo(t.Node)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
+	var reported time.Time
 	backoff := 500 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := d.once(ctx, in, fn)
@@ -134,6 +143,12 @@ func (d *Driver) run(ctx context.Context, n *model.Node, op string, fn func(ctx 
 			return fmt.Errorf("%w (gave up after %d attempts in %s)", err, attempt, time.Since(start).Round(time.Millisecond))
 		}
 		d.cfg.Log.Debug("ipmi operation failed, retrying", "bmc", in.target(), "op", op, "attempt", attempt, "err", err)
+		since := time.Since(start)
+		if (reported.IsZero() && since >= progressAfter) || (!reported.IsZero() && time.Since(reported) >= progressEvery) {
+			reported = time.Now()
+			t.Report(fmt.Sprintf("IPMI BMC %s has not completed %s for %s (%d attempts): %v; retrying for up to %s",
+				in.target(), op, since.Round(time.Second), attempt, err, d.cfg.CommandRetryTimeout))
+		}
 		if serr := d.sleep(ctx, backoff); serr != nil {
 			return err
 		}
@@ -218,7 +233,7 @@ func (d *Driver) Verify(ctx context.Context, t *driver.Task) error {
 // PowerState reads the chassis power.
 func (d *Driver) PowerState(ctx context.Context, t *driver.Task) (string, error) {
 	var state string
-	err := d.run(ctx, t.Node, "power status", func(ctx context.Context, c *client.Client) error {
+	err := d.run(ctx, t, "power status", func(ctx context.Context, c *client.Client) error {
 		on, err := chassisOn(ctx, c)
 		state = onOff(on)
 		return err
@@ -245,7 +260,7 @@ func chassisOn(ctx context.Context, c *client.Client) (bool, error) {
 // resulting state. Rebooting is power off then on, as Ironic's ipmitool
 // driver does; soft variants use the ACPI soft shutdown.
 func (d *Driver) SetPowerState(ctx context.Context, t *driver.Task, target string) error {
-	return d.run(ctx, t.Node, target, func(ctx context.Context, c *client.Client) error {
+	return d.run(ctx, t, target, func(ctx context.Context, c *client.Client) error {
 		on, err := chassisOn(ctx, c)
 		if err != nil {
 			return err
@@ -312,7 +327,7 @@ func (d *Driver) SupportedBootDevices(ctx context.Context, t *driver.Task) ([]st
 // selector whatever the valid bit says; "" means no override.
 func (d *Driver) BootDevice(ctx context.Context, t *driver.Task) (driver.BootDevice, error) {
 	var bd driver.BootDevice
-	err := d.run(ctx, t.Node, "get boot device", func(ctx context.Context, c *client.Client) error {
+	err := d.run(ctx, t, "get boot device", func(ctx context.Context, c *client.Client) error {
 		f := &types.BootOptionParam_BootFlags{}
 		if err := c.GetSystemBootOptionsParamFor(ctx, f); err != nil {
 			return err
@@ -340,7 +355,7 @@ func (d *Driver) SetBootDevice(ctx context.Context, t *driver.Task, dev driver.B
 	if requestedBootMode(t.Node) == "bios" {
 		bootType = types.BIOSBootTypeLegacy
 	}
-	return d.run(ctx, t.Node, "set boot device", func(ctx context.Context, c *client.Client) error {
+	return d.run(ctx, t, "set boot device", func(ctx context.Context, c *client.Client) error {
 		_ = c.SetSystemBootOptionsParamFor(ctx, &types.BootOptionParam_BMCBootFlagValidBitClear{DontClearOnCommandReceivedTimeout: true})
 		return c.SetBootDevice(ctx, sel, bootType, dev.Persistent)
 	})

@@ -3,8 +3,10 @@ package ipmi_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -141,5 +143,51 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Validate = %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestReportsProgressWhileRetrying: a BMC that does not answer is reported
+// on the task while the call still retries (not only in the error at the
+// end of the retry time), naming the BMC and the operation, never the
+// password; a BMC that comes back ends the call without an error.
+func TestReportsProgressWhileRetrying(t *testing.T) {
+	e := startEmulator(t, 1)
+	port := e.Machine("node-01").Status().IPMIPort
+	e.SetKnobs("node-01", func(k *bmcemu.Knobs) { k.Dead = true })
+	var mu sync.Mutex
+	var reports []string
+	back := make(chan struct{})
+	task := &driver.Task{Node: ipmiNode("127.0.0.1", port, testPassword), Progress: func(msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		reports = append(reports, msg)
+		if len(reports) == 1 {
+			close(back)
+		}
+	}}
+	go func() {
+		select {
+		case <-back:
+		case <-time.After(30 * time.Second):
+		}
+		e.SetKnobs("node-01", func(k *bmcemu.Knobs) { k.Dead = false })
+	}()
+	d := ipmi.New(ipmi.Config{MinCommandInterval: -1, CommandRetryTimeout: time.Minute, ExchangeTimeout: 200 * time.Millisecond})
+	if _, err := d.PowerState(context.Background(), task); err != nil {
+		t.Fatalf("BMC back after the first report: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reports) == 0 {
+		t.Fatal("no progress reported while the BMC was silent")
+	}
+	want := fmt.Sprintf("IPMI BMC 127.0.0.1:%d has not completed power status", port)
+	if !strings.Contains(reports[0], want) || !strings.Contains(reports[0], "retrying for up to 1m0s") {
+		t.Errorf("report %q, want it to contain %q and the retry time", reports[0], want)
+	}
+	for _, r := range reports {
+		if strings.Contains(r, testPassword) {
+			t.Errorf("a report shows the password: %q", r)
+		}
 	}
 }

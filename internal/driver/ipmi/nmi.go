@@ -20,7 +20,7 @@ var _ driver.NMIInjector = (*Driver)(nil)
 // others without an NMI line answer "parameter out of range"); any failure
 // is Ironic's IPMIFailure text, the cause in the log.
 func (d *Driver) InjectNMI(ctx context.Context, t *driver.Task) error {
-	err := d.run(ctx, t.Node, "power diag", func(ctx context.Context, c *client.Client) error {
+	err := d.run(ctx, t, "power diag", func(ctx context.Context, c *client.Client) error {
 		_, err := c.ChassisControl(ctx, chassis.ChassisControlDiagnosticInterrupt)
 		var re *types.ResponseError
 		if errors.As(err, &re) {
