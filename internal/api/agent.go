@@ -38,7 +38,7 @@ func (s *Server) heartbeat(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Conductor.Heartbeat(rc.ctx, ident, hb); err != nil {
+	if err := s.cfg.Agents.Heartbeat(rc.ctx, ident, hb); err != nil {
 		// Whichever conductor answered (this process's, or the owner a
 		// handoff asked), an unknown node is answered as a bad token: the
 		// endpoint is public and must not be an oracle of which nodes

@@ -99,7 +99,7 @@ func (rc *call) loadAllocation() (*model.Allocation, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Store.GetAllocation, ident, raw, fault.NotFoundFor("Allocation"))
+	return fetch(rc.ctx, rc.s.cfg.Nodes.GetAllocation, ident, raw, fault.NotFoundFor("Allocation"))
 }
 
 func allocationUUID(a *model.Allocation) string { return a.UUID }
@@ -140,7 +140,7 @@ func (s *Server) createAllocation(rc *call) error {
 		if rc.minor < minorAllocationBackfill {
 			return invalid("Cannot set node when creating an allocation in this API version")
 		}
-		node, err = s.cfg.Store.GetNode(rc.ctx, nodeIdentForLookup(ident))
+		node, err = s.cfg.Nodes.GetNode(rc.ctx, nodeIdentForLookup(ident))
 		if errors.Is(err, store.ErrNotFound) {
 			return invalid("%s", fault.MissingText("Node", ident))
 		} else if err != nil {
@@ -167,7 +167,7 @@ func (s *Server) createAllocation(rc *call) error {
 	if node != nil {
 		backfill = node.UUID
 	}
-	if err := s.cfg.Conductor.CreateAllocation(rc.ctx, a, backfill); err != nil {
+	if err := s.cfg.Lifecycle.CreateAllocation(rc.ctx, a, backfill); err != nil {
 		return err
 	}
 	return created(rc, a, (*call).writeAllocation, "allocations", a.UUID)
@@ -221,7 +221,7 @@ func docStrings(v any) []string {
 func (rc *call) candidateNodes(idents []string) ([]string, error) {
 	var out, missing []string
 	for _, ident := range idents {
-		n, err := rc.s.cfg.Store.GetNode(rc.ctx, nodeIdentForLookup(ident))
+		n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, nodeIdentForLookup(ident))
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			missing = append(missing, ident)
@@ -258,7 +258,7 @@ func (s *Server) patchAllocation(rc *call) error {
 			return invalid("Cannot update allocation with invalid name '%s'", s)
 		}
 	}
-	return updated(rc, cur.UUID, s.cfg.Conductor.UpdateAllocation, func(a *model.Allocation) error {
+	return updated(rc, cur.UUID, s.cfg.Lifecycle.UpdateAllocation, func(a *model.Allocation) error {
 		patched, err := applyPatch(rc.ctx, map[string]any{"name": nilIfEmpty(a.Name), "extra": orEmpty(a.Extra)}, ops)
 		if err != nil {
 			return err
@@ -285,7 +285,7 @@ func (s *Server) deleteAllocation(rc *call) error {
 	if err := rc.allocationsAllowed(true); err != nil {
 		return err
 	}
-	return rc.remove(loaded(rc.loadAllocation, allocationUUID), s.cfg.Conductor.DeleteAllocation)
+	return rc.remove(loaded(rc.loadAllocation, allocationUUID), s.cfg.Lifecycle.DeleteAllocation)
 }
 
 // nodeAllocation finds the allocation of the node in the path.
@@ -297,7 +297,7 @@ func (rc *call) nodeAllocation() (*model.Allocation, error) {
 	if err != nil {
 		return nil, err
 	}
-	list, err := rc.s.cfg.Store.ListAllocations(rc.ctx, store.AllocationQuery{NodeUUID: n.UUID, Limit: 1})
+	list, err := rc.s.cfg.Nodes.ListAllocations(rc.ctx, store.AllocationQuery{NodeUUID: n.UUID, Limit: 1})
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +314,7 @@ func (s *Server) getNodeAllocation(rc *call) error {
 
 // DELETE /v1/nodes/{ident}/allocation
 func (s *Server) deleteNodeAllocation(rc *call) error {
-	return rc.remove(loaded(rc.nodeAllocation, allocationUUID), s.cfg.Conductor.DeleteAllocation)
+	return rc.remove(loaded(rc.nodeAllocation, allocationUUID), s.cfg.Lifecycle.DeleteAllocation)
 }
 
 // GET /v1/allocations
@@ -344,7 +344,7 @@ func (s *Server) listAllocations(rc *call) error {
 		return notAcceptable()
 	}
 	if node, ok := rc.param("node"); ok && node != "" {
-		n, err := s.cfg.Store.GetNode(rc.ctx, nodeIdentForLookup(node))
+		n, err := s.cfg.Nodes.GetNode(rc.ctx, nodeIdentForLookup(node))
 		if errors.Is(err, store.ErrNotFound) {
 			return invalid("%s", fault.MissingText("Node", node))
 		} else if err != nil {
@@ -356,14 +356,14 @@ func (s *Server) listAllocations(rc *call) error {
 	if err := p.check(rc); err != nil {
 		return err
 	}
-	if err := checkMarker(rc, p.marker, s.cfg.Store.GetAllocation, fault.NotFoundFor("Allocation")); err != nil {
+	if err := checkMarker(rc, p.marker, s.cfg.Nodes.GetAllocation, fault.NotFoundFor("Allocation")); err != nil {
 		return err
 	}
 	if err := checkSortKey(p.sortKey, unsortableAllocationKeys, store.AllocationSortKeys); err != nil {
 		return err
 	}
 	q.Marker, q.Limit = p.marker, p.limit
-	list, err := s.cfg.Store.ListAllocations(rc.ctx, q)
+	list, err := s.cfg.Nodes.ListAllocations(rc.ctx, q)
 	if err != nil {
 		return err
 	}

@@ -11,12 +11,19 @@ import (
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
-// Store is what the API reads; it never writes (writes go through the
-// Conductor). Errors are those of store.Store (store.ErrNotFound, ...).
-// eventbus.Store's publisher satisfies it: the API needs the broker of the
-// store's change stream for GET /v1/events/stream, so a store that does
-// not publish its changes cannot be wired in by mistake.
-type Store interface {
+// The API reads through three small readers and writes through six
+// services of the conductor side, each an interface the API owns (the
+// server wires one store and one conductor into all of them). Readers'
+// errors are those of store.Store (store.ErrNotFound, ...); the services
+// answer *fault.Error for anything the client caused (mapped to Ironic's
+// status codes), plain errors otherwise (500).
+
+// NodeReader reads nodes and the records that travel with them (ports,
+// portgroups, allocations), with the broker of the node change stream.
+// eventbus.Store's publisher satisfies it: the API needs the broker for GET
+// /v1/events/stream, so a store that does not publish its changes cannot be
+// wired in by mistake.
+type NodeReader interface {
 	GetNode(ctx context.Context, ident string) (*model.Node, error)
 	ListNodes(ctx context.Context, q store.NodeQuery) ([]*model.Node, error)
 	CountNodes(ctx context.Context, q store.NodeQuery) (int, error)
@@ -27,33 +34,43 @@ type Store interface {
 	ListPortgroups(ctx context.Context, q store.PortgroupQuery) ([]*model.Portgroup, error)
 	GetAllocation(ctx context.Context, ident string) (*model.Allocation, error)
 	ListAllocations(ctx context.Context, q store.AllocationQuery) ([]*model.Allocation, error)
-	GetConductor(ctx context.Context, hostname string) (*model.Conductor, error)
-	ListConductors(ctx context.Context) ([]*model.Conductor, error)
+	// Broker is the stream the store publishes its node changes on; never nil.
+	Broker() *eventbus.Broker
+}
+
+// NodeDetailReader reads what a node accumulates: history, BIOS settings,
+// firmware components, volume connectors and targets.
+type NodeDetailReader interface {
 	ListHistory(ctx context.Context, nodeUUID string) ([]*model.HistoryEvent, error)
 	GetHistory(ctx context.Context, nodeUUID, eventUUID string) (*model.HistoryEvent, error)
 	ListBIOSSettings(ctx context.Context, nodeUUID string) ([]model.BIOSSetting, error)
 	GetBIOSSetting(ctx context.Context, nodeUUID, name string) (*model.BIOSSetting, error)
 	ListFirmwareComponents(ctx context.Context, nodeUUID string) ([]model.FirmwareComponent, error)
-	GetChassis(ctx context.Context, uuid string) (*model.Chassis, error)
-	ListChassis(ctx context.Context, q store.ChassisQuery) ([]*model.Chassis, error)
-	GetDeployTemplate(ctx context.Context, ident string) (*model.DeployTemplate, error)
-	ListDeployTemplates(ctx context.Context, q store.DeployTemplateQuery) ([]*model.DeployTemplate, error)
 	GetVolumeConnector(ctx context.Context, uuid string) (*model.VolumeConnector, error)
 	ListVolumeConnectors(ctx context.Context, q store.VolumeQuery) ([]*model.VolumeConnector, error)
 	GetVolumeTarget(ctx context.Context, uuid string) (*model.VolumeTarget, error)
 	ListVolumeTargets(ctx context.Context, q store.VolumeQuery) ([]*model.VolumeTarget, error)
+}
+
+// RecordReader reads the records with no node: conductors, chassis, deploy
+// templates, runbooks, inspection rules.
+type RecordReader interface {
+	GetConductor(ctx context.Context, hostname string) (*model.Conductor, error)
+	ListConductors(ctx context.Context) ([]*model.Conductor, error)
+	GetChassis(ctx context.Context, uuid string) (*model.Chassis, error)
+	ListChassis(ctx context.Context, q store.ChassisQuery) ([]*model.Chassis, error)
+	GetDeployTemplate(ctx context.Context, ident string) (*model.DeployTemplate, error)
+	ListDeployTemplates(ctx context.Context, q store.DeployTemplateQuery) ([]*model.DeployTemplate, error)
 	GetRunbook(ctx context.Context, ident string) (*model.Runbook, error)
 	ListRunbooks(ctx context.Context, q store.RunbookQuery) ([]*model.Runbook, error)
 	GetInspectionRule(ctx context.Context, uuid string) (*model.InspectionRule, error)
 	ListInspectionRules(ctx context.Context, q store.InspectionRuleQuery) ([]*model.InspectionRule, error)
-	// Broker is the stream the store publishes its node changes on; never nil.
-	Broker() *eventbus.Broker
 }
 
-// Conductor is what the API asks of the conductor: every write to a node goes
-// through it, under the node's lock. Errors are *fault.Error for anything the
-// client caused (mapped to Ironic's status codes), plain errors otherwise (500).
-type Conductor interface {
+// Lifecycle the node verbs: creation, updates and deletion under the node's
+// lock, provision and power verbs, maintenance, validation, traits, the
+// target RAID configuration, and allocations (which pick and change nodes).
+type Lifecycle interface {
 	// Host is this conductor's name (shown as a node's "conductor").
 	Host() string
 	// CreateNode validates the driver and interfaces, fills defaults and the
@@ -72,6 +89,24 @@ type Conductor interface {
 	SetMaintenance(ctx context.Context, ident string, on bool, reason string) error
 	// Validate runs every interface's validation without touching hardware.
 	Validate(ctx context.Context, ident string) (map[string]conductor.ValidateResult, error)
+	// SetTraits replaces a node's traits with change(current) under its
+	// lock, in any state. Errors: fault NotFound, Conflict (locked), Invalid
+	// (more than 50 traits), and change's own.
+	SetTraits(ctx context.Context, ident string, change func(cur []string) ([]string, error)) (*model.Node, error)
+	// SetTargetRAIDConfig validates (unless empty) and stores a node's
+	// target RAID configuration. Errors: fault NotFound (node; a raid
+	// interface without RAID support), Conflict, Invalid (schema).
+	SetTargetRAIDConfig(ctx context.Context, ident string, cfg model.JSON) error
+	// Allocations (1.52): CreateAllocation stores an allocation and
+	// allocates a node in a worker, or backfills the given node at once.
+	CreateAllocation(ctx context.Context, a *model.Allocation, backfill string) error
+	UpdateAllocation(ctx context.Context, ident string, apply func(a *model.Allocation) error) (*model.Allocation, error)
+	DeleteAllocation(ctx context.Context, ident string) error
+}
+
+// Management a node's management calls that reach its BMC: boot device,
+// virtual media, console, boot mode and secure boot, indicators, NMI.
+type Management interface {
 	GetBootDevice(ctx context.Context, ident string) (conductor.BootDevice, error)
 	SetBootDevice(ctx context.Context, ident string, dev conductor.BootDevice) error
 	SupportedBootDevices(ctx context.Context, ident string) ([]string, error)
@@ -100,63 +135,24 @@ type Conductor interface {
 	SetIndicatorState(ctx context.Context, ident, user, component, indicator, state string) error
 	// InjectNMI injects a non-maskable interrupt, synchronously.
 	InjectNMI(ctx context.Context, ident, user string) error
+}
 
-	// Vendor passthru: a node's or a hardware type's vendor methods, and a
-	// call to one (Ironic's errors: 400 no handler / wrong HTTP method /
-	// bad arguments, 500 or 404 for the driver's failures).
-	VendorMethods(ctx context.Context, ident string) (map[string]driver.VendorMethod, error)
-	VendorPassthru(ctx context.Context, ident string, req conductor.VendorRequest) (conductor.VendorResult, error)
-	DriverVendorMethods(ctx context.Context, name string) (map[string]driver.VendorMethod, error)
-	DriverVendorPassthru(ctx context.Context, name string, req conductor.VendorRequest) (conductor.VendorResult, error)
-
-	// SetTargetRAIDConfig validates (unless empty) and stores a node's
-	// target RAID configuration. Errors: fault NotFound (node; a raid
-	// interface without RAID support), Conflict, Invalid (schema).
-	SetTargetRAIDConfig(ctx context.Context, ident string, cfg model.JSON) error
-	// RAIDLogicalDiskProperties lists what a hardware type's default raid
-	// interface takes in a logical disk. Errors: fault NotFound.
-	RAIDLogicalDiskProperties(driverName string) (map[string]string, error)
-
-	// SetTraits replaces a node's traits with change(current) under its
-	// lock, in any state. Errors: fault NotFound, Conflict (locked), Invalid
-	// (more than 50 traits), and change's own.
-	SetTraits(ctx context.Context, ident string, change func(cur []string) ([]string, error)) (*model.Node, error)
-
+// NodeRecords the records under a node, changed under its lock: ports,
+// portgroups, VIFs, volume connectors and targets.
+type NodeRecords interface {
 	// Ports change under their node's lock.
 	CreatePort(ctx context.Context, p *model.Port) error
 	UpdatePort(ctx context.Context, ident string, apply func(p *model.Port) error) (*model.Port, error)
 	DeletePort(ctx context.Context, ident string) error
-
 	// Portgroups change under their node's lock (created without it).
 	CreatePortgroup(ctx context.Context, pg *model.Portgroup) error
 	UpdatePortgroup(ctx context.Context, ident string, apply func(pg *model.Portgroup) error) (*model.Portgroup, error)
 	DeletePortgroup(ctx context.Context, ident string) error
-
 	// VIFs (1.28) follow the node's network interface: noop keeps none,
 	// flat records them on a free portgroup or port.
 	ListVIFs(ctx context.Context, ident string) ([]string, error)
 	AttachVIF(ctx context.Context, ident string, req conductor.VIFRequest) error
 	DetachVIF(ctx context.Context, ident, vif string) error
-
-	// Allocations (1.52): CreateAllocation stores an allocation and
-	// allocates a node in a worker, or backfills the given node at once.
-	CreateAllocation(ctx context.Context, a *model.Allocation, backfill string) error
-	UpdateAllocation(ctx context.Context, ident string, apply func(a *model.Allocation) error) (*model.Allocation, error)
-	DeleteAllocation(ctx context.Context, ident string) error
-
-	// Chassis change without a node lock; DeleteChassis refuses a chassis
-	// nodes name (fault Invalid). Errors: fault NotFound, Conflict.
-	CreateChassis(ctx context.Context, c *model.Chassis) error
-	UpdateChassis(ctx context.Context, id string, apply func(c *model.Chassis) error) (*model.Chassis, error)
-	DeleteChassis(ctx context.Context, id string) error
-
-	// Deploy templates (1.55): stored without a node lock; a deploy reads
-	// them when it plans its steps. Errors: fault NotFound, Conflict
-	// (uuid or name taken), and apply's own.
-	CreateDeployTemplate(ctx context.Context, t *model.DeployTemplate) error
-	UpdateDeployTemplate(ctx context.Context, ident string, apply func(t *model.DeployTemplate) error) (*model.DeployTemplate, error)
-	DeleteDeployTemplate(ctx context.Context, ident string) error
-
 	// Volume connectors and targets (1.32): created without a lock; an
 	// update locks the node the changed record names and needs it powered
 	// off, a deletion locks its node and needs it powered off or in a
@@ -168,6 +164,22 @@ type Conductor interface {
 	CreateVolumeTarget(ctx context.Context, t *model.VolumeTarget) error
 	UpdateVolumeTarget(ctx context.Context, id string, apply func(t *model.VolumeTarget) error) (*model.VolumeTarget, error)
 	DeleteVolumeTarget(ctx context.Context, id string) error
+}
+
+// Records the records with no node lock: chassis, deploy templates,
+// runbooks, inspection rules.
+type Records interface {
+	// Chassis change without a node lock; DeleteChassis refuses a chassis
+	// nodes name (fault Invalid). Errors: fault NotFound, Conflict.
+	CreateChassis(ctx context.Context, c *model.Chassis) error
+	UpdateChassis(ctx context.Context, id string, apply func(c *model.Chassis) error) (*model.Chassis, error)
+	DeleteChassis(ctx context.Context, id string) error
+	// Deploy templates (1.55): stored without a node lock; a deploy reads
+	// them when it plans its steps. Errors: fault NotFound, Conflict
+	// (uuid or name taken), and apply's own.
+	CreateDeployTemplate(ctx context.Context, t *model.DeployTemplate) error
+	UpdateDeployTemplate(ctx context.Context, ident string, apply func(t *model.DeployTemplate) error) (*model.DeployTemplate, error)
+	DeleteDeployTemplate(ctx context.Context, ident string) error
 	// Runbooks (1.92): stored without a node lock; a provision request
 	// naming one reads it (ProvisionRequest.Runbook). Errors: fault
 	// NotFound, Conflict (uuid or name taken), and apply's own.
@@ -181,10 +193,12 @@ type Conductor interface {
 	UpdateInspectionRule(ctx context.Context, id string, apply func(r *model.InspectionRule) error) (*model.InspectionRule, error)
 	DeleteInspectionRule(ctx context.Context, id string) error
 	DeleteInspectionRules(ctx context.Context) error
+}
 
+// Agents the agent's callbacks: heartbeat, lookup, inspection data.
+type Agents interface {
 	// Heartbeat is an agent's callback: it resumes a node in a wait state.
 	Heartbeat(ctx context.Context, ident string, hb ipa.Heartbeat) error
-
 	// Lookup finds the node an agent runs on (GET /v1/lookup) by its MACs
 	// or UUID and returns it with the agent token to use (empty once one was
 	// issued). Errors: fault NotFound for any miss, including a node in a
@@ -195,9 +209,54 @@ type Conductor interface {
 	// token must match the one issued, if any. Errors: fault NotFound,
 	// Conflict, Forbidden-style fault errors as Ironic answers them.
 	ContinueInspection(ctx context.Context, macs []string, nodeUUID, token string, inventory, pluginData map[string]any) (*model.Node, error)
+}
 
+// Hardware the hardware types: what is enabled, their vendor methods and
+// RAID properties, and a node's vendor passthru.
+type Hardware interface {
 	// Drivers lists the enabled hardware types.
 	Drivers() []conductor.DriverInfo
 	// Driver returns one hardware type. Errors: fault NotFound.
 	Driver(name string) (conductor.DriverInfo, error)
+	// Vendor passthru: a node's or a hardware type's vendor methods, and a
+	// call to one (Ironic's errors: 400 no handler / wrong HTTP method /
+	// bad arguments, 500 or 404 for the driver's failures).
+	VendorMethods(ctx context.Context, ident string) (map[string]driver.VendorMethod, error)
+	VendorPassthru(ctx context.Context, ident string, req conductor.VendorRequest) (conductor.VendorResult, error)
+	DriverVendorMethods(ctx context.Context, name string) (map[string]driver.VendorMethod, error)
+	DriverVendorPassthru(ctx context.Context, name string, req conductor.VendorRequest) (conductor.VendorResult, error)
+	// RAIDLogicalDiskProperties lists what a hardware type's default raid
+	// interface takes in a logical disk. Errors: fault NotFound.
+	RAIDLogicalDiskProperties(driverName string) (map[string]string, error)
+}
+
+// Wire fills cfg's readers from st and its services from cond (the server
+// wires one store and one conductor, or an API-only process's handoff,
+// into all of them) and panics naming the first interface one lacks.
+func Wire(cfg Config, st, cond any) Config {
+	must := func(ok bool, what string) {
+		if !ok {
+			panic("api.Wire: the " + what + " is missing")
+		}
+	}
+	var ok bool
+	cfg.Nodes, ok = st.(NodeReader)
+	must(ok, "store's NodeReader")
+	cfg.Details, ok = st.(NodeDetailReader)
+	must(ok, "store's NodeDetailReader")
+	cfg.Catalog, ok = st.(RecordReader)
+	must(ok, "store's RecordReader")
+	cfg.Lifecycle, ok = cond.(Lifecycle)
+	must(ok, "conductor's Lifecycle")
+	cfg.Management, ok = cond.(Management)
+	must(ok, "conductor's Management")
+	cfg.NodeRecords, ok = cond.(NodeRecords)
+	must(ok, "conductor's NodeRecords")
+	cfg.Records, ok = cond.(Records)
+	must(ok, "conductor's Records")
+	cfg.Agents, ok = cond.(Agents)
+	must(ok, "conductor's Agents")
+	cfg.Hardware, ok = cond.(Hardware)
+	must(ok, "conductor's Hardware")
+	return cfg
 }

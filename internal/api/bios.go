@@ -96,7 +96,7 @@ func (s *Server) listBIOS(rc *call) error {
 	if err != nil {
 		return err
 	}
-	settings, err := s.cfg.Store.ListBIOSSettings(rc.ctx, n.UUID)
+	settings, err := s.cfg.Details.ListBIOSSettings(rc.ctx, n.UUID)
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func (s *Server) getBIOS(rc *call) error {
 		return err
 	}
 	name := rc.r.PathValue("setting")
-	b, err := s.cfg.Store.GetBIOSSetting(rc.ctx, n.UUID, name)
+	b, err := s.cfg.Details.GetBIOSSetting(rc.ctx, n.UUID, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return fault.New(fault.NotFound, "Node %s doesn't have a BIOS setting '%s'", n.UUID, name)
 	}
@@ -200,7 +200,7 @@ func (s *Server) listFirmware(rc *call) error {
 	if err != nil {
 		return err
 	}
-	comps, err := s.cfg.Store.ListFirmwareComponents(rc.ctx, n.UUID)
+	comps, err := s.cfg.Details.ListFirmwareComponents(rc.ctx, n.UUID)
 	if err != nil {
 		return err
 	}

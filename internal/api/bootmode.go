@@ -37,7 +37,7 @@ func (s *Server) setBootMode(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Conductor.ChangeBootMode(rc.ctx, ident, "", target); err != nil {
+	if err := s.cfg.Management.ChangeBootMode(rc.ctx, ident, "", target); err != nil {
 		return err
 	}
 	return rc.accepted(rc.link(false, "nodes", pathEscape(raw), "states"))
@@ -64,7 +64,7 @@ func (s *Server) setSecureBoot(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Conductor.ChangeSecureBoot(rc.ctx, ident, "", *target); err != nil {
+	if err := s.cfg.Management.ChangeSecureBoot(rc.ctx, ident, "", *target); err != nil {
 		return err
 	}
 	return rc.accepted(rc.link(false, "nodes", pathEscape(raw), "states"))

@@ -49,7 +49,7 @@ func (rc *call) loadChassis() (*model.Chassis, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Store.GetChassis, id, id, fault.NotFoundFor("Chassis"))
+	return fetch(rc.ctx, rc.s.cfg.Catalog.GetChassis, id, id, fault.NotFoundFor("Chassis"))
 }
 
 // validateChassis checks a body against CHASSIS_SCHEMA and the uuid validator.
@@ -88,11 +88,11 @@ func (s *Server) chassisList(rc *call, detailPath bool) error {
 	if err := checkSortKey(p.sortKey, []string{"extra"}, store.ChassisSortKeys); err != nil {
 		return err
 	}
-	if err := checkMarker(rc, p.marker, s.cfg.Store.GetChassis, fault.NotFoundFor("Chassis")); err != nil {
+	if err := checkMarker(rc, p.marker, s.cfg.Catalog.GetChassis, fault.NotFoundFor("Chassis")); err != nil {
 		return err
 	}
 	fields := p.shown([]string{"uuid", "description"}, detailPath) // DEFAULT_RETURN_FIELDS
-	list, err := s.cfg.Store.ListChassis(rc.ctx, store.ChassisQuery{Limit: p.limit, Marker: p.marker,
+	list, err := s.cfg.Catalog.ListChassis(rc.ctx, store.ChassisQuery{Limit: p.limit, Marker: p.marker,
 		SortKey: p.sortKey, SortDir: p.sortDir})
 	if err != nil {
 		return err
@@ -120,7 +120,7 @@ func (s *Server) createChassis(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Conductor.CreateChassis(rc.ctx, c); err != nil {
+	if err := s.cfg.Records.CreateChassis(rc.ctx, c); err != nil {
 		return err
 	}
 	return created(rc, c, (*call).writeChassis, "chassis", c.UUID)
@@ -139,7 +139,7 @@ func (s *Server) patchChassis(rc *call) error {
 	if err != nil {
 		return err
 	}
-	return updated(rc, cur.UUID, s.cfg.Conductor.UpdateChassis, func(c *model.Chassis) error {
+	return updated(rc, cur.UUID, s.cfg.Records.UpdateChassis, func(c *model.Chassis) error {
 		doc := map[string]any{"uuid": c.UUID, "extra": orEmpty(c.Extra), "description": nilIfEmpty(c.Description)}
 		patched, err := applyPatch(rc.ctx, doc, ops)
 		if err != nil {
@@ -159,7 +159,7 @@ func (s *Server) patchChassis(rc *call) error {
 
 // DELETE /v1/chassis/{ident}
 func (s *Server) deleteChassis(rc *call) error {
-	return rc.remove(rc.chassisIdent, s.cfg.Conductor.DeleteChassis)
+	return rc.remove(rc.chassisIdent, s.cfg.Records.DeleteChassis)
 }
 
 // GET /v1/chassis/{ident}/nodes[/detail]: the node list of the chassis

@@ -35,7 +35,14 @@ type testConductor struct {
 	validateErr error
 }
 
-var _ Conductor = (*testConductor)(nil)
+var (
+	_ Lifecycle   = (*testConductor)(nil)
+	_ Management  = (*testConductor)(nil)
+	_ NodeRecords = (*testConductor)(nil)
+	_ Records     = (*testConductor)(nil)
+	_ Agents      = (*testConductor)(nil)
+	_ Hardware    = (*testConductor)(nil)
+)
 
 // newTestBackend opens the real SQLite store in a temporary directory,
 // publishing on a broker, and starts a real conductor named host over it.

@@ -92,7 +92,7 @@ func (s *Server) listConductors(rc *call) error {
 	if err := checkConductorFields(p.fields); err != nil {
 		return err
 	}
-	all, err := s.cfg.Store.ListConductors(rc.ctx)
+	all, err := s.cfg.Catalog.ListConductors(rc.ctx)
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (s *Server) getConductor(rc *call) error {
 		if !validHostname(host) {
 			return nil, invalid("Expected name for hostname: %s", host)
 		}
-		return fetch(rc.ctx, s.cfg.Store.GetConductor, host, host, fault.NotFoundFor("Conductor"))
+		return fetch(rc.ctx, s.cfg.Catalog.GetConductor, host, host, fault.NotFoundFor("Conductor"))
 	}, (*call).writeConductor)
 }
 

@@ -19,7 +19,7 @@ func (s *Server) getConsole(rc *call) error {
 	if err != nil {
 		return err
 	}
-	on, info, err := s.cfg.Conductor.Console(rc.ctx, ident)
+	on, info, err := s.cfg.Management.Console(rc.ctx, ident)
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func (s *Server) setConsole(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Conductor.SetConsole(rc.ctx, ident, "", *enabled); err != nil {
+	if err := s.cfg.Management.SetConsole(rc.ctx, ident, "", *enabled); err != nil {
 		return err
 	}
 	return rc.accepted(rc.link(false, "nodes", pathEscape(raw), "states", "console"))

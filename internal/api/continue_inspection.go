@@ -48,7 +48,7 @@ func (s *Server) continueInspection(rc *call) error {
 	if len(macs) == 0 && nodeUUID == "" {
 		return invalid("No lookup information provided")
 	}
-	n, err := s.cfg.Conductor.ContinueInspection(rc.ctx, macs, nodeUUID, token, inv, data)
+	n, err := s.cfg.Agents.ContinueInspection(rc.ctx, macs, nodeUUID, token, inv, data)
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,7 @@ func (rc *call) loadDeployTemplate() (*model.DeployTemplate, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Store.GetDeployTemplate, ident, raw, fault.NotFoundFor("Deploy template"))
+	return fetch(rc.ctx, rc.s.cfg.Catalog.GetDeployTemplate, ident, raw, fault.NotFoundFor("Deploy template"))
 }
 
 // validateTemplate checks doc against TEMPLATE_SCHEMA and Ironic's
@@ -206,11 +206,11 @@ func (s *Server) listDeployTemplates(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := checkMarker(rc, p.marker, s.cfg.Store.GetDeployTemplate, fault.NotFoundFor("Deploy template")); err != nil {
+	if err := checkMarker(rc, p.marker, s.cfg.Catalog.GetDeployTemplate, fault.NotFoundFor("Deploy template")); err != nil {
 		return err
 	}
 	fields := p.shown(namedFields, false)
-	list, err := s.cfg.Store.ListDeployTemplates(rc.ctx, store.DeployTemplateQuery{Limit: p.limit, Marker: p.marker,
+	list, err := s.cfg.Catalog.ListDeployTemplates(rc.ctx, store.DeployTemplateQuery{Limit: p.limit, Marker: p.marker,
 		SortKey: p.sortKey, SortDir: p.sortDir})
 	if err != nil {
 		return err
@@ -235,7 +235,7 @@ func (s *Server) createDeployTemplate(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Conductor.CreateDeployTemplate(rc.ctx, t); err != nil {
+	if err := s.cfg.Records.CreateDeployTemplate(rc.ctx, t); err != nil {
 		return err
 	}
 	return created(rc, t, (*call).writeDeployTemplate, "deploy_templates", t.UUID)
@@ -271,7 +271,7 @@ func (s *Server) patchDeployTemplate(rc *call) error {
 	if err != nil {
 		return err
 	}
-	return updated(rc, cur.UUID, s.cfg.Conductor.UpdateDeployTemplate, func(t *model.DeployTemplate) error {
+	return updated(rc, cur.UUID, s.cfg.Records.UpdateDeployTemplate, func(t *model.DeployTemplate) error {
 		patched, err := applyPatch(rc.ctx, templateDoc(t), ops)
 		if err != nil {
 			return err
@@ -296,7 +296,7 @@ func (s *Server) deleteDeployTemplate(rc *call) error {
 	if err := rc.deployTemplatesAllowed(); err != nil {
 		return err
 	}
-	return rc.remove(loaded(rc.loadDeployTemplate, templateUUID), s.cfg.Conductor.DeleteDeployTemplate)
+	return rc.remove(loaded(rc.loadDeployTemplate, templateUUID), s.cfg.Records.DeleteDeployTemplate)
 }
 
 func templateUUID(t *model.DeployTemplate) string { return t.UUID }

@@ -31,7 +31,7 @@ func driverNotFound(name string) error {
 
 // sortedDrivers returns the enabled hardware types by name.
 func (s *Server) sortedDrivers() []conductor.DriverInfo {
-	drivers := slices.Clone(s.cfg.Conductor.Drivers())
+	drivers := slices.Clone(s.cfg.Hardware.Drivers())
 	slices.SortFunc(drivers, func(a, b conductor.DriverInfo) int { return strings.Compare(a.Name, b.Name) })
 	return drivers
 }
@@ -109,7 +109,7 @@ func (s *Server) driverProperties(rc *call) error {
 		return err
 	}
 	name := rc.r.PathValue("name")
-	d, err := s.cfg.Conductor.Driver(name)
+	d, err := s.cfg.Hardware.Driver(name)
 	if err != nil {
 		if fault.KindOf(err) == fault.NotFound {
 			return fault.New(fault.NotFound, "The driver '%s' is unknown.", name)

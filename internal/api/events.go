@@ -49,7 +49,7 @@ func (s *Server) eventRoutes() {
 
 // GET /v1/events/stream?node=&fields=&types=&snapshot=&project= (Last-Event-ID header)
 func (s *Server) streamEvents(rc *call) error {
-	b := s.cfg.Store.Broker()
+	b := s.cfg.Nodes.Broker()
 	if err := rc.checkQuery(events.ParamNode, events.ParamFields, events.ParamTypes,
 		events.ParamSnapshot, events.ParamLastEventID, events.ParamProject); err != nil {
 		return err
@@ -202,7 +202,7 @@ func (st *sseStream) flush() bool {
 // projectNode reads a node as project sees it (when set): one it neither
 // owns nor leases is store.ErrNotFound.
 func (rc *call) projectNode(ident, project string) (*model.Node, error) {
-	n, err := rc.s.cfg.Store.GetNode(rc.ctx, ident)
+	n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, ident)
 	if err == nil && project != "" && n.Owner != project && n.Lessee != project {
 		return nil, store.ErrNotFound
 	}
@@ -216,7 +216,7 @@ func (st *sseStream) snapshot(idents []string, project string, pos uint64) error
 	rc := st.rc
 	var nodes []*model.Node
 	if len(idents) == 0 {
-		all, err := rc.s.cfg.Store.ListNodes(rc.ctx, store.NodeQuery{Project: project})
+		all, err := rc.s.cfg.Nodes.ListNodes(rc.ctx, store.NodeQuery{Project: project})
 		if err != nil {
 			return err
 		}

@@ -66,7 +66,7 @@ func newStreamEnv(t *testing.T, bcfg eventbus.Config, opts ...func(*Config)) *st
 	if err := cond.Start(cctx); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Store: st, Conductor: cond, Logger: discard}
+	cfg := Wire(Config{Logger: discard}, st, cond)
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -479,12 +479,12 @@ func TestEventStreamRequests(t *testing.T) {
 }
 
 // nilBroker is a store whose broker was never created.
-type nilBroker struct{ Store }
+type nilBroker struct{ eventbus.Publisher }
 
 func (nilBroker) Broker() *eventbus.Broker { return nil }
 
 // TestNewRequiresBroker: a store without its broker is refused when the
-// API is built (a store without a Broker method does not compile), not
+// API is built (a store without a Broker method is refused by Wire), not
 // answered with 404s later.
 func TestNewRequiresBroker(t *testing.T) {
 	e := newEnv(t)
@@ -493,7 +493,7 @@ func TestNewRequiresBroker(t *testing.T) {
 			t.Error("New accepted a store with a nil broker")
 		}
 	}()
-	New(Config{Store: nilBroker{e.st}, Conductor: e.cond})
+	New(Wire(Config{}, nilBroker{e.st}, e.cond))
 }
 
 // TestEventClientWait waits for a failing deploy with events.Subscribe, as

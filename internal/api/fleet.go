@@ -54,7 +54,7 @@ func (s *Server) fleetNodes(rc *call) error {
 	if err != nil {
 		return err
 	}
-	matching, err := s.cfg.Store.CountNodes(rc.ctx, sel.q)
+	matching, err := s.cfg.Nodes.CountNodes(rc.ctx, sel.q)
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (s *Server) fleetSummary(rc *call) error {
 		return err
 	}
 	now := s.cfg.Now().UTC()
-	groups, err := s.cfg.Store.CountNodeGroups(rc.ctx, store.NodeQuery{Project: project})
+	groups, err := s.cfg.Nodes.CountNodeGroups(rc.ctx, store.NodeQuery{Project: project})
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func (s *Server) fleetSummary(rc *call) error {
 		{PowerState: fsm.PowerError},
 	} {
 		q.Limit, q.Project = limit, project
-		if sections[i], err = s.cfg.Store.ListNodes(rc.ctx, q); err != nil {
+		if sections[i], err = s.cfg.Nodes.ListNodes(rc.ctx, q); err != nil {
 			return err
 		}
 	}
@@ -133,7 +133,7 @@ func (s *Server) fleetSummary(rc *call) error {
 	}
 	var conds []*model.Conductor
 	if project == "" { // conductors are not a project's
-		if conds, err = s.cfg.Store.ListConductors(rc.ctx); err != nil {
+		if conds, err = s.cfg.Catalog.ListConductors(rc.ctx); err != nil {
 			return err
 		}
 	}
@@ -182,11 +182,11 @@ func (rc *call) summaryParams() (time.Duration, int, error) {
 func (rc *call) stuckNodes(now time.Time, after time.Duration, limit int, project string) ([]*model.Node, int, error) {
 	q := store.NodeQuery{ProvisionStates: fleet.StuckStates(), ProvisionUpdatedBefore: now.Add(-after),
 		SortKey: "provision_updated_at", Limit: limit, Project: project}
-	count, err := rc.s.cfg.Store.CountNodes(rc.ctx, q)
+	count, err := rc.s.cfg.Nodes.CountNodes(rc.ctx, q)
 	if err != nil {
 		return nil, 0, err
 	}
-	nodes, err := rc.s.cfg.Store.ListNodes(rc.ctx, q)
+	nodes, err := rc.s.cfg.Nodes.ListNodes(rc.ctx, q)
 	if err != nil {
 		return nil, 0, err
 	}

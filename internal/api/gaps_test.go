@@ -17,7 +17,7 @@ func noopEnv(t *testing.T) *env {
 	t.Helper()
 	clock := &testClock{t: time.Date(2026, 12, 2, 12, 16, 3, 0, time.UTC)}
 	st, fc := newTestBackendWith(t, "anvil-test", clock.Now, func(r *driver.Registry) { noop.Register(r) })
-	return &env{t: t, h: New(Config{Store: st, Conductor: fc, Now: clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}),
+	return &env{t: t, h: New(Wire(Config{Now: clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, st, fc)),
 		st: st, cond: fc, clock: clock}
 }
 

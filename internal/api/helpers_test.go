@@ -65,8 +65,8 @@ func newEnvOn(t testing.TB, open func(now func() time.Time) store.Store) *env {
 	} else {
 		st, fc = newTestBackendOn(t, open(clock.Now), "anvil-test", clock.Now, nil)
 	}
-	h := New(Config{Store: st, Conductor: fc, Now: clock.Now,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h := New(Wire(Config{Now: clock.Now,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, st, fc))
 	return &env{t: t, h: h, st: st, cond: fc, clock: clock}
 }
 

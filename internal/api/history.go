@@ -79,7 +79,7 @@ func (s *Server) listHistory(rc *call) error {
 	if !ok {
 		return badSortKey(p.sortKey, true)
 	}
-	events, err := s.cfg.Store.ListHistory(rc.ctx, n.UUID)
+	events, err := s.cfg.Details.ListHistory(rc.ctx, n.UUID)
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func (s *Server) getHistory(rc *call) error {
 	if err != nil {
 		return err
 	}
-	e, err := s.cfg.Store.GetHistory(rc.ctx, n.UUID, event)
+	e, err := s.cfg.Details.GetHistory(rc.ctx, n.UUID, event)
 	if errors.Is(err, store.ErrNotFound) {
 		return fault.Missing("Node history record", event)
 	} else if err != nil {

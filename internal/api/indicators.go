@@ -35,7 +35,7 @@ func (s *Server) listIndicators(rc *call) error {
 	if err != nil {
 		return err
 	}
-	comps, err := s.cfg.Conductor.Indicators(rc.ctx, ident)
+	comps, err := s.cfg.Management.Indicators(rc.ctx, ident)
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (s *Server) getIndicator(rc *call) error {
 	if err != nil {
 		return err
 	}
-	st, err := s.cfg.Conductor.IndicatorState(rc.ctx, ident, comp, name)
+	st, err := s.cfg.Management.IndicatorState(rc.ctx, ident, comp, name)
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (s *Server) setIndicator(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Conductor.SetIndicatorState(rc.ctx, ident, "", comp, name, state); err != nil {
+	if err := s.cfg.Management.SetIndicatorState(rc.ctx, ident, "", comp, name, state); err != nil {
 		return err
 	}
 	return rc.noContent()

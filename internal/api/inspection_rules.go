@@ -142,7 +142,7 @@ func (rc *call) loadInspectionRule() (*model.InspectionRule, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Store.GetInspectionRule, id, raw, fault.NotFoundFor("Rule"))
+	return fetch(rc.ctx, rc.s.cfg.Catalog.GetInspectionRule, id, raw, fault.NotFoundFor("Rule"))
 }
 
 // ruleID is the checked rule UUID of the path.
@@ -172,7 +172,7 @@ func (s *Server) listInspectionRules(rc *call) error {
 	if err := checkSortKey(p.sortKey, unsortableRuleKeys, store.InspectionRuleSortKeys); err != nil {
 		return err
 	}
-	if err := checkMarker(rc, p.marker, s.cfg.Store.GetInspectionRule, fault.NotFoundFor("Rule")); err != nil {
+	if err := checkMarker(rc, p.marker, s.cfg.Catalog.GetInspectionRule, fault.NotFoundFor("Rule")); err != nil {
 		return err
 	}
 	fields := p.shown(defaultRuleFields, false)
@@ -180,7 +180,7 @@ func (s *Server) listInspectionRules(rc *call) error {
 		return err
 	}
 	phase, _ := rc.param("phase")
-	list, err := s.cfg.Store.ListInspectionRules(rc.ctx, store.InspectionRuleQuery{Phase: phase, Limit: p.limit,
+	list, err := s.cfg.Catalog.ListInspectionRules(rc.ctx, store.InspectionRuleQuery{Phase: phase, Limit: p.limit,
 		Marker: p.marker, SortKey: p.sortKey, SortDir: p.sortDir})
 	if err != nil {
 		return err
@@ -209,7 +209,7 @@ func (s *Server) createInspectionRule(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Conductor.CreateInspectionRule(rc.ctx, r); err != nil {
+	if err := s.cfg.Records.CreateInspectionRule(rc.ctx, r); err != nil {
 		return err
 	}
 	return created(rc, r, (*call).writeInspectionRule, "inspection_rules", r.UUID)
@@ -227,7 +227,7 @@ func (s *Server) patchInspectionRule(rc *call) error {
 	if err := checkAllowedFields(ops, rulePatchFields); err != nil {
 		return err
 	}
-	return updated(rc, id, s.cfg.Conductor.UpdateInspectionRule, func(r *model.InspectionRule) error {
+	return updated(rc, id, s.cfg.Records.UpdateInspectionRule, func(r *model.InspectionRule) error {
 		if r.Sensitive && unsetsSensitive(ops) {
 			return invalid("Couldn't apply patch '%s'. Reason: Inspection rules cannot have the sensitive flag unset.", patchRepr(ops))
 		}
@@ -275,7 +275,7 @@ func (s *Server) deleteInspectionRule(rc *call) error {
 	if err := rc.inspectionRulesAllowed(); err != nil {
 		return err
 	}
-	return rc.remove(rc.ruleID, s.cfg.Conductor.DeleteInspectionRule)
+	return rc.remove(rc.ruleID, s.cfg.Records.DeleteInspectionRule)
 }
 
 // DELETE /v1/inspection_rules: every rule but the built-in ones (Anvil
@@ -287,7 +287,7 @@ func (s *Server) deleteInspectionRules(rc *call) error {
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}
-	if err := s.cfg.Conductor.DeleteInspectionRules(rc.ctx); err != nil {
+	if err := s.cfg.Records.DeleteInspectionRules(rc.ctx); err != nil {
 		return err
 	}
 	return rc.noContent()

@@ -38,7 +38,7 @@ func (s *Server) lookup(rc *call) error {
 	if len(macs) == 0 && nodeUUID == "" {
 		return invalid("Either node_uuid or addresses must be provided.")
 	}
-	n, token, err := s.cfg.Conductor.Lookup(rc.ctx, macs, nodeUUID)
+	n, token, err := s.cfg.Agents.Lookup(rc.ctx, macs, nodeUUID)
 	if err != nil {
 		return err
 	}

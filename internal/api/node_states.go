@@ -113,7 +113,7 @@ func (s *Server) setProvisionState(rc *call) error {
 		return err
 	}
 	req.Minor = rc.minor
-	if err := s.cfg.Conductor.Provision(rc.ctx, n.UUID, req); err != nil {
+	if err := s.cfg.Lifecycle.Provision(rc.ctx, n.UUID, req); err != nil {
 		return err
 	}
 	return rc.accepted(rc.statesLocation(raw))
@@ -305,7 +305,7 @@ func (s *Server) setPowerState(rc *call) error {
 	if err := checkDisablePowerOff(n, target); err != nil {
 		return err
 	}
-	if err := s.cfg.Conductor.SetPower(rc.ctx, n.UUID, req); err != nil {
+	if err := s.cfg.Lifecycle.SetPower(rc.ctx, n.UUID, req); err != nil {
 		return err
 	}
 	return rc.accepted(rc.statesLocation(raw))
@@ -337,7 +337,7 @@ func (s *Server) setMaintenance(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Conductor.SetMaintenance(rc.ctx, ident, true, reason); err != nil {
+	if err := s.cfg.Lifecycle.SetMaintenance(rc.ctx, ident, true, reason); err != nil {
 		return err
 	}
 	return rc.accepted("")
@@ -352,7 +352,7 @@ func (s *Server) clearMaintenance(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Conductor.SetMaintenance(rc.ctx, ident, false, ""); err != nil {
+	if err := s.cfg.Lifecycle.SetMaintenance(rc.ctx, ident, false, ""); err != nil {
 		return err
 	}
 	return rc.accepted("")
@@ -405,7 +405,7 @@ func nilIfEmpty(s string) any {
 }
 
 func (rc *call) writeValidation(ident string) error {
-	res, err := rc.s.cfg.Conductor.Validate(rc.ctx, ident)
+	res, err := rc.s.cfg.Lifecycle.Validate(rc.ctx, ident)
 	if err != nil {
 		return err
 	}
@@ -452,7 +452,7 @@ func (s *Server) getBootDevice(rc *call) error {
 	if err != nil {
 		return err
 	}
-	dev, err := s.cfg.Conductor.GetBootDevice(rc.ctx, ident)
+	dev, err := s.cfg.Management.GetBootDevice(rc.ctx, ident)
 	if err != nil {
 		return err
 	}
@@ -490,7 +490,7 @@ func (s *Server) setBootDevice(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Conductor.SetBootDevice(rc.ctx, ident, conductor.BootDevice{Device: dev, Persistent: persistent}); err != nil {
+	if err := s.cfg.Management.SetBootDevice(rc.ctx, ident, conductor.BootDevice{Device: dev, Persistent: persistent}); err != nil {
 		return err
 	}
 	return rc.noContent()
@@ -505,7 +505,7 @@ func (s *Server) supportedBootDevices(rc *call) error {
 	if err != nil {
 		return err
 	}
-	devs, err := s.cfg.Conductor.SupportedBootDevices(rc.ctx, ident)
+	devs, err := s.cfg.Management.SupportedBootDevices(rc.ctx, ident)
 	if err != nil {
 		return err
 	}

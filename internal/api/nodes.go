@@ -62,7 +62,7 @@ func (rc *call) nodeIdent(raw string) (string, error) {
 	}
 	switch {
 	case err == nil:
-		_, gerr := rc.s.cfg.Store.GetNode(rc.ctx, ident)
+		_, gerr := rc.s.cfg.Nodes.GetNode(rc.ctx, ident)
 		if !errors.Is(gerr, store.ErrNotFound) {
 			return ident, gerr
 		}
@@ -100,7 +100,7 @@ func (rc *call) loadNode() (*model.Node, string, error) {
 	if err != nil {
 		return nil, raw, err
 	}
-	n, err := rc.s.cfg.Store.GetNode(rc.ctx, ident)
+	n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
 		if rc.jsonSuffix && ident == raw+".json" {
 			return nil, raw, fault.NodeNotFound(ident)
@@ -185,7 +185,7 @@ func (s *Server) createNode(rc *call) error {
 	}
 	n := &model.Node{}
 	applyNodeDoc(n, doc)
-	if err := s.cfg.Conductor.CreateNode(rc.ctx, n, rc.minor < minorEnrollState); err != nil {
+	if err := s.cfg.Lifecycle.CreateNode(rc.ctx, n, rc.minor < minorEnrollState); err != nil {
 		return err
 	}
 	rc.w.Header().Set("Location", rc.link(false, "nodes", n.UUID))
@@ -221,7 +221,7 @@ func checkNodeName(name any, minor int, format string) error {
 // chassis is Ironic's ChassisNotFound turned into a 400.
 func (rc *call) checkNodeLinks(doc map[string]any, old *model.Node) error {
 	if c, _ := doc["chassis_uuid"].(string); c != "" && (old == nil || c != old.ChassisUUID) {
-		if _, err := rc.s.cfg.Store.GetChassis(rc.ctx, c); errors.Is(err, store.ErrNotFound) {
+		if _, err := rc.s.cfg.Catalog.GetChassis(rc.ctx, c); errors.Is(err, store.ErrNotFound) {
 			return fault.New(fault.Invalid, "%s", fault.MissingText("Chassis", c))
 		} else if err != nil {
 			return err
@@ -231,7 +231,7 @@ func (rc *call) checkNodeLinks(doc map[string]any, old *model.Node) error {
 	if p == "" || (old != nil && p == old.ParentNode) {
 		return nil
 	}
-	parent, err := rc.s.cfg.Store.GetNode(rc.ctx, p)
+	parent, err := rc.s.cfg.Nodes.GetNode(rc.ctx, p)
 	if errors.Is(err, store.ErrNotFound) {
 		return invalid("Unable to apply the requested parent_node '%s'. Requested value was invalid.", p)
 	} else if err != nil {
@@ -259,7 +259,7 @@ func (s *Server) patchNode(rc *call) error {
 		return err
 	}
 	apply := func(n *model.Node) error { return rc.applyNodePatch(n, raw, ops, reset) }
-	n, err := s.cfg.Conductor.UpdateNode(rc.ctx, ident, apply)
+	n, err := s.cfg.Lifecycle.UpdateNode(rc.ctx, ident, apply)
 	if err != nil {
 		return err
 	}
@@ -382,7 +382,7 @@ func (s *Server) deleteNode(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Conductor.DeleteNode(rc.ctx, ident); err != nil {
+	if err := s.cfg.Lifecycle.DeleteNode(rc.ctx, ident); err != nil {
 		return err
 	}
 	return rc.noContent()

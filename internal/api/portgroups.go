@@ -42,7 +42,7 @@ func (rc *call) loadPortgroup() (*model.Portgroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Store.GetPortgroup, ident, raw, fault.NotFoundFor("Portgroup"))
+	return fetch(rc.ctx, rc.s.cfg.Nodes.GetPortgroup, ident, raw, fault.NotFoundFor("Portgroup"))
 }
 
 // checkPortgroupFields validates ?fields= for portgroups: versions, then
@@ -85,7 +85,7 @@ func (s *Server) createPortgroup(rc *call) error {
 		return err
 	}
 	nodeUUID := docString(doc["node_uuid"])
-	if _, err := s.cfg.Store.GetNode(rc.ctx, nodeUUID); errors.Is(err, store.ErrNotFound) {
+	if _, err := s.cfg.Nodes.GetNode(rc.ctx, nodeUUID); errors.Is(err, store.ErrNotFound) {
 		return invalid("%s", fault.MissingText("Node", nodeUUID))
 	} else if err != nil {
 		return err
@@ -104,7 +104,7 @@ func (s *Server) createPortgroup(rc *call) error {
 	if pg.UUID == "" {
 		pg.UUID = uuid.NewString()
 	}
-	if err := s.cfg.Conductor.CreatePortgroup(rc.ctx, pg); err != nil {
+	if err := s.cfg.NodeRecords.CreatePortgroup(rc.ctx, pg); err != nil {
 		return err
 	}
 	return created(rc, pg, (*call).writePortgroup, "portgroups", pg.UUID)
@@ -134,7 +134,7 @@ func (s *Server) patchPortgroup(rc *call) error {
 			return invalid("Portgroup %s: Cannot change name to invalid name '%s'", rc.r.PathValue("pg"), s)
 		}
 	}
-	return updated(rc, cur.UUID, s.cfg.Conductor.UpdatePortgroup, func(pg *model.Portgroup) error {
+	return updated(rc, cur.UUID, s.cfg.NodeRecords.UpdatePortgroup, func(pg *model.Portgroup) error {
 		return rc.applyPortgroupPatch(pg, ops)
 	}, (*call).writePortgroup)
 }
@@ -175,7 +175,7 @@ func (s *Server) deletePortgroup(rc *call) error {
 		return errNotFound()
 	}
 	return rc.remove(loaded(rc.loadPortgroup, func(pg *model.Portgroup) string { return pg.UUID }),
-		s.cfg.Conductor.DeletePortgroup)
+		s.cfg.NodeRecords.DeletePortgroup)
 }
 
 func (s *Server) listPortgroups(rc *call) error       { return s.portgroupList(rc, false, "") }
@@ -210,7 +210,7 @@ func (s *Server) portgroupList(rc *call, detailPath bool, parentNode string) err
 	}
 	pgs, err := scan(p, func(key, dir, marker string, n int) ([]*model.Portgroup, error) {
 		q.SortKey, q.SortDir, q.Marker, q.Limit = key, dir, marker, n
-		return rc.s.cfg.Store.ListPortgroups(rc.ctx, q)
+		return rc.s.cfg.Nodes.ListPortgroups(rc.ctx, q)
 	}, func(pg *model.Portgroup) string { return pg.UUID }, keep)
 	if err != nil {
 		return err
@@ -228,7 +228,7 @@ func (rc *call) checkPortgroupListPage(p *page) error {
 	if err := p.check(rc); err != nil {
 		return err
 	}
-	if err := checkMarker(rc, p.marker, rc.s.cfg.Store.GetPortgroup, fault.NotFoundFor("Portgroup")); err != nil {
+	if err := checkMarker(rc, p.marker, rc.s.cfg.Nodes.GetPortgroup, fault.NotFoundFor("Portgroup")); err != nil {
 		return err
 	}
 	return checkSortKey(p.sortKey, unsortablePortgroupKeys, store.PortgroupSortKeys)
@@ -270,7 +270,7 @@ func (rc *call) portgroupSelection(parentNode string) (store.PortgroupQuery, []f
 		if !isUUIDLike(node) && !isValidLogicalName(node) {
 			return q, nil, nil, invalid("Expected UUID or name for node: %s", node)
 		}
-		n, err := rc.s.cfg.Store.GetNode(rc.ctx, nodeIdentForLookup(node))
+		n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, nodeIdentForLookup(node))
 		if errors.Is(err, store.ErrNotFound) {
 			return q, nil, nil, fault.NodeNotFound(node)
 		} else if err != nil {

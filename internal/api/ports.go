@@ -107,7 +107,7 @@ func (rc *call) loadPort() (*model.Port, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Store.GetPort, ident, raw, fault.NotFoundFor("Port"))
+	return fetch(rc.ctx, rc.s.cfg.Nodes.GetPort, ident, raw, fault.NotFoundFor("Port"))
 }
 
 // GET /v1/ports/{ident}
@@ -143,7 +143,7 @@ func (s *Server) createPort(rc *call) error {
 	if p.UUID == "" {
 		p.UUID = uuid.NewString()
 	}
-	if err := s.cfg.Conductor.CreatePort(rc.ctx, p); err != nil {
+	if err := s.cfg.NodeRecords.CreatePort(rc.ctx, p); err != nil {
 		return err
 	}
 	return created(rc, p, (*call).writePort, "ports", p.UUID)
@@ -167,7 +167,7 @@ func (rc *call) resolvePortNode(doc map[string]any) error {
 	case !isValidLogicalName(ident):
 		return invalid("Expected a logical name or UUID but received %s.", pyrepr.Str(nilIfEmpty(ident)))
 	}
-	n, err := rc.s.cfg.Store.GetNode(rc.ctx, ident)
+	n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
 		return invalid("%s", fault.MissingText("Node", ident))
 	} else if err != nil {
@@ -192,7 +192,7 @@ func (s *Server) patchPort(rc *call) error {
 	if err := rc.checkPortPatch(ops); err != nil {
 		return err
 	}
-	return updated(rc, ident, s.cfg.Conductor.UpdatePort, func(p *model.Port) error {
+	return updated(rc, ident, s.cfg.NodeRecords.UpdatePort, func(p *model.Port) error {
 		return rc.applyPortPatch(p, ops)
 	}, (*call).writePort)
 }
@@ -272,7 +272,7 @@ func requireKeys(doc map[string]any, keys ...string) error {
 // being updated) when it is inspecting and the version makes the update
 // wait for that (inspectWaits); nil otherwise or when there is none.
 func (rc *call) inspectingNode(uuid string) (*model.Node, error) {
-	n, err := rc.s.cfg.Store.GetNode(rc.ctx, uuid)
+	n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, uuid)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	} else if err != nil {
@@ -294,7 +294,7 @@ func (rc *call) checkPortNodeLink(v any, from string) error {
 	if !isUUIDLike(s) {
 		return bad
 	}
-	to, err := rc.s.cfg.Store.GetNode(rc.ctx, canonicalUUID(s))
+	to, err := rc.s.cfg.Nodes.GetNode(rc.ctx, canonicalUUID(s))
 	if errors.Is(err, store.ErrNotFound) {
 		return bad
 	} else if err != nil {
@@ -303,7 +303,7 @@ func (rc *call) checkPortNodeLink(v any, from string) error {
 	if rc.scoped() && !rc.allowed("baremetal:node:get", nodeTarget(to)) {
 		return bad // a node the principal may not see is as good as none
 	}
-	orig, err := rc.s.cfg.Store.GetNode(rc.ctx, from)
+	orig, err := rc.s.cfg.Nodes.GetNode(rc.ctx, from)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
@@ -316,7 +316,7 @@ func (rc *call) checkPortNodeLink(v any, from string) error {
 // DELETE /v1/ports/{ident}
 func (s *Server) deletePort(rc *call) error {
 	return rc.remove(func() (string, error) { return uuidArg("port_uuid", rc.r.PathValue("ident")) },
-		s.cfg.Conductor.DeletePort)
+		s.cfg.NodeRecords.DeletePort)
 }
 
 func (s *Server) listPorts(rc *call) error       { return s.portListIn(rc, false, "", "") }
@@ -335,7 +335,7 @@ func (rc *call) checkPortPortgroup(doc map[string]any, old *model.Port) error {
 	if pgUUID == "" || (old != nil && pgUUID == old.PortgroupUUID && docString(doc["node_uuid"]) == old.NodeUUID) {
 		return nil
 	}
-	pg, err := rc.s.cfg.Store.GetPortgroup(rc.ctx, pgUUID)
+	pg, err := rc.s.cfg.Nodes.GetPortgroup(rc.ctx, pgUUID)
 	if errors.Is(err, store.ErrNotFound) {
 		return invalid("%s", fault.MissingText("Portgroup", pgUUID))
 	} else if err != nil {
@@ -396,7 +396,7 @@ func (rc *call) checkPortListPage(p *page) error {
 	if err := p.check(rc); err != nil {
 		return err
 	}
-	if err := checkMarker(rc, p.marker, rc.s.cfg.Store.GetPort, fault.NotFoundFor("Port")); err != nil {
+	if err := checkMarker(rc, p.marker, rc.s.cfg.Nodes.GetPort, fault.NotFoundFor("Port")); err != nil {
 		return err
 	}
 	return checkSortKey(p.sortKey, unsortablePortKeys, store.PortSortKeys)
@@ -438,7 +438,7 @@ func (rc *call) portSelection(parentNode, parentPG string) (portSelection, error
 	}
 	top := parentNode == "" && parentPG == "" // GET /v1/ports: authorized here
 	if nodeUUID != "" {
-		n, err := rc.s.cfg.Store.GetNode(rc.ctx, nodeIdentForLookup(nodeUUID))
+		n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, nodeIdentForLookup(nodeUUID))
 		if errors.Is(err, store.ErrNotFound) {
 			return sel, fault.NodeNotFound(nodeUUID)
 		} else if err != nil {
@@ -513,7 +513,7 @@ func (rc *call) portOtherFilters(sel *portSelection, parentPG string, byNode, by
 		return invalid("Operation not permitted.")
 	}
 	if byPortgroup {
-		got, err := rc.s.cfg.Store.GetPortgroup(rc.ctx, nodeIdentForLookup(pg))
+		got, err := rc.s.cfg.Nodes.GetPortgroup(rc.ctx, nodeIdentForLookup(pg))
 		if errors.Is(err, store.ErrNotFound) {
 			return fault.Missing("Portgroup", pg)
 		} else if err != nil {
@@ -574,7 +574,7 @@ func (rc *call) portNodeFilter(match func(n *model.Node) bool) func(*model.Port)
 	return func(p *model.Port) bool {
 		in, ok := cache[p.NodeUUID]
 		if !ok {
-			n, err := rc.s.cfg.Store.GetNode(rc.ctx, p.NodeUUID)
+			n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, p.NodeUUID)
 			in = err == nil && match(n)
 			cache[p.NodeUUID] = in
 		}
@@ -587,7 +587,7 @@ func (rc *call) fetchPorts(sel *portSelection, p page) ([]*model.Port, error) {
 	q := sel.q
 	return scan(p, func(key, dir, marker string, n int) ([]*model.Port, error) {
 		q.SortKey, q.SortDir, q.Marker, q.Limit = key, dir, marker, n
-		return rc.s.cfg.Store.ListPorts(rc.ctx, q)
+		return rc.s.cfg.Nodes.ListPorts(rc.ctx, q)
 	}, func(p *model.Port) string { return p.UUID }, sel.keep)
 }
 

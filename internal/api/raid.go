@@ -28,7 +28,7 @@ func (s *Server) setRAIDConfig(rc *call) error {
 	if rc.minor < minorRaidConfig {
 		return notAcceptable()
 	}
-	if err := s.cfg.Conductor.SetTargetRAIDConfig(rc.ctx, n.UUID, model.JSON(body.(map[string]any))); err != nil {
+	if err := s.cfg.Lifecycle.SetTargetRAIDConfig(rc.ctx, n.UUID, model.JSON(body.(map[string]any))); err != nil {
 		return err
 	}
 	return rc.noContent()
@@ -42,7 +42,7 @@ func (s *Server) raidLogicalDiskProperties(rc *call) error {
 	if rc.minor < minorRaidConfig {
 		return notAcceptable()
 	}
-	props, err := s.cfg.Conductor.RAIDLogicalDiskProperties(rc.r.PathValue("name"))
+	props, err := s.cfg.Hardware.RAIDLogicalDiskProperties(rc.r.PathValue("name"))
 	if err != nil {
 		return err
 	}

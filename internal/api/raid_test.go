@@ -17,7 +17,7 @@ func TestSetRAIDConfig(t *testing.T) {
 	e := newEnv(t)
 	st, fc := newTestBackendWith(t, "anvil-test", e.clock.Now, func(r *driver.Registry) { noop.Register(r) })
 	e.st, e.cond = st, fc
-	e.h = New(Config{Store: st, Conductor: fc, Now: e.clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e.h = New(Wire(Config{Now: e.clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, st, fc))
 	n := e.mustNode(nodeFixture("r1"))
 	nr := nodeFixture("r2")
 	nr.Interfaces.Raid = noop.Names["raid"]

@@ -264,7 +264,7 @@ func (rc *call) conductorFor(n *model.Node) string {
 	}
 	if rc.ncond == nil {
 		rc.ncond = &nodeConductor{}
-		if no, ok := rc.s.cfg.Conductor.(NodeOwners); ok {
+		if no, ok := rc.s.cfg.Lifecycle.(NodeOwners); ok {
 			owner, err := no.NodeOwners(rc.ctx)
 			if err != nil {
 				rc.s.log.Warn("reading the hash ring for nodes' conductor", "err", err)
@@ -318,7 +318,7 @@ func (s *Server) ownConductor(ctx context.Context) *model.Conductor {
 	if r := s.own.Load(); r != nil && time.Since(r.at) < ownRowTTL {
 		return r.c
 	}
-	c, err := s.cfg.Store.GetConductor(ctx, s.cfg.Conductor.Host())
+	c, err := s.cfg.Catalog.GetConductor(ctx, s.cfg.Lifecycle.Host())
 	if err != nil {
 		c = nil
 	}

@@ -62,7 +62,7 @@ func TestRootAndV1(t *testing.T) {
 
 func TestPublicURL(t *testing.T) {
 	e := newEnv(t)
-	e.h = New(Config{Store: e.st, Conductor: e.cond, Now: e.clock.Now, PublicURL: "https://bm.example.com:6385/"})
+	e.h = New(Wire(Config{Now: e.clock.Now, PublicURL: "https://bm.example.com:6385/"}, e.st, e.cond))
 	m := decode(t, e.do("GET", "/v1", "", latest))
 	if m["nodes"].([]any)[0].(map[string]any)["href"] != "https://bm.example.com:6385/v1/nodes/" {
 		t.Errorf("%v", m["nodes"])
@@ -217,7 +217,7 @@ func TestConductors(t *testing.T) {
 
 func TestRoute(t *testing.T) {
 	e := newEnv(t)
-	s := New(Config{Store: e.st, Conductor: e.cond})
+	s := New(Wire(Config{}, e.st, e.cond))
 	for path, want := range map[string]string{
 		"/v1/nodes/web1":       "/v1/nodes/{ident}",
 		"/v1/nodes/other":      "/v1/nodes/{ident}",

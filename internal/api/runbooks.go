@@ -136,7 +136,7 @@ func (rc *call) loadRunbook() (*model.Runbook, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Store.GetRunbook, ident, raw, fault.NotFoundFor("Runbook"))
+	return fetch(rc.ctx, rc.s.cfg.Catalog.GetRunbook, ident, raw, fault.NotFoundFor("Runbook"))
 }
 
 // validateRunbook checks doc against RUNBOOK_SCHEMA (v112 false: a POST
@@ -230,11 +230,11 @@ func (s *Server) listRunbooks(rc *call) error {
 		return err
 	}
 	project, _ := rc.param("project")
-	if err := checkMarker(rc, p.marker, s.cfg.Store.GetRunbook, fault.NotFoundFor("Runbook")); err != nil {
+	if err := checkMarker(rc, p.marker, s.cfg.Catalog.GetRunbook, fault.NotFoundFor("Runbook")); err != nil {
 		return err
 	}
 	fields := p.shown(namedFields, false)
-	list, err := s.cfg.Store.ListRunbooks(rc.ctx, store.RunbookQuery{Project: project, Limit: p.limit, Marker: p.marker,
+	list, err := s.cfg.Catalog.ListRunbooks(rc.ctx, store.RunbookQuery{Project: project, Limit: p.limit, Marker: p.marker,
 		SortKey: p.sortKey, SortDir: p.sortDir})
 	if err != nil {
 		return err
@@ -266,7 +266,7 @@ func (s *Server) createRunbook(rc *call) error {
 		}
 		r.Owner = project
 	}
-	if err := s.cfg.Conductor.CreateRunbook(rc.ctx, r); err != nil {
+	if err := s.cfg.Records.CreateRunbook(rc.ctx, r); err != nil {
 		return err
 	}
 	return created(rc, r, (*call).writeRunbook, "runbooks", r.UUID)
@@ -327,7 +327,7 @@ func (s *Server) patchRunbook(rc *call) error {
 	if err != nil {
 		return err
 	}
-	return updated(rc, cur.UUID, s.cfg.Conductor.UpdateRunbook, func(r *model.Runbook) error {
+	return updated(rc, cur.UUID, s.cfg.Records.UpdateRunbook, func(r *model.Runbook) error {
 		doc := runbookDoc(r)
 		if err := checkRunbookOwnership(doc, ops); err != nil {
 			return err
@@ -359,7 +359,7 @@ func (s *Server) deleteRunbook(rc *call) error {
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
 	}
-	return rc.remove(loaded(rc.loadRunbook, func(r *model.Runbook) string { return r.UUID }), s.cfg.Conductor.DeleteRunbook)
+	return rc.remove(loaded(rc.loadRunbook, func(r *model.Runbook) string { return r.UUID }), s.cfg.Records.DeleteRunbook)
 }
 
 // runbookTraitsAllowed is the version check of .../traits: runbooks
@@ -417,7 +417,7 @@ func (s *Server) putRunbookTraits(rc *call) error {
 	if one && put.body {
 		return invalid("No body should be provided when adding a trait")
 	}
-	_, err = s.cfg.Conductor.UpdateRunbook(rc.ctx, cur.UUID, func(r *model.Runbook) error {
+	_, err = s.cfg.Records.UpdateRunbook(rc.ctx, cur.UUID, func(r *model.Runbook) error {
 		if one {
 			r.Traits = runbookTraitSet(append(slices.Clone(r.Traits), trait))
 		} else {
@@ -456,7 +456,7 @@ func (s *Server) deleteRunbookTraits(rc *call) error {
 		return err
 	}
 	trait := rc.r.PathValue("trait")
-	_, err = s.cfg.Conductor.UpdateRunbook(rc.ctx, cur.UUID, func(r *model.Runbook) error {
+	_, err = s.cfg.Records.UpdateRunbook(rc.ctx, cur.UUID, func(r *model.Runbook) error {
 		if trait == "" {
 			r.Traits = nil
 		} else {

@@ -23,11 +23,20 @@ import (
 
 // Config configures the API handler. Zero values take Ironic's defaults.
 type Config struct {
-	// Store is what the API reads, with the broker of its watch stream.
-	Store Store
-	// Conductor performs every write and answers the agent's callbacks.
-	Conductor Conductor
-	Logger    *slog.Logger
+	// The readers (backend.go): nodes, with the broker of the watch
+	// stream; what nodes accumulate; the records with no node.
+	Nodes   NodeReader
+	Details NodeDetailReader
+	Catalog RecordReader
+	// The conductor side's services (backend.go): every write, and the
+	// agent's callbacks.
+	Lifecycle   Lifecycle
+	Management  Management
+	NodeRecords NodeRecords
+	Records     Records
+	Agents      Agents
+	Hardware    Hardware
+	Logger      *slog.Logger
 	// MaxBodyBytes caps request bodies (Ironic's [api]max_json_body_size,
 	// 1 MiB); larger bodies answer 413.
 	MaxBodyBytes int64
@@ -73,11 +82,13 @@ type Server struct {
 	streams streamCounts
 }
 
-// New returns the API handler. Store, its Broker and Conductor are
-// required: New panics without them, at wiring time, rather than serve 404s.
+// New returns the API handler. Every reader (Nodes with its Broker) and
+// service is required: New panics without one, at wiring time, rather
+// than serve 404s.
 func New(cfg Config) *Server {
-	if cfg.Store == nil || cfg.Conductor == nil || cfg.Store.Broker() == nil {
-		panic("api.New: Config.Store (with a broker) and Config.Conductor are required")
+	if cfg.Nodes == nil || cfg.Details == nil || cfg.Catalog == nil || cfg.Lifecycle == nil || cfg.Management == nil ||
+		cfg.NodeRecords == nil || cfg.Records == nil || cfg.Agents == nil || cfg.Hardware == nil || cfg.Nodes.Broker() == nil {
+		panic("api.New: Config's readers (Nodes with a broker, Details, Catalog) and services (Lifecycle, Management, NodeRecords, Records, Agents, Hardware) are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -27,7 +27,7 @@ func (s *Server) listShards(rc *call) error {
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}
-	nodes, err := s.cfg.Store.ListNodes(rc.ctx, store.NodeQuery{})
+	nodes, err := s.cfg.Nodes.ListNodes(rc.ctx, store.NodeQuery{})
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func (s *Server) listChildren(rc *call) error {
 	if err != nil {
 		return err
 	}
-	nodes, err := s.cfg.Store.ListNodes(rc.ctx, store.NodeQuery{})
+	nodes, err := s.cfg.Nodes.ListNodes(rc.ctx, store.NodeQuery{})
 	if err != nil {
 		return err
 	}

@@ -90,7 +90,7 @@ func (s *Server) putTraits(rc *call) error {
 	if one && put.body {
 		return invalid("No body should be provided when adding a trait")
 	}
-	_, err = s.cfg.Conductor.SetTraits(rc.ctx, n.UUID, func(cur []string) ([]string, error) {
+	_, err = s.cfg.Lifecycle.SetTraits(rc.ctx, n.UUID, func(cur []string) ([]string, error) {
 		if one {
 			return append(cur, trait), nil
 		}
@@ -168,7 +168,7 @@ func (s *Server) deleteTraits(rc *call) error {
 		return err
 	}
 	trait := rc.r.PathValue("trait")
-	_, err = s.cfg.Conductor.SetTraits(rc.ctx, n.UUID, func(cur []string) ([]string, error) {
+	_, err = s.cfg.Lifecycle.SetTraits(rc.ctx, n.UUID, func(cur []string) ([]string, error) {
 		if trait == "" {
 			return nil, nil
 		}

@@ -39,13 +39,13 @@ func (s *Server) vendorMethods(rc *call, driverLevel bool) error {
 	var ms map[string]driver.VendorMethod
 	var err error
 	if driverLevel {
-		ms, err = s.cfg.Conductor.DriverVendorMethods(rc.ctx, rc.r.PathValue("name"))
+		ms, err = s.cfg.Hardware.DriverVendorMethods(rc.ctx, rc.r.PathValue("name"))
 	} else {
 		ident, ierr := rc.nodeIdent(rc.r.PathValue("ident"))
 		if ierr != nil {
 			return ierr
 		}
-		ms, err = s.cfg.Conductor.VendorMethods(rc.ctx, ident)
+		ms, err = s.cfg.Hardware.VendorMethods(rc.ctx, ident)
 	}
 	if err != nil {
 		return err
@@ -88,13 +88,13 @@ func (s *Server) vendorPassthru(rc *call, driverLevel bool) error {
 	}
 	var res conductor.VendorResult
 	if driverLevel {
-		res, err = s.cfg.Conductor.DriverVendorPassthru(rc.ctx, rc.r.PathValue("name"), req)
+		res, err = s.cfg.Hardware.DriverVendorPassthru(rc.ctx, rc.r.PathValue("name"), req)
 	} else {
 		ident, ierr := rc.nodeIdent(rc.r.PathValue("ident"))
 		if ierr != nil {
 			return ierr
 		}
-		res, err = s.cfg.Conductor.VendorPassthru(rc.ctx, ident, req)
+		res, err = s.cfg.Hardware.VendorPassthru(rc.ctx, ident, req)
 	}
 	if err != nil {
 		return err
@@ -129,7 +129,7 @@ func (s *Server) injectNMI(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Conductor.InjectNMI(rc.ctx, ident, ""); err != nil {
+	if err := s.cfg.Management.InjectNMI(rc.ctx, ident, ""); err != nil {
 		return err
 	}
 	return rc.noContent()

@@ -22,7 +22,7 @@ func (s *Server) listVIFs(rc *call) error {
 	if err != nil {
 		return err
 	}
-	vifs, err := s.cfg.Conductor.ListVIFs(rc.ctx, n.UUID)
+	vifs, err := s.cfg.NodeRecords.ListVIFs(rc.ctx, n.UUID)
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func (s *Server) attachVIF(rc *call) error {
 			return invalid("Cannot specify both port_uuid and portgroup_uuid")
 		}
 	}
-	if err := s.cfg.Conductor.AttachVIF(rc.ctx, n.UUID, req); err != nil {
+	if err := s.cfg.NodeRecords.AttachVIF(rc.ctx, n.UUID, req); err != nil {
 		return err
 	}
 	return rc.noContent()
@@ -107,7 +107,7 @@ func (s *Server) detachVIF(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Conductor.DetachVIF(rc.ctx, n.UUID, vif); err != nil {
+	if err := s.cfg.NodeRecords.DetachVIF(rc.ctx, n.UUID, vif); err != nil {
 		return err
 	}
 	return rc.noContent()

@@ -55,7 +55,7 @@ func (s *Server) getVmedia(rc *call) error {
 	if err != nil {
 		return err
 	}
-	devs, err := s.cfg.Conductor.GetVirtualMedia(rc.ctx, ident)
+	devs, err := s.cfg.Management.GetVirtualMedia(rc.ctx, ident)
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func (s *Server) attachVmedia(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Conductor.AttachVirtualMedia(rc.ctx, ident, req); err != nil {
+	if err := s.cfg.Management.AttachVirtualMedia(rc.ctx, ident, req); err != nil {
 		return err
 	}
 	return rc.noContent()
@@ -197,7 +197,7 @@ func (s *Server) detachVmedia(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Conductor.DetachVirtualMedia(rc.ctx, ident, "", types); err != nil {
+	if err := s.cfg.Management.DetachVirtualMedia(rc.ctx, ident, "", types); err != nil {
 		return err
 	}
 	return rc.noContent()

@@ -57,7 +57,7 @@ func vmediaEnv(t *testing.T) (*env, *model.Node) {
 	st, fc := newTestBackendWith(t, "anvil-test", clock.Now, func(r *driver.Registry) {
 		r.AddInterface("management", "vm-test", vm)
 	})
-	e := &env{t: t, h: New(Config{Store: st, Conductor: fc, Now: clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}),
+	e := &env{t: t, h: New(Wire(Config{Now: clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, st, fc)),
 		st: st, cond: fc, clock: clock}
 	rec := e.do("POST", "/v1/nodes", `{"name": "vm", "driver": "fake-hardware", "management_interface": "vm-test"}`, latest)
 	if rec.Code != 201 {

@@ -51,11 +51,11 @@ type volumeOps[T any] struct {
 }
 
 func (s *Server) volumeRoutes() {
-	conns := volumeOps[model.VolumeConnector]{kind: connectorKind, get: s.cfg.Store.GetVolumeConnector,
-		list: s.cfg.Store.ListVolumeConnectors, uuid: func(c *model.VolumeConnector) string { return c.UUID },
+	conns := volumeOps[model.VolumeConnector]{kind: connectorKind, get: s.cfg.Details.GetVolumeConnector,
+		list: s.cfg.Details.ListVolumeConnectors, uuid: func(c *model.VolumeConnector) string { return c.UUID },
 		write: (*call).writeConnector, notFound: fault.NotFoundFor("Volume connector")}
-	targets := volumeOps[model.VolumeTarget]{kind: targetKind, get: s.cfg.Store.GetVolumeTarget,
-		list: s.cfg.Store.ListVolumeTargets, uuid: func(t *model.VolumeTarget) string { return t.UUID },
+	targets := volumeOps[model.VolumeTarget]{kind: targetKind, get: s.cfg.Details.GetVolumeTarget,
+		list: s.cfg.Details.ListVolumeTargets, uuid: func(t *model.VolumeTarget) string { return t.UUID },
 		write: (*call).writeTarget, notFound: fault.NotFoundFor("Volume target")}
 	s.handle(endpoint{"GET": {s.volumeRoot, rule("baremetal:volume:list")}}, "/v1/volume")
 	s.handle(endpoint{"GET": {s.volumeRoot, nodeRule("baremetal:volume:list")}}, "/v1/nodes/{ident}/volume")
@@ -65,11 +65,11 @@ func (s *Server) volumeRoutes() {
 	s.handle(endpoint{"GET": {targets.listAll, nodeRule("baremetal:volume:list")}}, "/v1/nodes/{ident}/volume/targets")
 	s.handle(endpoint{"GET": {conns.show, connectorRule("baremetal:volume:get")},
 		"PATCH":  {s.patchConnector, connectorRule("baremetal:volume:update")},
-		"DELETE": {s.volumeDelete(connectorKind, s.cfg.Conductor.DeleteVolumeConnector), connectorRule("baremetal:volume:delete")}},
+		"DELETE": {s.volumeDelete(connectorKind, s.cfg.NodeRecords.DeleteVolumeConnector), connectorRule("baremetal:volume:delete")}},
 		"/v1/volume/connectors/{id}")
 	s.handle(endpoint{"GET": {targets.show, volTargetRule("baremetal:volume:get")},
 		"PATCH":  {s.patchTarget, volTargetRule("baremetal:volume:update")},
-		"DELETE": {s.volumeDelete(targetKind, s.cfg.Conductor.DeleteVolumeTarget), volTargetRule("baremetal:volume:delete")}},
+		"DELETE": {s.volumeDelete(targetKind, s.cfg.NodeRecords.DeleteVolumeTarget), volTargetRule("baremetal:volume:delete")}},
 		"/v1/volume/targets/{id}")
 }
 
@@ -173,7 +173,7 @@ func (o volumeOps[T]) listAll(rc *call) error {
 	case parent != nil:
 		q.NodeUUID = parent.UUID
 	case hasNode && nodeParam != "":
-		n, err := rc.s.cfg.Store.GetNode(rc.ctx, nodeIdentForLookup(nodeParam))
+		n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, nodeIdentForLookup(nodeParam))
 		if errors.Is(err, store.ErrNotFound) {
 			return fault.NodeNotFound(nodeParam)
 		} else if err != nil {

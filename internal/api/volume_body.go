@@ -84,7 +84,7 @@ func applyTargetDoc(t *model.VolumeTarget, doc map[string]any) {
 // NodeNotFound of replace_node_uuid_with_id into one.
 func (rc *call) volumeCreateNode(doc map[string]any) error {
 	node := docString(doc["node_uuid"])
-	n, err := rc.s.cfg.Store.GetNode(rc.ctx, node)
+	n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, node)
 	if errors.Is(err, store.ErrNotFound) {
 		return invalid("Invalid input for field/attribute node_uuid. Value: '%s'. ", node)
 	} else if err != nil {
@@ -109,7 +109,7 @@ func (s *Server) createConnector(rc *call) error {
 	if c.UUID == "" {
 		c.UUID = uuid.NewString()
 	}
-	if err := s.cfg.Conductor.CreateVolumeConnector(rc.ctx, c); err != nil {
+	if err := s.cfg.NodeRecords.CreateVolumeConnector(rc.ctx, c); err != nil {
 		return err
 	}
 	return created(rc, c, (*call).writeConnector, "volume", "connectors", c.UUID)
@@ -126,7 +126,7 @@ func (s *Server) createTarget(rc *call) error {
 	if t.UUID == "" {
 		t.UUID = uuid.NewString()
 	}
-	if err := s.cfg.Conductor.CreateVolumeTarget(rc.ctx, t); err != nil {
+	if err := s.cfg.NodeRecords.CreateVolumeTarget(rc.ctx, t); err != nil {
 		return err
 	}
 	return created(rc, t, (*call).writeTarget, "volume", "targets", t.UUID)
@@ -194,7 +194,7 @@ func (s *Server) patchConnector(rc *call) error {
 	if err != nil {
 		return err
 	}
-	return updated(rc, id, s.cfg.Conductor.UpdateVolumeConnector, func(c *model.VolumeConnector) error {
+	return updated(rc, id, s.cfg.NodeRecords.UpdateVolumeConnector, func(c *model.VolumeConnector) error {
 		doc := map[string]any{"uuid": c.UUID, "node_uuid": c.NodeUUID, "type": c.Type,
 			"connector_id": c.ConnectorID, "extra": orEmpty(c.Extra)}
 		patched, err := rc.patchVolumeDoc(doc, ops, connectorPatchAllowed, validateConnector)
@@ -212,7 +212,7 @@ func (s *Server) patchTarget(rc *call) error {
 	if err != nil {
 		return err
 	}
-	return updated(rc, id, s.cfg.Conductor.UpdateVolumeTarget, func(t *model.VolumeTarget) error {
+	return updated(rc, id, s.cfg.NodeRecords.UpdateVolumeTarget, func(t *model.VolumeTarget) error {
 		doc := map[string]any{"uuid": t.UUID, "node_uuid": t.NodeUUID, "volume_type": t.VolumeType,
 			"volume_id": t.VolumeID, "boot_index": float64(t.BootIndex), "extra": orEmpty(t.Extra),
 			"properties": orEmpty(t.Properties)}

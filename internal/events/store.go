@@ -11,7 +11,8 @@ import (
 )
 
 // Publisher is a store that publishes its node changes (what Store returns).
-// It satisfies api.Store: the API serves the stream of its Broker.
+// It satisfies the API's readers (api.NodeReader with its Broker, ...): the
+// API serves the stream of its Broker.
 type Publisher interface {
 	store.Store
 	Broker() *Broker

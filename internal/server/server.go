@@ -190,7 +190,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	cctx, stopConductor := context.WithCancel(context.Background())
 	defer stopConductor()
 	mx.AddPool(cond)
-	var apiCond api.Conductor = cond
+	var apiCond any = cond
 	if cfg.Role == RoleAPI {
 		err = cond.StartAPIOnly(cctx)
 	} else {
@@ -254,8 +254,8 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer closeAudit()
 	// The API's "alive" is the conductors' own test, with their timeout.
 	pol := policy.Default()
-	apiH := api.New(api.Config{Store: st, Conductor: apiCond, Logger: cfg.Log, Policy: pol, Console: consoles,
-		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute), MaxStreamsPerClient: lim.MaxStreamsPerClient, MaxStreams: lim.MaxStreams})
+	apiH := api.New(api.Wire(api.Config{Logger: cfg.Log, Policy: pol, Console: consoles,
+		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute), MaxStreamsPerClient: lim.MaxStreamsPerClient, MaxStreams: lim.MaxStreams}, st, apiCond))
 	metricsH := policyGuard(mx.Handler(), pol, "anvil:metrics:get")
 	inner := handler(apiH, mx, metricsH, bootPrefix, bootH, dash)
 	if cfg.Role == RoleConductor {
