@@ -230,33 +230,28 @@ type Hardware interface {
 	RAIDLogicalDiskProperties(driverName string) (map[string]string, error)
 }
 
-// Wire fills cfg's readers from st and its services from cond (the server
-// wires one store and one conductor, or an API-only process's handoff,
-// into all of them) and panics naming the first interface one lacks.
-func Wire(cfg Config, st, cond any) Config {
-	must := func(ok bool, what string) {
-		if !ok {
-			panic("api.Wire: the " + what + " is missing")
+// Wire fills cfg's readers from st and its services from the first of
+// services that provides each (the server wires one store, its conductor
+// or an API-only process's handoff, and the records service), and panics
+// naming the first interface none provides.
+func Wire(cfg Config, st any, services ...any) Config {
+	cfg.Nodes = provide[NodeReader]("store's NodeReader", st)
+	cfg.Details = provide[NodeDetailReader]("store's NodeDetailReader", st)
+	cfg.Catalog = provide[RecordReader]("store's RecordReader", st)
+	cfg.Lifecycle = provide[Lifecycle]("Lifecycle service", services...)
+	cfg.Management = provide[Management]("Management service", services...)
+	cfg.NodeRecords = provide[NodeRecords]("NodeRecords service", services...)
+	cfg.Records = provide[Records]("Records service", services...)
+	cfg.Agents = provide[Agents]("Agents service", services...)
+	cfg.Hardware = provide[Hardware]("Hardware service", services...)
+	return cfg
+}
+
+func provide[I any](what string, from ...any) I {
+	for _, v := range from {
+		if i, ok := v.(I); ok {
+			return i
 		}
 	}
-	var ok bool
-	cfg.Nodes, ok = st.(NodeReader)
-	must(ok, "store's NodeReader")
-	cfg.Details, ok = st.(NodeDetailReader)
-	must(ok, "store's NodeDetailReader")
-	cfg.Catalog, ok = st.(RecordReader)
-	must(ok, "store's RecordReader")
-	cfg.Lifecycle, ok = cond.(Lifecycle)
-	must(ok, "conductor's Lifecycle")
-	cfg.Management, ok = cond.(Management)
-	must(ok, "conductor's Management")
-	cfg.NodeRecords, ok = cond.(NodeRecords)
-	must(ok, "conductor's NodeRecords")
-	cfg.Records, ok = cond.(Records)
-	must(ok, "conductor's Records")
-	cfg.Agents, ok = cond.(Agents)
-	must(ok, "conductor's Agents")
-	cfg.Hardware, ok = cond.(Hardware)
-	must(ok, "conductor's Hardware")
-	return cfg
+	panic("api.Wire: no " + what)
 }

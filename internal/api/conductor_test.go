@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anvil-metal/anvil/internal/records"
+
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
@@ -28,7 +30,8 @@ const fakeDriver = "fake-hardware"
 // 202 in its next request.
 type testConductor struct {
 	*conductor.Conductor
-	drivers *driver.Registry // fills the interfaces of nodes a test stores directly
+	*records.Service                  // the records with no node lock, which the conductor does not change
+	drivers          *driver.Registry // fills the interfaces of nodes a test stores directly
 
 	mu          sync.Mutex
 	provisions  []conductor.ProvisionRequest
@@ -88,7 +91,7 @@ func newTestBackendOn(t testing.TB, raw store.Store, host string, now func() tim
 		b.Close()
 		_ = raw.Close()
 	})
-	return st, &testConductor{Conductor: c, drivers: reg}
+	return st, &testConductor{Conductor: c, Service: records.New(st, now, nil), drivers: reg}
 }
 
 func (c *testConductor) Provision(ctx context.Context, ident string, req conductor.ProvisionRequest) error {

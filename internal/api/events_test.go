@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anvil-metal/anvil/internal/records"
+
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
@@ -66,7 +68,7 @@ func newStreamEnv(t *testing.T, bcfg eventbus.Config, opts ...func(*Config)) *st
 	if err := cond.Start(cctx); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Wire(Config{Logger: discard}, st, cond)
+	cfg := Wire(Config{Logger: discard}, st, cond, records.New(st, nil, discard))
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -2,12 +2,9 @@ package conductor
 
 import (
 	"context"
-	"errors"
 	"reflect"
-	"slices"
 
 	"github.com/anvil-metal/anvil/internal/driver"
-	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/inspectrule"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
@@ -16,76 +13,6 @@ import (
 // Inspection rules (Ironic's inspection_rule, API 1.96) are not tied to a
 // node, so they change without a node lock; an inspection reads them when
 // it has stored its data (applyInspectionRules).
-
-func ruleDuplicate(err error) error {
-	var d *store.DuplicateError
-	if !errors.As(err, &d) {
-		return err
-	}
-	return fault.New(fault.Conflict, "A rule with UUID %s already exists.", d.Value)
-}
-
-// CreateInspectionRule stores a validated rule (the API checks it).
-// Errors: fault Conflict (uuid taken).
-func (c *Conductor) CreateInspectionRule(ctx context.Context, r *model.InspectionRule) error {
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = c.now().UTC()
-	}
-	if err := c.store.CreateInspectionRule(ctx, r); err != nil {
-		return ruleDuplicate(err)
-	}
-	return nil
-}
-
-// UpdateInspectionRule applies apply to a copy of the rule and saves it,
-// retrying a lost race a few times. Errors: fault NotFound, Conflict, and
-// apply's own.
-func (c *Conductor) UpdateInspectionRule(ctx context.Context, id string, apply func(r *model.InspectionRule) error) (*model.InspectionRule, error) {
-	for attempt := 1; ; attempt++ {
-		r, err := c.store.GetInspectionRule(ctx, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, fault.Missing("Rule", id)
-		} else if err != nil {
-			return nil, err
-		}
-		cp := *r
-		cp.Conditions, cp.Actions = slices.Clone(r.Conditions), slices.Clone(r.Actions)
-		if err := apply(&cp); err != nil {
-			return nil, err
-		}
-		err = c.store.UpdateInspectionRule(ctx, &cp)
-		switch {
-		case err == nil:
-			return &cp, nil
-		case errors.Is(err, store.ErrNotFound):
-			return nil, fault.Missing("Rule", id)
-		case !errors.Is(err, store.ErrStale):
-			return nil, err
-		case attempt == 5:
-			return nil, fault.New(fault.Conflict, "Rule %s was changed by another request; try again.", id)
-		}
-	}
-}
-
-// DeleteInspectionRule removes a rule. Errors: fault NotFound.
-func (c *Conductor) DeleteInspectionRule(ctx context.Context, id string) error {
-	if err := c.store.DeleteInspectionRule(ctx, id); errors.Is(err, store.ErrNotFound) {
-		return fault.Missing("Rule", id)
-	} else if err != nil {
-		return err
-	}
-	return nil
-}
-
-// DeleteInspectionRules removes every rule (Anvil has no built-in rules,
-// which Ironic's delete-all keeps).
-func (c *Conductor) DeleteInspectionRules(ctx context.Context) error {
-	n, err := c.store.DeleteInspectionRules(ctx)
-	if err == nil {
-		c.log.Info("inspection rules deleted", "count", n)
-	}
-	return err
-}
 
 // storedInventory returns the inventory in driver_internal_info (nil if
 // none), to tell whether an inspection stored a new one.

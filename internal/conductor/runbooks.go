@@ -23,48 +23,6 @@ const (
 	minorServiceNoRamdisk = 108
 )
 
-func runbookDuplicate(err error) error { return duplicateFault(err, "runbook") }
-
-// CreateRunbook stores a validated runbook (the API checks its shape and
-// who may own it). Errors: fault Conflict (uuid or name taken).
-func (c *Conductor) CreateRunbook(ctx context.Context, r *model.Runbook) error {
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = c.now().UTC()
-	}
-	return runbookDuplicate(c.store.CreateRunbook(ctx, r))
-}
-
-// UpdateRunbook applies apply to a copy of the runbook and saves it,
-// retrying a lost race a few times. Errors: fault NotFound, Conflict (name
-// taken), and apply's own.
-func (c *Conductor) UpdateRunbook(ctx context.Context, ident string, apply func(r *model.Runbook) error) (*model.Runbook, error) {
-	load := func() (*model.Runbook, error) {
-		r, err := c.getRunbook(ctx, ident)
-		if err != nil {
-			return nil, err
-		}
-		cp := *r
-		cp.Steps = slices.Clone(r.Steps)
-		return &cp, nil
-	}
-	save := func(r *model.Runbook) error { return runbookDuplicate(c.store.UpdateRunbook(ctx, r)) }
-	return updateRecord(load, apply, save, func(r *model.Runbook) string { return "Runbook " + r.UUID })
-}
-
-// DeleteRunbook removes a runbook. Errors: fault NotFound.
-func (c *Conductor) DeleteRunbook(ctx context.Context, ident string) error {
-	r, err := c.getRunbook(ctx, ident)
-	if err != nil {
-		return err
-	}
-	if err := c.store.DeleteRunbook(ctx, r.UUID); errors.Is(err, store.ErrNotFound) {
-		return fault.Missing("Runbook", ident)
-	} else if err != nil {
-		return err
-	}
-	return nil
-}
-
 func (c *Conductor) getRunbook(ctx context.Context, ident string) (*model.Runbook, error) {
 	r, err := c.store.GetRunbook(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {

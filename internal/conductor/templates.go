@@ -2,14 +2,12 @@ package conductor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/anvil-metal/anvil/internal/driver"
-	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
 )
@@ -17,55 +15,6 @@ import (
 // Deploy templates (Ironic's deploy_template, API 1.55) are not tied to a
 // node, so they change without a node lock; a deploy reads them when it
 // plans its steps (deployTemplateSteps).
-
-func templateDuplicate(err error) error { return duplicateFault(err, "deploy template") }
-
-// CreateDeployTemplate stores a validated template (the API checks its
-// shape). Errors: fault Conflict (uuid or name taken).
-func (c *Conductor) CreateDeployTemplate(ctx context.Context, t *model.DeployTemplate) error {
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = c.now().UTC()
-	}
-	if err := c.store.CreateDeployTemplate(ctx, t); err != nil {
-		return templateDuplicate(err)
-	}
-	return nil
-}
-
-// UpdateDeployTemplate applies apply to a copy of the template and saves it,
-// retrying a lost race a few times. Errors: fault NotFound, Conflict (name
-// taken), and apply's own.
-func (c *Conductor) UpdateDeployTemplate(ctx context.Context, ident string, apply func(t *model.DeployTemplate) error) (*model.DeployTemplate, error) {
-	load := func() (*model.DeployTemplate, error) {
-		t, err := c.store.GetDeployTemplate(ctx, ident)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, fault.Missing("Deploy template", ident)
-		} else if err != nil {
-			return nil, err
-		}
-		cp := *t
-		cp.Steps = slices.Clone(t.Steps)
-		return &cp, nil
-	}
-	save := func(t *model.DeployTemplate) error { return templateDuplicate(c.store.UpdateDeployTemplate(ctx, t)) }
-	return updateRecord(load, apply, save, func(t *model.DeployTemplate) string { return "Deploy template " + t.UUID })
-}
-
-// DeleteDeployTemplate removes a template. Errors: fault NotFound.
-func (c *Conductor) DeleteDeployTemplate(ctx context.Context, ident string) error {
-	t, err := c.store.GetDeployTemplate(ctx, ident)
-	if errors.Is(err, store.ErrNotFound) {
-		return fault.Missing("Deploy template", ident)
-	} else if err != nil {
-		return err
-	}
-	if err := c.store.DeleteDeployTemplate(ctx, t.UUID); errors.Is(err, store.ErrNotFound) {
-		return fault.Missing("Deploy template", ident)
-	} else if err != nil {
-		return err
-	}
-	return nil
-}
 
 // instanceTraits are the traits a deploy asks for: instance_info.traits
 // (set by Nova, or from the node's allocation when it was allocated).

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/anvil-metal/anvil/internal/records"
+
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
@@ -12,7 +14,7 @@ import (
 
 func (e *env) template(name string, steps ...model.DeployStep) {
 	e.t.Helper()
-	if err := e.c.CreateDeployTemplate(e.ctx, &model.DeployTemplate{Name: name, Steps: steps}); err != nil {
+	if err := records.New(e.st, nil, nil).CreateDeployTemplate(e.ctx, &model.DeployTemplate{Name: name, Steps: steps}); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -118,7 +120,7 @@ func TestDeployTemplatesJoinTheDeploy(t *testing.T) {
 		}
 	})
 	t.Run("a template deleted no longer applies", func(t *testing.T) {
-		if err := e.c.DeleteDeployTemplate(e.ctx, "CUSTOM_RAID"); err != nil {
+		if err := records.New(e.st, nil, nil).DeleteDeployTemplate(e.ctx, "CUSTOM_RAID"); err != nil {
 			t.Fatal(err)
 		}
 		id := e.availableWithTraits("CUSTOM_RAID")
@@ -126,33 +128,4 @@ func TestDeployTemplatesJoinTheDeploy(t *testing.T) {
 			t.Fatalf("last_error %q", n.LastError)
 		}
 	})
-}
-
-func TestDeployTemplateWrites(t *testing.T) {
-	e := newEnv(t, nil)
-	step := model.DeployStep{Interface: "raid", Step: "apply_configuration", Args: model.JSON{}, Priority: 1}
-	e.template("CUSTOM_A", step)
-	e.template("CUSTOM_B", step)
-	kind := func(err error) fault.Kind {
-		var f *fault.Error
-		if !errors.As(err, &f) {
-			t.Fatalf("not a fault: %v", err)
-		}
-		return f.Kind
-	}
-	err := e.c.CreateDeployTemplate(e.ctx, &model.DeployTemplate{Name: "CUSTOM_A", Steps: []model.DeployStep{step}})
-	if kind(err) != fault.Conflict || err.Error() != "A deploy template with name CUSTOM_A already exists." {
-		t.Fatalf("duplicate name: %v", err)
-	}
-	_, err = e.c.UpdateDeployTemplate(e.ctx, "CUSTOM_B", func(tp *model.DeployTemplate) error { tp.Name = "CUSTOM_A"; return nil })
-	if kind(err) != fault.Conflict {
-		t.Fatalf("rename onto another: %v", err)
-	}
-	got, err := e.c.UpdateDeployTemplate(e.ctx, "CUSTOM_B", func(tp *model.DeployTemplate) error { tp.Steps[0].Priority = 7; return nil })
-	if err != nil || got.Steps[0].Priority != 7 {
-		t.Fatalf("update: %v %+v", err, got)
-	}
-	if err := e.c.DeleteDeployTemplate(e.ctx, "CUSTOM_X"); kind(err) != fault.NotFound || err.Error() != "Deploy template CUSTOM_X could not be found." {
-		t.Fatalf("delete unknown: %v", err)
-	}
 }

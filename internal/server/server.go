@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/anvil-metal/anvil/internal/records"
+
 	"github.com/anvil-metal/anvil/internal/api"
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/console"
@@ -255,7 +257,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	// The API's "alive" is the conductors' own test, with their timeout.
 	pol := policy.Default()
 	apiH := api.New(api.Wire(api.Config{Logger: cfg.Log, Policy: pol, Console: consoles,
-		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute), MaxStreamsPerClient: lim.MaxStreamsPerClient, MaxStreams: lim.MaxStreams}, st, apiCond))
+		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute), MaxStreamsPerClient: lim.MaxStreamsPerClient, MaxStreams: lim.MaxStreams}, st, apiCond, records.New(st, nil, cfg.Log)))
 	metricsH := policyGuard(mx.Handler(), pol, "anvil:metrics:get")
 	inner := handler(apiH, mx, metricsH, bootPrefix, bootH, dash)
 	if cfg.Role == RoleConductor {
