@@ -29,6 +29,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anvil-metal/anvil/internal/clock"
+
 	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
@@ -245,7 +247,7 @@ func (s *server) provision(ctx context.Context, uuid, verb string) error {
 		default:
 			return fmt.Errorf("PUT %s %s: %d %.500s", path, verb, status, body)
 		}
-		if err := pause(ctx, retryPause); err != nil {
+		if err := clock.Sleep(ctx, retryPause); err != nil {
 			return fmt.Errorf("PUT %s %s: still %d: %w", path, verb, status, err)
 		}
 	}
@@ -280,7 +282,7 @@ func (s *server) waitState(ctx context.Context, uuid, want string) error {
 			}
 			return fmt.Errorf("node %s is %q, waiting for %q; last_error: %s", uuid, st, want, lastErr)
 		}
-		if err := pause(ctx, wait); err != nil {
+		if err := clock.Sleep(ctx, wait); err != nil {
 			return fmt.Errorf("node %s still %q, waiting for %q: %w", uuid, st, want, err)
 		}
 		wait = min(2*wait, 8*time.Millisecond)
@@ -293,17 +295,6 @@ func isStable(state string) bool {
 		return true
 	}
 	return false
-}
-
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // BenchmarkRSS10000Nodes: each iteration starts a fresh server, loads 10,000

@@ -34,6 +34,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anvil-metal/anvil/internal/clock"
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
 	"github.com/anvil-metal/anvil/internal/model"
@@ -367,7 +368,7 @@ func (s *server) waitLog(line string, n int, timeout time.Duration) error {
 		if !s.alive() {
 			return fmt.Errorf("anvil exited (%v) while waiting for %q:\n%s", s.err, line, s.logTail())
 		}
-		if err := pause(context.Background(), 100*time.Millisecond); err != nil {
+		if err := clock.Sleep(context.Background(), 100*time.Millisecond); err != nil {
 			return err
 		}
 	}

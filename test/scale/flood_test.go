@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anvil-metal/anvil/internal/clock"
 	"github.com/anvil-metal/anvil/internal/testbin"
 	"github.com/anvil-metal/anvil/pkg/events"
 )
@@ -236,7 +237,7 @@ func stallBody(ctx context.Context, base, src string, i int, held *atomic.Int64)
 	for ctx.Err() == nil {
 		c, err := dialFrom(ctx, base, src, held)
 		if err != nil {
-			_ = pause(ctx, time.Second)
+			_ = clock.Sleep(ctx, time.Second)
 			continue
 		}
 		go func() { <-ctx.Done(); c.Close() }()
@@ -258,7 +259,7 @@ func stallBody(ctx context.Context, base, src string, i int, held *atomic.Int64)
 		}
 		tick.Stop()
 		c.Close()
-		_ = pause(ctx, 200*time.Millisecond) // a reconnecting attacker
+		_ = clock.Sleep(ctx, 200*time.Millisecond) // a reconnecting attacker
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anvil-metal/anvil/internal/clock"
+
 	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
@@ -286,7 +288,7 @@ func (f *fleet) provision(ctx context.Context, base, id, target string, retries 
 		default:
 			return fmt.Errorf("%s %s: HTTP %d %.300s", target, id, status, body)
 		}
-		if err := pause(ctx, 50*time.Millisecond); err != nil {
+		if err := clock.Sleep(ctx, 50*time.Millisecond); err != nil {
 			return fmt.Errorf("%s %s: still HTTP %d: %w", target, id, status, err)
 		}
 	}
@@ -298,7 +300,7 @@ func (f *fleet) settle(ctx context.Context, base, id, state string, first time.D
 	url := base + "/v1/nodes/" + id + "?fields=provision_state,reservation,last_error"
 	wait := first
 	for {
-		if err := pause(ctx, wait); err != nil {
+		if err := clock.Sleep(ctx, wait); err != nil {
 			return fmt.Errorf("node %s never %s: %w", id, state, err)
 		}
 		wait = 50 * time.Millisecond
@@ -320,18 +322,5 @@ func (f *fleet) settle(ctx context.Context, base, id, state string, first time.D
 		if testbin.FailureState(n.ProvisionState) {
 			return fmt.Errorf("node %s is %s waiting for %s: %v", id, n.ProvisionState, state, n.LastError)
 		}
-	}
-}
-
-// pause waits d or until ctx ends (a client's back-off, not synchronisation:
-// every wait is followed by a check).
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
