@@ -30,8 +30,13 @@ const fakeDriver = "fake-hardware"
 // 202 in its next request.
 type testConductor struct {
 	*conductor.Conductor
-	*records.Service                  // the records with no node lock, which the conductor does not change
-	drivers          *driver.Registry // fills the interfaces of nodes a test stores directly
+	// The conductor's services, and the records with no node lock, which
+	// the conductor does not change.
+	*conductor.Management
+	*conductor.NodeRecords
+	*conductor.Hardware
+	*records.Service
+	drivers *driver.Registry // fills the interfaces of nodes a test stores directly
 
 	mu          sync.Mutex
 	provisions  []conductor.ProvisionRequest
@@ -91,7 +96,8 @@ func newTestBackendOn(t testing.TB, raw store.Store, host string, now func() tim
 		b.Close()
 		_ = raw.Close()
 	})
-	return st, &testConductor{Conductor: c, Service: records.New(st, now, nil), drivers: reg}
+	return st, &testConductor{Conductor: c, Management: c.Management(), NodeRecords: c.NodeRecords(), Hardware: c.Hardware(),
+		Service: records.New(st, now, nil), drivers: reg}
 }
 
 func (c *testConductor) Provision(ctx context.Context, ident string, req conductor.ProvisionRequest) error {

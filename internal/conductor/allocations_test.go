@@ -104,7 +104,7 @@ func TestTearDownReleasesAllocationAndVIFs(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := &model.Port{NodeUUID: n.UUID, Address: "52:54:00:00:00:01", PXEEnabled: true}
-	if err := e.c.CreatePort(e.ctx, port); err != nil {
+	if err := e.c.NodeRecords().CreatePort(e.ctx, port); err != nil {
 		t.Fatal(err)
 	}
 	a := &model.Allocation{ResourceClass: "gpu"}
@@ -112,11 +112,11 @@ func TestTearDownReleasesAllocationAndVIFs(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.c.WaitIdle()
-	if err := e.c.AttachVIF(e.ctx, n.UUID, conductor.VIFRequest{ID: "vif-1"}); err != nil {
+	if err := e.c.NodeRecords().AttachVIF(e.ctx, n.UUID, conductor.VIFRequest{ID: "vif-1"}); err != nil {
 		t.Fatal(err)
 	}
 	e.must(n.UUID, "active", "active")
-	if vifs, err := e.c.ListVIFs(e.ctx, n.UUID); err != nil || len(vifs) != 1 {
+	if vifs, err := e.c.NodeRecords().ListVIFs(e.ctx, n.UUID); err != nil || len(vifs) != 1 {
 		t.Fatalf("vifs before tear down %v, %v", vifs, err)
 	}
 	e.must(n.UUID, "deleted", "available")
@@ -127,7 +127,7 @@ func TestTearDownReleasesAllocationAndVIFs(t *testing.T) {
 	if _, err := e.st.GetAllocation(e.ctx, a.UUID); err == nil {
 		t.Fatal("allocation survived the tear down")
 	}
-	if vifs, err := e.c.ListVIFs(e.ctx, n.UUID); err != nil || len(vifs) != 0 {
+	if vifs, err := e.c.NodeRecords().ListVIFs(e.ctx, n.UUID); err != nil || len(vifs) != 0 {
 		t.Fatalf("vifs after tear down %v, %v", vifs, err)
 	}
 }

@@ -21,7 +21,8 @@ var unstableStates = []string{fsm.Deploying, fsm.DeployWait, fsm.Cleaning, fsm.C
 // .../states/boot_mode, 1.76): checked and locked before it returns, done
 // in a worker, which records the new boot_mode or last_error (Ironic's
 // node_change_boot_mode).
-func (c *Conductor) ChangeBootMode(ctx context.Context, ident, user, mode string) error {
+func (svc *Management) ChangeBootMode(ctx context.Context, ident, user, mode string) error {
+	c := svc.c
 	if mode != driver.BootModeUEFI && mode != driver.BootModeBIOS {
 		return fault.New(fault.Invalid, "Invalid boot mode %s requested for node. Allowed boot modes are: bios, uefi", mode)
 	}
@@ -46,7 +47,8 @@ func (c *Conductor) ChangeBootMode(ctx context.Context, ident, user, mode string
 
 // ChangeSecureBoot starts turning UEFI secure boot on or off (PUT
 // .../states/secure_boot, 1.76), as ChangeBootMode.
-func (c *Conductor) ChangeSecureBoot(ctx context.Context, ident, user string, on bool) error {
+func (svc *Management) ChangeSecureBoot(ctx context.Context, ident, user string, on bool) error {
+	c := svc.c
 	return c.managementChange(ctx, ident, user, "changing secure boot", func(ctx context.Context, t *task, m driver.Management) error {
 		sb, ok := m.(driver.SecureBootManager)
 		if !ok {

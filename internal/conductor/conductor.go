@@ -310,7 +310,8 @@ func (c *Conductor) WaitIdle() { c.wg.Wait() }
 func (c *Conductor) freeWorker() { <-c.slots; c.wg.Done() }
 
 // Drivers lists enabled hardware types.
-func (c *Conductor) Drivers() []DriverInfo {
+func (svc *Hardware) Drivers() []DriverInfo {
+	c := svc.c
 	out := []DriverInfo{}
 	for _, ht := range c.reg.HardwareTypes() {
 		out = append(out, c.driverInfo(ht))
@@ -319,7 +320,8 @@ func (c *Conductor) Drivers() []DriverInfo {
 }
 
 // Driver returns one enabled hardware type.
-func (c *Conductor) Driver(name string) (DriverInfo, error) {
+func (svc *Hardware) Driver(name string) (DriverInfo, error) {
+	c := svc.c
 	ht, ok := c.reg.HardwareType(name)
 	if !ok {
 		return DriverInfo{}, driverNotFound(name)

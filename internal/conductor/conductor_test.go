@@ -402,7 +402,7 @@ func TestInspectionCreatesPorts(t *testing.T) {
 	id := e.create(model.JSON{"fake_inspect_macs": "52:54:00:AA:00:01, 52:54:00:aa:00:02"}).UUID
 	e.must(id, "manage", fsm.Manageable)
 	other := e.create(nil).UUID
-	if err := e.c.CreatePort(e.ctx, &model.Port{UUID: "6d85703a-565d-469a-96ce-30b6de53079d", NodeUUID: other, Address: "52:54:00:aa:00:02"}); err != nil {
+	if err := e.c.NodeRecords().CreatePort(e.ctx, &model.Port{UUID: "6d85703a-565d-469a-96ce-30b6de53079d", NodeUUID: other, Address: "52:54:00:aa:00:02"}); err != nil {
 		t.Fatal(err)
 	}
 	n := e.must(id, "inspect", fsm.Manageable)

@@ -34,7 +34,8 @@ func (c *Conductor) consoleValidated(n *model.Node) error {
 // Console reads the console state (GET .../states/console): whether it is
 // enabled and, when it is, its connection information (the console
 // interface's ConsoleInfo; fake has none to give).
-func (c *Conductor) Console(ctx context.Context, ident string) (bool, map[string]any, error) {
+func (svc *Management) Console(ctx context.Context, ident string) (bool, map[string]any, error) {
+	c := svc.c
 	n, err := c.getNode(ctx, ident)
 	if err != nil {
 		return false, nil, err
@@ -139,7 +140,8 @@ func (c *Conductor) ConsoleCandidates(ctx context.Context) ([]string, error) {
 
 // SetConsole enables or disables the node's console under its lock (PUT
 // .../states/console); asking for the current state changes nothing.
-func (c *Conductor) SetConsole(ctx context.Context, ident, user string, enabled bool) error {
+func (svc *Management) SetConsole(ctx context.Context, ident, user string, enabled bool) error {
+	c := svc.c
 	t, err := c.acquire(ctx, ident, user)
 	if err != nil {
 		return err

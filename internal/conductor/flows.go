@@ -211,7 +211,7 @@ func (c *Conductor) createInspectedPorts(ctx context.Context, t *task, ports []*
 		}
 		p.UUID, p.NodeUUID = uuid.NewString(), t.node.UUID
 		p.Address = strings.ToLower(p.Address)
-		if err := c.CreatePort(ctx, p); err != nil {
+		if err := c.NodeRecords().CreatePort(ctx, p); err != nil {
 			c.log.Info("inspection found a port that could not be created", "node", t.node.UUID, "address", p.Address, "err", err)
 			continue
 		}

@@ -26,7 +26,8 @@ func (c *Conductor) indicatorManager(ctx context.Context, ident string) (driver.
 }
 
 // Indicators lists the node's components and their indicators (1.63).
-func (c *Conductor) Indicators(ctx context.Context, ident string) ([]driver.Component, error) {
+func (svc *Management) Indicators(ctx context.Context, ident string) ([]driver.Component, error) {
+	c := svc.c
 	im, t, err := c.indicatorManager(ctx, ident)
 	if err != nil {
 		return nil, err
@@ -36,7 +37,8 @@ func (c *Conductor) Indicators(ctx context.Context, ident string) ([]driver.Comp
 }
 
 // IndicatorState reads one indicator's state.
-func (c *Conductor) IndicatorState(ctx context.Context, ident, component, indicator string) (string, error) {
+func (svc *Management) IndicatorState(ctx context.Context, ident, component, indicator string) (string, error) {
+	c := svc.c
 	im, t, err := c.indicatorManager(ctx, ident)
 	if err != nil {
 		return "", err
@@ -46,7 +48,8 @@ func (c *Conductor) IndicatorState(ctx context.Context, ident, component, indica
 }
 
 // SetIndicatorState sets one indicator's state under the node's lock.
-func (c *Conductor) SetIndicatorState(ctx context.Context, ident, user, component, indicator, state string) error {
+func (svc *Management) SetIndicatorState(ctx context.Context, ident, user, component, indicator, state string) error {
+	c := svc.c
 	t, err := c.acquire(ctx, ident, user)
 	if err != nil {
 		return err

@@ -30,7 +30,8 @@ func portgroupDuplicate(err error) error {
 // CreatePortgroup adds a portgroup to an existing node (no lock, as in
 // Ironic, whose API creates it). Errors: fault NotFound (node), Conflict
 // (duplicate uuid, name or address).
-func (c *Conductor) CreatePortgroup(ctx context.Context, pg *model.Portgroup) error {
+func (svc *NodeRecords) CreatePortgroup(ctx context.Context, pg *model.Portgroup) error {
+	c := svc.c
 	if _, err := c.getNode(ctx, pg.NodeUUID); err != nil {
 		return err
 	}
@@ -54,7 +55,8 @@ var portgroupMoveStates = []string{fsm.Enroll, fsm.Inspecting, fsm.InspectWait, 
 // another node needs the node in enroll, inspecting, inspect wait or
 // manageable (or maintenance) and the group without ports; a new physical
 // network is given to its ports too.
-func (c *Conductor) UpdatePortgroup(ctx context.Context, ident string, apply func(pg *model.Portgroup) error) (*model.Portgroup, error) {
+func (svc *NodeRecords) UpdatePortgroup(ctx context.Context, ident string, apply func(pg *model.Portgroup) error) (*model.Portgroup, error) {
+	c := svc.c
 	pg, err := c.store.GetPortgroup(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fault.Missing("Portgroup", ident)
@@ -132,7 +134,8 @@ func (c *Conductor) checkPortgroupMove(ctx context.Context, n *model.Node, pg *m
 
 // DeletePortgroup removes a portgroup without ports under its node's lock.
 // Errors: fault NotFound, Conflict (locked), Invalid (it has ports).
-func (c *Conductor) DeletePortgroup(ctx context.Context, ident string) error {
+func (svc *NodeRecords) DeletePortgroup(ctx context.Context, ident string) error {
+	c := svc.c
 	pg, err := c.store.GetPortgroup(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
 		return fault.Missing("Portgroup", ident)

@@ -10,7 +10,8 @@ import (
 )
 
 // CreatePort adds a port to an existing node (no lock needed, as in Ironic).
-func (c *Conductor) CreatePort(ctx context.Context, p *model.Port) error {
+func (svc *NodeRecords) CreatePort(ctx context.Context, p *model.Port) error {
+	c := svc.c
 	if _, err := c.getNode(ctx, p.NodeUUID); err != nil {
 		return err
 	}
@@ -41,7 +42,8 @@ func portDuplicate(err error) error {
 }
 
 // UpdatePort changes a port under its node's lock.
-func (c *Conductor) UpdatePort(ctx context.Context, ident string, apply func(p *model.Port) error) (*model.Port, error) {
+func (svc *NodeRecords) UpdatePort(ctx context.Context, ident string, apply func(p *model.Port) error) (*model.Port, error) {
+	c := svc.c
 	p, err := c.store.GetPort(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fault.Missing("Port", ident)
@@ -81,7 +83,8 @@ func (c *Conductor) UpdatePort(ctx context.Context, ident string, apply func(p *
 }
 
 // DeletePort removes a port under its node's lock.
-func (c *Conductor) DeletePort(ctx context.Context, ident string) error {
+func (svc *NodeRecords) DeletePort(ctx context.Context, ident string) error {
+	c := svc.c
 	p, err := c.store.GetPort(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
 		return fault.Missing("Port", ident)

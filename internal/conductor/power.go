@@ -79,7 +79,8 @@ func (c *Conductor) powerAction(ctx context.Context, t *task, target string) {
 }
 
 // GetBootDevice reads the boot device through the management interface.
-func (c *Conductor) GetBootDevice(ctx context.Context, ident string) (BootDevice, error) {
+func (svc *Management) GetBootDevice(ctx context.Context, ident string) (BootDevice, error) {
+	c := svc.c
 	n, err := c.getNode(ctx, ident)
 	if err != nil {
 		return BootDevice{}, err
@@ -97,7 +98,8 @@ func (c *Conductor) GetBootDevice(ctx context.Context, ident string) (BootDevice
 }
 
 // SetBootDevice sets the boot device under the node lock.
-func (c *Conductor) SetBootDevice(ctx context.Context, ident string, dev BootDevice) error {
+func (svc *Management) SetBootDevice(ctx context.Context, ident string, dev BootDevice) error {
+	c := svc.c
 	t, err := c.acquire(ctx, ident, "")
 	if err != nil {
 		return err
@@ -122,7 +124,8 @@ func (c *Conductor) SetBootDevice(ctx context.Context, ident string, dev BootDev
 }
 
 // SupportedBootDevices lists the devices the management interface can set.
-func (c *Conductor) SupportedBootDevices(ctx context.Context, ident string) ([]string, error) {
+func (svc *Management) SupportedBootDevices(ctx context.Context, ident string) ([]string, error) {
+	c := svc.c
 	n, err := c.getNode(ctx, ident)
 	if err != nil {
 		return nil, err

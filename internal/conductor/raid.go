@@ -57,7 +57,8 @@ func (c *Conductor) SetTargetRAIDConfig(ctx context.Context, ident string, cfg m
 // enabled hardware type takes in a logical disk (Ironic's
 // get_raid_logical_disk_properties). Errors: fault NotFound (unknown driver,
 // or a default raid interface without RAID).
-func (c *Conductor) RAIDLogicalDiskProperties(driverName string) (map[string]string, error) {
+func (svc *Hardware) RAIDLogicalDiskProperties(driverName string) (map[string]string, error) {
+	c := svc.c
 	ht, ok := c.reg.HardwareType(driverName)
 	if !ok {
 		return nil, driverNotFound(driverName)

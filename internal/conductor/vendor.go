@@ -44,7 +44,8 @@ func (c *Conductor) vendorOf(n *model.Node) (driver.Vendor, error) {
 
 // VendorMethods lists the node's vendor passthru methods (GET
 // .../vendor_passthru/methods): {} for an interface without any.
-func (c *Conductor) VendorMethods(ctx context.Context, ident string) (map[string]driver.VendorMethod, error) {
+func (svc *Hardware) VendorMethods(ctx context.Context, ident string) (map[string]driver.VendorMethod, error) {
+	c := svc.c
 	n, err := c.getNode(ctx, ident)
 	if err != nil {
 		return nil, err
@@ -99,7 +100,8 @@ func driverFault(err error) error {
 // synchronous method runs while the caller waits (its value is answered)
 // and an asynchronous one runs in a worker (202; a failure is logged and
 // recorded in the node's history). Vendor methods do not change the node.
-func (c *Conductor) VendorPassthru(ctx context.Context, ident string, req VendorRequest) (VendorResult, error) {
+func (svc *Hardware) VendorPassthru(ctx context.Context, ident string, req VendorRequest) (VendorResult, error) {
+	c := svc.c
 	n, err := c.getNode(ctx, ident)
 	if err != nil {
 		return VendorResult{}, err
@@ -183,7 +185,8 @@ func driverMethods(v driver.Vendor) (map[string]driver.VendorMethod, driver.Driv
 
 // DriverVendorMethods lists a hardware type's driver-level vendor methods
 // (GET /v1/drivers/{driver}/vendor_passthru/methods).
-func (c *Conductor) DriverVendorMethods(_ context.Context, name string) (map[string]driver.VendorMethod, error) {
+func (svc *Hardware) DriverVendorMethods(_ context.Context, name string) (map[string]driver.VendorMethod, error) {
+	c := svc.c
 	v, err := c.driverVendor(name)
 	if err != nil {
 		return nil, err
@@ -194,7 +197,8 @@ func (c *Conductor) DriverVendorMethods(_ context.Context, name string) (map[str
 
 // DriverVendorPassthru calls a driver-level vendor method (no node, no
 // lock), synchronously or in a worker as the method says.
-func (c *Conductor) DriverVendorPassthru(ctx context.Context, name string, req VendorRequest) (VendorResult, error) {
+func (svc *Hardware) DriverVendorPassthru(ctx context.Context, name string, req VendorRequest) (VendorResult, error) {
+	c := svc.c
 	v, err := c.driverVendor(name)
 	if err != nil {
 		return VendorResult{}, err
@@ -227,7 +231,8 @@ func (c *Conductor) DriverVendorPassthru(ctx context.Context, name string, req V
 // as Ironic. A management interface without it is Ironic's
 // UnsupportedDriverExtension; a BMC failure is the driver's
 // *driver.CallError (500 with Ironic's text).
-func (c *Conductor) InjectNMI(ctx context.Context, ident, user string) error {
+func (svc *Management) InjectNMI(ctx context.Context, ident, user string) error {
+	c := svc.c
 	t, err := c.acquire(ctx, ident, user)
 	if err != nil {
 		return err

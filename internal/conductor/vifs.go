@@ -58,7 +58,8 @@ func (c *Conductor) nodePorts(ctx context.Context, node string) ([]*model.Port, 
 }
 
 // ListVIFs lists the VIFs attached to a node: ports first, then portgroups.
-func (c *Conductor) ListVIFs(ctx context.Context, ident string) ([]string, error) {
+func (svc *NodeRecords) ListVIFs(ctx context.Context, ident string) ([]string, error) {
+	c := svc.c
 	n, err := c.getNode(ctx, ident)
 	if err != nil {
 		return nil, err
@@ -93,7 +94,8 @@ func portLikes(ports []*model.Port, groups []*model.Portgroup) []portLike {
 // AttachVIF attaches a VIF to a free port or portgroup of the node, under
 // its lock. Errors: fault NotFound, Conflict (locked, or the VIF is already
 // attached), Invalid (no free port or portgroup).
-func (c *Conductor) AttachVIF(ctx context.Context, ident string, req VIFRequest) error {
+func (svc *NodeRecords) AttachVIF(ctx context.Context, ident string, req VIFRequest) error {
+	c := svc.c
 	t, err := c.acquireNode(ctx, ident, "", false)
 	if err != nil {
 		return err
@@ -209,7 +211,8 @@ func checkAttached(pl portLike, vif string) error {
 // under the node's lock: tenant_vif_port_id leaves its internal_info and
 // vif_port_id its extra. Errors: fault NotFound, Conflict (locked),
 // Invalid (not attached).
-func (c *Conductor) DetachVIF(ctx context.Context, ident, vif string) error {
+func (svc *NodeRecords) DetachVIF(ctx context.Context, ident, vif string) error {
+	c := svc.c
 	t, err := c.acquireNode(ctx, ident, "", false)
 	if err != nil {
 		return err

@@ -38,7 +38,8 @@ func (c *Conductor) vmediaManager(n *model.Node) (vm driver.VirtualMediaManager,
 
 // GetVirtualMedia lists the node's virtual media devices (GET
 // /v1/nodes/{node}/vmedia), synchronously, as Ironic.
-func (c *Conductor) GetVirtualMedia(ctx context.Context, ident string) ([]driver.VirtualMedia, error) {
+func (svc *Management) GetVirtualMedia(ctx context.Context, ident string) ([]driver.VirtualMedia, error) {
+	c := svc.c
 	n, err := c.getNode(ctx, ident)
 	if err != nil {
 		return nil, err
@@ -61,7 +62,8 @@ func (c *Conductor) GetVirtualMedia(ctx context.Context, ident string) ([]driver
 // and the node locked before it returns; a worker inserts the image and
 // records a failure in last_error (as Ironic, where a driver without
 // virtual media fails there too).
-func (c *Conductor) AttachVirtualMedia(ctx context.Context, ident string, req VirtualMediaAttach) error {
+func (svc *Management) AttachVirtualMedia(ctx context.Context, ident string, req VirtualMediaAttach) error {
+	c := svc.c
 	return c.vmediaAction(ctx, ident, req.User, "attaching virtual media", func(ctx context.Context, t *task, vm driver.VirtualMediaManager) error {
 		if vm == nil {
 			return unsupported(t.node, "attach_virtual_media")
@@ -74,7 +76,8 @@ func (c *Conductor) AttachVirtualMedia(ctx context.Context, ident string, req Vi
 
 // DetachVirtualMedia starts detaching the devices of deviceTypes (none:
 // all), as AttachVirtualMedia.
-func (c *Conductor) DetachVirtualMedia(ctx context.Context, ident, user string, deviceTypes []string) error {
+func (svc *Management) DetachVirtualMedia(ctx context.Context, ident, user string, deviceTypes []string) error {
+	c := svc.c
 	return c.vmediaAction(ctx, ident, user, "detaching virtual media", func(ctx context.Context, t *task, vm driver.VirtualMediaManager) error {
 		if vm == nil {
 			return unsupported(t.node, "detach_virtual_media")

@@ -62,19 +62,19 @@ func TestVirtualMediaVerbs(t *testing.T) {
 		t.Fatal(err)
 	}
 	attach := conductor.VirtualMediaAttach{DeviceType: "cdrom", ImageURL: "http://127.0.0.1:8080/x.iso", DownloadSource: "http"}
-	if err := e.c.AttachVirtualMedia(e.ctx, n.UUID, attach); err != nil {
+	if err := e.c.Management().AttachVirtualMedia(e.ctx, n.UUID, attach); err != nil {
 		t.Fatal(err)
 	}
 	e.c.WaitIdle()
-	got, err := e.c.GetVirtualMedia(e.ctx, n.UUID)
+	got, err := e.c.Management().GetVirtualMedia(e.ctx, n.UUID)
 	if err != nil || len(got) != 1 || !got[0].Inserted || got[0].Image != attach.ImageURL {
 		t.Fatalf("after attach: %v, %v", got, err)
 	}
-	if err := e.c.DetachVirtualMedia(e.ctx, n.UUID, "", nil); err != nil {
+	if err := e.c.Management().DetachVirtualMedia(e.ctx, n.UUID, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	e.c.WaitIdle()
-	if got, _ := e.c.GetVirtualMedia(e.ctx, n.UUID); got[0].Inserted {
+	if got, _ := e.c.Management().GetVirtualMedia(e.ctx, n.UUID); got[0].Inserted {
 		t.Fatalf("after detach: %v", got)
 	}
 	if r := e.get(n.UUID); r.Reservation != "" || r.LastError != "" {
@@ -83,7 +83,7 @@ func TestVirtualMediaVerbs(t *testing.T) {
 
 	// A failing BMC: the API call succeeded, the failure is last_error.
 	vm.fail = errors.New("BMC says no")
-	if err := e.c.AttachVirtualMedia(e.ctx, n.UUID, attach); err != nil {
+	if err := e.c.Management().AttachVirtualMedia(e.ctx, n.UUID, attach); err != nil {
 		t.Fatal(err)
 	}
 	e.c.WaitIdle()
@@ -98,25 +98,25 @@ func TestVirtualMediaVerbs(t *testing.T) {
 func TestVirtualMediaUnsupported(t *testing.T) {
 	e := newEnv(t, nil)
 	n := e.create(nil)
-	_, err := e.c.GetVirtualMedia(e.ctx, n.UUID)
+	_, err := e.c.Management().GetVirtualMedia(e.ctx, n.UUID)
 	if err == nil || err.Error() != "Driver fake-hardware does not support get_virtual_media (disabled or not implemented)." {
 		t.Errorf("get: %v", err)
 	}
-	if err := e.c.AttachVirtualMedia(e.ctx, n.UUID, conductor.VirtualMediaAttach{DeviceType: "cdrom", ImageURL: "http://x/y.iso"}); err != nil {
+	if err := e.c.Management().AttachVirtualMedia(e.ctx, n.UUID, conductor.VirtualMediaAttach{DeviceType: "cdrom", ImageURL: "http://x/y.iso"}); err != nil {
 		t.Fatal(err)
 	}
 	e.c.WaitIdle()
 	if le := e.get(n.UUID).LastError; le != "Could not attach device cdrom to node "+n.UUID+": Driver fake-hardware does not support attach_virtual_media (disabled or not implemented)." {
 		t.Errorf("attach last_error %q", le)
 	}
-	if err := e.c.DetachVirtualMedia(e.ctx, n.UUID, "", []string{"cdrom", "floppy"}); err != nil {
+	if err := e.c.Management().DetachVirtualMedia(e.ctx, n.UUID, "", []string{"cdrom", "floppy"}); err != nil {
 		t.Fatal(err)
 	}
 	e.c.WaitIdle()
 	if le := e.get(n.UUID).LastError; !strings.HasPrefix(le, "Could not detach device(s) ['cdrom', 'floppy'] from node "+n.UUID+": Driver fake-hardware does not support detach_virtual_media") {
 		t.Errorf("detach last_error %q", le)
 	}
-	if _, err := e.c.GetVirtualMedia(e.ctx, "nope"); err == nil || !strings.Contains(err.Error(), "nope") {
+	if _, err := e.c.Management().GetVirtualMedia(e.ctx, "nope"); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("unknown node: %v", err)
 	}
 }

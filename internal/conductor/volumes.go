@@ -53,7 +53,8 @@ func targetWriteErr(err error, vt *model.VolumeTarget) error {
 
 // CreateVolumeConnector stores a connector of an existing node. Errors:
 // fault Conflict (uuid, or type and connector_id, taken), NotFound (node).
-func (c *Conductor) CreateVolumeConnector(ctx context.Context, vc *model.VolumeConnector) error {
+func (svc *NodeRecords) CreateVolumeConnector(ctx context.Context, vc *model.VolumeConnector) error {
+	c := svc.c
 	if vc.CreatedAt.IsZero() {
 		vc.CreatedAt = c.now().UTC()
 	}
@@ -62,7 +63,8 @@ func (c *Conductor) CreateVolumeConnector(ctx context.Context, vc *model.VolumeC
 
 // CreateVolumeTarget stores a target of an existing node. Errors: fault
 // Conflict (uuid, or the node's boot index, taken), NotFound (node).
-func (c *Conductor) CreateVolumeTarget(ctx context.Context, vt *model.VolumeTarget) error {
+func (svc *NodeRecords) CreateVolumeTarget(ctx context.Context, vt *model.VolumeTarget) error {
+	c := svc.c
 	if vt.CreatedAt.IsZero() {
 		vt.CreatedAt = c.now().UTC()
 	}
@@ -73,7 +75,8 @@ func (c *Conductor) CreateVolumeTarget(ctx context.Context, vt *model.VolumeTarg
 // under the lock of the node the copy names, saves it if that node is
 // powered off. Errors: fault NotFound, Invalid (InvalidStateRequested),
 // Conflict (locked, duplicate), apply's own.
-func (c *Conductor) UpdateVolumeConnector(ctx context.Context, id string, apply func(vc *model.VolumeConnector) error) (*model.VolumeConnector, error) {
+func (svc *NodeRecords) UpdateVolumeConnector(ctx context.Context, id string, apply func(vc *model.VolumeConnector) error) (*model.VolumeConnector, error) {
+	c := svc.c
 	vc, err := c.store.GetVolumeConnector(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fault.Missing("Volume connector", id)
@@ -94,7 +97,8 @@ func (c *Conductor) UpdateVolumeConnector(ctx context.Context, id string, apply 
 }
 
 // UpdateVolumeTarget is UpdateVolumeConnector for a target.
-func (c *Conductor) UpdateVolumeTarget(ctx context.Context, id string, apply func(vt *model.VolumeTarget) error) (*model.VolumeTarget, error) {
+func (svc *NodeRecords) UpdateVolumeTarget(ctx context.Context, id string, apply func(vt *model.VolumeTarget) error) (*model.VolumeTarget, error) {
+	c := svc.c
 	vt, err := c.store.GetVolumeTarget(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fault.Missing("Volume target", id)
@@ -117,7 +121,8 @@ func (c *Conductor) UpdateVolumeTarget(ctx context.Context, id string, apply fun
 // DeleteVolumeConnector removes a connector under its node's lock, if the
 // node is powered off or in one of Ironic's DELETE_ALLOWED_STATES.
 // Errors: fault NotFound, Invalid, Conflict (locked).
-func (c *Conductor) DeleteVolumeConnector(ctx context.Context, id string) error {
+func (svc *NodeRecords) DeleteVolumeConnector(ctx context.Context, id string) error {
+	c := svc.c
 	vc, err := c.store.GetVolumeConnector(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return fault.Missing("Volume connector", id)
@@ -135,7 +140,8 @@ func (c *Conductor) DeleteVolumeConnector(ctx context.Context, id string) error 
 }
 
 // DeleteVolumeTarget is DeleteVolumeConnector for a target.
-func (c *Conductor) DeleteVolumeTarget(ctx context.Context, id string) error {
+func (svc *NodeRecords) DeleteVolumeTarget(ctx context.Context, id string) error {
+	c := svc.c
 	vt, err := c.store.GetVolumeTarget(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return fault.Missing("Volume target", id)

@@ -257,7 +257,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	// The API's "alive" is the conductors' own test, with their timeout.
 	pol := policy.Default()
 	apiH := api.New(api.Wire(api.Config{Logger: cfg.Log, Policy: pol, Console: consoles,
-		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute), MaxStreamsPerClient: lim.MaxStreamsPerClient, MaxStreams: lim.MaxStreams}, st, apiCond, records.New(st, nil, cfg.Log)))
+		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute), MaxStreamsPerClient: lim.MaxStreamsPerClient, MaxStreams: lim.MaxStreams}, st, apiCond, cond.Management(), cond.NodeRecords(), cond.Hardware(), records.New(st, nil, cfg.Log)))
 	metricsH := policyGuard(mx.Handler(), pol, "anvil:metrics:get")
 	inner := handler(apiH, mx, metricsH, bootPrefix, bootH, dash)
 	if cfg.Role == RoleConductor {

@@ -9,23 +9,22 @@ import (
 )
 
 // What api.Wire takes at run time, checked at compile time: the store is
-// the API's three readers, the conductor (or an API-only process's handoff
-// to the owners) five of its services, the records service the sixth.
+// the API's three readers; the conductor's core (or an API-only process's
+// handoff to the owners) its Lifecycle and Agents; the conductor's
+// services its Management, NodeRecords and Hardware; the records service
+// its Records.
 var (
 	_ api.NodeReader       = eventbus.Publisher(nil)
 	_ api.NodeDetailReader = eventbus.Publisher(nil)
 	_ api.RecordReader     = eventbus.Publisher(nil)
 
-	_ api.Lifecycle   = (*conductor.Conductor)(nil)
-	_ api.Management  = (*conductor.Conductor)(nil)
-	_ api.NodeRecords = (*conductor.Conductor)(nil)
-	_ api.Agents      = (*conductor.Conductor)(nil)
-	_ api.Hardware    = (*conductor.Conductor)(nil)
+	_ api.Lifecycle = (*conductor.Conductor)(nil)
+	_ api.Agents    = (*conductor.Conductor)(nil)
+	_ api.Lifecycle = (*handoff.Conductor)(nil)
+	_ api.Agents    = (*handoff.Conductor)(nil)
 
-	_ api.Lifecycle   = (*handoff.Conductor)(nil)
-	_ api.Management  = (*handoff.Conductor)(nil)
-	_ api.NodeRecords = (*handoff.Conductor)(nil)
+	_ api.Management  = (*conductor.Management)(nil)
+	_ api.NodeRecords = (*conductor.NodeRecords)(nil)
+	_ api.Hardware    = (*conductor.Hardware)(nil)
 	_ api.Records     = (*records.Service)(nil)
-	_ api.Agents      = (*handoff.Conductor)(nil)
-	_ api.Hardware    = (*handoff.Conductor)(nil)
 )
