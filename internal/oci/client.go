@@ -52,6 +52,7 @@ type Client struct {
 	mu    sync.Mutex
 	cache map[string][]byte // manifest digest → body
 	order []string
+	plain map[string]bool // registries found to speak only HTTP (AllowHTTP)
 }
 
 // cacheEntries bounds the manifest cache (each at most maxManifest; in
@@ -65,7 +66,7 @@ func NewClient(cfg Config) *Client {
 	}
 	// Never follow a redirect to another host with the registry's
 	// Authorization header (Go drops it across hosts; keep it so).
-	return &Client{cfg: cfg, cache: map[string][]byte{}}
+	return &Client{cfg: cfg, cache: map[string][]byte{}, plain: map[string]bool{}}
 }
 
 // session is one registry conversation: its base URL and Authorization.
@@ -83,10 +84,23 @@ type session struct {
 // secret as basic credentials), with Basic uses the secret itself.
 func (c *Client) open(ctx context.Context, ref Ref, sec *Secret) (*session, error) {
 	s := &session{c: c, ref: ref, base: "https://" + ref.Registry, secret: sec}
-	resp, err := s.do(ctx, s.base+"/v2/", "", "")
-	if err != nil && c.cfg.AllowHTTP {
-		s.base = "http://" + ref.Registry
+	c.mu.Lock()
+	plain := c.cfg.AllowHTTP && c.plain[ref.Registry]
+	c.mu.Unlock()
+	var resp *http.Response
+	err := errors.New("plain HTTP")
+	if !plain {
 		resp, err = s.do(ctx, s.base+"/v2/", "", "")
+	}
+	if err != nil && c.cfg.AllowHTTP {
+		// Remembered: a TLS handshake with a plain HTTP server may wait
+		// for its timeout.
+		s.base = "http://" + ref.Registry
+		if resp, err = s.do(ctx, s.base+"/v2/", "", ""); err == nil {
+			c.mu.Lock()
+			c.plain[ref.Registry] = true
+			c.mu.Unlock()
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("Failed to download image %s, reason: %v", ref, err)

@@ -3,6 +3,7 @@ package oci_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -47,7 +48,7 @@ func FuzzResolve(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	var body atomic.Value
-	host := startHandler(f, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v2/" {
 			return
 		}
@@ -60,7 +61,9 @@ func FuzzResolve(f *testing.F) {
 		}
 		w.Write(b)
 	}))
-	c := oci.NewClient(oci.Config{AllowHTTP: true})
+	f.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "https://")
+	c := oci.NewClient(oci.Config{HTTP: srv.Client()})
 	ref, _ := oci.ParseRef("oci://" + host + "/img:v1")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		body.Store(b)
@@ -68,7 +71,7 @@ func FuzzResolve(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if im.URL != "" && !strings.HasPrefix(im.URL, "http://"+host+"/v2/img/blobs/sha") {
+		if im.URL != "" && !strings.HasPrefix(im.URL, "https://"+host+"/v2/img/blobs/sha") {
 			t.Fatalf("blob URL %q", im.URL)
 		}
 	})
