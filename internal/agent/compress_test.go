@@ -1,0 +1,119 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/anvil-metal/anvil/internal/agent/agentapi"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+)
+
+func zstdOf(t testing.TB, b []byte) []byte {
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return enc.EncodeAll(b, nil)
+}
+
+func gzipOf(t testing.TB, b []byte) []byte {
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	_, _ = w.Write(b)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func hexSHA(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+
+// TestWriteCompressedImage: zstd and gzip images are decompressed as they
+// are written, their checksum is the download's (an OCI blob digest), the
+// Authorization header is sent, and a stream that is corrupt, has trailing
+// bytes or is not what its checksum says fails.
+func TestWriteCompressedImage(t *testing.T) {
+	img, _ := randomImage(t, 2<<20+5)
+	img = append(img, make([]byte, 1<<20)...) // compressible
+	blobs := map[string][]byte{"/zst": zstdOf(t, img), "/gz": gzipOf(t, img)}
+	blobs["/trailing"] = append(append([]byte{}, blobs["/zst"]...), "junk"...)
+	corrupt := append([]byte{}, blobs["/zst"]...)
+	corrupt[len(corrupt)/2] ^= 0xff
+	blobs["/corrupt"] = corrupt
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer tok" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		b, ok := blobs[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write(b)
+	}))
+	defer srv.Close()
+	auth := base64.StdEncoding.EncodeToString([]byte("Bearer tok"))
+	tests := []struct {
+		name, path, kind, sum, auth, wantErr string
+	}{
+		{name: "zstd", path: "/zst", kind: "zstd", sum: hexSHA(blobs["/zst"]), auth: auth},
+		{name: "gzip", path: "/gz", kind: "gzip", sum: hexSHA(blobs["/gz"]), auth: auth},
+		{name: "checksum of the decompressed image", path: "/zst", kind: "zstd", sum: hexSHA(img), auth: auth, wantErr: "checksum mismatch"},
+		{name: "trailing bytes", path: "/trailing", kind: "zstd", sum: hexSHA(blobs["/zst"]), auth: auth, wantErr: "magic number mismatch"},
+		{name: "corrupt", path: "/corrupt", kind: "zstd", sum: hexSHA(blobs["/corrupt"]), auth: auth, wantErr: "write_image"},
+		{name: "no authorization", path: "/zst", kind: "zstd", sum: hexSHA(blobs["/zst"]), wantErr: "HTTP 401"},
+		{name: "not gzip", path: "/zst", kind: "gzip", sum: hexSHA(blobs["/zst"]), auth: auth, wantErr: "gzip"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			disk := testDisk(t, 8<<20)
+			a, err := New(Config{APIURL: "http://127.0.0.1:1", Disk: disk, MACs: []string{"x"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			info := map[string]any{agentapi.ParamURLs: []any{srv.URL + tt.path}, agentapi.ParamOSHashAlgo: "sha256",
+				agentapi.ParamOSHashValue: tt.sum, agentapi.ParamCompression: tt.kind, agentapi.ParamDiskFormat: "raw"}
+			if tt.auth != "" {
+				info[agentapi.ParamAuthorization] = tt.auth
+			}
+			var prog atomic.Int64
+			res, err := a.writeImage(context.Background(), map[string]any{agentapi.ParamImageInfo: info}, &prog)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), "tok") {
+					t.Fatalf("the error shows the token: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(disk)
+			if !bytes.Equal(got[:len(img)], img) {
+				t.Fatal("the disk does not hold the decompressed image")
+			}
+			if res["checksum"] != tt.sum || res["bytes_written"] != int64(len(img)) || prog.Load() != int64(len(img)) {
+				t.Fatalf("result %v, progress %d", res, prog.Load())
+			}
+		})
+	}
+	if _, err := ParseImageRequest(map[string]any{agentapi.ParamImageSource: "x", agentapi.ParamCompression: "lz4"}); err == nil {
+		t.Error("lz4 accepted")
+	}
+	if _, err := ParseImageRequest(map[string]any{agentapi.ParamImageSource: "x", agentapi.ParamAuthorization: base64.StdEncoding.EncodeToString([]byte("a\r\nX: y"))}); err == nil {
+		t.Error("a header with a line break accepted")
+	}
+}
