@@ -223,3 +223,15 @@ func NewTLS(t testing.TB, auth Auth, user, pass string) (*Registry, *http.Client
 	r.Host = strings.TrimPrefix(srv.URL, "https://")
 	return r, srv.Client()
 }
+
+// Tokens are the bearer tokens the token service issued (for tests that
+// look for them where they must not be).
+func (r *Registry) Tokens() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for t := range r.tokens {
+		out = append(out, t)
+	}
+	return out
+}

@@ -1,0 +1,151 @@
+package agent_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/anvil-metal/anvil/internal/oci/ocitest"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+)
+
+func randomBytes(t *testing.T, n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}
+
+// setOCIImage points the node's instance_info at an oci:// image, with a
+// pull secret or none.
+func setOCIImage(t *testing.T, api, node, source, secret string) {
+	t.Helper()
+	ops := []map[string]any{{"op": "add", "path": "/instance_info", "value": map[string]any{"image_source": source}}}
+	if secret != "" {
+		ops = append(ops, map[string]any{"op": "add", "path": "/instance_info/image_pull_secret", "value": secret})
+	}
+	mustCall(t, 200, "PATCH", api+"/v1/nodes/"+node, ops)
+}
+
+// TestDeployOCI deploys images from in-process OCI registries through the
+// conductor and the agent: a raw artifact by tag, a zstd one chosen from
+// an index by its disktype, a gzip one by digest, and one of a private
+// registry behind a bearer token service with image_pull_secret — each
+// byte for byte on the disk. A wrong digest, a missing tag and a refused
+// pull secret fail the deploy with Ironic's error and leave the disk as it
+// was; the pull secret never shows.
+func TestDeployOCI(t *testing.T) {
+	pub := ocitest.New(t, ocitest.NoAuth, "", "")
+	priv := ocitest.New(t, ocitest.BearerAuth, "puller", "pull-s3cret")
+	const size = 3*mib + 123
+	plain, zst, gz, private := randomBytes(t, size), randomBytes(t, size), randomBytes(t, size), randomBytes(t, size)
+	pub.PushArtifact(t, "disk/plain", "v1", plain, "application/octet-stream", "plain.raw")
+	enc, _ := zstd.NewWriter(nil)
+	zm, zl := pub.PushArtifact(t, "disk/multi", "", enc.EncodeAll(zst, nil), "application/zstd", "disk.raw.zst")
+	qm, _ := pub.PushArtifact(t, "disk/multi", "", []byte("QFI\xfbnot this one"), "application/octet-stream", "disk.qcow2")
+	zm.Annotations, qm.Annotations = map[string]string{"disktype": "raw"}, map[string]string{"disktype": "qcow2"}
+	zm.Platform = &ocitest.Platform{Architecture: "amd64", OS: "linux"}
+	pub.PushIndex(t, "disk/multi", "v2", qm, zm)
+	var gzb bytes.Buffer
+	gw := gzip.NewWriter(&gzb)
+	_, _ = gw.Write(gz)
+	_ = gw.Close()
+	gm, _ := pub.PushArtifact(t, "disk/gz", "", gzb.Bytes(), "application/gzip", "disk.raw.gz")
+	priv.PushArtifact(t, "team/img", "prod", private, "application/octet-stream", "p.raw")
+
+	api, server := startServerProc(t, "--oci-permit-fallback-to-http")
+	const mac = "52:54:00:aa:bb:24"
+	node := createNode(t, api, "oci-node", mac)
+	disk := tempDisk(t, 32*mib, 0xAA)
+	agent := startAgent(t, api, mac, disk)
+	provision(t, api, node, "manage")
+	waitState(t, api, node, "manageable")
+	provision(t, api, node, "provide")
+	waitState(t, api, node, "available")
+
+	wrong := "oci://" + pub.Host + "/disk/plain@sha256:" + strings.Repeat("0", 64)
+	fails := []struct{ name, source, secret, want string }{
+		{"wrong digest", wrong, "", "Image " + wrong + " could not be found."},
+		{"missing tag", "oci://" + pub.Host + "/disk/plain:v9", "",
+			"Image tag oci://" + pub.Host + "/disk/plain:v9 could not be found, available tags are v1"},
+		{"refused pull secret", "oci://" + priv.Host + "/team/img:prod", "puller:wrong-s3cret",
+			"Not authorized for image oci://" + priv.Host + "/team/img:prod."},
+		{"no pull secret", "oci://" + priv.Host + "/team/img:prod", "", "requires authentication which has not been provided"},
+	}
+	before, _ := os.ReadFile(disk)
+	for _, f := range fails {
+		setOCIImage(t, api, node, f.source, f.secret)
+		provision(t, api, node, "active")
+		n := waitState(t, api, node, "deploy failed")
+		le, _ := n["last_error"].(string)
+		contains(t, f.name+": last_error", le, f.want)
+		if strings.Contains(le, "s3cret") {
+			t.Fatalf("%s: last_error shows the pull secret: %s", f.name, le)
+		}
+		if after, _ := os.ReadFile(disk); !bytes.Equal(before, after) {
+			t.Fatalf("%s: the disk was written", f.name)
+		}
+	}
+
+	// A malformed reference is refused by the deploy's validation, as
+	// Ironic's: 400, the node stays as it was.
+	setOCIImage(t, api, node, "oci://"+pub.Host+"/Disk/plain:v1", "")
+	r := call(t, "PUT", api+"/v1/nodes/"+node+"/states/provision", map[string]any{"target": "active"})
+	if r.Status != 400 || !strings.Contains(string(r.Body), `Validation of image href oci://`+pub.Host+`/Disk/plain:v1 failed, reason: invalid repository name`) {
+		t.Fatalf("malformed reference: HTTP %d %s", r.Status, r.Body)
+	}
+
+	oks := []struct {
+		name, source, secret string
+		image                []byte
+		compression          any
+	}{
+		{"plain by tag", "oci://" + pub.Host + "/disk/plain:v1", "", plain, nil},
+		{"zstd from an index", "oci://" + pub.Host + "/disk/multi:v2", "", zst, "zstd"},
+		{"gzip by digest", "oci://" + pub.Host + "/disk/gz@" + gm.Digest, "", gz, "gzip"},
+		{"private with a pull secret", "oci://" + priv.Host + "/team/img:prod", "puller:pull-s3cret", private, nil},
+	}
+	for i, c := range oks {
+		if i > 0 {
+			provision(t, api, node, "deleted")
+			waitState(t, api, node, "available")
+		}
+		setOCIImage(t, api, node, c.source, c.secret)
+		provision(t, api, node, "active")
+		n := waitState(t, api, node, "active")
+		d, _ := os.ReadFile(disk)
+		if len(d) != 32*mib || !bytes.Equal(d[:len(c.image)], c.image) || d[len(c.image)] != 0xAA {
+			t.Fatalf("%s: the disk does not hold the image byte for byte", c.name)
+		}
+		ii := n["instance_info"].(map[string]any)
+		if ii["image_source"] != c.source || ii["image_compression_type"] != c.compression ||
+			!strings.HasPrefix(ii["oci_image_manifest_url"].(string), "oci://") || ii["image_url"] == nil {
+			t.Errorf("%s: instance_info %v", c.name, ii)
+		}
+		if c.secret != "" && ii["image_pull_secret"] != "******" {
+			t.Errorf("%s: image_pull_secret shown as %v", c.name, ii["image_pull_secret"])
+		}
+		if i == 1 && ii["image_container_blob_digest"] != zl.Digest {
+			t.Errorf("the index's zstd raw artifact was not chosen: %v", ii["image_container_blob_digest"])
+		}
+	}
+	if r := mustCall(t, 200, "GET", api+"/v1/nodes/"+node, nil); strings.Contains(string(r.Body), "pull-s3cret") {
+		t.Fatal("the node shows the pull secret")
+	}
+	// Neither the pull secret nor a pull token is in the logs (the agent's
+	// at debug level).
+	tokens := priv.Tokens()
+	if len(tokens) < 2 {
+		t.Fatalf("the token service issued %d tokens; the conductor and the agent's pull each need one", len(tokens))
+	}
+	for _, p := range []*process{server, agent} {
+		logs := p.Logs.String()
+		for _, s := range append(tokens, "pull-s3cret", "wrong-s3cret") {
+			if strings.Contains(logs, s) {
+				t.Errorf("%s's logs show the secret %q", p.Name, s)
+			}
+		}
+	}
+}
