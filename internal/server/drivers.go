@@ -63,7 +63,7 @@ var DefaultHardwareTypes = []string{fake.Name, ipmi.Name, redfish.Name}
 func DefaultInterfaces() map[string][]string {
 	return map[string][]string{
 		"boot":     {fake.Interface, pxe.IPXE, pxe.PXE, redfish.VirtualMediaName},
-		"deploy":   {fake.Interface, direct.Name, direct.RamdiskName, direct.CustomAgentName},
+		"deploy":   {fake.Interface, direct.Name, direct.RamdiskName, direct.CustomAgentName, direct.AutodetectName},
 		"inspect":  {fake.Interface, redfish.Name, direct.InterfaceName, noop.Names["inspect"]},
 		"rescue":   {fake.Interface, direct.InterfaceName, noop.Names["rescue"]},
 		"bios":     {fake.Interface, redfish.Name, IDRACRedfish, noop.Names["bios"]},
@@ -85,7 +85,7 @@ func DefaultInterfaces() map[string][]string {
 func generic() map[string][]string {
 	m := map[string][]string{
 		"boot":    {pxe.IPXE, pxe.PXE},
-		"deploy":  {direct.Name, direct.RamdiskName, direct.CustomAgentName},
+		"deploy":  {direct.Name, direct.RamdiskName, direct.CustomAgentName, direct.AutodetectName},
 		"inspect": {direct.InterfaceName, noop.Names["inspect"]},
 		"rescue":  {direct.InterfaceName, noop.Names["rescue"]},
 		"network": {"flat", "noop"},
@@ -145,6 +145,8 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	r.AddInterface("deploy", direct.Name, dd)
 	r.AddInterface("deploy", direct.RamdiskName, dd.Ramdisk())
 	r.AddInterface("deploy", direct.CustomAgentName, dd.CustomAgent())
+	r.AddInterface("deploy", direct.AutodetectName, dd.Autodetect())
+	r.AddInterface("deploy", direct.NoopName, dd.Noop())
 	r.AddInterface("inspect", direct.InterfaceName, dd.Inspector())
 	r.AddInterface("rescue", direct.InterfaceName, dd.Rescuer())
 	r.AddInterface("raid", direct.InterfaceName, dd.RAID())
@@ -230,6 +232,10 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 
 // fakeKinds is fake-hardware's preference: its fake interfaces first (and
 // network noop, as Anvil has always defaulted), then the generic ones.
+//
+// It also takes the "noop" deploy interface when the operator enables it:
+// Ironic's is its manual-management hardware type's, which Anvil does not
+// have (docs/drivers.md).
 func fakeKinds() map[string][]string {
 	m := fake.Kinds()
 	for kind, list := range generic() {
@@ -239,6 +245,7 @@ func fakeKinds() map[string][]string {
 			}
 		}
 	}
+	m["deploy"] = append(m["deploy"], direct.NoopName)
 	return m
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -47,4 +48,43 @@ func TestDeployInterfacesOverAPI(t *testing.T) {
 			t.Errorf("%s: validate deploy %v, want result %v reason %q", c.deploy, d, c.ok, c.reason)
 		}
 	}
+}
+
+// TestNoopAndAutodetectDeploy: autodetect is enabled and supported by
+// every hardware type, noop only when the operator enables it and only by
+// fake-hardware (Ironic's manual-management, which Anvil lacks, is its
+// home); a noop deploy reaches active without doing anything, and its tear
+// down too.
+func TestNoopAndAutodetectDeploy(t *testing.T) {
+	s := serveWith(t, func(c *Config) {
+		c.Interfaces.Interfaces = map[string][]string{"deploy": {"fake", "direct", "ramdisk", "custom-agent", "autodetect", "noop"}}
+	})
+	for _, drv := range []string{"redfish", "ipmi", "fake-hardware"} {
+		d := s.getAt("/v1/drivers/"+drv, "latest")
+		var enabled []string
+		for _, v := range d["enabled_deploy_interfaces"].([]any) {
+			enabled = append(enabled, v.(string))
+		}
+		if !slices.Contains(enabled, "autodetect") || slices.Contains(enabled, "noop") != (drv == "fake-hardware") {
+			t.Errorf("%s enabled_deploy_interfaces %v", drv, enabled)
+		}
+	}
+	if c, body := s.call("POST", "/v1/nodes", `{"driver": "ipmi", "deploy_interface": "noop"}`); c != 400 ||
+		!strings.Contains(body, "deploy interface implementation 'noop' is not supported by hardware type ipmi.") {
+		t.Errorf("ipmi with noop deploy: %d %s", c, body)
+	}
+	n := s.do("POST", "/v1/nodes", `{"driver": "fake-hardware", "deploy_interface": "noop"}`, 201)
+	id := n["uuid"].(string)
+	v := s.do("GET", "/v1/nodes/"+id+"/validate", "", 200)
+	if d, _ := v["deploy"].(map[string]any); d["result"] != true {
+		t.Errorf("validate deploy: %v", d)
+	}
+	s.do("PUT", "/v1/nodes/"+id+"/states/provision", `{"target": "manage"}`, 202)
+	s.wait(id, "manageable")
+	s.do("PUT", "/v1/nodes/"+id+"/states/provision", `{"target": "provide"}`, 202)
+	s.wait(id, "available")
+	s.do("PUT", "/v1/nodes/"+id+"/states/provision", `{"target": "active"}`, 202)
+	s.wait(id, "active")
+	s.do("PUT", "/v1/nodes/"+id+"/states/provision", `{"target": "deleted"}`, 202)
+	s.wait(id, "available")
 }

@@ -149,3 +149,54 @@ func TestDeployOCI(t *testing.T) {
 		}
 	}
 }
+
+// TestAutodetectDeploy: a node with deploy_interface autodetect deploys an
+// oci:// disk image as direct (switched for the deploy, the original kept
+// in driver_internal_info, restored by the tear down), and a bootc
+// container image is refused before anything starts, saying why.
+func TestAutodetectDeploy(t *testing.T) {
+	reg := ocitest.New(t, ocitest.NoAuth, "", "")
+	img := randomBytes(t, 2*mib+7)
+	reg.PushArtifact(t, "disk", "v1", img, "application/octet-stream", "d.raw")
+	cfg := reg.PushBlob(t, "os", []byte(`{"architecture":"amd64","os":"linux"}`), "application/vnd.oci.image.config.v1+json")
+	l := reg.PushBlob(t, "os", []byte("layer"), "application/vnd.oci.image.layer.v1.tar+gzip")
+	reg.PushManifest(t, "os", "latest", map[string]any{"schemaVersion": 2, "mediaType": ocitest.MediaManifest,
+		"config": cfg, "layers": []ocitest.Descriptor{l}}, ocitest.MediaManifest)
+
+	api := startServer(t, "--oci-permit-fallback-to-http")
+	const mac = "52:54:00:aa:bb:25"
+	node := createNode(t, api, "autodetect-node", mac)
+	mustCall(t, 200, "PATCH", api+"/v1/nodes/"+node, []map[string]any{{"op": "replace", "path": "/deploy_interface", "value": "autodetect"}})
+	disk := tempDisk(t, 16*mib, 0)
+	startAgent(t, api, mac, disk)
+	provision(t, api, node, "manage")
+	waitState(t, api, node, "manageable")
+	provision(t, api, node, "provide") // cleaning by the agent, as direct
+	waitState(t, api, node, "available")
+
+	setOCIImage(t, api, node, "oci://"+reg.Host+"/os", "")
+	r := call(t, "PUT", api+"/v1/nodes/"+node+"/states/provision", map[string]any{"target": "active"})
+	if r.Status != 400 || !strings.Contains(string(r.Body), "is a bootc container image") {
+		t.Fatalf("bootc image: HTTP %d %s", r.Status, r.Body)
+	}
+	if n := getNode(t, api, node); n["deploy_interface"] != "autodetect" || n["provision_state"] != "available" {
+		t.Fatalf("after a refused deploy: %v %v", n["deploy_interface"], n["provision_state"])
+	}
+
+	setOCIImage(t, api, node, "oci://"+reg.Host+"/disk:v1", "")
+	provision(t, api, node, "active")
+	n := waitState(t, api, node, "active")
+	dii := n["driver_internal_info"].(map[string]any)
+	if n["deploy_interface"] != "direct" || dii["original_deploy_interface"] != "autodetect" {
+		t.Errorf("active: deploy_interface %v, original %v", n["deploy_interface"], dii["original_deploy_interface"])
+	}
+	if d, _ := os.ReadFile(disk); !bytes.Equal(d[:len(img)], img) {
+		t.Fatal("the disk does not hold the image")
+	}
+	provision(t, api, node, "deleted")
+	n = waitState(t, api, node, "available")
+	dii = n["driver_internal_info"].(map[string]any)
+	if n["deploy_interface"] != "autodetect" || dii["original_deploy_interface"] != nil {
+		t.Errorf("after tear down: deploy_interface %v, original %v", n["deploy_interface"], dii["original_deploy_interface"])
+	}
+}

@@ -60,3 +60,30 @@ func TestResolveOCIRecordsTheArtifact(t *testing.T) {
 		t.Errorf("bootc image: %v", err)
 	}
 }
+
+// TestAutodetectChoice is Ironic's detection: ramdisk when
+// ironic_ramdisk_deploy is set (Python truth) with a boot_iso or a kernel
+// and a ramdisk; direct otherwise; Deploy itself is never the path.
+func TestAutodetectChoice(t *testing.T) {
+	a := New(Config{}).Autodetect()
+	cases := []struct {
+		ii   model.JSON
+		want string
+	}{
+		{model.JSON{"image_source": "http://x/img"}, Name},
+		{model.JSON{"ironic_ramdisk_deploy": true, "boot_iso": "http://x/iso"}, RamdiskName},
+		{model.JSON{"ironic_ramdisk_deploy": "yes", "kernel": "k", "ramdisk": "r"}, RamdiskName},
+		{model.JSON{"ironic_ramdisk_deploy": true, "kernel": "k"}, Name},
+		{model.JSON{"ironic_ramdisk_deploy": false, "boot_iso": "http://x/iso"}, Name},
+		{model.JSON{"ironic_ramdisk_deploy": "", "boot_iso": "http://x/iso"}, Name},
+	}
+	for _, c := range cases {
+		got, err := a.SwitchDeploy(context.Background(), &model.Node{InstanceInfo: c.ii})
+		if err != nil || got != c.want {
+			t.Errorf("%v: %s %v, want %s", c.ii, got, err, c.want)
+		}
+	}
+	if _, err := a.Deploy(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "did not switch to a concrete interface") {
+		t.Errorf("Deploy: %v", err)
+	}
+}
