@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"crypto/rand"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/anvil-metal/anvil/internal/oci/ocitest"
+	"github.com/anvil-metal/anvil/internal/testbin"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 )
@@ -198,5 +200,47 @@ func TestAutodetectDeploy(t *testing.T) {
 	dii = n["driver_internal_info"].(map[string]any)
 	if n["deploy_interface"] != "autodetect" || dii["original_deploy_interface"] != nil {
 		t.Errorf("after tear down: deploy_interface %v, original %v", n["deploy_interface"], dii["original_deploy_interface"])
+	}
+}
+
+// TestDeployOCIOverTLS: a registry over HTTPS with basic authentication,
+// verified by the CA bundle given to serve (--oci-verify-ca) and to the
+// agent (--ca-file); without the bundle the deploy fails on the
+// certificate, naming the image.
+func TestDeployOCIOverTLS(t *testing.T) {
+	reg, _ := ocitest.NewTLS(t, ocitest.BasicAuth, "puller", "tls-s3cret")
+	img := randomBytes(t, 1*mib+3)
+	reg.PushArtifact(t, "secure/img", "v1", img, "application/octet-stream", "d.raw")
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, reg.CAPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, trusted := range []bool{false, true} {
+		var api string
+		if trusted {
+			api = startServer(t, "--oci-verify-ca", ca)
+		} else {
+			api = startServer(t)
+		}
+		mac := "52:54:00:aa:bb:26"
+		node := createNode(t, api, "tls-node", mac)
+		disk := tempDisk(t, 8*mib, 0)
+		start(t, "anvil agent", "agent", "--api-url", api, "--mac", mac, "--disk", disk, "--ca-file", ca,
+			"--listen", testbin.FreeAddr(t), "--heartbeat-interval", "100ms")
+		provision(t, api, node, "manage")
+		waitState(t, api, node, "manageable")
+		provision(t, api, node, "provide")
+		waitState(t, api, node, "available")
+		setOCIImage(t, api, node, "oci://"+reg.Host+"/secure/img:v1", "puller:tls-s3cret")
+		provision(t, api, node, "active")
+		if !trusted {
+			n := waitState(t, api, node, "deploy failed")
+			contains(t, "untrusted registry: last_error", n["last_error"].(string), "Failed to download image oci://"+reg.Host+"/secure/img:v1, reason: tls: failed to verify certificate")
+			continue
+		}
+		waitState(t, api, node, "active")
+		if d, _ := os.ReadFile(disk); !bytes.Equal(d[:len(img)], img) {
+			t.Fatal("the disk does not hold the image")
+		}
 	}
 }

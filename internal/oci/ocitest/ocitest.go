@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log"
@@ -36,7 +37,9 @@ const (
 // Registry is a running test registry.
 type Registry struct {
 	Host string // 127.0.0.1:port
-	URL  string // http://127.0.0.1:port
+	URL  string // http://127.0.0.1:port (https:// from NewTLS)
+	// CAPEM is the PEM certificate that verifies a NewTLS registry.
+	CAPEM []byte
 
 	inner http.Handler
 	auth  Auth
@@ -221,6 +224,7 @@ func NewTLS(t testing.TB, auth Auth, user, pass string) (*Registry, *http.Client
 	t.Cleanup(srv.Close)
 	r.URL = srv.URL
 	r.Host = strings.TrimPrefix(srv.URL, "https://")
+	r.CAPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	return r, srv.Client()
 }
 
