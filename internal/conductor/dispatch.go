@@ -136,6 +136,7 @@ func (c *Conductor) switchDeploy(ctx context.Context, t *task) error {
 	}
 	setInfo(&n.DriverInternalInfo, driver.KeyOriginalDeployInterface, orig)
 	t.drv = drv
+	c.log.Info("deploy interface switched for this deploy", "node", n.UUID, "from", orig, "to", name)
 	return nil
 }
 
