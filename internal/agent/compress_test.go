@@ -9,11 +9,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/anvil-metal/anvil/internal/agent/agentapi"
+	"github.com/anvil-metal/anvil/internal/testbin"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 )
@@ -115,5 +118,43 @@ func TestWriteCompressedImage(t *testing.T) {
 	}
 	if _, err := ParseImageRequest(map[string]any{agentapi.ParamImageSource: "x", agentapi.ParamAuthorization: base64.StdEncoding.EncodeToString([]byte("a\r\nX: y"))}); err == nil {
 		t.Error("a header with a line break accepted")
+	}
+}
+
+// TestWriteCompressedQcow2: a zstd-compressed qcow2 image (an OCI layer of
+// disktype qcow2) is decompressed, verified by the compressed stream's
+// digest and converted to the disk.
+func TestWriteCompressedQcow2(t *testing.T) {
+	testbin.Need(t, "qemu-img", "qemu-utils")
+	raw, _ := randomImage(t, 2<<20)
+	dir := t.TempDir()
+	rawPath, q := filepath.Join(dir, "d.raw"), filepath.Join(dir, "d.qcow2")
+	_ = os.WriteFile(rawPath, raw, 0o600)
+	if out, err := exec.Command("qemu-img", "convert", "-f", "raw", "-O", "qcow2", rawPath, q).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img: %v %s", err, out)
+	}
+	qb, _ := os.ReadFile(q)
+	blob := zstdOf(t, qb)
+	src := filepath.Join(dir, "d.qcow2.zst")
+	_ = os.WriteFile(src, blob, 0o600)
+	disk := testDisk(t, 4<<20)
+	a, _ := New(Config{APIURL: "http://127.0.0.1:1", Disk: disk, MACs: []string{"x"}})
+	for _, sum := range []string{hexSHA(qb), hexSHA(blob)} {
+		_, err := a.writeImage(context.Background(), map[string]any{agentapi.ParamImageInfo: map[string]any{
+			agentapi.ParamURLs: []any{src}, agentapi.ParamOSHashAlgo: "sha256", agentapi.ParamOSHashValue: sum,
+			agentapi.ParamCompression: "zstd", agentapi.ParamDiskFormat: "qcow2"}}, new(atomic.Int64))
+		if sum == hexSHA(qb) {
+			if err == nil || !strings.Contains(err.Error(), "checksum mismatch") {
+				t.Fatalf("checksum of the decompressed qcow2 accepted: %v", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := os.ReadFile(disk)
+	if !bytes.Equal(got[:len(raw)], raw) {
+		t.Fatal("the disk does not hold the qcow2 image's content")
 	}
 }
