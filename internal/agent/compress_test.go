@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -156,5 +157,30 @@ func TestWriteCompressedQcow2(t *testing.T) {
 	got, _ := os.ReadFile(disk)
 	if !bytes.Equal(got[:len(raw)], raw) {
 		t.Fatal("the disk does not hold the qcow2 image's content")
+	}
+}
+
+// TestZstdWindowBound: a zstd stream announcing a window over 128 MiB is
+// refused before the decoder sizes its memory by it.
+func TestZstdWindowBound(t *testing.T) {
+	// A frame by hand: magic, a descriptor without single segment, a
+	// window descriptor of 2^28 (exponent 18), one last raw block of "x".
+	frame := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 18 << 3, 0x09, 0x00, 0x00, 'x'}
+	buf := bytes.NewBuffer(frame)
+	d, err := decompress("zstd", bytes.NewReader(buf.Bytes()))
+	if err == nil {
+		_, err = io.Copy(io.Discard, d)
+	}
+	if err == nil || !strings.Contains(err.Error(), "window") {
+		t.Fatalf("a 256 MiB window accepted: %v", err)
+	}
+	// The same frame at 128 MiB is read.
+	d, _ = decompress("zstd", bytes.NewReader([]byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 17 << 3, 0x09, 0x00, 0x00, 'x'}))
+	if b, err := io.ReadAll(d); err != nil || string(b) != "x" {
+		t.Fatalf("128 MiB window: %q %v", b, err)
+	}
+	d, _ = decompress("zstd", bytes.NewReader(zstdOf(t, []byte("ok"))))
+	if b, err := io.ReadAll(d); err != nil || string(b) != "ok" {
+		t.Fatalf("small stream: %q %v", b, err)
 	}
 }

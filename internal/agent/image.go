@@ -196,7 +196,9 @@ func (c *wire) finish() error {
 func decompress(kind string, r io.Reader) (io.ReadCloser, error) {
 	switch kind {
 	case "zstd":
-		d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(false))
+		// A window of up to 128 MiB: what zstd --long (27) writes; a frame
+		// asking more is refused rather than sized by the image.
+		d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(1<<27))
 		if err != nil {
 			return nil, err
 		}

@@ -120,6 +120,9 @@ func (c *Client) Resolve(ctx context.Context, ref Ref, arch string, sec *Secret)
 		return s.pick(ctx, descriptor{Digest: dg}, m, "")
 	}
 	cands := filterManifests(m.Manifests, arch)
+	if len(cands) > maxCandidates {
+		cands = cands[:maxCandidates] // best first: a registry cannot keep a deploy fetching
+	}
 	if len(cands) == 0 {
 		return Image{}, fmt.Errorf("Invalid image href %s. No manifest of its index is a disk image for architecture %q.", ref, arch)
 	}
@@ -192,6 +195,10 @@ func (c *Client) Authorization(ctx context.Context, ref Ref, sec *Secret) (strin
 }
 
 func (d descriptor) disktype() string { return d.Annotations["disktype"] }
+
+// maxCandidates bounds the manifests of an index fetched in search of a
+// disk image.
+const maxCandidates = 32
 
 // priority is Ironic's disk_format_priority for an agent download.
 var priority = map[string]int{"raw": 1, "applehv": 2, "qcow2": 3, "qemu": 4}
