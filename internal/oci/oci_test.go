@@ -112,6 +112,12 @@ func TestResolveIndexByArchitectureAndDiskType(t *testing.T) {
 	if err != nil || pinned.BlobDigest != arm.Digest || pinned.DiskFormat != "" {
 		t.Errorf("by digest: %+v %v", pinned, err)
 	}
+	// Manifests are cached by digest: resolving the pinned reference again
+	// fetches no manifest.
+	before := r.Gets("manifests/" + pinned.ManifestDigest)
+	if again, err := c.Resolve(ctx, mustRef(t, im.ManifestURL), "", nil); err != nil || again != pinned || r.Gets("manifests/"+pinned.ManifestDigest) != before {
+		t.Errorf("cached resolution: %+v %v, %d fetches after %d", again, err, r.Gets("manifests/"+pinned.ManifestDigest), before)
+	}
 	if _, err := c.Resolve(ctx, mustRef(t, "oci://"+r.Host+"/disk/img:v1"), "ppc64le", nil); err == nil ||
 		!strings.Contains(err.Error(), `for architecture "ppc64le"`) {
 		t.Errorf("no manifest for the architecture: %v", err)

@@ -48,8 +48,9 @@ type Registry struct {
 
 	mu     sync.Mutex
 	tokens map[string]bool
-	// Pulls counts GETs of blobs (what the agent downloads).
-	pulls map[string]int
+	// gets counts GETs of blobs and manifests by "blobs/<digest>" and
+	// "manifests/<reference>".
+	gets map[string]int
 }
 
 // New starts a registry; user and pass are its pull credentials (for
@@ -57,7 +58,7 @@ type Registry struct {
 func New(t testing.TB, auth Auth, user, pass string) *Registry {
 	t.Helper()
 	r := &Registry{inner: registry.New(registry.Logger(log.New(io.Discard, "", 0))), auth: auth, user: user, pass: pass,
-		tokens: map[string]bool{}, pulls: map[string]int{}}
+		tokens: map[string]bool{}, gets: map[string]int{}}
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
 	r.URL = srv.URL
@@ -65,11 +66,12 @@ func New(t testing.TB, auth Auth, user, pass string) *Registry {
 	return r
 }
 
-// Pulls is how many times the blob dg was fetched.
-func (r *Registry) Pulls(dg string) int {
+// Gets is how many times "blobs/<digest>" or "manifests/<reference>" was
+// fetched.
+func (r *Registry) Gets(what string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.pulls[dg]
+	return r.gets[what]
 }
 
 func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -98,10 +100,14 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, `{"errors":[{"code":"UNAUTHORIZED"}]}`, http.StatusUnauthorized)
 		return
 	}
-	if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/") {
-		r.mu.Lock()
-		r.pulls[req.URL.Path[strings.LastIndex(req.URL.Path, "/")+1:]]++
-		r.mu.Unlock()
+	if req.Method == http.MethodGet {
+		for _, kind := range []string{"/blobs/", "/manifests/"} {
+			if i := strings.LastIndex(req.URL.Path, kind); i >= 0 {
+				r.mu.Lock()
+				r.gets[req.URL.Path[i+1:]]++
+				r.mu.Unlock()
+			}
+		}
 	}
 	r.inner.ServeHTTP(w, req)
 }
@@ -219,7 +225,7 @@ func (r *Registry) direct(t testing.TB, method, path string, body []byte, ct str
 func NewTLS(t testing.TB, auth Auth, user, pass string) (*Registry, *http.Client) {
 	t.Helper()
 	r := &Registry{inner: registry.New(registry.Logger(log.New(io.Discard, "", 0))), auth: auth, user: user, pass: pass,
-		tokens: map[string]bool{}, pulls: map[string]int{}}
+		tokens: map[string]bool{}, gets: map[string]int{}}
 	srv := httptest.NewTLSServer(r)
 	t.Cleanup(srv.Close)
 	r.URL = srv.URL
