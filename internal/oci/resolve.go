@@ -25,16 +25,14 @@ type Image struct {
 
 // Fields are the instance_info keys Ironic sets from the chosen artifact
 // (deploy_utils.build_instance_info_for_deploy), for the API to show what
-// a deploy used; the checksum goes in image_os_hash_* too, with its
-// algorithm, so the agent verifies the blob's digest.
+// a deploy used. The checksum is image_checksum alone, as Ironic's (its
+// length names sha256 or sha512), so nothing of the registry's outlives a
+// change of image_source to another kind of image.
 func (im Image) Fields() map[string]any {
-	algo, _, _ := strings.Cut(im.BlobDigest, ":")
 	m := map[string]any{
 		"image_url":                       im.URL,
 		"image_size":                      im.Size,
 		"image_checksum":                  im.Checksum,
-		"image_os_hash_algo":              algo,
-		"image_os_hash_value":             im.Checksum,
 		"image_container_manifest_digest": im.ManifestDigest,
 		"image_container_blob_digest":     im.BlobDigest,
 		"image_media_type":                nilIfEmpty(im.MediaType),
@@ -48,8 +46,8 @@ func (im Image) Fields() map[string]any {
 	return m
 }
 
-// FieldNames are Fields' keys: what a new deploy clears before it
-// resolves again.
+// FieldNames are Fields' keys and the checksum keys that would override
+// image_checksum: what a deploy clears before it resolves.
 var FieldNames = []string{"image_url", "image_size", "image_checksum", "image_os_hash_algo", "image_os_hash_value",
 	"image_container_manifest_digest", "image_container_blob_digest", "image_media_type", "image_compression_type",
 	"image_filename", "oci_image_manifest_url"}

@@ -38,13 +38,14 @@ func TestResolveOCIRecordsTheArtifact(t *testing.T) {
 		"config": cfg, "layers": []ocitest.Descriptor{l1, l1}}, ocitest.MediaManifest)
 	d := New(Config{OCI: oci.NewClient(oci.Config{AllowHTTP: true})})
 	n := &model.Node{UUID: "n1", InstanceInfo: model.JSON{"image_source": "oci://" + r.Host + "/img@" + m.Digest,
-		"image_disk_format": "qcow2", "image_compression_type": "zstd", "image_checksum": "stale"}}
+		"image_disk_format": "qcow2", "image_compression_type": "zstd", "image_checksum": "stale",
+		"image_os_hash_algo": "sha512", "image_os_hash_value": "stale"}}
 	if err := d.resolveOCI(context.Background(), n); err != nil {
 		t.Fatal(err)
 	}
 	ii := n.InstanceInfo
 	if ii["image_checksum"] != strings.TrimPrefix(l.Digest, "sha256:") || ii["image_compression_type"] != nil ||
-		ii["image_disk_format"] != nil || ii["image_os_hash_algo"] != "sha256" || ii["image_url"] != r.URL+"/v2/img/blobs/"+l.Digest {
+		ii["image_disk_format"] != nil || ii["image_os_hash_algo"] != nil || ii["image_url"] != r.URL+"/v2/img/blobs/"+l.Digest {
 		t.Errorf("instance_info %v", ii)
 	}
 	params, err := imageInfo(n, false)
