@@ -41,6 +41,10 @@ type Drivers struct {
 	Interfaces driver.Enablement
 }
 
+// ManualManagement is Ironic's manual-management hardware type: the
+// operator powers the machine and sets its boot order by hand.
+const ManualManagement = "manual-management"
+
 // IDRAC is Dell's hardware type and IDRACRedfish its Redfish interfaces'
 // name (enabled with --enabled-hardware-types and, for inspection,
 // --enabled-inspect-interfaces).
@@ -147,6 +151,7 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	r.AddInterface("deploy", direct.CustomAgentName, dd.CustomAgent())
 	r.AddInterface("deploy", direct.AutodetectName, dd.Autodetect())
 	r.AddInterface("deploy", direct.NoopName, dd.Noop())
+	r.AddInterface("management", noop.ManagementName, &noop.Management{})
 	r.AddInterface("inspect", direct.InterfaceName, dd.Inspector())
 	r.AddInterface("rescue", direct.InterfaceName, dd.Rescuer())
 	r.AddInterface("raid", direct.InterfaceName, dd.RAID())
@@ -207,6 +212,17 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 			"vendor":     {IDRACRedfish, noop.Names["vendor"]},
 			"raid":       {IDRACRedfish, noop.Names["raid"], direct.InterfaceName},
 		})})
+	// manual-management (Ironic's ManualManagementHardware, enabled only by
+	// --enabled-hardware-types): fake power (Ironic lists its agent power
+	// first, which Anvil lacks) and noop management, the generic deploy
+	// interfaces and noop.
+	r.AddHardwareType(driver.HardwareType{Name: ManualManagement, Properties: withBoot(nil),
+		Supported: withGeneric(map[string][]string{
+			"power":      {fake.Interface},
+			"management": {noop.ManagementName, fake.Interface},
+			"deploy":     append(generic()["deploy"], direct.NoopName),
+			"vendor":     {noop.Names["vendor"]},
+		})})
 	r.AddHardwareType(driver.HardwareType{Name: ipmi.Name, Properties: withBoot(ipmi.Properties()), OptIn: optInFake(),
 		Supported: withGeneric(map[string][]string{
 			"power":      {ipmi.Interface},
@@ -232,10 +248,6 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 
 // fakeKinds is fake-hardware's preference: its fake interfaces first (and
 // network noop, as Anvil has always defaulted), then the generic ones.
-//
-// It also takes the "noop" deploy interface when the operator enables it:
-// Ironic's is its manual-management hardware type's, which Anvil does not
-// have (docs/drivers.md).
 func fakeKinds() map[string][]string {
 	m := fake.Kinds()
 	for kind, list := range generic() {
@@ -245,7 +257,6 @@ func fakeKinds() map[string][]string {
 			}
 		}
 	}
-	m["deploy"] = append(m["deploy"], direct.NoopName)
 	return m
 }
 

@@ -51,33 +51,41 @@ func TestDeployInterfacesOverAPI(t *testing.T) {
 }
 
 // TestNoopAndAutodetectDeploy: autodetect is enabled and supported by
-// every hardware type, noop only when the operator enables it and only by
-// fake-hardware (Ironic's manual-management, which Anvil lacks, is its
-// home); a noop deploy reaches active without doing anything, and its tear
-// down too.
+// every hardware type; noop, as in Ironic master, only by manual-management
+// (fake power, noop management), whose node deploys and tears down without
+// anything done.
 func TestNoopAndAutodetectDeploy(t *testing.T) {
 	s := serveWith(t, func(c *Config) {
+		c.Interfaces.HardwareTypes = []string{"fake-hardware", "ipmi", "redfish", ManualManagement}
 		c.Interfaces.Interfaces = map[string][]string{"deploy": {"fake", "direct", "ramdisk", "custom-agent", "autodetect", "noop"}}
 	})
-	for _, drv := range []string{"redfish", "ipmi", "fake-hardware"} {
+	for _, drv := range []string{"redfish", "ipmi", "fake-hardware", ManualManagement} {
 		d := s.getAt("/v1/drivers/"+drv, "latest")
 		var enabled []string
 		for _, v := range d["enabled_deploy_interfaces"].([]any) {
 			enabled = append(enabled, v.(string))
 		}
-		if !slices.Contains(enabled, "autodetect") || slices.Contains(enabled, "noop") != (drv == "fake-hardware") {
+		if !slices.Contains(enabled, "autodetect") || slices.Contains(enabled, "noop") != (drv == ManualManagement) {
 			t.Errorf("%s enabled_deploy_interfaces %v", drv, enabled)
 		}
+	}
+	mm := s.getAt("/v1/drivers/"+ManualManagement, "latest")
+	if mm["default_power_interface"] != "fake" || mm["default_management_interface"] != "noop" {
+		t.Errorf("manual-management defaults: power %v management %v", mm["default_power_interface"], mm["default_management_interface"])
 	}
 	if c, body := s.call("POST", "/v1/nodes", `{"driver": "ipmi", "deploy_interface": "noop"}`); c != 400 ||
 		!strings.Contains(body, "deploy interface implementation 'noop' is not supported by hardware type ipmi.") {
 		t.Errorf("ipmi with noop deploy: %d %s", c, body)
 	}
-	n := s.do("POST", "/v1/nodes", `{"driver": "fake-hardware", "deploy_interface": "noop"}`, 201)
+	n := s.do("POST", "/v1/nodes", `{"driver": "manual-management", "deploy_interface": "noop"}`, 201)
 	id := n["uuid"].(string)
 	v := s.do("GET", "/v1/nodes/"+id+"/validate", "", 200)
 	if d, _ := v["deploy"].(map[string]any); d["result"] != true {
 		t.Errorf("validate deploy: %v", d)
+	}
+	if c, body := s.call("PUT", "/v1/nodes/"+id+"/management/boot_device", `{"boot_device": "cdrom"}`); c != 400 ||
+		!strings.Contains(body, "Invalid boot device cdrom specified.") {
+		t.Errorf("noop management, cdrom: %d %s", c, body)
 	}
 	s.do("PUT", "/v1/nodes/"+id+"/states/provision", `{"target": "manage"}`, 202)
 	s.wait(id, "manageable")
