@@ -73,6 +73,10 @@ func TestNoopAndAutodetectDeploy(t *testing.T) {
 	if mm["default_power_interface"] != "fake" || mm["default_management_interface"] != "noop" {
 		t.Errorf("manual-management defaults: power %v management %v", mm["default_power_interface"], mm["default_management_interface"])
 	}
+	// manual-management's fake power is not offered to ipmi.
+	if ip := s.getAt("/v1/drivers/ipmi", "latest"); ip["default_power_interface"] != "ipmitool" || len(ip["enabled_power_interfaces"].([]any)) != 1 {
+		t.Errorf("ipmi power: %v %v", ip["default_power_interface"], ip["enabled_power_interfaces"])
+	}
 	if c, body := s.call("POST", "/v1/nodes", `{"driver": "ipmi", "deploy_interface": "noop"}`); c != 400 ||
 		!strings.Contains(body, "deploy interface implementation 'noop' is not supported by hardware type ipmi.") {
 		t.Errorf("ipmi with noop deploy: %d %s", c, body)
