@@ -220,7 +220,7 @@ func TestEnablementErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown type", driver.Enablement{HardwareTypes: []string{"ilo"}},
-			`--enabled-hardware-types: unknown hardware type "ilo" (known: fake-hardware, idrac, ipmi, redfish)`},
+			`--enabled-hardware-types: unknown hardware type "ilo" (known: fake-hardware, idrac, ipmi, manual-management, redfish)`},
 		{"unknown interface", driver.Enablement{Interfaces: map[string][]string{"boot": {"ipxe", "http"}}},
 			`--enabled-boot-interfaces: unknown boot interface "http" (known: fake, ipxe, pxe, redfish-virtual-media)`},
 		{"default not enabled", driver.Enablement{Interfaces: map[string][]string{"boot": {"ipxe"}}, Defaults: map[string]string{"boot": "pxe"}},
