@@ -17,6 +17,8 @@ import (
 	"github.com/anvil-metal/anvil/internal/agent/agentapi"
 	"github.com/anvil-metal/anvil/internal/disk"
 	"github.com/anvil-metal/anvil/internal/ipa"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 )
 
 var errNotImplemented = errors.New("not implemented by this agent")
@@ -152,13 +154,66 @@ func find(parts []disk.Partition, role string) disk.Partition {
 }
 
 // image is the opened image: a raw stream, or a downloaded and verified
-// qcow2 file.
+// qcow2 file. A compressed image's stream is the decompressed one, its
+// checksum and size the download's (wire).
 type image struct {
 	raw   io.Reader
 	size  int64 // -1 when unknown
 	qcow2 string
 	close func()
+	wire  *wire // nil when the image is not compressed
 }
+
+// wire hashes and counts a compressed download as the decompressor reads
+// it.
+type wire struct {
+	r    io.Reader
+	h    hash.Hash
+	n    int64
+	size int64 // -1 when unknown
+}
+
+func (c *wire) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	c.h.Write(p[:n])
+	return n, err
+}
+
+// finish reads what the decompressor left (trailing bytes are hashed, so
+// a stream with more than the image fails its checksum) up to the
+// announced size, bounded.
+func (c *wire) finish() error {
+	limit := int64(64 << 20)
+	if c.size >= 0 {
+		limit = max(0, c.size-c.n) + 1
+	}
+	_, err := io.Copy(io.Discard, io.LimitReader(c, limit))
+	return err
+}
+
+// decompress wraps r in the decompressor of kind.
+func decompress(kind string, r io.Reader) (io.ReadCloser, error) {
+	switch kind {
+	case "zstd":
+		// A window of up to 128 MiB: what zstd --long (27) writes; a frame
+		// asking more is refused rather than sized by the image.
+		d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(1<<27))
+		if err != nil {
+			return nil, err
+		}
+		return d.IOReadCloser(), nil
+	case "gzip":
+		return gzip.NewReader(r)
+	}
+	return io.NopCloser(r), nil
+}
+
+// nopHash stands in for the written stream's hash when the checksum is
+// the compressed download's.
+type nopHash struct{ hash.Hash }
+
+func (nopHash) Write(p []byte) (int, error) { return len(p), nil }
 
 func (i *image) Close() { i.close() }
 
@@ -166,9 +221,22 @@ func (i *image) Close() { i.close() }
 // (image_disk_format qcow2, or by its magic unless raw was declared) is
 // downloaded to a temporary file and verified, and needs qemu-img.
 func (w *imageWrite) open(ctx context.Context) (*image, error) {
-	body, size, err := openImage(ctx, w.a.cfg.Client, w.req.Source)
+	body, size, err := openImage(ctx, w.a.cfg.Client, w.req.Source, w.req.Authorization)
 	if err != nil {
 		return nil, err
+	}
+	var wr *wire
+	if w.req.Compression != "" {
+		wr = &wire{r: body, h: w.h, size: size}
+		dec, err := decompress(w.req.Compression, wr)
+		if err != nil {
+			body.Close()
+			return nil, fmt.Errorf("image %s: %s: %w", w.req.Source, w.req.Compression, err)
+		}
+		raw := body
+		body = readCloser{dec, func() error { dec.Close(); return raw.Close() }}
+		size = -1
+		w.h = nopHash{w.h}
 	}
 	head := make([]byte, len(disk.Qcow2Magic))
 	k, _ := io.ReadFull(body, head)
@@ -183,7 +251,7 @@ func (w *imageWrite) open(ctx context.Context) (*image, error) {
 	}
 	stream := io.MultiReader(bytes.NewReader(head), body)
 	if !isQcow2 {
-		return &image{raw: stream, size: size, close: func() { body.Close() }}, nil
+		return &image{raw: stream, size: size, close: func() { body.Close() }, wire: wr}, nil
 	}
 	defer body.Close()
 	if _, err := exec.LookPath("qemu-img"); err != nil {
@@ -196,7 +264,7 @@ func (w *imageWrite) open(ctx context.Context) (*image, error) {
 	tmp.Close()
 	n, err := disk.Copy(ctx, disk.Target{Path: tmp.Name(), Grow: true}, stream, w.h, nil)
 	if err == nil {
-		err = w.verify(n, size)
+		err = w.verify(n, size, wr)
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
@@ -219,16 +287,23 @@ func (w *imageWrite) write(ctx context.Context, img *image, t disk.Target) (int6
 	if err != nil {
 		return n, err
 	}
-	return n, w.verify(n, img.size)
+	return n, w.verify(n, img.size, img.wire)
 }
 
 // verify checks the image was whole (size bytes, when known) and matches
-// its checksum.
-func (w *imageWrite) verify(n, size int64) error {
+// its checksum; of a compressed image, the download (wr) is.
+func (w *imageWrite) verify(n, size int64, wr *wire) error {
+	h := w.h
+	if wr != nil {
+		if err := wr.finish(); err != nil {
+			return fmt.Errorf("image download: %w", err)
+		}
+		n, size, h = wr.n, wr.size, wr.h
+	}
 	if size >= 0 && n != size {
 		return fmt.Errorf("image truncated: got %d of %d bytes", n, size)
 	}
-	if got := w.h.Sum(nil); !w.sum.Matches(got) {
+	if got := h.Sum(nil); !w.sum.Matches(got) {
 		return fmt.Errorf("image checksum mismatch: expected %s %s, got %x", w.sum.Algo, w.sum.Value, got)
 	}
 	return nil
@@ -249,11 +324,14 @@ func writeAt(path string, b []byte, off int64) error {
 
 // openImage opens an http(s) URL, a file:// URL or a local path; size is -1
 // when unknown.
-func openImage(ctx context.Context, client *http.Client, src string) (io.ReadCloser, int64, error) {
+func openImage(ctx context.Context, client *http.Client, src, authorization string) (io.ReadCloser, int64, error) {
 	if strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
 		if err != nil {
 			return nil, 0, fmt.Errorf("image %s: %w", src, err)
+		}
+		if authorization != "" {
+			req.Header.Set("Authorization", authorization)
 		}
 		c := *client
 		c.Timeout = 0 // the download may take long; ctx bounds it
@@ -279,6 +357,14 @@ func openImage(ctx context.Context, client *http.Client, src string) (io.ReadClo
 	}
 	return f, st.Size(), nil
 }
+
+// readCloser is a reader with its own Close.
+type readCloser struct {
+	io.Reader
+	close func() error
+}
+
+func (r readCloser) Close() error { return r.close() }
 
 // eraseMetadata wipes partition tables and filesystem signatures: the first
 // and last MiB of the disk (GPT keeps a backup header at the end).

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
@@ -29,6 +30,11 @@ type ImageRequest struct {
 	// EphemeralFormat is the ephemeral partition's filesystem (one of
 	// disk.EphemeralFormats; "" for ext4).
 	EphemeralFormat string
+	// Authorization is the image GET's Authorization header ("" for none).
+	Authorization string
+	// Compression is zstd, gzip or "" (none): the checksum and size are
+	// the compressed stream's.
+	Compression string
 }
 
 // ParseImageRequest reads the command's parameters: Anvil's flat form
@@ -55,6 +61,18 @@ func ParseImageRequest(p map[string]any) (ImageRequest, error) {
 	}
 	if r.Source == "" {
 		return r, errors.New("write_image: image_source is missing")
+	}
+	if a := str(agentapi.ParamAuthorization); a != "" {
+		b, err := base64.StdEncoding.DecodeString(a)
+		if err != nil || strings.ContainsAny(string(b), "\r\n") {
+			return r, errors.New("write_image: image_request_authorization is not a base64 header value")
+		}
+		r.Authorization = string(b)
+	}
+	switch r.Compression = strings.ToLower(str(agentapi.ParamCompression)); r.Compression {
+	case "", "zstd", "gzip":
+	default:
+		return r, fmt.Errorf("write_image: image_compression_type %q is not supported (zstd or gzip)", r.Compression)
 	}
 	var err error
 	for _, f := range []struct {

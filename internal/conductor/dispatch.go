@@ -34,6 +34,9 @@ func (c *Conductor) start(ctx context.Context, t *task, event string, req Provis
 	case fsm.EvInspect:
 		return c.startWork(ctx, t, event, c.inspectFlow)
 	case fsm.EvDeploy, fsm.EvRebuild:
+		if err := c.switchDeploy(ctx, t); err != nil {
+			return err
+		}
 		if err := validateDeploy(ctx, t); err != nil {
 			return err
 		}
@@ -107,6 +110,43 @@ func (c *Conductor) startWork(ctx context.Context, t *task, event string, fl flo
 		}
 	})
 	return nil
+}
+
+// switchDeploy gives a deploy interface that chooses another
+// (driver.DeploySwitcher: autodetect) the choice before validation, as
+// Ironic's do_node_deploy calls switch_interface: the node keeps its
+// original interface in driver_internal_info and deploys with the chosen
+// one. Nothing is saved unless the deploy starts.
+func (c *Conductor) switchDeploy(ctx context.Context, t *task) error {
+	sw, ok := t.drv.Deploy.(driver.DeploySwitcher)
+	if !ok {
+		return nil
+	}
+	n := t.node
+	name, err := sw.SwitchDeploy(ctx, n)
+	if err != nil {
+		return fault.New(fault.Invalid, "Failed to validate deploy or power info for node %s: %v", n.UUID, err)
+	}
+	orig := n.Interfaces.Get("deploy")
+	n.Interfaces.Set("deploy", name)
+	drv, err := c.reg.For(n)
+	if err != nil {
+		n.Interfaces.Set("deploy", orig)
+		return fault.New(fault.Invalid, "Failed to validate deploy or power info for node %s: deploy interface %s chose %s: %v", n.UUID, orig, name, err)
+	}
+	setInfo(&n.DriverInternalInfo, driver.KeyOriginalDeployInterface, orig)
+	t.drv = drv
+	c.log.Info("deploy interface switched for this deploy", "node", n.UUID, "from", orig, "to", name)
+	return nil
+}
+
+// restoreDeploy puts back the deploy interface a switch replaced
+// (Ironic's restore_interface).
+func restoreDeploy(n *model.Node) {
+	if orig, _ := n.DriverInternalInfo[driver.KeyOriginalDeployInterface].(string); orig != "" {
+		n.Interfaces.Set("deploy", orig)
+		delete(n.DriverInternalInfo, driver.KeyOriginalDeployInterface)
+	}
 }
 
 // validateDeploy runs the power and deploy interfaces' validation before

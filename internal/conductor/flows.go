@@ -121,6 +121,9 @@ func (c *Conductor) tearDownFlow(ctx context.Context, t *task) {
 		return
 	}
 	n.InstanceInfo, n.InstanceUUID = nil, ""
+	// The switched-to interface's cleaning continues; later heartbeats
+	// load the original, which cleans as direct does (autodetect).
+	restoreDeploy(n)
 	c.releaseAllocation(ctx, n)
 	for _, k := range []string{"user_deploy_steps", "deploy_steps", "agent_url", "agent_secret_token"} {
 		delete(n.DriverInternalInfo, k)

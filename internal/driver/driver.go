@@ -304,3 +304,16 @@ func (d *Driver) Interface(kind string) any {
 	}
 	return v
 }
+
+// KeyOriginalDeployInterface is where a switched node keeps the deploy
+// interface it had (Ironic's original_deploy_interface).
+const KeyOriginalDeployInterface = "original_deploy_interface"
+
+// DeploySwitcher is an optional Deploy capability (Ironic's
+// switch_interface): before a deploy is validated the interface names the
+// concrete deploy interface the node switches to for it; the conductor
+// records the original (KeyOriginalDeployInterface) and restores it when
+// the instance is torn down.
+type DeploySwitcher interface {
+	SwitchDeploy(ctx context.Context, n *model.Node) (string, error)
+}

@@ -43,10 +43,11 @@ var secretWords = map[string]bool{"pass": true, "passwd": true, "pwd": true, "pw
 // any credential word of secretWords, any key ending in "_key" or holding
 // key contents or key data (BMC, SNMP and SSH keys oslo's list misses:
 // snmp_auth_key, ssh_key_contents), a key named "auth" or ending in
-// "_auth", and Authorization headers.
+// "_auth", and Authorization headers (also ending a key: IPA's
+// image_request_authorization).
 func IsKey(k string) bool {
 	lk := strings.ToLower(k)
-	if strings.HasSuffix(lk, "_key") || strings.HasSuffix(lk, "-key") || lk == "authorization" ||
+	if strings.HasSuffix(lk, "_key") || strings.HasSuffix(lk, "-key") || lk == "authorization" || strings.HasSuffix(lk, "_authorization") ||
 		strings.Contains(lk, "key_contents") || strings.Contains(lk, "key_data") || strings.Contains(lk, "credential") ||
 		strings.Contains(lk, "passwd") || lk == "auth" || strings.HasSuffix(lk, "_auth") {
 		return true

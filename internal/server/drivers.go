@@ -41,6 +41,10 @@ type Drivers struct {
 	Interfaces driver.Enablement
 }
 
+// ManualManagement is Ironic's manual-management hardware type: the
+// operator powers the machine and sets its boot order by hand.
+const ManualManagement = "manual-management"
+
 // IDRAC is Dell's hardware type and IDRACRedfish its Redfish interfaces'
 // name (enabled with --enabled-hardware-types and, for inspection,
 // --enabled-inspect-interfaces).
@@ -63,7 +67,7 @@ var DefaultHardwareTypes = []string{fake.Name, ipmi.Name, redfish.Name}
 func DefaultInterfaces() map[string][]string {
 	return map[string][]string{
 		"boot":     {fake.Interface, pxe.IPXE, pxe.PXE, redfish.VirtualMediaName},
-		"deploy":   {fake.Interface, direct.Name, direct.RamdiskName, direct.CustomAgentName},
+		"deploy":   {fake.Interface, direct.Name, direct.RamdiskName, direct.CustomAgentName, direct.AutodetectName},
 		"inspect":  {fake.Interface, redfish.Name, direct.InterfaceName, noop.Names["inspect"]},
 		"rescue":   {fake.Interface, direct.InterfaceName, noop.Names["rescue"]},
 		"bios":     {fake.Interface, redfish.Name, IDRACRedfish, noop.Names["bios"]},
@@ -85,7 +89,7 @@ func DefaultInterfaces() map[string][]string {
 func generic() map[string][]string {
 	m := map[string][]string{
 		"boot":    {pxe.IPXE, pxe.PXE},
-		"deploy":  {direct.Name, direct.RamdiskName, direct.CustomAgentName},
+		"deploy":  {direct.Name, direct.RamdiskName, direct.CustomAgentName, direct.AutodetectName},
 		"inspect": {direct.InterfaceName, noop.Names["inspect"]},
 		"rescue":  {direct.InterfaceName, noop.Names["rescue"]},
 		"network": {"flat", "noop"},
@@ -145,6 +149,9 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	r.AddInterface("deploy", direct.Name, dd)
 	r.AddInterface("deploy", direct.RamdiskName, dd.Ramdisk())
 	r.AddInterface("deploy", direct.CustomAgentName, dd.CustomAgent())
+	r.AddInterface("deploy", direct.AutodetectName, dd.Autodetect())
+	r.AddInterface("deploy", direct.NoopName, dd.Noop())
+	r.AddInterface("management", noop.ManagementName, &noop.Management{})
 	r.AddInterface("inspect", direct.InterfaceName, dd.Inspector())
 	r.AddInterface("rescue", direct.InterfaceName, dd.Rescuer())
 	r.AddInterface("raid", direct.InterfaceName, dd.RAID())
@@ -204,6 +211,17 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 			"firmware":   {redfish.Name, noop.Names["firmware"]},
 			"vendor":     {IDRACRedfish, noop.Names["vendor"]},
 			"raid":       {IDRACRedfish, noop.Names["raid"], direct.InterfaceName},
+		})})
+	// manual-management (Ironic's ManualManagementHardware, enabled only by
+	// --enabled-hardware-types): fake power (Ironic lists its agent power
+	// first, which Anvil lacks) and noop management, the generic deploy
+	// interfaces and noop.
+	r.AddHardwareType(driver.HardwareType{Name: ManualManagement, Properties: withBoot(nil),
+		Supported: withGeneric(map[string][]string{
+			"power":      {fake.Interface},
+			"management": {noop.ManagementName, fake.Interface},
+			"deploy":     append(generic()["deploy"], direct.NoopName),
+			"vendor":     {noop.Names["vendor"]},
 		})})
 	r.AddHardwareType(driver.HardwareType{Name: ipmi.Name, Properties: withBoot(ipmi.Properties()), OptIn: optInFake(),
 		Supported: withGeneric(map[string][]string{

@@ -2,6 +2,7 @@ package server
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -47,4 +48,55 @@ func TestDeployInterfacesOverAPI(t *testing.T) {
 			t.Errorf("%s: validate deploy %v, want result %v reason %q", c.deploy, d, c.ok, c.reason)
 		}
 	}
+}
+
+// TestNoopAndAutodetectDeploy: autodetect is enabled and supported by
+// every hardware type; noop, as in Ironic master, only by manual-management
+// (fake power, noop management), whose node deploys and tears down without
+// anything done.
+func TestNoopAndAutodetectDeploy(t *testing.T) {
+	s := serveWith(t, func(c *Config) {
+		c.Interfaces.HardwareTypes = []string{"fake-hardware", "ipmi", "redfish", ManualManagement}
+		c.Interfaces.Interfaces = map[string][]string{"deploy": {"fake", "direct", "ramdisk", "custom-agent", "autodetect", "noop"}}
+	})
+	for _, drv := range []string{"redfish", "ipmi", "fake-hardware", ManualManagement} {
+		d := s.getAt("/v1/drivers/"+drv, "latest")
+		var enabled []string
+		for _, v := range d["enabled_deploy_interfaces"].([]any) {
+			enabled = append(enabled, v.(string))
+		}
+		if !slices.Contains(enabled, "autodetect") || slices.Contains(enabled, "noop") != (drv == ManualManagement) {
+			t.Errorf("%s enabled_deploy_interfaces %v", drv, enabled)
+		}
+	}
+	mm := s.getAt("/v1/drivers/"+ManualManagement, "latest")
+	if mm["default_power_interface"] != "fake" || mm["default_management_interface"] != "noop" {
+		t.Errorf("manual-management defaults: power %v management %v", mm["default_power_interface"], mm["default_management_interface"])
+	}
+	// manual-management's fake power is not offered to ipmi.
+	if ip := s.getAt("/v1/drivers/ipmi", "latest"); ip["default_power_interface"] != "ipmitool" || len(ip["enabled_power_interfaces"].([]any)) != 1 {
+		t.Errorf("ipmi power: %v %v", ip["default_power_interface"], ip["enabled_power_interfaces"])
+	}
+	if c, body := s.call("POST", "/v1/nodes", `{"driver": "ipmi", "deploy_interface": "noop"}`); c != 400 ||
+		!strings.Contains(body, "deploy interface implementation 'noop' is not supported by hardware type ipmi.") {
+		t.Errorf("ipmi with noop deploy: %d %s", c, body)
+	}
+	n := s.do("POST", "/v1/nodes", `{"driver": "manual-management", "deploy_interface": "noop"}`, 201)
+	id := n["uuid"].(string)
+	v := s.do("GET", "/v1/nodes/"+id+"/validate", "", 200)
+	if d, _ := v["deploy"].(map[string]any); d["result"] != true {
+		t.Errorf("validate deploy: %v", d)
+	}
+	if c, body := s.call("PUT", "/v1/nodes/"+id+"/management/boot_device", `{"boot_device": "cdrom"}`); c != 400 ||
+		!strings.Contains(body, "Invalid boot device cdrom specified.") {
+		t.Errorf("noop management, cdrom: %d %s", c, body)
+	}
+	s.do("PUT", "/v1/nodes/"+id+"/states/provision", `{"target": "manage"}`, 202)
+	s.wait(id, "manageable")
+	s.do("PUT", "/v1/nodes/"+id+"/states/provision", `{"target": "provide"}`, 202)
+	s.wait(id, "available")
+	s.do("PUT", "/v1/nodes/"+id+"/states/provision", `{"target": "active"}`, 202)
+	s.wait(id, "active")
+	s.do("PUT", "/v1/nodes/"+id+"/states/provision", `{"target": "deleted"}`, 202)
+	s.wait(id, "available")
 }

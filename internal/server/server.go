@@ -29,6 +29,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/handoff"
 	"github.com/anvil-metal/anvil/internal/hostlock"
 	"github.com/anvil-metal/anvil/internal/metrics"
+	"github.com/anvil-metal/anvil/internal/oci"
 	"github.com/anvil-metal/anvil/internal/policy"
 	"github.com/anvil-metal/anvil/internal/secret"
 	"github.com/anvil-metal/anvil/internal/store"
@@ -80,6 +81,11 @@ type Config struct {
 	// failed agent command (Ironic's [agent]deploy_logs_local_path with
 	// deploy_logs_collect=on_failure).
 	DeployLogsPath string
+	// OCIVerifyCA is Ironic's [oci]verify_ca for registries of oci://
+	// images: "" or true (the system's roots), false, or a CA bundle.
+	OCIVerifyCA string
+	// OCIAllowHTTP is Ironic's [oci]permit_fallback_to_http_transport.
+	OCIAllowHTTP bool
 	// Network, when its HTTPURL is set and Boot is nil, runs the network
 	// boot endpoint on the API listener and publishes on it.
 	Network BootConfig
@@ -148,8 +154,12 @@ func Serve(ctx context.Context, cfg Config) error {
 			cfg.ISO = pub
 		}
 	}
+	ociHTTP, err := oci.HTTPClient(cfg.OCIVerifyCA)
+	if err != nil {
+		return err
+	}
 	reg, err := BuildRegistry(Drivers{Fake: fake.New(), Boot: cfg.Boot, ISO: cfg.ISO, KernelParams: cfg.KernelParams, Interfaces: cfg.Interfaces,
-		Agent: direct.Config{LogsDir: cfg.DeployLogsPath}})
+		Agent: direct.Config{LogsDir: cfg.DeployLogsPath, OCI: oci.NewClient(oci.Config{HTTP: ociHTTP, AllowHTTP: cfg.OCIAllowHTTP})}})
 	if err != nil {
 		return fmt.Errorf("drivers: %w", err)
 	}

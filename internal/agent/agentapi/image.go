@@ -19,6 +19,15 @@ const (
 	ParamBootOption      = "boot_option"      // local or netboot
 	ParamRootDevice      = "root_device"      // root device hints (Ironic's)
 	ParamConfigDrive     = "configdrive"      // gzip+base64 config-2 image, or a URL to one
+	// ParamAuthorization is IPA's image_request_authorization: the
+	// Authorization header of the image's GET, base64 encoded (a
+	// registry's pull token, from an oci:// image).
+	ParamAuthorization = "image_request_authorization"
+	// ParamCompression is the image's compression, zstd or gzip ("":
+	// none), which Anvil's agent undoes as it writes (Anvil's: IPA takes
+	// no compressed images; Ironic decompresses them in its image cache).
+	// The checksum is the compressed stream's (an OCI blob's digest).
+	ParamCompression = "image_compression_type"
 )
 
 // Image types (instance_info.image_type).

@@ -11,6 +11,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/oci"
 )
 
 // Name is the deploy interface's name.
@@ -37,6 +38,9 @@ type Config struct {
 	// (log.collect_system_logs) when one of its commands fails, as Ironic's
 	// [agent]deploy_logs_collect=on_failure with deploy_logs_local_path.
 	LogsDir string
+	// OCI pulls oci:// images' manifests (nil: HTTPS with the system's
+	// roots).
+	OCI *oci.Client
 }
 
 // Direct is the direct deploy interface.
@@ -112,8 +116,21 @@ func imageInfo(n *model.Node, allowMD5 bool) (map[string]any, error) {
 	if src == "" {
 		return nil, errors.New("instance_info.image_source is required (an http(s) URL or a local file path)")
 	}
-	sum, err := ipa.InstanceChecksum(n.InstanceInfo, allowMD5)
-	if err != nil {
+	var sum ipa.Checksum
+	var err error
+	if oci.IsRef(src) {
+		// The registry's digests are the checksum, known once the deploy
+		// has resolved the reference (resolveOCI); before, only the
+		// reference is checked.
+		if _, err := oci.ParseRef(src); err != nil {
+			return nil, err
+		}
+		if infoString(n, "oci_image_manifest_url") != "" {
+			if sum, err = ipa.InstanceChecksum(n.InstanceInfo, false); err != nil {
+				return nil, err
+			}
+		}
+	} else if sum, err = ipa.InstanceChecksum(n.InstanceInfo, allowMD5); err != nil {
 		return nil, err
 	}
 	id := src
@@ -213,6 +230,11 @@ func (d *Direct) ExecuteStep(ctx context.Context, t *driver.Task, kind driver.St
 func (d *Direct) Deploy(ctx context.Context, t *driver.Task) (driver.Result, error) {
 	if err := storeConfigDrive(t.Node); err != nil {
 		return driver.Done, err
+	}
+	if isOCI(t.Node) {
+		if err := d.resolveOCI(ctx, t.Node); err != nil {
+			return driver.Done, err
+		}
 	}
 	if _, err := imageInfo(t.Node, d.cfg.AllowMD5); err != nil {
 		return driver.Done, err
@@ -320,6 +342,11 @@ func (d *Direct) continueDeploy(ctx context.Context, t *driver.Task) (driver.Res
 		params, err := imageInfo(n, d.cfg.AllowMD5)
 		if err != nil {
 			return driver.Done, err
+		}
+		if isOCI(n) && n.DriverInternalInfo[keyCommandName] != ipa.CmdPrepareImage {
+			if err := d.ociAgentParams(ctx, n, params["image_info"].(map[string]any)); err != nil {
+				return driver.Done, err
+			}
 		}
 		res, done, err := runCommand(ctx, d.cfg.Client, n, ipa.CmdPrepareImage, params)
 		if err != nil || !done {
@@ -461,7 +488,7 @@ func AgentNode(n *model.Node) map[string]any {
 	}
 	ii := map[string]any{}
 	for k, v := range n.InstanceInfo {
-		if k != "configdrive" && k != keyRescuePassword && k != KeyHashedRescuePassword {
+		if k != "configdrive" && k != keyRescuePassword && k != KeyHashedRescuePassword && k != keyPullSecret {
 			ii[k] = v
 		}
 	}
