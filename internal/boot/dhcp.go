@@ -153,6 +153,9 @@ func (p *ProxyDHCP) Reply(req *dhcpv4.DHCPv4) *dhcpv4.DHCPv4 {
 	default:
 		return nil
 	}
+	if strings.HasPrefix(req.ClassIdentifier(), httpVendorClass) {
+		return p.httpReply(req, typ)
+	}
 	if !strings.HasPrefix(req.ClassIdentifier(), pxeVendorClass) || !p.svc.KnownMAC(req.ClientHWAddr) {
 		return nil
 	}
@@ -202,4 +205,43 @@ func (p *ProxyDHCP) bootFile(req *dhcpv4.DHCPv4) string {
 		return p.cfg.EFIBinary
 	}
 	return ""
+}
+
+// httpVendorClass starts the vendor class (option 60) of UEFI HTTP boot
+// firmware ("HTTPClient:Arch:00016:UNDI:003000"), and is what its answer
+// must carry back.
+const httpVendorClass = "HTTPClient"
+
+// httpReply answers UEFI HTTP boot firmware of a MAC whose node boots by
+// HTTP (the http and http-ipxe boot interfaces) with option 60
+// "HTTPClient" and the loader's URL as boot file (Ironic's
+// dhcp_options_for_instance with http_boot_enabled), no address: the
+// firmware takes its address from the site's DHCP server and the URL from
+// this answer. Only x86-64 UEFI (architecture 16) is answered: the loaders
+// served are x86-64 binaries.
+func (p *ProxyDHCP) httpReply(req *dhcpv4.DHCPv4, typ dhcpv4.MessageType) *dhcpv4.DHCPv4 {
+	if archs := req.ClientArch(); len(archs) == 0 || archs[0] != iana.EFI_X86_64_HTTP {
+		p.log.Debug("no UEFI HTTP boot loader for this client architecture", "mac", req.ClientHWAddr.String(), "arch", fmt.Sprint(req.ClientArch()))
+		return nil
+	}
+	url := p.svc.HTTPBootURL(req.ClientHWAddr, p.cfg.EFIBinary)
+	if url == "" {
+		return nil
+	}
+	reply, err := dhcpv4.NewReplyFromRequest(req,
+		dhcpv4.WithMessageType(typ),
+		dhcpv4.WithServerIP(p.cfg.ServerIP),
+		dhcpv4.WithOption(dhcpv4.OptServerIdentifier(p.cfg.ServerIP)),
+		dhcpv4.WithOption(dhcpv4.OptClassIdentifier(httpVendorClass)),
+		dhcpv4.WithOption(dhcpv4.OptBootFileName(url)),
+	)
+	if err != nil {
+		p.log.Warn("building proxyDHCP answer", "err", err)
+		return nil
+	}
+	reply.YourIPAddr = net.IPv4zero
+	if len(url) < 128 {
+		reply.BootFileName = url
+	}
+	return reply
 }

@@ -141,7 +141,7 @@ func (p bootPublisher) CheckISOLoaders() error { return p.s.CheckISOLoaders() }
 
 func (p bootPublisher) PublishRamdisk(ctx context.Context, node string, macs []string, r pxe.Ramdisk) error {
 	return p.s.PublishRamdisk(ctx, node, macs, boot.Ramdisk{Kernel: boot.Image(r.Kernel),
-		Ramdisk: boot.Image(r.Ramdisk), KernelParams: r.KernelParams})
+		Ramdisk: boot.Image(r.Ramdisk), KernelParams: r.KernelParams, HTTPBoot: r.HTTPBoot})
 }
 
 func (p bootPublisher) PublishLocalBoot(ctx context.Context, node string, macs []string) error {
