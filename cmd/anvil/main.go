@@ -214,6 +214,7 @@ func addBootFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&n.PublicEndpoint, "public-endpoint", "", "API URL agents are given on their kernel command line (ipa-api-url), e.g. http://10.0.2.100:6385")
 	f.StringSliceVar(&n.FileAllowedPaths, "file-url-allowed-paths", nil, "directories local (file:// or path) deploy kernels and ramdisks may come from, symbolic links and .. resolved (default: the images directory of --http-root); never list a directory holding the database or other secrets: the boot endpoint serves these files unauthenticated")
 	f.StringVar(&n.DHCPProxy, "dhcp-proxy", "", "run the built-in proxyDHCP server on this UDP address (e.g. 0.0.0.0:67): PXE clients of known MACs get iPXE, never an address; off when empty")
+	f.StringVar(&n.DHCP6Proxy, "dhcp6-proxy", "", "run the built-in DHCPv6 answer for UEFI HTTP boot on this UDP address (e.g. [::]:547): HTTPClient firmware of http/http-ipxe nodes gets the boot file URL (option 59), never an address; off when empty")
 	f.StringVar(&n.ServerIP, "boot-server-ip", "", "this host's IPv4 address on the boot network, for PXE firmware's TFTP (default: the host of --http-url)")
 	f.StringVar(&n.TFTPListen, "tftp-listen", "", "run the built-in TFTP server of the iPXE binaries on this UDP address (e.g. 0.0.0.0:69); off when empty")
 	f.StringVar(&n.TFTPDir, "tftp-dir", "/usr/lib/ipxe", "directory of the iPXE binaries the TFTP server serves (Debian's ipxe package)")

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"log/slog"
 	"net"
@@ -36,6 +37,10 @@ type BootConfig struct {
 	// server (e.g. 0.0.0.0:67): it answers PXE clients of known MACs with
 	// boot information only, never an address.
 	DHCPProxy string
+	// DHCP6Proxy, when set, is the UDP address of the built-in DHCPv6
+	// answer to UEFI HTTP boot firmware (e.g. [::]:547): the boot file URL
+	// of http and http-ipxe nodes, never an address.
+	DHCP6Proxy string
 	// ServerIP is this host's address on the boot network, handed to PXE
 	// firmware for TFTP (default: the host of HTTPURL).
 	ServerIP string
@@ -122,6 +127,21 @@ func startBootServers(ctx context.Context, svc *boot.Service, cfg BootConfig, ur
 			return fmt.Errorf("--dhcp-proxy: %w", err)
 		}
 		run("proxydhcp", func(ctx context.Context) error { return p.Serve(ctx, conn) })
+	}
+	if cfg.DHCP6Proxy != "" {
+		// The server's DUID: a locally administered MAC derived from the
+		// boot endpoint, stable across restarts.
+		sum := sha256.Sum256([]byte(cfg.HTTPURL))
+		mac := net.HardwareAddr{sum[0]&0xfc | 0x02, sum[1], sum[2], sum[3], sum[4], sum[5]}
+		p, err := boot.NewProxyDHCPv6(svc, boot.ProxyDHCPv6Config{Addr: cfg.DHCP6Proxy, ServerMAC: mac, Log: log})
+		if err != nil {
+			return fmt.Errorf("--dhcp6-proxy: %w", err)
+		}
+		serve, err := p.Listen()
+		if err != nil {
+			return fmt.Errorf("--dhcp6-proxy: %w", err)
+		}
+		run("proxydhcpv6", serve)
 	}
 	return nil
 }

@@ -118,3 +118,37 @@ func TestBootServers(t *testing.T) {
 	default:
 	}
 }
+
+// TestBootDHCPv6Server: --dhcp6-proxy binds its address before serve
+// goes on (a taken or malformed address fails at once, naming the flag).
+func TestBootDHCPv6Server(t *testing.T) {
+	c, err := net.ListenPacket("udp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	taken := c.LocalAddr().String()
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	for _, addr := range []string{taken, "not-an-address"} {
+		cfg := BootConfig{HTTPURL: "http://[::1]:6385/boot", Root: t.TempDir(), DHCP6Proxy: addr}
+		if _, _, _, err := newBoot(ctx, cfg, nil, errc); err == nil || !strings.Contains(err.Error(), "--dhcp6-proxy") {
+			t.Errorf("--dhcp6-proxy %s: %v", addr, err)
+		}
+	}
+	c2, err := net.ListenPacket("udp6", "[::1]:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := c2.LocalAddr().String()
+	c2.Close()
+	cfg := BootConfig{HTTPURL: "http://[::1]:6385/boot", Root: t.TempDir(), DHCP6Proxy: free}
+	if _, _, _, err := newBoot(ctx, cfg, nil, errc); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.ListenPacket("udp6", free); err == nil {
+		c.Close()
+		t.Error("the DHCPv6 server did not bind its address")
+	}
+}
