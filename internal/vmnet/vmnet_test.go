@@ -27,8 +27,8 @@ func TestLinkRoundTrip(t *testing.T) {
 
 	req := []byte("DHCPDISCOVER-payload")
 	frame := ReplyFrame(req, net.HardwareAddr{0x52, 0x54, 0, 0, 0, 1}, net.IPv4zero)
-	frame[34], frame[35] = 0, 68 // from port 68 ...
-	frame[36], frame[37] = 0, 67 // ... to 67: a client's request
+	frame[34], frame[35] = 0, 68                                                     // from port 68 ...
+	frame[36], frame[37] = 0, 67                                                     // ... to 67: a client's request
 	other := ReplyFrame(req, net.HardwareAddr{0x52, 0x54, 0, 0, 0, 1}, net.IPv4zero) // to port 68: an answer, not a request
 	for _, f := range [][]byte{other, []byte("short"), frame} {
 		if _, err := qemu.WriteToUDP(f, l.conn.LocalAddr().(*net.UDPAddr)); err != nil {
