@@ -25,7 +25,7 @@ command -v tftp >/dev/null 2>&1 || need_pkgs+=(tftp-hpa)          # a real TFTP 
 command -v mkisofs >/dev/null 2>&1 || need_pkgs+=(genisoimage)
 [ -e /usr/lib/ISOLINUX/isolinux.bin ] || need_pkgs+=(isolinux)       # BIOS loader of virtual media ISOs (Anvil's and Ironic's)
 [ -e /usr/lib/syslinux/modules/bios/ldlinux.c32 ] || need_pkgs+=(syslinux-common)
-[ -e /usr/lib/grub/x86_64-efi/monolithic/gcdx64.efi ] || need_pkgs+=(grub-efi-amd64-bin)  # UEFI loader of the ISOs
+[ -e /usr/lib/grub/x86_64-efi/monolithic/gcdx64.efi ] || need_pkgs+=(grub-efi-amd64-bin)  # UEFI loader of the ISOs; GRUB modules (http.mod) of the http boot interface's loader
 [ -e /usr/share/OVMF/OVMF_CODE_4M.fd ] || need_pkgs+=(ovmf)   # UEFI firmware: the ISO boot test, bmc-emulator --qemu UEFI machines
 # internal/agent, test/ironic: UEFI whole-disk images (an EFI system partition made by mkfs.fat, filled by mtools) and efibootmgr reading the boot entries the agent writes
 { command -v mkfs.fat || [ -x /usr/sbin/mkfs.fat ] || [ -x /sbin/mkfs.fat ]; } >/dev/null 2>&1 || need_pkgs+=(dosfstools)
@@ -33,7 +33,7 @@ command -v mcopy >/dev/null 2>&1 || need_pkgs+=(mtools)
 command -v efibootmgr >/dev/null 2>&1 || need_pkgs+=(efibootmgr)
 # test/efiboot: the agent's UEFI boot entry booted by OVMF: Debian's kernel (+ modules) runs the agent, grub-mkstandalone makes the loader
 ls /boot/vmlinuz-* >/dev/null 2>&1 || need_pkgs+=(linux-image-amd64)
-command -v grub-mkstandalone >/dev/null 2>&1 || need_pkgs+=(grub-common)
+command -v grub-mkstandalone >/dev/null 2>&1 || need_pkgs+=(grub-common)   # also grub-mkimage: the http boot interface builds its GRUB loader
 { command -v mkfs.ext4 || [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ]; } >/dev/null 2>&1 || need_pkgs+=(e2fsprogs)   # the test OS partition image (internal/testos)
 command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)         # the dashboard's browser tests (test/dashboard)
 yes=""

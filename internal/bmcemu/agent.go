@@ -191,7 +191,7 @@ func (e *Emulator) powered(m *Machine, booted bool, dev string) {
 	running := ""
 	if booted && e.cfg.Agent != nil {
 		switch {
-		case dev == "pxe":
+		case dev == "pxe", dev == httpBootDevice:
 			running = RunningAgent // a network boot: the agent
 		case dev == "cdrom" && m.Media().Inserted:
 			// a virtual CD: the deploy ISO boots the agent, a live ISO

@@ -35,8 +35,9 @@ func systemJSON(m *Machine) map[string]any {
 		"Boot": map[string]any{
 			"BootSourceOverrideEnabled":                        st.BootEnabled,
 			"BootSourceOverrideTarget":                         st.BootTarget,
-			"BootSourceOverrideTarget@Redfish.AllowableValues": []string{BootNone, BootPxe, BootCd, BootHdd, BootBios},
+			"BootSourceOverrideTarget@Redfish.AllowableValues": []string{BootNone, BootPxe, BootCd, BootHdd, BootBios, BootUefiHttp},
 			"BootSourceOverrideMode":                           st.BootMode,
+			"HttpBootUri":                                      st.HTTPBootURI,
 		},
 		"ProcessorSummary": map[string]any{
 			"Count": hw.Sockets, "CoreCount": hw.Sockets * hw.CoresPerSocket, "LogicalProcessorCount": threads,

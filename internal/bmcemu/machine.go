@@ -41,6 +41,8 @@ const (
 	BootHdd  = "Hdd"
 	BootCd   = "Cd"
 	BootBios = "BiosSetup"
+	// BootUefiHttp is UEFI HTTP boot of Boot.HttpBootUri (httpboot.go).
+	BootUefiHttp = "UefiHttp"
 )
 
 // Boot override modes (BootSourceOverrideEnabled) and boot modes.
@@ -95,6 +97,7 @@ type Machine struct {
 	bootTarget  string
 	bootEnabled string
 	bootMode    string
+	httpBootURI string // Boot.HttpBootUri (httpboot.go)
 	knobs       Knobs
 	calls       int64
 	boots       int64
@@ -115,6 +118,7 @@ type Status struct {
 	BootTarget  string   `json:"boot_source_override_target"`
 	BootEnabled string   `json:"boot_source_override_enabled"`
 	BootMode    string   `json:"boot_source_override_mode"`
+	HTTPBootURI string   `json:"http_boot_uri,omitempty"`
 	Knobs       Knobs    `json:"knobs"`
 	Calls       int64    `json:"calls"`
 	Boots       int64    `json:"boots"`
@@ -148,7 +152,7 @@ func (m *Machine) Status() Status {
 		pid = m.vm.cmd.Process.Pid
 	}
 	return Status{VMPid: pid, ID: m.ID, UUID: m.UUID, Power: p, BootTarget: m.bootTarget, BootEnabled: m.bootEnabled,
-		BootMode: m.bootMode, Knobs: m.knobs, Calls: m.calls, Boots: m.boots,
+		BootMode: m.bootMode, HTTPBootURI: m.httpBootURI, Knobs: m.knobs, Calls: m.calls, Boots: m.boots,
 		MACs: append([]string(nil), m.HW.MACs...), IPMIPort: m.ipmiPort,
 		Running: m.running, AgentURL: m.agentAddr, Disk: m.disk, Console: m.Console(), ForwardedPort: m.fwdPort,
 		Media: Media{Image: m.media.image, Inserted: m.media.inserted, WriteProtected: m.media.writeProtected, File: m.media.file},
@@ -275,6 +279,8 @@ func (m *Machine) bootDeviceLocked() string {
 		return "cdrom"
 	case BootBios:
 		return "bios"
+	case BootUefiHttp:
+		return httpBootDevice
 	}
 	return "disk"
 }
@@ -282,7 +288,7 @@ func (m *Machine) bootDeviceLocked() string {
 // setBoot applies a boot override; empty fields are left as they are.
 func (m *Machine) setBoot(target, enabled, mode string) error {
 	switch target {
-	case "", BootNone, BootPxe, BootHdd, BootCd, BootBios:
+	case "", BootNone, BootPxe, BootHdd, BootCd, BootBios, BootUefiHttp:
 	default:
 		return fmt.Errorf("BootSourceOverrideTarget %q is not supported", target)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -77,6 +78,7 @@ type qemuVM struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed when qemu has exited
 	qmp  string        // QMP socket
+	link io.Closer     // the UEFI HTTP boot DHCP link (httpboot.go), closed when qemu exits
 }
 
 // hardware is what inspection finds in a VM: one CPU, its memory and disk,
@@ -255,6 +257,9 @@ func (e *Emulator) vmPowered(m *Machine, booted bool, dev string) error {
 	go func() {
 		defer e.vms.Done()
 		err := vm.cmd.Wait()
+		if vm.link != nil {
+			vm.link.Close()
+		}
 		close(vm.done)
 		m.mu.Lock()
 		mine := m.vm == vm
@@ -277,9 +282,16 @@ func (e *Emulator) startVM(m *Machine, dev string) (*qemuVM, error) {
 	q := e.cfg.QEMU
 	d := filepath.Join(e.stateDir, m.ID)
 	md := m.Media()
+	_, _, bootMode := m.boot()
+	uefi := bootMode == ModeUEFI && q.UEFIFirmware != ""
+	httpURI := m.HTTPBootURI()
+	if dev == httpBootDevice && (!uefi || httpURI == "") {
+		e.log.Warn("UefiHttp boot needs UEFI mode, QEMUConfig.UEFIFirmware and an HttpBootUri: booting the disk", "machine", m.ID)
+		dev = "disk"
+	}
 	order := map[string]int{"disk": 1, "nic": 2, "cd": 3}
 	switch {
-	case dev == "pxe":
+	case dev == "pxe", dev == httpBootDevice:
 		order = map[string]int{"nic": 1, "disk": 2, "cd": 3}
 	case dev == "cdrom" && md.Inserted:
 		order = map[string]int{"cd": 1, "disk": 2, "nic": 3}
@@ -309,9 +321,17 @@ func (e *Emulator) startVM(m *Machine, dev string) (*qemuVM, error) {
 		"-device", fmt.Sprintf("virtio-blk-pci,drive=d0,bootindex=%d", order["disk"]),
 		"-netdev", netdev,
 	}
-	if q.NoNetworkBoot {
+	var link io.Closer
+	switch {
+	case dev == httpBootDevice:
+		l, netArgs, err := e.httpBootNet(m, httpURI)
+		if err != nil {
+			return nil, fmt.Errorf("UEFI HTTP boot network: %w", err)
+		}
+		link, args = l, append(args, netArgs...)
+	case q.NoNetworkBoot:
 		args = append(args, "-device", fmt.Sprintf("virtio-net-pci,netdev=n0,mac=%s,romfile=", m.HW.MACs[0]))
-	} else {
+	default:
 		args = append(args, "-device", fmt.Sprintf("virtio-net-pci,netdev=n0,mac=%s,bootindex=%d", m.HW.MACs[0], order["nic"]))
 	}
 	// The CD drive is always there (empty without media), so media can be
@@ -325,7 +345,15 @@ func (e *Emulator) startVM(m *Machine, dev string) (*qemuVM, error) {
 		return nil, errors.New("user networking without restrict=on") // never
 	}
 	firmware := "bios"
-	if _, _, mode := m.boot(); mode == ModeUEFI && q.UEFIFirmware != "" {
+	started := false
+	if link != nil {
+		defer func() {
+			if !started {
+				link.Close()
+			}
+		}()
+	}
+	if uefi {
 		fw, err := e.uefiArgs(m)
 		if err != nil {
 			return nil, fmt.Errorf("UEFI variable store: %w", err)
@@ -350,7 +378,8 @@ func (e *Emulator) startVM(m *Machine, dev string) (*qemuVM, error) {
 		return nil, err
 	}
 	e.log.Info("virtual machine started", "machine", m.ID, "boot", dev, "pid", cmd.Process.Pid, "console", console)
-	return &qemuVM{cmd: cmd, done: make(chan struct{}), qmp: qmp}, nil
+	started = true
+	return &qemuVM{cmd: cmd, done: make(chan struct{}), qmp: qmp, link: link}, nil
 }
 
 func appendFile(path, s string) error {

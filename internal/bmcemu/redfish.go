@@ -213,6 +213,7 @@ func (e *Emulator) patchSystem(w http.ResponseWriter, r *http.Request, m *Machin
 			BootSourceOverrideTarget  string
 			BootSourceOverrideEnabled string
 			BootSourceOverrideMode    string
+			HttpBootUri               *string
 		}
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
@@ -221,10 +222,15 @@ func (e *Emulator) patchSystem(w http.ResponseWriter, r *http.Request, m *Machin
 	}
 	if body.Boot != nil {
 		b := body.Boot
+		if err := checkHTTPBootURI(b.HttpBootUri); err != nil {
+			rfError(w, http.StatusBadRequest, "Base.1.8.PropertyValueFormatError", err.Error())
+			return
+		}
 		if err := m.setBoot(b.BootSourceOverrideTarget, b.BootSourceOverrideEnabled, b.BootSourceOverrideMode); err != nil {
 			rfError(w, http.StatusBadRequest, "Base.1.8.PropertyValueNotInList", err.Error())
 			return
 		}
+		m.setHTTPBootURI(b.HttpBootUri)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

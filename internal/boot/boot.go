@@ -49,6 +49,14 @@ type Config struct {
 	// ISOLoaders are the boot loaders PublishISO builds images with; zero
 	// values take isoimage.DefaultLoaders (Debian's paths).
 	ISOLoaders isoimage.Loaders
+	// LoaderDir holds the iPXE EFI binaries served to UEFI HTTP boot
+	// firmware ({HTTPURL}/ipxe.efi, {HTTPURL}/snponly.efi); empty means
+	// DefaultTFTPDir.
+	LoaderDir string
+	// GRUBModules is the directory of GRUB's x86_64-efi modules the
+	// "http" boot interface's loader is built from; empty means
+	// DefaultGRUBModules.
+	GRUBModules string
 }
 
 // Service publishes and serves per-node network boot files. It is safe
@@ -59,6 +67,7 @@ type Service struct {
 	cache           *cache
 	log             *slog.Logger
 	loaders         isoimage.Loaders
+	http            *httpLoaders
 
 	mu      sync.RWMutex
 	byNode  map[string]*record
@@ -76,6 +85,9 @@ type record struct {
 	Local bool `json:"local_boot"`
 	// ISO is true for a virtual media image (boot.iso, no MACs, no script).
 	ISO bool `json:"iso,omitempty"`
+	// HTTPBoot is what UEFI HTTP boot firmware is handed (HTTPBootIPXE,
+	// HTTPBootGRUB; "" = none). A local-boot record keeps the node's.
+	HTTPBoot string `json:"http_boot,omitempty"`
 
 	script []byte // the iPXE script, boot.ipxe in the node's directory
 }
@@ -136,6 +148,7 @@ func New(cfg Config) (*Service, error) {
 		cache:    &cache{dir: filepath.Join(cfg.Root, "cache"), client: client, allowMD5: cfg.AllowMD5, files: files},
 		log:      log.With("component", "boot"),
 		loaders:  withDefaults(cfg.ISOLoaders),
+		http:     newHTTPLoaders(cfg, filepath.Join(cfg.Root, "loaders")),
 		byNode:   map[string]*record{},
 		byMAC:    map[string]*record{},
 		byToken:  map[string]*record{},
@@ -219,7 +232,10 @@ func (s *Service) PublishRamdisk(ctx context.Context, node string, macs []string
 	if err != nil {
 		return fmt.Errorf("boot: node %s: ramdisk: %w", node, err)
 	}
-	return s.publish(node, canon, false, func(rec *record, dir string) error {
+	if err := s.checkHTTPBoot(r.HTTPBoot); err != nil {
+		return fmt.Errorf("boot: node %s: %w", node, err)
+	}
+	_, err = s.publishRecord(&record{Node: node, MACs: canon, HTTPBoot: r.HTTPBoot}, func(rec *record, dir string) error {
 		if err := removeFiles(dir, isoFile); err != nil {
 			return err
 		}
@@ -230,8 +246,12 @@ func (s *Service) PublishRamdisk(ctx context.Context, node string, macs []string
 			return err
 		}
 		rec.script = ramdiskScript(s.httpURL+"/n/"+rec.Token, r.KernelParams, s.apiURL)
-		return nil
+		if rec.HTTPBoot == HTTPBootGRUB {
+			return writeAtomic(filepath.Join(dir, grubFile), s.grubRamdiskConfig(rec.Token, r.KernelParams))
+		}
+		return removeFiles(dir, grubFile)
 	})
+	return err
 }
 
 // PublishLocalBoot makes the node's MACs get a script that exits iPXE, so
@@ -243,6 +263,11 @@ func (s *Service) PublishLocalBoot(ctx context.Context, node string, macs []stri
 	}
 	return s.publish(node, canon, true, func(rec *record, dir string) error {
 		rec.script = localBootScript()
+		if rec.HTTPBoot == HTTPBootGRUB {
+			if err := writeAtomic(filepath.Join(dir, grubFile), grubLocalBootConfig()); err != nil {
+				return err
+			}
+		}
 		return removeFiles(dir, kernelFile, ramdiskFile, isoFile)
 	})
 }
@@ -305,6 +330,9 @@ func (s *Service) publishRecord(rec *record, fill func(rec *record, dir string) 
 	}
 	if old := s.byNode[node]; old != nil {
 		rec.Token = old.Token // keep URLs stable across re-publishing
+		if rec.Local && !old.ISO {
+			rec.HTTPBoot = old.HTTPBoot // how the firmware reaches its script
+		}
 	} else {
 		rec.Token = rand.Text()
 	}

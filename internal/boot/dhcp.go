@@ -153,6 +153,9 @@ func (p *ProxyDHCP) Reply(req *dhcpv4.DHCPv4) *dhcpv4.DHCPv4 {
 	default:
 		return nil
 	}
+	if strings.HasPrefix(req.ClassIdentifier(), httpVendorClass) {
+		return p.httpReply(req)
+	}
 	if !strings.HasPrefix(req.ClassIdentifier(), pxeVendorClass) || !p.svc.KnownMAC(req.ClientHWAddr) {
 		return nil
 	}
@@ -202,4 +205,74 @@ func (p *ProxyDHCP) bootFile(req *dhcpv4.DHCPv4) string {
 		return p.cfg.EFIBinary
 	}
 	return ""
+}
+
+// httpVendorClass starts the vendor class (option 60) of UEFI HTTP boot
+// firmware ("HTTPClient:Arch:00016:UNDI:003000"), and is what its answer
+// must carry back.
+const httpVendorClass = "HTTPClient"
+
+// httpReply answers UEFI HTTP boot firmware of a MAC whose node boots by
+// HTTP (the http and http-ipxe boot interfaces) with option 60
+// "HTTPClient" and the loader's URL as boot file (Ironic's
+// dhcp_options_for_instance with http_boot_enabled), no address: the
+// firmware takes its address from the site's DHCP server and the URL from
+// this answer. Only x86-64 UEFI (architecture 16) is answered: the loaders
+// served are x86-64 binaries.
+func (p *ProxyDHCP) httpReply(req *dhcpv4.DHCPv4) *dhcpv4.DHCPv4 {
+	if !IsHTTPClient(req) {
+		p.log.Debug("no UEFI HTTP boot loader for this client architecture", "mac", req.ClientHWAddr.String(), "arch", fmt.Sprint(req.ClientArch()))
+		return nil
+	}
+	url := p.svc.HTTPBootURL(req.ClientHWAddr, p.cfg.EFIBinary)
+	if url == "" {
+		return nil
+	}
+	reply, err := HTTPBootAnswer(req, p.cfg.ServerIP, url)
+	if err != nil {
+		p.log.Warn("building proxyDHCP answer", "err", err)
+		return nil
+	}
+	return reply
+}
+
+// HTTPBootAnswer is the proxy answer (OFFER to a DISCOVER, ACK to a
+// REQUEST; nil for other messages) that hands UEFI HTTP boot firmware url:
+// option 60 "HTTPClient", the URL as boot file (option 67, and the file
+// field when it fits), serverIP as server, no address. UEFI takes such an
+// answer with an address from another DHCP server (its "proxy offer with
+// an IP-address URI"). The BMC emulator answers its VMs' HttpBootUri with
+// it too.
+func HTTPBootAnswer(req *dhcpv4.DHCPv4, serverIP net.IP, url string) (*dhcpv4.DHCPv4, error) {
+	var typ dhcpv4.MessageType
+	switch req.MessageType() {
+	case dhcpv4.MessageTypeDiscover:
+		typ = dhcpv4.MessageTypeOffer
+	case dhcpv4.MessageTypeRequest:
+		typ = dhcpv4.MessageTypeAck
+	default:
+		return nil, nil
+	}
+	reply, err := dhcpv4.NewReplyFromRequest(req,
+		dhcpv4.WithMessageType(typ),
+		dhcpv4.WithServerIP(serverIP),
+		dhcpv4.WithOption(dhcpv4.OptServerIdentifier(serverIP)),
+		dhcpv4.WithOption(dhcpv4.OptClassIdentifier(httpVendorClass)),
+		dhcpv4.WithOption(dhcpv4.OptBootFileName(url)),
+	)
+	if err != nil {
+		return nil, err
+	}
+	reply.YourIPAddr = net.IPv4zero
+	if len(url) < 128 {
+		reply.BootFileName = url
+	}
+	return reply, nil
+}
+
+// IsHTTPClient reports whether req comes from x86-64 UEFI HTTP boot
+// firmware (vendor class HTTPClient, architecture 16).
+func IsHTTPClient(req *dhcpv4.DHCPv4) bool {
+	archs := req.ClientArch()
+	return strings.HasPrefix(req.ClassIdentifier(), httpVendorClass) && len(archs) > 0 && archs[0] == iana.EFI_X86_64_HTTP
 }

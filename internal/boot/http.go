@@ -21,6 +21,10 @@ func (s *Service) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET "+macPrefix+"{mac}", s.serveMAC)
 	mux.HandleFunc("GET /n/{token}/{file}", s.serveFile)
+	for _, name := range []string{EFIBinary, SNPOnlyBinary, GRUBLoader} {
+		mux.HandleFunc("GET /"+name, s.serveLoader(name))
+	}
+	mux.HandleFunc("GET "+grubPrefix+"{mac}", s.serveGRUB)
 	return mux
 }
 

@@ -28,6 +28,9 @@ type Image struct{ Source, Checksum string }
 type Ramdisk struct {
 	Kernel, Ramdisk Image
 	KernelParams    string
+	// HTTPBoot is how UEFI HTTP boot firmware of the node's MACs reaches
+	// the ramdisk (HTTPBootIPXE or HTTPBootGRUB); "" answers only PXE.
+	HTTPBoot string
 }
 
 // checksum is a parsed Image.Checksum: the image checksum policy is

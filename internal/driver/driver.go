@@ -97,8 +97,11 @@ type Power interface {
 
 // BootDevice is a boot device setting.
 type BootDevice struct {
-	Device     string // pxe, disk, cdrom, bios, safe, wanboot
+	Device     string // pxe, disk, cdrom, bios, safe, wanboot, uefihttp
 	Persistent bool
+	// HTTPBootURI is what a uefihttp boot downloads (Redfish's
+	// Boot.HttpBootUri); empty leaves the URL to the firmware's DHCP.
+	HTTPBootURI string
 }
 
 // Management sets and reads the boot device.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"log/slog"
 	"net"
@@ -36,6 +37,10 @@ type BootConfig struct {
 	// server (e.g. 0.0.0.0:67): it answers PXE clients of known MACs with
 	// boot information only, never an address.
 	DHCPProxy string
+	// DHCP6Proxy, when set, is the UDP address of the built-in DHCPv6
+	// answer to UEFI HTTP boot firmware (e.g. [::]:547): the boot file URL
+	// of http and http-ipxe nodes, never an address.
+	DHCP6Proxy string
 	// ServerIP is this host's address on the boot network, handed to PXE
 	// firmware for TFTP (default: the host of HTTPURL).
 	ServerIP string
@@ -43,6 +48,11 @@ type BootConfig struct {
 	// of the iPXE binaries in TFTPDir (e.g. 0.0.0.0:69).
 	TFTPListen string
 	TFTPDir    string
+	// EFIBinary is the iPXE binary UEFI firmware gets from the proxyDHCP
+	// servers, by TFTP (PXE) or over HTTP (http-ipxe): boot.EFIBinary
+	// (default) or boot.SNPOnlyBinary (Ironic's
+	// [pxe]uefi_ipxe_bootfile_name).
+	EFIBinary string
 	// ISOLoaders are the boot loader files of virtual media ISOs (zero
 	// values: Debian's paths, see isoimage.DefaultLoaders).
 	ISOLoaders isoimage.Loaders
@@ -63,7 +73,8 @@ func newBoot(ctx context.Context, cfg BootConfig, log *slog.Logger, errc chan<- 
 		return none, "", nil, fmt.Errorf("--http-url %s needs a path (such as /boot) to share the API's listener", cfg.HTTPURL)
 	}
 	svc, err := boot.New(boot.Config{Root: cfg.Root, HTTPURL: cfg.HTTPURL, APIURL: cfg.PublicEndpoint,
-		FileAllowedPaths: cfg.FileAllowedPaths, Private: cfg.Private, Log: log, ISOLoaders: cfg.ISOLoaders})
+		FileAllowedPaths: cfg.FileAllowedPaths, Private: cfg.Private, Log: log, ISOLoaders: cfg.ISOLoaders,
+		LoaderDir: cfg.TFTPDir})
 	if err != nil {
 		return none, "", nil, err
 	}
@@ -113,7 +124,7 @@ func startBootServers(ctx context.Context, svc *boot.Service, cfg BootConfig, ur
 		if ip == nil {
 			return fmt.Errorf("--dhcp-proxy needs --boot-server-ip (the IPv4 address PXE firmware fetches iPXE from; %q is not one)", ipText)
 		}
-		p, err := boot.NewProxyDHCP(svc, boot.ProxyDHCPConfig{Addr: cfg.DHCPProxy, ServerIP: ip, Log: log})
+		p, err := boot.NewProxyDHCP(svc, boot.ProxyDHCPConfig{Addr: cfg.DHCPProxy, ServerIP: ip, EFIBinary: cfg.EFIBinary, Log: log})
 		if err != nil {
 			return fmt.Errorf("--dhcp-proxy: %w", err)
 		}
@@ -122,6 +133,21 @@ func startBootServers(ctx context.Context, svc *boot.Service, cfg BootConfig, ur
 			return fmt.Errorf("--dhcp-proxy: %w", err)
 		}
 		run("proxydhcp", func(ctx context.Context) error { return p.Serve(ctx, conn) })
+	}
+	if cfg.DHCP6Proxy != "" {
+		// The server's DUID: a locally administered MAC derived from the
+		// boot endpoint, stable across restarts.
+		sum := sha256.Sum256([]byte(cfg.HTTPURL))
+		mac := net.HardwareAddr{sum[0]&0xfc | 0x02, sum[1], sum[2], sum[3], sum[4], sum[5]}
+		p, err := boot.NewProxyDHCPv6(svc, boot.ProxyDHCPv6Config{Addr: cfg.DHCP6Proxy, ServerMAC: mac, EFIBinary: cfg.EFIBinary, Log: log})
+		if err != nil {
+			return fmt.Errorf("--dhcp6-proxy: %w", err)
+		}
+		serve, err := p.Listen()
+		if err != nil {
+			return fmt.Errorf("--dhcp6-proxy: %w", err)
+		}
+		run("proxydhcpv6", serve)
 	}
 	return nil
 }
@@ -141,7 +167,7 @@ func (p bootPublisher) CheckISOLoaders() error { return p.s.CheckISOLoaders() }
 
 func (p bootPublisher) PublishRamdisk(ctx context.Context, node string, macs []string, r pxe.Ramdisk) error {
 	return p.s.PublishRamdisk(ctx, node, macs, boot.Ramdisk{Kernel: boot.Image(r.Kernel),
-		Ramdisk: boot.Image(r.Ramdisk), KernelParams: r.KernelParams})
+		Ramdisk: boot.Image(r.Ramdisk), KernelParams: r.KernelParams, HTTPBoot: r.HTTPBoot})
 }
 
 func (p bootPublisher) PublishLocalBoot(ctx context.Context, node string, macs []string) error {

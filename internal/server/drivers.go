@@ -66,7 +66,7 @@ var DefaultHardwareTypes = []string{fake.Name, ipmi.Name, redfish.Name}
 // names them.
 func DefaultInterfaces() map[string][]string {
 	return map[string][]string{
-		"boot":     {fake.Interface, pxe.IPXE, pxe.PXE, redfish.VirtualMediaName},
+		"boot":     {fake.Interface, pxe.IPXE, pxe.PXE, redfish.VirtualMediaName, pxe.HTTPIPXE, pxe.HTTP, redfish.HTTPSBootName},
 		"deploy":   {fake.Interface, direct.Name, direct.RamdiskName, direct.CustomAgentName, direct.AutodetectName},
 		"inspect":  {fake.Interface, redfish.Name, direct.InterfaceName, noop.Names["inspect"]},
 		"rescue":   {fake.Interface, direct.InterfaceName, noop.Names["rescue"]},
@@ -88,7 +88,7 @@ func DefaultInterfaces() map[string][]string {
 // rescue extension).
 func generic() map[string][]string {
 	m := map[string][]string{
-		"boot":    {pxe.IPXE, pxe.PXE},
+		"boot":    {pxe.IPXE, pxe.PXE, pxe.HTTPIPXE, pxe.HTTP},
 		"deploy":  {direct.Name, direct.RamdiskName, direct.CustomAgentName, direct.AutodetectName},
 		"inspect": {direct.InterfaceName, noop.Names["inspect"]},
 		"rescue":  {direct.InterfaceName, noop.Names["rescue"]},
@@ -158,7 +158,11 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	pcfg := pxe.Config{Publisher: d.Boot, Drivers: r, KernelParams: d.KernelParams}
 	r.AddInterface("boot", pxe.IPXE, pxe.New(pxe.IPXE, pcfg))
 	r.AddInterface("boot", pxe.PXE, pxe.New(pxe.PXE, pcfg))
-	r.AddInterface("boot", redfish.VirtualMediaName, d.Redfish.NewVirtualMediaBoot(redfish.BootConfig{Publisher: d.ISO, Drivers: r, KernelParams: d.KernelParams}))
+	r.AddInterface("boot", pxe.HTTPIPXE, pxe.New(pxe.HTTPIPXE, pcfg))
+	r.AddInterface("boot", pxe.HTTP, pxe.New(pxe.HTTP, pcfg))
+	rbcfg := redfish.BootConfig{Publisher: d.ISO, Drivers: r, KernelParams: d.KernelParams}
+	r.AddInterface("boot", redfish.VirtualMediaName, d.Redfish.NewVirtualMediaBoot(rbcfg))
+	r.AddInterface("boot", redfish.HTTPSBootName, d.Redfish.NewHTTPSBoot(rbcfg))
 	r.AddInterface("power", redfish.Name, d.Redfish)
 	r.AddInterface("management", redfish.Name, d.Redfish)
 	r.AddInterface("inspect", redfish.Name, d.Redfish)
@@ -193,7 +197,7 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	// no DHCP or PXE network needed, Metal3's default for Redfish BMCs.
 	r.AddHardwareType(driver.HardwareType{Name: redfish.Name, Properties: withBoot(redfish.Properties(), redfish.BootProperties()), OptIn: optInFake(),
 		Supported: withGeneric(map[string][]string{
-			"boot":       {redfish.VirtualMediaName, pxe.IPXE, pxe.PXE},
+			"boot":       {redfish.VirtualMediaName, pxe.IPXE, pxe.PXE, pxe.HTTPIPXE, pxe.HTTP, redfish.HTTPSBootName},
 			"power":      {redfish.Name},
 			"management": {redfish.Name},
 			"inspect":    {redfish.Name, direct.InterfaceName, noop.Names["inspect"]},

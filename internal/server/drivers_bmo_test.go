@@ -54,7 +54,7 @@ func TestRegistrationInterfaces(t *testing.T) {
 	}
 	for _, c := range []struct{ body, want string }{
 		{`{"driver": "idrac", "boot_interface": "idrac-redfish-virtual-media"}`,
-			"Could not find the following interface in the 'ironic.hardware.interfaces.boot' entrypoint: idrac-redfish-virtual-media. Valid interfaces are ['fake', 'ipxe', 'pxe', 'redfish-virtual-media']."},
+			"Could not find the following interface in the 'ironic.hardware.interfaces.boot' entrypoint: idrac-redfish-virtual-media. Valid interfaces are ['fake', 'ipxe', 'pxe', 'redfish-virtual-media', 'http-ipxe', 'http', 'redfish-https']."},
 	} {
 		if got := faultstring(t, s.do("POST", "/v1/nodes", c.body, 400)); got != c.want {
 			t.Errorf("%s: %q\nwant %q", c.body, got, c.want)

@@ -167,13 +167,13 @@ func TestDefaultInterfaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]map[string][]string{
-		"fake-hardware": {"boot": {"fake", "ipxe", "pxe"}, "deploy": {"fake", "direct", "ramdisk", "custom-agent", "autodetect"}, "inspect": {"fake", "agent", "no-inspect"},
+		"fake-hardware": {"boot": {"fake", "ipxe", "pxe", "http-ipxe", "http"}, "deploy": {"fake", "direct", "ramdisk", "custom-agent", "autodetect"}, "inspect": {"fake", "agent", "no-inspect"},
 			"rescue": {"fake", "agent", "no-rescue"}, "power": {"fake"}, "management": {"fake"}, "network": {"noop", "flat"},
 			"raid": {"fake", "no-raid", "agent"}, "vendor": {"fake", "no-vendor"}},
-		"ipmi": {"boot": {"ipxe", "pxe"}, "deploy": {"direct", "ramdisk", "custom-agent", "autodetect"}, "inspect": {"agent", "no-inspect"},
+		"ipmi": {"boot": {"ipxe", "pxe", "http-ipxe", "http"}, "deploy": {"direct", "ramdisk", "custom-agent", "autodetect"}, "inspect": {"agent", "no-inspect"},
 			"rescue": {"agent", "no-rescue"}, "power": {"ipmitool"}, "management": {"ipmitool"}, "network": {"flat", "noop"},
 			"raid": {"no-raid", "agent"}, "bios": {"no-bios"}, "console": {"no-console", "ipmitool-socat", "ipmi-sol"}, "firmware": {"no-firmware"}, "vendor": {"no-vendor"}},
-		"redfish": {"boot": {"redfish-virtual-media", "ipxe", "pxe"}, "deploy": {"direct", "ramdisk", "custom-agent", "autodetect"}, "inspect": {"redfish", "agent", "no-inspect"},
+		"redfish": {"boot": {"redfish-virtual-media", "ipxe", "pxe", "http-ipxe", "http", "redfish-https"}, "deploy": {"direct", "ramdisk", "custom-agent", "autodetect"}, "inspect": {"redfish", "agent", "no-inspect"},
 			"rescue": {"agent", "no-rescue"}, "power": {"redfish"}, "management": {"redfish"}},
 	}
 	for typ, kinds := range want {
@@ -221,8 +221,8 @@ func TestEnablementErrors(t *testing.T) {
 	}{
 		{"unknown type", driver.Enablement{HardwareTypes: []string{"ilo"}},
 			`--enabled-hardware-types: unknown hardware type "ilo" (known: fake-hardware, idrac, ipmi, manual-management, redfish)`},
-		{"unknown interface", driver.Enablement{Interfaces: map[string][]string{"boot": {"ipxe", "http"}}},
-			`--enabled-boot-interfaces: unknown boot interface "http" (known: fake, ipxe, pxe, redfish-virtual-media)`},
+		{"unknown interface", driver.Enablement{Interfaces: map[string][]string{"boot": {"ipxe", "ilo-pxe"}}},
+			`--enabled-boot-interfaces: unknown boot interface "ilo-pxe" (known: fake, http, http-ipxe, ipxe, pxe, redfish-https, redfish-virtual-media)`},
 		{"default not enabled", driver.Enablement{Interfaces: map[string][]string{"boot": {"ipxe"}}, Defaults: map[string]string{"boot": "pxe"}},
 			`--default-boot-interface "pxe" is not one of --enabled-boot-interfaces (ipxe)`},
 		{"default unsupported", driver.Enablement{Defaults: map[string]string{"deploy": "fake"}},

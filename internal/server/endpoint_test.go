@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -116,5 +117,72 @@ func TestBootServers(t *testing.T) {
 	case err := <-errc:
 		t.Fatalf("boot server failed: %v", err)
 	default:
+	}
+}
+
+// TestBootDHCPv6Server: --dhcp6-proxy binds its address before serve
+// goes on (a taken or malformed address fails at once, naming the flag).
+func TestBootDHCPv6Server(t *testing.T) {
+	c, err := net.ListenPacket("udp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	taken := c.LocalAddr().String()
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	for _, addr := range []string{taken, "not-an-address"} {
+		cfg := BootConfig{HTTPURL: "http://[::1]:6385/boot", Root: t.TempDir(), DHCP6Proxy: addr}
+		if _, _, _, err := newBoot(ctx, cfg, nil, errc); err == nil || !strings.Contains(err.Error(), "--dhcp6-proxy") {
+			t.Errorf("--dhcp6-proxy %s: %v", addr, err)
+		}
+	}
+	c2, err := net.ListenPacket("udp6", "[::1]:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := c2.LocalAddr().String()
+	c2.Close()
+	cfg := BootConfig{HTTPURL: "http://[::1]:6385/boot", Root: t.TempDir(), DHCP6Proxy: free}
+	if _, _, _, err := newBoot(ctx, cfg, nil, errc); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.ListenPacket("udp6", free); err == nil {
+		c.Close()
+		t.Error("the DHCPv6 server did not bind its address")
+	}
+}
+
+// TestBootLoaderFlags: the boot endpoint serves UEFI HTTP boot's iPXE
+// binaries from --tftp-dir (the directory TFTP serves them from), and a
+// --uefi-ipxe-bootfile-name that is not an iPXE binary is refused.
+func TestBootLoaderFlags(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "snponly.efi"), []byte("MZ-snp"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := BootConfig{HTTPURL: "http://127.0.0.1:6385/boot", Root: t.TempDir(), TFTPDir: dir}
+	_, prefix, h, err := newBoot(ctx, cfg, nil, errc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", prefix+"/snponly.efi", nil))
+	if rec.Code != 200 || rec.Body.String() != "MZ-snp" {
+		t.Errorf("GET %s/snponly.efi: %d %q", prefix, rec.Code, rec.Body.String())
+	}
+	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := c.LocalAddr().String()
+	c.Close()
+	bad := BootConfig{HTTPURL: "http://127.0.0.1:6385/boot", Root: t.TempDir(), DHCPProxy: free, EFIBinary: "grubx64.efi"}
+	if _, _, _, err := newBoot(ctx, bad, nil, errc); err == nil || !strings.Contains(err.Error(), "grubx64.efi") {
+		t.Errorf("EFIBinary grubx64.efi: %v", err)
 	}
 }

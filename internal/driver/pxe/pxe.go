@@ -15,6 +15,19 @@ import (
 const (
 	IPXE = "ipxe"
 	PXE  = "pxe"
+	// HTTP and HTTPIPXE are UEFI HTTP boot (Ironic's HttpBoot and
+	// iPXEHttpBoot): the firmware's own HTTP client downloads GRUB, or
+	// iPXE's EFI binary, named by the boot service's DHCP answer to its
+	// "HTTPClient" vendor class; no TFTP, no NIC option ROM.
+	HTTP     = "http"
+	HTTPIPXE = "http-ipxe"
+)
+
+// Loaders a Ramdisk's HTTPBoot names (internal/boot's HTTPBootIPXE and
+// HTTPBootGRUB).
+const (
+	LoaderIPXE = "ipxe"
+	LoaderGRUB = "grub"
 )
 
 // Image is a file the boot service fetches and serves: a URL or a local
@@ -29,6 +42,9 @@ type Image struct {
 type Ramdisk struct {
 	Kernel, Ramdisk Image
 	KernelParams    string
+	// HTTPBoot is the loader UEFI HTTP boot firmware gets (LoaderIPXE,
+	// LoaderGRUB); "" for the PXE interfaces.
+	HTTPBoot string
 }
 
 // Publisher serves nodes' boot files; internal/boot implements it.
@@ -56,17 +72,28 @@ type Config struct {
 // ErrNotConfigured is returned when no boot service was handed in.
 var ErrNotConfigured = errors.New("iPXE boot is enabled but no HTTP URL or HTTP root was specified (network boot is not configured: start anvil serve with --http-url)")
 
-// Boot is the "ipxe" or "pxe" boot interface.
+// Boot is the "ipxe", "pxe", "http-ipxe" or "http" boot interface.
 type Boot struct {
 	cfg  Config
 	mode string
 }
 
-// New returns the boot interface for mode (IPXE or PXE).
+// New returns the boot interface for mode (IPXE, PXE, HTTPIPXE or HTTP).
 func New(mode string, cfg Config) *Boot { return &Boot{cfg: cfg, mode: mode} }
 
-// Mode is IPXE or PXE.
+// Mode is IPXE, PXE, HTTPIPXE or HTTP.
 func (b *Boot) Mode() string { return b.mode }
+
+// httpLoader is what the mode hands UEFI HTTP boot firmware.
+func (b *Boot) httpLoader() string {
+	switch b.mode {
+	case HTTPIPXE:
+		return LoaderIPXE
+	case HTTP:
+		return LoaderGRUB
+	}
+	return ""
+}
 
 // Properties are the driver_info keys the interfaces read.
 func Properties() map[string]string {
@@ -165,7 +192,7 @@ func (b *Boot) PrepareRamdisk(ctx context.Context, t *driver.Task, mode string) 
 	if err != nil {
 		return err
 	}
-	r := Ramdisk{Kernel: Image{Source: kernel}, Ramdisk: Image{Source: ramdisk}, KernelParams: b.kernelParams(t.Node)}
+	r := Ramdisk{Kernel: Image{Source: kernel}, Ramdisk: Image{Source: ramdisk}, KernelParams: b.kernelParams(t.Node), HTTPBoot: b.httpLoader()}
 	if err := b.cfg.Publisher.PublishRamdisk(ctx, t.Node.UUID, m, r); err != nil {
 		return fmt.Errorf("publishing the %s ramdisk: %w", mode, err)
 	}
@@ -248,7 +275,7 @@ func (b *Boot) PrepareRamdiskBoot(ctx context.Context, t *driver.Task) error {
 	if err != nil {
 		return err
 	}
-	r := Ramdisk{Kernel: Image{Source: ib.Kernel}, Ramdisk: Image{Source: ib.Ramdisk}, KernelParams: ib.KernelParams}
+	r := Ramdisk{Kernel: Image{Source: ib.Kernel}, Ramdisk: Image{Source: ib.Ramdisk}, KernelParams: ib.KernelParams, HTTPBoot: b.httpLoader()}
 	if err := b.cfg.Publisher.PublishRamdisk(ctx, t.Node.UUID, m, r); err != nil {
 		return fmt.Errorf("publishing the instance's kernel and ramdisk: %w", err)
 	}

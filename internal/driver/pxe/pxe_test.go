@@ -42,18 +42,24 @@ func (p *publisher) Withdraw(_ context.Context, node string) error {
 // remembers boot devices, and a task for a node with two ports.
 func setup(t *testing.T, pub pxe.Publisher) (*pxe.Boot, *fake.Hardware, *driver.Task) {
 	t.Helper()
+	return setupMode(t, pub, pxe.IPXE)
+}
+
+// setupMode is setup with the boot interface of mode.
+func setupMode(t *testing.T, pub pxe.Publisher, mode string) (*pxe.Boot, *fake.Hardware, *driver.Task) {
+	t.Helper()
 	r := driver.NewRegistry()
 	fk := fake.New()
 	fk.Register(r)
-	b := pxe.New(pxe.IPXE, pxe.Config{Publisher: pub, Drivers: r, KernelParams: "console=ttyS0"})
-	r.AddInterface("boot", pxe.IPXE, b)
+	b := pxe.New(mode, pxe.Config{Publisher: pub, Drivers: r, KernelParams: "console=ttyS0"})
+	r.AddInterface("boot", mode, b)
 	n := &model.Node{UUID: "n-1", Driver: fake.Name, DriverInfo: model.JSON{
 		"deploy_kernel": "http://127.0.0.1/k", "deploy_ramdisk": "http://127.0.0.1/r",
 		"rescue_kernel": "http://127.0.0.1/rk", "rescue_ramdisk": "http://127.0.0.1/rr"}}
 	if err := r.Compose(n); err != nil {
 		t.Fatal(err)
 	}
-	n.Interfaces.Set("boot", pxe.IPXE)
+	n.Interfaces.Set("boot", mode)
 	ports := []*model.Port{{Address: "52:54:00:AA:BB:01"}, {Address: "52:54:00:aa:bb:02"}}
 	return b, fk, &driver.Task{Node: n, Ports: ports}
 }
@@ -241,5 +247,33 @@ func TestPrepareRamdiskBoot(t *testing.T) {
 	pub.calls = nil
 	if err := b.PrepareRamdiskBoot(context.Background(), task); err == nil || !strings.Contains(err.Error(), "Missing are: ['ramdisk']") || pub.calls != nil {
 		t.Errorf("without instance_info ramdisk: err %v, calls %v", err, pub.calls)
+	}
+}
+
+// TestHTTPBootModes: the UEFI HTTP boot interfaces publish the same ramdisk
+// with the loader the firmware gets (iPXE for http-ipxe, GRUB for http),
+// instance ramdisks too; the PXE interfaces none. Both set boot device pxe.
+func TestHTTPBootModes(t *testing.T) {
+	for mode, want := range map[string]string{pxe.IPXE: "", pxe.PXE: "", pxe.HTTPIPXE: pxe.LoaderIPXE, pxe.HTTP: pxe.LoaderGRUB} {
+		t.Run(mode, func(t *testing.T) {
+			pub := &publisher{}
+			b, fk, task := setupMode(t, pub, mode)
+			if err := b.PrepareRamdisk(context.Background(), task, driver.RamdiskDeploy); err != nil {
+				t.Fatal(err)
+			}
+			if pub.ramdisk.HTTPBoot != want || pub.ramdisk.Kernel.Source != "http://127.0.0.1/k" {
+				t.Errorf("published %+v, want HTTPBoot %q", pub.ramdisk, want)
+			}
+			if d := bootDevice(t, fk, task); d.Device != "pxe" {
+				t.Errorf("boot device %+v, want pxe", d)
+			}
+			task.Node.InstanceInfo = model.JSON{"kernel": "http://127.0.0.1/ik", "ramdisk": "http://127.0.0.1/ir"}
+			if err := b.PrepareRamdiskBoot(context.Background(), task); err != nil {
+				t.Fatal(err)
+			}
+			if pub.ramdisk.HTTPBoot != want || pub.ramdisk.Kernel.Source != "http://127.0.0.1/ik" {
+				t.Errorf("instance ramdisk published %+v, want HTTPBoot %q", pub.ramdisk, want)
+			}
+		})
 	}
 }

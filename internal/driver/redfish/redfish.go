@@ -274,6 +274,9 @@ var bootTargets = map[string]redfish.BootSourceOverrideTarget{
 	"disk":  redfish.HddBootSourceOverrideTarget,
 	"cdrom": redfish.CdBootSourceOverrideTarget,
 	"bios":  redfish.BiosSetupBootSourceOverrideTarget,
+	// UEFI HTTP boot (Ironic's boot_devices.UEFIHTTP), of
+	// BootDevice.HTTPBootURI when set.
+	"uefihttp": redfish.UefiHTTPBootSourceOverrideTarget,
 }
 
 // SupportedBootDevices lists the devices SetBootDevice accepts.
@@ -316,6 +319,10 @@ func (d *Driver) SetBootDevice(ctx context.Context, t *driver.Task, dev driver.B
 	}
 	if m := RequestedBootMode(t.Node); m != "" {
 		b.BootSourceOverrideMode = redfishMode(m)
+	}
+	if tgt == redfish.UefiHTTPBootSourceOverrideTarget {
+		b.BootSourceOverrideMode = redfish.UEFIBootSourceOverrideMode // HTTP boot is UEFI's
+		b.HTTPBootURI = dev.HTTPBootURI
 	}
 	if err := sys.SetBoot(b); err != nil {
 		return fmt.Errorf("Redfish boot override of system %s failed: %w", sys.ID, err)
