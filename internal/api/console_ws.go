@@ -29,7 +29,8 @@ import (
 // output (text/plain, at most 1 MiB).
 //
 // Both read the console service of this process: the conductor that owns
-// the node (a process serving the API only answers 503).
+// the node. A process serving the API only relays the WebSocket to the
+// owner (console_relay.go) and answers 503 for the log.
 func (s *Server) consoleWSRoutes() {
 	s.handle(endpoint{"GET": {s.consoleWS, nodeRule("baremetal:node:get_console")}}, "/v1/nodes/{ident}/console/ws")
 	s.handle(endpoint{"GET": {s.consoleLog, nodeRule("baremetal:node:get_console")}}, "/v1/nodes/{ident}/console/log")
@@ -65,6 +66,9 @@ func (s *Server) consoleWS(rc *call) error {
 	}
 	if !n.ConsoleEnabled {
 		return invalid("Console access is not enabled on node %s", n.UUID)
+	}
+	if s.cfg.Console == nil && s.cfg.ConsoleRelay != nil {
+		return s.relayConsole(rc, n, replay)
 	}
 	if s.cfg.Console == nil {
 		return fault.New(fault.Unavailable, "The console of node %s is not served by this process (it serves the API only); connect to the conductor that owns the node.", n.UUID)

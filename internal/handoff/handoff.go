@@ -22,7 +22,20 @@ const (
 	kindHeartbeat = "heartbeat"
 	kindInspect   = "inspection"
 	kindAllocate  = "allocation"
+	kindConsole   = "console"
 )
+
+// ConsoleAccess is how an API process reaches a console held by the
+// node's owner: a one-time ticket for the owner's relay endpoint (a
+// WebSocket at URL, internal/api's ConsoleRelay).
+type ConsoleAccess struct {
+	URL    string `json:"url"`
+	Ticket string `json:"ticket"`
+}
+
+// ConsoleGrant mints a ConsoleAccess for node on the owner (an error when
+// its console is not held there).
+type ConsoleGrant func(ctx context.Context, node string) (ConsoleAccess, error)
 
 // allocationCall is the body of a handed-over allocation.
 type allocationCall struct {
@@ -38,44 +51,81 @@ type inspectionCall struct {
 	PluginData map[string]any `json:"plugin_data,omitempty"`
 }
 
-// Handler runs handed-over calls on c.
-func Handler(c *conductor.Conductor) workq.Handler {
-	return func(ctx context.Context, kind, node string, body []byte) error {
-		switch kind {
-		case kindProvision:
-			var req conductor.ProvisionRequest
-			if err := json.Unmarshal(body, &req); err != nil {
-				return fmt.Errorf("decode %s call: %w", kind, err)
+// Handler runs handed-over calls on c; consoles answers requests for a
+// console relay (nil: none are).
+func Handler(c *conductor.Conductor, consoles ConsoleGrant) workq.Handler {
+	return func(ctx context.Context, kind, node string, body []byte) ([]byte, error) {
+		if kind == kindConsole {
+			if consoles == nil {
+				return nil, fault.New(fault.Unavailable, "Conductor does not serve consoles.")
 			}
-			return c.Provision(ctx, node, req)
-		case kindPower:
-			var req conductor.PowerRequest
-			if err := json.Unmarshal(body, &req); err != nil {
-				return fmt.Errorf("decode %s call: %w", kind, err)
+			a, err := consoles(ctx, node)
+			if err != nil {
+				return nil, err
 			}
-			return c.SetPower(ctx, node, req)
-		case kindHeartbeat:
-			var req conductor.HeartbeatRequest
-			if err := json.Unmarshal(body, &req); err != nil {
-				return fmt.Errorf("decode %s call: %w", kind, err)
-			}
-			return c.Heartbeat(ctx, node, req)
-		case kindInspect:
-			var req inspectionCall
-			if err := json.Unmarshal(body, &req); err != nil {
-				return fmt.Errorf("decode %s call: %w", kind, err)
-			}
-			_, err := c.ContinueInspection(ctx, nil, node, req.Token, req.Inventory, req.PluginData)
-			return err
-		case kindAllocate:
-			var req allocationCall
-			if err := json.Unmarshal(body, &req); err != nil {
-				return fmt.Errorf("decode %s call: %w", kind, err)
-			}
-			return c.CreateAllocation(ctx, &req.Allocation, req.Backfill)
+			return json.Marshal(a)
 		}
-		return fmt.Errorf("unknown call kind %q", kind)
+		return nil, run(ctx, c, kind, node, body)
 	}
+}
+
+// run runs one handed-over call that answers nothing but its error.
+func run(ctx context.Context, c *conductor.Conductor, kind, node string, body []byte) error {
+	switch kind {
+	case kindProvision:
+		var req conductor.ProvisionRequest
+		if err := json.Unmarshal(body, &req); err != nil {
+			return fmt.Errorf("decode %s call: %w", kind, err)
+		}
+		return c.Provision(ctx, node, req)
+	case kindPower:
+		var req conductor.PowerRequest
+		if err := json.Unmarshal(body, &req); err != nil {
+			return fmt.Errorf("decode %s call: %w", kind, err)
+		}
+		return c.SetPower(ctx, node, req)
+	case kindHeartbeat:
+		var req conductor.HeartbeatRequest
+		if err := json.Unmarshal(body, &req); err != nil {
+			return fmt.Errorf("decode %s call: %w", kind, err)
+		}
+		return c.Heartbeat(ctx, node, req)
+	case kindInspect:
+		var req inspectionCall
+		if err := json.Unmarshal(body, &req); err != nil {
+			return fmt.Errorf("decode %s call: %w", kind, err)
+		}
+		_, err := c.ContinueInspection(ctx, nil, node, req.Token, req.Inventory, req.PluginData)
+		return err
+	case kindAllocate:
+		var req allocationCall
+		if err := json.Unmarshal(body, &req); err != nil {
+			return fmt.Errorf("decode %s call: %w", kind, err)
+		}
+		return c.CreateAllocation(ctx, &req.Allocation, req.Backfill)
+	}
+	return fmt.Errorf("unknown call kind %q", kind)
+}
+
+// ConsoleAccess asks the owner of node for a relay to its console.
+func (h *Conductor) ConsoleAccess(ctx context.Context, n *model.Node) (ConsoleAccess, error) {
+	r, err := h.liveRing(ctx)
+	if err != nil {
+		return ConsoleAccess{}, err
+	}
+	owner := r.Owner(n.UUID, n.ConductorGroup)
+	if owner == "" {
+		return ConsoleAccess{}, conductor.NoConductor(n.Driver, n.ConductorGroup)
+	}
+	b, err := h.cfg.Queue.CallReply(ctx, owner, kindConsole, n.UUID, struct{}{}, h.cfg.Timeout)
+	if err != nil {
+		return ConsoleAccess{}, err
+	}
+	var a ConsoleAccess
+	if err := json.Unmarshal(b, &a); err != nil || a.URL == "" || a.Ticket == "" {
+		return ConsoleAccess{}, fmt.Errorf("conductor %s answered no console relay: %q", owner, b)
+	}
+	return a, nil
 }
 
 // Config configures an API process's Conductor.

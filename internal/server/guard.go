@@ -80,7 +80,9 @@ func guard(ctx context.Context, h http.Handler, cfg Config, bootPrefix string, a
 	}
 	ac.Public = func(p string) bool {
 		return auth.PublicPath(p) || bootPrefix != "" && strings.HasPrefix(p, bootPrefix+"/") ||
-			p == dashboard.Path || strings.HasPrefix(p, dashboard.Path+"/")
+			p == dashboard.Path || strings.HasPrefix(p, dashboard.Path+"/") ||
+			// a conductor's console relay: its one-time ticket is its credential
+			strings.HasPrefix(p, api.ConsoleRelayPrefix)
 	}
 	h = audit(h, auditLog)
 	h, err := auth.Middleware(ctx, h, ac)
@@ -91,7 +93,7 @@ func guard(ctx context.Context, h http.Handler, cfg Config, bootPrefix string, a
 		h = requireClientCert(h, ac.Public)
 	}
 	allowed := append([]string{}, cfg.Security.AllowedHosts...)
-	for _, u := range []string{cfg.Network.HTTPURL, cfg.Network.PublicEndpoint} {
+	for _, u := range []string{cfg.Network.HTTPURL, cfg.Network.PublicEndpoint, cfg.AdvertiseURL} {
 		if pu, err := url.Parse(u); err == nil && pu.Host != "" {
 			allowed = append(allowed, pu.Host)
 		}

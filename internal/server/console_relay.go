@@ -1,0 +1,61 @@
+package server
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"github.com/anvil-metal/anvil/internal/api"
+	"github.com/anvil-metal/anvil/internal/console"
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/handoff"
+)
+
+// consoleGrant answers an API process's request for a node's console (a
+// handed-over call): a ticket for this process's relay endpoint, while the
+// console is held here.
+func consoleGrant(consoles *console.Service, tickets *console.Tickets, base *atomic.Pointer[string]) handoff.ConsoleGrant {
+	return func(_ context.Context, node string) (handoff.ConsoleAccess, error) {
+		b := base.Load()
+		if b == nil || !consoles.Held(node) {
+			return handoff.ConsoleAccess{}, fault.New(fault.Unavailable, "The console of node %s is not connected on the conductor that owns it yet; retry.", node)
+		}
+		return handoff.ConsoleAccess{URL: *b + api.ConsoleRelayPrefix + node + "/ws", Ticket: tickets.Mint(node)}, nil
+	}
+}
+
+// advertised is the ws:// or wss:// base URL other processes reach this
+// listener at: --advertise-url when given, else the bound address (an
+// unspecified one, 0.0.0.0 or ::, replaced by the host name).
+func advertised(advertise string, addr net.Addr, tlsOn bool) string {
+	if advertise != "" {
+		u, err := url.Parse(advertise)
+		if err == nil {
+			switch u.Scheme {
+			case "https":
+				u.Scheme = "wss"
+			case "http":
+				u.Scheme = "ws"
+			}
+			u.Path, u.RawQuery, u.Fragment = "", "", ""
+			return strings.TrimSuffix(u.String(), "/")
+		}
+	}
+	scheme := "ws://"
+	if tlsOn {
+		scheme = "wss://"
+	}
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return scheme + addr.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if h, herr := os.Hostname(); herr == nil && h != "" {
+			host = h
+		}
+	}
+	return scheme + net.JoinHostPort(host, port)
+}
