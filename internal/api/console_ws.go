@@ -140,6 +140,7 @@ func serveViewer(ctx context.Context, conn *websocket.Conn, v *console.Viewer) {
 				return
 			}
 		case <-typed:
+		case <-v.Promoted():
 		case <-v.Done():
 			reason := v.Reason()
 			b, _ := json.Marshal(map[string]any{"type": "end", "reason": reason})
