@@ -71,7 +71,7 @@ func ConsoleRelay(svc *console.Service, tickets *console.Tickets) http.Handler {
 			return
 		}
 		defer conn.CloseNow()
-		serveViewer(r.Context(), conn, v)
+		serveViewer(r.Context(), conn, v, nil) // the API process watches the credential
 	})
 }
 
@@ -116,15 +116,27 @@ func (s *Server) relayConsole(rc *call, n *model.Node, replay int) error {
 		return nil // Accept has answered
 	}
 	defer conn.CloseNow()
-	pipeWebSockets(rc.r.Context(), conn, up)
+	expired, stop := credentialEnd(rc.r.Context())
+	defer stop()
+	pipeWebSockets(rc.r.Context(), conn, up, expired)
 	return nil
 }
 
 // pipeWebSockets copies messages between a viewer and the owner's relay
-// until either closes; the owner's close reason is passed on.
-func pipeWebSockets(ctx context.Context, viewer, up *websocket.Conn) {
+// until either closes, or expired fires (the viewer's credential expired);
+// the owner's close reason is passed on.
+func pipeWebSockets(ctx context.Context, viewer, up *websocket.Conn, expired <-chan time.Time) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	go func() {
+		select {
+		case <-expired:
+			endViewer(ctx, viewer, websocket.StatusPolicyViolation, ExpiredReason)
+			_ = up.Close(websocket.StatusNormalClosure, "")
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	go func() { // keystrokes: binary messages only, as serveViewer reads them
 		defer cancel()
 		for {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/anvil-metal/anvil/internal/auth"
 	"github.com/anvil-metal/anvil/internal/console"
 	"github.com/anvil-metal/anvil/internal/fault"
 )
@@ -91,13 +92,37 @@ func (s *Server) consoleWS(rc *call) error {
 		return nil // Accept has answered
 	}
 	defer conn.CloseNow()
-	serveViewer(rc.r.Context(), conn, v)
+	expired, stop := credentialEnd(rc.r.Context())
+	defer stop()
+	serveViewer(rc.r.Context(), conn, v, expired)
 	return nil
 }
 
+// ExpiredReason ends a viewer whose credential (a token, a dashboard
+// session) expired while it watched.
+const ExpiredReason = "the credentials expired: authenticate again to reconnect"
+
+// credentialEnd fires when the request's credential expires (auth.ExpiryOf;
+// never for credentials without an expiry); stop releases its timer.
+func credentialEnd(ctx context.Context) (<-chan time.Time, func()) {
+	exp, ok := auth.ExpiryOf(ctx)
+	if !ok {
+		return nil, func() {}
+	}
+	t := time.NewTimer(time.Until(exp))
+	return t.C, func() { t.Stop() }
+}
+
+// endViewer tells a viewer why it ends and closes its WebSocket with code.
+func endViewer(ctx context.Context, conn *websocket.Conn, code websocket.StatusCode, reason string) {
+	b, _ := json.Marshal(map[string]any{"type": "end", "reason": reason})
+	_ = writeWithin(ctx, conn, websocket.MessageText, b)
+	_ = conn.Close(code, closeReason(reason))
+}
+
 // serveViewer relays between a WebSocket and a console viewer until
-// either ends.
-func serveViewer(ctx context.Context, conn *websocket.Conn, v *console.Viewer) {
+// either ends, or expired fires (the viewer's credential expired).
+func serveViewer(ctx context.Context, conn *websocket.Conn, v *console.Viewer, expired <-chan time.Time) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	send := func(typ websocket.MessageType, p []byte) error {
@@ -142,10 +167,10 @@ func serveViewer(ctx context.Context, conn *websocket.Conn, v *console.Viewer) {
 		case <-typed:
 		case <-v.Promoted():
 		case <-v.Done():
-			reason := v.Reason()
-			b, _ := json.Marshal(map[string]any{"type": "end", "reason": reason})
-			_ = send(websocket.MessageText, b)
-			_ = conn.Close(websocket.StatusNormalClosure, closeReason(reason))
+			endViewer(ctx, conn, websocket.StatusNormalClosure, v.Reason())
+			return
+		case <-expired:
+			endViewer(ctx, conn, websocket.StatusPolicyViolation, ExpiredReason)
 			return
 		case <-ctx.Done():
 			_ = conn.Close(websocket.StatusNormalClosure, "")

@@ -173,8 +173,23 @@ func Middleware(ctx context.Context, h http.Handler, cfg Config) (http.Handler, 
 			writeAuthError(w, status, msg, challenge)
 			return
 		}
-		h.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), g.who)))
+		ctx := WithPrincipal(r.Context(), g.who)
+		if !g.until.IsZero() {
+			ctx = context.WithValue(ctx, expiryKey{}, g.until)
+		}
+		h.ServeHTTP(w, r.WithContext(ctx))
 	}), nil
+}
+
+type expiryKey struct{}
+
+// ExpiryOf returns when the credential that authenticated a request stops
+// being valid — a JWT's exp, a dashboard session's end — for what outlives
+// the request (a console viewer); ok is false for credentials that do not
+// expire (http_basic) and under noauth.
+func ExpiryOf(ctx context.Context) (time.Time, bool) {
+	t, ok := ctx.Value(expiryKey{}).(time.Time)
+	return t, ok
 }
 
 // grant is what a credential proves: the principal, until when (a

@@ -259,7 +259,9 @@ func (s *sessions) check(r *http.Request) (g grant, status int, msg string, from
 		return ss.g, http.StatusForbidden, "A write with the session cookie needs the session's " + CSRFHeader + " header", true
 	}
 	status, msg = refuseRole(ss.g.who, r.Method, s.strategy == JWT)
-	return ss.g, status, msg, true
+	g = ss.g
+	g.until = ss.expires // the request's credential lasts as long as the session
+	return g, status, msg, true
 }
 
 func validCSRF(r *http.Request, ss *session) bool {

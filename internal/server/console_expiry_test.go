@@ -1,0 +1,102 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/anvil-metal/anvil/internal/api"
+	"github.com/anvil-metal/anvil/internal/auth"
+	"github.com/anvil-metal/anvil/internal/auth/authtest"
+	"github.com/anvil-metal/anvil/internal/testbin/ipmisim"
+)
+
+// TestConsoleEndsWhenTokenExpires: under --auth-strategy jwt, a console
+// viewer whose token expires while it watches is sent an end message and
+// closed with 1008 (policy violation) and a reason saying to authenticate
+// again; a viewer whose token is still valid stays, and a new connection
+// with the expired token is refused.
+func TestConsoleEndsWhenTokenExpires(t *testing.T) {
+	iss := authtest.NewIssuer(t)
+	s := serveWith(t, func(c *Config) {
+		c.Security.Auth = auth.Config{Strategy: auth.JWT, JWT: auth.JWTConfig{Issuer: iss.URL, Audience: "anvil"}}
+	})
+	admin := iss.Token(t, iss.Key, map[string]any{"roles": []any{"admin"}})
+	short := iss.Token(t, iss.Key, map[string]any{"roles": []any{"admin"}, "exp": time.Now().Add(3 * time.Second).Unix()})
+	call := func(method, path, body string, want int) {
+		t.Helper()
+		req, _ := http.NewRequest(method, s.base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+admin)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-OpenStack-Ironic-API-Version", "latest")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: HTTP %d, want %d", method, path, resp.StatusCode, want)
+		}
+	}
+	const node = "6a1c0f0e-8c5e-4d6b-9b1a-2f7e0d4c1a01"
+	serial := ipmisim.NewSerial(t, "")
+	port := ipmisim.StartSOL(t, "anvil-expiry", "sol-pw-123", "tcp:"+serial.Addr)
+	call("POST", "/v1/nodes", fmt.Sprintf(`{"uuid":"`+node+`","name":"exp-01","driver":"ipmi","console_interface":"ipmi-sol","driver_info":{"ipmi_address":"127.0.0.1","ipmi_port":%d,"ipmi_username":%q,"ipmi_password":"sol-pw-123"}}`, port, ipmisim.User), 201)
+	call("PUT", "/v1/nodes/"+node+"/states/console", `{"enabled": true}`, 202)
+	url := "ws://" + strings.TrimPrefix(s.base, "http://") + "/v1/nodes/" + node + "/console/ws"
+	dial := func(token string) (*websocket.Conn, *http.Response, error) {
+		return websocket.Dial(t.Context(), url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
+	}
+	var a *websocket.Conn
+	waitFor(t, "the console WebSocket", func() bool {
+		c, _, err := dial(short)
+		a = c
+		return err == nil
+	})
+	defer a.CloseNow()
+	b, _, err := dial(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.CloseNow()
+
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var end string
+	for {
+		typ, p, err := a.Read(ctx)
+		if err != nil {
+			var ce websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || ce.Reason != api.ExpiredReason {
+				t.Fatalf("the expired viewer's close: %v, want 1008 %q", err, api.ExpiredReason)
+			}
+			break
+		}
+		if typ == websocket.MessageText && strings.Contains(string(p), `"end"`) {
+			end = string(p)
+		}
+	}
+	if !strings.Contains(end, api.ExpiredReason) {
+		t.Errorf("end message %q, want the reason %q", end, api.ExpiredReason)
+	}
+	// The other viewer stays: it still receives the machine's output.
+	serial.Write([]byte("still-here\r\n"))
+	for got := ""; !strings.Contains(got, "still-here"); {
+		typ, p, err := b.Read(ctx)
+		if err != nil {
+			t.Fatalf("the valid viewer ended too: %v", err)
+		}
+		if typ == websocket.MessageBinary {
+			got += string(p)
+		}
+	}
+	if _, resp, err := dial(short); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a new connection with the expired token: %v %v, want 401", resp, err)
+	}
+}
