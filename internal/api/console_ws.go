@@ -31,7 +31,7 @@ import (
 //
 // Both read the console service of this process: the conductor that owns
 // the node. A process serving the API only relays the WebSocket to the
-// owner (console_relay.go) and answers 503 for the log.
+// owner (console_relay.go) and asks it for the log (internal/handoff).
 func (s *Server) consoleWSRoutes() {
 	s.handle(endpoint{"GET": {s.consoleWS, nodeRule("baremetal:node:get_console")}}, "/v1/nodes/{ident}/console/ws")
 	s.handle(endpoint{"GET": {s.consoleLog, nodeRule("baremetal:node:get_console")}}, "/v1/nodes/{ident}/console/log")
@@ -206,10 +206,24 @@ func (s *Server) consoleLog(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if s.cfg.Console == nil {
+	var (
+		b  []byte
+		ok bool
+	)
+	switch {
+	case s.cfg.Console != nil:
+		b, ok = s.cfg.Console.Log(n.UUID, tail)
+	case s.cfg.ConsoleLogRelay != nil:
+		if b, ok, err = s.cfg.ConsoleLogRelay(rc.r.Context(), n, tail); err != nil {
+			if _, isFault := fault.As(err); isFault {
+				return err
+			}
+			s.log.Warn("console log: the owner did not answer", "node", n.UUID, "err", err)
+			return fault.New(fault.Unavailable, "The conductor that owns node %s did not answer for its console log; retry.", n.UUID)
+		}
+	default:
 		return fault.New(fault.Unavailable, "The console of node %s is not recorded by this process (it serves the API only); ask the conductor that owns the node.", n.UUID)
 	}
-	b, ok := s.cfg.Console.Log(n.UUID, tail)
 	if !ok {
 		return fault.New(fault.NotFound, "No console output has been recorded for node %s.", n.UUID)
 	}

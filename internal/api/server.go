@@ -61,6 +61,9 @@ type Config struct {
 	// n for its console: the URL of its relay endpoint (ConsoleRelay) and
 	// a one-time ticket for it (internal/handoff, through the database).
 	ConsoleRelay func(ctx context.Context, n *model.Node) (url, ticket string, err error)
+	// ConsoleLogRelay, in an API-only process, asks n's owner for the last
+	// tail bytes of its recorded console output, and whether there is any.
+	ConsoleLogRelay func(ctx context.Context, n *model.Node, tail int) ([]byte, bool, error)
 }
 
 // Server is the Ironic v1 REST API over a store and a conductor.

@@ -23,6 +23,7 @@ const (
 	kindInspect   = "inspection"
 	kindAllocate  = "allocation"
 	kindConsole   = "console"
+	kindLog       = "console_log"
 )
 
 // ConsoleAccess is how an API process reaches a console held by the
@@ -33,9 +34,26 @@ type ConsoleAccess struct {
 	Ticket string `json:"ticket"`
 }
 
-// ConsoleGrant mints a ConsoleAccess for node on the owner (an error when
-// its console is not held there).
-type ConsoleGrant func(ctx context.Context, node string) (ConsoleAccess, error)
+// Consoles is the owner's side of consoles asked for by API processes.
+type Consoles interface {
+	// Access mints a ConsoleAccess for node (an error when its console is
+	// not held here).
+	Access(ctx context.Context, node string) (ConsoleAccess, error)
+	// Log is the last tail bytes (all when 0) of node's recorded output,
+	// and whether there is a recording.
+	Log(node string, tail int) ([]byte, bool)
+}
+
+// logCall and logReply are a handed-over console log request and its
+// answer (JSON: the bytes in base64).
+type logCall struct {
+	Tail int `json:"tail"`
+}
+
+type logReply struct {
+	Found bool   `json:"found"`
+	Log   []byte `json:"log"`
+}
 
 // allocationCall is the body of a handed-over allocation.
 type allocationCall struct {
@@ -52,18 +70,29 @@ type inspectionCall struct {
 }
 
 // Handler runs handed-over calls on c; consoles answers requests for a
-// console relay (nil: none are).
-func Handler(c *conductor.Conductor, consoles ConsoleGrant) workq.Handler {
+// console relay or log (nil: none are).
+func Handler(c *conductor.Conductor, consoles Consoles) workq.Handler {
 	return func(ctx context.Context, kind, node string, body []byte) ([]byte, error) {
-		if kind == kindConsole {
+		switch kind {
+		case kindConsole, kindLog:
 			if consoles == nil {
 				return nil, fault.New(fault.Unavailable, "Conductor does not serve consoles.")
 			}
-			a, err := consoles(ctx, node)
+		}
+		switch kind {
+		case kindConsole:
+			a, err := consoles.Access(ctx, node)
 			if err != nil {
 				return nil, err
 			}
 			return json.Marshal(a)
+		case kindLog:
+			var req logCall
+			if err := json.Unmarshal(body, &req); err != nil {
+				return nil, fmt.Errorf("decode %s call: %w", kind, err)
+			}
+			b, ok := consoles.Log(node, req.Tail)
+			return json.Marshal(logReply{Found: ok, Log: b})
 		}
 		return nil, run(ctx, c, kind, node, body)
 	}
@@ -109,15 +138,7 @@ func run(ctx context.Context, c *conductor.Conductor, kind, node string, body []
 
 // ConsoleAccess asks the owner of node for a relay to its console.
 func (h *Conductor) ConsoleAccess(ctx context.Context, n *model.Node) (ConsoleAccess, error) {
-	r, err := h.liveRing(ctx)
-	if err != nil {
-		return ConsoleAccess{}, err
-	}
-	owner := r.Owner(n.UUID, n.ConductorGroup)
-	if owner == "" {
-		return ConsoleAccess{}, conductor.NoConductor(n.Driver, n.ConductorGroup)
-	}
-	b, err := h.cfg.Queue.CallReply(ctx, owner, kindConsole, n.UUID, struct{}{}, h.cfg.Timeout)
+	b, owner, err := h.ask(ctx, n, kindConsole, struct{}{})
 	if err != nil {
 		return ConsoleAccess{}, err
 	}
@@ -126,6 +147,34 @@ func (h *Conductor) ConsoleAccess(ctx context.Context, n *model.Node) (ConsoleAc
 		return ConsoleAccess{}, fmt.Errorf("conductor %s answered no console relay: %q", owner, b)
 	}
 	return a, nil
+}
+
+// ConsoleLog asks the owner of node for the last tail bytes of its
+// recorded console output (all when 0), and whether there is a recording.
+func (h *Conductor) ConsoleLog(ctx context.Context, n *model.Node, tail int) ([]byte, bool, error) {
+	b, owner, err := h.ask(ctx, n, kindLog, logCall{Tail: tail})
+	if err != nil {
+		return nil, false, err
+	}
+	var r logReply
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, false, fmt.Errorf("conductor %s answered no console log: %w", owner, err)
+	}
+	return r.Log, r.Found, nil
+}
+
+// ask hands kind to n's owner and returns its reply and the owner.
+func (h *Conductor) ask(ctx context.Context, n *model.Node, kind string, body any) ([]byte, string, error) {
+	r, err := h.liveRing(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	owner := r.Owner(n.UUID, n.ConductorGroup)
+	if owner == "" {
+		return nil, "", conductor.NoConductor(n.Driver, n.ConductorGroup)
+	}
+	b, err := h.cfg.Queue.CallReply(ctx, owner, kind, n.UUID, body, h.cfg.Timeout)
+	return b, owner, err
 }
 
 // Config configures an API process's Conductor.
@@ -264,13 +313,6 @@ func (h *Conductor) NodeOwners(ctx context.Context) (func(n *model.Node) string,
 
 // callNode hands kind to n's owner on the ring.
 func (h *Conductor) callNode(ctx context.Context, n *model.Node, kind string, body any) error {
-	r, err := h.liveRing(ctx)
-	if err != nil {
-		return err
-	}
-	owner := r.Owner(n.UUID, n.ConductorGroup)
-	if owner == "" {
-		return conductor.NoConductor(n.Driver, n.ConductorGroup)
-	}
-	return h.cfg.Queue.Call(ctx, owner, kind, n.UUID, body, h.cfg.Timeout)
+	_, _, err := h.ask(ctx, n, kind, body)
+	return err
 }

@@ -14,18 +14,24 @@ import (
 	"github.com/anvil-metal/anvil/internal/handoff"
 )
 
-// consoleGrant answers an API process's request for a node's console (a
-// handed-over call): a ticket for this process's relay endpoint, while the
-// console is held here.
-func consoleGrant(consoles *console.Service, tickets *console.Tickets, base *atomic.Pointer[string]) handoff.ConsoleGrant {
-	return func(_ context.Context, node string) (handoff.ConsoleAccess, error) {
-		b := base.Load()
-		if b == nil || !consoles.Held(node) {
-			return handoff.ConsoleAccess{}, fault.New(fault.Unavailable, "The console of node %s is not connected on the conductor that owns it yet; retry.", node)
-		}
-		return handoff.ConsoleAccess{URL: *b + api.ConsoleRelayPrefix + node + "/ws", Ticket: tickets.Mint(node)}, nil
-	}
+// ownedConsoles answers API processes' requests for the consoles this
+// process holds (handed-over calls): a ticket for its relay endpoint while
+// a console is held here, and recorded logs.
+type ownedConsoles struct {
+	svc     *console.Service
+	tickets *console.Tickets
+	base    *atomic.Pointer[string] // the relay's base URL, once the listener is bound
 }
+
+func (o ownedConsoles) Access(_ context.Context, node string) (handoff.ConsoleAccess, error) {
+	b := o.base.Load()
+	if b == nil || !o.svc.Held(node) {
+		return handoff.ConsoleAccess{}, fault.New(fault.Unavailable, "The console of node %s is not connected on the conductor that owns it yet; retry.", node)
+	}
+	return handoff.ConsoleAccess{URL: *b + api.ConsoleRelayPrefix + node + "/ws", Ticket: o.tickets.Mint(node)}, nil
+}
+
+func (o ownedConsoles) Log(node string, tail int) ([]byte, bool) { return o.svc.Log(node, tail) }
 
 // advertised is the ws:// or wss:// base URL other processes reach this
 // listener at: --advertise-url when given, else the bound address (an

@@ -213,6 +213,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		tickets   *console.Tickets
 		relayBase atomic.Pointer[string]
 		relay     func(ctx context.Context, n *model.Node) (string, string, error)
+		relayLog  func(ctx context.Context, n *model.Node, tail int) ([]byte, bool, error)
 	)
 	if cfg.Role != RoleAPI {
 		consoles = console.New(console.Config{Log: cfg.Log})
@@ -233,8 +234,9 @@ func Serve(ctx context.Context, cfg Config) error {
 				a, err := hc.ConsoleAccess(ctx, n)
 				return a.URL, a.Ticket, err
 			}
+			relayLog = hc.ConsoleLog
 		} else {
-			grant := consoleGrant(consoles, tickets, &relayBase)
+			grant := ownedConsoles{svc: consoles, tickets: tickets, base: &relayBase}
 			served := make(chan struct{})
 			go func() {
 				defer close(served)
@@ -277,7 +279,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer closeAudit()
 	// The API's "alive" is the conductors' own test, with their timeout.
 	pol := policy.Default()
-	apiH := api.New(api.Config{Store: st, Conductor: apiCond, Logger: cfg.Log, Policy: pol, Console: consoles, ConsoleRelay: relay,
+	apiH := api.New(api.Config{Store: st, Conductor: apiCond, Logger: cfg.Log, Policy: pol, Console: consoles, ConsoleRelay: relay, ConsoleLogRelay: relayLog,
 		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute), MaxStreamsPerClient: lim.MaxStreamsPerClient, MaxStreams: lim.MaxStreams})
 	metricsH := policyGuard(mx.Handler(), pol, "anvil:metrics:get")
 	var relayH http.Handler

@@ -152,6 +152,10 @@ func TestConsoleRelayedToOwner(t *testing.T) {
 		serial.Write([]byte("relayed-hello\r\n"))
 		return strings.Contains(a.output(), "relayed-hello")
 	})
+	// The recorded output is the owner's; the API process asks it.
+	if r := testbin.Call(t, "latest", http.MethodGet, api+"/v1/nodes/"+id+"/console/log?tail=4096", nil); r.Status != http.StatusOK || !strings.Contains(string(r.Body), "relayed-hello") {
+		t.Errorf("the console log through the API process: HTTP %d %q", r.Status, r.Body)
+	}
 	a.typeIn(t, "ping\r")
 	eventually(t, 10*time.Second, "the echo of a relayed keystroke", func() bool { return strings.Contains(a.output(), "echo: ping") })
 
