@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	anvilapi "github.com/anvil-metal/anvil/internal/api"
+	"github.com/anvil-metal/anvil/internal/auth/authtest"
 	"github.com/anvil-metal/anvil/internal/testbin"
 	"github.com/anvil-metal/anvil/internal/testbin/ipmisim"
 )
@@ -204,5 +207,84 @@ func TestConsoleRelayedToOwner(t *testing.T) {
 		if logs := p.Logs.String(); strings.Contains(logs, "sol-pw-123") {
 			t.Errorf("the %s process logged the BMC password", name)
 		}
+	}
+}
+
+// TestConsoleRelayEndsWhenTokenExpires: under --auth-strategy jwt, a viewer
+// relayed by an API process is ended by that process when its token
+// expires: an end message and close 1008 with the reason, while the owner
+// keeps the console for the others.
+func TestConsoleRelayEndsWhenTokenExpires(t *testing.T) {
+	iss := authtest.NewIssuer(t)
+	jwt := []string{"--auth-strategy", "jwt", "--jwt-issuer", iss.URL, "--jwt-audience", "anvil"}
+	admin := iss.Token(t, iss.Key, map[string]any{"roles": []any{"admin"}})
+	serial := ipmisim.NewSerial(t, "")
+	port := ipmisim.StartSOL(t, "anvil-relay-exp", "sol-pw-123", "tcp:"+serial.Addr)
+	db := pg.URL(t)
+	testbin.ServeOn(t, anvilBin, db, "worker", append(append([]string{"--role", "conductor"}, jwt...), ringFlags...)...)
+	api, _ := testbin.ServeOn(t, anvilBin, db, "front", append(append([]string{"--role", "api"}, jwt...), ringFlags...)...)
+	const id = "3f2b9c1e-7d4a-4e8b-a6c5-0d1e2f3a4b5c"
+	call := func(method, path, body string, want int) {
+		t.Helper()
+		req, _ := http.NewRequest(method, api+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+admin)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-OpenStack-Ironic-API-Version", "latest")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: HTTP %d, want %d", method, path, resp.StatusCode, want)
+		}
+	}
+	call("POST", "/v1/nodes", fmt.Sprintf(`{"uuid":%q,"driver":"ipmi","console_interface":"ipmi-sol","driver_info":{"ipmi_address":"127.0.0.1","ipmi_port":%d,"ipmi_username":%q,"ipmi_password":"sol-pw-123"}}`, id, port, ipmisim.User), 201)
+	call("PUT", "/v1/nodes/"+id+"/states/console", `{"enabled": true}`, 202)
+	url := strings.Replace(api, "http://", "ws://", 1) + "/v1/nodes/" + id + "/console/ws"
+	dial := func(token string) (*websocket.Conn, *http.Response, error) {
+		return websocket.Dial(t.Context(), url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
+	}
+	var keep *websocket.Conn
+	eventually(t, 30*time.Second, "the owner holds the console", func() bool {
+		c, _, err := dial(admin)
+		keep = c
+		return err == nil
+	})
+	defer keep.CloseNow()
+	go func() { // a viewer reads what it is sent
+		for {
+			if _, _, err := keep.Read(context.Background()); err != nil {
+				return
+			}
+		}
+	}()
+	short := iss.Token(t, iss.Key, map[string]any{"roles": []any{"admin"}, "exp": time.Now().Add(3 * time.Second).Unix()})
+	c, _, err := dial(short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var end string
+	for {
+		typ, p, err := c.Read(ctx)
+		if err != nil {
+			var ce websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || ce.Reason != anvilapi.ExpiredReason {
+				t.Fatalf("the expired relayed viewer's close: %v, want 1008 %q", err, anvilapi.ExpiredReason)
+			}
+			break
+		}
+		if typ == websocket.MessageText && strings.Contains(string(p), `"end"`) {
+			end = string(p)
+		}
+	}
+	if !strings.Contains(end, anvilapi.ExpiredReason) {
+		t.Errorf("end message %q", end)
+	}
+	if err := keep.Ping(ctx); err != nil {
+		t.Errorf("the viewer with a valid token ended too: %v", err)
 	}
 }
