@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"strings"
 
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/model"
@@ -26,9 +25,12 @@ type SOLFunc func(ctx context.Context, host string, port int, username, password
 // each with ServiceEnabled and Port) each time it connects and, when the
 // IPMI service is enabled, opens Serial-over-LAN on the BMC's host (the
 // host of redfish_address) at that port (623 when the BMC gives none),
-// with the Redfish account (a BMC's accounts serve both protocols). SSH
-// and Telnet serial consoles are not spoken: a system offering only those
-// fails to connect, and says so.
+// with the Redfish account (a BMC's accounts serve both protocols). Else,
+// when SSH is enabled, it opens an SSH session there (port 22 when none is
+// given) with a terminal, types the ConsoleEntryCommand, if any, and
+// checks the BMC's host key against driver_info's KeySSHHostKey (required:
+// the password is never sent to an unknown key). Telnet is not spoken: a
+// system offering only that fails to connect, and says so.
 type SerialConsole struct {
 	d   *Driver
 	sol SOLFunc
@@ -44,7 +46,10 @@ var _ driver.Console = (*SerialConsole)(nil)
 
 // Validate checks driver_info without contacting the BMC.
 func (c *SerialConsole) Validate(n *model.Node) error {
-	_, err := parseInfo(n)
+	if _, err := parseInfo(n); err != nil {
+		return err
+	}
+	_, _, err := sshHostKey(n)
 	return err
 }
 
@@ -68,26 +73,30 @@ func (c *SerialConsole) OpenConsole(ctx context.Context, n *model.Node) (io.Read
 		return nil, err
 	}
 	sc := sys.SerialConsole
-	if !sc.IPMI.ServiceEnabled {
-		var other []string
-		if sc.SSH.ServiceEnabled {
-			other = append(other, "SSH")
-		}
-		if sc.Telnet.ServiceEnabled {
-			other = append(other, "Telnet")
-		}
-		if len(other) > 0 {
-			return nil, fmt.Errorf("Redfish system %s on BMC %s offers its serial console over %s only; the %s console interface speaks IPMI Serial-over-LAN: enable IPMI on the BMC",
-				sys.ODataID, in.address, strings.Join(other, " and "), SerialName)
-		}
-		return nil, fmt.Errorf("Redfish system %s on BMC %s offers no serial console (SerialConsole.IPMI is not enabled): enable IPMI Serial-over-LAN on the BMC", sys.ODataID, in.address)
-	}
-	if len(in.password) > ipmiPasswordMax {
-		return nil, fmt.Errorf("the Redfish password of user %q is longer than IPMI's %d bytes: IPMI Serial-over-LAN on BMC %s cannot use it", in.username, ipmiPasswordMax, in.address)
-	}
 	u, err := url.Parse(in.address)
 	if err != nil {
 		return nil, err // parseInfo has checked it
+	}
+	if !sc.IPMI.ServiceEnabled && sc.SSH.ServiceEnabled {
+		port := sc.SSH.Port
+		if port <= 0 || port > 65535 {
+			port = 22
+		}
+		rw, err := c.openSSH(ctx, in, n, u.Hostname(), sshConsole{port: port, entry: sc.SSH.ConsoleEntryCommand})
+		if err != nil {
+			return nil, fmt.Errorf("Redfish system %s: %w", sys.ODataID, err)
+		}
+		return rw, nil
+	}
+	if !sc.IPMI.ServiceEnabled {
+		if sc.Telnet.ServiceEnabled {
+			return nil, fmt.Errorf("Redfish system %s on BMC %s offers its serial console over Telnet only; the %s console interface speaks IPMI Serial-over-LAN and SSH: enable one of them on the BMC",
+				sys.ODataID, in.address, SerialName)
+		}
+		return nil, fmt.Errorf("Redfish system %s on BMC %s offers no serial console (SerialConsole.IPMI and SSH are not enabled): enable IPMI Serial-over-LAN or the SSH serial console on the BMC", sys.ODataID, in.address)
+	}
+	if len(in.password) > ipmiPasswordMax {
+		return nil, fmt.Errorf("the Redfish password of user %q is longer than IPMI's %d bytes: IPMI Serial-over-LAN on BMC %s cannot use it", in.username, ipmiPasswordMax, in.address)
 	}
 	port := sc.IPMI.Port
 	if port <= 0 || port > 65535 {
