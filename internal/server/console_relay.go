@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/url"
 	"os"
@@ -32,6 +33,18 @@ func (o ownedConsoles) Access(_ context.Context, node string) (handoff.ConsoleAc
 }
 
 func (o ownedConsoles) Log(node string, tail int) ([]byte, bool) { return o.svc.Log(node, tail) }
+
+// checkAdvertise refuses an --advertise-url that is not http(s)://host[:port].
+func checkAdvertise(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return errors.New("--advertise-url: want http://HOST[:PORT] or https://HOST[:PORT] (no credentials), where other anvil processes reach this one")
+	}
+	return nil
+}
 
 // advertised is the ws:// or wss:// base URL other processes reach this
 // listener at: --advertise-url when given, else the bound address (an

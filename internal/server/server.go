@@ -129,6 +129,9 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err := checkRole(cfg.Role, cfg.Database); err != nil {
 		return err
 	}
+	if err := checkAdvertise(cfg.AdvertiseURL); err != nil {
+		return err
+	}
 	var (
 		bootPrefix string
 		bootH      http.Handler
