@@ -116,22 +116,22 @@ func (s *Server) relayConsole(rc *call, n *model.Node, replay int) error {
 		return nil // Accept has answered
 	}
 	defer conn.CloseNow()
-	expired, stop := credentialEnd(rc.r.Context())
+	ended, stop := s.credentialEnd(rc.r.Context())
 	defer stop()
-	pipeWebSockets(rc.r.Context(), conn, up, expired)
+	pipeWebSockets(rc.r.Context(), conn, up, ended)
 	return nil
 }
 
 // pipeWebSockets copies messages between a viewer and the owner's relay
-// until either closes, or expired fires (the viewer's credential expired);
-// the owner's close reason is passed on.
-func pipeWebSockets(ctx context.Context, viewer, up *websocket.Conn, expired <-chan time.Time) {
+// until either closes, or ended says why the viewer's credential stopped
+// holding; the owner's close reason is passed on.
+func pipeWebSockets(ctx context.Context, viewer, up *websocket.Conn, ended <-chan string) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
 		select {
-		case <-expired:
-			endViewer(ctx, viewer, websocket.StatusPolicyViolation, ExpiredReason)
+		case why := <-ended:
+			endViewer(ctx, viewer, websocket.StatusPolicyViolation, why)
 			_ = up.Close(websocket.StatusNormalClosure, "")
 			cancel()
 		case <-ctx.Done():

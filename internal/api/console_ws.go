@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -92,25 +93,65 @@ func (s *Server) consoleWS(rc *call) error {
 		return nil // Accept has answered
 	}
 	defer conn.CloseNow()
-	expired, stop := credentialEnd(rc.r.Context())
+	ended, stop := s.credentialEnd(rc.r.Context())
 	defer stop()
-	serveViewer(rc.r.Context(), conn, v, expired)
+	serveViewer(rc.r.Context(), conn, v, ended)
 	return nil
 }
 
-// ExpiredReason ends a viewer whose credential (a token, a dashboard
-// session) expired while it watched.
-const ExpiredReason = "the credentials expired: authenticate again to reconnect"
+// Why a viewer's credential ended it.
+const (
+	// ExpiredReason: its token or dashboard session expired.
+	ExpiredReason = "the credentials expired: authenticate again to reconnect"
+	// LoggedOutReason: its dashboard session was ended (logged out).
+	LoggedOutReason = "the dashboard session ended: log in again to reconnect"
+)
 
-// credentialEnd fires when the request's credential expires (auth.ExpiryOf;
-// never for credentials without an expiry); stop releases its timer.
-func credentialEnd(ctx context.Context) (<-chan time.Time, func()) {
-	exp, ok := auth.ExpiryOf(ctx)
-	if !ok {
+// DefaultConsoleRecheck is how often a console viewer's dashboard session
+// is re-checked (a logout elsewhere ends the viewer within it).
+const DefaultConsoleRecheck = 15 * time.Second
+
+// credentialEnd delivers why the request's credential stopped holding: it
+// expired (auth.ExpiryOf), or, for a dashboard session, it was ended
+// (auth.StillValid, asked every s.cfg.ConsoleRecheck). Nothing comes for
+// credentials that neither expire nor end. stop releases its goroutine.
+func (s *Server) credentialEnd(ctx context.Context) (<-chan string, func()) {
+	exp, expires := auth.ExpiryOf(ctx)
+	live, checks := auth.StillValid(ctx)
+	if !expires && !checks {
 		return nil, func() {}
 	}
-	t := time.NewTimer(time.Until(exp))
-	return t.C, func() { t.Stop() }
+	ctx, cancel := context.WithCancel(ctx)
+	ended := make(chan string, 1)
+	go func() {
+		var expired <-chan time.Time
+		if expires {
+			t := time.NewTimer(time.Until(exp))
+			defer t.Stop()
+			expired = t.C
+		}
+		var recheck <-chan time.Time
+		if checks {
+			t := time.NewTicker(cmp.Or(s.cfg.ConsoleRecheck, DefaultConsoleRecheck))
+			defer t.Stop()
+			recheck = t.C
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-expired:
+				ended <- ExpiredReason
+				return
+			case <-recheck:
+				if !live(ctx) && ctx.Err() == nil {
+					ended <- LoggedOutReason
+					return
+				}
+			}
+		}
+	}()
+	return ended, cancel
 }
 
 // endViewer tells a viewer why it ends and closes its WebSocket with code.
@@ -121,8 +162,8 @@ func endViewer(ctx context.Context, conn *websocket.Conn, code websocket.StatusC
 }
 
 // serveViewer relays between a WebSocket and a console viewer until
-// either ends, or expired fires (the viewer's credential expired).
-func serveViewer(ctx context.Context, conn *websocket.Conn, v *console.Viewer, expired <-chan time.Time) {
+// either ends, or ended says why the viewer's credential stopped holding.
+func serveViewer(ctx context.Context, conn *websocket.Conn, v *console.Viewer, ended <-chan string) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	send := func(typ websocket.MessageType, p []byte) error {
@@ -169,8 +210,8 @@ func serveViewer(ctx context.Context, conn *websocket.Conn, v *console.Viewer, e
 		case <-v.Done():
 			endViewer(ctx, conn, websocket.StatusNormalClosure, v.Reason())
 			return
-		case <-expired:
-			endViewer(ctx, conn, websocket.StatusPolicyViolation, ExpiredReason)
+		case why := <-ended:
+			endViewer(ctx, conn, websocket.StatusPolicyViolation, why)
 			return
 		case <-ctx.Done():
 			_ = conn.Close(websocket.StatusNormalClosure, "")

@@ -64,6 +64,9 @@ type Config struct {
 	// ConsoleLogRelay, in an API-only process, asks n's owner for the last
 	// tail bytes of its recorded console output, and whether there is any.
 	ConsoleLogRelay func(ctx context.Context, n *model.Node, tail int) ([]byte, bool, error)
+	// ConsoleRecheck is how often a console viewer's dashboard session is
+	// re-checked (DefaultConsoleRecheck when 0).
+	ConsoleRecheck time.Duration
 }
 
 // Server is the Ironic v1 REST API over a store and a conductor.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,18 +15,21 @@ import (
 	"github.com/anvil-metal/anvil/internal/api"
 	"github.com/anvil-metal/anvil/internal/auth"
 	"github.com/anvil-metal/anvil/internal/auth/authtest"
+	"github.com/anvil-metal/anvil/internal/dashboard"
 	"github.com/anvil-metal/anvil/internal/testbin/ipmisim"
 )
 
-// TestConsoleEndsWhenTokenExpires: under --auth-strategy jwt, a console
+// TestConsoleEndsWithItsCredential: under --auth-strategy jwt, a console
 // viewer whose token expires while it watches is sent an end message and
 // closed with 1008 (policy violation) and a reason saying to authenticate
 // again; a viewer whose token is still valid stays, and a new connection
-// with the expired token is refused.
-func TestConsoleEndsWhenTokenExpires(t *testing.T) {
+// with the expired token is refused. A viewer on a dashboard session ends
+// when the session is logged out.
+func TestConsoleEndsWithItsCredential(t *testing.T) {
 	iss := authtest.NewIssuer(t)
 	s := serveWith(t, func(c *Config) {
 		c.Security.Auth = auth.Config{Strategy: auth.JWT, JWT: auth.JWTConfig{Issuer: iss.URL, Audience: "anvil"}}
+		c.ConsoleRecheck = 100 * time.Millisecond
 	})
 	admin := iss.Token(t, iss.Key, map[string]any{"roles": []any{"admin"}})
 	short := iss.Token(t, iss.Key, map[string]any{"roles": []any{"admin"}, "exp": time.Now().Add(3 * time.Second).Unix()})
@@ -98,5 +102,49 @@ func TestConsoleEndsWhenTokenExpires(t *testing.T) {
 	}
 	if _, resp, err := dial(short); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("a new connection with the expired token: %v %v, want 401", resp, err)
+	}
+
+	// A dashboard session's viewer ends when the session is logged out.
+	req, _ := http.NewRequest("POST", s.base+dashboard.SessionPath, strings.NewReader(`{"token": "`+admin+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sess struct {
+		CSRF string `json:"csrf_token"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&sess)
+	resp.Body.Close()
+	var cookie string
+	for _, c := range resp.Cookies() {
+		if c.Name == auth.SessionCookie {
+			cookie = c.Name + "=" + c.Value
+		}
+	}
+	if resp.StatusCode != 200 || cookie == "" {
+		t.Fatalf("login: %d", resp.StatusCode)
+	}
+	sv, _, err := websocket.Dial(t.Context(), url, &websocket.DialOptions{HTTPHeader: http.Header{"Cookie": {cookie}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sv.CloseNow()
+	time.Sleep(300 * time.Millisecond) // a few re-checks pass while the session holds
+	req, _ = http.NewRequest("DELETE", s.base+dashboard.SessionPath, nil)
+	req.Header.Set("Cookie", cookie)
+	req.Header.Set(auth.CSRFHeader, sess.CSRF)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("logout: %v %v", resp, err)
+	}
+	for {
+		_, _, err := sv.Read(ctx)
+		if err != nil {
+			var ce websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || ce.Reason != api.LoggedOutReason {
+				t.Fatalf("the logged-out viewer's close: %v, want 1008 %q", err, api.LoggedOutReason)
+			}
+			break
+		}
 	}
 }

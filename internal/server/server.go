@@ -92,6 +92,9 @@ type Config struct {
 	Limits Limits
 	// Security is authentication, the Host allow-list and TLS.
 	Security Security
+	// ConsoleRecheck is how often a console viewer's dashboard session is
+	// re-checked, so that a logout ends it (api.DefaultConsoleRecheck when 0).
+	ConsoleRecheck time.Duration
 }
 
 // The roles of `anvil serve --role`.
@@ -282,7 +285,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer closeAudit()
 	// The API's "alive" is the conductors' own test, with their timeout.
 	pol := policy.Default()
-	apiH := api.New(api.Config{Store: st, Conductor: apiCond, Logger: cfg.Log, Policy: pol, Console: consoles, ConsoleRelay: relay, ConsoleLogRelay: relayLog,
+	apiH := api.New(api.Config{Store: st, Conductor: apiCond, Logger: cfg.Log, Policy: pol, Console: consoles, ConsoleRelay: relay, ConsoleLogRelay: relayLog, ConsoleRecheck: cfg.ConsoleRecheck,
 		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute), MaxStreamsPerClient: lim.MaxStreamsPerClient, MaxStreams: lim.MaxStreams})
 	metricsH := policyGuard(mx.Handler(), pol, "anvil:metrics:get")
 	var relayH http.Handler

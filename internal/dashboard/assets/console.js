@@ -40,10 +40,12 @@ export class ConsoleTab {
     if (!same || !this.ws) this.connect();
   }
 
-  // hide closes the connection (leaving the tab or the node page).
+  // hide closes the connection and clears the screen (leaving the tab or
+  // the node page, logging out): no console text stays in the page.
   hide() {
     this.active = false;
     this.disconnect();
+    if (this.term) this.term.reset();
   }
 
   makeTerminal() {
