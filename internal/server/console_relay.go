@@ -71,10 +71,19 @@ func advertised(advertise string, addr net.Addr, tlsOn bool) string {
 	if err != nil {
 		return scheme + addr.String()
 	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		if h, herr := os.Hostname(); herr == nil && h != "" {
-			host = h
-		}
+	if name, ok := machineName(host); ok {
+		host = name
 	}
 	return scheme + net.JoinHostPort(host, port)
+}
+
+// machineName is the name other processes reach a listener bound to host
+// by when host names no address (empty, 0.0.0.0 or ::): the machine's host
+// name. ok is false for a specific host.
+func machineName(host string) (string, bool) {
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return "", false
+	}
+	name, err := os.Hostname()
+	return name, err == nil && name != ""
 }

@@ -1,7 +1,10 @@
 package server
 
 import (
+	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"testing"
 )
@@ -30,6 +33,32 @@ func TestAdvertised(t *testing.T) {
 				t.Errorf("advertised(%q, %s, %t) = %q, want %q", c.advertise, c.addr, c.tls, got, c.want)
 			}
 		})
+	}
+}
+
+// TestMachineNameIsAllowed: a listener bound to every address accepts the
+// Host it advertises to other processes (the machine's name).
+func TestMachineNameIsAllowed(t *testing.T) {
+	name, ok := machineName("0.0.0.0")
+	if !ok {
+		t.Skip("no host name")
+	}
+	if _, ok := machineName("127.0.0.1"); ok {
+		t.Error("a specific address took the machine's name")
+	}
+	for _, listen := range []string{"0.0.0.0:6385", "[::]:6385", ":6385"} {
+		h, err := guard(t.Context(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(204) }),
+			Config{Listen: listen}, "", slog.New(slog.DiscardHandler), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		req.Host = net.JoinHostPort(name, "6385")
+		h.ServeHTTP(rec, req)
+		if rec.Code != 204 {
+			t.Errorf("--listen %s: Host %s answered %d", listen, req.Host, rec.Code)
+		}
 	}
 }
 

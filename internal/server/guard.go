@@ -101,6 +101,13 @@ func guard(ctx context.Context, h http.Handler, cfg Config, bootPrefix string, a
 	if host, _, err := net.SplitHostPort(cfg.Listen); err == nil && host != "" {
 		allowed = append(allowed, host)
 	}
+	// Bound to every address, the listener is reached by the machine's
+	// name (what it advertises to other processes: advertised).
+	if host, _, err := net.SplitHostPort(cfg.Listen); err == nil {
+		if name, ok := machineName(host); ok {
+			allowed = append(allowed, name)
+		}
+	}
 	return hostGuard(h, allowed), nil
 }
 
