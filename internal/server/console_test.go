@@ -331,7 +331,7 @@ func testConsoleEmulatorVM(t *testing.T, drv, iface string) {
 	s := serve(t)
 	if drv == bmcemu.DriverRedfish {
 		d := s.do("GET", "/v1/drivers/redfish", "", 200)
-		if fmt.Sprint(d["enabled_console_interfaces"]) != "[no-console redfish-serial]" || d["default_console_interface"] != "no-console" {
+		if fmt.Sprint(d["enabled_console_interfaces"]) != "[no-console redfish-serial ipmitool-socat]" || d["default_console_interface"] != "no-console" {
 			t.Errorf("GET /v1/drivers/redfish: console %v, default %v", d["enabled_console_interfaces"], d["default_console_interface"])
 		}
 	}

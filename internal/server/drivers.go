@@ -202,8 +202,9 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 			"firmware":   {redfish.Name, noop.Names["firmware"]},
 			"vendor":     {redfish.Name, noop.Names["vendor"]},
 			"raid":       {redfish.Name, noop.Names["raid"], direct.InterfaceName},
-			// no-console first, as ipmi's.
-			"console": {noop.Names["console"], redfish.SerialName},
+			// no-console first, as ipmi's; Ironic master's redfish also
+			// takes ipmitool-socat (with ipmi_* driver_info).
+			"console": {noop.Names["console"], redfish.SerialName, ipmi.SocatName},
 		})})
 	r.AddHardwareType(driver.HardwareType{Name: IDRAC, Properties: withBoot(redfish.Properties()), OptIn: optInFake(),
 		Supported: withGeneric(map[string][]string{
