@@ -32,7 +32,6 @@ func TestConsoleEndsWithItsCredential(t *testing.T) {
 		c.ConsoleRecheck = 100 * time.Millisecond
 	})
 	admin := iss.Token(t, iss.Key, map[string]any{"roles": []any{"admin"}})
-	short := iss.Token(t, iss.Key, map[string]any{"roles": []any{"admin"}, "exp": time.Now().Add(3 * time.Second).Unix()})
 	call := func(method, path, body string, want int) {
 		t.Helper()
 		req, _ := http.NewRequest(method, s.base+path, strings.NewReader(body))
@@ -57,18 +56,20 @@ func TestConsoleEndsWithItsCredential(t *testing.T) {
 	dial := func(token string) (*websocket.Conn, *http.Response, error) {
 		return websocket.Dial(t.Context(), url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
 	}
-	var a *websocket.Conn
+	var b *websocket.Conn
 	waitFor(t, "the console WebSocket", func() bool {
-		c, _, err := dial(short)
-		a = c
+		c, _, err := dial(admin)
+		b = c
 		return err == nil
 	})
-	defer a.CloseNow()
-	b, _, err := dial(admin)
+	defer b.CloseNow()
+	// The console is held: a viewer whose token ends in 3 s.
+	short := iss.Token(t, iss.Key, map[string]any{"roles": []any{"admin"}, "exp": time.Now().Add(3 * time.Second).Unix()})
+	a, _, err := dial(short)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.CloseNow()
+	defer a.CloseNow()
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
