@@ -62,7 +62,8 @@ func (c *SerialConsole) ConsoleInfo(n *model.Node) map[string]any {
 // ipmiPasswordMax is IPMI v2.0's longest password (20 bytes).
 const ipmiPasswordMax = 20
 
-// OpenConsole reads the system's SerialConsole and opens IPMI SOL on it.
+// OpenConsole reads the system's SerialConsole and opens IPMI SOL on it, or
+// SSH when that is all it offers.
 func (c *SerialConsole) OpenConsole(ctx context.Context, n *model.Node) (io.ReadWriteCloser, error) {
 	in, err := parseInfo(n)
 	if err != nil {
