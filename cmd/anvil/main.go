@@ -136,6 +136,7 @@ func newServe(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:6385", "address to serve the API on")
 	f.StringVar(&cfg.Database, "database", "./anvil.db", "SQLite file path, or a postgres:// URL")
 	f.StringVar(&cfg.HostID, "host-id", host, "this conductor's name; one live process per name and database")
+	f.StringVar(&cfg.AdvertiseURL, "advertise-url", "", "URL other anvil processes reach this listener at (an API process relays consoles to it); default: the --listen address")
 	f.StringVar(&cfg.Role, "role", server.RoleAll, "all (API and conductor), conductor (no API) or api (verbs handed to the owning conductor); other than all needs PostgreSQL")
 	f.StringVar(&configFile, "config", "", "settings file (flat TOML or YAML: flag-name = value); flags win")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")

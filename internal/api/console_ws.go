@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/anvil-metal/anvil/internal/auth"
 	"github.com/anvil-metal/anvil/internal/console"
 	"github.com/anvil-metal/anvil/internal/fault"
 )
@@ -29,7 +31,8 @@ import (
 // output (text/plain, at most 1 MiB).
 //
 // Both read the console service of this process: the conductor that owns
-// the node (a process serving the API only answers 503).
+// the node. A process serving the API only relays the WebSocket to the
+// owner (console_relay.go) and asks it for the log (internal/handoff).
 func (s *Server) consoleWSRoutes() {
 	s.handle(endpoint{"GET": {s.consoleWS, nodeRule("baremetal:node:get_console")}}, "/v1/nodes/{ident}/console/ws")
 	s.handle(endpoint{"GET": {s.consoleLog, nodeRule("baremetal:node:get_console")}}, "/v1/nodes/{ident}/console/log")
@@ -66,6 +69,9 @@ func (s *Server) consoleWS(rc *call) error {
 	if !n.ConsoleEnabled {
 		return invalid("Console access is not enabled on node %s", n.UUID)
 	}
+	if s.cfg.Console == nil && s.cfg.ConsoleRelay != nil {
+		return s.relayConsole(rc, n, replay)
+	}
 	if s.cfg.Console == nil {
 		return fault.New(fault.Unavailable, "The console of node %s is not served by this process (it serves the API only); connect to the conductor that owns the node.", n.UUID)
 	}
@@ -87,13 +93,77 @@ func (s *Server) consoleWS(rc *call) error {
 		return nil // Accept has answered
 	}
 	defer conn.CloseNow()
-	serveViewer(rc.r.Context(), conn, v)
+	ended, stop := s.credentialEnd(rc.r.Context())
+	defer stop()
+	serveViewer(rc.r.Context(), conn, v, ended)
 	return nil
 }
 
+// Why a viewer's credential ended it.
+const (
+	// ExpiredReason: its token or dashboard session expired.
+	ExpiredReason = "the credentials expired: authenticate again to reconnect"
+	// LoggedOutReason: its dashboard session was ended (logged out).
+	LoggedOutReason = "the dashboard session ended: log in again to reconnect"
+)
+
+// DefaultConsoleRecheck is how often a console viewer's dashboard session
+// is re-checked (a logout elsewhere ends the viewer within it).
+const DefaultConsoleRecheck = 15 * time.Second
+
+// credentialEnd delivers why the request's credential stopped holding: it
+// expired (auth.ExpiryOf), or, for a dashboard session, it was ended
+// (auth.StillValid, asked every s.cfg.ConsoleRecheck). Nothing comes for
+// credentials that neither expire nor end. stop releases its goroutine.
+func (s *Server) credentialEnd(ctx context.Context) (<-chan string, func()) {
+	exp, expires := auth.ExpiryOf(ctx)
+	live, checks := auth.StillValid(ctx)
+	if !expires && !checks {
+		return nil, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	ended := make(chan string, 1)
+	go func() {
+		var expired <-chan time.Time
+		if expires {
+			t := time.NewTimer(time.Until(exp))
+			defer t.Stop()
+			expired = t.C
+		}
+		var recheck <-chan time.Time
+		if checks {
+			t := time.NewTicker(cmp.Or(s.cfg.ConsoleRecheck, DefaultConsoleRecheck))
+			defer t.Stop()
+			recheck = t.C
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-expired:
+				ended <- ExpiredReason
+				return
+			case <-recheck:
+				if !live(ctx) && ctx.Err() == nil {
+					ended <- LoggedOutReason
+					return
+				}
+			}
+		}
+	}()
+	return ended, cancel
+}
+
+// endViewer tells a viewer why it ends and closes its WebSocket with code.
+func endViewer(ctx context.Context, conn *websocket.Conn, code websocket.StatusCode, reason string) {
+	b, _ := json.Marshal(map[string]any{"type": "end", "reason": reason})
+	_ = writeWithin(ctx, conn, websocket.MessageText, b)
+	_ = conn.Close(code, closeReason(reason))
+}
+
 // serveViewer relays between a WebSocket and a console viewer until
-// either ends.
-func serveViewer(ctx context.Context, conn *websocket.Conn, v *console.Viewer) {
+// either ends, or ended says why the viewer's credential stopped holding.
+func serveViewer(ctx context.Context, conn *websocket.Conn, v *console.Viewer, ended <-chan string) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	send := func(typ websocket.MessageType, p []byte) error {
@@ -136,11 +206,12 @@ func serveViewer(ctx context.Context, conn *websocket.Conn, v *console.Viewer) {
 				return
 			}
 		case <-typed:
+		case <-v.Promoted():
 		case <-v.Done():
-			reason := v.Reason()
-			b, _ := json.Marshal(map[string]any{"type": "end", "reason": reason})
-			_ = send(websocket.MessageText, b)
-			_ = conn.Close(websocket.StatusNormalClosure, closeReason(reason))
+			endViewer(ctx, conn, websocket.StatusNormalClosure, v.Reason())
+			return
+		case why := <-ended:
+			endViewer(ctx, conn, websocket.StatusPolicyViolation, why)
 			return
 		case <-ctx.Done():
 			_ = conn.Close(websocket.StatusNormalClosure, "")
@@ -176,10 +247,24 @@ func (s *Server) consoleLog(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if s.cfg.Console == nil {
+	var (
+		b  []byte
+		ok bool
+	)
+	switch {
+	case s.cfg.Console != nil:
+		b, ok = s.cfg.Console.Log(n.UUID, tail)
+	case s.cfg.ConsoleLogRelay != nil:
+		if b, ok, err = s.cfg.ConsoleLogRelay(rc.r.Context(), n, tail); err != nil {
+			if _, isFault := fault.As(err); isFault {
+				return err
+			}
+			s.log.Warn("console log: the owner did not answer", "node", n.UUID, "err", err)
+			return fault.New(fault.Unavailable, "The conductor that owns node %s did not answer for its console log; retry.", n.UUID)
+		}
+	default:
 		return fault.New(fault.Unavailable, "The console of node %s is not recorded by this process (it serves the API only); ask the conductor that owns the node.", n.UUID)
 	}
-	b, ok := s.cfg.Console.Log(n.UUID, tail)
 	if !ok {
 		return fault.New(fault.NotFound, "No console output has been recorded for node %s.", n.UUID)
 	}

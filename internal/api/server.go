@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/policy"
 	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
@@ -65,6 +66,16 @@ type Config struct {
 	// Console is this process's console service (nil in an API-only
 	// process): the console WebSocket and log routes read it.
 	Console *console.Service
+	// ConsoleRelay, in an API-only process, asks the conductor that owns
+	// n for its console: the URL of its relay endpoint (ConsoleRelay) and
+	// a one-time ticket for it (internal/handoff, through the database).
+	ConsoleRelay func(ctx context.Context, n *model.Node) (url, ticket string, err error)
+	// ConsoleLogRelay, in an API-only process, asks n's owner for the last
+	// tail bytes of its recorded console output, and whether there is any.
+	ConsoleLogRelay func(ctx context.Context, n *model.Node, tail int) ([]byte, bool, error)
+	// ConsoleRecheck is how often a console viewer's dashboard session is
+	// re-checked (DefaultConsoleRecheck when 0).
+	ConsoleRecheck time.Duration
 }
 
 // Server is the Ironic v1 REST API over a store and a conductor.

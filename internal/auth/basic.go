@@ -173,8 +173,38 @@ func Middleware(ctx context.Context, h http.Handler, cfg Config) (http.Handler, 
 			writeAuthError(w, status, msg, challenge)
 			return
 		}
-		h.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), g.who)))
+		ctx := WithPrincipal(r.Context(), g.who)
+		if !g.until.IsZero() {
+			ctx = context.WithValue(ctx, expiryKey{}, g.until)
+		}
+		if g.live != nil {
+			ctx = context.WithValue(ctx, liveKey{}, g.live)
+		}
+		h.ServeHTTP(w, r.WithContext(ctx))
 	}), nil
+}
+
+type expiryKey struct{}
+
+type liveKey struct{}
+
+// StillValid returns, for a request authenticated by a dashboard session,
+// a function that reports whether the session still holds (false once it
+// was logged out anywhere, expired, or its http_basic entry changed; true
+// when the store cannot tell), for what outlives the request. ok is false
+// for other credentials.
+func StillValid(ctx context.Context) (check func(context.Context) bool, ok bool) {
+	check, ok = ctx.Value(liveKey{}).(func(context.Context) bool)
+	return check, ok
+}
+
+// ExpiryOf returns when the credential that authenticated a request stops
+// being valid — a JWT's exp, a dashboard session's end — for what outlives
+// the request (a console viewer); ok is false for credentials that do not
+// expire (http_basic) and under noauth.
+func ExpiryOf(ctx context.Context) (time.Time, bool) {
+	t, ok := ctx.Value(expiryKey{}).(time.Time)
+	return t, ok
 }
 
 // grant is what a credential proves: the principal, until when (a
@@ -185,6 +215,7 @@ type grant struct {
 	who   Principal
 	until time.Time
 	entry string
+	live  func(context.Context) bool // a session's re-check (logout ends it), nil for others
 }
 
 // hasCredentials reports whether r carries an Authorization or

@@ -223,32 +223,49 @@ func (s *sessions) lookup(r *http.Request) (*session, string) {
 	if err != nil || c.Value == "" {
 		return nil, ""
 	}
-	key := sessionKey(c.Value)
-	data, err := s.db.GetSession(r.Context(), key)
+	ss, key, _ := s.byID(r.Context(), c.Value)
+	return ss, key
+}
+
+// byID returns the live session of cookie value id and its key, or nil;
+// failed is set when the store could not answer (the session may live).
+func (s *sessions) byID(ctx context.Context, id string) (_ *session, key string, failed bool) {
+	key = sessionKey(id)
+	data, err := s.db.GetSession(ctx, key)
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) {
 			s.log.Error("dashboard session: could not be read", "err", err)
+			return nil, key, true
 		}
-		return nil, key
+		return nil, key, false
 	}
 	var rec sessionRecord
 	if err := json.Unmarshal(data, &rec); err != nil {
 		s.log.Error("dashboard session: unreadable record", "err", err)
-		return nil, key
+		return nil, key, false
 	}
 	ss := &session{g: grant{who: Principal{User: rec.User, Project: rec.Project, Roles: rec.Roles}, until: rec.Until, entry: rec.Entry},
-		csrf: csrfToken(c.Value), expires: rec.Expires}
+		csrf: csrfToken(id), expires: rec.Expires}
 	if time.Now().After(ss.expires) || s.holds != nil && !s.holds(ss.g) {
-		_ = s.db.DeleteSession(r.Context(), key)
-		return nil, key
+		_ = s.db.DeleteSession(ctx, key)
+		return nil, key, false
 	}
-	return ss, key
+	return ss, key, false
+}
+
+// stillLive is a request's re-check of its session (see StillValid).
+func (s *sessions) stillLive(id string) func(context.Context) bool {
+	return func(ctx context.Context) bool {
+		ss, _, failed := s.byID(ctx, id)
+		return ss != nil || failed
+	}
 }
 
 // check authenticates r by its session cookie; fromSession is false when
 // r has none (the strategy then checks it as any request).
 func (s *sessions) check(r *http.Request) (g grant, status int, msg string, fromSession bool) {
-	if c, err := r.Cookie(SessionCookie); err != nil || c.Value == "" {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil || c.Value == "" {
 		return grant{}, 0, "", false
 	}
 	ss, _ := s.lookup(r)
@@ -259,7 +276,10 @@ func (s *sessions) check(r *http.Request) (g grant, status int, msg string, from
 		return ss.g, http.StatusForbidden, "A write with the session cookie needs the session's " + CSRFHeader + " header", true
 	}
 	status, msg = refuseRole(ss.g.who, r.Method, s.strategy == JWT)
-	return ss.g, status, msg, true
+	g = ss.g
+	g.until = ss.expires // the request's credential lasts as long as the session
+	g.live = s.stillLive(c.Value)
+	return g, status, msg, true
 }
 
 func validCSRF(r *http.Request, ss *session) bool {

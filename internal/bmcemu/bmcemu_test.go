@@ -247,3 +247,33 @@ func TestNodesFile(t *testing.T) {
 		t.Error("nodes file for snmp")
 	}
 }
+
+// TestSerialConsole: a system advertises IPMI Serial-over-LAN in its
+// SerialConsole, at its IPMI endpoint's port, only when that endpoint is on.
+func TestSerialConsole(t *testing.T) {
+	type proto struct {
+		ServiceEnabled bool
+		Port           int
+	}
+	read := func(e *bmcemu.Emulator) (sc struct{ IPMI, SSH, Telnet proto }) {
+		var sys struct {
+			SerialConsole struct{ IPMI, SSH, Telnet proto }
+		}
+		r := do(t, "GET", e.URL()+"/redfish/v1/Systems/node-02", "admin", pw, "")
+		if err := json.Unmarshal([]byte(r.body), &sys); err != nil {
+			t.Fatalf("%d %s: %v", r.status, r.body, err)
+		}
+		return sys.SerialConsole
+	}
+	on := start(t, bmcemu.Config{Count: 2, IPMI: true})
+	sc := read(on)
+	if want := on.Machine("node-02").Status().IPMIPort; !sc.IPMI.ServiceEnabled || sc.IPMI.Port != want || want == 0 {
+		t.Errorf("with IPMI: SerialConsole.IPMI %+v, want enabled on port %d", sc.IPMI, want)
+	}
+	if sc.SSH.ServiceEnabled || sc.Telnet.ServiceEnabled {
+		t.Errorf("with IPMI: SSH %+v, Telnet %+v", sc.SSH, sc.Telnet)
+	}
+	if sc := read(start(t, bmcemu.Config{Count: 2})); sc.IPMI.ServiceEnabled || sc.IPMI.Port != 0 {
+		t.Errorf("without IPMI: SerialConsole.IPMI %+v", sc.IPMI)
+	}
+}

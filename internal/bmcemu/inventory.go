@@ -46,6 +46,7 @@ func systemJSON(m *Machine) map[string]any {
 		"MemorySummary": map[string]any{
 			"TotalSystemMemoryGiB": float64(hw.DIMMs*hw.DIMMMiB) / 1024, "Status": enabledOK,
 		},
+		"SerialConsole":      serialConsoleJSON(st.IPMIPort),
 		"Processors":         odataID(base + "/Processors"),
 		"Memory":             odataID(base + "/Memory"),
 		"EthernetInterfaces": odataID(base + "/EthernetInterfaces"),
@@ -61,6 +62,18 @@ func systemJSON(m *Machine) map[string]any {
 			"ResetType@Redfish.AllowableValues": resetTypes,
 		}},
 	}
+}
+
+// serialConsoleJSON is the system's SerialConsole (DMTF ComputerSystem
+// v1.13): IPMI Serial-over-LAN on the machine's IPMI endpoint when it has
+// one (ipmiPort != 0); no SSH or Telnet console.
+func serialConsoleJSON(ipmiPort int) map[string]any {
+	ipmi := map[string]any{"ServiceEnabled": false}
+	if ipmiPort != 0 {
+		ipmi = map[string]any{"ServiceEnabled": true, "Port": ipmiPort, "SharedWithManagerCLI": false}
+	}
+	off := map[string]any{"ServiceEnabled": false}
+	return map[string]any{"MaxConcurrentSessions": 1, "IPMI": ipmi, "SSH": off, "Telnet": off}
 }
 
 // inventoryJSON renders the sub-resources the redfish inspect interface reads.

@@ -170,9 +170,19 @@ func TestViewersFirstReadWriteOthersReadOnly(t *testing.T) {
 	if strings.Contains(f.input(), "x") {
 		t.Fatal("a read-only viewer's keystroke reached the console")
 	}
+	select {
+	case <-b.Promoted():
+		t.Fatal("a read-only viewer was told it holds the keyboard")
+	default:
+	}
 	a.Close()
 	if !b.ReadWrite() {
 		t.Fatal("the keyboard did not pass to the remaining viewer")
+	}
+	select {
+	case <-b.Promoted(): // the WebSocket tells its client at once
+	default:
+		t.Fatal("the viewer given the keyboard was not told")
 	}
 	if _, err := b.Write([]byte("y")); err != nil {
 		t.Fatal(err)

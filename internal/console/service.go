@@ -268,7 +268,7 @@ func (s *Service) Attach(node string, replay int) (*Viewer, error) {
 	if ss == nil {
 		return nil, ErrNotHeld
 	}
-	v := &Viewer{ss: ss, out: make(chan []byte, s.cfg.ViewerQueue), done: make(chan struct{})}
+	v := &Viewer{ss: ss, out: make(chan []byte, s.cfg.ViewerQueue), done: make(chan struct{}), promoted: make(chan struct{}, 1)}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.ended != "" {
@@ -412,7 +412,12 @@ func (ss *session) promoteLocked() {
 			return
 		}
 	}
-	ss.viewers[0].writer.Store(true)
+	v := ss.viewers[0]
+	v.writer.Store(true)
+	select {
+	case v.promoted <- struct{}{}:
+	default:
+	}
 }
 
 func (ss *session) detach(v *Viewer) {
@@ -447,12 +452,13 @@ func (ss *session) write(v *Viewer, p []byte) (int, error) {
 
 // Viewer is one client attached to a console.
 type Viewer struct {
-	ss     *session
-	out    chan []byte
-	done   chan struct{}
-	once   sync.Once
-	reason atomic.Pointer[string]
-	writer atomic.Bool
+	ss       *session
+	out      chan []byte
+	done     chan struct{}
+	promoted chan struct{} // a token when the viewer is given the keyboard
+	once     sync.Once
+	reason   atomic.Pointer[string]
+	writer   atomic.Bool
 }
 
 // Output delivers the console's output; read it until Done.
@@ -468,6 +474,10 @@ func (v *Viewer) Reason() string {
 	}
 	return ""
 }
+
+// Promoted receives when the viewer is given the keyboard (another viewer
+// left): tell the client it may type now.
+func (v *Viewer) Promoted() <-chan struct{} { return v.promoted }
 
 // ReadWrite reports whether the viewer holds the keyboard now.
 func (v *Viewer) ReadWrite() bool { return v.writer.Load() }

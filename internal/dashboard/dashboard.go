@@ -104,15 +104,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	hd := w.Header()
 	ct := mime.TypeByExtension(path.Ext(name))
-	if path.Ext(name) == ".js" {
+	switch path.Ext(name) {
+	case ".js", ".mjs":
 		ct = "text/javascript; charset=utf-8" // not every mime table knows it
+	case ".md", ".LICENSE":
+		ct = "text/plain; charset=utf-8"
 	}
 	hd.Set("Content-Type", ct)
 	hd.Set("Cache-Control", "no-cache")
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("X-Frame-Options", "DENY")
 	hd.Set("Referrer-Policy", "no-referrer")
-	hd.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; "+
+	// Styles may be inline: the console's terminal (xterm.js) writes its
+	// cell dimensions and colours into <style> elements it creates. Scripts
+	// stay 'self' only.
+	hd.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "+
 		"script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 	http.ServeContent(w, r, name, h.started, bytes.NewReader(b))
 }

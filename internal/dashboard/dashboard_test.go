@@ -1,10 +1,13 @@
 package dashboard
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -53,6 +56,10 @@ func TestHandlerServesAssets(t *testing.T) {
 		{"/dashboard/style.css", "text/css; charset=utf-8", 200, "#lifecycle"},
 		{"/dashboard/lifecycle.svg", "image/svg+xml", 200, `id="lifecycle"`},
 		{"/dashboard/machine.json", "application/json", 200, `"actions"`},
+		{"/dashboard/xterm.mjs", "text/javascript; charset=utf-8", 200, "export{"},
+		{"/dashboard/console.js", "text/javascript; charset=utf-8", 200, "from './xterm.mjs'"},
+		{"/dashboard/xterm.css", "text/css; charset=utf-8", 200, ".xterm"},
+		{"/dashboard/xterm.LICENSE", "text/plain; charset=utf-8", 200, "Permission is hereby granted"},
 		{"/dashboard", "", http.StatusMovedPermanently, ""},
 		{"/dashboard/nope.js", "", 404, ""},
 		{"/dashboard/assets/app.js", "", 404, ""},
@@ -184,4 +191,26 @@ func mustFile(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return h.files[name]
+}
+
+// TestVendoredXterm: the vendored xterm.js files are the ones their
+// provenance names, byte for byte.
+func TestVendoredXterm(t *testing.T) {
+	prov, err := assets.ReadFile("assets/xterm.PROVENANCE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := regexp.MustCompile("(?m)^\\| `([^`]+)` \\| [^|]+ \\| `([0-9a-f]{64})` \\|$").FindAllStringSubmatch(string(prov), -1)
+	if len(rows) != 3 {
+		t.Fatalf("the provenance lists %d files, want 3", len(rows))
+	}
+	for _, r := range rows {
+		b, err := assets.ReadFile("assets/" + r[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != r[2] {
+			t.Errorf("%s: sha256 %x, the provenance says %s", r[1], sum, r[2])
+		}
+	}
 }

@@ -17,4 +17,11 @@
 // description (machine.json: each state's class and the provision targets
 // the machine allows there) are computed from internal/fsm when the
 // handler is built, so they cannot drift from the machine.
+//
+// The node page's console tab is a terminal emulator (xterm.js, vendored
+// from npm as built: assets/xterm.PROVENANCE.md) attached to the node's
+// console WebSocket (internal/api's console_ws.go) with the browser's
+// session: the machine's output as it comes (the last 64 KiB replayed
+// first), keystrokes sent while this viewer holds the keyboard, and a
+// read-only mark while another viewer does.
 package dashboard

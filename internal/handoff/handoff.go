@@ -23,7 +23,38 @@ const (
 	kindHeartbeat = "heartbeat"
 	kindInspect   = "inspection"
 	kindAllocate  = "allocation"
+	kindConsole   = "console"
+	kindLog       = "console_log"
 )
+
+// ConsoleAccess is how an API process reaches a console held by the
+// node's owner: a one-time ticket for the owner's relay endpoint (a
+// WebSocket at URL, internal/api's ConsoleRelay).
+type ConsoleAccess struct {
+	URL    string `json:"url"`
+	Ticket string `json:"ticket"`
+}
+
+// Consoles is the owner's side of consoles asked for by API processes.
+type Consoles interface {
+	// Access mints a ConsoleAccess for node (an error when its console is
+	// not held here).
+	Access(ctx context.Context, node string) (ConsoleAccess, error)
+	// Log is the last tail bytes (all when 0) of node's recorded output,
+	// and whether there is a recording.
+	Log(node string, tail int) ([]byte, bool)
+}
+
+// logCall and logReply are a handed-over console log request and its
+// answer (JSON: the bytes in base64).
+type logCall struct {
+	Tail int `json:"tail"`
+}
+
+type logReply struct {
+	Found bool   `json:"found"`
+	Log   []byte `json:"log"`
+}
 
 // allocationCall is the body of a handed-over allocation.
 type allocationCall struct {
@@ -39,44 +70,112 @@ type inspectionCall struct {
 	PluginData map[string]any `json:"plugin_data,omitempty"`
 }
 
-// Handler runs handed-over calls on c.
-func Handler(c *conductor.Conductor) workq.Handler {
-	return func(ctx context.Context, kind, node string, body []byte) error {
+// Handler runs handed-over calls on c; consoles answers requests for a
+// console relay or log (nil: none are).
+func Handler(c *conductor.Conductor, consoles Consoles) workq.Handler {
+	return func(ctx context.Context, kind, node string, body []byte) ([]byte, error) {
 		switch kind {
-		case kindProvision:
-			var req conductor.ProvisionRequest
-			if err := json.Unmarshal(body, &req); err != nil {
-				return fmt.Errorf("decode %s call: %w", kind, err)
+		case kindConsole, kindLog:
+			if consoles == nil {
+				return nil, fault.New(fault.Unavailable, "Conductor does not serve consoles.")
 			}
-			return c.Provision(ctx, node, req)
-		case kindPower:
-			var req conductor.PowerRequest
-			if err := json.Unmarshal(body, &req); err != nil {
-				return fmt.Errorf("decode %s call: %w", kind, err)
-			}
-			return c.SetPower(ctx, node, req)
-		case kindHeartbeat:
-			var req ipa.Heartbeat
-			if err := json.Unmarshal(body, &req); err != nil {
-				return fmt.Errorf("decode %s call: %w", kind, err)
-			}
-			return c.Heartbeat(ctx, node, req)
-		case kindInspect:
-			var req inspectionCall
-			if err := json.Unmarshal(body, &req); err != nil {
-				return fmt.Errorf("decode %s call: %w", kind, err)
-			}
-			_, err := c.ContinueInspection(ctx, nil, node, req.Token, req.Inventory, req.PluginData)
-			return err
-		case kindAllocate:
-			var req allocationCall
-			if err := json.Unmarshal(body, &req); err != nil {
-				return fmt.Errorf("decode %s call: %w", kind, err)
-			}
-			return c.CreateAllocation(ctx, &req.Allocation, req.Backfill)
 		}
-		return fmt.Errorf("unknown call kind %q", kind)
+		switch kind {
+		case kindConsole:
+			a, err := consoles.Access(ctx, node)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(a)
+		case kindLog:
+			var req logCall
+			if err := json.Unmarshal(body, &req); err != nil {
+				return nil, fmt.Errorf("decode %s call: %w", kind, err)
+			}
+			b, ok := consoles.Log(node, req.Tail)
+			return json.Marshal(logReply{Found: ok, Log: b})
+		}
+		return nil, run(ctx, c, kind, node, body)
 	}
+}
+
+// run runs one handed-over call that answers nothing but its error.
+func run(ctx context.Context, c *conductor.Conductor, kind, node string, body []byte) error {
+	switch kind {
+	case kindProvision:
+		var req conductor.ProvisionRequest
+		if err := json.Unmarshal(body, &req); err != nil {
+			return fmt.Errorf("decode %s call: %w", kind, err)
+		}
+		return c.Provision(ctx, node, req)
+	case kindPower:
+		var req conductor.PowerRequest
+		if err := json.Unmarshal(body, &req); err != nil {
+			return fmt.Errorf("decode %s call: %w", kind, err)
+		}
+		return c.SetPower(ctx, node, req)
+	case kindHeartbeat:
+		var req ipa.Heartbeat
+		if err := json.Unmarshal(body, &req); err != nil {
+			return fmt.Errorf("decode %s call: %w", kind, err)
+		}
+		return c.Heartbeat(ctx, node, req)
+	case kindInspect:
+		var req inspectionCall
+		if err := json.Unmarshal(body, &req); err != nil {
+			return fmt.Errorf("decode %s call: %w", kind, err)
+		}
+		_, err := c.ContinueInspection(ctx, nil, node, req.Token, req.Inventory, req.PluginData)
+		return err
+	case kindAllocate:
+		var req allocationCall
+		if err := json.Unmarshal(body, &req); err != nil {
+			return fmt.Errorf("decode %s call: %w", kind, err)
+		}
+		return c.CreateAllocation(ctx, &req.Allocation, req.Backfill)
+	}
+	return fmt.Errorf("unknown call kind %q", kind)
+}
+
+// ConsoleAccess asks the owner of node for a relay to its console.
+func (h *Conductor) ConsoleAccess(ctx context.Context, n *model.Node) (ConsoleAccess, error) {
+	b, owner, err := h.ask(ctx, n, kindConsole, struct{}{})
+	if err != nil {
+		return ConsoleAccess{}, err
+	}
+	var a ConsoleAccess
+	if err := json.Unmarshal(b, &a); err != nil || a.URL == "" || a.Ticket == "" {
+		return ConsoleAccess{}, fmt.Errorf("conductor %s answered no console relay: %q", owner, b)
+	}
+	return a, nil
+}
+
+// ConsoleLog asks the owner of node for the last tail bytes of its
+// recorded console output (all when 0), and whether there is a recording.
+func (h *Conductor) ConsoleLog(ctx context.Context, n *model.Node, tail int) ([]byte, bool, error) {
+	b, owner, err := h.ask(ctx, n, kindLog, logCall{Tail: tail})
+	if err != nil {
+		return nil, false, err
+	}
+	var r logReply
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, false, fmt.Errorf("conductor %s answered no console log: %w", owner, err)
+	}
+	return r.Log, r.Found, nil
+}
+
+// ask hands kind to n's owner and returns its reply and the owner.
+func (h *Conductor) ask(ctx context.Context, n *model.Node, kind string, body any) ([]byte, string, error) {
+	r, err := h.liveRing(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	owner := r.Owner(n.UUID, n.ConductorGroup)
+	if owner == "" {
+		return nil, "", conductor.NoConductor(n.Driver, n.ConductorGroup)
+	}
+	b, err := h.cfg.Queue.CallReply(ctx, owner, kind, n.UUID, body, h.cfg.Timeout)
+	return b, owner, err
 }
 
 // Config configures an API process's Conductor.
@@ -215,13 +314,6 @@ func (h *Conductor) NodeOwners(ctx context.Context) (func(n *model.Node) string,
 
 // callNode hands kind to n's owner on the ring.
 func (h *Conductor) callNode(ctx context.Context, n *model.Node, kind string, body any) error {
-	r, err := h.liveRing(ctx)
-	if err != nil {
-		return err
-	}
-	owner := r.Owner(n.UUID, n.ConductorGroup)
-	if owner == "" {
-		return conductor.NoConductor(n.Driver, n.ConductorGroup)
-	}
-	return h.cfg.Queue.Call(ctx, owner, kind, n.UUID, body, h.cfg.Timeout)
+	_, _, err := h.ask(ctx, n, kind, body)
+	return err
 }

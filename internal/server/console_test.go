@@ -23,6 +23,8 @@ import (
 	"github.com/anvil-metal/anvil/internal/bmcemu"
 	"github.com/anvil-metal/anvil/internal/cli"
 	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/driver/ipmi"
+	"github.com/anvil-metal/anvil/internal/driver/redfish"
 	"github.com/anvil-metal/anvil/internal/testbin"
 	"github.com/anvil-metal/anvil/internal/testbin/ipmisim"
 )
@@ -300,7 +302,17 @@ func solFree(t *testing.T, port int, password string) bool {
 // SOL. With the console enabled and a viewer attached while the machine is
 // off, powering it on through the API shows the VM's boot output (its
 // disk's boot sector printing a marker on the serial port).
-func TestConsoleEmulatorVM(t *testing.T) {
+func TestConsoleEmulatorVM(t *testing.T) { testConsoleEmulatorVM(t, bmcemu.DriverIPMI, ipmi.SOLName) }
+
+// TestConsoleRedfishEmulatorVM: the same through the redfish hardware
+// type's redfish-serial console: the emulated system's SerialConsole
+// advertises IPMI, and the console is SOL on that port with the Redfish
+// account.
+func TestConsoleRedfishEmulatorVM(t *testing.T) {
+	testConsoleEmulatorVM(t, bmcemu.DriverRedfish, redfish.SerialName)
+}
+
+func testConsoleEmulatorVM(t *testing.T, drv, iface string) {
 	testbin.Need(t, "qemu-system-x86_64", "qemu-system-x86")
 	emu, err := bmcemu.Start(t.Context(), bmcemu.Config{Count: 1, IPMI: true, StateDir: filepath.Join(t.TempDir(), "state"),
 		QEMU: &bmcemu.QEMUConfig{MemoryMiB: 64, DiskBytes: 1 << 20, ShutdownTimeout: 2 * time.Second}})
@@ -317,13 +329,19 @@ func TestConsoleEmulatorVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	nf, err := emu.Nodes(bmcemu.DriverIPMI)
+	nf, err := emu.Nodes(drv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	di, _ := json.Marshal(nf.Nodes[0].DriverInfo)
 	s := serve(t)
-	node := s.do("POST", "/v1/nodes", `{"driver":"ipmi","console_interface":"ipmi-sol","driver_info":`+string(di)+`}`, 201)["uuid"].(string)
+	if drv == bmcemu.DriverRedfish {
+		d := s.do("GET", "/v1/drivers/redfish", "", 200)
+		if fmt.Sprint(d["enabled_console_interfaces"]) != "[no-console redfish-serial ipmitool-socat]" || d["default_console_interface"] != "no-console" {
+			t.Errorf("GET /v1/drivers/redfish: console %v, default %v", d["enabled_console_interfaces"], d["default_console_interface"])
+		}
+	}
+	node := s.do("POST", "/v1/nodes", `{"driver":"`+drv+`","console_interface":"`+iface+`","driver_info":`+string(di)+`}`, 201)["uuid"].(string)
 	s.do("PUT", "/v1/nodes/"+node+"/states/console", `{"enabled": true}`, 202)
 	info := s.do("GET", "/v1/nodes/"+node+"/states/console", "", 200)["console_info"].(map[string]any)
 	a := dialConsole(t, info["url"].(string))

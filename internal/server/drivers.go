@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 
@@ -71,7 +73,7 @@ func DefaultInterfaces() map[string][]string {
 		"inspect":  {fake.Interface, redfish.Name, direct.InterfaceName, noop.Names["inspect"]},
 		"rescue":   {fake.Interface, direct.InterfaceName, noop.Names["rescue"]},
 		"bios":     {fake.Interface, redfish.Name, IDRACRedfish, noop.Names["bios"]},
-		"console":  {fake.Interface, noop.Names["console"], ipmi.SOLName, ipmi.SocatName},
+		"console":  {fake.Interface, noop.Names["console"], ipmi.SOLName, ipmi.SocatName, redfish.SerialName},
 		"firmware": {fake.Interface, redfish.Name, noop.Names["firmware"]},
 		"raid":     {fake.Interface, noop.Names["raid"], direct.InterfaceName, redfish.Name, IDRACRedfish},
 		"vendor":   {fake.Interface, redfish.Name, IDRACRedfish, noop.Names["vendor"]},
@@ -189,6 +191,12 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	// (a WebSocket on the API) and Ironic's ipmitool-socat (a TCP port).
 	r.AddInterface("console", ipmi.SOLName, d.IPMI.Console(ipmi.SOLName))
 	r.AddInterface("console", ipmi.SocatName, d.IPMI.Console(ipmi.SocatName))
+	// redfish's serial console: the system's SerialConsole, over the IPMI
+	// driver's Serial-over-LAN when the BMC offers IPMI.
+	r.AddInterface("console", redfish.SerialName, d.Redfish.SerialConsole(
+		func(ctx context.Context, host string, port int, user, password string) (io.ReadWriteCloser, error) {
+			return d.IPMI.OpenSOL(ctx, ipmi.Endpoint{Address: host, Port: port, Username: user, Password: password})
+		}))
 
 	ht, _ := r.Registered(fake.Name)
 	ht.Supported = fakeKinds()
@@ -205,6 +213,9 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 			"firmware":   {redfish.Name, noop.Names["firmware"]},
 			"vendor":     {redfish.Name, noop.Names["vendor"]},
 			"raid":       {redfish.Name, noop.Names["raid"], direct.InterfaceName},
+			// no-console first, as ipmi's; Ironic master's redfish also
+			// takes ipmitool-socat (with ipmi_* driver_info).
+			"console": {noop.Names["console"], redfish.SerialName, ipmi.SocatName},
 		})})
 	r.AddHardwareType(driver.HardwareType{Name: IDRAC, Properties: withBoot(redfish.Properties()), OptIn: optInFake(),
 		Supported: withGeneric(map[string][]string{

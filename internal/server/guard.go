@@ -80,7 +80,9 @@ func guard(ctx context.Context, h http.Handler, cfg Config, bootPrefix string, a
 	}
 	ac.Public = func(p string) bool {
 		return auth.PublicPath(p) || bootPrefix != "" && strings.HasPrefix(p, bootPrefix+"/") ||
-			p == dashboard.Path || strings.HasPrefix(p, dashboard.Path+"/")
+			p == dashboard.Path || strings.HasPrefix(p, dashboard.Path+"/") ||
+			// a conductor's console relay: its one-time ticket is its credential
+			strings.HasPrefix(p, api.ConsoleRelayPrefix)
 	}
 	h = audit(h, auditLog)
 	h, err := auth.Middleware(ctx, h, ac)
@@ -91,13 +93,20 @@ func guard(ctx context.Context, h http.Handler, cfg Config, bootPrefix string, a
 		h = requireClientCert(h, ac.Public)
 	}
 	allowed := append([]string{}, cfg.Security.AllowedHosts...)
-	for _, u := range []string{cfg.Network.HTTPURL, cfg.Network.PublicEndpoint} {
+	for _, u := range []string{cfg.Network.HTTPURL, cfg.Network.PublicEndpoint, cfg.AdvertiseURL} {
 		if pu, err := url.Parse(u); err == nil && pu.Host != "" {
 			allowed = append(allowed, pu.Host)
 		}
 	}
 	if host, _, err := net.SplitHostPort(cfg.Listen); err == nil && host != "" {
 		allowed = append(allowed, host)
+	}
+	// Bound to every address, the listener is reached by the machine's
+	// name (what it advertises to other processes: advertised).
+	if host, _, err := net.SplitHostPort(cfg.Listen); err == nil {
+		if name, ok := machineName(host); ok {
+			allowed = append(allowed, name)
+		}
 	}
 	return hostGuard(h, allowed), nil
 }

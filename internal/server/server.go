@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/handoff"
 	"github.com/anvil-metal/anvil/internal/hostlock"
 	"github.com/anvil-metal/anvil/internal/metrics"
+	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/oci"
 	"github.com/anvil-metal/anvil/internal/policy"
 	"github.com/anvil-metal/anvil/internal/secret"
@@ -40,9 +42,13 @@ import (
 
 // Config is what `anvil serve` takes.
 type Config struct {
-	Listen   string // host:port, default 127.0.0.1:6385
-	Database string // SQLite path or postgres:// URL
-	HostID   string // conductor name
+	Listen string // host:port, default 127.0.0.1:6385
+	// AdvertiseURL is where other Anvil processes reach this one's
+	// listener (http:// or https://; the console relay of an API process
+	// dials it); "" derives it from the bound address.
+	AdvertiseURL string
+	Database     string // SQLite path or postgres:// URL
+	HostID       string // conductor name
 	// Role is what this process runs: RoleAll (the API and a conductor, the
 	// default), RoleConductor (a conductor only; /metrics on the listener)
 	// or RoleAPI (the API; verbs handed to their node's owning conductor
@@ -94,6 +100,9 @@ type Config struct {
 	Limits Limits
 	// Security is authentication, the Host allow-list and TLS.
 	Security Security
+	// ConsoleRecheck is how often a console viewer's dashboard session is
+	// re-checked, so that a logout ends it (api.DefaultConsoleRecheck when 0).
+	ConsoleRecheck time.Duration
 }
 
 // The roles of `anvil serve --role`.
@@ -129,6 +138,9 @@ func Serve(ctx context.Context, cfg Config) error {
 		cfg.ShutdownTimeout = 30 * time.Second
 	}
 	if err := checkRole(cfg.Role, cfg.Database); err != nil {
+		return err
+	}
+	if err := checkAdvertise(cfg.AdvertiseURL); err != nil {
 		return err
 	}
 	var (
@@ -211,6 +223,20 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	// A conductor's consoles, and the tickets by which API processes'
+	// viewers attach to them (the relay's address is known once the
+	// listener is bound).
+	var (
+		consoles  *console.Service
+		tickets   *console.Tickets
+		relayBase atomic.Pointer[string]
+		relay     func(ctx context.Context, n *model.Node) (string, string, error)
+		relayLog  func(ctx context.Context, n *model.Node, tail int) ([]byte, bool, error)
+	)
+	if cfg.Role != RoleAPI {
+		consoles = console.New(console.Config{Log: cfg.Log})
+		tickets = console.NewTickets(nil)
+	}
 	// On PostgreSQL, conductors take the calls API processes hand them.
 	if storeopen.IsPostgres(cfg.Database) {
 		q, err := workq.Open(ctx, cfg.Database, cfg.Log)
@@ -219,13 +245,20 @@ func Serve(ctx context.Context, cfg Config) error {
 		}
 		defer q.Close()
 		if cfg.Role == RoleAPI {
-			apiCond = handoff.New(handoff.Config{Local: cond, Queue: q, Store: st,
+			hc := handoff.New(handoff.Config{Local: cond, Queue: q, Store: st,
 				DeadAfter: cmp.Or(ccfg.ConductorDeadAfter, time.Minute), Partitions: ccfg.HashPartitions})
+			apiCond = hc
+			relay = func(ctx context.Context, n *model.Node) (string, string, error) {
+				a, err := hc.ConsoleAccess(ctx, n)
+				return a.URL, a.Ticket, err
+			}
+			relayLog = hc.ConsoleLog
 		} else {
+			grant := ownedConsoles{svc: consoles, tickets: tickets, base: &relayBase}
 			served := make(chan struct{})
 			go func() {
 				defer close(served)
-				_ = q.Serve(cctx, cfg.HostID, handoff.Handler(cond), time.Second)
+				_ = q.Serve(cctx, cfg.HostID, handoff.Handler(cond, grant), time.Second)
 			}()
 			defer func() { stopConductor(); <-served }()
 		}
@@ -233,9 +266,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	// The conductor holds the consoles of the nodes it owns (console
 	// enabled, or recorded while the machine cleans, deploys...): at once
 	// for its own writes (the broker), within a sweep for other processes'.
-	var consoles *console.Service
-	if cfg.Role != RoleAPI {
-		consoles = console.New(console.Config{Log: cfg.Log})
+	if consoles != nil {
 		ctl := console.NewController(consoles, cond, 0, cfg.Log)
 		broker.Observe(func(e events.Event) {
 			if e.Node != "" {
@@ -266,12 +297,17 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer closeAudit()
 	// The API's "alive" is the conductors' own test, with their timeout.
 	pol := policy.Default()
-	apiH := api.New(api.Wire(api.Config{Logger: cfg.Log, Policy: pol, Console: consoles,
-		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute), MaxStreamsPerClient: lim.MaxStreamsPerClient, MaxStreams: lim.MaxStreams}, st, apiCond, cond.Management(), cond.NodeRecords(), cond.Hardware(), records.New(st, nil, cfg.Log)))
+	apiH := api.New(api.Wire(api.Config{Logger: cfg.Log, Policy: pol, Console: consoles, ConsoleRelay: relay, ConsoleLogRelay: relayLog, ConsoleRecheck: cfg.ConsoleRecheck,
+		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute), MaxStreamsPerClient: lim.MaxStreamsPerClient, MaxStreams: lim.MaxStreams},
+		st, apiCond, cond.Management(), cond.NodeRecords(), cond.Hardware(), records.New(st, nil, cfg.Log)))
 	metricsH := policyGuard(mx.Handler(), pol, "anvil:metrics:get")
-	inner := handler(apiH, mx, metricsH, bootPrefix, bootH, dash)
+	var relayH http.Handler
+	if consoles != nil {
+		relayH = api.ConsoleRelay(consoles, tickets)
+	}
+	inner := handler(apiH, mx, metricsH, bootPrefix, bootH, dash, relayH)
 	if cfg.Role == RoleConductor {
-		inner = conductorOnly(metricsH)
+		inner = conductorOnly(metricsH, relayH)
 	}
 	h, err := guard(ctx, inner, cfg, bootPrefix, auditLog, st)
 	var (
@@ -298,6 +334,8 @@ func Serve(ctx context.Context, cfg Config) error {
 	// for them until its deadline.
 	srv.RegisterOnShutdown(broker.Close)
 	errc := make(chan error, 1)
+	base := advertised(cfg.AdvertiseURL, ln.Addr(), cfg.Security.TLSCertFile != "")
+	relayBase.Store(&base)
 	go func() { errc <- srv.Serve(ln) }()
 	var lost error // set when the conductor name's claim is lost
 	cfg.Log.Info("anvil serving", "listen", ln.Addr().String(), "host", cfg.HostID, "role", cmp.Or(cfg.Role, RoleAll), "conductor_group", ccfg.Group)
@@ -395,8 +433,12 @@ func claimHost(ctx context.Context, db store.Store, database, host string, check
 
 // conductorOnly is the listener of a conductor-only process: /metrics, and
 // a one-line answer on / so that probes see it up; no Ironic API.
-func conductorOnly(metricsH http.Handler) http.Handler {
+func conductorOnly(metricsH, relayH http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if relayH != nil && strings.HasPrefix(r.URL.Path, api.ConsoleRelayPrefix) {
+			relayH.ServeHTTP(w, r)
+			return
+		}
 		switch r.URL.Path {
 		case "/metrics":
 			metricsH.ServeHTTP(w, r)
@@ -411,9 +453,13 @@ func conductorOnly(metricsH http.Handler) http.Handler {
 // handler serves /metrics, the boot endpoint (bootH under bootPrefix, when
 // set), the dashboard (a browser's GET / is sent there) and, instrumented,
 // the API.
-func handler(apiH *api.Server, mx *metrics.Metrics, metricsH http.Handler, bootPrefix string, bootH http.Handler, dash *dashboard.Handler) http.Handler {
+func handler(apiH *api.Server, mx *metrics.Metrics, metricsH http.Handler, bootPrefix string, bootH http.Handler, dash *dashboard.Handler, relayH http.Handler) http.Handler {
 	instrumented := mx.Instrument(apiH, apiH.Route)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if relayH != nil && strings.HasPrefix(r.URL.Path, api.ConsoleRelayPrefix) {
+			relayH.ServeHTTP(w, r)
+			return
+		}
 		if r.URL.Path == "/metrics" {
 			metricsH.ServeHTTP(w, r)
 			return

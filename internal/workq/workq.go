@@ -27,8 +27,9 @@ const answerPoll = 5 * time.Millisecond
 // owner's next pass. A caller waits at most half of it.
 const staleAfter = 2 * time.Minute
 
-// Handler runs one call for node; body is the JSON the caller sent.
-type Handler func(ctx context.Context, kind, node string, body []byte) error
+// Handler runs one call for node; body is the JSON the caller sent. Its
+// reply (nil for none) is the caller's answer when it succeeds.
+type Handler func(ctx context.Context, kind, node string, body []byte) (reply []byte, err error)
 
 // Queue is the hand-off on one PostgreSQL database.
 type Queue struct {
@@ -61,9 +62,15 @@ func (q *Queue) Close() error { return q.db.Close() }
 // Call hands kind with body for node to owner and returns its answer.
 // Without an answer within timeout the call is withdrawn: fault Unavailable.
 func (q *Queue) Call(ctx context.Context, owner, kind, node string, body any, timeout time.Duration) error {
+	_, err := q.CallReply(ctx, owner, kind, node, body, timeout)
+	return err
+}
+
+// CallReply is Call that also returns the handler's reply.
+func (q *Queue) CallReply(ctx context.Context, owner, kind, node string, body any, timeout time.Duration) ([]byte, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
-		return fmt.Errorf("workq: encode %s: %w", kind, err)
+		return nil, fmt.Errorf("workq: encode %s: %w", kind, err)
 	}
 	timeout = min(timeout, staleAfter/2)
 	var id int64
@@ -71,16 +78,16 @@ func (q *Queue) Call(ctx context.Context, owner, kind, node string, body any, ti
 		INSERT INTO conductor_calls (owner, kind, node_uuid, body) VALUES ($1, $2, $3, $4) RETURNING id)
 		SELECT id FROM call, pg_notify($5, $1)`, owner, kind, node, string(b), channel).Scan(&id)
 	if err != nil {
-		return fmt.Errorf("workq: queue %s: %w", kind, err)
+		return nil, fmt.Errorf("workq: queue %s: %w", kind, err)
 	}
 	deadline := time.Now().Add(timeout)
 	for {
-		done, answer, err := q.answer(ctx, id)
+		done, reply, answer, err := q.answer(ctx, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if done {
-			return answer
+			return reply, answer
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return q.withdraw(id, owner)
@@ -89,8 +96,9 @@ func (q *Queue) Call(ctx context.Context, owner, kind, node string, body any, ti
 	}
 }
 
-// answer reads call id; once done, it deletes the row.
-func (q *Queue) answer(ctx context.Context, id int64) (bool, error, error) {
+// answer reads call id: whether it is done, the reply and the answer; once
+// done, it deletes the row.
+func (q *Queue) answer(ctx context.Context, id int64) (bool, []byte, error, error) {
 	var (
 		done bool
 		kind int
@@ -98,34 +106,37 @@ func (q *Queue) answer(ctx context.Context, id int64) (bool, error, error) {
 	)
 	err := q.db.QueryRowContext(ctx, "SELECT done, fault_kind, message FROM conductor_calls WHERE id = $1", id).Scan(&done, &kind, &msg)
 	if err != nil {
-		return false, nil, fmt.Errorf("workq: read answer: %w", err)
+		return false, nil, nil, fmt.Errorf("workq: read answer: %w", err)
 	}
 	if !done {
-		return false, nil, nil
+		return false, nil, nil, nil
 	}
 	if _, err := q.db.ExecContext(ctx, "DELETE FROM conductor_calls WHERE id = $1", id); err != nil {
 		q.log.Warn("workq: delete answered call", "id", id, "err", err)
 	}
-	return true, decode(kind, msg), nil
+	if kind == 0 { // a success's message is its reply
+		return true, []byte(msg), nil, nil
+	}
+	return true, nil, decode(kind, msg), nil
 }
 
 // withdraw deletes a call nobody took; a call being run (its row locked)
 // is waited for and its answer returned.
-func (q *Queue) withdraw(id int64, owner string) error {
+func (q *Queue) withdraw(id int64, owner string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := q.db.ExecContext(ctx, "DELETE FROM conductor_calls WHERE id = $1 AND NOT done", id)
 	if err != nil {
-		return fmt.Errorf("workq: withdraw: %w", err)
+		return nil, fmt.Errorf("workq: withdraw: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 1 {
-		return fault.New(fault.Unavailable, "Conductor %s did not take the request in time; try again.", owner)
+		return nil, fault.New(fault.Unavailable, "Conductor %s did not take the request in time; try again.", owner)
 	}
-	_, answer, err := q.answer(ctx, id)
+	_, reply, answer, err := q.answer(ctx, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return answer
+	return reply, answer
 }
 
 // Serve runs owner's calls with h until ctx ends: it drains the queue, then
@@ -201,11 +212,14 @@ func (q *Queue) runOne(ctx context.Context, owner string, h Handler) (bool, erro
 	if err != nil {
 		return false, err
 	}
-	herr := h(ctx, kind, node, []byte(body))
+	reply, herr := h(ctx, kind, node, []byte(body))
 	if _, isFault := fault.As(herr); herr != nil && !isFault {
 		q.log.Error("workq: call failed", "kind", kind, "node", node, "err", herr)
 	}
 	fk, msg := encode(herr)
+	if herr == nil {
+		msg = string(reply)
+	}
 	if _, err := tx.ExecContext(ctx, "UPDATE conductor_calls SET done = TRUE, fault_kind = $1, message = $2 WHERE id = $3", fk, msg, id); err != nil {
 		return false, err
 	}

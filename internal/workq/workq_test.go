@@ -52,21 +52,29 @@ func serve(t *testing.T, q *Queue, owner string, h Handler, poll time.Duration) 
 
 func TestAnswers(t *testing.T) {
 	q := open(t)
-	serve(t, q, "c1", func(_ context.Context, kind, node string, body []byte) error {
+	serve(t, q, "c1", func(_ context.Context, kind, node string, body []byte) ([]byte, error) {
 		switch kind {
 		case "ok":
 			if node != "n1" || string(body) != `{"target":"active"}` {
-				return fault.New(fault.Invalid, "got %s %s", node, body)
+				return nil, fault.New(fault.Invalid, "got %s %s", node, body)
 			}
-			return nil
+			return nil, nil
+		case "reply":
+			return []byte(`{"url":"http://` + node + `"}`), nil
 		case "fault":
-			return fault.New(fault.Conflict, "Node %s is locked by host x.", node)
+			return []byte("not sent"), fault.New(fault.Conflict, "Node %s is locked by host x.", node)
 		}
-		return errors.New("secret internals")
+		return nil, errors.New("secret internals")
 	}, time.Hour) // only NOTIFY can wake it
 	ctx := context.Background()
 	if err := q.Call(ctx, "c1", "ok", "n1", map[string]string{"target": "active"}, 10*time.Second); err != nil {
 		t.Fatalf("ok: %v", err)
+	}
+	if r, err := q.CallReply(ctx, "c1", "reply", "n4", nil, 10*time.Second); err != nil || string(r) != `{"url":"http://n4"}` {
+		t.Fatalf("reply: %q %v", r, err)
+	}
+	if r, err := q.CallReply(ctx, "c1", "fault", "n5", nil, 10*time.Second); err == nil || r != nil {
+		t.Fatalf("a fault's reply: %q %v", r, err)
 	}
 	err := q.Call(ctx, "c1", "fault", "n2", nil, 10*time.Second)
 	if f, ok := fault.As(err); !ok || f.Kind != fault.Conflict || f.Msg != "Node n2 is locked by host x." {
@@ -90,9 +98,9 @@ func assertEmpty(t *testing.T, q *Queue) {
 // Nobody serves the owner: the call is withdrawn and answered 503.
 func TestUntakenCallWithdrawn(t *testing.T) {
 	q := open(t)
-	serve(t, q, "someone-else", func(context.Context, string, string, []byte) error {
+	serve(t, q, "someone-else", func(context.Context, string, string, []byte) ([]byte, error) {
 		t.Error("another owner's call was run")
-		return nil
+		return nil, nil
 	}, 10*time.Millisecond)
 	err := q.Call(context.Background(), "gone", "ok", "n1", nil, 200*time.Millisecond)
 	if fault.KindOf(err) != fault.Unavailable {
@@ -106,11 +114,11 @@ func TestEachCallRunsOnce(t *testing.T) {
 	q := open(t)
 	var mu sync.Mutex
 	runs := map[string]int{}
-	h := func(_ context.Context, _, node string, _ []byte) error {
+	h := func(_ context.Context, _, node string, _ []byte) ([]byte, error) {
 		mu.Lock()
 		runs[node]++
 		mu.Unlock()
-		return nil
+		return nil, nil
 	}
 	serve(t, q, "c1", h, 20*time.Millisecond)
 	serve(t, q, "c1", h, 20*time.Millisecond)
@@ -141,11 +149,11 @@ func TestStaleCallNotRun(t *testing.T) {
 		VALUES ('c1', 'ok', 'old', '{}', now() - interval '10 minutes')`); err != nil {
 		t.Fatal(err)
 	}
-	serve(t, q, "c1", func(_ context.Context, _, node string, _ []byte) error {
+	serve(t, q, "c1", func(_ context.Context, _, node string, _ []byte) ([]byte, error) {
 		if node == "old" {
 			t.Error("a stale call was run")
 		}
-		return nil
+		return nil, nil
 	}, 10*time.Millisecond)
 	// A fresh call is answered: by then the owner has passed over the old one.
 	if err := q.Call(context.Background(), "c1", "ok", "new", nil, 10*time.Second); err != nil {

@@ -1,7 +1,7 @@
 // The dashboard's entry: loads the state machine and the diagram, asks who
 // is logged in (and for a login when the server authenticates and no one
 // is), then routes between the overview (#/?filters) and a node page
-// (#/node/<uuid>).
+// (#/node/<uuid>, its console tab #/node/<uuid>/console).
 import { $, showError, debounce } from './ui.js';
 import { session, login, logout, setUnauthorizedHandler } from './api.js';
 import { Overview } from './overview.js';
@@ -115,13 +115,13 @@ class App {
   route() {
     showError(null);
     const hash = location.hash.slice(1) || '/';
-    const m = hash.match(/^\/node\/([^/?]+)/);
+    const m = hash.match(/^\/node\/([^/?]+)(\/console)?/);
     const next = m ? this.nodePage : this.overview;
     if (this.current && this.current !== next) this.current.stop();
     this.current = next;
     $('#overview').hidden = next !== this.overview;
     $('#node').hidden = next !== this.nodePage;
-    if (m) this.nodePage.start(decodeURIComponent(m[1]));
+    if (m) this.nodePage.start(decodeURIComponent(m[1]), m[2] ? 'console' : 'details');
     else this.overview.start(new URLSearchParams(hash.split('?')[1] || ''));
   }
 }

@@ -1,8 +1,10 @@
 // A node's page: its fields as the API renders them (secrets masked by
 // the API), ports, history with the time spent in each state, last_error,
-// and the actions the state machine allows in its state, each confirmed.
+// and the actions the state machine allows in its state, each confirmed;
+// its console tab (#/node/<uuid>/console) is the live serial console.
 import { get, send, watch } from './api.js';
 import { $, el, show, duration, since, fillTable, debounce, showError } from './ui.js';
+import { ConsoleTab } from './console.js';
 
 export class NodePage {
   constructor(machine, setLive) {
@@ -10,10 +12,22 @@ export class NodePage {
     this.setLive = setLive;
     this.stream = null;
     this.reload = debounce(() => this.load(), 150);
+    this.console = new ConsoleTab();
+    this.tab = 'details';
   }
 
-  start(ident) {
+  // start shows node ident's page on tab ("details" or "console"); a
+  // change of tab on the same node keeps its stream.
+  start(ident, tab = 'details') {
+    const base = `#/node/${encodeURIComponent(ident)}`;
+    $('#tab-details').href = base;
+    $('#tab-console').href = base + '/console';
+    if (this.stream && ident === this.ident) {
+      this.showTab(tab);
+      return;
+    }
     this.stop();
+    this.tab = tab;
     this.ident = ident;
     $('#action-result').textContent = '';
     this.load();
@@ -25,6 +39,18 @@ export class NodePage {
     if (this.stream) this.stream.close();
     this.stream = null;
     this.reload.cancel();
+    this.console.hide();
+  }
+
+  showTab(tab) {
+    this.tab = tab;
+    const onConsole = tab === 'console';
+    $('#details-tab').hidden = onConsole;
+    $('#console-tab').hidden = !onConsole;
+    $('#tab-details').setAttribute('aria-selected', String(!onConsole));
+    $('#tab-console').setAttribute('aria-selected', String(onConsole));
+    if (!onConsole) this.console.hide();
+    else if (this.node) this.console.show(this.node);
   }
 
   async load() {
@@ -43,6 +69,7 @@ export class NodePage {
       showError(null);
       this.node = node;
       this.render(node, ports.ports, history.history);
+      this.showTab(this.tab);
     } catch (err) {
       showError(err);
     }

@@ -105,25 +105,52 @@ func (c *Console) ConsoleInfo(n *model.Node) map[string]any {
 }
 
 // OpenConsole opens an RMCP+ session with the node's BMC and activates the
-// SOL payload (deactivating a stale one left by an earlier session, as
-// ipmitool's "sol deactivate" before "sol activate").
+// SOL payload (see OpenSOL).
 func (c *Console) OpenConsole(ctx context.Context, n *model.Node) (io.ReadWriteCloser, error) {
 	in, err := parseInfo(n)
 	if err != nil {
 		return nil, err
 	}
+	return c.d.openSOL(ctx, in, c.PollInterval)
+}
+
+// Endpoint is a BMC's IPMI endpoint known from elsewhere than ipmi_*
+// driver_info (a Redfish system's SerialConsole): cipher suite 3 and
+// ADMINISTRATOR privilege, as the ipmi defaults.
+type Endpoint struct {
+	Address            string
+	Port               int // 623 when 0
+	Username, Password string
+}
+
+// OpenSOL opens a Serial-over-LAN console on ep (what the redfish
+// hardware type's serial console uses when the system offers IPMI), polling
+// the BMC every 50 ms. Its errors name the BMC and user, never the password.
+func (d *Driver) OpenSOL(ctx context.Context, ep Endpoint) (io.ReadWriteCloser, error) {
+	in := info{address: ep.Address, port: ep.Port, username: ep.Username, password: ep.Password,
+		cipherSuite: types.CipherSuiteID3, privLevel: types.PrivilegeLevelAdministrator}
+	if in.port == 0 {
+		in.port = 623
+	}
+	return d.openSOL(ctx, in, 50*time.Millisecond)
+}
+
+// openSOL opens an RMCP+ session with the BMC and activates the SOL payload
+// (deactivating a stale one left by an earlier session, as ipmitool's "sol
+// deactivate" before "sol activate").
+func (d *Driver) openSOL(ctx context.Context, in info, poll time.Duration) (io.ReadWriteCloser, error) {
 	cl, err := client.NewClient(in.address, in.port, in.username, in.password)
 	if err != nil {
-		return nil, c.d.describe(in, "sol activate", err)
+		return nil, d.describe(in, "sol activate", err)
 	}
 	cl.WithInterface(client.InterfaceLanplus)
 	cl.WithCipherSuiteID(in.cipherSuite)
 	cl.WithMaxPrivilegeLevel(in.privLevel)
-	cl.WithTimeout(c.d.cfg.ExchangeTimeout)
+	cl.WithTimeout(d.cfg.ExchangeTimeout)
 	cl.WithRetry(1)
 	if err := cl.Connect(ctx); err != nil {
 		cl.Close(context.Background()) //nolint:errcheck // the session may not exist
-		return nil, c.d.describe(in, "sol activate", fmt.Errorf("opening a session: %w", err))
+		return nil, d.describe(in, "sol activate", fmt.Errorf("opening a session: %w", err))
 	}
 	req := &transport.ActivatePayloadRequest{PayloadType: types.PayloadTypeSOL, PayloadInstance: solInstance}
 	_, err = cl.ActivatePayload(ctx, req)
@@ -133,19 +160,19 @@ func (c *Console) OpenConsole(ctx context.Context, n *model.Node) (io.ReadWriteC
 	}
 	if err != nil {
 		cl.Close(context.Background()) //nolint:errcheck // best effort
-		return nil, c.d.describe(in, "sol activate", err)
+		return nil, d.describe(in, "sol activate", err)
 	}
 	sctx, cancel := context.WithCancel(context.Background())
-	s := &solConn{cl: cl, cancel: cancel, done: make(chan struct{}), timeout: c.d.cfg.ExchangeTimeout}
+	s := &solConn{cl: cl, cancel: cancel, done: make(chan struct{}), timeout: d.cfg.ExchangeTimeout}
 	s.outR, s.outW = io.Pipe()
 	s.inR, s.inW = io.Pipe()
 	go func() {
 		defer close(s.done)
-		err := cl.SOLStream(sctx, s.inR, s.outW, &client.SOLStreamOptions{PollInterval: c.PollInterval})
+		err := cl.SOLStream(sctx, s.inR, s.outW, &client.SOLStreamOptions{PollInterval: poll})
 		if err == nil || sctx.Err() != nil {
 			err = io.EOF
 		} else {
-			err = c.d.describe(in, "sol", err)
+			err = d.describe(in, "sol", err)
 		}
 		_ = s.outW.CloseWithError(err)
 		dctx, dcancel := context.WithTimeout(context.Background(), 3*s.timeout)

@@ -24,12 +24,13 @@ const (
 // Properties describes the driver_info keys, for GET /v1/drivers/redfish/properties.
 func Properties() map[string]string {
 	return map[string]string{
-		KeyAddress:  "The URL address to the Redfish controller. It must include the authority portion of the URL, and can optionally include the scheme. If the scheme is missing, https is assumed. For example: https://mgmt.vendor.com. Required.",
-		KeySystemID: "The canonical path to the ComputerSystem resource that the driver will interact with. It should include the root service, version and the unique resource path to the ComputerSystem. This property is only required if target BMC manages more than one ComputerSystem. Otherwise it is optional.",
-		KeyUsername: "User account with admin/server-profile access privilege. Although this property is not mandatory it's highly recommended to set a username. Optional",
-		KeyPassword: "User account password. Although this property is not mandatory, it's highly recommended to set a password. Optional",
-		KeyVerifyCA: "Either a Boolean value, a path to a CA_BUNDLE file or directory with certificates of trusted CAs. If set to True the driver will verify the host certificates; if False the driver will ignore verifying the SSL certificate. If it's a path the driver will use the specified certificate or one of the certificates in the directory. Defaults to True. Optional",
-		KeyAuthType: "Redfish HTTP client authentication method. One of \"basic\", \"session\" or \"auto\". Defaults to \"auto\". Optional",
+		KeyAddress:    "The URL address to the Redfish controller. It must include the authority portion of the URL, and can optionally include the scheme. If the scheme is missing, https is assumed. For example: https://mgmt.vendor.com. Required.",
+		KeySystemID:   "The canonical path to the ComputerSystem resource that the driver will interact with. It should include the root service, version and the unique resource path to the ComputerSystem. This property is only required if target BMC manages more than one ComputerSystem. Otherwise it is optional.",
+		KeyUsername:   "User account with admin/server-profile access privilege. Although this property is not mandatory it's highly recommended to set a username. Optional",
+		KeyPassword:   "User account password. Although this property is not mandatory, it's highly recommended to set a password. Optional",
+		KeyVerifyCA:   "Either a Boolean value, a path to a CA_BUNDLE file or directory with certificates of trusted CAs. If set to True the driver will verify the host certificates; if False the driver will ignore verifying the SSL certificate. If it's a path the driver will use the specified certificate or one of the certificates in the directory. Defaults to True. Optional",
+		KeyAuthType:   "Redfish HTTP client authentication method. One of \"basic\", \"session\" or \"auto\". Defaults to \"auto\". Optional",
+		KeySSHHostKey: "The BMC's SSH host key (as ssh-keyscan prints it) or its SHA256: fingerprint, for the redfish-serial console of a system whose serial console is SSH only. Optional",
 	}
 }
 
