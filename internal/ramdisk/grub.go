@@ -42,9 +42,11 @@ var grubModules = []string{
 }
 
 // grubFSModules are the kernel modules with which the agent mounts a
-// partition image's root (ext2/3/4) and its EFI system partition (vfat
-// with Linux's default code page and character set).
-var grubFSModules = []string{"ext4", "vfat", "nls_cp437", "nls_utf8", "nls_ascii"}
+// partition image's root (ext2/3/4, with the crc32c its metadata checksums
+// need: ext4 names it by a softdep alias, which the kernel then requests)
+// and its EFI system partition (vfat with Linux's default code page and
+// character set).
+var grubFSModules = []string{"ext4", "crc32c_generic", "vfat", "nls_cp437", "nls_utf8", "nls_ascii"}
 
 // grubFiles lists the files GRUB adds to the ramdisk: path in the ramdisk
 // → path on this machine. A missing piece is an error naming the Debian
