@@ -48,21 +48,34 @@ var grubModules = []string{
 // character set).
 var grubFSModules = []string{"ext4", "crc32c_generic", "vfat", "nls_cp437", "nls_utf8", "nls_ascii"}
 
-// grubFiles lists the files GRUB adds to the ramdisk: path in the ramdisk
-// → path on this machine. A missing piece is an error naming the Debian
-// package.
-func grubFiles() (map[string]string, error) {
+func grubFiles() (map[string]string, error) { return GRUBFiles() }
+
+// GRUBFiles lists the files of GRUB 2 as --grub adds them to the ramdisk:
+// path in the ramdisk → path on this machine; more files (other GRUB
+// programs, scripts) join with the shared libraries the executables among
+// them load. A missing piece is an error naming the Debian package.
+func GRUBFiles(more ...string) (map[string]string, error) {
 	if _, err := os.Stat(GRUBInstall); err != nil {
 		return nil, fmt.Errorf("--grub: %s is missing on this machine (apt-get install grub2-common)", GRUBInstall)
 	}
 	files := map[string]string{}
-	libs, err := ELFClosure(GRUBInstall)
-	if err != nil {
-		return nil, fmt.Errorf("--grub: %w", err)
-	}
-	files[strings.TrimPrefix(GRUBInstall, "/")] = GRUBInstall
-	for _, l := range libs {
-		files[strings.TrimPrefix(l, "/")] = l
+	for _, bin := range append([]string{GRUBInstall}, more...) {
+		if _, err := os.Stat(bin); err != nil {
+			return nil, fmt.Errorf("GRUB: %w (Debian's grub-common, grub2-common)", err)
+		}
+		files[strings.TrimPrefix(bin, "/")] = bin
+		if f, err := elf.Open(bin); err != nil {
+			continue // a script
+		} else {
+			f.Close()
+		}
+		libs, err := ELFClosure(bin)
+		if err != nil {
+			return nil, fmt.Errorf("--grub: %w", err)
+		}
+		for _, l := range libs {
+			files[strings.TrimPrefix(l, "/")] = l
+		}
 	}
 	pkg := map[string]string{"i386-pc": "grub-pc-bin", "x86_64-efi": "grub-efi-amd64-bin"}
 	for _, plat := range GRUBPlatforms {

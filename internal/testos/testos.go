@@ -34,6 +34,12 @@ type Options struct {
 	Modules []string // .ko files of Modules(), in that order
 	Busybox string   // static busybox
 	SizeMiB int64    // the disk (default 96)
+	// OwnGRUB gives the partition image GRUB 2 of its own, from this
+	// machine: grub-install and grub-mkconfig with the programs, scripts
+	// (/etc/grub.d/00_header, 10_linux) and libraries they use, GRUB's
+	// i386-pc and x86_64-efi files and busybox's applets as commands, so
+	// that the agent runs them in a chroot as IPA does.
+	OwnGRUB bool
 	// BIOS makes the whole-disk image boot on BIOS machines too: GRUB for
 	// i386-pc (grub-mkstandalone, grubConfig inside) in a BIOS boot
 	// partition, GRUB's boot.img in the MBR pointing at it.
@@ -243,6 +249,50 @@ func cpio(o Options, names []string, init string, extra []ramdisk.Entry) ([]byte
 	return buf.Bytes(), nil
 }
 
+// ownGRUBFiles are what grub-mkconfig runs besides grub-install.
+var ownGRUBFiles = []string{"/usr/sbin/grub-mkconfig", "/usr/sbin/grub-probe", "/usr/bin/grub-script-check",
+	"/usr/bin/grub-mkrelpath", "/usr/bin/grub-editenv", "/usr/bin/grub-file", "/usr/share/grub/grub-mkconfig_lib",
+	"/etc/grub.d/00_header", "/etc/grub.d/10_linux"}
+
+// ownGRUB copies this machine's GRUB (ramdisk.GRUBFiles with
+// ownGRUBFiles) into the tree and links busybox's applets in /bin.
+func ownGRUB(ctx context.Context, tree, busybox string) error {
+	files, err := ramdisk.GRUBFiles(ownGRUBFiles...)
+	if err != nil {
+		return err
+	}
+	for dst, src := range files {
+		st, err := os.Stat(src)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(tree, filepath.Dir(dst)), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(tree, dst), b, st.Mode().Perm()); err != nil {
+			return err
+		}
+	}
+	out, err := exec.CommandContext(ctx, busybox, "--list").Output()
+	if err != nil {
+		return fmt.Errorf("busybox --list: %w", err)
+	}
+	for _, applet := range strings.Fields(string(out)) {
+		link := filepath.Join(tree, "bin", applet)
+		if _, err := os.Lstat(link); err == nil || applet == "busybox" {
+			continue
+		}
+		if err := os.Symlink("busybox", link); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // RootLabel is the partition image's file system label.
 const RootLabel = "anvil-root"
 
@@ -261,8 +311,10 @@ type Partition struct {
 
 // KernelName is the file name of the kernel in the partition image's
 // /boot (its initramfs is initrd.img-<the same version>), as Debian names
-// them, so that a boot loader configuration generator finds them.
-const KernelName = "vmlinuz-anvil-test-os"
+// them, so that a boot loader configuration generator finds them: the
+// version starts with a digit, as grub-mkconfig's 10_linux takes what
+// follows the last "-" before the first digit for the version.
+const KernelName = "vmlinuz-0.0.0-anvil-test-os"
 
 // BuildPartition writes a partition image to dir: root.img, an ext4 file
 // system (mkfs.ext4 -d, labelled RootLabel) holding busybox, an
@@ -324,6 +376,11 @@ exec switch_root /newroot /sbin/init
 		"etc/default/grub": []byte("GRUB_TIMEOUT=0\nGRUB_DISTRIBUTOR=\"anvil test OS\"\nGRUB_CMDLINE_LINUX=\"console=ttyS0 panic=-1 loglevel=4\"\n" +
 			"GRUB_TERMINAL=\"serial console\"\nGRUB_SERIAL_COMMAND=\"serial --unit=0 --speed=115200\"\n")} {
 		if err := os.WriteFile(filepath.Join(tree, name), data, 0o644); err != nil {
+			return p, err
+		}
+	}
+	if o.OwnGRUB {
+		if err := ownGRUB(ctx, tree, o.Busybox); err != nil {
 			return p, err
 		}
 	}

@@ -37,24 +37,35 @@ type realOSCase struct {
 	firmware string // "bios" (SeaBIOS) or "uefi" (OVMF)
 	boot     string // "ipxe" (the NIC's stock iPXE ROM) or "vmedia" (the BMC's virtual CD)
 	ci       bool
+	// ownGRUB: the partition image has GRUB of its own, which the agent
+	// runs in a chroot (else it installs the ramdisk's).
+	ownGRUB bool
 }
 
-func (c realOSCase) name() string { return c.image + "/" + c.firmware + "/" + c.boot }
+func (c realOSCase) name() string {
+	if c.ownGRUB {
+		return c.image + "+own-grub/" + c.firmware + "/" + c.boot
+	}
+	return c.image + "/" + c.firmware + "/" + c.boot
+}
 
-// realOSCases is the 2×2×2 matrix. A deploy under TCG takes minutes on a
-// small machine, so CI runs four cases that cover every value of every
-// axis at least once — whole-disk UEFI by virtual media, whole-disk BIOS
-// by virtual media, partition BIOS by iPXE, partition UEFI by iPXE — and
-// the other four run with ANVIL_REALOS_ALL=1.
+// realOSCases is the 2×2×2 matrix, and the partition image with its own
+// GRUB. A deploy under TCG takes a minute or two on a small machine, so CI
+// runs five cases that cover every value of every axis at least once —
+// partition BIOS by iPXE, partition UEFI by iPXE, whole-disk UEFI by
+// virtual media, whole-disk BIOS by virtual media, and the image's own
+// GRUB (UEFI, virtual media) — and the others run with ANVIL_REALOS_ALL=1.
 var realOSCases = []realOSCase{
-	{"partition", "bios", "ipxe", true},
-	{"partition", "uefi", "ipxe", true},
-	{"whole-disk", "uefi", "vmedia", true},
-	{"whole-disk", "bios", "vmedia", true},
-	{"partition", "bios", "vmedia", false},
-	{"partition", "uefi", "vmedia", false},
-	{"whole-disk", "uefi", "ipxe", false},
-	{"whole-disk", "bios", "ipxe", false},
+	{"partition", "bios", "ipxe", true, false},
+	{"partition", "uefi", "ipxe", true, false},
+	{"whole-disk", "uefi", "vmedia", true, false},
+	{"whole-disk", "bios", "vmedia", true, false},
+	{"partition", "uefi", "vmedia", true, true},
+	{"partition", "bios", "vmedia", false, false},
+	{"partition", "uefi", "vmedia", false, false},
+	{"whole-disk", "uefi", "ipxe", false, false},
+	{"whole-disk", "bios", "ipxe", false, false},
+	{"partition", "bios", "ipxe", false, true},
 }
 
 // TestRealOS deploys the test OS images (internal/testos) through Anvil as
@@ -67,7 +78,9 @@ var realOSCases = []realOSCase{
 // the config drive Anvil builds from the deploy's configdrive, and
 // image.install_bootloader sets up the local boot: for the partition image
 // GRUB 2 from the ramdisk (i386-pc in the MBR gap, or x86_64-efi on the EFI
-// system partition the agent made, plus its NVRAM boot entry), for the
+// system partition the agent made, plus its NVRAM boot entry) or, for the
+// partition image with GRUB of its own, the image's grub-install and
+// grub-mkconfig run in a chroot; for the
 // whole-disk image in UEFI mode the boot entry of its ESP. Anvil then
 // boots the machine from its disk, and the installed system prints the
 // config drive's hostname on the serial console, read from the drive as
@@ -103,6 +116,7 @@ type testOSImages struct {
 	dir                        string
 	wholeDisk, wholeDiskSHA256 string // file names in dir
 	root, rootSHA256           string
+	ownRoot, ownRootSHA256     string // with GRUB of its own
 	kernel, ramdisk            string
 }
 
@@ -167,8 +181,21 @@ func buildTestOS(t *testing.T) testOSImages {
 			t.Fatal(err)
 		}
 	}
-	img.root, img.kernel, img.ramdisk = "root.img", "vmlinuz", "initrd"
+	odir := filepath.Join(dir, "own-grub")
+	if err := os.Mkdir(odir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	op, err := testos.BuildPartition(ctx, odir, testos.Options{Kernel: k.Vmlinuz, Modules: paths(testos.PartitionModules()), Busybox: bb,
+		OwnGRUB: true}, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(op.Root, filepath.Join(dir, "root-own-grub.img")); err != nil {
+		t.Fatal(err)
+	}
+	img.root, img.ownRoot, img.kernel, img.ramdisk = "root.img", "root-own-grub.img", "vmlinuz", "initrd"
 	img.wholeDiskSHA256, img.rootSHA256 = fileSHA256(t, filepath.Join(dir, img.wholeDisk)), fileSHA256(t, filepath.Join(dir, img.root))
+	img.ownRootSHA256 = fileSHA256(t, filepath.Join(dir, img.ownRoot))
 	t.Logf("test OS images built in %v: %s (whole disk), %s (partition, %s kernel)", time.Since(start).Round(time.Millisecond),
 		img.wholeDisk, img.root, k.Package)
 	return img
@@ -253,7 +280,7 @@ func deployRealOS(t *testing.T, c realOSCase, a testbin.Ramdisk, imgs testOSImag
 	if c.boot == "vmedia" {
 		bootIface = "redfish-virtual-media"
 	}
-	hostname := "realos-" + strings.NewReplacer("/", "-", "whole-disk", "wd", "partition", "part").Replace(c.name())
+	hostname := "realos-" + strings.NewReplacer("/", "-", "whole-disk", "wd", "partition", "part", "+own-grub", "-own").Replace(c.name())
 	n := mustCall(t, 201, "POST", api+"/v1/nodes", map[string]any{"name": "realos", "driver": "redfish",
 		"boot_interface": bootIface, "deploy_interface": "direct",
 		"properties": map[string]any{"capabilities": "boot_mode:" + c.firmware},
@@ -273,9 +300,13 @@ func deployRealOS(t *testing.T, c realOSCase, a testbin.Ramdisk, imgs testOSImag
 	src := "http://10.0.2.101/"
 	patch := []map[string]any{}
 	if c.image == "partition" {
+		root, sum := imgs.root, imgs.rootSHA256
+		if c.ownGRUB {
+			root, sum = imgs.ownRoot, imgs.ownRootSHA256
+		}
 		patch = append(patch,
-			map[string]any{"op": "add", "path": "/instance_info/image_source", "value": src + imgs.root},
-			map[string]any{"op": "add", "path": "/instance_info/image_checksum", "value": imgs.rootSHA256},
+			map[string]any{"op": "add", "path": "/instance_info/image_source", "value": src + root},
+			map[string]any{"op": "add", "path": "/instance_info/image_checksum", "value": sum},
 			map[string]any{"op": "add", "path": "/instance_info/image_type", "value": "partition"},
 			map[string]any{"op": "add", "path": "/instance_info/kernel", "value": src + imgs.kernel},
 			map[string]any{"op": "add", "path": "/instance_info/ramdisk", "value": src + imgs.ramdisk},
@@ -315,6 +346,15 @@ func deployRealOS(t *testing.T, c realOSCase, a testbin.Ramdisk, imgs testOSImag
 	}
 	if c.image == "partition" && !strings.Contains(lb, "(partition image, root "+testos.RootLabel+")") {
 		t.Errorf("the disk boot did not run the partition image's system:\n%s", tail(lb, 3000))
+	}
+	if c.image == "partition" {
+		want := "install_bootloader: the image has no GRUB 2; installing the ramdisk's"
+		if c.ownGRUB {
+			want = "install_bootloader: installing the image's own GRUB 2 in a chroot"
+		}
+		if b, _ := os.ReadFile(console); !strings.Contains(string(b), want) {
+			t.Errorf("the agent did not log %q", want)
+		}
 	}
 	if c.firmware == "uefi" && !strings.Contains(lb, `"ironic1"`) {
 		t.Errorf("OVMF did not boot the agent's NVRAM entry ironic1:\n%s", tail(lb, 3000))
