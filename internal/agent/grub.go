@@ -66,7 +66,7 @@ func (a *Agent) installGRUB(ctx context.Context, device, rootUUID string, uefi b
 	if uefi && esp.Number == 0 {
 		return fmt.Errorf("no EFI system partition with a FAT file system on %s: a partition image's local boot in UEFI mode needs one (deploy with boot_mode uefi, so that the agent makes it)", device)
 	}
-	run := commandRunner{ctx: ctx, log: a}
+	run := commandRunner{ctx: ctx, a: a}
 	mnt, err := os.MkdirTemp("", "anvil-root-")
 	if err != nil {
 		return err
@@ -87,10 +87,11 @@ func (a *Agent) installGRUB(ctx context.Context, device, rootUUID string, uefi b
 		mounted = append(mounted, args[len(args)-1])
 		return nil
 	}
-	if rootFS == "" {
-		rootFS = disk.FSExt4
+	rootArgs := []string{partitionNode(device, root.Number), mnt}
+	if rootFS != "" { // else (found by PARTUUID) mount tries the kernel's file systems
+		rootArgs = append([]string{"-t", rootFS}, rootArgs...)
 	}
-	if err := mount("-t", rootFS, partitionNode(device, root.Number), mnt); err != nil {
+	if err := mount(rootArgs...); err != nil {
 		return fmt.Errorf("mount the root file system %s: %w", rootUUID, err)
 	}
 	if uefi {
@@ -304,7 +305,7 @@ func readShellVars(path string) map[string]string {
 // on failure.
 type commandRunner struct {
 	ctx context.Context
-	log *Agent
+	a   *Agent
 }
 
 func (r commandRunner) cmd(bin string, args ...string) error {
@@ -313,7 +314,7 @@ func (r commandRunner) cmd(bin string, args ...string) error {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "PATH=/usr/sbin:/usr/bin:/sbin:/bin")
 	out, err := cmd.CombinedOutput()
-	r.log.log.Info("install_bootloader: ran", "cmd", bin+" "+strings.Join(args, " "), "output", lastLines(string(out), 20))
+	r.a.log.Info("install_bootloader: ran", "cmd", bin+" "+strings.Join(args, " "), "output", lastLines(string(out), 20))
 	if err != nil {
 		return fmt.Errorf("%s %s: %w: %s", filepath.Base(bin), strings.Join(args, " "), err, lastLines(string(out), 5))
 	}

@@ -257,7 +257,7 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	names = append(names, o.Modules...)
 	var grub map[string]string
 	if o.GRUB {
-		if grub, err = grubFiles(); err != nil {
+		if grub, err = GRUBFiles(); err != nil {
 			return Result{}, fmt.Errorf("ramdisk: %w", err)
 		}
 		names = append(names, grubFSModules...)

@@ -48,8 +48,6 @@ var grubModules = []string{
 // character set).
 var grubFSModules = []string{"ext4", "crc32c_generic", "vfat", "nls_cp437", "nls_utf8", "nls_ascii"}
 
-func grubFiles() (map[string]string, error) { return GRUBFiles() }
-
 // GRUBFiles lists the files of GRUB 2 as --grub adds them to the ramdisk:
 // path in the ramdisk → path on this machine; more files (other GRUB
 // programs, scripts) join with the shared libraries the executables among

@@ -51,7 +51,7 @@ func TestGRUBFiles(t *testing.T) {
 			t.Skipf("%s missing (grub2-common, grub-pc-bin, grub-efi-amd64-bin)", f)
 		}
 	}
-	files, err := grubFiles()
+	files, err := GRUBFiles()
 	if err != nil {
 		t.Fatal(err)
 	}
