@@ -45,10 +45,10 @@ func (a *Agent) installGRUB(ctx context.Context, device, rootUUID string, uefi b
 	if err != nil {
 		return err
 	}
-	_, parts, err := disk.ReadTable(f)
+	_, parts, tableErr := disk.ReadTable(f)
 	var root, esp disk.Partition
 	var rootFS string
-	if err == nil {
+	if tableErr == nil {
 		for _, p := range parts {
 			typ, id, perr := disk.FSProbe(f, p.Start)
 			if perr == nil && strings.EqualFold(id, rootUUID) || strings.EqualFold(p.UUID, rootUUID) {
@@ -60,8 +60,11 @@ func (a *Agent) installGRUB(ctx context.Context, device, rootUUID string, uefi b
 		}
 	}
 	f.Close()
+	if tableErr != nil {
+		return fmt.Errorf("%s: %w", device, tableErr)
+	}
 	if root.Number == 0 {
-		return fmt.Errorf("no partition of %s holds the root file system %s", device, rootUUID)
+		return fmt.Errorf("no partition of %s holds the root file system %s (by file system UUID or PARTUUID)", device, rootUUID)
 	}
 	if uefi && esp.Number == 0 {
 		return fmt.Errorf("no EFI system partition with a FAT file system on %s: a partition image's local boot in UEFI mode needs one (deploy with boot_mode uefi, so that the agent makes it)", device)
