@@ -35,6 +35,10 @@ command -v efibootmgr >/dev/null 2>&1 || need_pkgs+=(efibootmgr)
 ls /boot/vmlinuz-* >/dev/null 2>&1 || need_pkgs+=(linux-image-amd64)
 command -v grub-mkstandalone >/dev/null 2>&1 || need_pkgs+=(grub-common)   # also grub-mkimage: the http boot interface builds its GRUB loader
 { command -v mkfs.ext4 || [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ]; } >/dev/null 2>&1 || need_pkgs+=(e2fsprogs)   # the test OS partition image (internal/testos)
+# test/realos: `anvil ramdisk build --grub` puts this machine's GRUB in the ramdisk (grub-install, BIOS and UEFI files); the test OS's whole-disk image boots BIOS through GRUB's i386-pc image
+[ -x /usr/sbin/grub-install ] || need_pkgs+=(grub2-common)
+[ -e /usr/lib/grub/i386-pc/moddep.lst ] || need_pkgs+=(grub-pc-bin)
+[ -e /usr/lib/ipxe/qemu/efi-virtio.rom ] || need_pkgs+=(ipxe-qemu)   # the NIC boot ROM of the qemu VMs (network boot, BIOS and UEFI)
 command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)         # the dashboard's browser tests (test/dashboard)
 yes=""
 for a in "$@"; do

@@ -59,6 +59,7 @@ BOOTIF=, ipa-advertise-host=, ...), so one ramdisk serves every node.`,
 	f.StringVar(&o.Profile, "profile", ramdisk.DefaultProfile, "module set: "+strings.Join(ramdisk.ProfileNames(), " or ")+" (see docs/ramdisk.md)")
 	f.StringSliceVar(&o.Modules, "modules", nil, "more kernel modules by name (comma-separated or repeated); their dependencies are added")
 	f.StringArrayVar(&o.FirmwareDirs, "firmware-dir", nil, "directory searched for the firmware the modules request, like /lib/firmware (repeatable)")
+	f.BoolVar(&o.GRUB, "grub", false, "add this machine's GRUB 2 (grub2-common, grub-pc-bin, grub-efi-amd64-bin; about 5 MiB), with which the agent installs GRUB into partition images that carry none (local boot)")
 	f.StringVar(&o.Busybox, "busybox", "", "static busybox (default: Debian's busybox-static, fetched)")
 	f.StringVar(&o.CacheDir, "cache-dir", ramdisk.DefaultCacheDir(), "where downloaded packages are kept")
 	_ = build.MarkFlagRequired("output")
@@ -133,6 +134,10 @@ func printRamdisk(w io.Writer, r ramdisk.Result) {
 	fmt.Fprintf(w, "kernel     %s (%s, %s)\n           sha256 %s\n", r.Kernel, from, m.KernelVersion, m.Kernel.SHA256)
 	fmt.Fprintf(w, "initramfs  %s (%d bytes; profile %s, %d modules: %s)\n           sha256 %s\n",
 		r.Initramfs, m.Initramfs.Size, m.Profile, len(names), mods, m.Initramfs.SHA256)
+	if len(m.GRUB) > 0 {
+		fmt.Fprintf(w, "grub       %d files, %d bytes (grub-install and its libraries, %s)\n", len(m.GRUB), m.GRUBSize,
+			strings.Join(ramdisk.GRUBPlatforms, ", "))
+	}
 	for _, f := range m.FirmwareMissing {
 		fmt.Fprintf(w, "firmware   %s (requested by %s) not included: not in Debian's main archive or --firmware-dir\n",
 			f.Name, strings.Join(f.Modules, ","))

@@ -65,7 +65,9 @@ func (a *Agent) bootModeUEFI() bool {
 // EFI system partition is looked for first and, when it holds a boot
 // loader, a UEFI boot entry for it is written to NVRAM and nothing else is
 // done; then a whole-disk image (no root_uuid, or "0x00000000") needs
-// nothing more; a partition image gets GRUB 2. A failure is ignored when
+// nothing more; a partition image gets GRUB 2 (installGRUB) and, in UEFI
+// mode, the boot entry of the loader GRUB put on the EFI system partition.
+// A failure is ignored when
 // ignore_bootloader_failure is true. Success is IPA's null result.
 func (a *Agent) installBootloader(ctx context.Context, p map[string]any, _ *atomic.Int64) (map[string]any, error) {
 	rootUUID, _ := p["root_uuid"].(string)
@@ -96,12 +98,24 @@ func (a *Agent) installBootloader(ctx context.Context, p map[string]any, _ *atom
 		a.log.Info("install_bootloader: not installing GRUB since no root UUID is given: a whole-disk image", "device", device)
 		return nil, nil
 	}
-	err = errors.New("install_bootloader: installing GRUB 2 into a partition image is not implemented by this agent; deploy a whole-disk image")
-	if ignore {
-		a.log.Error("install_bootloader: ignored", "err", err)
-		return nil, nil
+	uefi := a.bootModeUEFI()
+	err = a.installGRUB(ctx, device, rootUUID, uefi)
+	if err == nil && uefi {
+		var done bool
+		if done, err = a.manageUEFI(device, efiUUID); err == nil && !done {
+			err = errors.New("GRUB left no boot loader on the EFI system partition")
+		}
 	}
-	return nil, err
+	if err != nil {
+		err = fmt.Errorf("install_bootloader: installing GRUB 2 on %s failed: %w", device, err)
+		if ignore {
+			a.log.Error("install_bootloader: ignored", "err", err)
+			return nil, nil
+		}
+		return nil, err
+	}
+	a.log.Info("install_bootloader: GRUB 2 installed", "device", device, "root_uuid", rootUUID, "uefi", uefi)
+	return nil, nil
 }
 
 // bootDevice is the disk the last image went to, else the install disk.

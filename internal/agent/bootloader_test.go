@@ -233,8 +233,10 @@ func btoi(b bool) int {
 // TestInstallBootloaderCases: IPA's other outcomes. UEFI without an EFI
 // system partition fails with IPA's message (unless
 // ignore_bootloader_failure); an ESP without a loader, and BIOS mode, are
-// no-ops for a whole-disk image; nothing is written to NVRAM in those
-// cases.
+// no-ops for a whole-disk image; a partition image whose disk has no table,
+// or no partition with its root UUID, fails saying so before anything is
+// mounted; nothing is written to NVRAM in those cases. (GRUB's install
+// itself mounts and runs grub-install: test/realos.)
 func TestInstallBootloaderCases(t *testing.T) {
 	noESP := filepath.Join(t.TempDir(), "raw.img")
 	if err := os.WriteFile(noESP, randBytes(1<<20), 0o644); err != nil {
@@ -253,7 +255,12 @@ func TestInstallBootloaderCases(t *testing.T) {
 		{"uefi, ESP without a loader", empty.Path, true, map[string]any{"root_uuid": nil}, ""},
 		{"bios, whole disk", noESP, false, map[string]any{"root_uuid": nil}, ""},
 		{"bios, 0x00000000", noESP, false, map[string]any{"root_uuid": "0x00000000"}, ""},
-		{"bios, partition image", noESP, false, map[string]any{"root_uuid": "c3a4ba1c-6b9a-4b8e-9d3c-1f2e3d4c5b6a"}, "GRUB 2"},
+		{"bios, partition image, no table", noESP, false, map[string]any{"root_uuid": "c3a4ba1c-6b9a-4b8e-9d3c-1f2e3d4c5b6a"},
+			"installing GRUB 2 on " + noESP + " failed: " + noESP + ": the disk has no partition table"},
+		{"bios, partition image, no such root", empty.Path, false, map[string]any{"root_uuid": "c3a4ba1c-6b9a-4b8e-9d3c-1f2e3d4c5b6a"},
+			"no partition of " + empty.Path + " holds the root file system c3a4ba1c-6b9a-4b8e-9d3c-1f2e3d4c5b6a"},
+		{"bios, partition image, failure ignored", empty.Path, false, map[string]any{"root_uuid": "c3a4ba1c-6b9a-4b8e-9d3c-1f2e3d4c5b6a",
+			"ignore_bootloader_failure": true}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vars := ""

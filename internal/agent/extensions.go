@@ -124,14 +124,17 @@ func (a *Agent) writeImageInfo(ctx context.Context, info map[string]any, configd
 		return nil, err
 	}
 	id, _ := info["id"].(string)
-	out := map[string]any{"result": fmt.Sprintf("prepare_image: image (%s) written to device %s root_uuid=None", id, a.cfg.Disk)}
+	a.mu.Lock()
+	a.imageDisk, _ = res["root_device"].(string)
+	root, _ := a.partitionUUIDs["root uuid"].(string)
+	a.mu.Unlock()
+	if root == "" {
+		root = "None"
+	}
+	out := map[string]any{"result": fmt.Sprintf("prepare_image: image (%s) written to device %s root_uuid=%s", id, a.cfg.Disk, root)}
 	for k, v := range res {
 		out[k] = v
 	}
-	a.mu.Lock()
-	a.partitionUUIDs = map[string]any{}
-	a.imageDisk, _ = res["root_device"].(string)
-	a.mu.Unlock()
 	return out, nil
 }
 

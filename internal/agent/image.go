@@ -112,6 +112,15 @@ func (w *imageWrite) run(ctx context.Context) (map[string]any, error) {
 			return nil, fmt.Errorf("write_image: ephemeral: %w", err)
 		}
 	}
+	uuids := map[string]any{}
+	if w.req.ImageType == agentapi.ImagePartition {
+		if uuids, err = w.partitionUUIDs(parts); err != nil {
+			return nil, fmt.Errorf("write_image: %w", err)
+		}
+	}
+	w.a.mu.Lock()
+	w.a.partitionUUIDs = uuids
+	w.a.mu.Unlock()
 	if len(parts) > 0 {
 		out := map[string]any{}
 		for _, p := range parts {
@@ -120,6 +129,48 @@ func (w *imageWrite) run(ctx context.Context) (map[string]any, error) {
 		res["partitions"] = out
 	}
 	return res, nil
+}
+
+// partitionUUIDs formats the EFI system partition a partition image's
+// local boot in UEFI mode gets (FAT32, label efi-part, as ironic-lib's
+// work_on_disk) and answers standby.get_partition_uuids as IPA does: the
+// root file system's UUID (blkid's UUID; the partition's PARTUUID when
+// blkid would find none), the EFI system partition's, and every
+// partition's PARTUUID by role.
+func (w *imageWrite) partitionUUIDs(parts []disk.Partition) (map[string]any, error) {
+	out := map[string]any{}
+	byRole := map[string]any{}
+	for _, p := range parts {
+		byRole[p.Role] = nilIfBlank(p.UUID)
+	}
+	out["partitions"] = byRole
+	f, err := os.Open(w.disk)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	root := find(parts, disk.RoleRoot)
+	if _, id, err := disk.FSProbe(f, root.Start); err == nil {
+		out["root uuid"] = id
+	} else {
+		w.a.log.Warn("write_image: the partition image's root holds no file system the agent recognises; its PARTUUID stands for it", "err", err)
+		out["root uuid"] = nilIfBlank(root.UUID)
+	}
+	if esp := find(parts, disk.RoleEFI); esp.Number > 0 {
+		id, err := disk.FormatESP(w.disk, esp)
+		if err != nil {
+			return nil, err
+		}
+		out["efi system partition uuid"] = id
+	}
+	return out, nil
+}
+
+func nilIfBlank(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 // partition plans the partition image's layout on the disk (IPA's

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/diskfs/go-diskfs/partition/gpt"
@@ -60,6 +61,12 @@ type Partition struct {
 	Start  int64  // bytes
 	Size   int64  // bytes
 	UUID   string // GPT: the partition's unique GUID (set when written)
+	// What ReadTable found and writeTable keeps when it rewrites a table
+	// (a config drive added behind an image's partitions): the GPT name and
+	// attributes, the MBR boot flag.
+	Name     string
+	Attrs    uint64
+	Bootable bool
 }
 
 // TableType is the partition table type: Label, else GPT for UEFI, MBR for BIOS.
@@ -155,7 +162,7 @@ func writeTable(f *os.File, size int64, label string, parts []Partition) error {
 			}
 			t.Partitions = append(t.Partitions, &gpt.Partition{Index: p.Number,
 				Start: uint64(p.Start / sectorSize), End: uint64((p.Start+p.Size)/sectorSize - 1),
-				Size: uint64(p.Size), Type: gptType(p.Role), Name: gptName(p.Role), GUID: parts[i].UUID})
+				Size: uint64(p.Size), Type: gptType(p.Role), Name: gptName(p), GUID: parts[i].UUID, Attributes: p.Attrs})
 		}
 		return t.Write(f, size)
 	case LabelMSDOS:
@@ -164,7 +171,7 @@ func writeTable(f *os.File, size int64, label string, parts []Partition) error {
 		}
 		t := &mbr.Table{LogicalSectorSize: sectorSize, PhysicalSectorSize: sectorSize}
 		for _, p := range parts {
-			t.Partitions = append(t.Partitions, &mbr.Partition{Type: mbrType(p.Role),
+			t.Partitions = append(t.Partitions, &mbr.Partition{Type: mbrType(p.Role), Bootable: p.Bootable,
 				Start: uint32(p.Start / sectorSize), Size: uint32(p.Size / sectorSize)})
 		}
 		return t.Write(f, size)
@@ -172,7 +179,12 @@ func writeTable(f *os.File, size int64, label string, parts []Partition) error {
 	return fmt.Errorf("unknown disk label %q (gpt or msdos)", label)
 }
 
+// gptType is the partition type of a role; a role ReadTable found (the
+// type's GUID) stays that type.
 func gptType(role string) gpt.Type {
+	if _, err := uuid.Parse(role); err == nil {
+		return gpt.Type(strings.ToUpper(role))
+	}
 	switch role {
 	case RoleEFI:
 		return gpt.EFISystemPartition
@@ -184,14 +196,27 @@ func gptType(role string) gpt.Type {
 	return gpt.LinuxFilesystem
 }
 
-func gptName(role string) string {
-	if role == RoleConfigDrive {
+func gptName(p Partition) string {
+	switch {
+	case p.Name != "":
+		return p.Name
+	case p.Role == RoleConfigDrive:
 		return ConfigDriveLabel
 	}
-	return role
+	if _, err := uuid.Parse(p.Role); err == nil {
+		return ""
+	}
+	return p.Role
 }
 
+// mbrType is the partition type of a role; a role ReadTable found
+// ("0x83") stays that type.
 func mbrType(role string) mbr.Type {
+	if h, ok := strings.CutPrefix(role, "0x"); ok {
+		if v, err := strconv.ParseUint(h, 16, 8); err == nil {
+			return mbr.Type(v)
+		}
+	}
 	switch role {
 	case RoleEFI:
 		return mbr.EFISystem
@@ -261,7 +286,8 @@ func ReadTable(f *os.File) (string, []Partition, error) {
 				continue
 			}
 			parts = append(parts, Partition{Role: string(p.Type), Number: i + 1,
-				Start: int64(p.Start) * sectorSize, Size: int64(p.End-p.Start+1) * sectorSize, UUID: strings.ToUpper(p.GUID)})
+				Start: int64(p.Start) * sectorSize, Size: int64(p.End-p.Start+1) * sectorSize, UUID: strings.ToUpper(p.GUID),
+				Name: p.Name, Attrs: p.Attributes})
 		}
 		return LabelGPT, parts, nil
 	}
@@ -275,7 +301,7 @@ func ReadTable(f *os.File) (string, []Partition, error) {
 			continue
 		}
 		parts = append(parts, Partition{Role: fmt.Sprintf("0x%02x", byte(p.Type)), Number: i + 1,
-			Start: int64(p.Start) * sectorSize, Size: int64(p.Size) * sectorSize})
+			Start: int64(p.Start) * sectorSize, Size: int64(p.Size) * sectorSize, Bootable: p.Bootable})
 	}
 	return LabelMSDOS, parts, nil
 }

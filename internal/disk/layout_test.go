@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"reflect"
 	"testing"
+
+	"github.com/diskfs/go-diskfs/partition/gpt"
 )
 
 func TestPlanAndWriteTable(t *testing.T) {
@@ -96,6 +99,21 @@ func TestPlanErrors(t *testing.T) {
 	}
 }
 
+// readTable is ReadTable of the disk at path.
+func readTable(t *testing.T, path string) []Partition {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, parts, err := ReadTable(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parts
+}
+
 func TestAddConfigDrivePartition(t *testing.T) {
 	const size = 128 << 20
 	for _, label := range []string{LabelGPT, LabelMSDOS} {
@@ -104,11 +122,15 @@ func TestAddConfigDrivePartition(t *testing.T) {
 			// A whole-disk image of 16 MiB with one partition, as built
 			// elsewhere: its table describes a 16 MiB disk.
 			img := tempDisk(t, 16<<20, 0)
-			if err := WriteTable(img, label, []Partition{{Role: RoleRoot, Number: 1, Start: 1 << 20, Size: 10 << 20}}); err != nil {
+			if err := WriteTable(img, label, []Partition{{Role: RoleEFI, Number: 1, Start: 1 << 20, Size: 10 << 20, Bootable: true},
+				{Role: RoleBIOSBoot, Number: 2, Start: 11 << 20, Size: 1 << 20, Attrs: 1 << 60}}); err != nil {
 				t.Fatal(err)
 			}
+			before := readTable(t, img)
+			bootCode := bytes.Repeat([]byte{0xCC}, 440) // an image's boot loader in the MBR
 			f, _ := os.OpenFile(disk, os.O_WRONLY, 0)
 			_, _ = f.WriteAt(readAll(t, img), 0)
+			_, _ = f.WriteAt(bootCode, 0)
 			f.Close()
 			cd, err := AddConfigDrivePartition(disk)
 			if err != nil {
@@ -121,10 +143,25 @@ func TestAddConfigDrivePartition(t *testing.T) {
 			} else {
 				got = readMBR(t, b)
 			}
-			if len(got) != 2 || got[0].start != 1<<20 || got[0].end != 11<<20 {
+			if len(got) != 3 || got[0].start != 1<<20 || got[0].end != 11<<20 {
 				t.Fatalf("table after adding the config drive: %+v", got)
 			}
-			last := got[1]
+			// The image's partitions keep their types, names, attributes,
+			// boot flag and GUIDs, and its boot code stays.
+			after := readTable(t, disk)
+			if !reflect.DeepEqual(after[:2], before) {
+				t.Errorf("the image's partitions changed:\nbefore %+v\nafter  %+v", before, after[:2])
+			}
+			if label == LabelGPT && (after[0].Role != string(gpt.EFISystemPartition) || after[0].Name != RoleEFI || after[1].Attrs != 1<<60) {
+				t.Errorf("GPT: %+v", after)
+			}
+			if label == LabelMSDOS && (after[0].Role != "0xef" || !after[0].Bootable || after[1].Bootable) {
+				t.Errorf("MBR: %+v", after)
+			}
+			if !bytes.Equal(b[:440], bootCode) {
+				t.Error("the MBR's boot code was overwritten")
+			}
+			last := got[2]
 			if last.start != cd.Start || last.end != cd.Start+cd.Size || last.end-last.start < 63<<20 || last.start%(1<<20) != 0 {
 				t.Fatalf("config drive partition %+v (planned %+v): want ~64 MiB, MiB-aligned, at the end", last, cd)
 			}

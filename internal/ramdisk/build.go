@@ -15,6 +15,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 )
 
 // Spec is what an initramfs holds besides its fixed layout.
@@ -26,6 +27,9 @@ type Spec struct {
 	Release  string
 	Modules  []Module   // from Tree.Resolve
 	Firmware []Firmware // installed under lib/firmware/
+	// Files are more files: path in the initramfs → path on this machine
+	// (GRUB's, with --grub); the mode is the file's.
+	Files map[string]string
 }
 
 // Firmware is a firmware file put in the initramfs.
@@ -103,6 +107,23 @@ func Entries(s Spec) ([]Entry, error) {
 		}
 		file("lib/firmware/"+f.Name, 0o644, b)
 	}
+	names := make([]string, 0, len(s.Files))
+	for name := range s.Files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		src := s.Files[name]
+		st, err := os.Stat(src)
+		if err != nil {
+			return nil, err
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return nil, err
+		}
+		file(name, uint32(st.Mode().Perm()), b)
+	}
 	return entries, nil
 }
 
@@ -168,8 +189,12 @@ type Options struct {
 	// request, after Debian's firmware-linux-free when the kernel is fetched.
 	FirmwareDirs []string
 	Busybox      string // a static busybox ("": Debian's busybox-static, fetched)
-	CacheDir     string // downloads ("": DefaultCacheDir)
-	Log          *slog.Logger
+	// GRUB adds this machine's GRUB 2 (grub-install, its libraries, the
+	// i386-pc and x86_64-efi files) and the file system modules, with which
+	// the agent installs GRUB into partition images that have none.
+	GRUB     bool
+	CacheDir string // downloads ("": DefaultCacheDir)
+	Log      *slog.Logger
 }
 
 // Result is what Build wrote; its Manifest is also ramdisk.json.
@@ -191,6 +216,10 @@ type Manifest struct {
 	ModulesSize     int64            `json:"modules_size"`
 	Firmware        []Firmware       `json:"firmware"`
 	FirmwareMissing []Firmware       `json:"firmware_missing"`
+	// GRUB lists the GRUB files of --grub (paths in the initramfs) and
+	// their total size.
+	GRUB     []string `json:"grub,omitempty"`
+	GRUBSize int64    `json:"grub_size,omitempty"`
 }
 
 // ManifestFile is one output file.
@@ -226,6 +255,13 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	names = append(names, o.Modules...)
+	var grub map[string]string
+	if o.GRUB {
+		if grub, err = GRUBFiles(); err != nil {
+			return Result{}, fmt.Errorf("ramdisk: %w", err)
+		}
+		names = append(names, grubFSModules...)
+	}
 	if o.CacheDir == "" {
 		o.CacheDir = DefaultCacheDir()
 	}
@@ -282,6 +318,15 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		m.ModulesSize += mod.Size
 	}
 	m.Firmware, m.FirmwareMissing = findFirmware(mods, fwDirs)
+	for name, src := range grub {
+		st, err := os.Stat(src)
+		if err != nil {
+			return Result{}, fmt.Errorf("ramdisk: %w", err)
+		}
+		m.GRUB = append(m.GRUB, name)
+		m.GRUBSize += st.Size()
+	}
+	sort.Strings(m.GRUB)
 	if o.Busybox == "" {
 		if o.Busybox, err = fetch.Busybox(ctx); err != nil {
 			return Result{}, fmt.Errorf("ramdisk: busybox: %w", err)
@@ -303,7 +348,7 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	m.Uncompressed, err = WriteInitramfs(r.Initramfs, Spec{Anvil: o.Anvil, Busybox: o.Busybox,
-		Release: m.KernelVersion, Modules: mods, Firmware: m.Firmware})
+		Release: m.KernelVersion, Modules: mods, Firmware: m.Firmware, Files: grub})
 	if err != nil {
 		return Result{}, fmt.Errorf("ramdisk: %w", err)
 	}

@@ -3,6 +3,7 @@ package testos
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -33,6 +34,16 @@ type Options struct {
 	Modules []string // .ko files of Modules(), in that order
 	Busybox string   // static busybox
 	SizeMiB int64    // the disk (default 96)
+	// OwnGRUB gives the partition image GRUB 2 of its own, from this
+	// machine: grub-install and grub-mkconfig with the programs, scripts
+	// (/etc/grub.d/00_header, 10_linux) and libraries they use, GRUB's
+	// i386-pc and x86_64-efi files and busybox's applets as commands, so
+	// that the agent runs them in a chroot as IPA does.
+	OwnGRUB bool
+	// BIOS makes the whole-disk image boot on BIOS machines too: GRUB for
+	// i386-pc (grub-mkstandalone, grubConfig inside) in a BIOS boot
+	// partition, GRUB's boot.img in the MBR pointing at it.
+	BIOS bool
 }
 
 // BuildWholeDisk writes the image to dir/disk.img.
@@ -52,12 +63,68 @@ func BuildWholeDisk(ctx context.Context, dir string, o Options) (efitest.Image, 
 	if err != nil {
 		return efitest.Image{}, err
 	}
-	return efitest.Build(ctx, dir, efitest.Spec{SizeMiB: o.SizeMiB, ESPMiB: 48, Files: []efitest.File{
+	spec := efitest.Spec{SizeMiB: o.SizeMiB, ESPMiB: 48, Files: []efitest.File{
 		{Path: "EFI/BOOT/BOOTX64.EFI", Data: grub},
 		{Path: "anvil-test-os", Data: []byte("anvil test OS\n")},
 		{Path: "vmlinuz", Data: kernel},
 		{Path: "initrd", Data: initrd},
-	}})
+	}}
+	var bootImg []byte
+	if o.BIOS {
+		if spec.BIOSBoot, err = grubStandalone(ctx, dir, "i386-pc", "biosdisk part_gpt fat search search_fs_file linux normal configfile echo memdisk tar boot"); err != nil {
+			return efitest.Image{}, err
+		}
+		if bootImg, err = os.ReadFile("/usr/lib/grub/i386-pc/boot.img"); err != nil {
+			return efitest.Image{}, fmt.Errorf("GRUB's i386-pc boot.img (grub-pc-bin): %w", err)
+		}
+	}
+	img, err := efitest.Build(ctx, dir, spec)
+	if err != nil || !o.BIOS {
+		return img, err
+	}
+	return img, setupBIOSBoot(img.Path, bootImg, img.BIOSBoot.Start, len(spec.BIOSBoot))
+}
+
+// setupBIOSBoot does what grub-bios-setup does for a GPT disk with a BIOS
+// boot partition, on an image file: GRUB's boot.img becomes the MBR's
+// code (the disk signature and partition table kept), told the sector the
+// core image starts at; the core image's first sector (diskboot.img) is
+// given the block list of the rest of it, which follows contiguously.
+func setupBIOSBoot(path string, bootImg []byte, coreStart int64, coreLen int) error {
+	const (
+		kernelSector = 0x5c  // GRUB_BOOT_MACHINE_KERNEL_SECTOR in boot.img
+		keepFrom     = 0x1b8 // disk signature, partition table, 0x55AA
+		blocklistAt  = 512 - 12
+	)
+	if len(bootImg) != 512 {
+		return fmt.Errorf("boot.img is %d bytes, not 512", len(bootImg))
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	mbr := make([]byte, 512)
+	if _, err := f.ReadAt(mbr, 0); err != nil {
+		return err
+	}
+	code := append([]byte(nil), bootImg[:keepFrom]...)
+	binary.LittleEndian.PutUint64(code[kernelSector:], uint64(coreStart/512))
+	copy(mbr, code)
+	if _, err := f.WriteAt(mbr, 0); err != nil {
+		return err
+	}
+	first := make([]byte, 512)
+	if _, err := f.ReadAt(first, coreStart); err != nil {
+		return err
+	}
+	// struct grub_boot_blocklist { u64 start; u16 len; u16 segment; }
+	binary.LittleEndian.PutUint64(first[blocklistAt:], uint64(coreStart/512+1))
+	binary.LittleEndian.PutUint16(first[blocklistAt+8:], uint16((coreLen+511)/512-1))
+	if _, err := f.WriteAt(first, coreStart); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 // grubConfig finds the ESP by its marker file and boots the kernel on it.
@@ -71,13 +138,23 @@ boot
 
 // grubEFI is a standalone GRUB for x86_64-efi with grubConfig inside.
 func grubEFI(ctx context.Context, dir string) ([]byte, error) {
+	return grubStandalone(ctx, dir, "x86_64-efi", "")
+}
+
+// grubStandalone is grub-mkstandalone's image for platform with
+// grubConfig inside (in its memdisk) and, if set, only the modules named
+// (and what they need; the default is every module).
+func grubStandalone(ctx context.Context, dir, platform, modules string) ([]byte, error) {
 	cfg := filepath.Join(dir, "testos-grub.cfg")
 	if err := os.WriteFile(cfg, []byte(grubConfig), 0o644); err != nil {
 		return nil, err
 	}
-	out := filepath.Join(dir, "testos-grubx64.efi")
-	cmd := exec.CommandContext(ctx, "grub-mkstandalone", "-O", "x86_64-efi", "-o", out,
-		"--locales=", "--fonts=", "--themes=", "boot/grub/grub.cfg="+cfg)
+	out := filepath.Join(dir, "testos-grub-"+platform+".img")
+	args := []string{"-O", platform, "-o", out, "--locales=", "--fonts=", "--themes="}
+	if modules != "" {
+		args = append(args, "--install-modules="+modules, "--modules="+modules)
+	}
+	cmd := exec.CommandContext(ctx, "grub-mkstandalone", append(args, "boot/grub/grub.cfg="+cfg)...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("grub-mkstandalone: %v: %s", err, b)
 	}
@@ -85,11 +162,12 @@ func grubEFI(ctx context.Context, dir string) ([]byte, error) {
 	return os.ReadFile(out)
 }
 
-// mountBase mounts the kernel's file systems and installs busybox's links.
+// mountBase mounts the kernel's file systems (devtmpfs unless the partition
+// image's ramdisk moved it there) and installs busybox's links.
 const mountBase = `/bin/busybox mkdir -p /proc /sys /dev /mnt /tmp /sbin /usr/bin /usr/sbin
 /bin/busybox mount -t proc proc /proc
 /bin/busybox mount -t sysfs sysfs /sys
-/bin/busybox mount -t devtmpfs devtmpfs /dev
+/bin/busybox grep -q "^devtmpfs /dev " /proc/mounts || /bin/busybox mount -t devtmpfs devtmpfs /dev
 /bin/busybox --install -s
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 `
@@ -171,6 +249,50 @@ func cpio(o Options, names []string, init string, extra []ramdisk.Entry) ([]byte
 	return buf.Bytes(), nil
 }
 
+// ownGRUBFiles are what grub-mkconfig runs besides grub-install.
+var ownGRUBFiles = []string{"/usr/sbin/grub-mkconfig", "/usr/sbin/grub-probe", "/usr/bin/grub-script-check",
+	"/usr/bin/grub-mkrelpath", "/usr/bin/grub-editenv", "/usr/bin/grub-file", "/usr/share/grub/grub-mkconfig_lib",
+	"/etc/grub.d/00_header", "/etc/grub.d/10_linux"}
+
+// ownGRUB copies this machine's GRUB (ramdisk.GRUBFiles with
+// ownGRUBFiles) into the tree and links busybox's applets in /bin.
+func ownGRUB(ctx context.Context, tree, busybox string) error {
+	files, err := ramdisk.GRUBFiles(ownGRUBFiles...)
+	if err != nil {
+		return err
+	}
+	for dst, src := range files {
+		st, err := os.Stat(src)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(tree, filepath.Dir(dst)), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(tree, dst), b, st.Mode().Perm()); err != nil {
+			return err
+		}
+	}
+	out, err := exec.CommandContext(ctx, busybox, "--list").Output()
+	if err != nil {
+		return fmt.Errorf("busybox --list: %w", err)
+	}
+	for _, applet := range strings.Fields(string(out)) {
+		link := filepath.Join(tree, "bin", applet)
+		if _, err := os.Lstat(link); err == nil || applet == "busybox" {
+			continue
+		}
+		if err := os.Symlink("busybox", link); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // RootLabel is the partition image's file system label.
 const RootLabel = "anvil-root"
 
@@ -187,15 +309,26 @@ type Partition struct {
 	Root, Kernel, Ramdisk string
 }
 
+// KernelName is the file name of the kernel in the partition image's
+// /boot (its initramfs is initrd.img-<the same version>), as Debian names
+// them, so that a boot loader configuration generator finds them: the
+// version starts with a digit, as grub-mkconfig's 10_linux takes what
+// follows the last "-" before the first digit for the version.
+const KernelName = "vmlinuz-0.0.0-anvil-test-os"
+
 // BuildPartition writes a partition image to dir: root.img, an ext4 file
-// system (mkfs.ext4 -d, labelled RootLabel) holding busybox and an
-// /sbin/init that reads the config drive; ramdisk, which loads
-// PartitionModules() (o.Modules in that order), mounts the file system
-// labelled RootLabel and switches to it. The kernel is o.Kernel.
+// system (mkfs.ext4 -d, labelled RootLabel) holding busybox, an
+// /sbin/init that reads the config drive, and in /boot the kernel and the
+// ramdisk (as a distribution's image has them, for a local boot's GRUB)
+// with /etc/default/grub putting the console on the serial port; ramdisk,
+// which loads PartitionModules() (o.Modules in that order), mounts the
+// file system labelled RootLabel and switches to it. The kernel is
+// o.Kernel. The file system holds no GRUB: the agent installs its
+// ramdisk's.
 func BuildPartition(ctx context.Context, dir string, o Options, rootMiB int64) (Partition, error) {
 	p := Partition{Root: filepath.Join(dir, "root.img"), Kernel: o.Kernel, Ramdisk: filepath.Join(dir, "ramdisk")}
 	tree := filepath.Join(dir, "rootfs")
-	for _, d := range []string{"bin", "sbin", "dev", "proc", "sys", "mnt", "tmp", "etc"} {
+	for _, d := range []string{"bin", "sbin", "dev", "proc", "sys", "mnt", "tmp", "etc/default", "boot"} {
 		if err := os.MkdirAll(filepath.Join(tree, d), 0o755); err != nil {
 			return p, err
 		}
@@ -216,11 +349,6 @@ func BuildPartition(ctx context.Context, dir string, o Options, rootMiB int64) (
 	if err := os.Symlink("busybox", filepath.Join(tree, "bin/sh")); err != nil {
 		return p, err
 	}
-	_ = os.Remove(p.Root)
-	cmd := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", "-L", RootLabel, "-d", tree, p.Root, fmt.Sprintf("%dM", rootMiB))
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return p, fmt.Errorf("mkfs.ext4: %v: %s", err, b)
-	}
 	mods := PartitionModules()
 	rd := "#!/bin/busybox sh\n" + mountBase + insmods(mods) + `mkdir -p /newroot
 i=0
@@ -236,5 +364,30 @@ exec switch_root /newroot /sbin/init
 	if err != nil {
 		return p, err
 	}
-	return p, os.WriteFile(p.Ramdisk, b, 0o644)
+	if err := os.WriteFile(p.Ramdisk, b, 0o644); err != nil {
+		return p, err
+	}
+	kernel, err := os.ReadFile(o.Kernel)
+	if err != nil {
+		return p, err
+	}
+	version := strings.TrimPrefix(KernelName, "vmlinuz-")
+	for name, data := range map[string][]byte{"boot/" + KernelName: kernel, "boot/initrd.img-" + version: b,
+		"etc/default/grub": []byte("GRUB_TIMEOUT=0\nGRUB_DISTRIBUTOR=\"anvil test OS\"\nGRUB_CMDLINE_LINUX=\"console=ttyS0 panic=-1 loglevel=4\"\n" +
+			"GRUB_TERMINAL=\"serial console\"\nGRUB_SERIAL_COMMAND=\"serial --unit=0 --speed=115200\"\n")} {
+		if err := os.WriteFile(filepath.Join(tree, name), data, 0o644); err != nil {
+			return p, err
+		}
+	}
+	if o.OwnGRUB {
+		if err := ownGRUB(ctx, tree, o.Busybox); err != nil {
+			return p, err
+		}
+	}
+	_ = os.Remove(p.Root)
+	cmd := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", "-L", RootLabel, "-d", tree, p.Root, fmt.Sprintf("%dM", rootMiB))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return p, fmt.Errorf("mkfs.ext4: %v: %s", err, b)
+	}
+	return p, nil
 }

@@ -30,6 +30,9 @@ type Spec struct {
 	RootMiB int64 // a Linux root partition after the ESP (0: none)
 	// RootData is written at the root partition's start.
 	RootData []byte
+	// BIOSBoot, if set, is the content of a GPT BIOS boot partition after
+	// the ESP (whole MiBs), e.g. a GRUB i386-pc core image.
+	BIOSBoot []byte
 }
 
 // Image is a built image.
@@ -37,6 +40,8 @@ type Image struct {
 	Path string
 	ESP  disk.Partition
 	Root disk.Partition // zero without a root partition
+	// BIOSBoot is the BIOS boot partition (zero without Spec.BIOSBoot).
+	BIOSBoot disk.Partition
 }
 
 // Build writes the image to dir/disk.img.
@@ -50,8 +55,14 @@ func Build(ctx context.Context, dir string, s Spec) (Image, error) {
 		return img, err
 	}
 	parts := []disk.Partition{{Role: disk.RoleEFI, Number: 1, Start: mib, Size: s.ESPMiB * mib}}
+	next := (1 + s.ESPMiB) * mib
+	if len(s.BIOSBoot) > 0 {
+		size := (int64(len(s.BIOSBoot)) + mib - 1) / mib * mib
+		parts = append(parts, disk.Partition{Role: disk.RoleBIOSBoot, Number: len(parts) + 1, Start: next, Size: size})
+		next += size
+	}
 	if s.RootMiB > 0 {
-		parts = append(parts, disk.Partition{Role: disk.RoleRoot, Number: 2, Start: (1 + s.ESPMiB) * mib, Size: s.RootMiB * mib})
+		parts = append(parts, disk.Partition{Role: disk.RoleRoot, Number: len(parts) + 1, Start: next, Size: s.RootMiB * mib})
 	}
 	if err := disk.WriteTable(img.Path, disk.LabelGPT, parts); err != nil {
 		return img, err
@@ -66,8 +77,13 @@ func Build(ctx context.Context, dir string, s Spec) (Image, error) {
 		return img, fmt.Errorf("efitest: reading back the table: %v (%d partitions)", err, len(got))
 	}
 	img.ESP = got[0]
-	if len(got) > 1 {
-		img.Root = got[1]
+	for i, p := range parts[1:] {
+		switch p.Role {
+		case disk.RoleBIOSBoot:
+			img.BIOSBoot = got[i+1]
+		case disk.RoleRoot:
+			img.Root = got[i+1]
+		}
 	}
 	fat := filepath.Join(dir, "esp.fat")
 	_ = os.Remove(fat)
@@ -114,6 +130,11 @@ func Build(ctx context.Context, dir string, s Spec) (Image, error) {
 	defer out.Close()
 	if _, err := out.WriteAt(b, img.ESP.Start); err != nil {
 		return img, err
+	}
+	if len(s.BIOSBoot) > 0 {
+		if _, err := out.WriteAt(s.BIOSBoot, img.BIOSBoot.Start); err != nil {
+			return img, err
+		}
 	}
 	if len(s.RootData) > 0 && img.Root.Number > 0 {
 		if _, err := out.WriteAt(s.RootData, img.Root.Start); err != nil {

@@ -125,17 +125,20 @@ func isPartitionImage(n *model.Node) bool {
 	return infoString(n, "kernel") != "" || infoString(n, "ramdisk") != ""
 }
 
-// partitionParams validates a partition image's deploy: the ramdisk must
-// not need to install a bootloader, and the layout must be integers.
+// partitionParams validates a partition image's deploy: the boot option
+// (local, Ironic's default: the agent installs GRUB 2; or netboot) and a
+// layout of integers.
 func partitionParams(n *model.Node, p map[string]any) error {
 	opt, err := capability(n, "boot_option")
 	if err != nil {
 		return err
 	}
-	if opt != "netboot" {
-		return errors.New("a partition image boots from the disk only with a bootloader installed on it (boot_option local), " +
-			"which the agent's ramdisk cannot install; use a whole-disk image, or netboot the instance " +
-			"(capabilities boot_option:netboot with instance_info kernel and ramdisk)")
+	switch opt {
+	case "":
+		opt = "local"
+	case "local", "netboot":
+	default:
+		return fmt.Errorf("Invalid boot_option %s, valid options are: local, netboot", pyrepr.Repr(opt))
 	}
 	var missing []string
 	for _, k := range []string{"kernel", "ramdisk", "root_gb"} {
