@@ -18,6 +18,8 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/isoimage"
 	"github.com/anvil-metal/anvil/internal/localfile"
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/recent"
 )
 
 // Config configures a Service.
@@ -59,6 +61,8 @@ type Service struct {
 	cache           *cache
 	log             *slog.Logger
 	loaders         isoimage.Loaders
+
+	seen *recent.Log[model.BootEvent]
 
 	mu      sync.RWMutex
 	byNode  map[string]*record
@@ -136,6 +140,7 @@ func New(cfg Config) (*Service, error) {
 		cache:    &cache{dir: filepath.Join(cfg.Root, "cache"), client: client, allowMD5: cfg.AllowMD5, files: files},
 		log:      log.With("component", "boot"),
 		loaders:  withDefaults(cfg.ISOLoaders),
+		seen:     NewSeen(),
 		byNode:   map[string]*record{},
 		byMAC:    map[string]*record{},
 		byToken:  map[string]*record{},
