@@ -13,6 +13,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/recent"
 	"github.com/anvil-metal/anvil/internal/ring"
 	"github.com/anvil-metal/anvil/internal/store"
 )
@@ -59,6 +60,10 @@ type Config struct {
 	MaxConcurrentDeploy int
 	MaxConcurrentClean  int
 
+	// Diagnosis gathers a failed node's evidence from the console, boot
+	// and driver services of this process.
+	Diagnosis DiagnosisSources
+
 	// Recorder, if set, is told how long each lock acquisition waited and
 	// whether it got the lock (metrics).
 	Recorder interface {
@@ -104,7 +109,8 @@ type Conductor struct {
 	slots chan struct{} // worker pool: one token per running worker
 	wg    sync.WaitGroup
 
-	powerFailures sync.Map // node UUID → consecutive failed power reads (int)
+	powerFailures sync.Map                       // node UUID → consecutive failed power reads (int)
+	lookups       *recent.Log[model.AgentLookup] // agents' lookups that matched no node
 
 	mu       sync.Mutex
 	stopping bool
@@ -149,7 +155,7 @@ func New(cfg Config) (*Conductor, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Conductor{
 		cfg: cfg, store: cfg.Store, reg: cfg.Drivers, log: cfg.Log.With("conductor", cfg.Host), now: cfg.Now,
-		slots: make(chan struct{}, cfg.Workers), workCtx: ctx, cancelWork: cancel,
+		slots: make(chan struct{}, cfg.Workers), workCtx: ctx, cancelWork: cancel, lookups: newLookupLog(),
 	}, nil
 }
 

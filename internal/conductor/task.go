@@ -22,6 +22,7 @@ type task struct {
 	drv     *driver.Driver
 	user    string
 	history []*model.HistoryEvent // written after the node is saved
+	failed  *failure              // a failure fired since the last save: diagnosed on save
 }
 
 // getNode loads a node by UUID or name, answering Ironic's 404.
@@ -141,6 +142,7 @@ func (t *task) fire(event string) error {
 		inState = now.Sub(n.CreatedAt)
 	}
 	n.ProvisionState, n.TargetProvisionState, n.ProvisionUpdatedAt = to, target, now
+	t.noteFailure(event, from, to)
 	sev := model.SeverityInfo
 	if fsm.IsFailure(to) {
 		sev = model.SeverityError
@@ -221,6 +223,10 @@ func (t *task) save(ctx context.Context) error {
 	}
 	t.c.addHistory(ctx, t.history)
 	t.history = nil
+	if f := t.failed; f != nil {
+		t.failed = nil
+		t.c.diagnose(ctx, t.node, f)
+	}
 	return nil
 }
 
