@@ -218,6 +218,7 @@ func addBootFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&n.TFTPListen, "tftp-listen", "", "run the built-in TFTP server of the iPXE binaries on this UDP address (e.g. 0.0.0.0:69); off when empty")
 	f.StringVar(&n.TFTPDir, "tftp-dir", "/usr/lib/ipxe", "directory of the iPXE binaries the TFTP server serves (Debian's ipxe package)")
 	f.StringVar(&cfg.DeployLogsPath, "deploy-logs-local-path", "", "directory the agent's logs are saved to when an agent command fails (Ironic's [agent]deploy_logs_local_path; empty: not collected)")
+	f.StringVar(&cfg.DeployLogsCollect, "deploy-logs-collect", "on_failure", "when the agent's logs are saved to --deploy-logs-local-path: on_failure, always (also after a successful deploy) or never (Ironic's [agent]deploy_logs_collect)")
 	f.StringVar(&cfg.KernelParams, "kernel-append-params", "", "kernel parameters added to network and virtual media booted ramdisks (nodes' kernel_append_params override)")
 	d := isoimage.DefaultLoaders()
 	f.StringVar(&n.ISOLoaders.ISOLinux, "iso-isolinux", d.ISOLinux, "isolinux.bin for BIOS boot of virtual media ISOs (Debian package isolinux)")

@@ -169,6 +169,7 @@ func (s *Server) register() {
 	s.shardRoutes()
 	s.consoleRoutes()
 	s.consoleWSRoutes()
+	s.diagnosisRoutes()
 	s.bootModeRoutes()
 	s.netEventRoutes()
 	s.indicatorRoutes()

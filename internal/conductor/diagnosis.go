@@ -3,14 +3,12 @@ package conductor
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/anvil-metal/anvil/internal/diagnose"
-	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/recent"
@@ -227,18 +225,4 @@ func encodeDiagnosis(d *model.Diagnosis, n *model.Node) ([]byte, error) {
 			return nil, fmt.Errorf("diagnosis of %d bytes exceeds %d", len(b), DiagnosisMaxBytes)
 		}
 	}
-}
-
-// Diagnosis returns the node's latest failure diagnosis, as stored (JSON).
-// Errors: Ironic's NodeNotFound; NotFound when the node has none.
-func (c *Conductor) Diagnosis(ctx context.Context, ident string) (json.RawMessage, error) {
-	n, err := c.getNode(ctx, ident)
-	if err != nil {
-		return nil, err
-	}
-	b, err := c.store.GetDiagnosis(ctx, n.UUID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fault.New(fault.NotFound, "Node %s has no diagnosis: it has not failed since Anvil began diagnosing failures.", n.UUID)
-	}
-	return b, err
 }

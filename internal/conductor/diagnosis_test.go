@@ -2,6 +2,7 @@ package conductor_test
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -10,12 +11,13 @@ import (
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
 )
 
 // diagnosisOf returns the node's stored diagnosis.
 func diagnosisOf(t *testing.T, e *env, id string) *model.Diagnosis {
 	t.Helper()
-	raw, err := e.c.Diagnosis(e.ctx, id)
+	raw, err := e.st.GetDiagnosis(e.ctx, id)
 	if err != nil {
 		t.Fatalf("diagnosis: %v", err)
 	}
@@ -74,7 +76,7 @@ func TestDiagnosisGathersAndMasks(t *testing.T) {
 	if err := e.c.CheckTimeouts(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := e.c.Diagnosis(e.ctx, id)
+	raw, err := e.st.GetDiagnosis(e.ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,14 +117,11 @@ func TestDiagnosisGathersAndMasks(t *testing.T) {
 	if err := e.c.DeleteNode(e.ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.c.Diagnosis(e.ctx, id); fault.KindOf(err) != fault.NotFound {
-		t.Fatalf("diagnosis of a deleted node: %v", err)
-	}
-	if _, err := e.st.GetDiagnosis(e.ctx, id); err == nil {
-		t.Fatal("the deleted node's diagnosis is still stored")
+	if _, err := e.st.GetDiagnosis(e.ctx, id); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the deleted node's diagnosis: %v", err)
 	}
 	other := e.create(model.JSON{}).UUID
-	if _, err := e.c.Diagnosis(e.ctx, other); fault.KindOf(err) != fault.NotFound {
+	if _, err := e.st.GetDiagnosis(e.ctx, other); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("diagnosis of a node that never failed: %v", err)
 	}
 }

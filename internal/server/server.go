@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/direct"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
+	"github.com/anvil-metal/anvil/internal/driver/ipmi"
 	"github.com/anvil-metal/anvil/internal/driver/pxe"
 	"github.com/anvil-metal/anvil/internal/driver/redfish"
 	"github.com/anvil-metal/anvil/internal/eventlog"
@@ -27,7 +29,9 @@ import (
 	"github.com/anvil-metal/anvil/internal/handoff"
 	"github.com/anvil-metal/anvil/internal/hostlock"
 	"github.com/anvil-metal/anvil/internal/metrics"
+	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/policy"
+	"github.com/anvil-metal/anvil/internal/recent"
 	"github.com/anvil-metal/anvil/internal/secret"
 	"github.com/anvil-metal/anvil/internal/store"
 	"github.com/anvil-metal/anvil/internal/store/storeopen"
@@ -78,6 +82,12 @@ type Config struct {
 	// failed agent command (Ironic's [agent]deploy_logs_local_path with
 	// deploy_logs_collect=on_failure).
 	DeployLogsPath string
+	// DeployLogsCollect is Ironic's [agent]deploy_logs_collect: on_failure
+	// (""), always or never.
+	DeployLogsCollect string
+	// IPMI tunes the ipmi driver (retries, spacing); its Calls is set by
+	// Serve.
+	IPMI ipmi.Config
 	// Network, when its HTTPURL is set and Boot is nil, runs the network
 	// boot endpoint on the API listener and publishes on it.
 	Network BootConfig
@@ -146,8 +156,18 @@ func Serve(ctx context.Context, cfg Config) error {
 			cfg.ISO = pub
 		}
 	}
+	if err := direct.CheckCollect(cfg.DeployLogsCollect); err != nil {
+		return fmt.Errorf("--deploy-logs-collect: %w", err)
+	}
+	// What a failed node's diagnosis gathers in this process: the BMC
+	// calls (ipmi), the boot services' record, the console recording
+	// (below) and the agent's saved logs.
+	ipmiCfg := cfg.IPMI
+	ipmiCfg.Calls = recent.New[model.BMCCall](bmcCallsKept, bmcCallNodes)
+	ipmiCfg.Log = cmp.Or(ipmiCfg.Log, cfg.Log)
 	reg, err := BuildRegistry(Drivers{Fake: fake.New(), Boot: cfg.Boot, ISO: cfg.ISO, KernelParams: cfg.KernelParams, Interfaces: cfg.Interfaces,
-		Agent: direct.Config{LogsDir: cfg.DeployLogsPath}})
+		IPMI:  ipmi.New(ipmiCfg),
+		Agent: direct.Config{LogsDir: cfg.DeployLogsPath, LogsCollect: cfg.DeployLogsCollect}})
 	if err != nil {
 		return fmt.Errorf("drivers: %w", err)
 	}
@@ -183,6 +203,8 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	ccfg.Store, ccfg.Drivers, ccfg.Host, ccfg.Log = st, reg, cfg.HostID, cfg.Log
 	ccfg.Recorder = mx
+	var consoleSvc atomic.Pointer[console.Service] // set below, read by failures' diagnoses
+	ccfg.Diagnosis = diagnosisSources(cfg, ipmiCfg.Calls, consoleSvc.Load)
 	cond, err := conductor.New(ccfg)
 	if err != nil {
 		return err
@@ -224,6 +246,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	var consoles *console.Service
 	if cfg.Role != RoleAPI {
 		consoles = console.New(console.Config{Log: cfg.Log})
+		consoleSvc.Store(consoles)
 		ctl := console.NewController(consoles, cond, 0, cfg.Log)
 		broker.Observe(func(e events.Event) {
 			if e.Node != "" {

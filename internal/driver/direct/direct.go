@@ -37,6 +37,9 @@ type Config struct {
 	// (log.collect_system_logs) when one of its commands fails, as Ironic's
 	// [agent]deploy_logs_collect=on_failure with deploy_logs_local_path.
 	LogsDir string
+	// LogsCollect is Ironic's deploy_logs_collect: on_failure (""),
+	// always (also when a deploy succeeds) or never.
+	LogsCollect string
 }
 
 // Direct is the direct deploy interface.
@@ -271,8 +274,11 @@ func forgetAgent(n *model.Node) {
 // command, or polls it, and finishes the operation when it is done.
 func (d *Direct) Continue(ctx context.Context, t *driver.Task, op string) (driver.Result, error) {
 	res, err := d.continueOp(ctx, t, op)
-	if errors.Is(err, errCommandFailed) && d.cfg.LogsDir != "" {
+	switch {
+	case errors.Is(err, errCommandFailed) && d.cfg.collects(true):
 		err = fmt.Errorf("%w (%s)", err, d.saveLogs(ctx, t.Node, op))
+	case err == nil && res == driver.Done && op == string(driver.DeploySteps) && d.cfg.collects(false):
+		d.saveLogs(ctx, t.Node, op) // deploy_logs_collect=always: the outcome is in the directory
 	}
 	return res, err
 }
