@@ -81,6 +81,71 @@ func TestDiagnosisBMCFaults(t *testing.T) {
 			if !strings.Contains(fmt.Sprint(n), tc.class) {
 				t.Errorf("no history entry carries the class %s: %v", tc.class, n)
 			}
+
+			// The CLI: the class, what to do and the evidence; -f json
+			// is the document.
+			env := map[string]string{"OS_ENDPOINT": s.base}
+			out, errOut, err := runCLI(t, env, "node", "diagnose", node)
+			if err != nil || !strings.Contains(out, "Class:       "+tc.class) || !strings.Contains(out, "What to do:  "+d.Hint) ||
+				!strings.Contains(out, "ipmi power status on "+tc.bmc) || strings.Contains(out, tc.password) {
+				t.Errorf("anvil node diagnose: %v %s\n%s", err, errOut, out)
+			}
+			out, _, err = runCLI(t, env, "node", "diagnose", node, "-f", "json")
+			var got model.Diagnosis
+			if err != nil || json.Unmarshal([]byte(out), &got) != nil || got.Class != tc.class {
+				t.Errorf("anvil node diagnose -f json: %v\n%s", err, out)
+			}
 		})
+	}
+	env := map[string]string{"OS_ENDPOINT": s.base}
+	fresh := s.do("POST", "/v1/nodes", `{"driver":"fake-hardware"}`, 201)["uuid"].(string)
+	if _, _, err := runCLI(t, env, "node", "diagnose", fresh); err == nil || !strings.Contains(err.Error(), "has no diagnosis") || strings.Contains(strings.TrimSpace(err.Error()), "\n") {
+		t.Errorf("a node that never failed: %v, want one line saying it has no diagnosis", err)
+	}
+	if _, _, err := runCLI(t, env, "node", "diagnose", "no-such-node"); err == nil || !strings.Contains(err.Error(), "could not be found") {
+		t.Errorf("an unknown node: %v", err)
+	}
+}
+
+// TestDiagnosisAuthz: the diagnosis (which holds the console's output) is
+// guarded as the console log: the system and the owner's members read
+// it; the owner's readers and the lessee are refused; another project
+// does not see the node.
+func TestDiagnosisAuthz(t *testing.T) {
+	tok, call := policyServer(t)
+	system := tok("", "admin")
+	st, body := call(system, "POST", "/v1/nodes", `{"driver": "fake-hardware", "name": "d", "owner": "p1", "lessee": "p2",
+		"driver_info": {"fake_fail": "verify"}}`)
+	if st != 201 {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	if st, body := call(system, "PUT", "/v1/nodes/d/states/provision", `{"target": "manage"}`); st != 202 {
+		t.Fatalf("manage: %d %s", st, body)
+	}
+	waitFor(t, "the diagnosis of the failed verify", func() bool {
+		st, _ := call(system, "GET", "/v1/nodes/d/diagnosis", "")
+		return st == 200
+	})
+	for _, c := range []struct {
+		who, authz string
+		want       int
+	}{
+		{"system admin", system, 200},
+		{"owner's member", tok("p1", "member"), 200},
+		{"owner's reader", tok("p1", "reader"), 403},
+		{"lessee's member", tok("p2", "member"), 403},
+		{"lessee's reader", tok("p2", "reader"), 403},
+		{"another project", tok("p3", "admin"), 404},
+	} {
+		st, body := call(c.authz, "GET", "/v1/nodes/d/diagnosis", "")
+		if st != c.want {
+			t.Errorf("%s: %d %s, want %d", c.who, st, body, c.want)
+		}
+		if st == 200 && !strings.Contains(body, `"class"`) {
+			t.Errorf("%s: %s", c.who, body)
+		}
+	}
+	if st, body := call(system, "GET", "/v1/nodes/d/diagnosis?x=1", ""); st != 400 {
+		t.Errorf("an unknown query parameter: %d %s, want 400", st, body)
 	}
 }
