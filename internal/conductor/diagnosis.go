@@ -147,6 +147,14 @@ func (c *Conductor) buildDiagnosis(ctx context.Context, n *model.Node, f *failur
 			d.Lookups = append(d.Lookups, l)
 		}
 	}
+	// A failed lookup is this node's only if no other node's machine ran
+	// a ramdisk meanwhile (the states whose console is recorded).
+	others := 0
+	if len(d.Lookups) > 0 {
+		if others, err = c.store.CountNodes(ctx, store.NodeQuery{ProvisionStates: RecordedStates}); err != nil {
+			return nil, err
+		}
+	}
 	kernel, ramdisk := "deploy_kernel", "deploy_ramdisk"
 	if f.from == fsm.Rescuing || f.from == fsm.RescueWait {
 		kernel, ramdisk = "rescue_kernel", "rescue_ramdisk"
@@ -155,7 +163,7 @@ func (c *Conductor) buildDiagnosis(ctx context.Context, n *model.Node, f *failur
 	ru, _ := n.DriverInfo[ramdisk].(string)
 	diagnose.Classify(d, diagnose.Context{
 		NetworkBoot: n.Interfaces.Get("boot") == "ipxe" || n.Interfaces.Get("boot") == "pxe", BootRecorded: src.Boot != nil,
-		KernelURL: ku, RamdiskURL: ru,
+		KernelURL: ku, RamdiskURL: ru, OthersWaiting: others,
 	})
 	return d, nil
 }

@@ -37,6 +37,9 @@ type Context struct {
 	// KernelURL and RamdiskURL are the node's deploy (or rescue) kernel and
 	// ramdisk, to recognise their download errors.
 	KernelURL, RamdiskURL string
+	// OthersWaiting is how many other nodes waited for an agent when this
+	// one failed: a failed lookup is only this node's when none did.
+	OthersWaiting int
 }
 
 // rule is one class: match returns the evidence when it applies.
@@ -66,10 +69,12 @@ var rules = []rule{
 		lastErrorHas("error downloading image", "imagedownloaderror", "image download timeout", "failed to download image", "download of image")},
 	{DiskWrite, "Writing to the disk failed.",
 		"Check the root device (root_device hints, the disk's health in the console tail and agent logs, its size against the image); replace or clean the disk, then deploy again.",
-		lastErrorHas("error writing image to device", "writing image to device", "imagewriteerror", "no space left on device", "input/output error", "disk too small", "write error")},
+		lastErrorHas("error writing image to device", "writing image to device", "imagewriteerror", "writing the disk", "open disk ",
+			"no space left on device", "input/output error", "file too large", "disk too small", "write error")},
 	{Bootloader, "Installing the boot loader failed.",
 		"Check the boot mode (boot_mode, the firmware's UEFI/BIOS setting), the image's EFI partition and the agent logs; or deploy a whole-disk image whose boot loader is in the image.",
-		lastErrorHas("install_bootloader", "install a bootloader", "installing grub", "grub-install", "efibootmgr", "boot loader install")},
+		lastErrorHas("install_bootloader", "install a bootloader", "installing grub", "grub-install", "efibootmgr", "boot loader install",
+			"no efi partition could be detected")},
 	{NoDHCP, "The machine never network-booted: no DHCP request from its MACs reached Anvil.",
 		"Check that the machine boots from the network first (BIOS/UEFI boot order, PXE enabled on the NIC), that its port MACs are the NICs it boots from, and that DHCP requests reach Anvil's proxyDHCP (same L2 segment, or a relay with Anvil as helper).",
 		noDHCP},
@@ -250,8 +255,8 @@ func kernelNotLoaded(d *model.Diagnosis, c Context) []string {
 	return append(ev, "then no kernel fetch reached the boot endpoint", "last_error: "+d.LastError)
 }
 
-func agentLookup(d *model.Diagnosis, _ Context) []string {
-	if !timedOut(d) || len(d.Lookups) == 0 {
+func agentLookup(d *model.Diagnosis, c Context) []string {
+	if !timedOut(d) || len(d.Lookups) == 0 || c.OthersWaiting > 0 {
 		return nil
 	}
 	ev := []string{"last_error: " + d.LastError}
@@ -265,11 +270,15 @@ func agentLookup(d *model.Diagnosis, _ Context) []string {
 	return append(ev, "the node's ports: "+ports)
 }
 
-func callbackTimeout(d *model.Diagnosis, _ Context) []string {
+func callbackTimeout(d *model.Diagnosis, c Context) []string {
 	if !timedOut(d) {
 		return nil
 	}
 	ev := []string{"last_error: " + d.LastError}
+	if len(d.Lookups) > 0 {
+		ev = append(ev, fmt.Sprintf("%d agent lookup(s) matched no node meanwhile (MACs %s), but %d other node(s) also waited for an agent: compare those MACs with the ports of each",
+			len(d.Lookups), strings.Join(d.Lookups[len(d.Lookups)-1].MACs, ", "), c.OthersWaiting))
+	}
 	var got []string
 	for _, b := range d.Boot {
 		if b.Service == "http" && (b.File == "kernel" || b.File == "ramdisk") && strings.HasPrefix(b.Status, "200") && !slices.Contains(got, b.File) {
