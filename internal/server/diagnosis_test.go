@@ -3,6 +3,9 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -147,5 +150,91 @@ func TestDiagnosisAuthz(t *testing.T) {
 	}
 	if st, body := call(system, "GET", "/v1/nodes/d/diagnosis?x=1", ""); st != 400 {
 		t.Errorf("an unknown query parameter: %d %s, want 400", st, body)
+	}
+}
+
+// TestDiagnosisNetworkBoot: with the real boot service (ipxe boot
+// interface), a deploy kernel URL that answers 404 is boot-file-missing;
+// deploys whose machine never shows up, or fetches its boot script and
+// stops, or fetches kernel and ramdisk but never calls back, time out and
+// are told apart by what the boot endpoint saw (the test plays the
+// firmware with plain HTTP GETs).
+func TestDiagnosisNetworkBoot(t *testing.T) {
+	kernel, ramdisk := []byte("a kernel"), []byte("a ramdisk")
+	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/vmlinuz":
+			w.Write(kernel)
+		case "/initrd":
+			w.Write(ramdisk)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer files.Close()
+	s := serveWith(t, func(c *Config) {
+		c.Network = BootConfig{HTTPURL: "http://127.0.0.1:1/boot", Root: t.TempDir(), PublicEndpoint: "http://127.0.0.1:1"}
+		c.Conductor.DeployCallbackTimeout = 5 * time.Second
+		c.Conductor.CheckProvisionStateInterval = 300 * time.Millisecond
+	})
+	enroll := func(name, mac, kernelURL string) {
+		n := s.do("POST", "/v1/nodes", `{"name":"`+name+`","driver":"fake-hardware","boot_interface":"ipxe","deploy_interface":"direct",
+			"automated_clean":false,"driver_info":{"deploy_kernel":"`+kernelURL+`","deploy_ramdisk":"`+files.URL+`/initrd"},
+			"instance_info":{"image_source":"http://127.0.0.1:1/img","image_checksum":"`+strings.Repeat("ab", 32)+`"}}`, 201)
+		s.do("POST", "/v1/ports", `{"node_uuid":"`+n["uuid"].(string)+`","address":"`+mac+`"}`, 201)
+		s.do("PUT", "/v1/nodes/"+name+"/states/provision", `{"target":"manage"}`, 202)
+		s.wait(name, "manageable")
+		s.do("PUT", "/v1/nodes/"+name+"/states/provision", `{"target":"provide"}`, 202)
+		s.wait(name, "available")
+		s.do("PUT", "/v1/nodes/"+name+"/states/provision", `{"target":"active"}`, 202)
+	}
+	get := func(url string) string {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %s", url, resp.Status)
+		}
+		return string(b)
+	}
+	// The script names kernel and ramdisk under the advertised HTTP URL;
+	// the boot endpoint is the API listener's /boot.
+	local := func(u string) string { return strings.Replace(u, "http://127.0.0.1:1", s.base, 1) }
+
+	enroll("boot-404", "52:54:00:b0:00:01", files.URL+"/missing-kernel")
+	enroll("no-dhcp", "52:54:00:b0:00:02", files.URL+"/vmlinuz")
+	enroll("script-only", "52:54:00:b0:00:03", files.URL+"/vmlinuz")
+	enroll("ramdisk-silent", "52:54:00:b0:00:04", files.URL+"/vmlinuz")
+	waiting := func(node string) {
+		waitFor(t, node+" waiting for its agent", func() bool {
+			return s.do("GET", "/v1/nodes/"+node, "", 200)["provision_state"] == "wait call-back"
+		})
+	}
+	waiting("script-only")
+	get(s.base + "/boot/mac/52-54-00-b0-00-03")
+	waiting("ramdisk-silent")
+	script := get(s.base + "/boot/mac/52-54-00-b0-00-04")
+	for _, l := range strings.Split(script, "\n") {
+		if f := strings.Fields(l); len(f) > 1 && (f[0] == "kernel" || f[0] == "initrd") {
+			get(local(f[1]))
+		}
+	}
+
+	cases := []struct{ node, state, class, evidence string }{
+		{"boot-404", "deploy failed", "boot-file-missing", files.URL + "/missing-kernel"},
+		{"no-dhcp", "deploy failed", "no-network-boot", "saw nothing from the node's MACs 52:54:00:b0:00:02"},
+		{"script-only", "deploy failed", "kernel-not-fetched", "fetched the boot script /mac/52:54:00:b0:00:03"},
+		{"ramdisk-silent", "deploy failed", "callback-timeout", "the ramdisk was fetched, but its agent never looked up"},
+	}
+	for _, c := range cases {
+		s.wait(c.node, c.state)
+		d, _ := s.diagnosis(c.node)
+		if d.Class != c.class || !evidenceHas(d, c.evidence) {
+			t.Errorf("%s: class %q, evidence %q; want %s with %q (last_error %q, boot %+v)", c.node, d.Class, d.Evidence, c.class, c.evidence, d.LastError, d.Boot)
+		}
 	}
 }
