@@ -6,10 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/anvil-metal/anvil/internal/bmcemu"
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/ipmi"
 	"github.com/anvil-metal/anvil/internal/model"
@@ -43,7 +45,8 @@ func evidenceHas(d *model.Diagnosis, want string) bool {
 
 // TestDiagnosisBMCFaults: with OpenIPMI's ipmi_sim as the BMC, a node
 // whose password the BMC refuses and one whose BMC does not answer fail
-// verification (manage → enroll); each is diagnosed with its class, the
+// verification (manage → enroll), as does a Redfish node (the BMC
+// emulator) with a wrong password; each is diagnosed with its class, the
 // failing IPMI call as evidence, and never the password.
 func TestDiagnosisBMCFaults(t *testing.T) {
 	const rightPW, wrongPW = "right-bmc-pw", "wrong-bmc-pw-7"
@@ -53,26 +56,43 @@ func TestDiagnosisBMCFaults(t *testing.T) {
 		c.Interfaces = driver.Enablement{Interfaces: map[string][]string{"boot": {"fake", "ipxe"}}}
 		c.IPMI = ipmi.Config{MinCommandInterval: -1, CommandRetryTimeout: 2 * time.Second, ExchangeTimeout: 300 * time.Millisecond}
 	})
+	// The BMC emulator's Redfish endpoint, asked with a wrong password.
+	emu, err := bmcemu.Start(t.Context(), bmcemu.Config{Count: 1, StateDir: filepath.Join(t.TempDir(), "emu"), Password: rightPW})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { emu.Close() })
+	rf, err := emu.Nodes(bmcemu.DriverRedfish)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rfInfo := rf.Nodes[0].DriverInfo
+	rfInfo["redfish_password"] = wrongPW
+	rfJSON, _ := json.Marshal(rfInfo)
+	rfHost := strings.TrimPrefix(emu.URL(), "http://")
 	cases := []struct {
-		name, password string
-		port           int
-		class, bmc     string
+		name, password, body string
+		class, evidence      string
 	}{
-		{"wrong password", wrongPW, port, "bmc-credentials-refused", fmt.Sprintf("127.0.0.1:%d", port)},
-		{"dead BMC", rightPW, dead, "bmc-unreachable", fmt.Sprintf("127.0.0.1:%d", dead)},
+		{"wrong password", wrongPW, ipmiNode(port, wrongPW), "bmc-credentials-refused", fmt.Sprintf("ipmi power status on 127.0.0.1:%d", port)},
+		{"dead BMC", rightPW, ipmiNode(dead, rightPW), "bmc-unreachable", fmt.Sprintf("ipmi power status on 127.0.0.1:%d", dead)},
+		{"redfish wrong password", wrongPW, `{"driver":"redfish","boot_interface":"fake","driver_info":` + string(rfJSON) + `}`,
+			"bmc-credentials-refused", "redfish GET /redfish/v1/"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			di := fmt.Sprintf(`{"ipmi_address":"127.0.0.1","ipmi_port":%d,"ipmi_username":%q,"ipmi_password":%q}`, tc.port, ipmisim.User, tc.password)
-			node := s.do("POST", "/v1/nodes", `{"driver":"ipmi","boot_interface":"fake","driver_info":`+di+`}`, 201)["uuid"].(string)
+			node := s.do("POST", "/v1/nodes", tc.body, 201)["uuid"].(string)
 			if code, _ := s.call("GET", "/v1/nodes/"+node+"/diagnosis", ""); code != 404 {
 				t.Fatalf("diagnosis before any failure: %d, want 404", code)
 			}
 			s.do("PUT", "/v1/nodes/"+node+"/states/provision", `{"target":"manage"}`, 202)
 			s.wait(node, "enroll")
 			d, body := s.diagnosis(node)
-			if d.Class != tc.class || !evidenceHas(d, "ipmi power status on "+tc.bmc) {
-				t.Fatalf("class %q, evidence %q; want %s with the IPMI call to %s", d.Class, d.Evidence, tc.class, tc.bmc)
+			if d.Class != tc.class || !evidenceHas(d, tc.evidence) {
+				t.Fatalf("class %q, evidence %q; want %s with %q", d.Class, d.Evidence, tc.class, tc.evidence)
+			}
+			if tc.name == "redfish wrong password" && !evidenceHas(d, rfHost) {
+				t.Errorf("evidence %q does not name the BMC %s", d.Evidence, rfHost)
 			}
 			if d.Hint == "" || d.LastError == "" || len(d.BMCCalls) == 0 || d.FromState != "verifying" {
 				t.Errorf("hint %q, last_error %q, calls %+v, from %q", d.Hint, d.LastError, d.BMCCalls, d.FromState)
@@ -90,7 +110,7 @@ func TestDiagnosisBMCFaults(t *testing.T) {
 			env := map[string]string{"OS_ENDPOINT": s.base}
 			out, errOut, err := runCLI(t, env, "node", "diagnose", node)
 			if err != nil || !strings.Contains(out, "Class:       "+tc.class) || !strings.Contains(out, "What to do:  "+d.Hint) ||
-				!strings.Contains(out, "ipmi power status on "+tc.bmc) || strings.Contains(out, tc.password) {
+				!strings.Contains(out, tc.evidence) || strings.Contains(out, tc.password) {
 				t.Errorf("anvil node diagnose: %v %s\n%s", err, errOut, out)
 			}
 			out, _, err = runCLI(t, env, "node", "diagnose", node, "-f", "json")
@@ -108,6 +128,12 @@ func TestDiagnosisBMCFaults(t *testing.T) {
 	if _, _, err := runCLI(t, env, "node", "diagnose", "no-such-node"); err == nil || !strings.Contains(err.Error(), "could not be found") {
 		t.Errorf("an unknown node: %v", err)
 	}
+}
+
+// ipmiNode is a node of the ipmi driver on the BMC at 127.0.0.1:port.
+func ipmiNode(port int, password string) string {
+	return fmt.Sprintf(`{"driver":"ipmi","boot_interface":"fake","driver_info":{"ipmi_address":"127.0.0.1","ipmi_port":%d,"ipmi_username":%q,"ipmi_password":%q}}`,
+		port, ipmisim.User, password)
 }
 
 // TestDiagnosisAuthz: the diagnosis (which holds the console's output) is

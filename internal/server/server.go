@@ -162,11 +162,12 @@ func Serve(ctx context.Context, cfg Config) error {
 	// What a failed node's diagnosis gathers in this process: the BMC
 	// calls (ipmi), the boot services' record, the console recording
 	// (below) and the agent's saved logs.
+	calls := recent.New[model.BMCCall](bmcCallsKept, bmcCallNodes)
 	ipmiCfg := cfg.IPMI
-	ipmiCfg.Calls = recent.New[model.BMCCall](bmcCallsKept, bmcCallNodes)
+	ipmiCfg.Calls = calls
 	ipmiCfg.Log = cmp.Or(ipmiCfg.Log, cfg.Log)
 	reg, err := BuildRegistry(Drivers{Fake: fake.New(), Boot: cfg.Boot, ISO: cfg.ISO, KernelParams: cfg.KernelParams, Interfaces: cfg.Interfaces,
-		IPMI:  ipmi.New(ipmiCfg),
+		IPMI: ipmi.New(ipmiCfg), Redfish: redfish.New(redfish.Config{Calls: calls}),
 		Agent: direct.Config{LogsDir: cfg.DeployLogsPath, LogsCollect: cfg.DeployLogsCollect}})
 	if err != nil {
 		return fmt.Errorf("drivers: %w", err)
@@ -204,7 +205,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	ccfg.Store, ccfg.Drivers, ccfg.Host, ccfg.Log = st, reg, cfg.HostID, cfg.Log
 	ccfg.Recorder = mx
 	var consoleSvc atomic.Pointer[console.Service] // set below, read by failures' diagnoses
-	ccfg.Diagnosis = diagnosisSources(cfg, ipmiCfg.Calls, consoleSvc.Load)
+	ccfg.Diagnosis = diagnosisSources(cfg, calls, consoleSvc.Load)
 	cond, err := conductor.New(ccfg)
 	if err != nil {
 		return err
