@@ -177,6 +177,7 @@ func consoleTail(src DiagnosisSources, node string) (string, bool) {
 	if !ok || len(b) == 0 {
 		return "", false
 	}
+	b = b[max(0, len(b)-DiagnosisConsoleBytes):]
 	return strings.ToValidUTF8(string(b), "\uFFFD"), true
 }
 
@@ -196,8 +197,8 @@ func operationStart(hist []*model.HistoryEvent, n *model.Node) time.Time {
 // encodeDiagnosis is d's JSON with every secret masked: what
 // internal/secret masks in any text, and the node's own secret values
 // (its BMC password, agent token) wherever they appear, console tail
-// included. A document over DiagnosisMaxBytes loses the oldest console
-// output, then the oldest boot events.
+// included. A document over DiagnosisMaxBytes loses its oldest boot
+// events, then its oldest console output.
 func encodeDiagnosis(d *model.Diagnosis, n *model.Node) ([]byte, error) {
 	var secrets []string
 	for _, m := range []model.JSON{n.DriverInfo, n.DriverInternalInfo, n.InstanceInfo} {
@@ -221,14 +222,14 @@ func encodeDiagnosis(d *model.Diagnosis, n *model.Node) ([]byte, error) {
 			return b, nil
 		}
 		switch {
-		case len(d.ConsoleTail) > 0:
-			d.ConsoleTail = d.ConsoleTail[min(len(d.ConsoleTail), len(b)-DiagnosisMaxBytes+1024):]
-			d.ConsoleTail = strings.ToValidUTF8(d.ConsoleTail, "")
 		case len(d.Boot) > 0:
 			d.Boot = d.Boot[len(d.Boot)/2:]
 			if len(d.Boot) == 1 {
 				d.Boot = d.Boot[:0]
 			}
+		case len(d.ConsoleTail) > 0:
+			d.ConsoleTail = d.ConsoleTail[min(len(d.ConsoleTail), len(b)-DiagnosisMaxBytes+1024):]
+			d.ConsoleTail = strings.ToValidUTF8(d.ConsoleTail, "")
 		default:
 			return nil, fmt.Errorf("diagnosis of %d bytes exceeds %d", len(b), DiagnosisMaxBytes)
 		}

@@ -125,3 +125,44 @@ func TestDiagnosisGathersAndMasks(t *testing.T) {
 		t.Fatalf("diagnosis of a node that never failed: %v", err)
 	}
 }
+
+// TestDiagnosisIsBounded: however much the sources hand over, the stored
+// diagnosis stays within DiagnosisMaxBytes, keeping the newest console
+// output and boot events.
+func TestDiagnosisIsBounded(t *testing.T) {
+	var clk *clock
+	e, clk := newClockEnvWith(t, func(c *conductor.Config) {
+		c.Diagnosis = conductor.DiagnosisSources{
+			ConsoleTail: func(string, int) ([]byte, bool) {
+				return []byte(strings.Repeat("old console line\r\n", 40000) + "NEWEST-CONSOLE-LINE\r\n"), true
+			},
+			Boot: func(node string, macs []string) []model.BootEvent {
+				evs := make([]model.BootEvent, 20000)
+				for i := range evs {
+					evs[i] = model.BootEvent{Time: clk.Now().Add(time.Duration(i) * time.Millisecond), Service: "http", File: "/mac/" + strings.Repeat("x", 100), Status: "200"}
+				}
+				evs[len(evs)-1].Note = "NEWEST-BOOT-EVENT"
+				return evs
+			},
+		}
+	})
+	id := e.park(waitCases()[0])
+	clk.Advance(31 * time.Minute)
+	if err := e.c.CheckTimeouts(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := e.st.GetDiagnosis(e.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) > conductor.DiagnosisMaxBytes {
+		t.Fatalf("%d bytes stored, bound %d", len(raw), conductor.DiagnosisMaxBytes)
+	}
+	d := diagnosisOf(t, e, id)
+	if !strings.HasSuffix(d.ConsoleTail, "NEWEST-CONSOLE-LINE\r\n") {
+		t.Errorf("the console tail lost its newest line: ...%q", d.ConsoleTail[max(0, len(d.ConsoleTail)-40):])
+	}
+	if len(d.Boot) == 0 || d.Boot[len(d.Boot)-1].Note != "NEWEST-BOOT-EVENT" {
+		t.Errorf("%d boot events kept, the newest lost", len(d.Boot))
+	}
+}
