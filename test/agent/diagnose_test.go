@@ -2,7 +2,9 @@ package agent_test
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -145,4 +147,50 @@ func TestDiagnoseCallbackFailures(t *testing.T) {
 	waitState(t, api, silent, "deploy failed")
 	d, _ = diagnosis(t, api, silent)
 	wantClass(t, d, "callback-timeout", "Timeout reached while waiting for callback for node "+silent)
+}
+
+// TestDeployLogsCollectModes: deploy_logs_collect=always saves the agent's
+// logs after a successful deploy too; never saves none even when a deploy
+// fails, and the diagnosis says so.
+func TestDeployLogsCollectModes(t *testing.T) {
+	imgs, _, sum := imageServer(t)
+	t.Run("always", func(t *testing.T) {
+		logs := t.TempDir()
+		api := startServer(t, "--deploy-logs-local-path", logs, "--deploy-logs-collect", "always")
+		const mac = "52:54:00:d3:00:01"
+		uuid := createNode(t, api, "logs-always", mac)
+		startAgent(t, api, mac, tempDisk(t, 64*mib, 0))
+		provision(t, api, uuid, "manage")
+		waitState(t, api, uuid, "manageable")
+		provision(t, api, uuid, "provide")
+		waitState(t, api, uuid, "available")
+		setImage(t, api, uuid, imgs.URL+"/good.img", sum)
+		provision(t, api, uuid, "active")
+		waitState(t, api, uuid, "active")
+		got, _ := filepath.Glob(filepath.Join(logs, uuid+"_deploy_*.tar.gz"))
+		if len(got) != 1 {
+			t.Fatalf("logs after a successful deploy with always: %v", got)
+		}
+	})
+	t.Run("never", func(t *testing.T) {
+		logs := t.TempDir()
+		api := startServer(t, "--deploy-logs-local-path", logs, "--deploy-logs-collect", "never")
+		const mac = "52:54:00:d3:00:02"
+		node := agentDeploy(t, api, "logs-never", mac, imgs.URL+"/good.img", strings.Repeat("0", 64), nil,
+			agentArgs(t, api, mac, tempDisk(t, 64*mib, 0)))
+		if got, _ := os.ReadDir(logs); len(got) != 0 {
+			t.Errorf("logs saved with never: %v", got)
+		}
+		d, _ := diagnosis(t, api, node)
+		if d.AgentLogs == nil || d.AgentLogs.Collect != "never" || d.AgentLogs.Path != "" || !strings.Contains(d.AgentLogs.Note, "never") {
+			t.Errorf("agent logs in the diagnosis: %+v", d.AgentLogs)
+		}
+	})
+	t.Run("a mode Ironic does not know", func(t *testing.T) {
+		out, err := exec.Command(anvilBin, "serve", "--listen", "127.0.0.1:0", "--database", filepath.Join(t.TempDir(), "a.db"),
+			"--deploy-logs-collect", "sometimes").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "deploy_logs_collect must be always, on_failure or never") {
+			t.Errorf("serve with --deploy-logs-collect sometimes: %v: %s", err, out)
+		}
+	})
 }

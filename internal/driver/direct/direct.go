@@ -274,11 +274,8 @@ func forgetAgent(n *model.Node) {
 // command, or polls it, and finishes the operation when it is done.
 func (d *Direct) Continue(ctx context.Context, t *driver.Task, op string) (driver.Result, error) {
 	res, err := d.continueOp(ctx, t, op)
-	switch {
-	case errors.Is(err, errCommandFailed) && d.cfg.collects(true):
+	if errors.Is(err, errCommandFailed) && d.cfg.collects(true) {
 		err = fmt.Errorf("%w (%s)", err, d.saveLogs(ctx, t.Node, op))
-	case err == nil && res == driver.Done && op == string(driver.DeploySteps) && d.cfg.collects(false):
-		d.saveLogs(ctx, t.Node, op) // deploy_logs_collect=always: the outcome is in the directory
 	}
 	return res, err
 }
@@ -370,6 +367,12 @@ func (d *Direct) continueDeploy(ctx context.Context, t *driver.Task) (driver.Res
 	}
 	if _, done, err := runCommand(ctx, d.cfg.Client, n, ipa.CmdSync, nil); err != nil || !done {
 		return notDone(err)
+	}
+	if d.cfg.collects(false) {
+		// deploy_logs_collect=always: the logs of a successful deploy are
+		// saved before the agent is rebooted away, as Ironic does; failing
+		// to collect them does not fail the deploy.
+		d.saveLogs(ctx, n, string(driver.DeploySteps))
 	}
 	return driver.Done, d.bootFromDisk(ctx, t)
 }
