@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -87,7 +88,11 @@ func (t *TFTP) read(name string, rf io.ReaderFrom) error {
 		addr := r.RemoteAddr()
 		remote = addr.String()
 	}
-	ev := model.BootEvent{Service: "tftp", Remote: remote, File: name}
+	file := name
+	if hasControl(file) { // what a client sent, shown to operators: quoted
+		file = strconv.Quote(file)
+	}
+	ev := model.BootEvent{Service: "tftp", Remote: remote, File: file}
 	defer func() {
 		if ip := remoteIP(remote); ip != "" {
 			ev.Time = time.Now().UTC()

@@ -65,18 +65,18 @@ func writeDiagnosis(w io.Writer, d *model.Diagnosis) error {
 	fmt.Fprintf(&b, "Summary:     %s\n", d.Summary)
 	fmt.Fprintf(&b, "What to do:  %s\n", d.Hint)
 	if d.LastError != "" {
-		fmt.Fprintf(&b, "last_error:  %s\n", d.LastError)
+		fmt.Fprintf(&b, "last_error:  %s\n", stripControls(d.LastError))
 	}
 	b.WriteString("\nEvidence:\n")
 	for _, e := range d.Evidence {
-		fmt.Fprintf(&b, "  - %s\n", e)
+		fmt.Fprintf(&b, "  - %s\n", stripControls(e))
 	}
 	if len(d.BMCCalls) > 0 {
 		b.WriteString("\nBMC calls:\n")
 		for _, c := range d.BMCCalls {
 			res := "ok"
 			if c.Error != "" {
-				res = c.Error
+				res = stripControls(c.Error)
 			}
 			fmt.Fprintf(&b, "  %s %s %s on %s: %s\n", c.Time.Format("15:04:05"), c.Protocol, c.Op, c.BMC, res)
 		}
@@ -88,12 +88,12 @@ func writeDiagnosis(w io.Writer, d *model.Diagnosis) error {
 			if who == "" {
 				who = e.Remote
 			}
-			fmt.Fprintf(&b, "  %s %-9s %-17s %-28s %s", e.Time.Format("15:04:05"), e.Service, who, e.File, e.Status)
+			fmt.Fprintf(&b, "  %s %-9s %-17s %-28s %s", e.Time.Format("15:04:05"), e.Service, who, stripControls(e.File), e.Status)
 			if e.Bytes > 0 {
 				fmt.Fprintf(&b, " %d bytes", e.Bytes)
 			}
 			if e.Note != "" {
-				fmt.Fprintf(&b, " (%s)", e.Note)
+				fmt.Fprintf(&b, " (%s)", stripControls(e.Note))
 			}
 			b.WriteByte('\n')
 		}
@@ -129,13 +129,39 @@ func writeDiagnosis(w io.Writer, d *model.Diagnosis) error {
 	return err
 }
 
-// stripControls drops control characters (terminal escapes included) from
-// a console line printed to the user's terminal.
+// stripControls drops terminal escape sequences (CSI, OSC) and other
+// control characters from text a console or a client sent, before it is
+// printed to the user's terminal.
 func stripControls(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != 0x1b {
+			b.WriteByte(c)
+			continue
+		}
+		switch {
+		case i+1 < len(s) && s[i+1] == '[': // CSI: parameters up to a final byte
+			i += 2
+			for i < len(s) && (s[i] < 0x40 || s[i] > 0x7e) {
+				i++
+			}
+		case i+1 < len(s) && s[i+1] == ']': // OSC: up to BEL or ST
+			i += 2
+			for i < len(s) && s[i] != 0x07 && !(s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\') {
+				i++
+			}
+			if i < len(s) && s[i] == 0x1b {
+				i++
+			}
+		default: // a two-byte escape
+			i++
+		}
+	}
 	return strings.Map(func(r rune) rune {
 		if r < 0x20 && r != '\t' || r == 0x7f || (r >= 0x80 && r < 0xa0) {
 			return -1
 		}
 		return r
-	}, s)
+	}, b.String())
 }
