@@ -164,7 +164,7 @@ func bmcAuth(d *model.Diagnosis, _ Context) []string {
 // Ironic's and Anvil's wordings of a BMC that does not answer: ipmitool's
 // session errors, sushy's ConnectionError, Go's and Python's socket errors
 // next to a BMC word.
-var unreachablePhrases = []string{"unable to establish ipmi", "unable to connect to", "connection refused",
+var unreachablePhrases = []string{"unable to establish ipmi", "unable to connect to", "redfish connection failed", "connection refused",
 	"no route to host", "i/o timeout", "timed out", "connection timed out", "failed to connect", "network is unreachable",
 	"name or service not known", "no such host"}
 

@@ -39,6 +39,8 @@ func TestClassify(t *testing.T) {
 			Context{}, BMCUnreachable, "unable to establish ipmi"},
 		{"sushy connection error", model.Diagnosis{LastError: "Redfish exception occurred. Error: Unable to connect to https://10.0.0.5/redfish/v1. Error: Connection refused"},
 			Context{}, BMCUnreachable, "unable to connect to"},
+		{"ironic redfish connection error", model.Diagnosis{LastError: "Failed to get power state for node " + node + ". Error: Redfish connection failed for node " + node + ": Unable to connect to https://10.0.0.5/redfish/v1/Systems/1"},
+			Context{}, BMCUnreachable, "unable to connect to"},
 		{"recovered BMC is not blamed", model.Diagnosis{LastError: "Image failed to verify against checksum.",
 			BMCCalls: []model.BMCCall{{Kind: "unreachable", Error: "x"}, {Op: "power on"}}},
 			Context{}, ImageChecksum, "image failed to verify"},
