@@ -75,7 +75,7 @@ var rules = []rule{
 		"Check the boot mode (boot_mode, the firmware's UEFI/BIOS setting), the image's EFI partition and the agent logs; or deploy a whole-disk image whose boot loader is in the image.",
 		lastErrorHas("install_bootloader", "install a bootloader", "installing grub", "grub-install", "efibootmgr", "boot loader install",
 			"no efi partition could be detected")},
-	{NoDHCP, "The machine never network-booted: no DHCP request from its MACs reached Anvil.",
+	{NoDHCP, "The machine never network-booted: no DHCP request from its MACs reached Anvil, or none was answered.",
 		"Check that the machine boots from the network first (BIOS/UEFI boot order, PXE enabled on the NIC), that its port MACs are the NICs it boots from, and that DHCP requests reach Anvil's proxyDHCP (same L2 segment, or a relay with Anvil as helper).",
 		noDHCP},
 	{KernelNotLoaded, "The firmware fetched the boot script but not the kernel and ramdisk.",
@@ -223,10 +223,15 @@ func noDHCP(d *model.Diagnosis, c Context) []string {
 	if !timedOut(d) || !c.NetworkBoot || !c.BootRecorded {
 		return nil
 	}
+	var unanswered []string
 	for _, b := range d.Boot {
-		if b.Service == "proxydhcp" || b.Service == "tftp" || b.Service == "http" {
-			return nil
+		if b.Service != "proxydhcp" || (b.Status != "ignored" && b.Status != "no answer") {
+			return nil // something was answered or fetched
 		}
+		unanswered = append(unanswered, fmt.Sprintf("%s: proxyDHCP got a request from %s and gave no answer (%s)", b.Time.Format("15:04:05"), b.MAC, b.Note))
+	}
+	if len(unanswered) > 0 {
+		return append([]string{"last_error: " + d.LastError}, unanswered...)
 	}
 	return []string{
 		"last_error: " + d.LastError,

@@ -64,6 +64,9 @@ func TestClassify(t *testing.T) {
 			Context{}, Bootloader, "install_bootloader"},
 		{"no DHCP", model.Diagnosis{LastError: deployTimeout, Ports: []string{"52:54:00:aa:bb:01"}},
 			netCtx, NoDHCP, "saw nothing from the node's MACs 52:54:00:aa:bb:01"},
+		{"DHCP requests not answered", model.Diagnosis{LastError: deployTimeout, Boot: []model.BootEvent{
+			{Time: t0, Service: "proxydhcp", MAC: "52:54:00:aa:bb:01", Status: "no answer", Note: "DISCOVER not answered (no iPXE binary for the client's architecture)"}}},
+			netCtx, NoDHCP, "proxyDHCP got a request from 52:54:00:aa:bb:01 and gave no answer"},
 		{"no DHCP needs a record", model.Diagnosis{LastError: deployTimeout},
 			Context{NetworkBoot: true}, CallbackTimeout, "Timeout reached"},
 		{"script but no kernel", model.Diagnosis{LastError: deployTimeout, Boot: []model.BootEvent{
