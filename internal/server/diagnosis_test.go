@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/testbin"
 	"github.com/anvil-metal/anvil/internal/testbin/ipmisim"
+	"github.com/anvil-metal/anvil/pkg/events"
 )
 
 // diagnosis reads a node's diagnosis through the API.
@@ -56,6 +58,22 @@ func TestDiagnosisBMCFaults(t *testing.T) {
 		c.Interfaces = driver.Enablement{Interfaces: map[string][]string{"boot": {"fake", "ipxe"}}}
 		c.IPMI = ipmi.Config{MinCommandInterval: -1, CommandRetryTimeout: 2 * time.Second, ExchangeTimeout: 300 * time.Millisecond}
 	})
+	// The watch stream carries each diagnosis' class (node.history).
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	stream, err := events.Subscribe(ctx, s.base, events.Filter{Types: []string{"node.history"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamed := make(chan string, 64)
+	go func() {
+		for e := range stream {
+			if e.History != nil && e.History.EventType == "diagnosis" {
+				streamed <- e.Node + " " + e.History.Event
+			}
+		}
+	}()
+
 	// The BMC emulator's Redfish endpoint, asked with a wrong password.
 	emu, err := bmcemu.Start(t.Context(), bmcemu.Config{Count: 1, StateDir: filepath.Join(t.TempDir(), "emu"), Password: rightPW})
 	if err != nil {
@@ -103,6 +121,14 @@ func TestDiagnosisBMCFaults(t *testing.T) {
 			n := s.do("GET", "/v1/nodes/"+node+"/history", "", 200)
 			if !strings.Contains(fmt.Sprint(n), tc.class) {
 				t.Errorf("no history entry carries the class %s: %v", tc.class, n)
+			}
+			select {
+			case got := <-streamed:
+				if !strings.HasPrefix(got, node+" Diagnosis: "+tc.class+": ") {
+					t.Errorf("streamed %q, want node %s's diagnosis %s", got, node, tc.class)
+				}
+			case <-time.After(testTimeout):
+				t.Error("no node.history event carried the diagnosis")
 			}
 
 			// The CLI: the class, what to do and the evidence; -f json
