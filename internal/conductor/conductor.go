@@ -238,7 +238,7 @@ func (c *Conductor) recover(ctx context.Context) error {
 		msg := fmt.Sprintf("Operation was interrupted: conductor %s restarted while the node was in state %q", c.cfg.Host, n.ProvisionState)
 		t.failWith(msg)
 		t.node.TargetPowerState = ""
-		c.saveQuiet(ctx, t.node, t.history)
+		c.saveQuietTask(ctx, t)
 	}
 	freed, err := c.store.ReleaseHost(ctx, c.cfg.Host)
 	if len(freed) > 0 {
@@ -247,12 +247,15 @@ func (c *Conductor) recover(ctx context.Context) error {
 	return err
 }
 
-func (c *Conductor) saveQuiet(ctx context.Context, n *model.Node, hist []*model.HistoryEvent) {
+// saveQuiet writes n and its history outside a task, logging a failure;
+// it reports whether n was saved.
+func (c *Conductor) saveQuiet(ctx context.Context, n *model.Node, hist []*model.HistoryEvent) bool {
 	if err := c.store.UpdateNode(ctx, n); err != nil {
 		c.log.Error("saving node failed", "node", n.UUID, "err", err)
-		return
+		return false
 	}
 	c.addHistory(ctx, hist)
+	return true
 }
 
 // Shutdown stops taking work, lets running work finish until ctx ends, then

@@ -56,6 +56,17 @@ func (t *task) noteFailure(event, from, to string) {
 	}
 }
 
+// saveQuietTask is saveQuiet for a task that may have failed its node
+// without holding its lock as a task does (a restart's recovery, a dead
+// conductor's take-over): a saved failure is diagnosed as task.save does.
+func (c *Conductor) saveQuietTask(ctx context.Context, t *task) {
+	if c.saveQuiet(ctx, t.node, t.history) && t.failed != nil {
+		f := t.failed
+		t.failed = nil
+		c.diagnose(ctx, t.node, f)
+	}
+}
+
 // recordLookupFailure keeps an agent's lookup that matched no node.
 func (c *Conductor) recordLookupFailure(macs []string, nodeUUID string, err error) {
 	c.lookups.Add(model.AgentLookup{Time: c.now().UTC(), MACs: slices.Clone(macs), Node: nodeUUID, Error: err.Error()}, lookupsKey)
