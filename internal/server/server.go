@@ -160,12 +160,11 @@ func Serve(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("--deploy-logs-collect: %w", err)
 	}
 	// What a failed node's diagnosis gathers in this process: the BMC
-	// calls (ipmi), the boot services' record, the console recording
+	// calls (ipmi, redfish), the boot services' record, the console recording
 	// (below) and the agent's saved logs.
 	calls := recent.New[model.BMCCall](bmcCallsKept, bmcCallNodes)
 	ipmiCfg := cfg.IPMI
 	ipmiCfg.Calls = calls
-	ipmiCfg.Log = cmp.Or(ipmiCfg.Log, cfg.Log)
 	reg, err := BuildRegistry(Drivers{Fake: fake.New(), Boot: cfg.Boot, ISO: cfg.ISO, KernelParams: cfg.KernelParams, Interfaces: cfg.Interfaces,
 		IPMI: ipmi.New(ipmiCfg), Redfish: redfish.New(redfish.Config{Calls: calls}),
 		Agent: direct.Config{LogsDir: cfg.DeployLogsPath, LogsCollect: cfg.DeployLogsCollect}})
