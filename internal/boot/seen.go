@@ -13,10 +13,12 @@ import (
 // proxyDHCP request and its answer, each TFTP and HTTP fetch with its
 // status and size, kept in memory under the machine's MAC, its node and
 // its IP address (TFTP knows only the address; a DHCP request naming the
-// address it asks for ties the two), the last SeenPerKey of each.
+// address it asks for ties the two), the last SeenPerKey of each of the
+// seenKeys keys written most recently: some 250 bytes an event, 32 MB at
+// worst (a flood of requests from made-up MACs only evicts older keys).
 const (
-	SeenPerKey = 64
-	seenKeys   = 8192
+	SeenPerKey = 32
+	seenKeys   = 4096
 )
 
 // NewSeen returns a bounded record for the boot services to share.

@@ -78,6 +78,9 @@ func writeDiagnosis(w io.Writer, d *model.Diagnosis) error {
 			if c.Error != "" {
 				res = stripControls(c.Error)
 			}
+			if c.Repeated > 0 {
+				res += fmt.Sprintf(" (the same %d time(s) before)", c.Repeated)
+			}
 			fmt.Fprintf(&b, "  %s %s %s on %s: %s\n", c.Time.Format("15:04:05"), c.Protocol, c.Op, c.BMC, res)
 		}
 	}

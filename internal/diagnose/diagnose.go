@@ -128,7 +128,11 @@ func failedCalls(d *model.Diagnosis, kind string) []string {
 	var out []string
 	for _, c := range d.BMCCalls {
 		if c.Kind == kind {
-			out = append(out, fmt.Sprintf("%s %s on %s failed after %d attempt(s) in %d ms: %s", c.Protocol, c.Op, c.BMC, c.Attempts, c.Millis, c.Error))
+			line := fmt.Sprintf("%s %s on %s failed after %d attempt(s) in %d ms: %s", c.Protocol, c.Op, c.BMC, c.Attempts, c.Millis, c.Error)
+			if c.Repeated > 0 {
+				line += fmt.Sprintf(" (the same %d time(s) before)", c.Repeated)
+			}
+			out = append(out, line)
 		}
 	}
 	return out

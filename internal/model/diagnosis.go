@@ -84,6 +84,23 @@ type BMCCall struct {
 	// Kind classifies Error: "auth" (credentials refused), "unreachable"
 	// (no answer), "" for others.
 	Kind string `json:"kind,omitempty"`
+	// Repeated counts the earlier calls with the same outcome this one
+	// stands for (power sync reads the same BMC every minute).
+	Repeated int `json:"repeated,omitempty"`
+}
+
+// MergeInto reports whether c repeats prev (the same operation on the
+// same BMC with the same outcome: success, the same kind of failure, or
+// the same text of an unclassified one) and, if so, c standing for both:
+// what a bounded record of calls keeps in one slot.
+func (c BMCCall) MergeInto(prev BMCCall) (BMCCall, bool) {
+	same := c.Protocol == prev.Protocol && c.BMC == prev.BMC && c.Op == prev.Op &&
+		(c.Error == "") == (prev.Error == "") && c.Kind == prev.Kind && (c.Kind != "" || c.Error == prev.Error)
+	if !same {
+		return c, false
+	}
+	c.Repeated = prev.Repeated + 1
+	return c, true
 }
 
 // AgentLookup is an agent's lookup that matched no node (the MACs it tried).

@@ -41,27 +41,31 @@ func (l *Log[T]) Add(ev T, keys ...string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, k := range keys {
-		if k == "" {
-			continue
+		if k != "" {
+			l.addLocked(ev, k)
 		}
-		e := l.byKey[k]
-		if e == nil {
-			if len(l.byKey) >= l.keys {
-				l.evictLocked()
-			}
-			e = &entry[T]{events: make([]T, 0, min(l.perKey, 8))}
-			l.byKey[k] = e
-		}
-		l.seq++
-		e.seq = l.seq
-		if len(e.events) < l.perKey {
-			e.events = append(e.events, ev)
-			continue
-		}
-		e.events[e.next] = ev
-		e.next = (e.next + 1) % l.perKey
-		e.full = true
 	}
+}
+
+// addLocked appends ev to k's ring (l.mu held).
+func (l *Log[T]) addLocked(ev T, k string) {
+	e := l.byKey[k]
+	if e == nil {
+		if len(l.byKey) >= l.keys {
+			l.evictLocked()
+		}
+		e = &entry[T]{events: make([]T, 0, min(l.perKey, 8))}
+		l.byKey[k] = e
+	}
+	l.seq++
+	e.seq = l.seq
+	if len(e.events) < l.perKey {
+		e.events = append(e.events, ev)
+		return
+	}
+	e.events[e.next] = ev
+	e.next = (e.next + 1) % l.perKey
+	e.full = true
 }
 
 func (l *Log[T]) evictLocked() {
@@ -73,6 +77,30 @@ func (l *Log[T]) evictLocked() {
 		}
 	}
 	delete(l.byKey, oldest)
+}
+
+// AddOrMerge is Add under one key, except that when merge, given the
+// key's newest event, answers a replacement and true, that replaces it
+// instead (a repeated outcome takes one slot).
+func (l *Log[T]) AddOrMerge(key string, ev T, merge func(prev T) (T, bool)) {
+	if l == nil || key == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e := l.byKey[key]; e != nil && len(e.events) > 0 {
+		last := len(e.events) - 1
+		if e.full {
+			last = (e.next - 1 + l.perKey) % l.perKey
+		}
+		if m, ok := merge(e.events[last]); ok {
+			e.events[last] = m
+			l.seq++
+			e.seq = l.seq
+			return
+		}
+	}
+	l.addLocked(ev, key)
 }
 
 // Get returns key's events, oldest first.

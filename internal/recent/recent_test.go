@@ -59,3 +59,21 @@ func TestLogConcurrent(t *testing.T) {
 		t.Fatalf("%d keys, bound 4", l.Keys())
 	}
 }
+
+// TestAddOrMerge: an event the newest one merges with replaces it, in a
+// full ring too; others are added.
+func TestAddOrMerge(t *testing.T) {
+	l := New[int](3, 4)
+	// merge: a value equal to the newest's tens digit is counted into it.
+	merge := func(v int) func(int) (int, bool) {
+		return func(prev int) (int, bool) { return prev + 1, prev/10 == v/10 }
+	}
+	for _, v := range []int{10, 11, 12, 20, 30, 31, 40, 41, 42} {
+		l.AddOrMerge("k", v, merge(v))
+	}
+	if got := l.Get("k"); !slices.Equal(got, []int{20, 31, 42}) {
+		t.Fatalf("k = %v, want [20 31 42]: each run of a tens digit in one slot", got)
+	}
+	var nl *Log[int]
+	nl.AddOrMerge("k", 1, merge(1))
+}

@@ -10,10 +10,11 @@ import (
 	"github.com/anvil-metal/anvil/internal/recent"
 )
 
-// The BMC calls kept for diagnoses: the last bmcCallsKept of each of at
-// most bmcCallNodes nodes.
+// The BMC calls kept for diagnoses: the last bmcCallsKept outcomes (a
+// repeated one, as power sync's reads, in one slot) of each of at most
+// bmcCallNodes nodes: some 300 bytes each, under 50 MB at worst.
 const (
-	bmcCallsKept = 32
+	bmcCallsKept = 8
 	bmcCallNodes = 20000
 )
 

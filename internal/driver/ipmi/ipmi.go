@@ -236,7 +236,7 @@ func (d *Driver) record(n *model.Node, in info, op string, start time.Time, atte
 			c.Kind = "unreachable"
 		}
 	}
-	d.cfg.Calls.Add(c, n.UUID)
+	d.cfg.Calls.AddOrMerge(n.UUID, c, c.MergeInto)
 }
 
 type opError struct {

@@ -246,7 +246,7 @@ func (c *conn) record(method, target string, start time.Time, attempts int, err 
 			call.Kind = "unreachable"
 		}
 	}
-	c.d.cfg.Calls.Add(call, c.in.node)
+	c.d.cfg.Calls.AddOrMerge(c.in.node, call, call.MergeInto)
 }
 
 // once sends the request a single time; token is the session token it
