@@ -30,7 +30,7 @@ func (c *clock) Advance(d time.Duration) {
 func newClockEnv(t *testing.T) (*env, *clock) { return newClockEnvWith(t, nil) }
 
 // newClockEnvWith is newClockEnv with mod applied to the configuration.
-func newClockEnvWith(t *testing.T, mod func(*conductor.Config)) (*env, *clock) {
+func newClockEnvWith(t testing.TB, mod func(*conductor.Config)) (*env, *clock) {
 	clk := &clock{now: time.Now().UTC()} // the store stamps conductors with real time
 	e := newEnv(t, func(c *conductor.Config) {
 		c.Now = clk.Now
