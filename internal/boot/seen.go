@@ -14,8 +14,9 @@ import (
 // status and size, kept in memory under the machine's MAC, its node and
 // its IP address (TFTP knows only the address; a DHCP request naming the
 // address it asks for ties the two), the last SeenPerKey of each of the
-// seenKeys keys written most recently: some 250 bytes an event, 32 MB at
-// worst (a flood of requests from made-up MACs only evicts older keys).
+// seenKeys keys written most recently: about 21 MiB at the bound
+// (BenchmarkSeenFull; a flood of requests from made-up MACs only evicts
+// older keys).
 const (
 	SeenPerKey = 32
 	seenKeys   = 4096
