@@ -19,6 +19,7 @@ command -v qemu-img >/dev/null 2>&1 || need_pkgs+=(qemu-utils)     # makes and c
 [ -x /usr/sbin/dnsmasq ] || need_pkgs+=(dnsmasq-base)   # checks the config `anvil boot dnsmasq-config` prints
 command -v tftp >/dev/null 2>&1 || need_pkgs+=(tftp-hpa)          # a real TFTP client for the boot service
 [ -e /usr/lib/ipxe/undionly.kpxe ] || need_pkgs+=(ipxe)              # the iPXE binaries the TFTP service serves
+command -v prlimit >/dev/null 2>&1 || need_pkgs+=(util-linux)         # test/agent: a disk write error (the agent's file size limit lowered)
 # test/ironic-emu: Debian's Ironic (and its Redfish library) drives the BMC emulator; it builds ISOs with isolinux + mkisofs
 /usr/bin/python3 -c 'import ironic' >/dev/null 2>&1 || need_pkgs+=(python3-ironic)
 /usr/bin/python3 -c 'import sushy' >/dev/null 2>&1 || need_pkgs+=(python3-sushy)

@@ -43,6 +43,7 @@ type NodeReader interface {
 type NodeDetailReader interface {
 	ListHistory(ctx context.Context, nodeUUID string) ([]*model.HistoryEvent, error)
 	GetHistory(ctx context.Context, nodeUUID, eventUUID string) (*model.HistoryEvent, error)
+	GetDiagnosis(ctx context.Context, nodeUUID string) ([]byte, error)
 	ListBIOSSettings(ctx context.Context, nodeUUID string) ([]model.BIOSSetting, error)
 	GetBIOSSetting(ctx context.Context, nodeUUID, name string) (*model.BIOSSetting, error)
 	ListFirmwareComponents(ctx context.Context, nodeUUID string) ([]model.FirmwareComponent, error)

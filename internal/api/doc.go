@@ -10,7 +10,9 @@
 // reads (GET /v1/fleet/nodes and /v1/fleet/summary, fleet.go), which render
 // nodes with the same field plan and masking as GET /v1/nodes, and a node's
 // serial console (GET /v1/nodes/{ident}/console/ws, a WebSocket, and
-// /console/log, its recorded output: console_ws.go, over internal/console).
+// /console/log, its recorded output: console_ws.go, over internal/console),
+// and a failed node's diagnosis (GET /v1/nodes/{ident}/diagnosis,
+// diagnosis.go, as the conductor stored it).
 //
 // New builds an http.Handler over a Store (the reads the API makes, and the
 // broker of the store's change stream for GET /v1/events/stream) and a

@@ -191,6 +191,7 @@ func (s *Server) register() {
 	s.shardRoutes()
 	s.consoleRoutes()
 	s.consoleWSRoutes()
+	s.diagnosisRoutes()
 	s.bootModeRoutes()
 	s.netEventRoutes()
 	s.indicatorRoutes()

@@ -2,13 +2,18 @@ package boot
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/anvil-metal/anvil/internal/model"
 )
 
 // BenchmarkServeRamdisk measures the boot endpoint serving a 64 MiB ramdisk
@@ -68,5 +73,31 @@ func BenchmarkServeRamdisk(b *testing.B) {
 		for err := range errs {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkSeenFull fills the boot services' record to its bound (a flood
+// of requests from made-up MACs: every key full of events the size of a
+// kernel fetch's) and reports the heap it holds.
+func BenchmarkSeenFull(b *testing.B) {
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		seen := NewSeen()
+		for k := range seenKeys + 100 {
+			mac := fmt.Sprintf("52:54:%02x:%02x:%02x:01", k>>16&0xff, k>>8&0xff, k&0xff)
+			for range SeenPerKey {
+				seen.Add(model.BootEvent{Time: time.Now(), Service: "http", MAC: mac, Node: "7b1d6f8e-2c2a-4f44-9d53-1f2e3d4c5b6a",
+					Remote: "10.11.12.13:54321", File: "kernel", Status: "200", Bytes: 1 << 20}, mac)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if seen.Keys() != seenKeys {
+			b.Fatalf("%d keys, bound %d", seen.Keys(), seenKeys)
+		}
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "MiB-held")
+		runtime.KeepAlive(seen)
 	}
 }

@@ -18,6 +18,8 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/isoimage"
 	"github.com/anvil-metal/anvil/internal/localfile"
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/recent"
 )
 
 // Config configures a Service.
@@ -68,6 +70,8 @@ type Service struct {
 	log             *slog.Logger
 	loaders         isoimage.Loaders
 	http            *httpLoaders
+
+	seen *recent.Log[model.BootEvent]
 
 	mu      sync.RWMutex
 	byNode  map[string]*record
@@ -149,6 +153,7 @@ func New(cfg Config) (*Service, error) {
 		log:      log.With("component", "boot"),
 		loaders:  withDefaults(cfg.ISOLoaders),
 		http:     newHTTPLoaders(cfg, filepath.Join(cfg.Root, "loaders")),
+		seen:     NewSeen(),
 		byNode:   map[string]*record{},
 		byMAC:    map[string]*record{},
 		byToken:  map[string]*record{},

@@ -12,6 +12,8 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"github.com/insomniacslk/dhcp/dhcpv4/server4"
 	"github.com/insomniacslk/dhcp/iana"
+
+	"github.com/anvil-metal/anvil/internal/model"
 )
 
 // The iPXE binaries handed to PXE firmware, as Debian's ipxe package names
@@ -125,6 +127,7 @@ func (p *ProxyDHCP) Serve(ctx context.Context, conn net.PacketConn) error {
 
 func (p *ProxyDHCP) handle(conn net.PacketConn, peer net.Addr, req *dhcpv4.DHCPv4) {
 	reply := p.Reply(req)
+	p.see(req, reply)
 	if reply == nil {
 		return
 	}
@@ -137,6 +140,28 @@ func (p *ProxyDHCP) handle(conn net.PacketConn, peer net.Addr, req *dhcpv4.DHCPv
 		return
 	}
 	p.log.Info("proxyDHCP answer", "mac", req.ClientHWAddr.String(), "type", reply.MessageType().String(), "boot_file", reply.BootFileNameOption(), "dst", dst.String())
+}
+
+// see records a PXE client's request and the answer (none for an unknown
+// MAC): what the machine's firmware did, for its diagnosis.
+func (p *ProxyDHCP) see(req, reply *dhcpv4.DHCPv4) {
+	if req.OpCode != dhcpv4.OpcodeBootRequest || len(req.ClientHWAddr) != 6 || !strings.HasPrefix(req.ClassIdentifier(), pxeVendorClass) {
+		return
+	}
+	ev := model.BootEvent{Service: "proxydhcp", MAC: req.ClientHWAddr.String(), Status: "ignored",
+		Note: req.MessageType().String() + " from a MAC with no published boot configuration"}
+	switch {
+	case reply != nil:
+		ev.Status, ev.File, ev.Note = strings.ToLower(reply.MessageType().String()), reply.BootFileNameOption(), ""
+	case p.svc.KnownMAC(req.ClientHWAddr):
+		ev.Status, ev.Note = "no answer", req.MessageType().String()+" not answered (not a DISCOVER or REQUEST, or no iPXE binary for the client's architecture)"
+	}
+	// The address the client asks for ties its later TFTP fetches (which
+	// only know the address) to its MAC.
+	if ip := req.RequestedIPAddress(); ip != nil && !ip.IsUnspecified() {
+		ev.Remote = net.JoinHostPort(ip.String(), "68")
+	}
+	p.svc.see(ev)
 }
 
 // Reply decides the answer to one packet: nil when the packet gets none.

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/model"
 )
 
 // Handler serves the boot endpoint; mount it with the HTTPURL's path
@@ -17,6 +19,7 @@ func (s *Service) Handler() http.Handler {
 	start := time.Now()
 	generic := genericScript(s.httpURL)
 	mux.HandleFunc("GET "+scriptPath, func(w http.ResponseWriter, r *http.Request) {
+		s.see(model.BootEvent{Service: "http", Remote: r.RemoteAddr, File: scriptPath, Status: "200", Bytes: int64(len(generic))})
 		serveScript(w, r, "boot.ipxe", start, generic)
 	})
 	mux.HandleFunc("GET "+macPrefix+"{mac}", s.serveMAC)
@@ -38,10 +41,15 @@ func (s *Service) serveMAC(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()
 	rec := s.byMAC[hw.String()]
 	s.mu.RUnlock()
+	ev := model.BootEvent{Service: "http", MAC: hw.String(), Remote: r.RemoteAddr, File: macPrefix + hw.String(), Status: "404"}
 	if rec == nil {
+		ev.Note = "no boot configuration for this MAC address"
+		s.see(ev)
 		http.Error(w, "no boot configuration for this MAC address", http.StatusNotFound)
 		return
 	}
+	ev.Node, ev.Status, ev.Bytes = rec.Node, "200", int64(len(rec.script))
+	s.see(ev)
 	s.log.Debug("serving boot script", "node", rec.Node, "mac", hw.String(), "remote", r.RemoteAddr)
 	serveScript(w, r, "boot.ipxe", time.Time{}, rec.script)
 }
@@ -65,11 +73,15 @@ func (s *Service) serveFile(w http.ResponseWriter, r *http.Request) {
 	rec := s.byToken[r.PathValue("token")]
 	s.mu.RUnlock()
 	if rec == nil || !serves(rec, name) {
+		// The token is the node's secret: an unknown one is not recorded.
 		http.Error(w, "not found", http.StatusNotFound)
 		return
 	}
+	ev := model.BootEvent{Service: "http", Node: rec.Node, Remote: r.RemoteAddr, File: name, Status: "404"}
 	f, err := os.Open(filepath.Join(s.nodesDir, rec.Token, name))
 	if errors.Is(err, os.ErrNotExist) { // withdrawn or republished meanwhile
+		ev.Note = "withdrawn"
+		s.see(ev)
 		http.Error(w, "not found", http.StatusNotFound)
 		return
 	}
@@ -87,6 +99,11 @@ func (s *Service) serveFile(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Header.Get("Range") == "" {
 		s.log.Debug("serving boot file", "node", rec.Node, "file", name, "remote", r.RemoteAddr)
+		ev.Status, ev.Bytes = "200", st.Size()
+		if r.Method == http.MethodHead {
+			ev.Status, ev.Bytes = "200 (HEAD)", 0
+		}
+		s.see(ev)
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Cache-Control", "no-store")

@@ -9,9 +9,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pin/tftp/v3"
+
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/recent"
 )
 
 // TFTP serves the files of one directory, read-only, to PXE firmware that
@@ -25,6 +30,9 @@ type TFTP struct {
 	// Log receives one line per transfer; set it before serving. Nil
 	// discards.
 	Log *slog.Logger
+	// Seen, if set, records each request with its outcome under the
+	// client's address (the boot Service's SeenLog).
+	Seen *recent.Log[model.BootEvent]
 }
 
 // NewTFTP checks that dir is a directory.
@@ -80,9 +88,21 @@ func (t *TFTP) read(name string, rf io.ReaderFrom) error {
 		addr := r.RemoteAddr()
 		remote = addr.String()
 	}
+	file := name
+	if hasControl(file) { // what a client sent, shown to operators: quoted
+		file = strconv.Quote(file)
+	}
+	ev := model.BootEvent{Service: "tftp", Remote: remote, File: file}
+	defer func() {
+		if ip := remoteIP(remote); ip != "" {
+			ev.Time = time.Now().UTC()
+			t.Seen.Add(ev, ipKey(ip))
+		}
+	}()
 	f, err := t.open(name)
 	if err != nil {
 		t.log().Warn("TFTP read refused", "file", name, "remote", remote, "err", err)
+		ev.Status, ev.Note = "not found", err.Error()
 		return errNoSuchFile
 	}
 	defer f.Close()
@@ -92,10 +112,13 @@ func (t *TFTP) read(name string, rf io.ReaderFrom) error {
 		}
 	}
 	n, err := rf.ReadFrom(f)
+	ev.Bytes = n
 	if err != nil {
 		t.log().Warn("TFTP transfer failed", "file", name, "remote", remote, "bytes", n, "err", err)
+		ev.Status, ev.Note = "failed", err.Error()
 		return err
 	}
+	ev.Status = "sent"
 	t.log().Info("TFTP transfer", "file", name, "remote", remote, "bytes", n)
 	return nil
 }

@@ -43,7 +43,7 @@ func (a *app) nodeCmd() *cobra.Command {
 		a.nodeCreateCmd(), a.nodeListCmd(), a.nodeShowCmd(), a.nodeSetCmd(), a.nodeUnsetCmd(),
 		a.nodeDeleteCmd(), a.nodeValidateCmd(), a.nodePowerCmd(), a.nodeRebootCmd(),
 		a.nodeMaintenanceCmd(), a.nodeBootCmd(), a.nodeHistoryCmd(), a.nodeWaitCmd(), a.nodeWatchCmd(),
-		a.nodeConsoleCmd(), a.nodeConsoleLogCmd(),
+		a.nodeConsoleCmd(), a.nodeConsoleLogCmd(), a.nodeDiagnoseCmd(),
 		a.provisionCmd(verbManage), a.provisionCmd(verbProvide), a.provisionCmd(verbInspect),
 		a.provisionCmd(verbClean), a.provisionCmd(verbDeploy), a.provisionCmd(verbUndeploy),
 		a.provisionCmd(verbRebuild), a.provisionCmd(verbAbort), a.provisionCmd(verbAdopt),

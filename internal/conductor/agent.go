@@ -28,6 +28,9 @@ func errLookupNotFound() error { return fault.ResourceNotFound() }
 // Conflict (node locked).
 func (c *Conductor) Lookup(ctx context.Context, macs []string, nodeUUID string) (*model.Node, string, error) {
 	n, err := c.lookupNode(ctx, macs, nodeUUID)
+	if fault.KindOf(err) == fault.NotFound {
+		c.recordLookupFailure(macs, nodeUUID, fmt.Errorf("no node has a port with address(es) %s", strings.Join(macs, ", ")))
+	}
 	if err != nil {
 		return nil, "", err
 	}

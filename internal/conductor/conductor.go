@@ -13,6 +13,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/recent"
 	"github.com/anvil-metal/anvil/internal/ring"
 	"github.com/anvil-metal/anvil/internal/store"
 )
@@ -59,6 +60,10 @@ type Config struct {
 	MaxConcurrentDeploy int
 	MaxConcurrentClean  int
 
+	// Diagnosis gathers a failed node's evidence from the console, boot
+	// and driver services of this process.
+	Diagnosis DiagnosisSources
+
 	// Recorder, if set, is told how long each lock acquisition waited and
 	// whether it got the lock (metrics).
 	Recorder interface {
@@ -104,7 +109,8 @@ type Conductor struct {
 	slots chan struct{} // worker pool: one token per running worker
 	wg    sync.WaitGroup
 
-	powerFailures sync.Map // node UUID → consecutive failed power reads (int)
+	powerFailures sync.Map                       // node UUID → consecutive failed power reads (int)
+	lookups       *recent.Log[model.AgentLookup] // agents' lookups that matched no node
 
 	mu       sync.Mutex
 	stopping bool
@@ -149,7 +155,7 @@ func New(cfg Config) (*Conductor, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Conductor{
 		cfg: cfg, store: cfg.Store, reg: cfg.Drivers, log: cfg.Log.With("conductor", cfg.Host), now: cfg.Now,
-		slots: make(chan struct{}, cfg.Workers), workCtx: ctx, cancelWork: cancel,
+		slots: make(chan struct{}, cfg.Workers), workCtx: ctx, cancelWork: cancel, lookups: newLookupLog(),
 	}, nil
 }
 
@@ -232,7 +238,7 @@ func (c *Conductor) recover(ctx context.Context) error {
 		msg := fmt.Sprintf("Operation was interrupted: conductor %s restarted while the node was in state %q", c.cfg.Host, n.ProvisionState)
 		t.failWith(msg)
 		t.node.TargetPowerState = ""
-		c.saveQuiet(ctx, t.node, t.history)
+		c.saveQuietTask(ctx, t)
 	}
 	freed, err := c.store.ReleaseHost(ctx, c.cfg.Host)
 	if len(freed) > 0 {
@@ -241,12 +247,15 @@ func (c *Conductor) recover(ctx context.Context) error {
 	return err
 }
 
-func (c *Conductor) saveQuiet(ctx context.Context, n *model.Node, hist []*model.HistoryEvent) {
+// saveQuiet writes n and its history outside a task, logging a failure;
+// it reports whether n was saved.
+func (c *Conductor) saveQuiet(ctx context.Context, n *model.Node, hist []*model.HistoryEvent) bool {
 	if err := c.store.UpdateNode(ctx, n); err != nil {
 		c.log.Error("saving node failed", "node", n.UUID, "err", err)
-		return
+		return false
 	}
 	c.addHistory(ctx, hist)
+	return true
 }
 
 // Shutdown stops taking work, lets running work finish until ctx ends, then

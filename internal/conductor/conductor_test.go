@@ -242,6 +242,9 @@ func TestFailureStates(t *testing.T) {
 			if n.LastError == "" {
 				t.Fatal("last_error is empty in a failure state")
 			}
+			if d := diagnosisOf(t, e, id); d.ProvisionState != tc.want || d.LastError != n.LastError || d.Class == "" || d.Hint == "" {
+				t.Fatalf("diagnosis %+v", d)
+			}
 			e.setInfo(id, "fake_fail", nil)
 			if n.Maintenance {
 				if err := e.c.SetMaintenance(e.ctx, id, false, ""); err != nil {

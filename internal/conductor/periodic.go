@@ -268,7 +268,7 @@ func (c *Conductor) takeOver(ctx context.Context, r *ring.Ring, host string) (in
 		n.TargetPowerState = ""
 		t.record(&model.HistoryEvent{Severity: model.SeverityWarning, EventType: "lock",
 			Event: fmt.Sprintf("Lock held by dead conductor %s broken by %s", host, c.cfg.Host)})
-		c.saveQuiet(ctx, n, t.history)
+		c.saveQuietTask(ctx, t)
 		// Gone, or freed and locked again meanwhile (a survivor whose ring
 		// briefly differed took it first): nothing of the dead host's left.
 		var locked *store.LockedError

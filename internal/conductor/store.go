@@ -24,6 +24,9 @@ type Store interface {
 	store.ChassisStore
 	store.VolumeStore
 	store.InspectionRuleStore
+	store.DiagnosisStore
+	// ListHistory returns a node's history, oldest first.
+	ListHistory(ctx context.Context, nodeUUID string) ([]*model.HistoryEvent, error)
 	// AddHistory appends a node history entry and prunes to the newest keep.
 	AddHistory(ctx context.Context, e *model.HistoryEvent, keep int) error
 }

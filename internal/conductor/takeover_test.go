@@ -35,6 +35,10 @@ func TestTakeOverKeepsTheTarget(t *testing.T) {
 			if n.ProvisionState != fsm.CleanFailed || n.TargetProvisionState != target || n.Reservation != "" {
 				t.Fatalf("after take over: %s/%s resv %q", n.ProvisionState, n.TargetProvisionState, n.Reservation)
 			}
+			// The interrupted work is diagnosed as any failure.
+			if d := diagnosisOf(t, e, id); d.ProvisionState != fsm.CleanFailed || d.FromState != fsm.Cleaning || d.LastError != n.LastError {
+				t.Fatalf("diagnosis after take over: %+v", d)
+			}
 		})
 	}
 }

@@ -24,6 +24,7 @@ type task struct {
 	drv     *driver.Driver
 	user    string
 	history []*model.HistoryEvent // written after the node is saved
+	failed  *failure              // a failure fired since the last save: diagnosed on save
 }
 
 // getNode loads a node by UUID or name, answering Ironic's 404.
@@ -129,6 +130,7 @@ func (t *task) fire(event string) error {
 		inState = now.Sub(n.CreatedAt)
 	}
 	n.ProvisionState, n.TargetProvisionState, n.ProvisionUpdatedAt = to, target, now
+	t.noteFailure(event, from, to)
 	sev := model.SeverityInfo
 	if fsm.IsFailure(to) {
 		sev = model.SeverityError
@@ -209,6 +211,10 @@ func (t *task) save(ctx context.Context) error {
 	}
 	t.c.addHistory(ctx, t.history)
 	t.history = nil
+	if f := t.failed; f != nil {
+		t.failed = nil
+		t.c.diagnose(ctx, t.node, f)
+	}
 	return nil
 }
 

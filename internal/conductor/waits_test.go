@@ -28,7 +28,10 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-func newClockEnv(t *testing.T) (*env, *clock) {
+func newClockEnv(t *testing.T) (*env, *clock) { return newClockEnvWith(t, nil) }
+
+// newClockEnvWith is newClockEnv with mod applied to the configuration.
+func newClockEnvWith(t testing.TB, mod func(*conductor.Config)) (*env, *clock) {
 	clk := &clock{now: time.Now().UTC()} // the store stamps conductors with real time
 	e := newEnv(t, func(c *conductor.Config) {
 		c.Now = clk.Now
@@ -36,6 +39,9 @@ func newClockEnv(t *testing.T) (*env, *clock) {
 		c.DeployCallbackTimeout, c.CleanCallbackTimeout, c.InspectWaitTimeout = d, d, d
 		c.RescueCallbackTimeout, c.ServiceCallbackTimeout = d, d
 		c.ForcePowerStateDuringSync = true
+		if mod != nil {
+			mod(c)
+		}
 	})
 	return e, clk
 }
@@ -123,6 +129,10 @@ func TestWaitStatesTimeOut(t *testing.T) {
 			}
 			if tc.waiting == fsm.DeployWait && n.PowerState != fsm.PowerOff {
 				t.Fatalf("timed-out deploy left power %q, want power off", n.PowerState)
+			}
+			d := diagnosisOf(t, e, id)
+			if d.Class != "callback-timeout" || d.ProvisionState != tc.timedOut || d.FromState != tc.waiting || d.LastError != n.LastError {
+				t.Fatalf("diagnosis %s from %s: class %q, last_error %q", d.ProvisionState, d.FromState, d.Class, d.LastError)
 			}
 		})
 	}

@@ -109,6 +109,7 @@ func startBootServers(ctx context.Context, svc *boot.Service, cfg BootConfig, ur
 			return fmt.Errorf("--tftp-listen: %w", err)
 		}
 		t.Log = log
+		t.Seen = svc.SeenLog()
 		conn, err := (&net.ListenConfig{}).ListenPacket(ctx, "udp", cfg.TFTPListen)
 		if err != nil {
 			return fmt.Errorf("--tftp-listen: %w", err)

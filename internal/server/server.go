@@ -23,6 +23,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/direct"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
+	"github.com/anvil-metal/anvil/internal/driver/ipmi"
 	"github.com/anvil-metal/anvil/internal/driver/pxe"
 	"github.com/anvil-metal/anvil/internal/driver/redfish"
 	"github.com/anvil-metal/anvil/internal/eventlog"
@@ -33,6 +34,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/oci"
 	"github.com/anvil-metal/anvil/internal/policy"
+	"github.com/anvil-metal/anvil/internal/recent"
 	"github.com/anvil-metal/anvil/internal/secret"
 	"github.com/anvil-metal/anvil/internal/store"
 	"github.com/anvil-metal/anvil/internal/store/storeopen"
@@ -92,6 +94,12 @@ type Config struct {
 	OCIVerifyCA string
 	// OCIAllowHTTP is Ironic's [oci]permit_fallback_to_http_transport.
 	OCIAllowHTTP bool
+	// DeployLogsCollect is Ironic's [agent]deploy_logs_collect: on_failure
+	// (""), always or never.
+	DeployLogsCollect string
+	// IPMI tunes the ipmi driver (retries, spacing); its Calls is set by
+	// Serve.
+	IPMI ipmi.Config
 	// Network, when its HTTPURL is set and Boot is nil, runs the network
 	// boot endpoint on the API listener and publishes on it.
 	Network BootConfig
@@ -166,12 +174,23 @@ func Serve(ctx context.Context, cfg Config) error {
 			cfg.ISO = pub
 		}
 	}
+	if err := direct.CheckCollect(cfg.DeployLogsCollect); err != nil {
+		return fmt.Errorf("--deploy-logs-collect: %w", err)
+	}
 	ociHTTP, err := oci.HTTPClient(cfg.OCIVerifyCA)
 	if err != nil {
 		return err
 	}
+	// What a failed node's diagnosis gathers in this process: the BMC
+	// calls (ipmi, redfish), the boot services' record, the console recording
+	// (below) and the agent's saved logs.
+	calls := recent.New[model.BMCCall](bmcCallsKept, bmcCallNodes)
+	ipmiCfg := cfg.IPMI
+	ipmiCfg.Calls = calls
 	reg, err := BuildRegistry(Drivers{Fake: fake.New(), Boot: cfg.Boot, ISO: cfg.ISO, KernelParams: cfg.KernelParams, Interfaces: cfg.Interfaces,
-		Agent: direct.Config{LogsDir: cfg.DeployLogsPath, OCI: oci.NewClient(oci.Config{HTTP: ociHTTP, AllowHTTP: cfg.OCIAllowHTTP})}})
+		IPMI: ipmi.New(ipmiCfg), Redfish: redfish.New(redfish.Config{Calls: calls}),
+		Agent: direct.Config{LogsDir: cfg.DeployLogsPath, LogsCollect: cfg.DeployLogsCollect,
+			OCI: oci.NewClient(oci.Config{HTTP: ociHTTP, AllowHTTP: cfg.OCIAllowHTTP})}})
 	if err != nil {
 		return fmt.Errorf("drivers: %w", err)
 	}
@@ -207,6 +226,8 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	ccfg.Store, ccfg.Drivers, ccfg.Host, ccfg.Log = st, reg, cfg.HostID, cfg.Log
 	ccfg.Recorder = mx
+	var consoleSvc atomic.Pointer[console.Service] // set below, read by failures' diagnoses
+	ccfg.Diagnosis = diagnosisSources(cfg, calls, consoleSvc.Load)
 	cond, err := conductor.New(ccfg)
 	if err != nil {
 		return err
@@ -235,6 +256,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	)
 	if cfg.Role != RoleAPI {
 		consoles = console.New(console.Config{Log: cfg.Log})
+		consoleSvc.Store(consoles)
 		tickets = console.NewTickets(nil)
 	}
 	// On PostgreSQL, conductors take the calls API processes hand them.

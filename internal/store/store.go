@@ -321,6 +321,7 @@ type Store interface {
 	VolumeStore
 	InspectionRuleStore
 	SessionStore
+	DiagnosisStore
 
 	Close() error
 }
@@ -339,6 +340,16 @@ type SessionStore interface {
 	GetSession(ctx context.Context, key string) ([]byte, error)
 	// DeleteSession ends a session; an unknown key is no error.
 	DeleteSession(ctx context.Context, key string) error
+}
+
+// DiagnosisStore keeps each node's latest failure diagnosis (a JSON
+// document, model.Diagnosis), removed with the node.
+type DiagnosisStore interface {
+	// PutDiagnosis replaces the node's diagnosis. Errors: ErrNotFound for
+	// an unknown node.
+	PutDiagnosis(ctx context.Context, nodeUUID string, data []byte) error
+	// GetDiagnosis returns it. Errors: ErrNotFound when there is none.
+	GetDiagnosis(ctx context.Context, nodeUUID string) ([]byte, error)
 }
 
 // SettingsStore keeps what a node's BMC reported of its BIOS settings and

@@ -332,6 +332,19 @@ func TestDashboardInBrowser(t *testing.T) {
 		b.screenshot("dashboard-node.png")
 	})
 
+	t.Run("node page: the diagnosis of a failure", func(t *testing.T) {
+		var d struct{ Class, Hint string }
+		if err := json.Unmarshal(testbin.MustCall(t, http.StatusOK, "GET", base+"/v1/nodes/"+failed+"/diagnosis", nil).Body, &d); err != nil || d.Class == "" {
+			t.Fatalf("the failed node's diagnosis: %v %+v", err, d)
+		}
+		b.eval(`location.hash = '#/node/`+failed+`'`, nil)
+		b.until("the diagnosis panel", `!document.querySelector('#node-diagnosis').hidden && `+
+			`document.querySelector('#diagnosis-class').textContent.startsWith(`+js(d.Class+" · deploy failed")+`) && `+
+			`document.querySelector('#diagnosis-hint').textContent === `+js("What to do: "+d.Hint))
+		b.eval(`location.hash = '#/node/`+uuids[5]+`'`, nil)
+		b.until("a node that never failed has no diagnosis panel", `document.querySelector('#node-title').textContent.includes('dash-05') && document.querySelector('#node-diagnosis').hidden`)
+	})
+
 	if errs := b.consoleErrors(nil); len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}

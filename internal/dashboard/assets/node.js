@@ -1,6 +1,7 @@
 // A node's page: its fields as the API renders them (secrets masked by
 // the API), ports, history with the time spent in each state, last_error,
-// and the actions the state machine allows in its state, each confirmed;
+// the diagnosis of its last failure (when the principal may read it), and
+// the actions the state machine allows in its state, each confirmed;
 // its console tab (#/node/<uuid>/console) is the live serial console.
 import { get, send, watch } from './api.js';
 import { $, el, show, duration, since, fillTable, debounce, showError } from './ui.js';
@@ -66,9 +67,14 @@ export class NodePage {
       const history = project && node.owner !== project
         ? { history: [] }
         : await get(`/v1/nodes/${id}/history?detail=True`).catch(() => ({ history: [] }));
+      // A failure's diagnosis is announced in the history; it is guarded as
+      // the console (the owner's members): others are not shown it.
+      const diagnosed = history.history.some((h) => h.event_type === 'diagnosis');
+      const diagnosis = diagnosed ? await get(`/v1/nodes/${id}/diagnosis`).catch(() => null) : null;
       showError(null);
       this.node = node;
       this.render(node, ports.ports, history.history);
+      this.renderDiagnosis(diagnosis);
       this.showTab(this.tab);
     } catch (err) {
       showError(err);
@@ -97,6 +103,20 @@ export class NodePage {
     const rows = Object.keys(n).filter((k) => k !== 'links' && k !== 'ports' && k !== 'portgroups' && k !== 'volume' && k !== 'states').sort();
     $('#fields').replaceChildren(...rows.map((k) =>
       el('tr', { dataset: { field: k } }, el('th', {}, k), el('td', {}, el('pre', {}, show(n[k]))))));
+  }
+
+  // renderDiagnosis shows the class of the last failure, what to do, the
+  // evidence and the newest console lines.
+  renderDiagnosis(d) {
+    const box = $('#node-diagnosis');
+    box.hidden = !d;
+    if (!d) return;
+    $('#diagnosis-class').textContent = `${d.class} · ${show(d.provision_state)} at ${new Date(d.created_at).toLocaleString()}`;
+    $('#diagnosis-summary').textContent = d.summary;
+    $('#diagnosis-hint').textContent = 'What to do: ' + d.hint;
+    $('#diagnosis-evidence').replaceChildren(...(d.evidence || []).map((e) => el('li', {}, e)));
+    const tail = (d.console_tail || '').split(/\r?\n/).slice(-30).join('\n').trim();
+    $('#diagnosis-console').textContent = tail || d.console_note || 'no console output recorded';
   }
 
   stateClass(s) {

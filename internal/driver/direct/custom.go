@@ -212,7 +212,7 @@ func (c *CustomAgent) Continue(ctx context.Context, t *driver.Task, op string) (
 	}
 	params := map[string]any{"step": step, "node": AgentNode(n), "ports": agentPorts(t.Ports), "deploy_version": nil}
 	res, done, err := runCommand(ctx, c.cfg.Client, n, ipa.CmdExecuteDeployStep, params)
-	if err != nil && errors.Is(err, errCommandFailed) && c.cfg.LogsDir != "" {
+	if err != nil && errors.Is(err, errCommandFailed) && c.cfg.collects(true) {
 		err = fmt.Errorf("%w (%s)", err, c.saveLogs(ctx, n, op))
 	}
 	if err != nil || !done {

@@ -41,6 +41,9 @@ type Config struct {
 	// OCI pulls oci:// images' manifests (nil: HTTPS with the system's
 	// roots).
 	OCI *oci.Client
+	// LogsCollect is Ironic's deploy_logs_collect: on_failure (""),
+	// always (also when a deploy succeeds) or never.
+	LogsCollect string
 }
 
 // Direct is the direct deploy interface.
@@ -293,7 +296,7 @@ func forgetAgent(n *model.Node) {
 // command, or polls it, and finishes the operation when it is done.
 func (d *Direct) Continue(ctx context.Context, t *driver.Task, op string) (driver.Result, error) {
 	res, err := d.continueOp(ctx, t, op)
-	if errors.Is(err, errCommandFailed) && d.cfg.LogsDir != "" {
+	if errors.Is(err, errCommandFailed) && d.cfg.collects(true) {
 		err = fmt.Errorf("%w (%s)", err, d.saveLogs(ctx, t.Node, op))
 	}
 	return res, err
@@ -391,6 +394,12 @@ func (d *Direct) continueDeploy(ctx context.Context, t *driver.Task) (driver.Res
 	}
 	if _, done, err := runCommand(ctx, d.cfg.Client, n, ipa.CmdSync, nil); err != nil || !done {
 		return notDone(err)
+	}
+	if d.cfg.collects(false) {
+		// deploy_logs_collect=always: the logs of a successful deploy are
+		// saved before the agent is rebooted away, as Ironic does; failing
+		// to collect them does not fail the deploy.
+		d.saveLogs(ctx, n, string(driver.DeploySteps))
 	}
 	return driver.Done, d.bootFromDisk(ctx, t)
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/recent"
 )
 
 // Names Anvil registers: the hardware type and its interface implementations.
@@ -51,6 +52,9 @@ type Config struct {
 	PollInterval        time.Duration // between power reads while waiting (1 s)
 	Sleep               func(ctx context.Context, d time.Duration) error
 	Log                 *slog.Logger
+	// Calls, if set, records each operation's outcome under the node's
+	// UUID (a failed node's diagnosis shows them).
+	Calls *recent.Log[model.BMCCall]
 }
 
 // Driver implements driver.Power (with Verify) and driver.Management over
@@ -133,14 +137,19 @@ func (d *Driver) run(ctx context.Context, t *driver.Task, op string, fn func(ctx
 	for attempt := 1; ; attempt++ {
 		err := d.once(ctx, in, fn)
 		if err == nil {
+			d.record(t.Node, in, op, start, attempt, nil, false)
 			return nil
 		}
+		opened := !errors.Is(err, errSession)
 		err = d.describe(in, op, err)
 		if errors.Is(err, ErrAuth) || ctx.Err() != nil || errors.Is(err, driver.ErrUnsupported) {
+			d.record(t.Node, in, op, start, attempt, err, opened)
 			return err
 		}
 		if time.Since(start)+backoff > d.cfg.CommandRetryTimeout {
-			return fmt.Errorf("%w (gave up after %d attempts in %s)", err, attempt, time.Since(start).Round(time.Millisecond))
+			err = fmt.Errorf("%w (gave up after %d attempts in %s)", err, attempt, time.Since(start).Round(time.Millisecond))
+			d.record(t.Node, in, op, start, attempt, err, opened)
+			return err
 		}
 		d.cfg.Log.Debug("ipmi operation failed, retrying", "bmc", in.target(), "op", op, "attempt", attempt, "err", err)
 		since := time.Since(start)
@@ -180,7 +189,7 @@ func (d *Driver) once(ctx context.Context, in info, fn func(ctx context.Context,
 	c.WithRetry(1)
 	if err := c.Connect(ctx); err != nil {
 		c.Close(context.Background()) //nolint:errcheck // the session may not exist
-		return fmt.Errorf("opening a session: %w", err)
+		return &sessionError{err}
 	}
 	defer c.Close(context.Background()) //nolint:errcheck // best effort
 	return fn(ctx, c)
@@ -214,6 +223,36 @@ func authFailure(msg string) bool {
 		}
 	}
 	return false
+}
+
+// errSession marks an error of opening the session (the BMC did not
+// answer, or refused): match with errors.Is.
+var errSession = errors.New("opening a session")
+
+type sessionError struct{ err error }
+
+func (e *sessionError) Error() string   { return "opening a session: " + e.err.Error() }
+func (e *sessionError) Unwrap() []error { return []error{errSession, e.err} }
+
+// record adds op's outcome to the node's BMC calls: an error is "auth"
+// when the BMC refused the credentials, "unreachable" when no session
+// could be opened for another reason (no answer).
+func (d *Driver) record(n *model.Node, in info, op string, start time.Time, attempts int, err error, opened bool) {
+	if d.cfg.Calls == nil {
+		return
+	}
+	c := model.BMCCall{Time: start.UTC(), Protocol: "ipmi", BMC: in.target(), Op: op, Attempts: attempts,
+		Millis: time.Since(start).Milliseconds()}
+	if err != nil {
+		c.Error = err.Error() // describe masked the password
+		switch {
+		case errors.Is(err, ErrAuth):
+			c.Kind = "auth"
+		case !opened:
+			c.Kind = "unreachable"
+		}
+	}
+	d.cfg.Calls.AddOrMerge(n.UUID, c, c.MergeInto)
 }
 
 type opError struct {

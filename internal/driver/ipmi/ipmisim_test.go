@@ -9,7 +9,9 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/drivertest"
+	"github.com/anvil-metal/anvil/internal/driver/ipmi"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/recent"
 	"github.com/anvil-metal/anvil/internal/testbin/ipmisim"
 )
 
@@ -59,5 +61,41 @@ func TestInjectNMIIPMISim(t *testing.T) {
 	var ce *driver.CallError
 	if !errors.As(err, &ce) || ce.Msg != "IPMI call failed: power diag." || !strings.Contains(errors.Unwrap(err).Error(), "0xcc") {
 		t.Fatalf("ipmi_sim inject NMI: %v (cause: %v)", err, errors.Unwrap(err))
+	}
+}
+
+// TestCallsRecorded: with Config.Calls, each operation's outcome is kept
+// under the node: a refused password as "auth" (ipmi_sim), a BMC that does
+// not answer as "unreachable" (a repeated failure in one slot), a success
+// without an error; never the password.
+func TestCallsRecorded(t *testing.T) {
+	port := startIPMISim(t)
+	calls := recent.New[model.BMCCall](8, 10)
+	d := ipmi.New(ipmi.Config{MinCommandInterval: -1, CommandRetryTimeout: time.Second, ExchangeTimeout: 200 * time.Millisecond, Calls: calls})
+	ctx := context.Background()
+	good := ipmiNode("127.0.0.1", port, testPassword)
+	if _, err := d.PowerState(ctx, &driver.Task{Node: good}); err != nil {
+		t.Fatal(err)
+	}
+	wrong := ipmiNode("127.0.0.1", port, "wrong-password-1")
+	wrong.UUID = "node-wrong"
+	if _, err := d.PowerState(ctx, &driver.Task{Node: wrong}); !errors.Is(err, ipmi.ErrAuth) {
+		t.Fatalf("wrong password: %v", err)
+	}
+	dead := ipmiNode("127.0.0.1", closedUDPPort(t), testPassword)
+	dead.UUID = "node-dead"
+	for range 2 {
+		if _, err := d.PowerState(ctx, &driver.Task{Node: dead}); err == nil {
+			t.Fatal("a dead BMC answered")
+		}
+	}
+	if got := calls.Get(good.UUID); len(got) != 1 || got[0].Error != "" || got[0].Op == "" || got[0].Protocol != "ipmi" {
+		t.Errorf("success: %+v", got)
+	}
+	if got := calls.Get("node-wrong"); len(got) != 1 || got[0].Kind != "auth" || strings.Contains(got[0].Error, "wrong-password-1") {
+		t.Errorf("refused password: %+v", got)
+	}
+	if got := calls.Get("node-dead"); len(got) != 1 || got[0].Kind != "unreachable" || got[0].Repeated != 1 || got[0].Attempts < 1 {
+		t.Errorf("dead BMC twice: %+v", got)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/stmcginnis/gofish/common"
 
 	"github.com/anvil-metal/anvil/internal/clock"
+	"github.com/anvil-metal/anvil/internal/model"
 )
 
 // Errors a call can be classified as (match with errors.Is).
@@ -188,10 +189,13 @@ func (c *conn) do(method, ref string, body []byte, contentType string, headers m
 // failures; authed adds the account's credentials (and re-logs in once when
 // a cached session is refused). Unauthenticated calls are the service root
 // and the login itself.
-func (c *conn) send(method, target string, body []byte, contentType string, headers map[string]string, authed bool) (*http.Response, error) {
+func (c *conn) send(method, target string, body []byte, contentType string, headers map[string]string, authed bool) (resp *http.Response, err error) {
+	start, attempts := time.Now(), 0
+	defer func() { c.record(method, target, start, attempts, err) }()
 	var last error
 	reauthed := false
 	for attempt := 1; ; attempt++ {
+		attempts = attempt
 		resp, token, err := c.once(method, target, body, contentType, headers, authed)
 		var ae *Error
 		if errors.As(err, &ae) {
@@ -220,6 +224,30 @@ func (c *conn) send(method, target string, body []byte, contentType string, head
 			return nil, last
 		}
 	}
+}
+
+// record adds a call's outcome to the node's BMC calls: "auth" when the
+// BMC refused the credentials, "unreachable" when it did not answer.
+func (c *conn) record(method, target string, start time.Time, attempts int, err error) {
+	if c.d.cfg.Calls == nil || c.in.node == "" {
+		return
+	}
+	path := target
+	if u, perr := url.Parse(target); perr == nil {
+		path = u.Path
+	}
+	call := model.BMCCall{Time: start.UTC(), Protocol: "redfish", BMC: c.base.Host, Op: method + " " + path, Attempts: attempts,
+		Millis: time.Since(start).Milliseconds()}
+	if err != nil {
+		call.Error = c.scrub(err.Error())
+		switch {
+		case errors.Is(err, ErrAuth):
+			call.Kind = "auth"
+		case errors.Is(err, ErrUnreachable):
+			call.Kind = "unreachable"
+		}
+	}
+	c.d.cfg.Calls.AddOrMerge(c.in.node, call, call.MergeInto)
 }
 
 // once sends the request a single time; token is the session token it

@@ -50,6 +50,7 @@ type info struct {
 	verify   bool   // verify the BMC's TLS certificate
 	caPath   string // CA bundle file or directory ("" = system roots)
 	authType string
+	node     string // the node's UUID, under which calls are recorded
 }
 
 // parseInfo reads and checks the node's driver_info without touching hardware.
@@ -75,7 +76,7 @@ func parseInfo(n *model.Node) (info, error) {
 		}
 		return s
 	}
-	in := info{verify: true, authType: AuthAuto}
+	in := info{verify: true, authType: AuthAuto, node: n.UUID}
 	addr := get(KeyAddress)
 	if s, isStr := di[KeyAddress].(string); di[KeyAddress] == nil || isStr && strings.TrimSpace(s) == "" {
 		missing = append(missing, KeyAddress)

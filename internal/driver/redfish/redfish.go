@@ -73,6 +73,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/recent"
 )
 
 // Name is the hardware type and the power, management and inspect interface
@@ -93,6 +94,9 @@ type Config struct {
 	Transport http.RoundTripper
 	Sleep     func(ctx context.Context, d time.Duration) error // nil: real time
 	Log       *slog.Logger
+	// Calls, if set, records each call's outcome under the node's UUID (a
+	// failed node's diagnosis shows them).
+	Calls *recent.Log[model.BMCCall]
 }
 
 // Driver implements driver.Power (with Verify), driver.Management and

@@ -167,7 +167,7 @@ func (s *Store) DeleteNode(ctx context.Context, id string) error {
 		if _, err := c.exec(ctx, "DELETE FROM node_history WHERE node_uuid = ?", id); err != nil {
 			return err
 		}
-		for _, table := range []string{"ports", "portgroups", "allocations", "bios_settings", "firmware_components",
+		for _, table := range []string{"ports", "portgroups", "allocations", "bios_settings", "firmware_components", "node_diagnoses",
 			"volume_connectors", "volume_targets"} {
 			if _, err := c.exec(ctx, "DELETE FROM "+table+" WHERE node_uuid = ?", id); err != nil {
 				return err

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Volumes", testVolumes},
 		{"InspectionRules", testInspectionRules},
 		{"Sessions", testSessions},
+		{"Diagnoses", testDiagnoses},
 		{"Migrate", testMigrate},
 		{"Load", testLoad},
 	}

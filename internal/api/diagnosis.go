@@ -1,0 +1,40 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/store"
+)
+
+// GET /v1/nodes/{ident}/diagnosis (an Anvil extension, any microversion)
+// answers the node's latest failure diagnosis (model.Diagnosis: the class,
+// its evidence and what to do, the console tail, boot events, BMC calls,
+// the agent's logs), as the conductor stored it: bounded and with its
+// secrets masked. A node that has not failed has none (404). It holds the
+// console's output, so it is guarded as the console log is.
+func (s *Server) diagnosisRoutes() {
+	s.handle(endpoint{"GET": {s.getDiagnosis, nodeRule("baremetal:node:get_console")}}, "/v1/nodes/{ident}/diagnosis")
+}
+
+func (s *Server) getDiagnosis(rc *call) error {
+	if err := rc.checkQuery(); err != nil {
+		return err
+	}
+	n, _, err := rc.loadNode()
+	if err != nil {
+		return err
+	}
+	b, err := s.cfg.Details.GetDiagnosis(rc.ctx, n.UUID)
+	if errors.Is(err, store.ErrNotFound) {
+		return fault.New(fault.NotFound, "Node %s has no diagnosis: it has not failed since Anvil began diagnosing failures.", n.UUID)
+	}
+	if err != nil {
+		return err
+	}
+	rc.w.Header().Set("Content-Type", "application/json")
+	rc.w.WriteHeader(http.StatusOK)
+	_, _ = rc.w.Write(b)
+	return nil
+}
