@@ -223,6 +223,7 @@ func addBootFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&cfg.DeployLogsPath, "deploy-logs-local-path", "", "directory the agent's logs are saved to when an agent command fails (Ironic's [agent]deploy_logs_local_path; empty: not collected)")
 	f.StringVar(&cfg.OCIVerifyCA, "oci-verify-ca", "", "TLS verification of the registries of oci:// images (Ironic's [oci]verify_ca): true (default, the system's roots), false, or a CA bundle file")
 	f.BoolVar(&cfg.OCIAllowHTTP, "oci-permit-fallback-to-http", false, "reach a registry of oci:// images over plain HTTP when it does not answer HTTPS (Ironic's [oci]permit_fallback_to_http_transport)")
+	f.BoolVar(&cfg.AllowMD5, "allow-md5-checksum", false, "accept md5 image checksums (Ironic's [agent]allow_md5_checksum): in the direct deploy and the boot service's image cache; refused by default")
 	f.StringVar(&cfg.DeployLogsCollect, "deploy-logs-collect", "on_failure", "when the agent's logs are saved to --deploy-logs-local-path: on_failure, always (also after a successful deploy) or never (Ironic's [agent]deploy_logs_collect)")
 	f.StringVar(&cfg.KernelParams, "kernel-append-params", "", "kernel parameters added to network and virtual media booted ramdisks (nodes' kernel_append_params override)")
 	d := isoimage.DefaultLoaders()

@@ -19,6 +19,9 @@ import (
 // BootConfig turns on the network boot endpoint of `anvil serve` (Ironic's
 // [deploy]http_url and http_root, [DEFAULT]public_endpoint).
 type BootConfig struct {
+	// AllowMD5 lets the image cache verify md5 checksums (set from
+	// Config.AllowMD5, the one switch of both md5 policies).
+	AllowMD5 bool
 	// HTTPURL is the boot endpoint as machines reach it, e.g.
 	// http://10.0.2.100:6385/boot; its path is served on the API listener.
 	// Empty leaves network boot off.
@@ -74,7 +77,7 @@ func newBoot(ctx context.Context, cfg BootConfig, log *slog.Logger, errc chan<- 
 	}
 	svc, err := boot.New(boot.Config{Root: cfg.Root, HTTPURL: cfg.HTTPURL, APIURL: cfg.PublicEndpoint,
 		FileAllowedPaths: cfg.FileAllowedPaths, Private: cfg.Private, Log: log, ISOLoaders: cfg.ISOLoaders,
-		LoaderDir: cfg.TFTPDir})
+		LoaderDir: cfg.TFTPDir, AllowMD5: cfg.AllowMD5})
 	if err != nil {
 		return none, "", nil, err
 	}

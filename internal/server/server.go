@@ -94,6 +94,10 @@ type Config struct {
 	OCIVerifyCA string
 	// OCIAllowHTTP is Ironic's [oci]permit_fallback_to_http_transport.
 	OCIAllowHTTP bool
+	// AllowMD5 is Ironic's [agent]allow_md5_checksum: md5 image checksums
+	// are accepted, by the direct deploy and by the boot service's image
+	// cache alike (refused by default).
+	AllowMD5 bool
 	// DeployLogsCollect is Ironic's [agent]deploy_logs_collect: on_failure
 	// (""), always or never.
 	DeployLogsCollect string
@@ -166,6 +170,7 @@ func Serve(ctx context.Context, cfg Config) error {
 			// directory of local images may contain it.
 			cfg.Network.Private = append(cfg.Network.Private, cfg.Database)
 		}
+		cfg.Network.AllowMD5 = cfg.AllowMD5
 		if pub, bootPrefix, bootH, err = newBoot(bootCtx, cfg.Network, cfg.Log, bootErr); err != nil {
 			return fmt.Errorf("network boot: %w", err)
 		}
@@ -189,7 +194,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	ipmiCfg.Calls = calls
 	reg, err := BuildRegistry(Drivers{Fake: fake.New(), Boot: cfg.Boot, ISO: cfg.ISO, KernelParams: cfg.KernelParams, Interfaces: cfg.Interfaces,
 		IPMI: ipmi.New(ipmiCfg), Redfish: redfish.New(redfish.Config{Calls: calls}),
-		Agent: direct.Config{LogsDir: cfg.DeployLogsPath, LogsCollect: cfg.DeployLogsCollect,
+		Agent: direct.Config{LogsDir: cfg.DeployLogsPath, LogsCollect: cfg.DeployLogsCollect, AllowMD5: cfg.AllowMD5,
 			OCI: oci.NewClient(oci.Config{HTTP: ociHTTP, AllowHTTP: cfg.OCIAllowHTTP})}})
 	if err != nil {
 		return fmt.Errorf("drivers: %w", err)
