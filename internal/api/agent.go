@@ -9,13 +9,15 @@ import (
 // minorHeartbeat is when Ironic added the ramdisk lookup/heartbeat endpoints.
 const minorHeartbeat = 22
 
-func (s *Server) agentRoutes() {
-	s.handle(endpoint{"POST": {s.heartbeat, public()}}, "/v1/heartbeat/{ident}")
+func (hs agentAPI) agentRoutes() {
+	s := hs.s
+	s.handle(endpoint{"POST": {hs.heartbeat, public()}}, "/v1/heartbeat/{ident}")
 }
 
 // POST /v1/heartbeat/{ident}: an agent's callback (public in Ironic). It
 // resumes a node parked in a wait state; 202 with no body.
-func (s *Server) heartbeat(rc *call) error {
+func (hs agentAPI) heartbeat(rc *call) error {
+	s := hs.s
 	if rc.minor < minorHeartbeat {
 		return errNotFound()
 	}
@@ -34,7 +36,7 @@ func (s *Server) heartbeat(rc *call) error {
 		}
 		*dst = v
 	}
-	ident, err := rc.nodeIdent(rc.r.PathValue("ident"))
+	ident, err := (nodeAPI{rc.s}).nodeIdent(rc, rc.r.PathValue("ident"))
 	if err != nil {
 		return err
 	}

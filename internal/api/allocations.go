@@ -57,33 +57,34 @@ var allocationListParams = []string{"node", "resource_class", "state", "owner", 
 // unsortableAllocationKeys are the fields Ironic refuses to sort on.
 var unsortableAllocationKeys = []string{"extra", "candidate_nodes", "traits"}
 
-func (s *Server) allocationRoutes() {
-	s.handle(endpoint{"GET": {s.listAllocations, systemOnly("baremetal:allocation:list_all")},
-		"POST": {s.createAllocation, systemOnly("baremetal:allocation:create")}}, "/v1/allocations")
-	s.handle(endpoint{"GET": {s.getAllocation, systemOnly("baremetal:allocation:get")},
-		"PATCH":  {s.patchAllocation, systemOnly("baremetal:allocation:update")},
-		"DELETE": {s.deleteAllocation, systemOnly("baremetal:allocation:delete")}},
+func (hs allocationAPI) allocationRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.listAllocations, systemOnly("baremetal:allocation:list_all")},
+		"POST": {hs.createAllocation, systemOnly("baremetal:allocation:create")}}, "/v1/allocations")
+	s.handle(endpoint{"GET": {hs.getAllocation, systemOnly("baremetal:allocation:get")},
+		"PATCH":  {hs.patchAllocation, systemOnly("baremetal:allocation:update")},
+		"DELETE": {hs.deleteAllocation, systemOnly("baremetal:allocation:delete")}},
 		"/v1/allocations/{alloc}")
-	s.handle(endpoint{"GET": {s.getNodeAllocation, nodeRule("baremetal:node:get")},
-		"DELETE": {s.deleteNodeAllocation, systemOnly("baremetal:allocation:delete")}}, "/v1/nodes/{ident}/allocation")
+	s.handle(endpoint{"GET": {hs.getNodeAllocation, nodeRule("baremetal:node:get")},
+		"DELETE": {hs.deleteNodeAllocation, systemOnly("baremetal:allocation:delete")}}, "/v1/nodes/{ident}/allocation")
 }
 
 // noAllocations is Ironic's text for allocations below 1.52.
 const noAllocations = "The API version does not allow allocations"
 
 // allocationsAllowed is the gate below 1.52: 404 to read, 405 to write.
-func (rc *call) allocationsAllowed(write bool) error {
+func (hs allocationAPI) allocationsAllowed(rc *call, write bool) error {
 	return rc.versionGate(minorAllocations, noAllocations, write)
 }
 
 // writeAllocation writes an allocation with the fields visible at the
 // request version (all, or the requested subset plus links).
-func (rc *call) writeAllocation(w *jw, a *model.Allocation, fields []string) {
+func (hs allocationAPI) writeAllocation(rc *call, w *jw, a *model.Allocation, fields []string) {
 	writeDoc(w, rc, a, allocationFields, fields)
 }
 
 // checkAllocationFields validates ?fields= (owner needs 1.60).
-func (rc *call) checkAllocationFields(fields []string) error {
+func (hs allocationAPI) checkAllocationFields(rc *call, fields []string) error {
 	if fields == nil {
 		return nil
 	}
@@ -93,7 +94,7 @@ func (rc *call) checkAllocationFields(fields []string) error {
 	return checkFields(fields, fieldNames(allocationFields))
 }
 
-func (rc *call) loadAllocation() (*model.Allocation, error) {
+func (hs allocationAPI) loadAllocation(rc *call) (*model.Allocation, error) {
 	raw := rc.r.PathValue("alloc")
 	ident, err := uuidOrName("allocation_ident", raw)
 	if err != nil {
@@ -105,16 +106,17 @@ func (rc *call) loadAllocation() (*model.Allocation, error) {
 func allocationUUID(a *model.Allocation) string { return a.UUID }
 
 // GET /v1/allocations/{alloc}
-func (s *Server) getAllocation(rc *call) error {
-	if err := rc.allocationsAllowed(false); err != nil {
+func (hs allocationAPI) getAllocation(rc *call) error {
+	if err := hs.allocationsAllowed(rc, false); err != nil {
 		return err
 	}
-	return show(rc, false, rc.checkAllocationFields, rc.loadAllocation, (*call).writeAllocation)
+	return show(rc, false, func(fields []string) error { return hs.checkAllocationFields(rc, fields) }, func() (*model.Allocation, error) { return hs.loadAllocation(rc) }, hs.writeAllocation)
 }
 
 // POST /v1/allocations
-func (s *Server) createAllocation(rc *call) error {
-	if err := rc.allocationsAllowed(true); err != nil {
+func (hs allocationAPI) createAllocation(rc *call) error {
+	s := hs.s
+	if err := hs.allocationsAllowed(rc, true); err != nil {
 		return err
 	}
 	body, err := rc.readCreate(true)
@@ -153,7 +155,7 @@ func (s *Server) createAllocation(rc *call) error {
 		}
 		a.ResourceClass = node.ResourceClass
 	}
-	if a.CandidateNodes, err = rc.candidateNodes(docStrings(doc["candidate_nodes"])); err != nil {
+	if a.CandidateNodes, err = hs.candidateNodes(rc, docStrings(doc["candidate_nodes"])); err != nil {
 		return err
 	}
 	if a.UUID == "" {
@@ -170,7 +172,7 @@ func (s *Server) createAllocation(rc *call) error {
 	if err := s.cfg.Lifecycle.CreateAllocation(rc.ctx, a, backfill); err != nil {
 		return err
 	}
-	return created(rc, a, (*call).writeAllocation, "allocations", a.UUID)
+	return created(rc, a, hs.writeAllocation, "allocations", a.UUID)
 }
 
 // validateAllocation checks a body against ALLOCATION_SCHEMA (and a uuid).
@@ -218,7 +220,7 @@ func docStrings(v any) []string {
 
 // candidateNodes resolves candidate node idents (UUIDs or names) to UUIDs;
 // any unknown one is a 400 naming them all.
-func (rc *call) candidateNodes(idents []string) ([]string, error) {
+func (hs allocationAPI) candidateNodes(rc *call, idents []string) ([]string, error) {
 	var out, missing []string
 	for _, ident := range idents {
 		n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, nodeIdentForLookup(ident))
@@ -238,7 +240,8 @@ func (rc *call) candidateNodes(idents []string) ([]string, error) {
 }
 
 // PATCH /v1/allocations/{alloc} (1.57: name and extra).
-func (s *Server) patchAllocation(rc *call) error {
+func (hs allocationAPI) patchAllocation(rc *call) error {
+	s := hs.s
 	if err := rc.versionGate(minorAllocationUpdate, "The API version does not allow updating allocations", true); err != nil {
 		return err
 	}
@@ -246,7 +249,7 @@ func (s *Server) patchAllocation(rc *call) error {
 	if err != nil {
 		return err
 	}
-	cur, err := rc.loadAllocation()
+	cur, err := hs.loadAllocation(rc)
 	if err != nil {
 		return err
 	}
@@ -270,7 +273,7 @@ func (s *Server) patchAllocation(rc *call) error {
 		}
 		a.Name, a.Extra = docString(doc["name"]), docMap(doc["extra"])
 		return nil
-	}, (*call).writeAllocation)
+	}, hs.writeAllocation)
 }
 
 func orEmpty(m map[string]any) map[string]any {
@@ -281,19 +284,20 @@ func orEmpty(m map[string]any) map[string]any {
 }
 
 // DELETE /v1/allocations/{alloc}
-func (s *Server) deleteAllocation(rc *call) error {
-	if err := rc.allocationsAllowed(true); err != nil {
+func (hs allocationAPI) deleteAllocation(rc *call) error {
+	s := hs.s
+	if err := hs.allocationsAllowed(rc, true); err != nil {
 		return err
 	}
-	return rc.remove(loaded(rc.loadAllocation, allocationUUID), s.cfg.Lifecycle.DeleteAllocation)
+	return rc.remove(loaded(func() (*model.Allocation, error) { return hs.loadAllocation(rc) }, allocationUUID), s.cfg.Lifecycle.DeleteAllocation)
 }
 
 // nodeAllocation finds the allocation of the node in the path.
-func (rc *call) nodeAllocation() (*model.Allocation, error) {
-	if err := rc.allocationsAllowed(false); err != nil {
+func (hs allocationAPI) nodeAllocation(rc *call) (*model.Allocation, error) {
+	if err := hs.allocationsAllowed(rc, false); err != nil {
 		return nil, err
 	}
-	n, raw, err := rc.loadNode()
+	n, raw, err := (nodeAPI{rc.s}).loadNode(rc)
 	if err != nil {
 		return nil, err
 	}
@@ -308,25 +312,27 @@ func (rc *call) nodeAllocation() (*model.Allocation, error) {
 }
 
 // GET /v1/nodes/{ident}/allocation
-func (s *Server) getNodeAllocation(rc *call) error {
-	return show(rc, true, rc.checkAllocationFields, rc.nodeAllocation, (*call).writeAllocation)
+func (hs allocationAPI) getNodeAllocation(rc *call) error {
+	return show(rc, true, func(fields []string) error { return hs.checkAllocationFields(rc, fields) }, func() (*model.Allocation, error) { return hs.nodeAllocation(rc) }, hs.writeAllocation)
 }
 
 // DELETE /v1/nodes/{ident}/allocation
-func (s *Server) deleteNodeAllocation(rc *call) error {
-	return rc.remove(loaded(rc.nodeAllocation, allocationUUID), s.cfg.Lifecycle.DeleteAllocation)
+func (hs allocationAPI) deleteNodeAllocation(rc *call) error {
+	s := hs.s
+	return rc.remove(loaded(func() (*model.Allocation, error) { return hs.nodeAllocation(rc) }, allocationUUID), s.cfg.Lifecycle.DeleteAllocation)
 }
 
 // GET /v1/allocations
-func (s *Server) listAllocations(rc *call) error {
-	if err := rc.allocationsAllowed(false); err != nil {
+func (hs allocationAPI) listAllocations(rc *call) error {
+	s := hs.s
+	if err := hs.allocationsAllowed(rc, false); err != nil {
 		return err
 	}
 	p, err := rc.pagePrelude(allocationListParams...)
 	if err != nil {
 		return err
 	}
-	if err := rc.checkAllocationFields(p.fields); err != nil {
+	if err := hs.checkAllocationFields(rc, p.fields); err != nil {
 		return err
 	}
 	q := store.AllocationQuery{SortKey: p.sortKey, SortDir: p.sortDir}
@@ -368,7 +374,7 @@ func (s *Server) listAllocations(rc *call) error {
 		return err
 	}
 	return writeList(rc, "allocations", list, p.limit, 512,
-		func(w *jw, a *model.Allocation) { rc.writeAllocation(w, a, p.fields) },
+		func(w *jw, a *model.Allocation) { hs.writeAllocation(rc, w, a, p.fields) },
 		func(last *model.Allocation) string {
 			return rc.nextLink("allocations", p.nextQuery("", link, p.fields), p.limit, last.UUID)
 		})

@@ -203,13 +203,13 @@ func (rc *call) authorizeNodeTarget(g guard) error {
 	)
 	switch g.on {
 	case onNode:
-		if n, _, err = rc.loadNode(); err != nil {
+		if n, _, err = (nodeAPI{rc.s}).loadNode(rc); err != nil {
 			return err
 		}
 		notFound = fault.NodeNotFound(rc.r.PathValue("ident"))
 	case onPort:
 		var p *model.Port
-		if p, err = rc.loadPort(); err != nil {
+		if p, err = (portAPI{rc.s}).loadPort(rc); err != nil {
 			return err
 		}
 		notFound = fault.Missing("Port", rc.r.PathValue("ident"))
@@ -306,7 +306,7 @@ func (rc *call) authorizeRunbook(g guard) error {
 		}
 		return rc.check(nil, g.rules...)
 	}
-	rb, err := rc.loadRunbook()
+	rb, err := (recordAPI{rc.s}).loadRunbook(rc)
 	if err != nil {
 		return err
 	}
@@ -503,7 +503,7 @@ func (rc *call) noteNode() {
 	if raw == "" || !strings.HasPrefix(rc.r.Pattern, "/v1/nodes/{ident}") {
 		return
 	}
-	if ident, err := rc.plainNodeIdent(raw); err == nil {
+	if ident, err := (nodeAPI{rc.s}).plainNodeIdent(rc, raw); err == nil {
 		note.Node = ident
 	} else {
 		note.Node = raw

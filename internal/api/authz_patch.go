@@ -149,7 +149,7 @@ func (rc *call) authorizeNodePatch(ops []patchOp) error {
 	if rc.auth.who == nil || !slices.Contains(rules, "baremetal:node:update:owner") {
 		return nil
 	}
-	n, _, err := rc.loadNode()
+	n, _, err := (nodeAPI{rc.s}).loadNode(rc)
 	if err != nil {
 		return err
 	}

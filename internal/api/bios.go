@@ -33,15 +33,16 @@ var (
 	firmwareIdentityFields = []string{"vendor", "model", "serial_number"}
 )
 
-func (s *Server) biosRoutes() {
-	s.handle(endpoint{"GET": {s.listBIOS, nodeRule("baremetal:node:bios:get")}}, "/v1/nodes/{ident}/bios")
-	s.handle(endpoint{"GET": {s.getBIOS, nodeRule("baremetal:node:bios:get")}}, "/v1/nodes/{ident}/bios/{setting}")
-	s.handle(endpoint{"GET": {s.listFirmware, nodeRule("baremetal:node:firmware:get")}}, "/v1/nodes/{ident}/firmware")
+func (hs managementAPI) biosRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.listBIOS, nodeRule("baremetal:node:bios:get")}}, "/v1/nodes/{ident}/bios")
+	s.handle(endpoint{"GET": {hs.getBIOS, nodeRule("baremetal:node:bios:get")}}, "/v1/nodes/{ident}/bios/{setting}")
+	s.handle(endpoint{"GET": {hs.listFirmware, nodeRule("baremetal:node:firmware:get")}}, "/v1/nodes/{ident}/firmware")
 }
 
 // returnFields is Ironic's get_request_return_fields: ?detail and ?fields
 // need version minor, and exclude each other.
-func (rc *call) returnFields(minor int, defaults, detailed []string) ([]string, error) {
+func (hs managementAPI) returnFields(rc *call, minor int, defaults, detailed []string) ([]string, error) {
 	detail, err := rc.boolParam("detail")
 	if err != nil {
 		return nil, err
@@ -77,22 +78,23 @@ func (rc *call) returnFields(minor int, defaults, detailed []string) ([]string, 
 // nodeSubFields is nodeSub of a node's list added at 1.minor that takes
 // ?detail= and ?fields= from 1.fieldsMinor: the fields to show
 // (returnFields) are read before the node.
-func (rc *call) nodeSubFields(minor, fieldsMinor int, defaults, detailed []string) (*model.Node, string, []string, error) {
+func (hs managementAPI) nodeSubFields(rc *call, minor, fieldsMinor int, defaults, detailed []string) (*model.Node, string, []string, error) {
 	if err := rc.subAllowed(minor, "detail", "fields"); err != nil {
 		return nil, "", nil, err
 	}
-	fields, err := rc.returnFields(fieldsMinor, defaults, detailed)
+	fields, err := hs.returnFields(rc, fieldsMinor, defaults, detailed)
 	if err != nil {
 		return nil, "", nil, err
 	}
-	n, raw, err := rc.loadNode()
+	n, raw, err := (nodeAPI{rc.s}).loadNode(rc)
 	return n, raw, fields, err
 }
 
 // GET /v1/nodes/{ident}/bios (1.40): {"bios": [...]}; ?detail=true and
 // ?fields= from 1.74.
-func (s *Server) listBIOS(rc *call) error {
-	n, raw, fields, err := rc.nodeSubFields(minorBIOS, minorBIOSRegistry, biosDefaultFields, biosDetailFields)
+func (hs managementAPI) listBIOS(rc *call) error {
+	s := hs.s
+	n, raw, fields, err := hs.nodeSubFields(rc, minorBIOS, minorBIOSRegistry, biosDefaultFields, biosDetailFields)
 	if err != nil {
 		return err
 	}
@@ -101,13 +103,14 @@ func (s *Server) listBIOS(rc *call) error {
 		return err
 	}
 	return writeList(rc, "bios", settings, 0, 256, func(w *jw, b model.BIOSSetting) {
-		rc.writeBIOS(w, raw, b, fields) // Ironic links with the ident as given
+		hs.writeBIOS(rc, w, raw, b, fields) // Ironic links with the ident as given
 	}, nil)
 }
 
 // GET /v1/nodes/{ident}/bios/{setting} (1.40): {"<name>": {...}}, with the
 // registry fields from 1.74.
-func (s *Server) getBIOS(rc *call) error {
+func (hs managementAPI) getBIOS(rc *call) error {
+	s := hs.s
 	n, _, err := rc.nodeSub(minorBIOS)
 	if err != nil {
 		return err
@@ -127,14 +130,14 @@ func (s *Server) getBIOS(rc *call) error {
 	w := &jw{}
 	w.rootObj()
 	w.key(name)
-	rc.writeBIOS(w, n.UUID, *b, fields)
+	hs.writeBIOS(rc, w, n.UUID, *b, fields)
 	w.endObj()
 	return rc.json(200, w)
 }
 
 // writeBIOS writes one setting as Ironic's object_to_dict: created_at,
 // updated_at, the fields, the links.
-func (rc *call) writeBIOS(w *jw, node string, b model.BIOSSetting, fields []string) {
+func (hs managementAPI) writeBIOS(rc *call, w *jw, node string, b model.BIOSSetting, fields []string) {
 	w.obj()
 	w.key("created_at")
 	w.timestamp(b.CreatedAt)
@@ -189,14 +192,15 @@ func intPtr(w *jw, i *int64) {
 }
 
 // GET /v1/nodes/{ident}/firmware (1.86): {"firmware": [...]}.
-func (s *Server) listFirmware(rc *call) error {
+func (hs managementAPI) listFirmware(rc *call) error {
+	s := hs.s
 	known := firmwareFields
 	if rc.minor >= minorFirmwareIdentity {
 		known = slices.Concat(firmwareFields, firmwareIdentityFields)
-	} else if err := rc.firmwareIdentityRefused(); err != nil {
+	} else if err := hs.firmwareIdentityRefused(rc); err != nil {
 		return err
 	}
-	n, _, fields, err := rc.nodeSubFields(minorFirmware, minorFirmware, known, known)
+	n, _, fields, err := hs.nodeSubFields(rc, minorFirmware, minorFirmware, known, known)
 	if err != nil {
 		return err
 	}
@@ -236,7 +240,7 @@ func (s *Server) listFirmware(rc *call) error {
 // firmwareIdentityRefused is Ironic's answer below 1.114 to ?fields=
 // naming vendor, model or serial_number: a 400 after the node is found
 // (the names are in the query schema's enum at every version).
-func (rc *call) firmwareIdentityRefused() error {
+func (hs managementAPI) firmwareIdentityRefused(rc *call) error {
 	var asked []string
 	for _, f := range rc.fieldsParam() {
 		if slices.Contains(firmwareIdentityFields, f) {

@@ -6,9 +6,10 @@ import "github.com/anvil-metal/anvil/internal/fault"
 // and .../states/secure_boot.
 const minorChangeBootMode = 76
 
-func (s *Server) bootModeRoutes() {
-	s.handle(endpoint{"PUT": {s.setBootMode, nodeRule("baremetal:node:set_boot_mode")}}, "/v1/nodes/{ident}/states/boot_mode")
-	s.handle(endpoint{"PUT": {s.setSecureBoot, nodeRule("baremetal:node:set_secure_boot")}}, "/v1/nodes/{ident}/states/secure_boot")
+func (hs managementAPI) bootModeRoutes() {
+	s := hs.s
+	s.handle(endpoint{"PUT": {hs.setBootMode, nodeRule("baremetal:node:set_boot_mode")}}, "/v1/nodes/{ident}/states/boot_mode")
+	s.handle(endpoint{"PUT": {hs.setSecureBoot, nodeRule("baremetal:node:set_secure_boot")}}, "/v1/nodes/{ident}/states/secure_boot")
 }
 
 func errBootModeVersion() error {
@@ -17,7 +18,8 @@ func errBootModeVersion() error {
 
 // PUT /v1/nodes/{ident}/states/boot_mode {"target": "uefi"|"bios"}: 202;
 // the change runs in a worker (boot_mode or last_error tell the outcome).
-func (s *Server) setBootMode(rc *call) error {
+func (hs managementAPI) setBootMode(rc *call) error {
+	s := hs.s
 	if rc.minor < minorChangeBootMode {
 		return errBootModeVersion()
 	}
@@ -33,7 +35,7 @@ func (s *Server) setBootMode(rc *call) error {
 		return missingArg("target")
 	}
 	raw := rc.r.PathValue("ident")
-	ident, err := rc.nodeIdent(raw)
+	ident, err := (nodeAPI{rc.s}).nodeIdent(rc, raw)
 	if err != nil {
 		return err
 	}
@@ -44,7 +46,8 @@ func (s *Server) setBootMode(rc *call) error {
 }
 
 // PUT /v1/nodes/{ident}/states/secure_boot {"target": true|false}: 202.
-func (s *Server) setSecureBoot(rc *call) error {
+func (hs managementAPI) setSecureBoot(rc *call) error {
+	s := hs.s
 	if rc.minor < minorChangeBootMode {
 		return errBootModeVersion()
 	}
@@ -60,7 +63,7 @@ func (s *Server) setSecureBoot(rc *call) error {
 		return invalid("Invalid secure_boot None requested for node. Allowed secure_boot states are: True, False) ")
 	}
 	raw := rc.r.PathValue("ident")
-	ident, err := rc.nodeIdent(raw)
+	ident, err := (nodeAPI{rc.s}).nodeIdent(rc, raw)
 	if err != nil {
 		return err
 	}

@@ -25,27 +25,28 @@ var chassisFields = []docField[model.Chassis]{
 	{"nodes", 1, func(w *jw, rc *call, c *model.Chassis) { rc.links(w, "chassis", c.UUID, "nodes") }},
 }
 
-func (s *Server) chassisRoutes() {
-	s.handle(endpoint{"GET": {s.listChassis, rule("baremetal:chassis:get")}, "POST": {s.createChassis, rule("baremetal:chassis:create")}}, "/v1/chassis")
-	s.handle(endpoint{"GET": {s.listChassisDetail, rule("baremetal:chassis:get")}}, "/v1/chassis/detail")
-	s.handle(endpoint{"GET": {s.getChassis, rule("baremetal:chassis:get")},
-		"PATCH":  {s.patchChassis, rule("baremetal:chassis:update")},
-		"DELETE": {s.deleteChassis, rule("baremetal:chassis:delete")}}, "/v1/chassis/{ident}")
-	s.handle(endpoint{"GET": {func(rc *call) error { return s.chassisNodes(rc, false) }, chassisNodes}}, "/v1/chassis/{ident}/nodes")
-	s.handle(endpoint{"GET": {func(rc *call) error { return s.chassisNodes(rc, true) }, chassisNodes}}, "/v1/chassis/{ident}/nodes/detail")
+func (hs recordAPI) chassisRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.listChassis, rule("baremetal:chassis:get")}, "POST": {hs.createChassis, rule("baremetal:chassis:create")}}, "/v1/chassis")
+	s.handle(endpoint{"GET": {hs.listChassisDetail, rule("baremetal:chassis:get")}}, "/v1/chassis/detail")
+	s.handle(endpoint{"GET": {hs.getChassis, rule("baremetal:chassis:get")},
+		"PATCH":  {hs.patchChassis, rule("baremetal:chassis:update")},
+		"DELETE": {hs.deleteChassis, rule("baremetal:chassis:delete")}}, "/v1/chassis/{ident}")
+	s.handle(endpoint{"GET": {func(rc *call) error { return hs.chassisNodes(rc, false) }, chassisNodes}}, "/v1/chassis/{ident}/nodes")
+	s.handle(endpoint{"GET": {func(rc *call) error { return hs.chassisNodes(rc, true) }, chassisNodes}}, "/v1/chassis/{ident}/nodes/detail")
 }
 
-func (rc *call) writeChassis(w *jw, c *model.Chassis, fields []string) {
+func (hs recordAPI) writeChassis(rc *call, w *jw, c *model.Chassis, fields []string) {
 	writeDoc(w, rc, c, chassisFields, fields)
 }
 
 // chassisIdent reads the chassis UUID of the path (Ironic's args.uuid).
-func (rc *call) chassisIdent() (string, error) {
+func (hs recordAPI) chassisIdent(rc *call) (string, error) {
 	return uuidArg("chassis_uuid", rc.r.PathValue("ident"))
 }
 
-func (rc *call) loadChassis() (*model.Chassis, error) {
-	id, err := rc.chassisIdent()
+func (hs recordAPI) loadChassis(rc *call) (*model.Chassis, error) {
+	id, err := hs.chassisIdent(rc)
 	if err != nil {
 		return nil, err
 	}
@@ -66,11 +67,12 @@ func validateChassis(what string, v any) (*model.Chassis, error) {
 	return c, nil
 }
 
-func (s *Server) listChassis(rc *call) error       { return s.chassisList(rc, false) }
-func (s *Server) listChassisDetail(rc *call) error { return s.chassisList(rc, true) }
+func (hs recordAPI) listChassis(rc *call) error       { return hs.chassisList(rc, false) }
+func (hs recordAPI) listChassisDetail(rc *call) error { return hs.chassisList(rc, true) }
 
 // GET /v1/chassis and /v1/chassis/detail
-func (s *Server) chassisList(rc *call, detailPath bool) error {
+func (hs recordAPI) chassisList(rc *call, detailPath bool) error {
+	s := hs.s
 	allowed := []string{"marker", "limit", "sort_key", "sort_dir"}
 	if !detailPath {
 		allowed = append(allowed, "fields", "detail")
@@ -98,20 +100,21 @@ func (s *Server) chassisList(rc *call, detailPath bool) error {
 		return err
 	}
 	return writeList(rc, "chassis", list, p.limit, 512,
-		func(w *jw, c *model.Chassis) { rc.writeChassis(w, c, fields) },
+		func(w *jw, c *model.Chassis) { hs.writeChassis(rc, w, c, fields) },
 		func(last *model.Chassis) string {
 			return rc.nextLink(listPath("", "chassis", detailPath), p.nextParams(), p.limit, last.UUID)
 		})
 }
 
 // GET /v1/chassis/{ident}
-func (s *Server) getChassis(rc *call) error {
+func (hs recordAPI) getChassis(rc *call) error {
 	return show(rc, true, func(fields []string) error { return rc.checkShownFields(fields, fieldNames(chassisFields)) },
-		rc.loadChassis, (*call).writeChassis)
+		func() (*model.Chassis, error) { return hs.loadChassis(rc) }, hs.writeChassis)
 }
 
 // POST /v1/chassis
-func (s *Server) createChassis(rc *call) error {
+func (hs recordAPI) createChassis(rc *call) error {
+	s := hs.s
 	body, err := rc.readCreate(false)
 	if err != nil {
 		return err
@@ -123,11 +126,12 @@ func (s *Server) createChassis(rc *call) error {
 	if err := s.cfg.Records.CreateChassis(rc.ctx, c); err != nil {
 		return err
 	}
-	return created(rc, c, (*call).writeChassis, "chassis", c.UUID)
+	return created(rc, c, hs.writeChassis, "chassis", c.UUID)
 }
 
 // PATCH /v1/chassis/{ident} (description and extra)
-func (s *Server) patchChassis(rc *call) error {
+func (hs recordAPI) patchChassis(rc *call) error {
+	s := hs.s
 	_, ops, err := rc.readPatch(false, nil)
 	if err != nil {
 		return err
@@ -135,7 +139,7 @@ func (s *Server) patchChassis(rc *call) error {
 	if err := checkAllowedFields(ops, []string{"uuid", "extra", "description"}); err != nil {
 		return err
 	}
-	cur, err := rc.loadChassis()
+	cur, err := hs.loadChassis(rc)
 	if err != nil {
 		return err
 	}
@@ -154,21 +158,23 @@ func (s *Server) patchChassis(rc *call) error {
 		}
 		c.Description, c.Extra = nc.Description, nc.Extra
 		return nil
-	}, (*call).writeChassis)
+	}, hs.writeChassis)
 }
 
 // DELETE /v1/chassis/{ident}
-func (s *Server) deleteChassis(rc *call) error {
-	return rc.remove(rc.chassisIdent, s.cfg.Records.DeleteChassis)
+func (hs recordAPI) deleteChassis(rc *call) error {
+	s := hs.s
+	return rc.remove(func() (string, error) { return hs.chassisIdent(rc) }, s.cfg.Records.DeleteChassis)
 }
 
 // GET /v1/chassis/{ident}/nodes[/detail]: the node list of the chassis
 // (Ironic's NodesController with from_chassis).
-func (s *Server) chassisNodes(rc *call, detail bool) error {
-	id, err := rc.chassisIdent()
+func (hs recordAPI) chassisNodes(rc *call, detail bool) error {
+	s := hs.s
+	id, err := hs.chassisIdent(rc)
 	if err != nil {
 		return err
 	}
 	rc.query["chassis_uuid"] = []string{id}
-	return s.nodeList(rc, detail)
+	return (nodeAPI{s}).nodeList(rc, detail)
 }

@@ -18,7 +18,7 @@ var conductorFields = []docField[model.Conductor]{
 	{"conductor_group", 1, func(w *jw, _ *call, c *model.Conductor) { w.str(c.ConductorGroup) }},
 	{"drivers", 1, func(w *jw, _ *call, c *model.Conductor) { w.strings(c.Drivers) }},
 	{"links", 1, func(w *jw, rc *call, c *model.Conductor) { rc.links(w, "conductors", c.Hostname) }},
-	{"alive", 1, func(w *jw, rc *call, c *model.Conductor) { w.boolean(rc.s.alive(c)) }},
+	{"alive", 1, func(w *jw, rc *call, c *model.Conductor) { w.boolean((recordAPI{rc.s}).alive(c)) }},
 }
 
 // briefConductorFields are the keys of a conductor in a plain list.
@@ -42,17 +42,19 @@ func boolInt(b bool) int {
 	return 0
 }
 
-func (s *Server) conductorRoutes() {
-	s.handle(endpoint{"GET": {s.listConductors, rule("baremetal:conductor:get")}}, "/v1/conductors")
-	s.handle(endpoint{"GET": {s.getConductor, rule("baremetal:conductor:get")}}, "/v1/conductors/{hostname}")
+func (hs recordAPI) conductorRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.listConductors, rule("baremetal:conductor:get")}}, "/v1/conductors")
+	s.handle(endpoint{"GET": {hs.getConductor, rule("baremetal:conductor:get")}}, "/v1/conductors/{hostname}")
 }
 
 // alive is Ironic's test: online, with a heartbeat within the window.
-func (s *Server) alive(c *model.Conductor) bool {
+func (hs recordAPI) alive(c *model.Conductor) bool {
+	s := hs.s
 	return c.Alive(s.cfg.Now(), s.cfg.ConductorAliveWindow)
 }
 
-func (rc *call) conductorsAllowed() error {
+func (hs recordAPI) conductorsAllowed(rc *call) error {
 	if rc.minor < minorConductors {
 		return errNotFound()
 	}
@@ -70,8 +72,9 @@ func checkConductorFields(fields []string) error {
 }
 
 // GET /v1/conductors
-func (s *Server) listConductors(rc *call) error {
-	if err := rc.conductorsAllowed(); err != nil {
+func (hs recordAPI) listConductors(rc *call) error {
+	s := hs.s
+	if err := hs.conductorsAllowed(rc); err != nil {
 		return err
 	}
 	if err := rc.checkQuery("marker", "limit", "sort_key", "sort_dir", "fields", "detail"); err != nil {
@@ -100,7 +103,7 @@ func (s *Server) listConductors(rc *call) error {
 	if err != nil {
 		return err
 	}
-	return rc.writeConductorList(list, p)
+	return hs.writeConductorList(rc, list, p)
 }
 
 // conductorPage sorts the conductors and cuts the page after the marker.
@@ -130,17 +133,18 @@ func conductorPage(all []*model.Conductor, p page, less func(a, b *model.Conduct
 
 // writeConductorList renders {"conductors": [...], "next": ...} (the next
 // link repeats the fields written, and detail as given).
-func (rc *call) writeConductorList(list []*model.Conductor, p page) error {
+func (hs recordAPI) writeConductorList(rc *call, list []*model.Conductor, p page) error {
 	fields := p.shown(briefConductorFields, false)
-	return writeList(rc, "conductors", list, p.limit, 256, func(w *jw, c *model.Conductor) { rc.writeConductor(w, c, fields) },
+	return writeList(rc, "conductors", list, p.limit, 256, func(w *jw, c *model.Conductor) { hs.writeConductor(rc, w, c, fields) },
 		func(last *model.Conductor) string {
 			return rc.nextLink("conductors", p.nextQuery(p.pyDetail(), nil, fields), p.limit, last.Hostname)
 		})
 }
 
 // GET /v1/conductors/{hostname}
-func (s *Server) getConductor(rc *call) error {
-	if err := rc.conductorsAllowed(); err != nil {
+func (hs recordAPI) getConductor(rc *call) error {
+	s := hs.s
+	if err := hs.conductorsAllowed(rc); err != nil {
 		return err
 	}
 	return show(rc, true, checkConductorFields, func() (*model.Conductor, error) {
@@ -149,11 +153,11 @@ func (s *Server) getConductor(rc *call) error {
 			return nil, invalid("Expected name for hostname: %s", host)
 		}
 		return fetch(rc.ctx, s.cfg.Catalog.GetConductor, host, host, fault.NotFoundFor("Conductor"))
-	}, (*call).writeConductor)
+	}, hs.writeConductor)
 }
 
 // writeConductor writes a conductor; fields (when given) keeps only those
 // keys plus links.
-func (rc *call) writeConductor(w *jw, c *model.Conductor, fields []string) {
+func (hs recordAPI) writeConductor(rc *call, w *jw, c *model.Conductor, fields []string) {
 	writeDoc(w, rc, c, conductorFields, fields)
 }

@@ -5,17 +5,19 @@ import (
 	"strings"
 )
 
-func (s *Server) consoleRoutes() {
-	s.handle(endpoint{"GET": {s.getConsole, nodeRule("baremetal:node:get_console")},
-		"PUT": {s.setConsole, nodeRule("baremetal:node:set_console_state")}}, "/v1/nodes/{ident}/states/console")
+func (hs managementAPI) consoleRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.getConsole, nodeRule("baremetal:node:get_console")},
+		"PUT": {hs.setConsole, nodeRule("baremetal:node:set_console_state")}}, "/v1/nodes/{ident}/states/console")
 }
 
 // GET /v1/nodes/{ident}/states/console: {"console_enabled", "console_info"}.
-func (s *Server) getConsole(rc *call) error {
+func (hs managementAPI) getConsole(rc *call) error {
+	s := hs.s
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}
-	ident, err := rc.nodeIdent(rc.r.PathValue("ident"))
+	ident, err := (nodeAPI{rc.s}).nodeIdent(rc, rc.r.PathValue("ident"))
 	if err != nil {
 		return err
 	}
@@ -31,7 +33,7 @@ func (s *Server) getConsole(rc *call) error {
 	if info == nil {
 		w.null()
 	} else {
-		w.object(rc.absoluteConsoleURL(info))
+		w.object(hs.absoluteConsoleURL(rc, info))
 	}
 	w.endObj()
 	return rc.json(200, w)
@@ -39,7 +41,8 @@ func (s *Server) getConsole(rc *call) error {
 
 // PUT /v1/nodes/{ident}/states/console {"enabled": bool}: 202 with a
 // Location of the console state.
-func (s *Server) setConsole(rc *call) error {
+func (hs managementAPI) setConsole(rc *call) error {
+	s := hs.s
 	args, err := rc.argsBody(s.cfg.MaxBodyBytes, "enabled")
 	if err != nil {
 		return err
@@ -52,7 +55,7 @@ func (s *Server) setConsole(rc *call) error {
 		return missingArg("enabled")
 	}
 	raw := rc.r.PathValue("ident")
-	ident, err := rc.nodeIdent(raw)
+	ident, err := (nodeAPI{rc.s}).nodeIdent(rc, raw)
 	if err != nil {
 		return err
 	}
@@ -64,7 +67,7 @@ func (s *Server) setConsole(rc *call) error {
 
 // absoluteConsoleURL makes a console_info url that is an API path ("/v1/...")
 // a WebSocket URL of this API (ws:// or wss:// on the public URL).
-func (rc *call) absoluteConsoleURL(info map[string]any) map[string]any {
+func (hs managementAPI) absoluteConsoleURL(rc *call, info map[string]any) map[string]any {
 	u, ok := info["url"].(string)
 	if !ok || !strings.HasPrefix(u, "/") {
 		return info

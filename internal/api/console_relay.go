@@ -76,7 +76,8 @@ func ConsoleRelay(svc *console.Service, tickets *console.Tickets) http.Handler {
 }
 
 // relayConsole serves a viewer of n's console held by another process.
-func (s *Server) relayConsole(rc *call, n *model.Node, replay int) error {
+func (hs managementAPI) relayConsole(rc *call, n *model.Node, replay int) error {
+	s := hs.s
 	target, ticket, err := s.cfg.ConsoleRelay(rc.r.Context(), n)
 	if err != nil {
 		if _, ok := fault.As(err); ok {
@@ -116,7 +117,7 @@ func (s *Server) relayConsole(rc *call, n *model.Node, replay int) error {
 		return nil // Accept has answered
 	}
 	defer conn.CloseNow()
-	ended, stop := s.credentialEnd(rc.r.Context())
+	ended, stop := hs.credentialEnd(rc.r.Context())
 	defer stop()
 	pipeWebSockets(rc.r.Context(), conn, up, ended)
 	return nil

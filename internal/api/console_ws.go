@@ -33,9 +33,10 @@ import (
 // Both read the console service of this process: the conductor that owns
 // the node. A process serving the API only relays the WebSocket to the
 // owner (console_relay.go) and asks it for the log (internal/handoff).
-func (s *Server) consoleWSRoutes() {
-	s.handle(endpoint{"GET": {s.consoleWS, nodeRule("baremetal:node:get_console")}}, "/v1/nodes/{ident}/console/ws")
-	s.handle(endpoint{"GET": {s.consoleLog, nodeRule("baremetal:node:get_console")}}, "/v1/nodes/{ident}/console/log")
+func (hs managementAPI) consoleWSRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.consoleWS, nodeRule("baremetal:node:get_console")}}, "/v1/nodes/{ident}/console/ws")
+	s.handle(endpoint{"GET": {hs.consoleLog, nodeRule("baremetal:node:get_console")}}, "/v1/nodes/{ident}/console/log")
 }
 
 // consoleWriteTimeout bounds one message to a viewer.
@@ -54,7 +55,8 @@ func (rc *call) byteParam(name string) (int, error) {
 	return min(n, 1<<20), nil
 }
 
-func (s *Server) consoleWS(rc *call) error {
+func (hs managementAPI) consoleWS(rc *call) error {
+	s := hs.s
 	if err := rc.checkQuery("replay"); err != nil {
 		return err
 	}
@@ -62,7 +64,7 @@ func (s *Server) consoleWS(rc *call) error {
 	if err != nil {
 		return err
 	}
-	n, _, err := rc.loadNode()
+	n, _, err := (nodeAPI{rc.s}).loadNode(rc)
 	if err != nil {
 		return err
 	}
@@ -70,7 +72,7 @@ func (s *Server) consoleWS(rc *call) error {
 		return invalid("Console access is not enabled on node %s", n.UUID)
 	}
 	if s.cfg.Console == nil && s.cfg.ConsoleRelay != nil {
-		return s.relayConsole(rc, n, replay)
+		return hs.relayConsole(rc, n, replay)
 	}
 	if s.cfg.Console == nil {
 		return fault.New(fault.Unavailable, "The console of node %s is not served by this process (it serves the API only); connect to the conductor that owns the node.", n.UUID)
@@ -93,7 +95,7 @@ func (s *Server) consoleWS(rc *call) error {
 		return nil // Accept has answered
 	}
 	defer conn.CloseNow()
-	ended, stop := s.credentialEnd(rc.r.Context())
+	ended, stop := hs.credentialEnd(rc.r.Context())
 	defer stop()
 	serveViewer(rc.r.Context(), conn, v, ended)
 	return nil
@@ -115,7 +117,8 @@ const DefaultConsoleRecheck = 15 * time.Second
 // expired (auth.ExpiryOf), or, for a dashboard session, it was ended
 // (auth.StillValid, asked every s.cfg.ConsoleRecheck). Nothing comes for
 // credentials that neither expire nor end. stop releases its goroutine.
-func (s *Server) credentialEnd(ctx context.Context) (<-chan string, func()) {
+func (hs managementAPI) credentialEnd(ctx context.Context) (<-chan string, func()) {
+	s := hs.s
 	exp, expires := auth.ExpiryOf(ctx)
 	live, checks := auth.StillValid(ctx)
 	if !expires && !checks {
@@ -235,7 +238,8 @@ func closeReason(s string) string {
 }
 
 // GET /v1/nodes/{ident}/console/log: the recorded console output.
-func (s *Server) consoleLog(rc *call) error {
+func (hs managementAPI) consoleLog(rc *call) error {
+	s := hs.s
 	if err := rc.checkQuery("tail"); err != nil {
 		return err
 	}
@@ -243,7 +247,7 @@ func (s *Server) consoleLog(rc *call) error {
 	if err != nil {
 		return err
 	}
-	n, _, err := rc.loadNode()
+	n, _, err := (nodeAPI{rc.s}).loadNode(rc)
 	if err != nil {
 		return err
 	}

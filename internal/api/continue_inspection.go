@@ -7,8 +7,9 @@ import (
 // minorContinueInspection is when Ironic added POST /v1/continue_inspection.
 const minorContinueInspection = 84
 
-func (s *Server) continueInspectionRoutes() {
-	s.handle(endpoint{"POST": {s.continueInspection, public()}}, "/v1/continue_inspection")
+func (hs agentAPI) continueInspectionRoutes() {
+	s := hs.s
+	s.handle(endpoint{"POST": {hs.continueInspection, public()}}, "/v1/continue_inspection")
 }
 
 // POST /v1/continue_inspection[?node_uuid=]: a ramdisk pushes its inventory
@@ -18,7 +19,8 @@ func (s *Server) continueInspectionRoutes() {
 // must be it (the heartbeat's rule), else 401 and nothing changes; before
 // that (IPA posts first, then looks up) none is needed, as in Ironic. The other keys become the
 // node's plugin_data. Answers 202 {"uuid"}.
-func (s *Server) continueInspection(rc *call) error {
+func (hs agentAPI) continueInspection(rc *call) error {
+	s := hs.s
 	// Also at the base version 1.1 (no version header), as Ironic allows,
 	// for ramdisks that post inspector-style (IPA's inspector.py sends none).
 	if rc.minor < minorContinueInspection && rc.minor != 1 {

@@ -55,26 +55,27 @@ var namedFields = []string{"uuid", "name"}
 // unsortableTemplateKeys are the fields Ironic refuses to sort on.
 var unsortableTemplateKeys = []string{"extra", "steps"}
 
-func (s *Server) deployTemplateRoutes() {
-	s.handle(endpoint{"GET": {s.listDeployTemplates, rule("baremetal:deploy_template:get")},
-		"POST": {s.createDeployTemplate, rule("baremetal:deploy_template:create")}}, "/v1/deploy_templates")
-	s.handle(endpoint{"GET": {s.getDeployTemplate, rule("baremetal:deploy_template:get")},
-		"PATCH":  {s.patchDeployTemplate, rule("baremetal:deploy_template:update")},
-		"DELETE": {s.deleteDeployTemplate, rule("baremetal:deploy_template:delete")}},
+func (hs recordAPI) deployTemplateRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.listDeployTemplates, rule("baremetal:deploy_template:get")},
+		"POST": {hs.createDeployTemplate, rule("baremetal:deploy_template:create")}}, "/v1/deploy_templates")
+	s.handle(endpoint{"GET": {hs.getDeployTemplate, rule("baremetal:deploy_template:get")},
+		"PATCH":  {hs.patchDeployTemplate, rule("baremetal:deploy_template:update")},
+		"DELETE": {hs.deleteDeployTemplate, rule("baremetal:deploy_template:delete")}},
 		"/v1/deploy_templates/{template}")
 }
 
-func (rc *call) deployTemplatesAllowed() error {
+func (hs recordAPI) deployTemplatesAllowed(rc *call) error {
 	return rc.resourceAllowed(minorDeployTemplates, noDeployTemplates)
 }
 
 // writeDeployTemplate writes a template (all fields, or the requested ones
 // plus links); step arguments are masked as Ironic's step_sanitize does.
-func (rc *call) writeDeployTemplate(w *jw, t *model.DeployTemplate, fields []string) {
+func (hs recordAPI) writeDeployTemplate(rc *call, w *jw, t *model.DeployTemplate, fields []string) {
 	writeDoc(w, rc, t, templateFields, fields)
 }
 
-func (rc *call) loadDeployTemplate() (*model.DeployTemplate, error) {
+func (hs recordAPI) loadDeployTemplate(rc *call) (*model.DeployTemplate, error) {
 	raw := rc.r.PathValue("template")
 	ident, err := uuidOrName("template_ident", raw)
 	if err != nil {
@@ -189,17 +190,18 @@ func stepPriority(v any) (int, bool) {
 }
 
 // GET /v1/deploy_templates/{template}
-func (s *Server) getDeployTemplate(rc *call) error {
-	if err := rc.deployTemplatesAllowed(); err != nil {
+func (hs recordAPI) getDeployTemplate(rc *call) error {
+	if err := hs.deployTemplatesAllowed(rc); err != nil {
 		return err
 	}
 	return show(rc, true, func(fields []string) error { return rc.checkShownFields(fields, fieldNames(templateFields)) },
-		rc.loadDeployTemplate, (*call).writeDeployTemplate)
+		func() (*model.DeployTemplate, error) { return hs.loadDeployTemplate(rc) }, hs.writeDeployTemplate)
 }
 
 // GET /v1/deploy_templates
-func (s *Server) listDeployTemplates(rc *call) error {
-	if err := rc.deployTemplatesAllowed(); err != nil {
+func (hs recordAPI) listDeployTemplates(rc *call) error {
+	s := hs.s
+	if err := hs.deployTemplatesAllowed(rc); err != nil {
 		return err
 	}
 	p, err := rc.listPage(fieldNames(templateFields), unsortableTemplateKeys, store.DeployTemplateSortKeys)
@@ -216,15 +218,16 @@ func (s *Server) listDeployTemplates(rc *call) error {
 		return err
 	}
 	return writeList(rc, "deploy_templates", list, p.limit, 512,
-		func(w *jw, t *model.DeployTemplate) { rc.writeDeployTemplate(w, t, fields) },
+		func(w *jw, t *model.DeployTemplate) { hs.writeDeployTemplate(rc, w, t, fields) },
 		func(last *model.DeployTemplate) string {
 			return rc.nextLink("deploy_templates", p.nextParams(), p.limit, last.UUID)
 		})
 }
 
 // POST /v1/deploy_templates
-func (s *Server) createDeployTemplate(rc *call) error {
-	if err := rc.deployTemplatesAllowed(); err != nil {
+func (hs recordAPI) createDeployTemplate(rc *call) error {
+	s := hs.s
+	if err := hs.deployTemplatesAllowed(rc); err != nil {
 		return err
 	}
 	body, err := rc.readCreate(false)
@@ -238,7 +241,7 @@ func (s *Server) createDeployTemplate(rc *call) error {
 	if err := s.cfg.Records.CreateDeployTemplate(rc.ctx, t); err != nil {
 		return err
 	}
-	return created(rc, t, (*call).writeDeployTemplate, "deploy_templates", t.UUID)
+	return created(rc, t, hs.writeDeployTemplate, "deploy_templates", t.UUID)
 }
 
 // templateDoc is a template as a JSON document, for a PATCH to apply to.
@@ -256,8 +259,9 @@ func templateDoc(t *model.DeployTemplate) map[string]any {
 }
 
 // PATCH /v1/deploy_templates/{template} (extra, name, steps, description)
-func (s *Server) patchDeployTemplate(rc *call) error {
-	if err := rc.deployTemplatesAllowed(); err != nil {
+func (hs recordAPI) patchDeployTemplate(rc *call) error {
+	s := hs.s
+	if err := hs.deployTemplatesAllowed(rc); err != nil {
 		return err
 	}
 	_, ops, err := rc.readPatch(false, nil)
@@ -267,7 +271,7 @@ func (s *Server) patchDeployTemplate(rc *call) error {
 	if err := checkAllowedFields(ops, []string{"extra", "name", "steps", "description"}); err != nil {
 		return err
 	}
-	cur, err := rc.loadDeployTemplate()
+	cur, err := hs.loadDeployTemplate(rc)
 	if err != nil {
 		return err
 	}
@@ -288,15 +292,16 @@ func (s *Server) patchDeployTemplate(rc *call) error {
 		}
 		t.Name, t.Steps, t.Extra, t.Description = nt.Name, nt.Steps, nt.Extra, nt.Description
 		return nil
-	}, (*call).writeDeployTemplate)
+	}, hs.writeDeployTemplate)
 }
 
 // DELETE /v1/deploy_templates/{template}
-func (s *Server) deleteDeployTemplate(rc *call) error {
-	if err := rc.deployTemplatesAllowed(); err != nil {
+func (hs recordAPI) deleteDeployTemplate(rc *call) error {
+	s := hs.s
+	if err := hs.deployTemplatesAllowed(rc); err != nil {
 		return err
 	}
-	return rc.remove(loaded(rc.loadDeployTemplate, templateUUID), s.cfg.Records.DeleteDeployTemplate)
+	return rc.remove(loaded(func() (*model.DeployTemplate, error) { return hs.loadDeployTemplate(rc) }, templateUUID), s.cfg.Records.DeleteDeployTemplate)
 }
 
 func templateUUID(t *model.DeployTemplate) string { return t.UUID }

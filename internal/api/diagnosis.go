@@ -14,15 +14,17 @@ import (
 // the agent's logs), as the conductor stored it: bounded and with its
 // secrets masked. A node that has not failed has none (404). It holds the
 // console's output, so it is guarded as the console log is.
-func (s *Server) diagnosisRoutes() {
-	s.handle(endpoint{"GET": {s.getDiagnosis, nodeRule("baremetal:node:get_console")}}, "/v1/nodes/{ident}/diagnosis")
+func (hs nodeAPI) diagnosisRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.getDiagnosis, nodeRule("baremetal:node:get_console")}}, "/v1/nodes/{ident}/diagnosis")
 }
 
-func (s *Server) getDiagnosis(rc *call) error {
+func (hs nodeAPI) getDiagnosis(rc *call) error {
+	s := hs.s
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}
-	n, _, err := rc.loadNode()
+	n, _, err := hs.loadNode(rc)
 	if err != nil {
 		return err
 	}

@@ -19,10 +19,11 @@ const (
 // driverIfaceMinor hides interface kinds older clients do not know.
 var driverIfaceMinor = map[string]int{"storage": 33, "rescue": 38, "bios": 40, "firmware": 86}
 
-func (s *Server) driverRoutes() {
-	s.handle(endpoint{"GET": {s.listDrivers, rule("baremetal:driver:get")}}, "/v1/drivers")
-	s.handle(endpoint{"GET": {s.getDriver, rule("baremetal:driver:get")}}, "/v1/drivers/{name}")
-	s.handle(endpoint{"GET": {s.driverProperties, rule("baremetal:driver:get_properties")}}, "/v1/drivers/{name}/properties")
+func (hs driverAPI) driverRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.listDrivers, rule("baremetal:driver:get")}}, "/v1/drivers")
+	s.handle(endpoint{"GET": {hs.getDriver, rule("baremetal:driver:get")}}, "/v1/drivers/{name}")
+	s.handle(endpoint{"GET": {hs.driverProperties, rule("baremetal:driver:get_properties")}}, "/v1/drivers/{name}/properties")
 }
 
 func driverNotFound(name string) error {
@@ -30,14 +31,15 @@ func driverNotFound(name string) error {
 }
 
 // sortedDrivers returns the enabled hardware types by name.
-func (s *Server) sortedDrivers() []conductor.DriverInfo {
+func (hs driverAPI) sortedDrivers() []conductor.DriverInfo {
+	s := hs.s
 	drivers := slices.Clone(s.cfg.Hardware.Drivers())
 	slices.SortFunc(drivers, func(a, b conductor.DriverInfo) int { return strings.Compare(a.Name, b.Name) })
 	return drivers
 }
 
 // GET /v1/drivers
-func (s *Server) listDrivers(rc *call) error {
+func (hs driverAPI) listDrivers(rc *call) error {
 	if err := rc.checkQuery("type", "detail", "fields"); err != nil {
 		return err
 	}
@@ -61,11 +63,11 @@ func (s *Server) listDrivers(rc *call) error {
 	}
 	var drivers []conductor.DriverInfo
 	if typ != "classic" {
-		drivers = s.sortedDrivers()
+		drivers = hs.sortedDrivers()
 	}
 	isDetail := detail != nil && *detail
 	if len(drivers) > 0 {
-		if err := rc.checkDriverFields(fields, isDetail); err != nil {
+		if err := hs.checkDriverFields(rc, fields, isDetail); err != nil {
 			return err
 		}
 	}
@@ -74,7 +76,7 @@ func (s *Server) listDrivers(rc *call) error {
 	w.key("drivers")
 	w.arr()
 	for _, d := range drivers {
-		rc.writeDriver(w, d, isDetail, fields)
+		hs.writeDriver(rc, w, d, isDetail, fields)
 	}
 	w.endArr()
 	w.endObj()
@@ -82,7 +84,7 @@ func (s *Server) listDrivers(rc *call) error {
 }
 
 // GET /v1/drivers/{name}
-func (s *Server) getDriver(rc *call) error {
+func (hs driverAPI) getDriver(rc *call) error {
 	if err := rc.checkQuery("fields"); err != nil {
 		return err
 	}
@@ -91,20 +93,21 @@ func (s *Server) getDriver(rc *call) error {
 		return notAcceptable()
 	}
 	name := rc.r.PathValue("name")
-	i := slices.IndexFunc(s.sortedDrivers(), func(d conductor.DriverInfo) bool { return d.Name == name })
+	i := slices.IndexFunc(hs.sortedDrivers(), func(d conductor.DriverInfo) bool { return d.Name == name })
 	if i < 0 {
 		return driverNotFound(name)
 	}
-	if err := rc.checkDriverFields(fields, true); err != nil {
+	if err := hs.checkDriverFields(rc, fields, true); err != nil {
 		return err
 	}
 	w := &jw{}
-	rc.writeDriver(w, s.sortedDrivers()[i], true, fields)
+	hs.writeDriver(rc, w, hs.sortedDrivers()[i], true, fields)
 	return rc.json(200, w)
 }
 
 // GET /v1/drivers/{name}/properties
-func (s *Server) driverProperties(rc *call) error {
+func (hs driverAPI) driverProperties(rc *call) error {
+	s := hs.s
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}
@@ -137,7 +140,7 @@ func stringMapJSON(m map[string]string) *jw {
 }
 
 // driverKeys lists the keys of a driver document at the request version.
-func (rc *call) driverKeys(detail bool) []string {
+func (hs driverAPI) driverKeys(rc *call, detail bool) []string {
 	keys := []string{"name", "hosts", "links"}
 	if rc.minor >= minorDriverLinks {
 		keys = append(keys, "properties")
@@ -147,7 +150,7 @@ func (rc *call) driverKeys(detail bool) []string {
 	}
 	keys = append(keys, "type")
 	if detail {
-		for _, kind := range rc.driverKinds() {
+		for _, kind := range hs.driverKinds(rc) {
 			keys = append(keys, "default_"+kind+"_interface", "enabled_"+kind+"_interfaces")
 		}
 	}
@@ -155,7 +158,7 @@ func (rc *call) driverKeys(detail bool) []string {
 }
 
 // driverKinds are the interface kinds shown at the request version.
-func (rc *call) driverKinds() []string {
+func (hs driverAPI) driverKinds(rc *call) []string {
 	var kinds []string
 	for _, kind := range model.InterfaceNames {
 		if m, ok := driverIfaceMinor[kind]; !ok || rc.minor >= m {
@@ -166,11 +169,11 @@ func (rc *call) driverKinds() []string {
 }
 
 // checkDriverFields refuses requested fields a driver does not have.
-func (rc *call) checkDriverFields(fields []string, detail bool) error {
+func (hs driverAPI) checkDriverFields(rc *call, fields []string, detail bool) error {
 	if fields == nil {
 		return nil
 	}
-	keys := rc.driverKeys(detail)
+	keys := hs.driverKeys(rc, detail)
 	var bad []string
 	for _, f := range fields {
 		if !slices.Contains(keys, f) {
@@ -185,10 +188,10 @@ func (rc *call) checkDriverFields(fields []string, detail bool) error {
 
 // writeDriver writes one hardware type; fields (when given) keeps only
 // those keys plus links.
-func (rc *call) writeDriver(w *jw, d conductor.DriverInfo, detail bool, fields []string) {
+func (hs driverAPI) writeDriver(rc *call, w *jw, d conductor.DriverInfo, detail bool, fields []string) {
 	want := func(k string) bool { return fields == nil || k == "links" || slices.Contains(fields, k) }
 	w.obj()
-	for _, k := range rc.driverKeys(detail) {
+	for _, k := range hs.driverKeys(rc, detail) {
 		if !want(k) {
 			continue
 		}

@@ -43,14 +43,16 @@ const (
 	summaryListMax     = 1000
 )
 
-func (s *Server) fleetRoutes() {
-	s.handle(endpoint{"GET": {s.fleetNodes, nodeList}}, "/v1/fleet/nodes")
-	s.handle(endpoint{"GET": {s.fleetSummary, nodeList}}, "/v1/fleet/summary")
+func (hs fleetAPI) fleetRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.fleetNodes, nodeList}}, "/v1/fleet/nodes")
+	s.handle(endpoint{"GET": {hs.fleetSummary, nodeList}}, "/v1/fleet/summary")
 }
 
 // GET /v1/fleet/nodes
-func (s *Server) fleetNodes(rc *call) error {
-	p, sel, nodes, err := rc.nodePage(append(slices.Clone(nodeListParams), fleetNodeParams...), rc.fleetFilters, nil)
+func (hs fleetAPI) fleetNodes(rc *call) error {
+	s := hs.s
+	p, sel, nodes, err := (nodeAPI{rc.s}).nodePage(rc, append(slices.Clone(nodeListParams), fleetNodeParams...), func(sel *nodeSelection) error { return hs.fleetFilters(rc, sel) }, nil)
 	if err != nil {
 		return err
 	}
@@ -85,7 +87,7 @@ func (s *Server) fleetNodes(rc *call) error {
 
 // fleetFilters reads power_state (a power state, or None for unknown) and
 // search (a UUID prefix, part of a name, or a port's MAC address).
-func (rc *call) fleetFilters(sel *nodeSelection) error {
+func (hs fleetAPI) fleetFilters(rc *call, sel *nodeSelection) error {
 	if v, ok := rc.param("power_state"); ok {
 		if !slices.Contains([]string{fsm.PowerOn, fsm.PowerOff, fsm.PowerError, store.NoPowerState}, v) {
 			return invalid("Invalid power_state %q: expected one of power on, power off, error, None", v)
@@ -102,12 +104,13 @@ func (rc *call) fleetFilters(sel *nodeSelection) error {
 }
 
 // GET /v1/fleet/summary?stuck_after=<seconds>&limit=<nodes per section>&project=<project>
-func (s *Server) fleetSummary(rc *call) error {
+func (hs fleetAPI) fleetSummary(rc *call) error {
+	s := hs.s
 	if err := rc.checkQuery("stuck_after", "limit", "project"); err != nil {
 		return err
 	}
 	project, _ := rc.param("project")
-	stuckAfter, limit, err := rc.summaryParams()
+	stuckAfter, limit, err := hs.summaryParams(rc)
 	if err != nil {
 		return err
 	}
@@ -127,7 +130,7 @@ func (s *Server) fleetSummary(rc *call) error {
 			return err
 		}
 	}
-	stuck, stuckCount, err := rc.stuckNodes(now, stuckAfter, limit, project)
+	stuck, stuckCount, err := hs.stuckNodes(rc, now, stuckAfter, limit, project)
 	if err != nil {
 		return err
 	}
@@ -144,20 +147,20 @@ func (s *Server) fleetSummary(rc *call) error {
 	writeGroupCounts(w, groups)
 	plan := rc.nodePlan(summaryNodeFields)
 	for i, name := range []string{"failed_nodes", "maintenance_nodes", "power_error_nodes"} {
-		rc.writeNodeArray(w, name, sections[i], plan)
+		hs.writeNodeArray(rc, w, name, sections[i], plan)
 	}
 	w.key("stuck_after_seconds")
 	w.integer(int64(stuckAfter / time.Second))
 	w.key("stuck")
 	w.integer(int64(stuckCount))
-	rc.writeNodeArray(w, "stuck_nodes", stuck, plan)
-	rc.writeConductorLoad(w, conds, groups)
+	hs.writeNodeArray(rc, w, "stuck_nodes", stuck, plan)
+	hs.writeConductorLoad(rc, w, conds, groups)
 	w.endObj()
 	return rc.json(200, w)
 }
 
 // summaryParams reads stuck_after (seconds, default 30 minutes) and limit.
-func (rc *call) summaryParams() (time.Duration, int, error) {
+func (hs fleetAPI) summaryParams(rc *call) (time.Duration, int, error) {
 	stuckAfter, limit := fleet.DefaultStuckAfter, summaryListDefault
 	if raw, ok := rc.param("stuck_after"); ok {
 		n, err := strconv.ParseInt(raw, 10, 64)
@@ -179,7 +182,7 @@ func (rc *call) summaryParams() (time.Duration, int, error) {
 // stuckNodes returns the first limit stuck nodes, longest stuck first, and
 // how many there are: nodes in a state that can stick (fleet.StuckStates)
 // since before now - after; of project's nodes only when it is set.
-func (rc *call) stuckNodes(now time.Time, after time.Duration, limit int, project string) ([]*model.Node, int, error) {
+func (hs fleetAPI) stuckNodes(rc *call, now time.Time, after time.Duration, limit int, project string) ([]*model.Node, int, error) {
 	q := store.NodeQuery{ProvisionStates: fleet.StuckStates(), ProvisionUpdatedBefore: now.Add(-after),
 		SortKey: "provision_updated_at", Limit: limit, Project: project}
 	count, err := rc.s.cfg.Nodes.CountNodes(rc.ctx, q)
@@ -254,7 +257,7 @@ func writeGroupCounts(w *jw, groups []store.NodeGroup) {
 	w.integer(int64(failed))
 }
 
-func (rc *call) writeNodeArray(w *jw, key string, nodes []*model.Node, plan []*nodeField) {
+func (hs fleetAPI) writeNodeArray(rc *call, w *jw, key string, nodes []*model.Node, plan []*nodeField) {
 	w.key(key)
 	w.arr()
 	for _, n := range nodes {
@@ -265,7 +268,7 @@ func (rc *call) writeNodeArray(w *jw, key string, nodes []*model.Node, plan []*n
 
 // writeConductorLoad writes the conductors with their liveness (as GET
 // /v1/conductors says it) and the node locks each holds.
-func (rc *call) writeConductorLoad(w *jw, conds []*model.Conductor, groups []store.NodeGroup) {
+func (hs fleetAPI) writeConductorLoad(rc *call, w *jw, conds []*model.Conductor, groups []store.NodeGroup) {
 	locks := map[string]int{}
 	for _, g := range groups {
 		if g.Reservation != "" {
@@ -281,7 +284,7 @@ func (rc *call) writeConductorLoad(w *jw, conds []*model.Conductor, groups []sto
 		w.key("conductor_group")
 		w.str(c.ConductorGroup)
 		w.key("alive")
-		w.boolean(rc.s.alive(c))
+		w.boolean((recordAPI{rc.s}).alive(c))
 		w.key("updated_at")
 		w.timestamp(c.UpdatedAt)
 		w.key("locked_nodes")

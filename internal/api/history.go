@@ -48,13 +48,15 @@ func durationKey(d *int64) int64 {
 	return *d
 }
 
-func (s *Server) historyRoutes() {
-	s.handle(endpoint{"GET": {s.listHistory, nodeRule("baremetal:node:history:get")}}, "/v1/nodes/{ident}/history")
-	s.handle(endpoint{"GET": {s.getHistory, nodeRule("baremetal:node:history:get")}}, "/v1/nodes/{ident}/history/{event}")
+func (hs nodeAPI) historyRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.listHistory, nodeRule("baremetal:node:history:get")}}, "/v1/nodes/{ident}/history")
+	s.handle(endpoint{"GET": {hs.getHistory, nodeRule("baremetal:node:history:get")}}, "/v1/nodes/{ident}/history/{event}")
 }
 
 // GET /v1/nodes/{ident}/history
-func (s *Server) listHistory(rc *call) error {
+func (hs nodeAPI) listHistory(rc *call) error {
+	s := hs.s
 	if rc.minor < minorHistory {
 		return errNotFound()
 	}
@@ -68,7 +70,7 @@ func (s *Server) listHistory(rc *call) error {
 	if err := rc.markerParam(&p); err != nil {
 		return err
 	}
-	n, raw, err := rc.loadNode()
+	n, raw, err := hs.loadNode(rc)
 	if err != nil {
 		return err
 	}
@@ -93,7 +95,7 @@ func (s *Server) listHistory(rc *call) error {
 	w.key("history")
 	w.arr()
 	for _, e := range events {
-		rc.writeHistory(w, n.UUID, e, detail)
+		hs.writeHistory(rc, w, n.UUID, e, detail)
 	}
 	w.endArr()
 	if len(events) > 0 && len(events) == p.limit {
@@ -132,7 +134,8 @@ func historyPage(events []*model.HistoryEvent, p page, less func(a, b *model.His
 }
 
 // GET /v1/nodes/{ident}/history/{event}
-func (s *Server) getHistory(rc *call) error {
+func (hs nodeAPI) getHistory(rc *call) error {
+	s := hs.s
 	if rc.minor < minorHistory {
 		return errNotFound()
 	}
@@ -146,7 +149,7 @@ func (s *Server) getHistory(rc *call) error {
 	if isUUIDLike(event) {
 		event = canonicalUUID(event)
 	}
-	n, _, err := rc.loadNode()
+	n, _, err := hs.loadNode(rc)
 	if err != nil {
 		return err
 	}
@@ -157,7 +160,7 @@ func (s *Server) getHistory(rc *call) error {
 		return err
 	}
 	w := &jw{}
-	rc.writeHistory(w, n.UUID, e, true)
+	hs.writeHistory(rc, w, n.UUID, e, true)
 	return rc.json(200, w)
 }
 
@@ -170,7 +173,7 @@ func (s *Server) getHistory(rc *call) error {
 // null when the event is not one. Below 1.115 Anvil's duration_seconds is
 // the time the transition's from_state lasted (null when not a
 // transition), as before Ironic had the key.
-func (rc *call) writeHistory(w *jw, nodeUUID string, e *model.HistoryEvent, detail bool) {
+func (hs nodeAPI) writeHistory(rc *call, w *jw, nodeUUID string, e *model.HistoryEvent, detail bool) {
 	w.obj()
 	w.key("uuid")
 	w.str(e.UUID)

@@ -7,10 +7,11 @@ import (
 // minorIndicators is the version that added the indicators API.
 const minorIndicators = 63
 
-func (s *Server) indicatorRoutes() {
-	s.handle(endpoint{"GET": {s.listIndicators, nodeRule("baremetal:node:get_indicator_state")}}, "/v1/nodes/{ident}/management/indicators")
-	s.handle(endpoint{"GET": {s.getIndicator, nodeRule("baremetal:node:get_indicator_state")},
-		"PUT": {s.setIndicator, nodeRule("baremetal:node:set_indicator_state")}}, "/v1/nodes/{ident}/management/indicators/{indicator}")
+func (hs managementAPI) indicatorRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.listIndicators, nodeRule("baremetal:node:get_indicator_state")}}, "/v1/nodes/{ident}/management/indicators")
+	s.handle(endpoint{"GET": {hs.getIndicator, nodeRule("baremetal:node:get_indicator_state")},
+		"PUT": {hs.setIndicator, nodeRule("baremetal:node:set_indicator_state")}}, "/v1/nodes/{ident}/management/indicators/{indicator}")
 }
 
 // splitIndicator parses Ironic's "<name>@<component>".
@@ -23,7 +24,8 @@ func splitIndicator(unique string) (name, component string, err error) {
 }
 
 // GET /v1/nodes/{ident}/management/indicators (1.63).
-func (s *Server) listIndicators(rc *call) error {
+func (hs managementAPI) listIndicators(rc *call) error {
+	s := hs.s
 	if rc.minor < minorIndicators {
 		return errNotFound()
 	}
@@ -31,7 +33,7 @@ func (s *Server) listIndicators(rc *call) error {
 		return err
 	}
 	raw := rc.r.PathValue("ident")
-	ident, err := rc.nodeIdent(raw)
+	ident, err := (nodeAPI{rc.s}).nodeIdent(rc, raw)
 	if err != nil {
 		return err
 	}
@@ -66,7 +68,8 @@ func (s *Server) listIndicators(rc *call) error {
 }
 
 // GET /v1/nodes/{ident}/management/indicators/{name}@{component}: {"state"}.
-func (s *Server) getIndicator(rc *call) error {
+func (hs managementAPI) getIndicator(rc *call) error {
+	s := hs.s
 	if rc.minor < minorIndicators {
 		return errNotFound()
 	}
@@ -77,7 +80,7 @@ func (s *Server) getIndicator(rc *call) error {
 	if err != nil {
 		return err
 	}
-	ident, err := rc.nodeIdent(rc.r.PathValue("ident"))
+	ident, err := (nodeAPI{rc.s}).nodeIdent(rc, rc.r.PathValue("ident"))
 	if err != nil {
 		return err
 	}
@@ -95,7 +98,8 @@ func (s *Server) getIndicator(rc *call) error {
 
 // PUT /v1/nodes/{ident}/management/indicators/{name}@{component}
 // {"state": "ON"}: 204.
-func (s *Server) setIndicator(rc *call) error {
+func (hs managementAPI) setIndicator(rc *call) error {
+	s := hs.s
 	if rc.minor < minorIndicators {
 		return errNotFound()
 	}
@@ -114,7 +118,7 @@ func (s *Server) setIndicator(rc *call) error {
 	if err != nil {
 		return err
 	}
-	ident, err := rc.nodeIdent(rc.r.PathValue("ident"))
+	ident, err := (nodeAPI{rc.s}).nodeIdent(rc, rc.r.PathValue("ident"))
 	if err != nil {
 		return err
 	}

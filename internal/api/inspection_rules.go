@@ -39,25 +39,26 @@ var unsortableRuleKeys = []string{"actions", "conditions"}
 // rulePatchFields are the fields a PATCH may change.
 var rulePatchFields = []string{"description", "priority", "sensitive", "phase", "conditions", "actions"}
 
-func (s *Server) inspectionRuleRoutes() {
-	s.handle(endpoint{"GET": {s.listInspectionRules, rule("baremetal:inspection_rule:get")},
-		"POST":   {s.createInspectionRule, rule("baremetal:inspection_rule:create")},
-		"DELETE": {s.deleteInspectionRules, rule("baremetal:inspection_rule:delete")}},
+func (hs recordAPI) inspectionRuleRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.listInspectionRules, rule("baremetal:inspection_rule:get")},
+		"POST":   {hs.createInspectionRule, rule("baremetal:inspection_rule:create")},
+		"DELETE": {hs.deleteInspectionRules, rule("baremetal:inspection_rule:delete")}},
 		"/v1/inspection_rules")
-	s.handle(endpoint{"GET": {s.getInspectionRule, rule("baremetal:inspection_rule:get")},
-		"PATCH":  {s.patchInspectionRule, rule("baremetal:inspection_rule:update")},
-		"DELETE": {s.deleteInspectionRule, rule("baremetal:inspection_rule:delete")}},
+	s.handle(endpoint{"GET": {hs.getInspectionRule, rule("baremetal:inspection_rule:get")},
+		"PATCH":  {hs.patchInspectionRule, rule("baremetal:inspection_rule:update")},
+		"DELETE": {hs.deleteInspectionRule, rule("baremetal:inspection_rule:delete")}},
 		"/v1/inspection_rules/{rule}")
 }
 
-func (rc *call) inspectionRulesAllowed() error {
+func (hs recordAPI) inspectionRulesAllowed(rc *call) error {
 	return rc.resourceAllowed(minorInspectionRules, noInspectionRules)
 }
 
 // writeInspectionRule writes a rule (all fields, or the requested ones
 // plus links). A sensitive rule's conditions and actions are null, as
 // Ironic's rules_sanitize.
-func (rc *call) writeInspectionRule(w *jw, r *model.InspectionRule, fields []string) {
+func (hs recordAPI) writeInspectionRule(rc *call, w *jw, r *model.InspectionRule, fields []string) {
 	writeDoc(w, rc, r, ruleFields, fields)
 }
 
@@ -136,7 +137,7 @@ func ruleIdent(raw string) (string, error) {
 	return canonicalUUID(raw), nil
 }
 
-func (rc *call) loadInspectionRule() (*model.InspectionRule, error) {
+func (hs recordAPI) loadInspectionRule(rc *call) (*model.InspectionRule, error) {
 	raw := rc.r.PathValue("rule")
 	id, err := ruleIdent(raw)
 	if err != nil {
@@ -146,20 +147,21 @@ func (rc *call) loadInspectionRule() (*model.InspectionRule, error) {
 }
 
 // ruleID is the checked rule UUID of the path.
-func (rc *call) ruleID() (string, error) { return ruleIdent(rc.r.PathValue("rule")) }
+func (hs recordAPI) ruleID(rc *call) (string, error) { return ruleIdent(rc.r.PathValue("rule")) }
 
 // GET /v1/inspection_rules/{rule}
-func (s *Server) getInspectionRule(rc *call) error {
-	if err := rc.inspectionRulesAllowed(); err != nil {
+func (hs recordAPI) getInspectionRule(rc *call) error {
+	if err := hs.inspectionRulesAllowed(rc); err != nil {
 		return err
 	}
 	return show(rc, false, func(fields []string) error { return rc.checkShownFields(fields, fieldNames(ruleFields)) },
-		rc.loadInspectionRule, (*call).writeInspectionRule)
+		func() (*model.InspectionRule, error) { return hs.loadInspectionRule(rc) }, hs.writeInspectionRule)
 }
 
 // GET /v1/inspection_rules
-func (s *Server) listInspectionRules(rc *call) error {
-	if err := rc.inspectionRulesAllowed(); err != nil {
+func (hs recordAPI) listInspectionRules(rc *call) error {
+	s := hs.s
+	if err := hs.inspectionRulesAllowed(rc); err != nil {
 		return err
 	}
 	p, err := rc.pagePrelude("marker", "limit", "sort_key", "sort_dir", "fields", "detail", "phase")
@@ -186,7 +188,7 @@ func (s *Server) listInspectionRules(rc *call) error {
 		return err
 	}
 	return writeList(rc, "inspection_rules", list, p.limit, 512,
-		func(w *jw, r *model.InspectionRule) { rc.writeInspectionRule(w, r, fields) },
+		func(w *jw, r *model.InspectionRule) { hs.writeInspectionRule(rc, w, r, fields) },
 		func(last *model.InspectionRule) string {
 			params := p.nextParams()
 			if phase != "" {
@@ -197,8 +199,9 @@ func (s *Server) listInspectionRules(rc *call) error {
 }
 
 // POST /v1/inspection_rules
-func (s *Server) createInspectionRule(rc *call) error {
-	if err := rc.inspectionRulesAllowed(); err != nil {
+func (hs recordAPI) createInspectionRule(rc *call) error {
+	s := hs.s
+	if err := hs.inspectionRulesAllowed(rc); err != nil {
 		return err
 	}
 	body, err := rc.readCreate(false)
@@ -212,15 +215,16 @@ func (s *Server) createInspectionRule(rc *call) error {
 	if err := s.cfg.Records.CreateInspectionRule(rc.ctx, r); err != nil {
 		return err
 	}
-	return created(rc, r, (*call).writeInspectionRule, "inspection_rules", r.UUID)
+	return created(rc, r, hs.writeInspectionRule, "inspection_rules", r.UUID)
 }
 
 // PATCH /v1/inspection_rules/{rule}
-func (s *Server) patchInspectionRule(rc *call) error {
-	if err := rc.inspectionRulesAllowed(); err != nil {
+func (hs recordAPI) patchInspectionRule(rc *call) error {
+	s := hs.s
+	if err := hs.inspectionRulesAllowed(rc); err != nil {
 		return err
 	}
-	id, ops, err := rc.readPatch(false, rc.ruleID)
+	id, ops, err := rc.readPatch(false, func() (string, error) { return hs.ruleID(rc) })
 	if err != nil {
 		return err
 	}
@@ -247,7 +251,7 @@ func (s *Server) patchInspectionRule(rc *call) error {
 		r.Description, r.Priority, r.Sensitive, r.Phase = nr.Description, nr.Priority, nr.Sensitive, nr.Phase
 		r.Conditions, r.Actions = nr.Conditions, nr.Actions
 		return nil
-	}, (*call).writeInspectionRule)
+	}, hs.writeInspectionRule)
 }
 
 // unsetsSensitive is Ironic's check of the first /sensitive value a patch
@@ -271,17 +275,19 @@ func patchRepr(ops []patchOp) string {
 }
 
 // DELETE /v1/inspection_rules/{rule}
-func (s *Server) deleteInspectionRule(rc *call) error {
-	if err := rc.inspectionRulesAllowed(); err != nil {
+func (hs recordAPI) deleteInspectionRule(rc *call) error {
+	s := hs.s
+	if err := hs.inspectionRulesAllowed(rc); err != nil {
 		return err
 	}
-	return rc.remove(rc.ruleID, s.cfg.Records.DeleteInspectionRule)
+	return rc.remove(func() (string, error) { return hs.ruleID(rc) }, s.cfg.Records.DeleteInspectionRule)
 }
 
 // DELETE /v1/inspection_rules: every rule but the built-in ones (Anvil
 // has none).
-func (s *Server) deleteInspectionRules(rc *call) error {
-	if err := rc.inspectionRulesAllowed(); err != nil {
+func (hs recordAPI) deleteInspectionRules(rc *call) error {
+	s := hs.s
+	if err := hs.inspectionRulesAllowed(rc); err != nil {
 		return err
 	}
 	if err := rc.checkQuery(); err != nil {

@@ -15,13 +15,14 @@ const (
 	pluginDataKey = driver.KeyPluginData
 )
 
-func (s *Server) inventoryRoutes() {
-	s.handle(endpoint{"GET": {s.getInventory, nodeRule("baremetal:node:inventory:get")}}, "/v1/nodes/{ident}/inventory")
+func (hs nodeAPI) inventoryRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.getInventory, nodeRule("baremetal:node:inventory:get")}}, "/v1/nodes/{ident}/inventory")
 }
 
 // GET /v1/nodes/{ident}/inventory: the inventory of the node's last
 // inspection (agent or redfish), {"inventory": {...}, "plugin_data": {...}} (what Metal3 reads).
-func (s *Server) getInventory(rc *call) error {
+func (hs nodeAPI) getInventory(rc *call) error {
 	n, _, err := rc.nodeSub(minorInventory)
 	if err != nil {
 		return err

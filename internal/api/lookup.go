@@ -12,14 +12,16 @@ const ramdiskHeartbeatTimeout = 300
 // them in one store query (store.GetNodeByPortAddress).
 const maxLookupAddresses = 256
 
-func (s *Server) lookupRoutes() {
-	s.handle(endpoint{"GET": {s.lookup, public()}}, "/v1/lookup")
+func (hs agentAPI) lookupRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.lookup, public()}}, "/v1/lookup")
 }
 
 // GET /v1/lookup?addresses=mac1,mac2&node_uuid=...: how an agent finds its
 // node (public in Ironic). Any miss — unknown node, or a node in a state
 // where no agent is expected — is a plain 404.
-func (s *Server) lookup(rc *call) error {
+func (hs agentAPI) lookup(rc *call) error {
+	s := hs.s
 	if rc.minor < minorHeartbeat {
 		return errNotFound()
 	}

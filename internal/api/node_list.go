@@ -36,23 +36,23 @@ type nodeSelection struct {
 	noNext bool                     // instance_uuid lists never page
 }
 
-func (s *Server) listNodes(rc *call) error       { return s.nodeList(rc, false) }
-func (s *Server) listNodesDetail(rc *call) error { return s.nodeList(rc, true) }
+func (hs nodeAPI) listNodes(rc *call) error       { return hs.nodeList(rc, false) }
+func (hs nodeAPI) listNodesDetail(rc *call) error { return hs.nodeList(rc, true) }
 
 // GET /v1/nodes and /v1/nodes/detail
-func (s *Server) nodeList(rc *call, detailPath bool) error {
+func (hs nodeAPI) nodeList(rc *call, detailPath bool) error {
 	allowed := nodeListParams
 	if !detailPath {
 		allowed = append(slices.Clone(nodeListParams), "fields", "detail")
 	}
-	p, sel, nodes, err := rc.nodePage(allowed, nil, func(p page) []string {
+	p, sel, nodes, err := hs.nodePage(rc, allowed, nil, func(p page) []string {
 		fields, _ := shownNodeFields(p, detailPath) // nil when full
 		return fields
 	})
 	if err != nil {
 		return err
 	}
-	return rc.writeNodeList(nodes, p, sel, detailPath)
+	return hs.writeNodeList(rc, nodes, p, sel, detailPath)
 }
 
 // shownNodeFields are the fields a node list writes: every field (full) on
@@ -72,15 +72,15 @@ func shownNodeFields(p page, detailPath bool) (fields []string, full bool) {
 // paging parameters, the filters (nodeSelection's, then more's when
 // given), the page checks, in Ironic's order; then the nodes. shown, when
 // given, names the fields the page will write (nil: whole nodes).
-func (rc *call) nodePage(allowed []string, more func(*nodeSelection) error, shown func(page) []string) (page, nodeSelection, []*model.Node, error) {
+func (hs nodeAPI) nodePage(rc *call, allowed []string, more func(*nodeSelection) error, shown func(page) []string) (page, nodeSelection, []*model.Node, error) {
 	p, err := rc.pagePrelude(allowed...)
 	if err != nil {
 		return p, nodeSelection{}, nil, err
 	}
-	if err := rc.checkNodeFieldVersions(p); err != nil {
+	if err := hs.checkNodeFieldVersions(rc, p); err != nil {
 		return p, nodeSelection{}, nil, err
 	}
-	sel, err := rc.nodeSelection()
+	sel, err := hs.nodeSelection(rc)
 	if err != nil {
 		return p, sel, nil, err
 	}
@@ -89,7 +89,7 @@ func (rc *call) nodePage(allowed []string, more func(*nodeSelection) error, show
 			return p, sel, nil, err
 		}
 	}
-	if err := rc.checkNodeListPage(&p); err != nil {
+	if err := hs.checkNodeListPage(rc, &p); err != nil {
 		return p, sel, nil, err
 	}
 	if shown != nil && len(sel.keep) == 0 && rc.redact == nil {
@@ -97,13 +97,13 @@ func (rc *call) nodePage(allowed []string, more func(*nodeSelection) error, show
 		// the store may read them from their columns.
 		sel.q.Only = shown(p)
 	}
-	nodes, err := rc.fetchNodes(&sel, p)
+	nodes, err := hs.fetchNodes(rc, &sel, p)
 	return p, sel, nodes, err
 }
 
 // checkNodeFieldVersions gates the requested fields and the sort key on
 // the version (406), as Ironic does before anything else.
-func (rc *call) checkNodeFieldVersions(p page) error {
+func (hs nodeAPI) checkNodeFieldVersions(rc *call, p page) error {
 	for _, f := range p.fields {
 		if fieldMinor(f) > rc.minor {
 			return notAcceptable()
@@ -116,12 +116,12 @@ func (rc *call) checkNodeFieldVersions(p page) error {
 }
 
 // checkNodeListPage runs the paging checks in Ironic's order.
-func (rc *call) checkNodeListPage(p *page) error {
+func (hs nodeAPI) checkNodeListPage(rc *call, p *page) error {
 	if err := p.check(rc); err != nil {
 		return err
 	}
 	if p.fields != nil {
-		if err := rc.checkNodeFields(p.fields); err != nil {
+		if err := hs.checkNodeFields(rc, p.fields); err != nil {
 			return err
 		}
 	}
@@ -142,11 +142,11 @@ func (rc *call) checkNodeListPage(p *page) error {
 }
 
 // nodeSelection parses the filters, with their version gates.
-func (rc *call) nodeSelection() (nodeSelection, error) {
+func (hs nodeAPI) nodeSelection(rc *call) (nodeSelection, error) {
 	var sel nodeSelection
 	steps := []func(*nodeSelection) error{
-		rc.nodeFilterIdentity, rc.nodeFilterBools, rc.nodeFilterState,
-		rc.nodeFilterStrings, rc.nodeFilterFamily,
+		func(sel *nodeSelection) error { return hs.nodeFilterIdentity(rc, sel) }, func(sel *nodeSelection) error { return hs.nodeFilterBools(rc, sel) }, func(sel *nodeSelection) error { return hs.nodeFilterState(rc, sel) },
+		func(sel *nodeSelection) error { return hs.nodeFilterStrings(rc, sel) }, func(sel *nodeSelection) error { return hs.nodeFilterFamily(rc, sel) },
 	}
 	for _, step := range steps {
 		if err := step(&sel); err != nil {
@@ -156,7 +156,7 @@ func (rc *call) nodeSelection() (nodeSelection, error) {
 	return sel, nil
 }
 
-func (rc *call) nodeFilterIdentity(sel *nodeSelection) error {
+func (hs nodeAPI) nodeFilterIdentity(rc *call, sel *nodeSelection) error {
 	chassis, err := rc.uuidParam("chassis_uuid")
 	if err != nil {
 		return err
@@ -182,7 +182,7 @@ func (rc *call) nodeFilterIdentity(sel *nodeSelection) error {
 	return nil
 }
 
-func (rc *call) nodeFilterBools(sel *nodeSelection) error {
+func (hs nodeAPI) nodeFilterBools(rc *call, sel *nodeSelection) error {
 	for _, name := range []string{"associated", "maintenance", "retired"} {
 		b, err := rc.boolParam(name)
 		if err != nil {
@@ -205,7 +205,7 @@ func (rc *call) nodeFilterBools(sel *nodeSelection) error {
 	return nil
 }
 
-func (rc *call) nodeFilterState(sel *nodeSelection) error {
+func (hs nodeAPI) nodeFilterState(rc *call, sel *nodeSelection) error {
 	ps, ok := rc.param("provision_state")
 	if !ok {
 		return nil
@@ -222,7 +222,7 @@ func (rc *call) nodeFilterState(sel *nodeSelection) error {
 }
 
 // nodeFilterStrings handles the plain string filters with their gates.
-func (rc *call) nodeFilterStrings(sel *nodeSelection) error {
+func (hs nodeAPI) nodeFilterStrings(rc *call, sel *nodeSelection) error {
 	filters := []struct {
 		name  string
 		minor int
@@ -264,8 +264,8 @@ func (rc *call) nodeFilterStrings(sel *nodeSelection) error {
 }
 
 // nodeFilterFamily handles shards, child nodes and instance names.
-func (rc *call) nodeFilterFamily(sel *nodeSelection) error {
-	if err := rc.nodeFilterShard(sel); err != nil {
+func (hs nodeAPI) nodeFilterFamily(rc *call, sel *nodeSelection) error {
+	if err := hs.nodeFilterShard(rc, sel); err != nil {
 		return err
 	}
 	if name, ok := rc.param("instance_name"); ok {
@@ -298,7 +298,7 @@ func (rc *call) nodeFilterFamily(sel *nodeSelection) error {
 	return nil
 }
 
-func (rc *call) nodeFilterShard(sel *nodeSelection) error {
+func (hs nodeAPI) nodeFilterShard(rc *call, sel *nodeSelection) error {
 	raw, hasShard := rc.param("shard")
 	sharded, err := rc.boolParam("sharded")
 	if err != nil {
@@ -327,7 +327,7 @@ func (rc *call) nodeFilterShard(sel *nodeSelection) error {
 
 // fetchNodes reads one page; filters the store cannot apply are applied
 // while scanning forward, so pages stay full and markers stay valid.
-func (rc *call) fetchNodes(sel *nodeSelection, p page) ([]*model.Node, error) {
+func (hs nodeAPI) fetchNodes(rc *call, sel *nodeSelection, p page) ([]*model.Node, error) {
 	q := sel.q
 	return scan(p, func(key, dir, marker string, n int) ([]*model.Node, error) {
 		q.SortKey, q.SortDir, q.Marker, q.Limit = key, dir, marker, n
@@ -336,7 +336,7 @@ func (rc *call) fetchNodes(sel *nodeSelection, p page) ([]*model.Node, error) {
 }
 
 // writeNodeList renders {"nodes": [...], "next": ...}.
-func (rc *call) writeNodeList(nodes []*model.Node, p page, sel nodeSelection, detailPath bool) error {
+func (hs nodeAPI) writeNodeList(rc *call, nodes []*model.Node, p page, sel nodeSelection, detailPath bool) error {
 	fields, full := shownNodeFields(p, detailPath)
 	plan := rc.nodePlan(fields)
 	w := rc.s.listWriter(256 + len(nodes)*len(plan)*48)

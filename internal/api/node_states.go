@@ -30,25 +30,26 @@ const (
 var validateOrder = []string{"boot", "deploy", "management", "network", "power",
 	"bios", "console", "firmware", "inspect", "raid", "rescue", "storage"}
 
-func (s *Server) nodeStateRoutes() {
-	s.handle(endpoint{"GET": {s.getNodeStates, nodeRule("baremetal:node:get_states")}}, "/v1/nodes/{ident}/states")
-	s.handle(endpoint{"PUT": {s.setProvisionState, nodeBody("baremetal:node:set_provision_state")}}, "/v1/nodes/{ident}/states/provision")
-	s.handle(endpoint{"PUT": {s.setPowerState, nodeRule("baremetal:node:set_power_state")}}, "/v1/nodes/{ident}/states/power")
-	s.handle(endpoint{"PUT": {s.setMaintenance, nodeRule("baremetal:node:set_maintenance")},
-		"DELETE": {s.clearMaintenance, nodeRule("baremetal:node:clear_maintenance")}}, "/v1/nodes/{ident}/maintenance")
-	s.handle(endpoint{"GET": {s.validateNode, nodeRule("baremetal:node:validate")}}, "/v1/nodes/{ident}/validate")
-	s.handle(endpoint{"GET": {s.validateNodeByQuery, bodyRule("baremetal:node:validate")}}, "/v1/nodes/validate")
-	s.handle(endpoint{"GET": {s.getBootDevice, nodeRule("baremetal:node:get_boot_device")},
-		"PUT": {s.setBootDevice, nodeRule("baremetal:node:set_boot_device")}}, "/v1/nodes/{ident}/management/boot_device")
-	s.handle(endpoint{"GET": {s.supportedBootDevices, nodeRule("baremetal:node:get_boot_device")}}, "/v1/nodes/{ident}/management/boot_device/supported")
+func (hs nodeAPI) nodeStateRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.getNodeStates, nodeRule("baremetal:node:get_states")}}, "/v1/nodes/{ident}/states")
+	s.handle(endpoint{"PUT": {hs.setProvisionState, nodeBody("baremetal:node:set_provision_state")}}, "/v1/nodes/{ident}/states/provision")
+	s.handle(endpoint{"PUT": {hs.setPowerState, nodeRule("baremetal:node:set_power_state")}}, "/v1/nodes/{ident}/states/power")
+	s.handle(endpoint{"PUT": {hs.setMaintenance, nodeRule("baremetal:node:set_maintenance")},
+		"DELETE": {hs.clearMaintenance, nodeRule("baremetal:node:clear_maintenance")}}, "/v1/nodes/{ident}/maintenance")
+	s.handle(endpoint{"GET": {hs.validateNode, nodeRule("baremetal:node:validate")}}, "/v1/nodes/{ident}/validate")
+	s.handle(endpoint{"GET": {hs.validateNodeByQuery, bodyRule("baremetal:node:validate")}}, "/v1/nodes/validate")
+	s.handle(endpoint{"GET": {hs.getBootDevice, nodeRule("baremetal:node:get_boot_device")},
+		"PUT": {hs.setBootDevice, nodeRule("baremetal:node:set_boot_device")}}, "/v1/nodes/{ident}/management/boot_device")
+	s.handle(endpoint{"GET": {hs.supportedBootDevices, nodeRule("baremetal:node:get_boot_device")}}, "/v1/nodes/{ident}/management/boot_device/supported")
 }
 
 // GET /v1/nodes/{ident}/states
-func (s *Server) getNodeStates(rc *call) error {
+func (hs nodeAPI) getNodeStates(rc *call) error {
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}
-	n, _, err := rc.loadNode()
+	n, _, err := hs.loadNode(rc)
 	if err != nil {
 		return err
 	}
@@ -87,12 +88,13 @@ func (s *Server) getNodeStates(rc *call) error {
 }
 
 // statesLocation is the Location of an accepted state change.
-func (rc *call) statesLocation(raw string) string {
+func (hs nodeAPI) statesLocation(rc *call, raw string) string {
 	return rc.link(false, "nodes", pathEscape(raw), "states")
 }
 
 // PUT /v1/nodes/{ident}/states/provision
-func (s *Server) setProvisionState(rc *call) error {
+func (hs nodeAPI) setProvisionState(rc *call) error {
+	s := hs.s
 	args, err := rc.argsBody(s.cfg.MaxProvisionBodyBytes, "target", "configdrive", "clean_steps",
 		"deploy_steps", "rescue_password", "disable_ramdisk", "service_steps", "runbook")
 	if err != nil {
@@ -102,11 +104,11 @@ func (s *Server) setProvisionState(rc *call) error {
 	if err != nil {
 		return err
 	}
-	n, raw, err := rc.loadNode()
+	n, raw, err := hs.loadNode(rc)
 	if err != nil {
 		return err
 	}
-	if err := rc.gateProvision(&req, args); err != nil {
+	if err := hs.gateProvision(rc, &req, args); err != nil {
 		return err
 	}
 	if err := rc.authorizeProvision(n, req); err != nil {
@@ -116,7 +118,7 @@ func (s *Server) setProvisionState(rc *call) error {
 	if err := s.cfg.Lifecycle.Provision(rc.ctx, n.UUID, req); err != nil {
 		return err
 	}
-	return rc.accepted(rc.statesLocation(raw))
+	return rc.accepted(hs.statesLocation(rc, raw))
 }
 
 // provisionArgs type-checks the provision body in Ironic's argument order.
@@ -178,7 +180,7 @@ func stepsArg(name string, v any) ([]model.JSON, error) {
 
 // gateProvision refuses verbs and arguments newer than the request's
 // version; the conductor checks everything that depends on the node.
-func (rc *call) gateProvision(req *conductor.ProvisionRequest, args map[string]any) error {
+func (hs nodeAPI) gateProvision(rc *call, req *conductor.ProvisionRequest, args map[string]any) error {
 	if v, ok := fsm.LookupVerb(req.Target); ok && !v.AllowedAt(rc.minor) {
 		return notAcceptable()
 	}
@@ -198,7 +200,7 @@ func (rc *call) gateProvision(req *conductor.ProvisionRequest, args map[string]a
 		}
 		req.Runbook = ident
 	}
-	if err := rc.checkConfigDrive(req.Target, req.ConfigDrive); err != nil {
+	if err := hs.checkConfigDrive(rc, req.Target, req.ConfigDrive); err != nil {
 		return err
 	}
 	if len(req.DeploySteps) > 0 && rc.minor < minorDeploySteps {
@@ -221,7 +223,7 @@ const b64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 
 // checkConfigDrive is Ironic's check_allow_configdrive minus the target
 // check, which the conductor does.
-func (rc *call) checkConfigDrive(target string, cd any) error {
+func (hs nodeAPI) checkConfigDrive(rc *call, target string, cd any) error {
 	if cd == nil {
 		return nil
 	}
@@ -271,7 +273,8 @@ func checkConfigDriveObject(m map[string]any) error {
 }
 
 // PUT /v1/nodes/{ident}/states/power
-func (s *Server) setPowerState(rc *call) error {
+func (hs nodeAPI) setPowerState(rc *call) error {
+	s := hs.s
 	args, err := rc.argsBody(s.cfg.MaxBodyBytes, "target", "timeout")
 	if err != nil {
 		return err
@@ -287,7 +290,7 @@ func (s *Server) setPowerState(rc *call) error {
 	if err != nil {
 		return err
 	}
-	n, raw, err := rc.loadNode()
+	n, raw, err := hs.loadNode(rc)
 	if err != nil {
 		return err
 	}
@@ -308,7 +311,7 @@ func (s *Server) setPowerState(rc *call) error {
 	if err := s.cfg.Lifecycle.SetPower(rc.ctx, n.UUID, req); err != nil {
 		return err
 	}
-	return rc.accepted(rc.statesLocation(raw))
+	return rc.accepted(hs.statesLocation(rc, raw))
 }
 
 // checkDisablePowerOff is Ironic's API check of disable_power_off (1.95):
@@ -324,7 +327,8 @@ func checkDisablePowerOff(n *model.Node, target string) error {
 }
 
 // PUT /v1/nodes/{ident}/maintenance
-func (s *Server) setMaintenance(rc *call) error {
+func (hs nodeAPI) setMaintenance(rc *call) error {
+	s := hs.s
 	args, err := rc.argsBody(s.cfg.MaxBodyBytes, "reason")
 	if err != nil {
 		return err
@@ -333,7 +337,7 @@ func (s *Server) setMaintenance(rc *call) error {
 	if err != nil {
 		return err
 	}
-	ident, err := rc.nodeIdent(rc.r.PathValue("ident"))
+	ident, err := hs.nodeIdent(rc, rc.r.PathValue("ident"))
 	if err != nil {
 		return err
 	}
@@ -344,11 +348,12 @@ func (s *Server) setMaintenance(rc *call) error {
 }
 
 // DELETE /v1/nodes/{ident}/maintenance
-func (s *Server) clearMaintenance(rc *call) error {
+func (hs nodeAPI) clearMaintenance(rc *call) error {
+	s := hs.s
 	if _, err := rc.argsBody(s.cfg.MaxBodyBytes); err != nil {
 		return err
 	}
-	ident, err := rc.nodeIdent(rc.r.PathValue("ident"))
+	ident, err := hs.nodeIdent(rc, rc.r.PathValue("ident"))
 	if err != nil {
 		return err
 	}
@@ -359,19 +364,19 @@ func (s *Server) clearMaintenance(rc *call) error {
 }
 
 // GET /v1/nodes/{ident}/validate
-func (s *Server) validateNode(rc *call) error {
+func (hs nodeAPI) validateNode(rc *call) error {
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}
-	ident, err := rc.nodeIdent(rc.r.PathValue("ident"))
+	ident, err := hs.nodeIdent(rc, rc.r.PathValue("ident"))
 	if err != nil {
 		return err
 	}
-	return rc.writeValidation(ident)
+	return hs.writeValidation(rc, ident)
 }
 
 // GET /v1/nodes/validate?node=<ident> (or the deprecated node_uuid=)
-func (s *Server) validateNodeByQuery(rc *call) error {
+func (hs nodeAPI) validateNodeByQuery(rc *call) error {
 	if err := rc.checkQuery("node", "node_uuid"); err != nil {
 		return err
 	}
@@ -387,14 +392,14 @@ func (s *Server) validateNodeByQuery(rc *call) error {
 		if !isUUIDLike(raw) && rc.minor < minorNodeName {
 			return notAcceptable()
 		}
-		if ident, err = rc.nodeIdent(raw); err != nil {
+		if ident, err = hs.nodeIdent(rc, raw); err != nil {
 			return err
 		}
 	}
 	if err := rc.authorizeIdent(ident, "baremetal:node:validate"); err != nil {
 		return err
 	}
-	return rc.writeValidation(ident)
+	return hs.writeValidation(rc, ident)
 }
 
 func nilIfEmpty(s string) any {
@@ -404,7 +409,7 @@ func nilIfEmpty(s string) any {
 	return s
 }
 
-func (rc *call) writeValidation(ident string) error {
+func (hs nodeAPI) writeValidation(rc *call, ident string) error {
 	res, err := rc.s.cfg.Lifecycle.Validate(rc.ctx, ident)
 	if err != nil {
 		return err
@@ -444,11 +449,12 @@ func (rc *call) writeValidation(ident string) error {
 }
 
 // GET /v1/nodes/{ident}/management/boot_device
-func (s *Server) getBootDevice(rc *call) error {
+func (hs nodeAPI) getBootDevice(rc *call) error {
+	s := hs.s
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}
-	ident, err := rc.nodeIdent(rc.r.PathValue("ident"))
+	ident, err := hs.nodeIdent(rc, rc.r.PathValue("ident"))
 	if err != nil {
 		return err
 	}
@@ -467,7 +473,8 @@ func (s *Server) getBootDevice(rc *call) error {
 }
 
 // PUT /v1/nodes/{ident}/management/boot_device
-func (s *Server) setBootDevice(rc *call) error {
+func (hs nodeAPI) setBootDevice(rc *call) error {
+	s := hs.s
 	args, err := rc.argsBody(s.cfg.MaxBodyBytes, "boot_device", "persistent")
 	if err != nil {
 		return err
@@ -486,7 +493,7 @@ func (s *Server) setBootDevice(rc *call) error {
 	if persistent == nil {
 		persistent = new(bool)
 	}
-	ident, err := rc.nodeIdent(rc.r.PathValue("ident"))
+	ident, err := hs.nodeIdent(rc, rc.r.PathValue("ident"))
 	if err != nil {
 		return err
 	}
@@ -497,11 +504,12 @@ func (s *Server) setBootDevice(rc *call) error {
 }
 
 // GET /v1/nodes/{ident}/management/boot_device/supported
-func (s *Server) supportedBootDevices(rc *call) error {
+func (hs nodeAPI) supportedBootDevices(rc *call) error {
+	s := hs.s
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}
-	ident, err := rc.nodeIdent(rc.r.PathValue("ident"))
+	ident, err := hs.nodeIdent(rc, rc.r.PathValue("ident"))
 	if err != nil {
 		return err
 	}

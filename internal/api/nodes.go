@@ -39,12 +39,13 @@ var nodePatchAllowed = []string{"automated_clean", "bios_interface", "boot_inter
 // reservedNodeNames are the sub-resource names a node may not take.
 var reservedNodeNames = []string{"maintenance", "management", "states", "vendor_passthru", "detail", "validate"}
 
-func (s *Server) nodeRoutes() {
-	s.handle(endpoint{"GET": {s.listNodes, nodeList}, "POST": {s.createNode, rule("baremetal:node:create")}}, "/v1/nodes")
-	s.handle(endpoint{"GET": {s.listNodesDetail, nodeList}}, "/v1/nodes/detail")
-	s.handle(endpoint{"GET": {s.getNode, nodeRule("baremetal:node:get")},
-		"PATCH":  {s.patchNode, nodeBody("baremetal:node:update")},
-		"DELETE": {s.deleteNode, nodeRule("baremetal:node:delete")}}, "/v1/nodes/{ident}")
+func (hs nodeAPI) nodeRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.listNodes, nodeList}, "POST": {hs.createNode, rule("baremetal:node:create")}}, "/v1/nodes")
+	s.handle(endpoint{"GET": {hs.listNodesDetail, nodeList}}, "/v1/nodes/detail")
+	s.handle(endpoint{"GET": {hs.getNode, nodeRule("baremetal:node:get")},
+		"PATCH":  {hs.patchNode, nodeBody("baremetal:node:update")},
+		"DELETE": {hs.deleteNode, nodeRule("baremetal:node:delete")}}, "/v1/nodes/{ident}")
 }
 
 // nodeIdent validates a node identifier from the URL: a UUID (returned in
@@ -52,11 +53,11 @@ func (s *Server) nodeRoutes() {
 // from the path right after it (before 1.91), the identifier with the
 // suffix is used if the one without names no node (Ironic's
 // get_rpc_node_with_suffix).
-func (rc *call) nodeIdent(raw string) (string, error) {
+func (hs nodeAPI) nodeIdent(rc *call, raw string) (string, error) {
 	if rc.auth.node != nil && raw == rc.r.PathValue("ident") {
 		return rc.auth.nodeIdent, nil // the route's authorization resolved it
 	}
-	ident, err := rc.plainNodeIdent(raw)
+	ident, err := hs.plainNodeIdent(rc, raw)
 	if !rc.jsonSuffix || path.Base(rc.r.URL.Path) != raw {
 		return ident, err
 	}
@@ -69,11 +70,11 @@ func (rc *call) nodeIdent(raw string) (string, error) {
 	case fault.KindOf(err) != fault.NotFound:
 		return "", err
 	}
-	return rc.plainNodeIdent(raw + ".json")
+	return hs.plainNodeIdent(rc, raw+".json")
 }
 
 // plainNodeIdent is nodeIdent without the ".json" fallback.
-func (rc *call) plainNodeIdent(raw string) (string, error) {
+func (hs nodeAPI) plainNodeIdent(rc *call, raw string) (string, error) {
 	if isUUIDLike(raw) {
 		return canonicalUUID(raw), nil
 	}
@@ -91,12 +92,12 @@ func (rc *call) plainNodeIdent(raw string) (string, error) {
 
 // loadNode resolves the {ident} of the path to a stored node, once: the
 // route's authorization and its handler see the same node.
-func (rc *call) loadNode() (*model.Node, string, error) {
+func (hs nodeAPI) loadNode(rc *call) (*model.Node, string, error) {
 	raw := rc.r.PathValue("ident")
 	if rc.auth.node != nil {
 		return rc.auth.node, raw, nil
 	}
-	ident, err := rc.nodeIdent(raw)
+	ident, err := hs.nodeIdent(rc, raw)
 	if err != nil {
 		return nil, raw, err
 	}
@@ -114,16 +115,16 @@ func (rc *call) loadNode() (*model.Node, string, error) {
 }
 
 // GET /v1/nodes/{ident}
-func (s *Server) getNode(rc *call) error {
+func (hs nodeAPI) getNode(rc *call) error {
 	if err := rc.checkQuery("fields"); err != nil {
 		return err
 	}
-	n, _, err := rc.loadNode()
+	n, _, err := hs.loadNode(rc)
 	if err != nil {
 		return err
 	}
 	fields := rc.fieldsParam()
-	if err := rc.checkNodeFields(fields); err != nil {
+	if err := hs.checkNodeFields(rc, fields); err != nil {
 		return err
 	}
 	w := &jw{}
@@ -132,7 +133,7 @@ func (s *Server) getNode(rc *call) error {
 }
 
 // checkNodeFields gates ?fields= on the version and the field names.
-func (rc *call) checkNodeFields(fields []string) error {
+func (hs nodeAPI) checkNodeFields(rc *call, fields []string) error {
 	if fields == nil {
 		return nil
 	}
@@ -154,7 +155,8 @@ func (rc *call) checkNodeFields(fields []string) error {
 }
 
 // POST /v1/nodes
-func (s *Server) createNode(rc *call) error {
+func (hs nodeAPI) createNode(rc *call) error {
+	s := hs.s
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}
@@ -180,7 +182,7 @@ func (s *Server) createNode(rc *call) error {
 			return err
 		}
 	}
-	if err := rc.checkNodeLinks(doc, nil); err != nil {
+	if err := hs.checkNodeLinks(rc, doc, nil); err != nil {
 		return err
 	}
 	n := &model.Node{}
@@ -219,7 +221,7 @@ func checkNodeName(name any, minor int, format string) error {
 // checkNodeLinks checks the references a node body makes: the chassis and
 // a parent node must exist (the parent is stored by UUID). An unknown
 // chassis is Ironic's ChassisNotFound turned into a 400.
-func (rc *call) checkNodeLinks(doc map[string]any, old *model.Node) error {
+func (hs nodeAPI) checkNodeLinks(rc *call, doc map[string]any, old *model.Node) error {
 	if c, _ := doc["chassis_uuid"].(string); c != "" && (old == nil || c != old.ChassisUUID) {
 		if _, err := rc.s.cfg.Catalog.GetChassis(rc.ctx, c); errors.Is(err, store.ErrNotFound) {
 			return fault.New(fault.Invalid, "%s", fault.MissingText("Chassis", c))
@@ -242,23 +244,24 @@ func (rc *call) checkNodeLinks(doc map[string]any, old *model.Node) error {
 }
 
 // PATCH /v1/nodes/{ident}
-func (s *Server) patchNode(rc *call) error {
+func (hs nodeAPI) patchNode(rc *call) error {
+	s := hs.s
 	if err := rc.checkQuery("reset_interfaces"); err != nil {
 		return err
 	}
 	raw := rc.r.PathValue("ident")
-	ident, err := rc.nodeIdent(raw)
+	ident, err := hs.nodeIdent(rc, raw)
 	if err != nil {
 		return err
 	}
-	ops, reset, err := rc.nodePatchRequest(raw)
+	ops, reset, err := hs.nodePatchRequest(rc, raw)
 	if err != nil {
 		return err
 	}
 	if err := rc.authorizeNodePatch(ops); err != nil {
 		return err
 	}
-	apply := func(n *model.Node) error { return rc.applyNodePatch(n, raw, ops, reset) }
+	apply := func(n *model.Node) error { return hs.applyNodePatch(rc, n, raw, ops, reset) }
 	n, err := s.cfg.Lifecycle.UpdateNode(rc.ctx, ident, apply)
 	if err != nil {
 		return err
@@ -270,7 +273,7 @@ func (s *Server) patchNode(rc *call) error {
 
 // nodePatchRequest decodes a node PATCH and runs Ironic's checks that need
 // no node: schema, allowed fields, versions, names.
-func (rc *call) nodePatchRequest(raw string) ([]patchOp, bool, error) {
+func (hs nodeAPI) nodePatchRequest(rc *call, raw string) ([]patchOp, bool, error) {
 	v, err := rc.decodeBody(rc.s.cfg.MaxBodyBytes)
 	if err != nil {
 		return nil, false, err
@@ -315,19 +318,19 @@ func (rc *call) nodePatchRequest(raw string) ([]patchOp, bool, error) {
 
 // inspectWaits says whether a node in state refuses updates of itself,
 // its ports and portgroups while it inspects (Ironic's 409, from 1.39).
-func (rc *call) inspectWaits(state string) bool {
+func (hs nodeAPI) inspectWaits(rc *call, state string) bool {
 	return state == fsm.Inspecting && rc.minor >= minorInspectWait
 }
 
 // applyNodePatch runs under the node lock: Ironic's state rules, then the
 // patch applied to the node's document, validated and written back.
-func (rc *call) applyNodePatch(n *model.Node, raw string, ops []patchOp, reset bool) error {
+func (hs nodeAPI) applyNodePatch(rc *call, n *model.Node, raw string, ops []patchOp, reset bool) error {
 	onlyInstanceRemoval := len(ops) == 1 && ops[0].Op == "remove" && ops[0].Path == "/instance_uuid"
 	switch {
 	case n.Maintenance && onlyInstanceRemoval:
 	case n.TargetProvisionState != "" && !fsm.UpdateAllowed(n.ProvisionState):
 		return fault.New(fault.Conflict, "Node %s can not be updated while a state transition is in progress.", raw)
-	case rc.inspectWaits(n.ProvisionState):
+	case hs.inspectWaits(rc, n.ProvisionState):
 		return fault.New(fault.Conflict, "Cannot update node \"%s\" while it is in state \"%s\".", n.UUID, fsm.Inspecting)
 	}
 	patched, err := applyPatch(rc.ctx, nodeDoc(n), ops)
@@ -345,7 +348,7 @@ func (rc *call) applyNodePatch(n *model.Node, raw string, ops []patchOp, reset b
 	if err := runExtraChecks(doc, nodePatchProps); err != nil {
 		return err
 	}
-	if err := rc.checkNodeLinks(doc, n); err != nil {
+	if err := hs.checkNodeLinks(rc, doc, n); err != nil {
 		return err
 	}
 	if reset {
@@ -374,11 +377,12 @@ func syncInstanceName(n *model.Node, oldInfo model.JSON) {
 }
 
 // DELETE /v1/nodes/{ident}
-func (s *Server) deleteNode(rc *call) error {
+func (hs nodeAPI) deleteNode(rc *call) error {
+	s := hs.s
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}
-	ident, err := rc.nodeIdent(rc.r.PathValue("ident"))
+	ident, err := hs.nodeIdent(rc, rc.r.PathValue("ident"))
 	if err != nil {
 		return err
 	}

@@ -126,6 +126,6 @@ var briefPortgroupFields = []string{"uuid", "address", "name"}
 
 // writePortgroup writes a portgroup with the fields visible at the request
 // version (all of them, or the requested subset plus links).
-func (rc *call) writePortgroup(w *jw, pg *model.Portgroup, fields []string) {
+func (hs portAPI) writePortgroup(rc *call, w *jw, pg *model.Portgroup, fields []string) {
 	writeDoc(w, rc, pg, portgroupFields, fields)
 }

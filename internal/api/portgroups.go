@@ -21,22 +21,23 @@ var portgroupListParams = []string{"node", "address", "marker", "limit", "sort_k
 // unsortablePortgroupKeys are the fields Ironic refuses to sort on.
 var unsortablePortgroupKeys = []string{"extra", "internal_info", "properties"}
 
-func (s *Server) portgroupRoutes() {
-	s.handle(endpoint{"GET": {s.listPortgroups, systemOnly("baremetal:portgroup:list_all")},
-		"POST": {s.createPortgroup, systemOnly("baremetal:portgroup:create")}}, "/v1/portgroups")
-	s.handle(endpoint{"GET": {s.listPortgroupsDetail, systemOnly("baremetal:portgroup:list_all")}}, "/v1/portgroups/detail")
-	s.handle(endpoint{"GET": {s.getPortgroup, systemOnly("baremetal:portgroup:get")},
-		"PATCH":  {s.patchPortgroup, systemOnly("baremetal:portgroup:update")},
-		"DELETE": {s.deletePortgroup, systemOnly("baremetal:portgroup:delete")}},
+func (hs portgroupAPI) portgroupRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.listPortgroups, systemOnly("baremetal:portgroup:list_all")},
+		"POST": {hs.createPortgroup, systemOnly("baremetal:portgroup:create")}}, "/v1/portgroups")
+	s.handle(endpoint{"GET": {hs.listPortgroupsDetail, systemOnly("baremetal:portgroup:list_all")}}, "/v1/portgroups/detail")
+	s.handle(endpoint{"GET": {hs.getPortgroup, systemOnly("baremetal:portgroup:get")},
+		"PATCH":  {hs.patchPortgroup, systemOnly("baremetal:portgroup:update")},
+		"DELETE": {hs.deletePortgroup, systemOnly("baremetal:portgroup:delete")}},
 		"/v1/portgroups/{pg}")
-	s.handle(endpoint{"GET": {s.listPortgroupPorts, systemOnly("baremetal:portgroup:get", "baremetal:port:list_all")}}, "/v1/portgroups/{pg}/ports")
-	s.handle(endpoint{"GET": {s.listPortgroupPortsDetail, systemOnly("baremetal:portgroup:get", "baremetal:port:list_all")}}, "/v1/portgroups/{pg}/ports/detail")
-	s.handle(endpoint{"GET": {s.listNodePortgroups, nodeRule("baremetal:portgroup:list")}}, "/v1/nodes/{ident}/portgroups")
-	s.handle(endpoint{"GET": {s.listNodePortgroupsDetail, nodeRule("baremetal:portgroup:list")}}, "/v1/nodes/{ident}/portgroups/detail")
+	s.handle(endpoint{"GET": {hs.listPortgroupPorts, systemOnly("baremetal:portgroup:get", "baremetal:port:list_all")}}, "/v1/portgroups/{pg}/ports")
+	s.handle(endpoint{"GET": {hs.listPortgroupPortsDetail, systemOnly("baremetal:portgroup:get", "baremetal:port:list_all")}}, "/v1/portgroups/{pg}/ports/detail")
+	s.handle(endpoint{"GET": {hs.listNodePortgroups, nodeRule("baremetal:portgroup:list")}}, "/v1/nodes/{ident}/portgroups")
+	s.handle(endpoint{"GET": {hs.listNodePortgroupsDetail, nodeRule("baremetal:portgroup:list")}}, "/v1/nodes/{ident}/portgroups/detail")
 }
 
 // loadPortgroup resolves the {pg} of the path to a stored portgroup.
-func (rc *call) loadPortgroup() (*model.Portgroup, error) {
+func (hs portgroupAPI) loadPortgroup(rc *call) (*model.Portgroup, error) {
 	raw := rc.r.PathValue("pg")
 	ident, err := uuidOrName("portgroup", raw)
 	if err != nil {
@@ -47,7 +48,7 @@ func (rc *call) loadPortgroup() (*model.Portgroup, error) {
 
 // checkPortgroupFields validates ?fields= for portgroups: versions, then
 // names (fields newer than the request are valid names, hidden).
-func (rc *call) checkPortgroupFields(fields []string) error {
+func (hs portgroupAPI) checkPortgroupFields(rc *call, fields []string) error {
 	if fields == nil {
 		return nil
 	}
@@ -64,15 +65,16 @@ func (rc *call) checkPortgroupFields(fields []string) error {
 }
 
 // GET /v1/portgroups/{pg}
-func (s *Server) getPortgroup(rc *call) error {
+func (hs portgroupAPI) getPortgroup(rc *call) error {
 	if rc.minor < minorPortgroups {
 		return errNotFound()
 	}
-	return show(rc, false, rc.checkPortgroupFields, rc.loadPortgroup, (*call).writePortgroup)
+	return show(rc, false, func(fields []string) error { return hs.checkPortgroupFields(rc, fields) }, func() (*model.Portgroup, error) { return hs.loadPortgroup(rc) }, (portAPI{rc.s}).writePortgroup)
 }
 
 // POST /v1/portgroups
-func (s *Server) createPortgroup(rc *call) error {
+func (hs portgroupAPI) createPortgroup(rc *call) error {
+	s := hs.s
 	if rc.minor < minorPortgroups {
 		return errNotFound()
 	}
@@ -107,11 +109,12 @@ func (s *Server) createPortgroup(rc *call) error {
 	if err := s.cfg.NodeRecords.CreatePortgroup(rc.ctx, pg); err != nil {
 		return err
 	}
-	return created(rc, pg, (*call).writePortgroup, "portgroups", pg.UUID)
+	return created(rc, pg, (portAPI{rc.s}).writePortgroup, "portgroups", pg.UUID)
 }
 
 // PATCH /v1/portgroups/{pg}
-func (s *Server) patchPortgroup(rc *call) error {
+func (hs portgroupAPI) patchPortgroup(rc *call) error {
+	s := hs.s
 	if rc.minor < minorPortgroups {
 		return errNotFound()
 	}
@@ -119,7 +122,7 @@ func (s *Server) patchPortgroup(rc *call) error {
 	if err != nil {
 		return err
 	}
-	cur, err := rc.loadPortgroup()
+	cur, err := hs.loadPortgroup(rc)
 	if err != nil {
 		return err
 	}
@@ -135,13 +138,13 @@ func (s *Server) patchPortgroup(rc *call) error {
 		}
 	}
 	return updated(rc, cur.UUID, s.cfg.NodeRecords.UpdatePortgroup, func(pg *model.Portgroup) error {
-		return rc.applyPortgroupPatch(pg, ops)
-	}, (*call).writePortgroup)
+		return hs.applyPortgroupPatch(rc, pg, ops)
+	}, (portAPI{rc.s}).writePortgroup)
 }
 
 // applyPortgroupPatch runs under the node lock.
-func (rc *call) applyPortgroupPatch(pg *model.Portgroup, ops []patchOp) error {
-	patched, err := rc.patchLinked(portgroupDoc(pg), pg.NodeUUID, ops)
+func (hs portgroupAPI) applyPortgroupPatch(rc *call, pg *model.Portgroup, ops []patchOp) error {
+	patched, err := (portAPI{rc.s}).patchLinked(rc, portgroupDoc(pg), pg.NodeUUID, ops)
 	if err != nil {
 		return err
 	}
@@ -156,7 +159,7 @@ func (rc *call) applyPortgroupPatch(pg *model.Portgroup, ops []patchOp) error {
 	if err != nil {
 		return err
 	}
-	if n, err := rc.inspectingNode(docString(doc["node_uuid"])); err != nil {
+	if n, err := (portAPI{rc.s}).inspectingNode(rc, docString(doc["node_uuid"])); err != nil {
 		return err
 	} else if n != nil {
 		return fault.New(fault.Conflict, "Cannot update portgroup \"%s\" on node \"%s\" while it is in state \"%s\".",
@@ -170,26 +173,31 @@ func (rc *call) applyPortgroupPatch(pg *model.Portgroup, ops []patchOp) error {
 }
 
 // DELETE /v1/portgroups/{pg}
-func (s *Server) deletePortgroup(rc *call) error {
+func (hs portgroupAPI) deletePortgroup(rc *call) error {
+	s := hs.s
 	if rc.minor < minorPortgroups {
 		return errNotFound()
 	}
-	return rc.remove(loaded(rc.loadPortgroup, func(pg *model.Portgroup) string { return pg.UUID }),
+	return rc.remove(loaded(func() (*model.Portgroup, error) { return hs.loadPortgroup(rc) }, func(pg *model.Portgroup) string { return pg.UUID }),
 		s.cfg.NodeRecords.DeletePortgroup)
 }
 
-func (s *Server) listPortgroups(rc *call) error       { return s.portgroupList(rc, false, "") }
-func (s *Server) listPortgroupsDetail(rc *call) error { return s.portgroupList(rc, true, "") }
-func (s *Server) listNodePortgroups(rc *call) error {
-	return s.portgroupList(rc, false, rc.r.PathValue("ident"))
+func (hs portgroupAPI) listPortgroups(rc *call) error {
+	return hs.portgroupList(rc, false, "")
 }
-func (s *Server) listNodePortgroupsDetail(rc *call) error {
-	return s.portgroupList(rc, true, rc.r.PathValue("ident"))
+func (hs portgroupAPI) listPortgroupsDetail(rc *call) error {
+	return hs.portgroupList(rc, true, "")
+}
+func (hs portgroupAPI) listNodePortgroups(rc *call) error {
+	return hs.portgroupList(rc, false, rc.r.PathValue("ident"))
+}
+func (hs portgroupAPI) listNodePortgroupsDetail(rc *call) error {
+	return hs.portgroupList(rc, true, rc.r.PathValue("ident"))
 }
 
 // portgroupList serves GET /v1/portgroups[/detail] and
 // /v1/nodes/{node}/portgroups[/detail].
-func (s *Server) portgroupList(rc *call, detailPath bool, parentNode string) error {
+func (hs portgroupAPI) portgroupList(rc *call, detailPath bool, parentNode string) error {
 	if rc.minor < minorPortgroups || (parentNode != "" && rc.minor < minorPortgroupSub) {
 		return errNotFound()
 	}
@@ -201,11 +209,11 @@ func (s *Server) portgroupList(rc *call, detailPath bool, parentNode string) err
 	if err != nil {
 		return err
 	}
-	q, keep, link, err := rc.portgroupSelection(parentNode)
+	q, keep, link, err := hs.portgroupSelection(rc, parentNode)
 	if err != nil {
 		return err
 	}
-	if err := rc.checkPortgroupListPage(&p); err != nil {
+	if err := hs.checkPortgroupListPage(rc, &p); err != nil {
 		return err
 	}
 	pgs, err := scan(p, func(key, dir, marker string, n int) ([]*model.Portgroup, error) {
@@ -215,14 +223,14 @@ func (s *Server) portgroupList(rc *call, detailPath bool, parentNode string) err
 	if err != nil {
 		return err
 	}
-	return rc.writePortgroupList(pgs, p, link, detailPath, parentNode)
+	return hs.writePortgroupList(rc, pgs, p, link, detailPath, parentNode)
 }
 
-func (rc *call) checkPortgroupListPage(p *page) error {
-	if err := rc.checkPortgroupFields(p.fields); err != nil {
+func (hs portgroupAPI) checkPortgroupListPage(rc *call, p *page) error {
+	if err := hs.checkPortgroupFields(rc, p.fields); err != nil {
 		return err
 	}
-	if err := rc.checkPortgroupFields([]string{p.sortKey}); err != nil && fault.KindOf(err) == fault.NotAcceptable {
+	if err := hs.checkPortgroupFields(rc, []string{p.sortKey}); err != nil && fault.KindOf(err) == fault.NotAcceptable {
 		return err
 	}
 	if err := p.check(rc); err != nil {
@@ -236,7 +244,7 @@ func (rc *call) checkPortgroupListPage(p *page) error {
 
 // portgroupSelection parses the portgroup filters: node, address, shard
 // (1.106) and conductor_groups (1.99), at most one of them.
-func (rc *call) portgroupSelection(parentNode string) (store.PortgroupQuery, []func(*model.Portgroup) bool, [][2]string, error) {
+func (hs portgroupAPI) portgroupSelection(rc *call, parentNode string) (store.PortgroupQuery, []func(*model.Portgroup) bool, [][2]string, error) {
 	var (
 		q    store.PortgroupQuery
 		keep []func(*model.Portgroup) bool
@@ -288,12 +296,12 @@ func (rc *call) portgroupSelection(parentNode string) (store.PortgroupQuery, []f
 		q.Address = mac
 		link = append(link, [2]string{"address", addr})
 	case len(shards) > 0:
-		keep = append(keep, rc.portgroupNodeFilter(func(n *model.Node) bool {
+		keep = append(keep, hs.portgroupNodeFilter(rc, func(n *model.Node) bool {
 			return slices.Contains(shards, strings.ToLower(n.Shard))
 		}))
 		link = append(link, [2]string{"shard", rawShard})
 	case len(groups) > 0:
-		keep = append(keep, rc.portgroupNodeFilter(func(n *model.Node) bool {
+		keep = append(keep, hs.portgroupNodeFilter(rc, func(n *model.Node) bool {
 			return slices.Contains(groups, strings.ToLower(n.ConductorGroup))
 		}))
 		link = append(link, [2]string{"conductor_groups", rawGroups})
@@ -303,21 +311,21 @@ func (rc *call) portgroupSelection(parentNode string) (store.PortgroupQuery, []f
 
 // portgroupNodeFilter keeps portgroups whose node matches, reading each
 // node once.
-func (rc *call) portgroupNodeFilter(match func(n *model.Node) bool) func(*model.Portgroup) bool {
-	byNode := rc.portNodeFilter(match)
+func (hs portgroupAPI) portgroupNodeFilter(rc *call, match func(n *model.Node) bool) func(*model.Portgroup) bool {
+	byNode := (portAPI{rc.s}).portNodeFilter(rc, match)
 	return func(pg *model.Portgroup) bool { return byNode(&model.Port{NodeUUID: pg.NodeUUID}) }
 }
 
 // writePortgroupList renders {"portgroups": [...], "next": ...}.
 // (the next link repeats the fields written, and detail as given).
-func (rc *call) writePortgroupList(pgs []*model.Portgroup, p page, link [][2]string, detailPath bool, parentNode string) error {
+func (hs portgroupAPI) writePortgroupList(rc *call, pgs []*model.Portgroup, p page, link [][2]string, detailPath bool, parentNode string) error {
 	fields := p.shown(briefPortgroupFields, detailPath)
 	parent := ""
 	if parentNode != "" {
 		parent = "nodes/" + pathEscape(parentNode)
 	}
 	return writeList(rc, "portgroups", pgs, p.limit, 256,
-		func(w *jw, pg *model.Portgroup) { rc.writePortgroup(w, pg, fields) },
+		func(w *jw, pg *model.Portgroup) { (portAPI{rc.s}).writePortgroup(rc, w, pg, fields) },
 		func(last *model.Portgroup) string {
 			return rc.nextLink(listPath(parent, "portgroups", detailPath), p.nextQuery(p.pyDetail(), link, fields),
 				p.limit, last.UUID)
@@ -325,14 +333,17 @@ func (rc *call) writePortgroupList(pgs []*model.Portgroup, p page, link [][2]str
 }
 
 // GET /v1/portgroups/{pg}/ports[/detail] (1.24).
-func (s *Server) listPortgroupPorts(rc *call) error { return s.portgroupPorts(rc, false) }
-func (s *Server) listPortgroupPortsDetail(rc *call) error {
-	return s.portgroupPorts(rc, true)
+func (hs portgroupAPI) listPortgroupPorts(rc *call) error {
+	return hs.portgroupPorts(rc, false)
+}
+func (hs portgroupAPI) listPortgroupPortsDetail(rc *call) error {
+	return hs.portgroupPorts(rc, true)
 }
 
-func (s *Server) portgroupPorts(rc *call, detail bool) error {
+func (hs portgroupAPI) portgroupPorts(rc *call, detail bool) error {
+	s := hs.s
 	if rc.minor < minorPortgroupSub {
 		return errNotFound()
 	}
-	return s.portListIn(rc, detail, "", rc.r.PathValue("pg"))
+	return (portAPI{s}).portListIn(rc, detail, "", rc.r.PathValue("pg"))
 }

@@ -62,24 +62,25 @@ var portListParams = []string{"node", "node_uuid", "address", "marker", "limit",
 // unsortablePortKeys are the port fields Ironic refuses to sort on.
 var unsortablePortKeys = []string{"extra", "internal_info", "local_link_connection"}
 
-func (s *Server) portRoutes() {
-	s.handle(endpoint{"GET": {s.listPorts, bodyRule("baremetal:port:list")}, "POST": {s.createPort, bodyRule("baremetal:port:create")}}, "/v1/ports")
-	s.handle(endpoint{"GET": {s.listPortsDetail, bodyRule("baremetal:port:list")}}, "/v1/ports/detail")
-	s.handle(endpoint{"GET": {s.getPort, portRule("baremetal:port:get")},
-		"PATCH":  {s.patchPort, portRule("baremetal:port:update")},
-		"DELETE": {s.deletePort, portRule("baremetal:port:delete")}}, "/v1/ports/{ident}")
-	s.handle(endpoint{"GET": {s.listNodePorts, nodeRule("baremetal:port:list")}}, "/v1/nodes/{ident}/ports")
-	s.handle(endpoint{"GET": {s.listNodePortsDetail, nodeRule("baremetal:port:list")}}, "/v1/nodes/{ident}/ports/detail")
+func (hs portAPI) portRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.listPorts, bodyRule("baremetal:port:list")}, "POST": {hs.createPort, bodyRule("baremetal:port:create")}}, "/v1/ports")
+	s.handle(endpoint{"GET": {hs.listPortsDetail, bodyRule("baremetal:port:list")}}, "/v1/ports/detail")
+	s.handle(endpoint{"GET": {hs.getPort, portRule("baremetal:port:get")},
+		"PATCH":  {hs.patchPort, portRule("baremetal:port:update")},
+		"DELETE": {hs.deletePort, portRule("baremetal:port:delete")}}, "/v1/ports/{ident}")
+	s.handle(endpoint{"GET": {hs.listNodePorts, nodeRule("baremetal:port:list")}}, "/v1/nodes/{ident}/ports")
+	s.handle(endpoint{"GET": {hs.listNodePortsDetail, nodeRule("baremetal:port:list")}}, "/v1/nodes/{ident}/ports/detail")
 }
 
 // writePort writes a port with the fields visible at the request version
 // (all of them, or the requested subset plus links).
-func (rc *call) writePort(w *jw, p *model.Port, fields []string) {
+func (hs portAPI) writePort(rc *call, w *jw, p *model.Port, fields []string) {
 	writeDoc(w, rc, p, portFields, fields)
 }
 
 // checkPortFields validates ?fields= for ports: versions, then names.
-func (rc *call) checkPortFields(fields []string) error {
+func (hs portAPI) checkPortFields(rc *call, fields []string) error {
 	if fields == nil {
 		return nil
 	}
@@ -93,7 +94,7 @@ func (rc *call) checkPortFields(fields []string) error {
 }
 
 // portIdent validates a port identifier: a UUID, or a name from 1.88.
-func (rc *call) portIdent(raw string) (string, error) {
+func (hs portAPI) portIdent(rc *call, raw string) (string, error) {
 	if rc.minor < minorPortName {
 		return uuidArg("port_uuid", raw)
 	}
@@ -101,9 +102,9 @@ func (rc *call) portIdent(raw string) (string, error) {
 }
 
 // loadPort reads the port the path names.
-func (rc *call) loadPort() (*model.Port, error) {
+func (hs portAPI) loadPort(rc *call) (*model.Port, error) {
 	raw := rc.r.PathValue("ident")
-	ident, err := rc.portIdent(raw)
+	ident, err := hs.portIdent(rc, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -111,12 +112,13 @@ func (rc *call) loadPort() (*model.Port, error) {
 }
 
 // GET /v1/ports/{ident}
-func (s *Server) getPort(rc *call) error {
-	return show(rc, false, rc.checkPortFields, rc.loadPort, (*call).writePort)
+func (hs portAPI) getPort(rc *call) error {
+	return show(rc, false, func(fields []string) error { return hs.checkPortFields(rc, fields) }, func() (*model.Port, error) { return hs.loadPort(rc) }, hs.writePort)
 }
 
 // POST /v1/ports
-func (s *Server) createPort(rc *call) error {
+func (hs portAPI) createPort(rc *call) error {
+	s := hs.s
 	v, err := rc.readCreate(true)
 	if err != nil {
 		return err
@@ -125,14 +127,14 @@ func (s *Server) createPort(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := rc.resolvePortNode(doc); err != nil {
+	if err := hs.resolvePortNode(rc, doc); err != nil {
 		return err
 	}
 	if err := checkPortFieldVersions(portBodyFields(doc), rc.minor); err != nil {
 		return err
 	}
 	_, phys := doc["physical_network"]
-	if err := rc.checkPortPortgroup(doc, nil); err != nil {
+	if err := hs.checkPortPortgroup(rc, doc, nil); err != nil {
 		return err
 	}
 	if err := checkPortSemantics(doc, nil, phys); err != nil {
@@ -146,14 +148,14 @@ func (s *Server) createPort(rc *call) error {
 	if err := s.cfg.NodeRecords.CreatePort(rc.ctx, p); err != nil {
 		return err
 	}
-	return created(rc, p, (*call).writePort, "ports", p.UUID)
+	return created(rc, p, hs.writePort, "ports", p.UUID)
 }
 
 // resolvePortNode finds the node of a port to create: node_uuid, or from
 // 1.94 node_ident (a UUID or a name). The body then names it by UUID. An
 // unknown node is a 400 naming what the client sent (Ironic names
 // node_uuid, so it says "Node None" for an unknown node_ident).
-func (rc *call) resolvePortNode(doc map[string]any) error {
+func (hs portAPI) resolvePortNode(rc *call, doc map[string]any) error {
 	ident, _ := doc["node_ident"].(string)
 	if ident != "" && rc.minor < minorPortNodeIdent {
 		return notAcceptable()
@@ -184,22 +186,23 @@ func (rc *call) resolvePortNode(doc map[string]any) error {
 }
 
 // PATCH /v1/ports/{ident}
-func (s *Server) patchPort(rc *call) error {
-	ident, ops, err := rc.readPatch(true, func() (string, error) { return rc.portIdent(rc.r.PathValue("ident")) })
+func (hs portAPI) patchPort(rc *call) error {
+	s := hs.s
+	ident, ops, err := rc.readPatch(true, func() (string, error) { return hs.portIdent(rc, rc.r.PathValue("ident")) })
 	if err != nil {
 		return err
 	}
-	if err := rc.checkPortPatch(ops); err != nil {
+	if err := hs.checkPortPatch(rc, ops); err != nil {
 		return err
 	}
 	return updated(rc, ident, s.cfg.NodeRecords.UpdatePort, func(p *model.Port) error {
-		return rc.applyPortPatch(p, ops)
-	}, (*call).writePort)
+		return hs.applyPortPatch(rc, p, ops)
+	}, hs.writePort)
 }
 
 // checkPortPatch runs the checks that need no port: allowed fields and
 // the version of every field the patch sets or removes.
-func (rc *call) checkPortPatch(ops []patchOp) error {
+func (hs portAPI) checkPortPatch(rc *call, ops []patchOp) error {
 	if err := checkAllowedFields(ops, portPatchAllowed); err != nil {
 		return err
 	}
@@ -216,8 +219,8 @@ func (rc *call) checkPortPatch(ops []patchOp) error {
 }
 
 // applyPortPatch runs under the node lock.
-func (rc *call) applyPortPatch(p *model.Port, ops []patchOp) error {
-	patched, err := rc.patchLinked(portDoc(p), p.NodeUUID, ops)
+func (hs portAPI) applyPortPatch(rc *call, p *model.Port, ops []patchOp) error {
+	patched, err := hs.patchLinked(rc, portDoc(p), p.NodeUUID, ops)
 	if err != nil {
 		return err
 	}
@@ -230,13 +233,13 @@ func (rc *call) applyPortPatch(p *model.Port, ops []patchOp) error {
 	if err != nil {
 		return err
 	}
-	if err := rc.checkPortPortgroup(doc, p); err != nil {
+	if err := hs.checkPortPortgroup(rc, doc, p); err != nil {
 		return err
 	}
 	if err := checkPortSemantics(doc, p, touches(ops, "/physical_network")); err != nil {
 		return err
 	}
-	if n, err := rc.inspectingNode(docString(doc["node_uuid"])); err != nil {
+	if n, err := hs.inspectingNode(rc, docString(doc["node_uuid"])); err != nil {
 		return err
 	} else if n != nil {
 		return fault.New(fault.Conflict, "Cannot update port \"%s\" on \"%s\" while it is in state \"%s\".",
@@ -248,9 +251,9 @@ func (rc *call) applyPortPatch(p *model.Port, ops []patchOp) error {
 
 // patchLinked applies ops to doc, the document of a port or portgroup on
 // node from; a node_uuid the patch sets must pass checkPortNodeLink first.
-func (rc *call) patchLinked(doc map[string]any, from string, ops []patchOp) (map[string]any, error) {
+func (hs portAPI) patchLinked(rc *call, doc map[string]any, from string, ops []patchOp) (map[string]any, error) {
 	if vals := patchValues(ops, "/node_uuid"); len(vals) > 0 {
-		if err := rc.checkPortNodeLink(vals[0], from); err != nil {
+		if err := hs.checkPortNodeLink(rc, vals[0], from); err != nil {
 			return nil, err
 		}
 	}
@@ -271,14 +274,14 @@ func requireKeys(doc map[string]any, keys ...string) error {
 // inspectingNode is the node uuid names (that of a port or portgroup
 // being updated) when it is inspecting and the version makes the update
 // wait for that (inspectWaits); nil otherwise or when there is none.
-func (rc *call) inspectingNode(uuid string) (*model.Node, error) {
+func (hs portAPI) inspectingNode(rc *call, uuid string) (*model.Node, error) {
 	n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, uuid)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	} else if err != nil {
 		return nil, err
 	}
-	if !rc.inspectWaits(n.ProvisionState) {
+	if !(nodeAPI{rc.s}).inspectWaits(rc, n.ProvisionState) {
 		return nil, nil
 	}
 	return n, nil
@@ -288,7 +291,7 @@ func (rc *call) inspectingNode(uuid string) (*model.Node, error) {
 // volume connector or target moved from node from to node v: v must name
 // an existing node with the same owner (one answer for both, so as not to
 // tell whether the node exists).
-func (rc *call) checkPortNodeLink(v any, from string) error {
+func (hs portAPI) checkPortNodeLink(rc *call, v any, from string) error {
 	s, _ := v.(string)
 	bad := invalid("Unable to apply the requested node_uuid '%s'. Requested value was invalid.", pyrepr.Str(v))
 	if !isUUIDLike(s) {
@@ -314,23 +317,24 @@ func (rc *call) checkPortNodeLink(v any, from string) error {
 }
 
 // DELETE /v1/ports/{ident}
-func (s *Server) deletePort(rc *call) error {
+func (hs portAPI) deletePort(rc *call) error {
+	s := hs.s
 	return rc.remove(func() (string, error) { return uuidArg("port_uuid", rc.r.PathValue("ident")) },
 		s.cfg.NodeRecords.DeletePort)
 }
 
-func (s *Server) listPorts(rc *call) error       { return s.portListIn(rc, false, "", "") }
-func (s *Server) listPortsDetail(rc *call) error { return s.portListIn(rc, true, "", "") }
-func (s *Server) listNodePorts(rc *call) error {
-	return s.portListIn(rc, false, rc.r.PathValue("ident"), "")
+func (hs portAPI) listPorts(rc *call) error       { return hs.portListIn(rc, false, "", "") }
+func (hs portAPI) listPortsDetail(rc *call) error { return hs.portListIn(rc, true, "", "") }
+func (hs portAPI) listNodePorts(rc *call) error {
+	return hs.portListIn(rc, false, rc.r.PathValue("ident"), "")
 }
-func (s *Server) listNodePortsDetail(rc *call) error {
-	return s.portListIn(rc, true, rc.r.PathValue("ident"), "")
+func (hs portAPI) listNodePortsDetail(rc *call) error {
+	return hs.portListIn(rc, true, rc.r.PathValue("ident"), "")
 }
 
 // checkPortPortgroup checks the portgroup a port joins: it must exist and
 // belong to the port's node.
-func (rc *call) checkPortPortgroup(doc map[string]any, old *model.Port) error {
+func (hs portAPI) checkPortPortgroup(rc *call, doc map[string]any, old *model.Port) error {
 	pgUUID, _ := doc["portgroup_uuid"].(string)
 	if pgUUID == "" || (old != nil && pgUUID == old.PortgroupUUID && docString(doc["node_uuid"]) == old.NodeUUID) {
 		return nil
@@ -356,7 +360,7 @@ type portSelection struct {
 
 // portListIn serves GET /v1/ports[/detail], /v1/nodes/{node}/ports[/detail]
 // and /v1/portgroups/{pg}/ports[/detail].
-func (s *Server) portListIn(rc *call, detailPath bool, parentNode, parentPG string) error {
+func (hs portAPI) portListIn(rc *call, detailPath bool, parentNode, parentPG string) error {
 	allowed := portListParams
 	if !detailPath {
 		allowed = append(slices.Clone(portListParams), "fields", "detail")
@@ -365,14 +369,14 @@ func (s *Server) portListIn(rc *call, detailPath bool, parentNode, parentPG stri
 	if err != nil {
 		return err
 	}
-	sel, err := rc.portSelection(parentNode, parentPG)
+	sel, err := hs.portSelection(rc, parentNode, parentPG)
 	if err != nil {
 		return err
 	}
-	if err := rc.checkPortListPage(&p); err != nil {
+	if err := hs.checkPortListPage(rc, &p); err != nil {
 		return err
 	}
-	ports, err := rc.fetchPorts(&sel, p)
+	ports, err := hs.fetchPorts(rc, &sel, p)
 	if err != nil {
 		return err
 	}
@@ -383,11 +387,11 @@ func (s *Server) portListIn(rc *call, detailPath bool, parentNode, parentPG stri
 	case parentPG != "":
 		parent = "portgroups/" + pathEscape(parentPG)
 	}
-	return rc.writePortList(ports, p, sel, detailPath, parent)
+	return hs.writePortList(rc, ports, p, sel, detailPath, parent)
 }
 
-func (rc *call) checkPortListPage(p *page) error {
-	if err := rc.checkPortFields(p.fields); err != nil {
+func (hs portAPI) checkPortListPage(rc *call, p *page) error {
+	if err := hs.checkPortFields(rc, p.fields); err != nil {
 		return err
 	}
 	if err := checkPortFieldVersions([]string{p.sortKey}, rc.minor); err != nil {
@@ -403,7 +407,7 @@ func (rc *call) checkPortListPage(p *page) error {
 }
 
 // portSelection parses the port filters with their checks.
-func (rc *call) portSelection(parentNode, parentPG string) (portSelection, error) {
+func (hs portAPI) portSelection(rc *call, parentNode, parentPG string) (portSelection, error) {
 	var sel portSelection
 	node, hasNode := rc.param("node")
 	if parentNode != "" {
@@ -416,10 +420,10 @@ func (rc *call) portSelection(parentNode, parentPG string) (portSelection, error
 	if err != nil {
 		return sel, err
 	}
-	if err := rc.portAddressFilter(&sel); err != nil {
+	if err := hs.portAddressFilter(rc, &sel); err != nil {
 		return sel, err
 	}
-	if err := rc.portOtherFilters(&sel, parentPG, hasNode || nodeUUID != "", sel.q.Address != ""); err != nil {
+	if err := hs.portOtherFilters(rc, &sel, parentPG, hasNode || nodeUUID != "", sel.q.Address != ""); err != nil {
 		return sel, err
 	}
 	if parentNode != "" {
@@ -465,7 +469,7 @@ func nodeIdentForLookup(s string) string {
 	return s
 }
 
-func (rc *call) portAddressFilter(sel *portSelection) error {
+func (hs portAPI) portAddressFilter(rc *call, sel *portSelection) error {
 	addr, ok := rc.param("address")
 	if !ok {
 		return nil
@@ -479,7 +483,7 @@ func (rc *call) portAddressFilter(sel *portSelection) error {
 	return nil
 }
 
-func (rc *call) portOtherFilters(sel *portSelection, parentPG string, byNode, byAddress bool) error {
+func (hs portAPI) portOtherFilters(rc *call, sel *portSelection, parentPG string, byNode, byAddress bool) error {
 	pg, byPortgroup := rc.param("portgroup")
 	if parentPG != "" {
 		pg, byPortgroup = parentPG, true
@@ -527,9 +531,9 @@ func (rc *call) portOtherFilters(sel *portSelection, parentPG string, byNode, by
 	switch {
 	case byShard:
 		// Ironic lists by shard and ignores conductor_groups then.
-		rc.portShardFilter(sel, rawShard)
+		hs.portShardFilter(rc, sel, rawShard)
 	case len(groups) > 0:
-		rc.portGroupFilter(sel, groups)
+		hs.portGroupFilter(rc, sel, groups)
 		sel.link = append(sel.link, [2]string{"conductor_groups", rawGroups})
 	}
 	if v, ok := rc.param("description_contains"); ok {
@@ -552,9 +556,9 @@ func stringList(raw string) []string {
 }
 
 // portShardFilter keeps ports whose node is in one of the shards.
-func (rc *call) portShardFilter(sel *portSelection, raw string) {
+func (hs portAPI) portShardFilter(rc *call, sel *portSelection, raw string) {
 	shards := stringList(raw)
-	sel.keep = append(sel.keep, rc.portNodeFilter(func(n *model.Node) bool {
+	sel.keep = append(sel.keep, hs.portNodeFilter(rc, func(n *model.Node) bool {
 		return slices.Contains(shards, strings.ToLower(n.Shard))
 	}))
 	sel.link = append(sel.link, [2]string{"shard", raw})
@@ -562,14 +566,14 @@ func (rc *call) portShardFilter(sel *portSelection, raw string) {
 
 // portGroupFilter keeps ports whose node is in one of the conductor
 // groups (1.99).
-func (rc *call) portGroupFilter(sel *portSelection, groups []string) {
-	sel.keep = append(sel.keep, rc.portNodeFilter(func(n *model.Node) bool {
+func (hs portAPI) portGroupFilter(rc *call, sel *portSelection, groups []string) {
+	sel.keep = append(sel.keep, hs.portNodeFilter(rc, func(n *model.Node) bool {
 		return slices.Contains(groups, strings.ToLower(n.ConductorGroup))
 	}))
 }
 
 // portNodeFilter keeps ports whose node matches, reading each node once.
-func (rc *call) portNodeFilter(match func(n *model.Node) bool) func(*model.Port) bool {
+func (hs portAPI) portNodeFilter(rc *call, match func(n *model.Node) bool) func(*model.Port) bool {
 	cache := map[string]bool{}
 	return func(p *model.Port) bool {
 		in, ok := cache[p.NodeUUID]
@@ -583,7 +587,7 @@ func (rc *call) portNodeFilter(match func(n *model.Node) bool) func(*model.Port)
 }
 
 // fetchPorts reads one page, scanning past ports the store cannot filter.
-func (rc *call) fetchPorts(sel *portSelection, p page) ([]*model.Port, error) {
+func (hs portAPI) fetchPorts(rc *call, sel *portSelection, p page) ([]*model.Port, error) {
 	q := sel.q
 	return scan(p, func(key, dir, marker string, n int) ([]*model.Port, error) {
 		q.SortKey, q.SortDir, q.Marker, q.Limit = key, dir, marker, n
@@ -593,9 +597,9 @@ func (rc *call) fetchPorts(sel *portSelection, p page) ([]*model.Port, error) {
 
 // writePortList renders {"ports": [...], "next": ...}.
 // (the next link repeats the fields written, and detail as given).
-func (rc *call) writePortList(ports []*model.Port, p page, sel portSelection, detailPath bool, parent string) error {
+func (hs portAPI) writePortList(rc *call, ports []*model.Port, p page, sel portSelection, detailPath bool, parent string) error {
 	fields := p.shown(briefPortFields, detailPath)
-	return writeList(rc, "ports", ports, p.limit, 256, func(w *jw, port *model.Port) { rc.writePort(w, port, fields) },
+	return writeList(rc, "ports", ports, p.limit, 256, func(w *jw, port *model.Port) { hs.writePort(rc, w, port, fields) },
 		func(last *model.Port) string {
 			return rc.nextLink(listPath(parent, "ports", detailPath), p.nextQuery(p.pyDetail(), sel.link, fields),
 				p.limit, last.UUID)

@@ -3,14 +3,16 @@ package api
 import "github.com/anvil-metal/anvil/internal/model"
 
 // raidRoutes serve Ironic's RAID API (1.12).
-func (s *Server) raidRoutes() {
-	s.handle(endpoint{"PUT": {s.setRAIDConfig, nodeRule("baremetal:node:set_raid_state")}}, "/v1/nodes/{ident}/states/raid")
-	s.handle(endpoint{"GET": {s.raidLogicalDiskProperties, rule("baremetal:driver:get_raid_logical_disk_properties")}}, "/v1/drivers/{name}/raid/logical_disk_properties")
+func (hs managementAPI) raidRoutes() {
+	s := hs.s
+	s.handle(endpoint{"PUT": {hs.setRAIDConfig, nodeRule("baremetal:node:set_raid_state")}}, "/v1/nodes/{ident}/states/raid")
+	s.handle(endpoint{"GET": {hs.raidLogicalDiskProperties, rule("baremetal:driver:get_raid_logical_disk_properties")}}, "/v1/drivers/{name}/raid/logical_disk_properties")
 }
 
 // PUT /v1/nodes/{ident}/states/raid: the body is the target RAID
 // configuration ({} clears it); 204.
-func (s *Server) setRAIDConfig(rc *call) error {
+func (hs managementAPI) setRAIDConfig(rc *call) error {
+	s := hs.s
 	body, err := rc.decodeBody(s.cfg.MaxBodyBytes)
 	if err != nil {
 		return err
@@ -21,7 +23,7 @@ func (s *Server) setRAIDConfig(rc *call) error {
 	if err := argTypes("target_raid_config", body, "object"); err != nil {
 		return err
 	}
-	n, _, err := rc.loadNode()
+	n, _, err := (nodeAPI{rc.s}).loadNode(rc)
 	if err != nil {
 		return err
 	}
@@ -35,7 +37,8 @@ func (s *Server) setRAIDConfig(rc *call) error {
 }
 
 // GET /v1/drivers/{name}/raid/logical_disk_properties
-func (s *Server) raidLogicalDiskProperties(rc *call) error {
+func (hs managementAPI) raidLogicalDiskProperties(rc *call) error {
+	s := hs.s
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}

@@ -214,7 +214,7 @@ func (rc *call) nodeSub(minor int, allowed ...string) (*model.Node, string, erro
 	if err := rc.subAllowed(minor, allowed...); err != nil {
 		return nil, "", err
 	}
-	return rc.loadNode()
+	return (nodeAPI{rc.s}).loadNode(rc)
 }
 
 // subAllowed is nodeSub's gate and query check.

@@ -273,7 +273,7 @@ func (rc *call) conductorFor(n *model.Node) string {
 			rc.ncond.owner = owner
 		} else if c := rc.s.ownConductor(rc.ctx); c != nil {
 			rc.ncond.host, rc.ncond.group = c.Hostname, c.ConductorGroup
-			rc.ncond.alive = rc.s.alive(c)
+			rc.ncond.alive = (recordAPI{rc.s}).alive(c)
 		}
 	}
 	if rc.ncond.owner != nil {

@@ -71,7 +71,7 @@ var runbookFields = []docField[model.Runbook]{
 
 // runbookFieldNames are the runbook keys the request's version shows
 // (Ironic checks ?fields= against the converted document).
-func (rc *call) runbookFieldNames() []string {
+func (hs recordAPI) runbookFieldNames(rc *call) []string {
 	var out []string
 	for _, f := range runbookFields {
 		if f.minor <= rc.minor {
@@ -86,12 +86,12 @@ var unsortableRunbookKeys = []string{"extra", "steps", "traits"}
 
 // runbookPatchFields are the fields a PATCH may touch: Ironic's
 // _PATCH_ALLOWED_FIELDS_BASE and disable_ramdisk, which Ironic's list
-// lacks; from 1.112 description too (rc.runbookPatchFields).
+// lacks; from 1.112 description too (func() []string { return (recordAPI{rc.s}).runbookPatchFields(rc) }).
 var runbookPatchFields = []string{"disable_ramdisk", "extra", "name", "owner", "public", "steps"}
 
 // runbookPatchFields are the fields a PATCH may touch at the request's
 // version (Ironic's _get_patch_allowed_fields).
-func (rc *call) runbookPatchFields() []string {
+func (hs recordAPI) runbookPatchFields(rc *call) []string {
 	if rc.minor >= minorRunbookTraits {
 		return append(slices.Clone(runbookPatchFields), "description")
 	}
@@ -105,29 +105,30 @@ var runbookNameRe = regexp.MustCompile(`^[A-Za-z0-9\-._~]+$`)
 
 const runbookNameText = `'^[A-Za-z0-9\\-._~]+$'`
 
-func (s *Server) runbookRoutes() {
-	s.handle(endpoint{"GET": {s.listRunbooks, listRule("baremetal:runbook:list", "baremetal:runbook:list_all")},
-		"POST": {s.createRunbook, rule("baremetal:runbook:create")}}, "/v1/runbooks")
-	s.handle(endpoint{"GET": {s.getRunbook, runbookRule("baremetal:runbook:get")},
-		"PATCH":  {s.patchRunbook, runbookBody("baremetal:runbook:update")},
-		"DELETE": {s.deleteRunbook, runbookRule("baremetal:runbook:delete")}},
+func (hs recordAPI) runbookRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.listRunbooks, listRule("baremetal:runbook:list", "baremetal:runbook:list_all")},
+		"POST": {hs.createRunbook, rule("baremetal:runbook:create")}}, "/v1/runbooks")
+	s.handle(endpoint{"GET": {hs.getRunbook, runbookRule("baremetal:runbook:get")},
+		"PATCH":  {hs.patchRunbook, runbookBody("baremetal:runbook:update")},
+		"DELETE": {hs.deleteRunbook, runbookRule("baremetal:runbook:delete")}},
 		"/v1/runbooks/{runbook}")
-	s.handle(endpoint{"GET": {s.listRunbookTraits, runbookRule("baremetal:runbook:get")},
-		"PUT":    {s.putRunbookTraits, runbookRule("baremetal:runbook:update")},
-		"DELETE": {s.deleteRunbookTraits, runbookRule("baremetal:runbook:update")}},
+	s.handle(endpoint{"GET": {hs.listRunbookTraits, runbookRule("baremetal:runbook:get")},
+		"PUT":    {hs.putRunbookTraits, runbookRule("baremetal:runbook:update")},
+		"DELETE": {hs.deleteRunbookTraits, runbookRule("baremetal:runbook:update")}},
 		"/v1/runbooks/{runbook}/traits")
-	s.handle(endpoint{"PUT": {s.putRunbookTraits, runbookRule("baremetal:runbook:update")},
-		"DELETE": {s.deleteRunbookTraits, runbookRule("baremetal:runbook:update")}},
+	s.handle(endpoint{"PUT": {hs.putRunbookTraits, runbookRule("baremetal:runbook:update")},
+		"DELETE": {hs.deleteRunbookTraits, runbookRule("baremetal:runbook:update")}},
 		"/v1/runbooks/{runbook}/traits/{trait}")
 }
 
 // writeRunbook writes a runbook (all fields, or the requested ones plus
 // links); step arguments are masked as Ironic's step_sanitize does.
-func (rc *call) writeRunbook(w *jw, r *model.Runbook, fields []string) {
+func (hs recordAPI) writeRunbook(rc *call, w *jw, r *model.Runbook, fields []string) {
 	writeDoc(w, rc, r, runbookFields, fields)
 }
 
-func (rc *call) loadRunbook() (*model.Runbook, error) {
+func (hs recordAPI) loadRunbook(rc *call) (*model.Runbook, error) {
 	if rc.auth.runbook != nil {
 		return rc.auth.runbook, nil // the route's authorization loaded it
 	}
@@ -211,21 +212,22 @@ func checkRunbookName(what string, v any) error {
 }
 
 // GET /v1/runbooks/{runbook}
-func (s *Server) getRunbook(rc *call) error {
+func (hs recordAPI) getRunbook(rc *call) error {
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
 	}
-	return show(rc, false, func(fields []string) error { return rc.checkShownFields(fields, rc.runbookFieldNames()) },
-		rc.loadRunbook, (*call).writeRunbook)
+	return show(rc, false, func(fields []string) error { return rc.checkShownFields(fields, hs.runbookFieldNames(rc)) },
+		func() (*model.Runbook, error) { return hs.loadRunbook(rc) }, hs.writeRunbook)
 }
 
 // GET /v1/runbooks (?project=: the runbooks the project owns and the
 // public ones; the route's guard sets it for a project-scoped request)
-func (s *Server) listRunbooks(rc *call) error {
+func (hs recordAPI) listRunbooks(rc *call) error {
+	s := hs.s
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
 	}
-	p, err := rc.listPage(rc.runbookFieldNames(), unsortableRunbookKeys, store.RunbookSortKeys, "project")
+	p, err := rc.listPage(hs.runbookFieldNames(rc), unsortableRunbookKeys, store.RunbookSortKeys, "project")
 	if err != nil {
 		return err
 	}
@@ -240,12 +242,13 @@ func (s *Server) listRunbooks(rc *call) error {
 		return err
 	}
 	return writeList(rc, "runbooks", list, p.limit, 512,
-		func(w *jw, r *model.Runbook) { rc.writeRunbook(w, r, fields) },
+		func(w *jw, r *model.Runbook) { hs.writeRunbook(rc, w, r, fields) },
 		func(last *model.Runbook) string { return rc.nextLink("runbooks", p.nextParams(), p.limit, last.UUID) })
 }
 
 // POST /v1/runbooks
-func (s *Server) createRunbook(rc *call) error {
+func (hs recordAPI) createRunbook(rc *call) error {
+	s := hs.s
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
 	}
@@ -269,7 +272,7 @@ func (s *Server) createRunbook(rc *call) error {
 	if err := s.cfg.Records.CreateRunbook(rc.ctx, r); err != nil {
 		return err
 	}
-	return created(rc, r, (*call).writeRunbook, "runbooks", r.UUID)
+	return created(rc, r, hs.writeRunbook, "runbooks", r.UUID)
 }
 
 // runbookDoc is a runbook as a JSON document, for a PATCH to apply to.
@@ -309,7 +312,8 @@ func checkRunbookOwnership(doc map[string]any, ops []patchOp) error {
 }
 
 // PATCH /v1/runbooks/{runbook}
-func (s *Server) patchRunbook(rc *call) error {
+func (hs recordAPI) patchRunbook(rc *call) error {
+	s := hs.s
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
 	}
@@ -317,13 +321,13 @@ func (s *Server) patchRunbook(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := checkAllowedFields(ops, rc.runbookPatchFields()); err != nil {
+	if err := checkAllowedFields(ops, hs.runbookPatchFields(rc)); err != nil {
 		return err
 	}
 	if err := rc.authorizeRunbookRules(runbookPatchRules(ops)...); err != nil {
 		return err
 	}
-	cur, err := rc.loadRunbook()
+	cur, err := hs.loadRunbook(rc)
 	if err != nil {
 		return err
 	}
@@ -351,20 +355,21 @@ func (s *Server) patchRunbook(rc *call) error {
 		r.Name, r.Steps, r.Extra, r.Owner, r.Public, r.DisableRamdisk = nr.Name, nr.Steps, nr.Extra, nr.Owner, nr.Public, nr.DisableRamdisk
 		r.Description = nr.Description
 		return nil
-	}, (*call).writeRunbook)
+	}, hs.writeRunbook)
 }
 
 // DELETE /v1/runbooks/{runbook}
-func (s *Server) deleteRunbook(rc *call) error {
+func (hs recordAPI) deleteRunbook(rc *call) error {
+	s := hs.s
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
 	}
-	return rc.remove(loaded(rc.loadRunbook, func(r *model.Runbook) string { return r.UUID }), s.cfg.Records.DeleteRunbook)
+	return rc.remove(loaded(func() (*model.Runbook, error) { return hs.loadRunbook(rc) }, func(r *model.Runbook) string { return r.UUID }), s.cfg.Records.DeleteRunbook)
 }
 
 // runbookTraitsAllowed is the version check of .../traits: runbooks
 // (1.92), then runbook traits (1.112), both 404.
-func (rc *call) runbookTraitsAllowed() error {
+func (hs recordAPI) runbookTraitsAllowed(rc *call) error {
 	if err := rc.resourceAllowed(minorRunbooks, noRunbooks); err != nil {
 		return err
 	}
@@ -375,14 +380,14 @@ func (rc *call) runbookTraitsAllowed() error {
 }
 
 // GET /v1/runbooks/{runbook}/traits (1.112): {"traits": [...]}.
-func (s *Server) listRunbookTraits(rc *call) error {
-	if err := rc.runbookTraitsAllowed(); err != nil {
+func (hs recordAPI) listRunbookTraits(rc *call) error {
+	if err := hs.runbookTraitsAllowed(rc); err != nil {
 		return err
 	}
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}
-	r, err := rc.loadRunbook()
+	r, err := hs.loadRunbook(rc)
 	if err != nil {
 		return err
 	}
@@ -398,16 +403,17 @@ func (s *Server) listRunbookTraits(rc *call) error {
 // and PUT /v1/runbooks/{runbook}/traits/{trait} (add one, no body): 204.
 // As Ironic's RunbookTraitsController: the arguments are validated first
 // (TRAITS_SCHEMA, RUNBOOK_TRAITS_SCHEMA), duplicates are dropped.
-func (s *Server) putRunbookTraits(rc *call) error {
-	if err := rc.runbookTraitsAllowed(); err != nil {
+func (hs recordAPI) putRunbookTraits(rc *call) error {
+	s := hs.s
+	if err := hs.runbookTraitsAllowed(rc); err != nil {
 		return err
 	}
-	put, err := rc.traitsPut()
+	put, err := (nodeAPI{rc.s}).traitsPut(rc)
 	if err != nil {
 		return err
 	}
 	trait, one, list := put.trait, put.one, put.list
-	cur, err := rc.loadRunbook()
+	cur, err := hs.loadRunbook(rc)
 	if err != nil {
 		return err
 	}
@@ -444,14 +450,15 @@ func runbookTraitSet(traits []string) []string {
 
 // DELETE /v1/runbooks/{runbook}/traits (all) and .../traits/{trait}
 // (one; a trait the runbook lacks is no error, as in Ironic): 204.
-func (s *Server) deleteRunbookTraits(rc *call) error {
-	if err := rc.runbookTraitsAllowed(); err != nil {
+func (hs recordAPI) deleteRunbookTraits(rc *call) error {
+	s := hs.s
+	if err := hs.runbookTraitsAllowed(rc); err != nil {
 		return err
 	}
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}
-	cur, err := rc.loadRunbook()
+	cur, err := hs.loadRunbook(rc)
 	if err != nil {
 		return err
 	}

@@ -13,14 +13,16 @@ const (
 	minorChildren = 83
 )
 
-func (s *Server) shardRoutes() {
-	s.handle(endpoint{"GET": {s.listShards, rule("baremetal:shards:get")}}, "/v1/shards")
-	s.handle(endpoint{"GET": {s.listChildren, nodeRule("baremetal:node:get")}}, "/v1/nodes/{ident}/children")
+func (hs fleetAPI) shardRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.listShards, rule("baremetal:shards:get")}}, "/v1/shards")
+	s.handle(endpoint{"GET": {hs.listChildren, nodeRule("baremetal:node:get")}}, "/v1/nodes/{ident}/children")
 }
 
 // GET /v1/shards (1.82): nodes counted by shard, largest first, unsharded
 // nodes under the name "None" (Ironic's get_shard_list).
-func (s *Server) listShards(rc *call) error {
+func (hs fleetAPI) listShards(rc *call) error {
+	s := hs.s
 	if rc.minor < minorShards {
 		return errNotFound()
 	}
@@ -59,14 +61,15 @@ func (s *Server) listShards(rc *call) error {
 
 // GET /v1/nodes/{ident}/children (1.83): the UUIDs of the nodes whose
 // parent_node is this node, with a link to that node list.
-func (s *Server) listChildren(rc *call) error {
+func (hs fleetAPI) listChildren(rc *call) error {
+	s := hs.s
 	if rc.minor < minorChildren {
 		return errNotFound()
 	}
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}
-	parent, _, err := rc.loadNode()
+	parent, _, err := (nodeAPI{rc.s}).loadNode(rc)
 	if err != nil {
 		return err
 	}

@@ -37,19 +37,20 @@ func isStandardTrait(s string) bool {
 	return !strings.Contains(s, "\n") && strings.Contains(standardTraitList, "\n"+s+"\n")
 }
 
-func (s *Server) traitRoutes() {
-	s.handle(endpoint{"GET": {s.listTraits, nodeRule("baremetal:node:traits:list")},
-		"PUT":    {s.putTraits, nodeRule("baremetal:node:traits:set")},
-		"DELETE": {s.deleteTraits, nodeRule("baremetal:node:traits:delete")}},
+func (hs nodeAPI) traitRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.listTraits, nodeRule("baremetal:node:traits:list")},
+		"PUT":    {hs.putTraits, nodeRule("baremetal:node:traits:set")},
+		"DELETE": {hs.deleteTraits, nodeRule("baremetal:node:traits:delete")}},
 		"/v1/nodes/{ident}/traits")
-	s.handle(endpoint{"PUT": {s.putTraits, nodeRule("baremetal:node:traits:set")},
-		"DELETE": {s.deleteTraits, nodeRule("baremetal:node:traits:delete")}}, "/v1/nodes/{ident}/traits/{trait}")
+	s.handle(endpoint{"PUT": {hs.putTraits, nodeRule("baremetal:node:traits:set")},
+		"DELETE": {hs.deleteTraits, nodeRule("baremetal:node:traits:delete")}}, "/v1/nodes/{ident}/traits/{trait}")
 }
 
 func traitsNotFound() error { return errNotFound() }
 
 // GET /v1/nodes/{ident}/traits
-func (s *Server) listTraits(rc *call) error {
+func (hs nodeAPI) listTraits(rc *call) error {
 	n, _, err := rc.nodeSub(minorTraits)
 	if err != nil {
 		return err
@@ -71,16 +72,17 @@ func nonNilStrings(s []string) []string {
 
 // PUT /v1/nodes/{ident}/traits (replace all, body {"traits": [...]}) and
 // PUT /v1/nodes/{ident}/traits/{trait} (add one, no body).
-func (s *Server) putTraits(rc *call) error {
+func (hs nodeAPI) putTraits(rc *call) error {
+	s := hs.s
 	if rc.minor < minorTraits {
 		return traitsNotFound()
 	}
-	put, err := rc.traitsPut()
+	put, err := hs.traitsPut(rc)
 	if err != nil {
 		return err
 	}
 	trait, one, list := put.trait, put.one, put.list
-	n, raw, err := rc.loadNode()
+	n, raw, err := hs.loadNode(rc)
 	if err != nil {
 		return err
 	}
@@ -162,7 +164,8 @@ func isTruthy(v any) bool {
 }
 
 // DELETE /v1/nodes/{ident}/traits (all) and .../traits/{trait} (one).
-func (s *Server) deleteTraits(rc *call) error {
+func (hs nodeAPI) deleteTraits(rc *call) error {
+	s := hs.s
 	n, _, err := rc.nodeSub(minorTraits)
 	if err != nil {
 		return err
@@ -194,7 +197,7 @@ type traitsPut struct {
 	hasList, body bool     // the body has "traits"; it has anything truthy
 }
 
-func (rc *call) traitsPut() (p traitsPut, err error) {
+func (hs nodeAPI) traitsPut(rc *call) (p traitsPut, err error) {
 	if err = rc.checkQuery(); err != nil {
 		return p, err
 	}

@@ -10,12 +10,13 @@ import (
 // minorInjectNMI is the version that added PUT .../management/inject_nmi.
 const minorInjectNMI = 29
 
-func (s *Server) vendorRoutes() {
+func (hs managementAPI) vendorRoutes() {
+	s := hs.s
 	passthru := func(driverLevel bool) func(*call) error {
-		return func(rc *call) error { return s.vendorPassthru(rc, driverLevel) }
+		return func(rc *call) error { return hs.vendorPassthru(rc, driverLevel) }
 	}
 	methods := func(driverLevel bool) func(*call) error {
-		return func(rc *call) error { return s.vendorMethods(rc, driverLevel) }
+		return func(rc *call) error { return hs.vendorMethods(rc, driverLevel) }
 	}
 	all := func(fn func(*call) error, g guard) endpoint {
 		o := op{fn, g}
@@ -27,12 +28,13 @@ func (s *Server) vendorRoutes() {
 	s.handle(endpoint{"GET": {methods(false), nodeRule("baremetal:node:vendor_passthru")}}, "/v1/nodes/{ident}/vendor_passthru/methods")
 	s.handle(all(passthru(true), rule("baremetal:driver:vendor_passthru")), "/v1/drivers/{name}/vendor_passthru", "/v1/drivers/{name}/vendor_passthru/{method}")
 	s.handle(endpoint{"GET": {methods(true), rule("baremetal:driver:vendor_passthru")}}, "/v1/drivers/{name}/vendor_passthru/methods")
-	s.handle(endpoint{"PUT": {s.injectNMI, nodeRule("baremetal:node:inject_nmi")}}, "/v1/nodes/{ident}/management/inject_nmi")
+	s.handle(endpoint{"PUT": {hs.injectNMI, nodeRule("baremetal:node:inject_nmi")}}, "/v1/nodes/{ident}/management/inject_nmi")
 }
 
 // GET /v1/nodes/{ident}/vendor_passthru/methods and
 // GET /v1/drivers/{name}/vendor_passthru/methods: {name: metadata}.
-func (s *Server) vendorMethods(rc *call, driverLevel bool) error {
+func (hs managementAPI) vendorMethods(rc *call, driverLevel bool) error {
+	s := hs.s
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}
@@ -41,7 +43,7 @@ func (s *Server) vendorMethods(rc *call, driverLevel bool) error {
 	if driverLevel {
 		ms, err = s.cfg.Hardware.DriverVendorMethods(rc.ctx, rc.r.PathValue("name"))
 	} else {
-		ident, ierr := rc.nodeIdent(rc.r.PathValue("ident"))
+		ident, ierr := (nodeAPI{rc.s}).nodeIdent(rc, rc.r.PathValue("ident"))
 		if ierr != nil {
 			return ierr
 		}
@@ -60,7 +62,8 @@ func (s *Server) vendorMethods(rc *call, driverLevel bool) error {
 // body, a JSON object, is the
 // method's arguments. A synchronous method answers 200 with its return
 // value (null when none), an asynchronous one 202 with no body.
-func (s *Server) vendorPassthru(rc *call, driverLevel bool) error {
+func (hs managementAPI) vendorPassthru(rc *call, driverLevel bool) error {
+	s := hs.s
 	if err := rc.checkQuery("method"); err != nil {
 		return err
 	}
@@ -90,7 +93,7 @@ func (s *Server) vendorPassthru(rc *call, driverLevel bool) error {
 	if driverLevel {
 		res, err = s.cfg.Hardware.DriverVendorPassthru(rc.ctx, rc.r.PathValue("name"), req)
 	} else {
-		ident, ierr := rc.nodeIdent(rc.r.PathValue("ident"))
+		ident, ierr := (nodeAPI{rc.s}).nodeIdent(rc, rc.r.PathValue("ident"))
 		if ierr != nil {
 			return ierr
 		}
@@ -115,7 +118,8 @@ func (s *Server) vendorPassthru(rc *call, driverLevel bool) error {
 
 // PUT /v1/nodes/{ident}/management/inject_nmi (1.29; 404 below): 204 once
 // the BMC took the interrupt.
-func (s *Server) injectNMI(rc *call) error {
+func (hs managementAPI) injectNMI(rc *call) error {
+	s := hs.s
 	if rc.minor < minorInjectNMI {
 		return errNotFound()
 	}
@@ -125,7 +129,7 @@ func (s *Server) injectNMI(rc *call) error {
 	if _, err := rc.decodeBody(s.cfg.MaxBodyBytes); err != nil {
 		return err
 	}
-	ident, err := rc.nodeIdent(rc.r.PathValue("ident"))
+	ident, err := (nodeAPI{rc.s}).nodeIdent(rc, rc.r.PathValue("ident"))
 	if err != nil {
 		return err
 	}

@@ -10,14 +10,16 @@ const (
 	minorVIFAttachPort = 67 // port_uuid or portgroup_uuid in the attach body
 )
 
-func (s *Server) vifRoutes() {
-	s.handle(endpoint{"GET": {s.listVIFs, nodeRule("baremetal:node:vif:list")},
-		"POST": {s.attachVIF, nodeRule("baremetal:node:vif:attach")}}, "/v1/nodes/{ident}/vifs")
-	s.handle(endpoint{"DELETE": {s.detachVIF, nodeRule("baremetal:node:vif:detach")}}, "/v1/nodes/{ident}/vifs/{vif}")
+func (hs managementAPI) vifRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.listVIFs, nodeRule("baremetal:node:vif:list")},
+		"POST": {hs.attachVIF, nodeRule("baremetal:node:vif:attach")}}, "/v1/nodes/{ident}/vifs")
+	s.handle(endpoint{"DELETE": {hs.detachVIF, nodeRule("baremetal:node:vif:detach")}}, "/v1/nodes/{ident}/vifs/{vif}")
 }
 
 // GET /v1/nodes/{ident}/vifs
-func (s *Server) listVIFs(rc *call) error {
+func (hs managementAPI) listVIFs(rc *call) error {
+	s := hs.s
 	n, _, err := rc.nodeSub(minorVIFs)
 	if err != nil {
 		return err
@@ -35,7 +37,8 @@ func (s *Server) listVIFs(rc *call) error {
 }
 
 // POST /v1/nodes/{ident}/vifs
-func (s *Server) attachVIF(rc *call) error {
+func (hs managementAPI) attachVIF(rc *call) error {
+	s := hs.s
 	if rc.minor < minorVIFs {
 		return errNotFound()
 	}
@@ -50,7 +53,7 @@ func (s *Server) attachVIF(rc *call) error {
 	if err != nil {
 		return err
 	}
-	n, _, err := rc.loadNode()
+	n, _, err := (nodeAPI{rc.s}).loadNode(rc)
 	if err != nil {
 		return err
 	}
@@ -92,7 +95,8 @@ func vifBody(body any) (conductor.VIFRequest, error) {
 }
 
 // DELETE /v1/nodes/{ident}/vifs/{vif}
-func (s *Server) detachVIF(rc *call) error {
+func (hs managementAPI) detachVIF(rc *call) error {
+	s := hs.s
 	if rc.minor < minorVIFs {
 		return errNotFound()
 	}
@@ -103,7 +107,7 @@ func (s *Server) detachVIF(rc *call) error {
 	if !isUUIDLike(vif) && !isValidLogicalName(vif) {
 		return invalid("Expected UUID or name for vif_id: %s", vif)
 	}
-	n, _, err := rc.loadNode()
+	n, _, err := (nodeAPI{rc.s}).loadNode(rc)
 	if err != nil {
 		return err
 	}

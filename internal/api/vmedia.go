@@ -35,23 +35,25 @@ var vmediaProps = []vmediaProp{
 	{nodeProp{name: "image_download_source", types: []string{"string"}}, []string{"http", "local", "swift"}},
 }
 
-func (s *Server) vmediaRoutes() {
-	s.handle(endpoint{"GET": {s.getVmedia, nodeRule("baremetal:node:vmedia:get")},
-		"POST":   {s.attachVmedia, nodeRule("baremetal:node:vmedia:attach")},
-		"DELETE": {s.detachVmedia, nodeRule("baremetal:node:vmedia:detach")}}, "/v1/nodes/{ident}/vmedia")
-	s.handle(endpoint{"DELETE": {s.detachVmedia, nodeRule("baremetal:node:vmedia:detach")}}, "/v1/nodes/{ident}/vmedia/{device}")
+func (hs managementAPI) vmediaRoutes() {
+	s := hs.s
+	s.handle(endpoint{"GET": {hs.getVmedia, nodeRule("baremetal:node:vmedia:get")},
+		"POST":   {hs.attachVmedia, nodeRule("baremetal:node:vmedia:attach")},
+		"DELETE": {hs.detachVmedia, nodeRule("baremetal:node:vmedia:detach")}}, "/v1/nodes/{ident}/vmedia")
+	s.handle(endpoint{"DELETE": {hs.detachVmedia, nodeRule("baremetal:node:vmedia:detach")}}, "/v1/nodes/{ident}/vmedia/{device}")
 }
 
 // GET /v1/nodes/{ident}/vmedia (1.93): the node's virtual media devices,
 // a JSON list of {"media_types", "inserted", "image"}.
-func (s *Server) getVmedia(rc *call) error {
+func (hs managementAPI) getVmedia(rc *call) error {
+	s := hs.s
 	if rc.minor < minorGetVmedia {
 		return errNotFound()
 	}
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}
-	ident, err := rc.nodeIdent(rc.r.PathValue("ident"))
+	ident, err := (nodeAPI{rc.s}).nodeIdent(rc, rc.r.PathValue("ident"))
 	if err != nil {
 		return err
 	}
@@ -77,7 +79,8 @@ func (s *Server) getVmedia(rc *call) error {
 
 // POST /v1/nodes/{ident}/vmedia (1.89): attach an image; 204 at once, a
 // failure shows in the node's last_error.
-func (s *Server) attachVmedia(rc *call) error {
+func (hs managementAPI) attachVmedia(rc *call) error {
+	s := hs.s
 	if rc.minor < minorAttachVmedia {
 		return errNotFound()
 	}
@@ -92,7 +95,7 @@ func (s *Server) attachVmedia(rc *call) error {
 	if err := rc.refuseLocalFiles("vmedia", map[string]any{"image_url": req.ImageURL}); err != nil {
 		return err
 	}
-	ident, err := rc.nodeIdent(rc.r.PathValue("ident"))
+	ident, err := (nodeAPI{rc.s}).nodeIdent(rc, rc.r.PathValue("ident"))
 	if err != nil {
 		return err
 	}
@@ -161,7 +164,8 @@ func urlScheme(s string) string {
 
 // DELETE /v1/nodes/{ident}/vmedia[/{device}] (1.89): detach the devices of
 // ?device_types= (comma-separated, repeatable) or of the path; none: all.
-func (s *Server) detachVmedia(rc *call) error {
+func (hs managementAPI) detachVmedia(rc *call) error {
+	s := hs.s
 	if rc.minor < minorAttachVmedia {
 		return errNotFound()
 	}
@@ -193,7 +197,7 @@ func (s *Server) detachVmedia(rc *call) error {
 	if bad != nil {
 		return invalid("Invalid device type(s) %s (valid are %s)", strings.Join(bad, ", "), strings.Join(vmediaDevices, ", "))
 	}
-	ident, err := rc.nodeIdent(rc.r.PathValue("ident"))
+	ident, err := (nodeAPI{rc.s}).nodeIdent(rc, rc.r.PathValue("ident"))
 	if err != nil {
 		return err
 	}

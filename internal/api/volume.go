@@ -50,40 +50,41 @@ type volumeOps[T any] struct {
 	notFound func(id string) error
 }
 
-func (s *Server) volumeRoutes() {
+func (hs volumeAPI) volumeRoutes() {
+	s := hs.s
 	conns := volumeOps[model.VolumeConnector]{kind: connectorKind, get: s.cfg.Details.GetVolumeConnector,
 		list: s.cfg.Details.ListVolumeConnectors, uuid: func(c *model.VolumeConnector) string { return c.UUID },
-		write: (*call).writeConnector, notFound: fault.NotFoundFor("Volume connector")}
+		write: hs.writeConnector, notFound: fault.NotFoundFor("Volume connector")}
 	targets := volumeOps[model.VolumeTarget]{kind: targetKind, get: s.cfg.Details.GetVolumeTarget,
 		list: s.cfg.Details.ListVolumeTargets, uuid: func(t *model.VolumeTarget) string { return t.UUID },
-		write: (*call).writeTarget, notFound: fault.NotFoundFor("Volume target")}
-	s.handle(endpoint{"GET": {s.volumeRoot, rule("baremetal:volume:list")}}, "/v1/volume")
-	s.handle(endpoint{"GET": {s.volumeRoot, nodeRule("baremetal:volume:list")}}, "/v1/nodes/{ident}/volume")
-	s.handle(endpoint{"GET": {conns.listAll, bodyRule("baremetal:volume:list")}, "POST": {s.createConnector, bodyRule("baremetal:volume:create")}}, "/v1/volume/connectors")
+		write: hs.writeTarget, notFound: fault.NotFoundFor("Volume target")}
+	s.handle(endpoint{"GET": {hs.volumeRoot, rule("baremetal:volume:list")}}, "/v1/volume")
+	s.handle(endpoint{"GET": {hs.volumeRoot, nodeRule("baremetal:volume:list")}}, "/v1/nodes/{ident}/volume")
+	s.handle(endpoint{"GET": {conns.listAll, bodyRule("baremetal:volume:list")}, "POST": {hs.createConnector, bodyRule("baremetal:volume:create")}}, "/v1/volume/connectors")
 	s.handle(endpoint{"GET": {conns.listAll, nodeRule("baremetal:volume:list")}}, "/v1/nodes/{ident}/volume/connectors")
-	s.handle(endpoint{"GET": {targets.listAll, bodyRule("baremetal:volume:list")}, "POST": {s.createTarget, bodyRule("baremetal:volume:create")}}, "/v1/volume/targets")
+	s.handle(endpoint{"GET": {targets.listAll, bodyRule("baremetal:volume:list")}, "POST": {hs.createTarget, bodyRule("baremetal:volume:create")}}, "/v1/volume/targets")
 	s.handle(endpoint{"GET": {targets.listAll, nodeRule("baremetal:volume:list")}}, "/v1/nodes/{ident}/volume/targets")
 	s.handle(endpoint{"GET": {conns.show, connectorRule("baremetal:volume:get")},
-		"PATCH":  {s.patchConnector, connectorRule("baremetal:volume:update")},
-		"DELETE": {s.volumeDelete(connectorKind, s.cfg.NodeRecords.DeleteVolumeConnector), connectorRule("baremetal:volume:delete")}},
+		"PATCH":  {hs.patchConnector, connectorRule("baremetal:volume:update")},
+		"DELETE": {hs.volumeDelete(connectorKind, s.cfg.NodeRecords.DeleteVolumeConnector), connectorRule("baremetal:volume:delete")}},
 		"/v1/volume/connectors/{id}")
 	s.handle(endpoint{"GET": {targets.show, volTargetRule("baremetal:volume:get")},
-		"PATCH":  {s.patchTarget, volTargetRule("baremetal:volume:update")},
-		"DELETE": {s.volumeDelete(targetKind, s.cfg.NodeRecords.DeleteVolumeTarget), volTargetRule("baremetal:volume:delete")}},
+		"PATCH":  {hs.patchTarget, volTargetRule("baremetal:volume:update")},
+		"DELETE": {hs.volumeDelete(targetKind, s.cfg.NodeRecords.DeleteVolumeTarget), volTargetRule("baremetal:volume:delete")}},
 		"/v1/volume/targets/{id}")
 }
 
 // volumeNode checks the version and, under a node, that the node exists;
 // it returns the link path prefix ("volume" or "nodes/<ident>/volume")
 // and the node (nil at /v1/volume).
-func (rc *call) volumeNode() (string, *model.Node, error) {
+func (hs volumeAPI) volumeNode(rc *call) (string, *model.Node, error) {
 	if rc.minor < minorVolume {
 		return "", nil, errNotFound()
 	}
 	if rc.r.PathValue("ident") == "" {
 		return "volume", nil, nil
 	}
-	n, raw, err := rc.loadNode()
+	n, raw, err := (nodeAPI{rc.s}).loadNode(rc)
 	if err != nil {
 		return "", nil, err
 	}
@@ -91,11 +92,11 @@ func (rc *call) volumeNode() (string, *model.Node, error) {
 }
 
 // GET /v1/volume and /v1/nodes/{ident}/volume: links to the collections.
-func (s *Server) volumeRoot(rc *call) error {
+func (hs volumeAPI) volumeRoot(rc *call) error {
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}
-	prefix, _, err := rc.volumeNode()
+	prefix, _, err := hs.volumeNode(rc)
 	if err != nil {
 		return err
 	}
@@ -147,7 +148,7 @@ func (o volumeOps[T]) listAll(rc *call) error {
 	if err := rc.markerParam(&p); err != nil {
 		return err
 	}
-	_, parent, err := rc.volumeNode()
+	_, parent, err := (volumeAPI{rc.s}).volumeNode(rc)
 	if err != nil {
 		return err
 	}
@@ -224,7 +225,7 @@ func (o volumeOps[T]) show(rc *call) error {
 }
 
 // DELETE /v1/volume/{connectors,targets}/{id}
-func (s *Server) volumeDelete(k *volumeKind, del func(ctx context.Context, id string) error) func(*call) error {
+func (hs volumeAPI) volumeDelete(k *volumeKind, del func(ctx context.Context, id string) error) func(*call) error {
 	return func(rc *call) error {
 		if rc.minor < minorVolume {
 			return errNotFound()

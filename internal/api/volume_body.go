@@ -82,7 +82,7 @@ func applyTargetDoc(t *model.VolumeTarget, doc map[string]any) {
 // volumeCreateNode finds the node a new connector or target names. An
 // unknown one is Ironic's InvalidInput (400), as its API turns the
 // NodeNotFound of replace_node_uuid_with_id into one.
-func (rc *call) volumeCreateNode(doc map[string]any) error {
+func (hs volumeAPI) volumeCreateNode(rc *call, doc map[string]any) error {
 	node := docString(doc["node_uuid"])
 	n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, node)
 	if errors.Is(err, store.ErrNotFound) {
@@ -99,8 +99,9 @@ func (rc *call) volumeCreateNode(doc map[string]any) error {
 }
 
 // POST /v1/volume/connectors
-func (s *Server) createConnector(rc *call) error {
-	doc, err := rc.volumeCreateBody("connector", validateConnector)
+func (hs volumeAPI) createConnector(rc *call) error {
+	s := hs.s
+	doc, err := hs.volumeCreateBody(rc, "connector", validateConnector)
 	if err != nil {
 		return err
 	}
@@ -112,12 +113,13 @@ func (s *Server) createConnector(rc *call) error {
 	if err := s.cfg.NodeRecords.CreateVolumeConnector(rc.ctx, c); err != nil {
 		return err
 	}
-	return created(rc, c, (*call).writeConnector, "volume", "connectors", c.UUID)
+	return created(rc, c, hs.writeConnector, "volume", "connectors", c.UUID)
 }
 
 // POST /v1/volume/targets
-func (s *Server) createTarget(rc *call) error {
-	doc, err := rc.volumeCreateBody("target", validateTarget)
+func (hs volumeAPI) createTarget(rc *call) error {
+	s := hs.s
+	doc, err := hs.volumeCreateBody(rc, "target", validateTarget)
 	if err != nil {
 		return err
 	}
@@ -129,12 +131,12 @@ func (s *Server) createTarget(rc *call) error {
 	if err := s.cfg.NodeRecords.CreateVolumeTarget(rc.ctx, t); err != nil {
 		return err
 	}
-	return created(rc, t, (*call).writeTarget, "volume", "targets", t.UUID)
+	return created(rc, t, hs.writeTarget, "volume", "targets", t.UUID)
 }
 
 // volumeCreateBody reads and checks a create body (what is its name in
 // Ironic's schema errors), and its node.
-func (rc *call) volumeCreateBody(what string, validate func(string, any) (map[string]any, error)) (map[string]any, error) {
+func (hs volumeAPI) volumeCreateBody(rc *call, what string, validate func(string, any) (map[string]any, error)) (map[string]any, error) {
 	if rc.minor < minorVolume {
 		return nil, errNotFound()
 	}
@@ -146,12 +148,12 @@ func (rc *call) volumeCreateBody(what string, validate func(string, any) (map[st
 	if err != nil {
 		return nil, err
 	}
-	return doc, rc.volumeCreateNode(doc)
+	return doc, hs.volumeCreateNode(rc, doc)
 }
 
 // volumePatch reads a connector or target PATCH: the id of the path and
 // the operations.
-func (rc *call) volumePatch(k *volumeKind) (string, []patchOp, error) {
+func (hs volumeAPI) volumePatch(rc *call, k *volumeKind) (string, []patchOp, error) {
 	if rc.minor < minorVolume {
 		return "", nil, errNotFound()
 	}
@@ -162,7 +164,7 @@ func (rc *call) volumePatch(k *volumeKind) (string, []patchOp, error) {
 // allowed fields, a UUID for node_uuid, a node that exists (the node_uuid
 // of the document is null while the patch applies, then the new node's or
 // the old one's), then the schema.
-func (rc *call) patchVolumeDoc(doc map[string]any, ops []patchOp, allowed []string,
+func (hs volumeAPI) patchVolumeDoc(rc *call, doc map[string]any, ops []patchOp, allowed []string,
 	validate func(string, any) (map[string]any, error)) (map[string]any, error) {
 	if err := checkAllowedFields(ops, allowed); err != nil {
 		return nil, err
@@ -174,7 +176,7 @@ func (rc *call) patchVolumeDoc(doc map[string]any, ops []patchOp, allowed []stri
 		}
 	}
 	if vals := patchValues(ops, "/node_uuid"); len(vals) > 0 {
-		if err := rc.checkPortNodeLink(vals[0], docString(node)); err != nil {
+		if err := (portAPI{rc.s}).checkPortNodeLink(rc, vals[0], docString(node)); err != nil {
 			return nil, err
 		}
 		node = canonicalUUID(vals[0].(string))
@@ -189,26 +191,28 @@ func (rc *call) patchVolumeDoc(doc map[string]any, ops []patchOp, allowed []stri
 }
 
 // PATCH /v1/volume/connectors/{id}
-func (s *Server) patchConnector(rc *call) error {
-	id, ops, err := rc.volumePatch(connectorKind)
+func (hs volumeAPI) patchConnector(rc *call) error {
+	s := hs.s
+	id, ops, err := hs.volumePatch(rc, connectorKind)
 	if err != nil {
 		return err
 	}
 	return updated(rc, id, s.cfg.NodeRecords.UpdateVolumeConnector, func(c *model.VolumeConnector) error {
 		doc := map[string]any{"uuid": c.UUID, "node_uuid": c.NodeUUID, "type": c.Type,
 			"connector_id": c.ConnectorID, "extra": orEmpty(c.Extra)}
-		patched, err := rc.patchVolumeDoc(doc, ops, connectorPatchAllowed, validateConnector)
+		patched, err := hs.patchVolumeDoc(rc, doc, ops, connectorPatchAllowed, validateConnector)
 		if err != nil {
 			return err
 		}
 		applyConnectorDoc(c, patched)
 		return nil
-	}, (*call).writeConnector)
+	}, hs.writeConnector)
 }
 
 // PATCH /v1/volume/targets/{id}
-func (s *Server) patchTarget(rc *call) error {
-	id, ops, err := rc.volumePatch(targetKind)
+func (hs volumeAPI) patchTarget(rc *call) error {
+	s := hs.s
+	id, ops, err := hs.volumePatch(rc, targetKind)
 	if err != nil {
 		return err
 	}
@@ -216,13 +220,13 @@ func (s *Server) patchTarget(rc *call) error {
 		doc := map[string]any{"uuid": t.UUID, "node_uuid": t.NodeUUID, "volume_type": t.VolumeType,
 			"volume_id": t.VolumeID, "boot_index": float64(t.BootIndex), "extra": orEmpty(t.Extra),
 			"properties": orEmpty(t.Properties)}
-		patched, err := rc.patchVolumeDoc(doc, ops, targetPatchAllowed, validateTarget)
+		patched, err := hs.patchVolumeDoc(rc, doc, ops, targetPatchAllowed, validateTarget)
 		if err != nil {
 			return err
 		}
 		applyTargetDoc(t, patched)
 		return nil
-	}, (*call).writeTarget)
+	}, hs.writeTarget)
 }
 
 // connectorFields are a connector's keys in Ironic's order
@@ -239,7 +243,7 @@ var connectorFields = []docField[model.VolumeConnector]{
 }
 
 // writeConnector renders a connector as Ironic's convert_with_links.
-func (rc *call) writeConnector(w *jw, c *model.VolumeConnector, fields []string) {
+func (hs volumeAPI) writeConnector(rc *call, w *jw, c *model.VolumeConnector, fields []string) {
 	writeDoc(w, rc, c, connectorFields, fields)
 }
 
@@ -254,7 +258,7 @@ var targetFields = []docField[model.VolumeTarget]{
 	{"boot_index", 1, func(w *jw, _ *call, t *model.VolumeTarget) { w.integer(t.BootIndex) }},
 	{"extra", 1, func(w *jw, _ *call, t *model.VolumeTarget) { w.object(t.Extra) }},
 	{"properties", 1, func(w *jw, rc *call, t *model.VolumeTarget) {
-		if shown, hidden := rc.redactTargetProperties(t); hidden {
+		if shown, hidden := (volumeAPI{rc.s}).redactTargetProperties(rc, t); hidden {
 			w.any(shown)
 		} else {
 			w.masked(t.Properties)
@@ -267,13 +271,13 @@ var targetFields = []docField[model.VolumeTarget]{
 }
 
 // writeTarget renders a target as Ironic's convert_with_links.
-func (rc *call) writeTarget(w *jw, t *model.VolumeTarget, fields []string) {
+func (hs volumeAPI) writeTarget(rc *call, w *jw, t *model.VolumeTarget, fields []string) {
 	writeDoc(w, rc, t, targetFields, fields)
 }
 
 // redactTargetProperties is what the request's principal is shown instead
 // of a target's properties, if it may not see them.
-func (rc *call) redactTargetProperties(t *model.VolumeTarget) (any, bool) {
+func (hs volumeAPI) redactTargetProperties(rc *call, t *model.VolumeTarget) (any, bool) {
 	if rc.redact == nil {
 		return nil, false
 	}
