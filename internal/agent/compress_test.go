@@ -16,10 +16,11 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/anvil-metal/anvil/internal/agent/agentapi"
-	"github.com/anvil-metal/anvil/internal/testbin"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/anvil-metal/anvil/internal/ipa"
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 func zstdOf(t testing.TB, b []byte) []byte {
@@ -86,13 +87,13 @@ func TestWriteCompressedImage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			info := map[string]any{agentapi.ParamURLs: []any{srv.URL + tt.path}, agentapi.ParamOSHashAlgo: "sha256",
-				agentapi.ParamOSHashValue: tt.sum, agentapi.ParamCompression: tt.kind, agentapi.ParamDiskFormat: "raw"}
+			info := map[string]any{ipa.ParamURLs: []any{srv.URL + tt.path}, ipa.ParamOSHashAlgo: "sha256",
+				ipa.ParamOSHashValue: tt.sum, ipa.ParamCompression: tt.kind, ipa.ParamDiskFormat: "raw"}
 			if tt.auth != "" {
-				info[agentapi.ParamAuthorization] = tt.auth
+				info[ipa.ParamAuthorization] = tt.auth
 			}
 			var prog atomic.Int64
-			res, err := a.writeImage(context.Background(), map[string]any{agentapi.ParamImageInfo: info}, &prog)
+			res, err := a.writeImage(context.Background(), map[string]any{ipa.ParamImageInfo: info}, &prog)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -114,10 +115,10 @@ func TestWriteCompressedImage(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ParseImageRequest(map[string]any{agentapi.ParamImageSource: "x", agentapi.ParamCompression: "lz4"}); err == nil {
+	if _, err := ParseImageRequest(map[string]any{ipa.ParamImageSource: "x", ipa.ParamCompression: "lz4"}); err == nil {
 		t.Error("lz4 accepted")
 	}
-	if _, err := ParseImageRequest(map[string]any{agentapi.ParamImageSource: "x", agentapi.ParamAuthorization: base64.StdEncoding.EncodeToString([]byte("a\r\nX: y"))}); err == nil {
+	if _, err := ParseImageRequest(map[string]any{ipa.ParamImageSource: "x", ipa.ParamAuthorization: base64.StdEncoding.EncodeToString([]byte("a\r\nX: y"))}); err == nil {
 		t.Error("a header with a line break accepted")
 	}
 }
@@ -141,9 +142,9 @@ func TestWriteCompressedQcow2(t *testing.T) {
 	disk := testDisk(t, 4<<20)
 	a, _ := New(Config{APIURL: "http://127.0.0.1:1", Disk: disk, MACs: []string{"x"}})
 	for _, sum := range []string{hexSHA(qb), hexSHA(blob)} {
-		_, err := a.writeImage(context.Background(), map[string]any{agentapi.ParamImageInfo: map[string]any{
-			agentapi.ParamURLs: []any{src}, agentapi.ParamOSHashAlgo: "sha256", agentapi.ParamOSHashValue: sum,
-			agentapi.ParamCompression: "zstd", agentapi.ParamDiskFormat: "qcow2"}}, new(atomic.Int64))
+		_, err := a.writeImage(context.Background(), map[string]any{ipa.ParamImageInfo: map[string]any{
+			ipa.ParamURLs: []any{src}, ipa.ParamOSHashAlgo: "sha256", ipa.ParamOSHashValue: sum,
+			ipa.ParamCompression: "zstd", ipa.ParamDiskFormat: "qcow2"}}, new(atomic.Int64))
 		if sum == hexSHA(qb) {
 			if err == nil || !strings.Contains(err.Error(), "checksum mismatch") {
 				t.Fatalf("checksum of the decompressed qcow2 accepted: %v", err)

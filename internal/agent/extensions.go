@@ -17,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/anvil-metal/anvil/internal/agent/agentapi"
 	"github.com/anvil-metal/anvil/internal/ipa"
 )
 
@@ -117,9 +116,9 @@ func (a *Agent) writeImageInfo(ctx context.Context, info map[string]any, configd
 	if configdrive == nil {
 		configdrive = info["configdrive"]
 	}
-	res, err := a.writeImage(ctx, map[string]any{agentapi.ParamImageSource: src,
-		agentapi.ParamChecksum: sum.Value, agentapi.ParamChecksumAlgo: sum.Algo,
-		agentapi.ParamImageInfo: info, agentapi.ParamConfigDrive: configdrive}, progress)
+	res, err := a.writeImage(ctx, map[string]any{ipa.ParamImageSource: src,
+		ipa.ParamChecksum: sum.Value, ipa.ParamChecksumAlgo: sum.Algo,
+		ipa.ParamImageInfo: info, ipa.ParamConfigDrive: configdrive}, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -243,15 +242,15 @@ func (a *Agent) executeStep(kind string, offered func() []ipa.Step) runFunc {
 // Only a SHA-crypt hash is accepted (Anvil sends SHA-512, Ironic 21.4
 // SHA-256 by default); the value is never logged nor returned.
 func (a *Agent) finalizeRescue(_ context.Context, params map[string]any, _ *atomic.Int64) (map[string]any, error) {
-	hash, _ := params[agentapi.ParamRescuePassword].(string)
-	if hashed, _ := params[agentapi.ParamHashed].(bool); !hashed || !agentapi.IsShadowHash(hash) {
+	hash, _ := params[ipa.ParamRescuePassword].(string)
+	if hashed, _ := params[ipa.ParamHashed].(bool); !hashed || !ipa.IsShadowHash(hash) {
 		return nil, errors.New("finalize_rescue: rescue_password must be a SHA-256 or SHA-512 crypt hash (hashed=true)")
 	}
 	root := a.cfg.RootDir
 	if root == "" {
 		root = "/"
 	}
-	p := filepath.Join(root, agentapi.RescuePasswordFile)
+	p := filepath.Join(root, ipa.RescuePasswordFile)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return nil, fmt.Errorf("finalize_rescue: %w", err)
 	}

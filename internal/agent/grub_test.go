@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/anvil-metal/anvil/internal/agent/agentapi"
 	"github.com/anvil-metal/anvil/internal/disk"
+	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
@@ -57,8 +57,8 @@ func TestPartitionImageUUIDs(t *testing.T) {
 				t.Fatal(err)
 			}
 			res, err := a.writeImageInfo(context.Background(), map[string]any{"id": "img", "urls": []any{root},
-				"checksum": hex.EncodeToString(sum[:]), agentapi.ParamImageType: agentapi.ImagePartition,
-				agentapi.ParamRootMB: float64(8), agentapi.ParamBootOption: "local", agentapi.ParamBootMode: mode}, nil, new(atomic.Int64))
+				"checksum": hex.EncodeToString(sum[:]), ipa.ParamImageType: ipa.ImagePartition,
+				ipa.ParamRootMB: float64(8), ipa.ParamBootOption: "local", ipa.ParamBootMode: mode}, nil, new(atomic.Int64))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,11 +14,11 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/anvil-metal/anvil/internal/agent/agentapi"
-	"github.com/anvil-metal/anvil/internal/disk"
-	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/anvil-metal/anvil/internal/disk"
+	"github.com/anvil-metal/anvil/internal/ipa"
 )
 
 var errNotImplemented = errors.New("not implemented by this agent")
@@ -74,7 +74,7 @@ func (w *imageWrite) run(ctx context.Context) (map[string]any, error) {
 	defer img.Close()
 	t := disk.Target{Path: w.disk}
 	var parts []disk.Partition
-	if w.req.ImageType == agentapi.ImagePartition {
+	if w.req.ImageType == ipa.ImagePartition {
 		if parts, err = w.partition(); err != nil {
 			return nil, fmt.Errorf("write_image: %w", err)
 		}
@@ -86,7 +86,7 @@ func (w *imageWrite) run(ctx context.Context) (map[string]any, error) {
 		return nil, fmt.Errorf("write_image: %w", err)
 	}
 	res["bytes_written"], res["checksum"] = n, hex.EncodeToString(w.h.Sum(nil))
-	if w.req.ImageType == agentapi.ImageWholeDisk && w.configDrive != nil {
+	if w.req.ImageType == ipa.ImageWholeDisk && w.configDrive != nil {
 		p, err := disk.AddConfigDrivePartition(w.disk)
 		if err != nil {
 			return nil, fmt.Errorf("write_image: %w", err)
@@ -113,7 +113,7 @@ func (w *imageWrite) run(ctx context.Context) (map[string]any, error) {
 		}
 	}
 	uuids := map[string]any{}
-	if w.req.ImageType == agentapi.ImagePartition {
+	if w.req.ImageType == ipa.ImagePartition {
 		if uuids, err = w.partitionUUIDs(parts); err != nil {
 			return nil, fmt.Errorf("write_image: %w", err)
 		}

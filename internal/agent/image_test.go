@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/anvil-metal/anvil/internal/agent/agentapi"
+	"github.com/anvil-metal/anvil/internal/ipa"
 )
 
 func randomImage(t testing.TB, n int) ([]byte, string) {
@@ -83,8 +83,8 @@ func TestWriteImage(t *testing.T) {
 				t.Fatal(err)
 			}
 			var prog atomic.Int64
-			_, err = a.writeImage(context.Background(), map[string]any{agentapi.ParamImageSource: tt.src,
-				agentapi.ParamChecksum: tt.sum, agentapi.ParamChecksumAlgo: tt.algo}, &prog)
+			_, err = a.writeImage(context.Background(), map[string]any{ipa.ParamImageSource: tt.src,
+				ipa.ParamChecksum: tt.sum, ipa.ParamChecksumAlgo: tt.algo}, &prog)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -112,8 +112,8 @@ func TestQcow2WithoutQemuImg(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "img.qcow2")
 	_ = os.WriteFile(src, img, 0o600)
 	a, _ := New(Config{APIURL: "http://127.0.0.1:1", Disk: testDisk(t, 1<<20), MACs: []string{"x"}})
-	_, err := a.writeImage(context.Background(), map[string]any{agentapi.ParamImageSource: src,
-		agentapi.ParamChecksum: hex.EncodeToString(s[:])}, new(atomic.Int64))
+	_, err := a.writeImage(context.Background(), map[string]any{ipa.ParamImageSource: src,
+		ipa.ParamChecksum: hex.EncodeToString(s[:])}, new(atomic.Int64))
 	if err == nil || !strings.Contains(err.Error(), "qemu-img, which is not installed") {
 		t.Fatalf("err = %v", err)
 	}
@@ -194,8 +194,8 @@ func BenchmarkStreamImage(b *testing.B) {
 	b.SetBytes(size)
 	b.ResetTimer()
 	for range b.N {
-		if _, err := a.writeImage(context.Background(), map[string]any{agentapi.ParamImageSource: srv.URL + "/image",
-			agentapi.ParamChecksum: sum}, new(atomic.Int64)); err != nil {
+		if _, err := a.writeImage(context.Background(), map[string]any{ipa.ParamImageSource: srv.URL + "/image",
+			ipa.ParamChecksum: sum}, new(atomic.Int64)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/anvil-metal/anvil/internal/agent/agentapi"
+	"github.com/anvil-metal/anvil/internal/ipa"
 )
 
 // ImageRequest is what the image command (write_image, IPA's
@@ -18,7 +18,7 @@ type ImageRequest struct {
 	Checksum    string // hex digest
 	Algo        string // sha256, sha512, md5 ("": by the digest's length)
 	DiskFormat  string // raw, qcow2, or "" (by the image's first bytes)
-	ImageType   string // agentapi.ImageWholeDisk or agentapi.ImagePartition
+	ImageType   string // ipa.ImageWholeDisk or ipa.ImagePartition
 	RootMB      int64
 	SwapMB      int64
 	EphemeralMB int64
@@ -38,38 +38,38 @@ type ImageRequest struct {
 }
 
 // ParseImageRequest reads the command's parameters: Anvil's flat form
-// (image_source, checksum, checksum_algo and the agentapi.Param* keys) or
+// (image_source, checksum, checksum_algo and the ipa.Param* keys) or
 // IPA's (image_info with urls, os_hash_algo/os_hash_value or checksum, and
 // configdrive beside it).
 func ParseImageRequest(p map[string]any) (ImageRequest, error) {
 	info := p
-	if ii, ok := p[agentapi.ParamImageInfo].(map[string]any); ok {
+	if ii, ok := p[ipa.ParamImageInfo].(map[string]any); ok {
 		info = ii
 	}
 	str := func(k string) string { s, _ := info[k].(string); return s }
 	r := ImageRequest{
-		Source: str(agentapi.ParamImageSource), Checksum: str(agentapi.ParamChecksum), Algo: str(agentapi.ParamChecksumAlgo),
-		DiskFormat: strings.ToLower(str(agentapi.ParamDiskFormat)), ImageType: str(agentapi.ParamImageType),
-		DiskLabel: str(agentapi.ParamDiskLabel), BootMode: str(agentapi.ParamBootMode), BootOption: str(agentapi.ParamBootOption),
-		EphemeralFormat: str(agentapi.ParamEphemeralFormat),
+		Source: str(ipa.ParamImageSource), Checksum: str(ipa.ParamChecksum), Algo: str(ipa.ParamChecksumAlgo),
+		DiskFormat: strings.ToLower(str(ipa.ParamDiskFormat)), ImageType: str(ipa.ParamImageType),
+		DiskLabel: str(ipa.ParamDiskLabel), BootMode: str(ipa.ParamBootMode), BootOption: str(ipa.ParamBootOption),
+		EphemeralFormat: str(ipa.ParamEphemeralFormat),
 	}
-	if urls, ok := info[agentapi.ParamURLs].([]any); ok && r.Source == "" && len(urls) > 0 {
+	if urls, ok := info[ipa.ParamURLs].([]any); ok && r.Source == "" && len(urls) > 0 {
 		r.Source, _ = urls[0].(string)
 	}
-	if v := str(agentapi.ParamOSHashValue); v != "" {
-		r.Checksum, r.Algo = v, str(agentapi.ParamOSHashAlgo)
+	if v := str(ipa.ParamOSHashValue); v != "" {
+		r.Checksum, r.Algo = v, str(ipa.ParamOSHashAlgo)
 	}
 	if r.Source == "" {
 		return r, errors.New("write_image: image_source is missing")
 	}
-	if a := str(agentapi.ParamAuthorization); a != "" {
+	if a := str(ipa.ParamAuthorization); a != "" {
 		b, err := base64.StdEncoding.DecodeString(a)
 		if err != nil || strings.ContainsAny(string(b), "\r\n") {
 			return r, errors.New("write_image: image_request_authorization is not a base64 header value")
 		}
 		r.Authorization = string(b)
 	}
-	switch r.Compression = strings.ToLower(str(agentapi.ParamCompression)); r.Compression {
+	switch r.Compression = strings.ToLower(str(ipa.ParamCompression)); r.Compression {
 	case "", "zstd", "gzip":
 	default:
 		return r, fmt.Errorf("write_image: image_compression_type %q is not supported (zstd or gzip)", r.Compression)
@@ -78,19 +78,19 @@ func ParseImageRequest(p map[string]any) (ImageRequest, error) {
 	for _, f := range []struct {
 		key string
 		dst *int64
-	}{{agentapi.ParamRootMB, &r.RootMB}, {agentapi.ParamSwapMB, &r.SwapMB}, {agentapi.ParamEphemeralMB, &r.EphemeralMB}} {
+	}{{ipa.ParamRootMB, &r.RootMB}, {ipa.ParamSwapMB, &r.SwapMB}, {ipa.ParamEphemeralMB, &r.EphemeralMB}} {
 		if *f.dst, err = intParam(info, f.key); err != nil {
 			return r, err
 		}
 	}
-	if hints, ok := info[agentapi.ParamRootDevice].(map[string]any); ok {
+	if hints, ok := info[ipa.ParamRootDevice].(map[string]any); ok {
 		r.RootDevice = hints
-	} else if info[agentapi.ParamRootDevice] != nil {
+	} else if info[ipa.ParamRootDevice] != nil {
 		return r, errors.New("write_image: root_device must be an object of root device hints")
 	}
-	cd := p[agentapi.ParamConfigDrive]
+	cd := p[ipa.ParamConfigDrive]
 	if cd == nil {
-		cd = info[agentapi.ParamConfigDrive]
+		cd = info[ipa.ParamConfigDrive]
 	}
 	switch c := cd.(type) {
 	case nil:
@@ -101,8 +101,8 @@ func ParseImageRequest(p map[string]any) (ImageRequest, error) {
 	}
 	switch r.ImageType {
 	case "":
-		r.ImageType = agentapi.ImageWholeDisk
-	case agentapi.ImageWholeDisk, agentapi.ImagePartition:
+		r.ImageType = ipa.ImageWholeDisk
+	case ipa.ImageWholeDisk, ipa.ImagePartition:
 	default:
 		return r, fmt.Errorf("write_image: unknown image_type %q (whole-disk or partition)", r.ImageType)
 	}
@@ -111,7 +111,7 @@ func ParseImageRequest(p map[string]any) (ImageRequest, error) {
 	default:
 		return r, fmt.Errorf("write_image: disk_format %q is not supported (raw or qcow2)", r.DiskFormat)
 	}
-	if r.ImageType == agentapi.ImagePartition && r.RootMB <= 0 {
+	if r.ImageType == ipa.ImagePartition && r.RootMB <= 0 {
 		return r, errors.New("write_image: a partition image needs root_mb, the root partition's size")
 	}
 	return r, nil

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anvil-metal/anvil/internal/agent/agentapi"
+	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/oci"
 	"github.com/anvil-metal/anvil/internal/oci/ocitest"
 )
@@ -54,15 +54,15 @@ func BenchmarkPullAndWrite(b *testing.B) {
 	}
 	a, _ := New(Config{APIURL: "http://127.0.0.1:1", Disk: disk, MACs: []string{"x"}})
 	write := func(b *testing.B, info map[string]any) {
-		if _, err := a.writeImage(context.Background(), map[string]any{agentapi.ParamImageInfo: info}, new(atomic.Int64)); err != nil {
+		if _, err := a.writeImage(context.Background(), map[string]any{ipa.ParamImageInfo: info}, new(atomic.Int64)); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.Run("http", func(b *testing.B) {
 		b.SetBytes(int64(len(img)))
 		for range b.N {
-			write(b, map[string]any{agentapi.ParamURLs: []any{plain.URL + "/image"}, agentapi.ParamOSHashAlgo: "sha256",
-				agentapi.ParamOSHashValue: hexSHA(img), agentapi.ParamDiskFormat: "raw"})
+			write(b, map[string]any{ipa.ParamURLs: []any{plain.URL + "/image"}, ipa.ParamOSHashAlgo: "sha256",
+				ipa.ParamOSHashValue: hexSHA(img), ipa.ParamDiskFormat: "raw"})
 		}
 	})
 	c := oci.NewClient(oci.Config{AllowHTTP: true})
@@ -80,9 +80,9 @@ func BenchmarkPullAndWrite(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				write(b, map[string]any{agentapi.ParamURLs: []any{im.URL}, agentapi.ParamOSHashAlgo: "sha256",
-					agentapi.ParamOSHashValue: im.Checksum, agentapi.ParamDiskFormat: "raw", agentapi.ParamCompression: im.Compression,
-					agentapi.ParamAuthorization: base64.StdEncoding.EncodeToString([]byte(auth))})
+				write(b, map[string]any{ipa.ParamURLs: []any{im.URL}, ipa.ParamOSHashAlgo: "sha256",
+					ipa.ParamOSHashValue: im.Checksum, ipa.ParamDiskFormat: "raw", ipa.ParamCompression: im.Compression,
+					ipa.ParamAuthorization: base64.StdEncoding.EncodeToString([]byte(auth))})
 			}
 		})
 	}

@@ -16,8 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/anvil-metal/anvil/internal/agent/agentapi"
 	"github.com/anvil-metal/anvil/internal/disk"
+	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
@@ -69,9 +69,9 @@ func TestWriteImageRootDeviceHints(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, disks := threeDisks(t)
-			p := map[string]any{agentapi.ParamImageSource: src, agentapi.ParamChecksum: sum}
+			p := map[string]any{ipa.ParamImageSource: src, ipa.ParamChecksum: sum}
 			if tc.hints != nil {
-				p[agentapi.ParamRootDevice] = tc.hints
+				p[ipa.ParamRootDevice] = tc.hints
 			}
 			res, err := a.writeImage(context.Background(), p, new(atomic.Int64))
 			if tc.wantErr != "" {
@@ -101,7 +101,7 @@ func TestWriteImageTruncated(t *testing.T) {
 	}))
 	defer srv.Close()
 	a, _ := threeDisks(t)
-	_, err := a.writeImage(context.Background(), map[string]any{agentapi.ParamImageSource: srv.URL + "/img", agentapi.ParamChecksum: sum}, new(atomic.Int64))
+	_, err := a.writeImage(context.Background(), map[string]any{ipa.ParamImageSource: srv.URL + "/img", ipa.ParamChecksum: sum}, new(atomic.Int64))
 	if err == nil || !(strings.Contains(err.Error(), "truncated") || strings.Contains(err.Error(), "unexpected EOF")) {
 		t.Fatalf("a truncated download: err = %v", err)
 	}
@@ -123,15 +123,15 @@ func TestWriteImageWholeDiskConfigDrive(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, disks := threeDisks(t)
-	res, err := a.writeImage(context.Background(), map[string]any{agentapi.ParamImageInfo: map[string]any{
-		agentapi.ParamURLs: []any{imgPath}, agentapi.ParamOSHashAlgo: "sha256", agentapi.ParamOSHashValue: hex.EncodeToString(s[:]),
-		agentapi.ParamRootDevice: map[string]any{"size": ">= 0.01", "serial": "S-3"}}, agentapi.ParamConfigDrive: disk.EncodeConfigDrive(iso)}, new(atomic.Int64))
+	res, err := a.writeImage(context.Background(), map[string]any{ipa.ParamImageInfo: map[string]any{
+		ipa.ParamURLs: []any{imgPath}, ipa.ParamOSHashAlgo: "sha256", ipa.ParamOSHashValue: hex.EncodeToString(s[:]),
+		ipa.ParamRootDevice: map[string]any{"size": ">= 0.01", "serial": "S-3"}}, ipa.ParamConfigDrive: disk.EncodeConfigDrive(iso)}, new(atomic.Int64))
 	if err == nil || !strings.Contains(err.Error(), `Root device hint "size" is not an integer value`) {
 		t.Fatalf("a fractional size hint: %v", err)
 	}
-	res, err = a.writeImage(context.Background(), map[string]any{agentapi.ParamImageInfo: map[string]any{
-		agentapi.ParamURLs: []any{imgPath}, agentapi.ParamOSHashAlgo: "sha256", agentapi.ParamOSHashValue: hex.EncodeToString(s[:]),
-		agentapi.ParamRootDevice: map[string]any{"serial": "S-3"}}, agentapi.ParamConfigDrive: disk.EncodeConfigDrive(iso)}, new(atomic.Int64))
+	res, err = a.writeImage(context.Background(), map[string]any{ipa.ParamImageInfo: map[string]any{
+		ipa.ParamURLs: []any{imgPath}, ipa.ParamOSHashAlgo: "sha256", ipa.ParamOSHashValue: hex.EncodeToString(s[:]),
+		ipa.ParamRootDevice: map[string]any{"serial": "S-3"}}, ipa.ParamConfigDrive: disk.EncodeConfigDrive(iso)}, new(atomic.Int64))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,10 +166,10 @@ func TestWriteImagePartitionQcow2(t *testing.T) {
 	iso, _ := disk.BuildConfigDrive(disk.ConfigDrive{MetaData: map[string]any{"uuid": "n1"}}, t.TempDir())
 	a, disks := threeDisks(t)
 	res, err := a.writeImage(context.Background(), map[string]any{
-		agentapi.ParamImageSource: q, agentapi.ParamChecksum: hex.EncodeToString(s[:]), agentapi.ParamDiskFormat: "qcow2",
-		agentapi.ParamImageType: agentapi.ImagePartition, agentapi.ParamRootMB: float64(4), agentapi.ParamSwapMB: "2",
-		agentapi.ParamEphemeralMB: float64(3), agentapi.ParamBootOption: "netboot", agentapi.ParamBootMode: "uefi",
-		agentapi.ParamConfigDrive: disk.EncodeConfigDrive(iso)}, new(atomic.Int64))
+		ipa.ParamImageSource: q, ipa.ParamChecksum: hex.EncodeToString(s[:]), ipa.ParamDiskFormat: "qcow2",
+		ipa.ParamImageType: ipa.ImagePartition, ipa.ParamRootMB: float64(4), ipa.ParamSwapMB: "2",
+		ipa.ParamEphemeralMB: float64(3), ipa.ParamBootOption: "netboot", ipa.ParamBootMode: "uefi",
+		ipa.ParamConfigDrive: disk.EncodeConfigDrive(iso)}, new(atomic.Int64))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,8 +245,8 @@ func TestWriteImageFailsBeforePartitioning(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("PATH", tc.path)
 			a, disks := threeDisks(t)
-			_, err := a.writeImage(context.Background(), map[string]any{agentapi.ParamImageSource: src, agentapi.ParamChecksum: tc.sum,
-				agentapi.ParamImageType: agentapi.ImagePartition, agentapi.ParamRootMB: 4.0, agentapi.ParamBootOption: "netboot"}, new(atomic.Int64))
+			_, err := a.writeImage(context.Background(), map[string]any{ipa.ParamImageSource: src, ipa.ParamChecksum: tc.sum,
+				ipa.ParamImageType: ipa.ImagePartition, ipa.ParamRootMB: 4.0, ipa.ParamBootOption: "netboot"}, new(atomic.Int64))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/anvil-metal/anvil/internal/agent/agentapi"
+	"github.com/anvil-metal/anvil/internal/ipa"
 )
 
 // TestAgentRescue: an active node with rescue_interface "agent" is rescued:
@@ -54,7 +54,7 @@ func TestAgentRescue(t *testing.T) {
 		t.Fatalf("the agent stored no rescue password: %v", err)
 	}
 	hash := strings.TrimSpace(string(b))
-	if !agentapi.IsCryptHash(hash) || agentapi.SHA512Crypt(password, hash[3:19]) != hash {
+	if !ipa.IsCryptHash(hash) || ipa.SHA512Crypt(password, hash[3:19]) != hash {
 		t.Fatalf("stored rescue password %q is not the SHA-512 crypt hash of the password", hash)
 	}
 	if st, _ := os.Stat(filepath.Join(root, "etc", "anvil-rescue-password")); st.Mode().Perm() != 0o600 {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/anvil-metal/anvil/internal/agent/agentapi"
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/ipa"
@@ -162,7 +161,7 @@ func imageInfo(n *model.Node, allowMD5 bool) (map[string]any, error) {
 		return nil, err
 	}
 	for k, v := range p {
-		if k != agentapi.ParamConfigDrive {
+		if k != ipa.ParamConfigDrive {
 			info[k] = v
 		}
 	}

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/anvil-metal/anvil/internal/agent/agentapi"
 	"github.com/anvil-metal/anvil/internal/disk"
+	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
@@ -18,7 +18,7 @@ import (
 // and properties as Ironic reads them (deploy_utils.parse_instance_info,
 // get_root_device_for_deploy, images.is_whole_disk_image) and checked
 // before the node boots the agent. The agent receives the results under
-// IPA's image_info names (agentapi.Param*).
+// IPA's image_info names (ipa.Param*).
 
 // defaultEphemeralFormat is Ironic's [pxe]default_ephemeral_format.
 const defaultEphemeralFormat = "ext4"
@@ -31,17 +31,17 @@ func deployParams(n *model.Node) (map[string]any, error) {
 	if hints, err := rootDeviceHints(n); err != nil {
 		return nil, err
 	} else if hints != nil {
-		p[agentapi.ParamRootDevice] = hints
+		p[ipa.ParamRootDevice] = hints
 	}
 	switch f := strings.ToLower(infoString(n, "image_disk_format")); f {
 	case "":
 	case "raw", "qcow2":
-		p[agentapi.ParamDiskFormat] = f
+		p[ipa.ParamDiskFormat] = f
 	default:
 		return nil, fmt.Errorf("instance_info.image_disk_format %q is not supported by the agent (raw or qcow2)", f)
 	}
 	bootMode := requestedBootMode(n)
-	p[agentapi.ParamBootMode] = bootMode
+	p[ipa.ParamBootMode] = bootMode
 	label, err := capability(n, "disk_label")
 	if err != nil {
 		return nil, err
@@ -55,20 +55,20 @@ func deployParams(n *model.Node) (map[string]any, error) {
 		label = disk.LabelGPT // Ironic's get_disk_label
 	}
 	if label != "" {
-		p[agentapi.ParamDiskLabel] = label
+		p[ipa.ParamDiskLabel] = label
 	}
 	if isPartitionImage(n) {
 		if err := partitionParams(n, p); err != nil {
 			return nil, err
 		}
 	} else {
-		p[agentapi.ParamImageType] = agentapi.ImageWholeDisk
+		p[ipa.ParamImageType] = ipa.ImageWholeDisk
 	}
 	switch cd := n.InstanceInfo["configdrive"].(type) {
 	case nil:
 	case string:
 		if cd != "" {
-			p[agentapi.ParamConfigDrive] = cd
+			p[ipa.ParamConfigDrive] = cd
 		}
 	case map[string]any:
 		// Deploy builds it (storeConfigDrive); here it is only validated.
@@ -120,7 +120,7 @@ func isEmpty(v any) bool {
 // instance_info makes it a partition image.
 func isPartitionImage(n *model.Node) bool {
 	if t := infoString(n, "image_type"); t != "" {
-		return t == agentapi.ImagePartition
+		return t == ipa.ImagePartition
 	}
 	return infoString(n, "kernel") != "" || infoString(n, "ramdisk") != ""
 }
@@ -160,11 +160,11 @@ func partitionParams(n *model.Node, p map[string]any) error {
 	if sizes["root_gb"] <= 0 {
 		return fmt.Errorf("Invalid parameter root_gb: the root partition size must be positive, got %d", sizes["root_gb"])
 	}
-	p[agentapi.ParamImageType] = agentapi.ImagePartition
-	p[agentapi.ParamBootOption] = opt
-	p[agentapi.ParamRootMB] = 1024 * sizes["root_gb"]
-	p[agentapi.ParamSwapMB] = sizes["swap_mb"]
-	p[agentapi.ParamEphemeralMB] = 1024 * sizes["ephemeral_gb"]
+	p[ipa.ParamImageType] = ipa.ImagePartition
+	p[ipa.ParamBootOption] = opt
+	p[ipa.ParamRootMB] = 1024 * sizes["root_gb"]
+	p[ipa.ParamSwapMB] = sizes["swap_mb"]
+	p[ipa.ParamEphemeralMB] = 1024 * sizes["ephemeral_gb"]
 	if sizes["ephemeral_gb"] > 0 {
 		f := infoString(n, "ephemeral_format")
 		if f == "" {
@@ -173,7 +173,7 @@ func partitionParams(n *model.Node, p map[string]any) error {
 		if !slices.Contains(disk.EphemeralFormats, f) {
 			return fmt.Errorf("Invalid parameter ephemeral_format: %q is not a filesystem the agent makes (%s)", f, strings.Join(disk.EphemeralFormats, ", "))
 		}
-		p[agentapi.ParamEphemeralFormat] = f
+		p[ipa.ParamEphemeralFormat] = f
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/anvil-metal/anvil/internal/agent/agentapi"
+	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/oci"
 )
@@ -83,16 +83,16 @@ func (d *Direct) ociAgentParams(ctx context.Context, n *model.Node, info map[str
 	if err != nil {
 		return err
 	}
-	info[agentapi.ParamURLs] = []any{url}
+	info[ipa.ParamURLs] = []any{url}
 	if c := infoString(n, "image_compression_type"); c != "" {
-		info[agentapi.ParamCompression] = c
+		info[ipa.ParamCompression] = c
 	}
 	auth, err := d.oci().Authorization(ctx, ref, pullSecret(n))
 	if err != nil {
 		return err
 	}
 	if auth != "" {
-		info[agentapi.ParamAuthorization] = base64.StdEncoding.EncodeToString([]byte(auth))
+		info[ipa.ParamAuthorization] = base64.StdEncoding.EncodeToString([]byte(auth))
 	}
 	return nil
 }

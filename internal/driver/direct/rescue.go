@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/anvil-metal/anvil/internal/agent/agentapi"
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/model"
@@ -38,10 +37,10 @@ func (r *Rescuer) Rescue(ctx context.Context, t *driver.Task) (driver.Result, er
 		n.InstanceInfo = model.JSON{}
 	}
 	if pw, _ := n.InstanceInfo[keyRescuePassword].(string); pw != "" {
-		n.InstanceInfo[KeyHashedRescuePassword] = agentapi.HashRescuePassword(pw)
+		n.InstanceInfo[KeyHashedRescuePassword] = ipa.HashRescuePassword(pw)
 	}
 	delete(n.InstanceInfo, keyRescuePassword)
-	if h, _ := n.InstanceInfo[KeyHashedRescuePassword].(string); !agentapi.IsCryptHash(h) {
+	if h, _ := n.InstanceInfo[KeyHashedRescuePassword].(string); !ipa.IsCryptHash(h) {
 		return driver.Done, errors.New("no rescue password was given")
 	}
 	return driver.Wait, r.d.bootAgent(ctx, t, driver.RamdiskRescue)
@@ -58,11 +57,11 @@ func (r *Rescuer) Continue(ctx context.Context, t *driver.Task, op string) (driv
 		return driver.Wait, nil
 	}
 	h, _ := n.InstanceInfo[KeyHashedRescuePassword].(string)
-	if !agentapi.IsCryptHash(h) {
+	if !ipa.IsCryptHash(h) {
 		return driver.Done, errors.New("the node has no hashed rescue password")
 	}
 	_, done, err := runCommand(ctx, r.d.cfg.Client, n, ipa.CmdFinalizeRescue,
-		map[string]any{agentapi.ParamRescuePassword: h, agentapi.ParamHashed: true})
+		map[string]any{ipa.ParamRescuePassword: h, ipa.ParamHashed: true})
 	if err != nil {
 		return driver.Done, err
 	}

@@ -1,8 +1,9 @@
-// Package agentapi holds what the agent and the conductor share beyond
-// IPA's wire contract (internal/ipa): the rescue password's SHA-512 crypt
-// hash (HashRescuePassword, IsCryptHash; IsShadowHash for what the agent accepts, as rescue.finalize_rescue carries
-// it) and the parameter names of the agent's image writer.
-package agentapi
+package ipa
+
+// What the agent and the conductor share beyond the commands' shapes: the
+// rescue password's SHA-512 crypt hash (HashRescuePassword, IsCryptHash;
+// IsShadowHash for what the agent accepts, as rescue.finalize_rescue
+// carries it) and the parameter names of the agent's image writer.
 
 // WriteImage parameters: what the agent's image writer takes, read from
 // prepare_image's image_info by the agent (internal/agent).

@@ -1,4 +1,4 @@
-package agentapi
+package ipa
 
 // Parameters of the image command beyond the image and its checksum, named
 // as the keys of IPA's prepare_image image_info (the agent also reads them
