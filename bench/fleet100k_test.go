@@ -37,8 +37,8 @@ import (
 	"github.com/anvil-metal/anvil/internal/clock"
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
+	"github.com/anvil-metal/anvil/internal/driver/hardware"
 	"github.com/anvil-metal/anvil/internal/model"
-	anvilserver "github.com/anvil-metal/anvil/internal/server"
 	"github.com/anvil-metal/anvil/internal/store/sqlite"
 	"github.com/anvil-metal/anvil/internal/testbin"
 )
@@ -174,7 +174,7 @@ func writeNodes(ctx context.Context, path string, from, to int) error {
 		return err
 	}
 	defer st.Close()
-	c, err := conductor.New(conductor.Config{Store: st, Drivers: anvilserver.Registry(fake.New()), Host: "bench-loader",
+	c, err := conductor.New(conductor.Config{Store: st, Drivers: hardware.Registry(fake.New()), Host: "bench-loader",
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return err

@@ -6,8 +6,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/driver/hardware"
 	"github.com/anvil-metal/anvil/internal/model"
-	"github.com/anvil-metal/anvil/internal/server"
 )
 
 // addInterfaceFlags adds Ironic's driver options as flags:
@@ -16,9 +16,9 @@ import (
 // given (or set in the config file) land in e; the rest take the defaults.
 func addInterfaceFlags(f *pflag.FlagSet, e *driver.Enablement) {
 	e.Interfaces, e.Defaults = map[string][]string{}, map[string]string{}
-	f.Var(&listFlag{set: func(v []string) { e.HardwareTypes = v }, def: server.DefaultHardwareTypes},
+	f.Var(&listFlag{set: func(v []string) { e.HardwareTypes = v }, def: hardware.DefaultHardwareTypes},
 		"enabled-hardware-types", "comma-separated hardware types to enable")
-	base := server.DefaultInterfaces()
+	base := hardware.DefaultInterfaces()
 	for _, kind := range model.InterfaceNames {
 		usage := "comma-separated " + kind + " interfaces to enable"
 		def := base[kind]

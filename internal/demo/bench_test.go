@@ -13,10 +13,10 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/bmcemu"
 	"github.com/anvil-metal/anvil/internal/conductor"
+	"github.com/anvil-metal/anvil/internal/driver/hardware"
 	"github.com/anvil-metal/anvil/internal/driver/redfish"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
-	"github.com/anvil-metal/anvil/internal/server"
 	"github.com/anvil-metal/anvil/internal/store"
 	"github.com/anvil-metal/anvil/internal/store/storeopen"
 )
@@ -56,7 +56,7 @@ func newSyncFleet(tb testing.TB, count int, latency time.Duration, mod func(*con
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	reg := server.RegistryWith(server.Drivers{Redfish: redfish.New(redfish.Config{Attempts: 1})})
+	reg := hardware.RegistryWith(hardware.Drivers{Redfish: redfish.New(redfish.Config{Attempts: 1})})
 	nf, err := emu.Nodes(bmcemu.DriverRedfish)
 	if err != nil {
 		tb.Fatal(err)

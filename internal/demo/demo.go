@@ -40,6 +40,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/bmcemu"
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/driver/hardware"
 	"github.com/anvil-metal/anvil/internal/server"
 )
 
@@ -207,7 +208,7 @@ func Run(ctx context.Context, cfg Config) error {
 		// The emulated machines boot what their boot device says: the
 		// demo's nodes use the fake boot and rescue interfaces, which
 		// real hardware types take only when enabled by name.
-		Interfaces:      driver.Enablement{Interfaces: server.DefaultInterfaces()},
+		Interfaces:      driver.Enablement{Interfaces: hardware.DefaultInterfaces()},
 		ShutdownTimeout: 10 * time.Second,
 		Ready:           func(addr string) { ready <- addr },
 	}

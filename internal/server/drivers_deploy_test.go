@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/anvil-metal/anvil/internal/driver/hardware"
 )
 
 // TestDeployInterfacesOverAPI: Metal3 registers hosts with
@@ -56,20 +58,20 @@ func TestDeployInterfacesOverAPI(t *testing.T) {
 // anything done.
 func TestNoopAndAutodetectDeploy(t *testing.T) {
 	s := serveWith(t, func(c *Config) {
-		c.Interfaces.HardwareTypes = []string{"fake-hardware", "ipmi", "redfish", ManualManagement}
+		c.Interfaces.HardwareTypes = []string{"fake-hardware", "ipmi", "redfish", hardware.ManualManagement}
 		c.Interfaces.Interfaces = map[string][]string{"deploy": {"fake", "direct", "ramdisk", "custom-agent", "autodetect", "noop"}}
 	})
-	for _, drv := range []string{"redfish", "ipmi", "fake-hardware", ManualManagement} {
+	for _, drv := range []string{"redfish", "ipmi", "fake-hardware", hardware.ManualManagement} {
 		d := s.getAt("/v1/drivers/"+drv, "latest")
 		var enabled []string
 		for _, v := range d["enabled_deploy_interfaces"].([]any) {
 			enabled = append(enabled, v.(string))
 		}
-		if !slices.Contains(enabled, "autodetect") || slices.Contains(enabled, "noop") != (drv == ManualManagement) {
+		if !slices.Contains(enabled, "autodetect") || slices.Contains(enabled, "noop") != (drv == hardware.ManualManagement) {
 			t.Errorf("%s enabled_deploy_interfaces %v", drv, enabled)
 		}
 	}
-	mm := s.getAt("/v1/drivers/"+ManualManagement, "latest")
+	mm := s.getAt("/v1/drivers/"+hardware.ManualManagement, "latest")
 	if mm["default_power_interface"] != "fake" || mm["default_management_interface"] != "noop" {
 		t.Errorf("manual-management defaults: power %v management %v", mm["default_power_interface"], mm["default_management_interface"])
 	}

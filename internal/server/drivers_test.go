@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/driver/hardware"
 	"github.com/anvil-metal/anvil/internal/model"
 )
 
@@ -61,7 +62,7 @@ func sortedStrings(v any) []string {
 
 // known keeps the names Anvil implements.
 func known(kind string, names []string) []string {
-	impls := RegistryWith(Drivers{}).Implementations(kind)
+	impls := hardware.RegistryWith(hardware.Drivers{}).Implementations(kind)
 	var out []string
 	for _, n := range names {
 		if slices.Contains(impls, n) {
@@ -162,7 +163,7 @@ func TestDriversMatchIronic(t *testing.T) {
 // network boot, the agent deploy, inspect and rescue; fake only on
 // fake-hardware.
 func TestDefaultInterfaces(t *testing.T) {
-	r, err := BuildRegistry(Drivers{})
+	r, err := hardware.BuildRegistry(hardware.Drivers{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +194,7 @@ func TestDefaultInterfaces(t *testing.T) {
 	if err := r.Compose(n); err == nil || err.Error() != "boot interface implementation 'fake' is not supported by hardware type ipmi." {
 		t.Errorf("ipmi with fake boot: %v", err)
 	}
-	r2, err := BuildRegistry(Drivers{Interfaces: driver.Enablement{Interfaces: map[string][]string{"boot": {"ipxe", "fake"}}}})
+	r2, err := hardware.BuildRegistry(hardware.Drivers{Interfaces: driver.Enablement{Interfaces: map[string][]string{"boot": {"ipxe", "fake"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +233,7 @@ func TestEnablementErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := BuildRegistry(Drivers{Interfaces: tt.e})
+			_, err := hardware.BuildRegistry(hardware.Drivers{Interfaces: tt.e})
 			if err == nil || err.Error() != tt.want {
 				t.Fatalf("err = %v\nwant  %s", err, tt.want)
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/direct"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
+	"github.com/anvil-metal/anvil/internal/driver/hardware"
 	"github.com/anvil-metal/anvil/internal/driver/ipmi"
 	"github.com/anvil-metal/anvil/internal/driver/pxe"
 	"github.com/anvil-metal/anvil/internal/driver/redfish"
@@ -192,7 +193,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	calls := recent.New[model.BMCCall](bmcCallsKept, bmcCallNodes)
 	ipmiCfg := cfg.IPMI
 	ipmiCfg.Calls = calls
-	reg, err := BuildRegistry(Drivers{Fake: fake.New(), Boot: cfg.Boot, ISO: cfg.ISO, KernelParams: cfg.KernelParams, Interfaces: cfg.Interfaces,
+	reg, err := hardware.BuildRegistry(hardware.Drivers{Fake: fake.New(), Boot: cfg.Boot, ISO: cfg.ISO, KernelParams: cfg.KernelParams, Interfaces: cfg.Interfaces,
 		IPMI: ipmi.New(ipmiCfg), Redfish: redfish.New(redfish.Config{Calls: calls}),
 		Agent: direct.Config{LogsDir: cfg.DeployLogsPath, LogsCollect: cfg.DeployLogsCollect, AllowMD5: cfg.AllowMD5,
 			OCI: oci.NewClient(oci.Config{HTTP: ociHTTP, AllowHTTP: cfg.OCIAllowHTTP})}})

@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"github.com/anvil-metal/anvil/internal/driver"
+	"github.com/anvil-metal/anvil/internal/driver/hardware"
 	"github.com/anvil-metal/anvil/internal/driver/pxe"
 	"github.com/anvil-metal/anvil/internal/driver/redfish"
 	"github.com/anvil-metal/anvil/internal/model"
-	"github.com/anvil-metal/anvil/internal/server"
 )
 
 // publisher stands in for Anvil's boot endpoint (internal/boot) in both
@@ -115,11 +115,11 @@ func TestDeployInterfaceValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := server.Drivers{Boot: publisher{}, ISO: publisher{}}
+			d := hardware.Drivers{Boot: publisher{}, ISO: publisher{}}
 			if tt.noPublisher {
 				d.Boot, d.ISO = nil, nil
 			}
-			r := server.RegistryWith(d)
+			r := hardware.RegistryWith(d)
 			n := &model.Node{UUID: uuid, Driver: tt.driver, DriverInfo: tt.driverInfo, InstanceInfo: tt.info}
 			n.Interfaces.Set("boot", tt.boot)
 			n.Interfaces.Set("deploy", tt.deploy)
@@ -153,12 +153,12 @@ func TestDeployInterfacesEnabled(t *testing.T) {
 		for _, iface := range []string{"ramdisk", "custom-agent"} {
 			n := &model.Node{Driver: typ}
 			n.Interfaces.Set("deploy", iface)
-			if err := server.Registry(nil).Compose(n); err != nil {
+			if err := hardware.Registry(nil).Compose(n); err != nil {
 				t.Errorf("%s with deploy_interface %s: %v", typ, iface, err)
 			}
 		}
 	}
-	r := server.RegistryWith(server.Drivers{Interfaces: driver.Enablement{Interfaces: map[string][]string{"deploy": {"direct"}}}})
+	r := hardware.RegistryWith(hardware.Drivers{Interfaces: driver.Enablement{Interfaces: map[string][]string{"deploy": {"direct"}}}})
 	n := &model.Node{Driver: "redfish"}
 	n.Interfaces.Set("deploy", "ramdisk")
 	want := "Could not find the following interface in the 'ironic.hardware.interfaces.deploy' entrypoint: ramdisk. Valid interfaces are ['direct']."
@@ -171,7 +171,7 @@ func TestDeployInterfacesEnabled(t *testing.T) {
 // deploy interface is ramdisk validates the agent's boot, not the
 // instance's: no instance_info is needed to inspect it.
 func TestRamdiskDeployNodeInspects(t *testing.T) {
-	r := server.RegistryWith(server.Drivers{Boot: publisher{}, ISO: publisher{}})
+	r := hardware.RegistryWith(hardware.Drivers{Boot: publisher{}, ISO: publisher{}})
 	for _, boot := range []string{"redfish-virtual-media", "ipxe"} {
 		n := &model.Node{UUID: "n1", Driver: "redfish", DriverInfo: model.JSON{"redfish_address": "http://127.0.0.1:8000",
 			"redfish_system_id": "/redfish/v1/Systems/1", "deploy_iso": "http://127.0.0.1/ipa.iso",

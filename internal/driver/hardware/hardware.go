@@ -1,4 +1,9 @@
-package server
+// Package hardware declares Anvil's hardware types (Ironic's ipmi, redfish,
+// idrac, manual-management and fake-hardware): the interfaces each
+// supports and its defaults, and builds the registry of what the operator
+// enabled; internal/server only passes the operator's choice and the
+// implementations' settings.
+package hardware
 
 import (
 	"context"
@@ -117,7 +122,7 @@ func Registry(fk *fake.Hardware) *driver.Registry {
 func RegistryWith(d Drivers) *driver.Registry {
 	r, err := BuildRegistry(d)
 	if err != nil {
-		panic(fmt.Sprintf("server.RegistryWith: %v", err))
+		panic(fmt.Sprintf("hardware.RegistryWith: %v", err))
 	}
 	return r
 }
