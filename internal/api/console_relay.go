@@ -109,17 +109,9 @@ func (hs managementAPI) relayConsole(rc *call, n *model.Node, replay int) error 
 	}
 	defer up.CloseNow()
 	up.SetReadLimit(2 << 20)
-	ctl := http.NewResponseController(rc.w)
-	_ = ctl.SetReadDeadline(time.Time{})
-	_ = ctl.SetWriteDeadline(time.Time{})
-	conn, err := websocket.Accept(rc.w, rc.r, nil)
-	if err != nil {
-		return nil // Accept has answered
-	}
-	defer conn.CloseNow()
-	ended, stop := hs.credentialEnd(rc.r.Context())
-	defer stop()
-	pipeWebSockets(rc.r.Context(), conn, up, ended)
+	hs.acceptViewer(rc, func(conn *websocket.Conn, ended <-chan string) {
+		pipeWebSockets(rc.r.Context(), conn, up, ended)
+	})
 	return nil
 }
 

@@ -85,20 +85,28 @@ func (hs managementAPI) consoleWS(rc *call) error {
 		return err
 	}
 	defer v.Close()
-	// The server's read and write timeouts are for requests: a console
-	// lasts as long as its viewer.
+	hs.acceptViewer(rc, func(conn *websocket.Conn, ended <-chan string) {
+		serveViewer(rc.r.Context(), conn, v, ended)
+	})
+	return nil
+}
+
+// acceptViewer upgrades the request to the viewer's WebSocket and runs
+// serve with it and the channel on which the viewer's credential ends. The
+// server's read and write timeouts are for requests: a console lasts as
+// long as its viewer.
+func (hs managementAPI) acceptViewer(rc *call, serve func(conn *websocket.Conn, ended <-chan string)) {
 	ctl := http.NewResponseController(rc.w)
 	_ = ctl.SetReadDeadline(time.Time{})
 	_ = ctl.SetWriteDeadline(time.Time{})
 	conn, err := websocket.Accept(rc.w, rc.r, nil)
 	if err != nil {
-		return nil // Accept has answered
+		return // Accept has answered
 	}
 	defer conn.CloseNow()
 	ended, stop := hs.credentialEnd(rc.r.Context())
 	defer stop()
-	serveViewer(rc.r.Context(), conn, v, ended)
-	return nil
+	serve(conn, ended)
 }
 
 // Why a viewer's credential ended it.

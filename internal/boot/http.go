@@ -31,16 +31,26 @@ func (s *Service) Handler() http.Handler {
 	return mux
 }
 
-// serveMAC answers {HTTPURL}/mac/aa-bb-cc-dd-ee-ff with the node's script.
-func (s *Service) serveMAC(w http.ResponseWriter, r *http.Request) {
+// recordOf reads the {mac} of the request's path and the record published
+// for it (nil if none); a malformed MAC is answered 404 and ok is false.
+func (s *Service) recordOf(w http.ResponseWriter, r *http.Request) (hw net.HardwareAddr, rec *record, ok bool) {
 	hw, err := net.ParseMAC(r.PathValue("mac"))
 	if err != nil || len(hw) != 6 {
 		http.Error(w, "invalid MAC address", http.StatusNotFound)
-		return
+		return nil, nil, false
 	}
 	s.mu.RLock()
-	rec := s.byMAC[hw.String()]
+	rec = s.byMAC[hw.String()]
 	s.mu.RUnlock()
+	return hw, rec, true
+}
+
+// serveMAC answers {HTTPURL}/mac/aa-bb-cc-dd-ee-ff with the node's script.
+func (s *Service) serveMAC(w http.ResponseWriter, r *http.Request) {
+	hw, rec, ok := s.recordOf(w, r)
+	if !ok {
+		return
+	}
 	ev := model.BootEvent{Service: "http", MAC: hw.String(), Remote: r.RemoteAddr, File: macPrefix + hw.String(), Status: "404"}
 	if rec == nil {
 		ev.Note = "no boot configuration for this MAC address"

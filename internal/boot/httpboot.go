@@ -255,14 +255,10 @@ func (s *Service) serveLoader(name string) http.HandlerFunc {
 // serveGRUB answers {HTTPURL}/grub/aa:bb:cc:dd:ee:ff (GRUB's
 // ${net_default_mac}) with the node's GRUB configuration.
 func (s *Service) serveGRUB(w http.ResponseWriter, r *http.Request) {
-	hw, err := net.ParseMAC(r.PathValue("mac"))
-	if err != nil || len(hw) != 6 {
-		http.Error(w, "invalid MAC address", http.StatusNotFound)
+	hw, rec, ok := s.recordOf(w, r)
+	if !ok {
 		return
 	}
-	s.mu.RLock()
-	rec := s.byMAC[hw.String()]
-	s.mu.RUnlock()
 	if rec == nil || rec.HTTPBoot != HTTPBootGRUB {
 		http.Error(w, "no boot configuration for this MAC address", http.StatusNotFound)
 		return
