@@ -10,11 +10,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/anvil-metal/anvil/internal/ipa"
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // TestLookupMaskedToken: a lookup answering the token masked (Ironic's
@@ -57,26 +57,9 @@ func TestLookupMaskedToken(t *testing.T) {
 	}
 }
 
-// closedURL is an http URL on a loopback port nothing listens on: a TCP
-// socket bound to it and never listening holds it until t ends, so no
-// other server of the test can be given the port (a port closed at once
-// could be, and then answered).
-func closedURL(t *testing.T) string {
-	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("http://127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
-}
+// closedURL is an http URL on a loopback port where connections are
+// refused (testbin.RefusedAddr holds the port while the test runs).
+func closedURL(t *testing.T) string { return "http://" + testbin.RefusedAddr(t) }
 
 const ironic404 = `{"error_message": "{\"faultcode\": \"Client\", \"faultstring\": \"Node could not be found.\", \"debuginfo\": null}"}`
 

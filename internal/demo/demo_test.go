@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -313,9 +312,7 @@ func TestManageVerifiesTheBMC(t *testing.T) {
 	good := nf.Nodes[0].DriverInfo
 	secret := good["redfish_password"].(string)
 	const wrong = "not-the-Right-pw-7"
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	closed := ln.Addr().String()
-	ln.Close()
+	closed := testbin.RefusedAddr(t) // refused while the test runs
 	variant := func(change func(map[string]any)) map[string]any {
 		di := map[string]any{}
 		for k, v := range good {

@@ -3,7 +3,6 @@ package redfish_test
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver/redfish"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 const testPassword = "s3cret-Redfish-pw"
@@ -44,16 +44,9 @@ func node(e *bmcemu.Emulator, id, password, auth string) *model.Node {
 	}}
 }
 
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
+// closedPort returns a loopback address where connections are refused
+// (testbin.RefusedAddr holds the port while the test runs).
+func closedPort(t *testing.T) string { return testbin.RefusedAddr(t) }
 
 func TestConformance(t *testing.T) {
 	for _, auth := range []string{"basic", "session", "auto"} {
