@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -111,7 +112,10 @@ func Serve(t testing.TB, bin, hostID string, extra ...string) (string, *Process)
 // expected to exit cleanly.
 func ServeOn(t testing.TB, bin, db, hostID string, extra ...string) (string, *Process) {
 	t.Helper()
-	return ServeAt(t, bin, FreeAddr(t), db, hostID, extra...)
+	// Port 0: the server binds a free port itself and prints it (a port
+	// picked here and bound later could be taken meanwhile by another
+	// package's server: "the address is in use").
+	return ServeAt(t, bin, "127.0.0.1:0", db, hostID, extra...)
 }
 
 // ServeAt is ServeOn listening on addr, for a test that must know the
@@ -132,7 +136,15 @@ func ServeAt(t testing.TB, bin, addr, db, hostID string, extra ...string) (strin
 		if done, err := p.exitedEarly(); done {
 			t.Fatalf("anvil serve exited before it was ready: %v", err)
 		}
-		if resp, err := client.Get(base + "/"); err == nil {
+		if strings.HasSuffix(addr, ":0") {
+			// The server chose the port: read it from its first line.
+			if m := listeningRE.FindStringSubmatch(p.Logs.String()); m != nil {
+				addr = m[1]
+				base = "http://" + addr
+				line = "anvil: listening on " + base + " "
+			}
+		}
+		if resp, err := client.Get(base + "/"); err == nil && !strings.HasSuffix(addr, ":0") {
 			resp.Body.Close()
 			if strings.Contains(p.Logs.String(), line) {
 				return base, p
@@ -144,6 +156,9 @@ func ServeAt(t testing.TB, bin, addr, db, hostID string, extra ...string) (strin
 		time.Sleep(pollInterval) // polling with a deadline, not synchronisation
 	}
 }
+
+// listeningRE finds the address on anvil serve's "listening on" line.
+var listeningRE = regexp.MustCompile(`anvil: listening on http://(127\.0\.0\.1:[0-9]+) `)
 
 // client sends the helpers' requests; every request is bounded. It is
 // never modified.

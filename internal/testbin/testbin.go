@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -97,16 +98,35 @@ func (b *Buffer) String() string {
 	return b.buf.String()
 }
 
-// FreeAddr asks the kernel for a free TCP address on 127.0.0.1.
+// FreeAddr is a free TCP address on 127.0.0.1 for a server the test starts
+// later. It is picked at random below the kernel's ephemeral range
+// (Linux's 32768–60999), where the kernel never hands out ports itself: a
+// port the kernel chose for it and that it freed again could be given to
+// any other server binding port 0, or to an outgoing connection, before
+// the test's server binds it (under CI's parallel packages that happened:
+// "the address is in use"). Only another FreeAddr could choose it too, at
+// random among 12,000.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
+	for range 100 {
+		port := freeLow + rand.IntN(freeHigh-freeLow)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // taken: try another
+		}
+		addr := ln.Addr().String()
+		_ = ln.Close()
+		return addr
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatalf("find a free port: 100 random ports in [%d, %d) were taken", freeLow, freeHigh)
+	return ""
 }
+
+// The ports FreeAddr picks among: below the kernel's ephemeral range.
+const (
+	freeLow  = 20000
+	freeHigh = 32000
+)
 
 // FreePort is FreeAddr's port.
 func FreePort(t testing.TB) int {
@@ -117,13 +137,19 @@ func FreePort(t testing.TB) int {
 	return p
 }
 
-// FreeUDPPort asks the kernel for a free UDP port on 127.0.0.1.
+// FreeUDPPort is a free UDP port on 127.0.0.1, picked as FreeAddr picks
+// its TCP port (at random below the kernel's ephemeral range).
 func FreeUDPPort(t testing.TB) int {
 	t.Helper()
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free UDP port: %v", err)
+	for range 100 {
+		port := freeLow + rand.IntN(freeHigh-freeLow)
+		c, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // taken: try another
+		}
+		_ = c.Close()
+		return port
 	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port
+	t.Fatalf("find a free UDP port: 100 random ports in [%d, %d) were taken", freeLow, freeHigh)
+	return 0
 }
