@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/anvil-metal/anvil/internal/ipa"
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // `anvil agent --once` looks up once: found, it says which node and exits
@@ -30,12 +30,7 @@ func TestAgentOnce(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(lr)
 	}))
 	defer api.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := "http://" + ln.Addr().String()
-	_ = ln.Close()
+	down := "http://" + testbin.RefusedAddr(t)
 	dir := t.TempDir()
 	cmdline := filepath.Join(dir, "cmdline")
 	if err := os.WriteFile(cmdline, []byte("console=ttyS0\n"), 0o644); err != nil {
