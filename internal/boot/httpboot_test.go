@@ -23,7 +23,7 @@ var asHTTPClient = []dhcpv4.Modifier{
 	withArch(iana.EFI_X86_64_HTTP),
 }
 
-func publishHTTP(t *testing.T, svc *Service, node, mac, mode string) {
+func publishHTTP(t testing.TB, svc *Service, node, mac, mode string) {
 	t.Helper()
 	dir := filepath.Join(filepath.Dir(svc.cache.dir), DefaultImagesDir)
 	k, r := filepath.Join(dir, "k"), filepath.Join(dir, "r")
