@@ -146,7 +146,10 @@ func Serve(ctx context.Context, cfg Config) error {
 			cfg.ISO = pub
 		}
 	}
-	reg, err := BuildRegistry(Drivers{Fake: fake.New(), Boot: cfg.Boot, ISO: cfg.ISO, KernelParams: cfg.KernelParams, Interfaces: cfg.Interfaces,
+	// One Redfish driver for the process: its sessions (one per BMC
+	// account) are logged out when the conductor has stopped.
+	rf := redfish.New(redfish.Config{Log: cfg.Log.With("component", "redfish")})
+	reg, err := BuildRegistry(Drivers{Fake: fake.New(), Redfish: rf, Boot: cfg.Boot, ISO: cfg.ISO, KernelParams: cfg.KernelParams, Interfaces: cfg.Interfaces,
 		Agent: direct.Config{LogsDir: cfg.DeployLogsPath}})
 	if err != nil {
 		return fmt.Errorf("drivers: %w", err)
@@ -312,6 +315,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	err = cond.Shutdown(sctx)
 	stopConductor()
+	rf.Logout(sctx)
 	err = errors.Join(lost, err)
 	if err == nil {
 		cfg.Log.Info("shut down")

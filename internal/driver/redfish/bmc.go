@@ -1,0 +1,130 @@
+package redfish
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// What the driver does for a BMC as a whole, whatever the node or operation
+// (as Ironic's SessionCache and sushy's connector): one session per account
+// (client.go), at most Config.MaxCallsPerBMC calls in flight to one address,
+// back-off when the BMC says it is busy, and a logout of every session when
+// Anvil shuts down.
+
+// enter waits for a place among the calls in flight to address; release
+// gives it back. It fails only when ctx ends first.
+func (d *Driver) enter(ctx context.Context, address string) (release func(), err error) {
+	d.mu.Lock()
+	g := d.gates[address]
+	if g == nil {
+		g = make(chan struct{}, d.cfg.MaxCallsPerBMC)
+		d.gates[address] = g
+	}
+	d.mu.Unlock()
+	select {
+	case g <- struct{}{}:
+		return func() { <-g }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// retryWait is how long to wait before try attempt+1 of a call. A BMC
+// answering 503 or 429 is busy: the wait doubles from RetryInterval with
+// every try and is at least what its Retry-After asks; both are capped at
+// MaxRetryWait. Other failures wait RetryInterval.
+func (d *Driver) retryWait(attempt int, status int, retryAfter string) time.Duration {
+	if status != http.StatusServiceUnavailable && status != http.StatusTooManyRequests {
+		return d.cfg.RetryInterval
+	}
+	wait := d.cfg.RetryInterval
+	for i := 1; i < attempt && wait < d.cfg.MaxRetryWait; i++ {
+		wait *= 2
+	}
+	if ra, ok := parseRetryAfter(retryAfter, time.Now()); ok && ra > wait {
+		wait = ra
+	}
+	return min(wait, d.cfg.MaxRetryWait)
+}
+
+// parseRetryAfter reads Retry-After: delay seconds or an HTTP date (RFC
+// 9110 section 10.2.3).
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		if n < 0 {
+			return 0, false
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// logout ends session st on the BMC (best effort: a BMC that does not answer
+// expires it on its own).
+func (d *Driver) logout(ctx context.Context, c *conn, st authState) {
+	target, err := c.resolve(st.location)
+	if err != nil {
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, target, nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("X-Auth-Token", st.token)
+	req.Header.Set("OData-Version", "4.0")
+	req.Header.Set("User-Agent", "anvil-redfish/1")
+	release, err := d.enter(ctx, c.in.address)
+	if err != nil {
+		return
+	}
+	resp, err := c.hc.Do(req)
+	release()
+	if err != nil {
+		d.cfg.Log.Debug("redfish logout failed", "bmc", c.in.address, "err", Scrub(err.Error(), c.in.password))
+		return
+	}
+	resp.Body.Close()
+}
+
+// Logout ends every session the driver holds (on shutdown), a few BMCs at a
+// time, until ctx ends; it reports how many it logged out of.
+func (d *Driver) Logout(ctx context.Context) int {
+	d.mu.Lock()
+	held := make([]heldSession, 0, len(d.sessions))
+	for k, st := range d.sessions {
+		if st.token != "" && st.conn != nil {
+			held = append(held, heldSession{k, st})
+		}
+	}
+	clear(d.sessions)
+	d.mu.Unlock()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for _, h := range held {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			d.logout(ctx, h.st.conn, h.st)
+		}()
+	}
+	wg.Wait()
+	if len(held) > 0 {
+		d.cfg.Log.Info("redfish sessions logged out", "sessions", len(held))
+	}
+	return len(held)
+}
+
+type heldSession struct {
+	key sessionKey
+	st  authState
+}
