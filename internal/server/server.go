@@ -193,6 +193,10 @@ func Serve(ctx context.Context, cfg Config) error {
 	cctx, stopConductor := context.WithCancel(context.Background())
 	defer stopConductor()
 	mx.AddPool(cond)
+	mx.AddPowerSync(func() metrics.PowerSync {
+		r := cond.PowerSyncReport()
+		return metrics.PowerSync{Sweeps: r.Sweeps, Reads: r.Reads, FailedReads: r.FailedReads, LastDuration: r.LastDuration}
+	})
 	var apiCond api.Conductor = cond
 	if cfg.Role == RoleAPI {
 		err = cond.StartAPIOnly(cctx)
