@@ -213,6 +213,9 @@ Ctrl-C stops everything and removes the temporary files.`,
 			if strings.TrimSpace(cfg.Listen) == "" {
 				return fmt.Errorf("--listen must not be empty")
 			}
+			if k := cfg.Knobs; k.FailureRate < 0 || k.FailureRate > 1 || k.MaxSessions < 0 || k.RateLimit < 0 || k.LatencyJitter < 0 {
+				return fmt.Errorf("--bmc-failure-rate must be in [0, 1]; --bmc-max-sessions, --bmc-rate-limit and --bmc-latency-jitter must not be negative")
+			}
 			if cfg.QEMU && !cmd.Flags().Changed("machines") {
 				cfg.Machines = 1 // each is a whole VM in software emulation
 			}
@@ -225,6 +228,11 @@ Ctrl-C stops everything and removes the temporary files.`,
 	f.StringVar(&cfg.BMCListen, "bmc-listen", "127.0.0.1:0", "BMC emulator address (port 0: a free one)")
 	f.BoolVar(&cfg.IPMI, "ipmi", false, "also give every machine an IPMI endpoint")
 	f.DurationVar(&cfg.Latency, "bmc-latency", 0, "added to every BMC call")
+	f.DurationVar(&cfg.Knobs.LatencyJitter, "bmc-latency-jitter", 0, "adds up to this much to --bmc-latency, drawn per call")
+	f.Float64Var(&cfg.Knobs.FailureRate, "bmc-failure-rate", 0, "fraction of BMC calls failing transiently (Redfish 503)")
+	f.IntVar(&cfg.Knobs.MaxSessions, "bmc-max-sessions", 0, "Redfish sessions each BMC holds at once (0: no limit)")
+	f.Float64Var(&cfg.Knobs.RateLimit, "bmc-rate-limit", 0, "Redfish calls a second each BMC answers (0: no limit)")
+	f.BoolVar(&cfg.BMCPorts, "bmc-ports", false, "give every machine's BMC its own Redfish port (limits and sessions per machine)")
 	f.StringVar(&cfg.Dir, "dir", "", "keep the database, log and nodes file here (default: a temporary directory)")
 	f.StringVar(&cfg.Driver, "driver", bmcemu.DriverRedfish, "the nodes' hardware type: redfish or ipmi (needs --ipmi)")
 	f.BoolVar(&cfg.QEMU, "qemu", false, "make every machine a real qemu VM that network-boots the deploy ramdisk (one machine unless -n says otherwise)")

@@ -50,8 +50,14 @@ type Config struct {
 	BMCListen string        // Redfish emulator address (127.0.0.1:0: a free port)
 	IPMI      bool          // also give every machine an IPMI endpoint
 	Latency   time.Duration // added to every BMC call
-	Dir       string        // working directory (database, log, nodes file); "" = a temporary one, removed at the end
-	Out       io.Writer     // where the instructions go (os.Stdout)
+	// Knobs are every BMC's knobs (Latency, when set, overrides theirs):
+	// sessions, rate limits, failures (bmcemu.Knobs).
+	Knobs bmcemu.Knobs
+	// BMCPorts gives every machine's BMC its own Redfish port, so that its
+	// session and rate limits hold per machine (bmcemu.Config.BMCPorts).
+	BMCPorts bool
+	Dir      string    // working directory (database, log, nodes file); "" = a temporary one, removed at the end
+	Out      io.Writer // where the instructions go (os.Stdout)
 	// Driver is the nodes' hardware type: redfish (default) or ipmi (needs IPMI).
 	Driver string
 	// QEMU makes every machine a real qemu VM that network-boots the deploy
@@ -94,6 +100,9 @@ type Info struct {
 	// VirtualMedia: the nodes boot the agent from the BMC's virtual CD
 	// (redfish-virtual-media), not the network.
 	VirtualMedia bool
+	// Fleet is the running emulator: its machines and BMC counters (for
+	// tests and benchmarks; closed when Run returns).
+	Fleet *bmcemu.Emulator
 }
 
 // DiskBytes is the size of every machine's disk file (sparse).
@@ -209,7 +218,11 @@ func Run(ctx context.Context, cfg Config) error {
 		// real hardware types take only when enabled by name.
 		Interfaces:      driver.Enablement{Interfaces: server.DefaultInterfaces()},
 		ShutdownTimeout: 10 * time.Second,
-		Ready:           func(addr string) { ready <- addr },
+		// Every emulated agent, the operator's CLI and the dashboard come
+		// from 127.0.0.1: the per-address cap (meant for one host among
+		// many) is the whole listener's here.
+		Limits: server.Limits{MaxConnections: demoMaxConnections, MaxConnectionsPerAddress: demoMaxConnections},
+		Ready:  func(addr string) { ready <- addr },
 	}
 	var q *qemuSetup
 	if cfg.QEMU {
@@ -246,8 +259,12 @@ func Run(ctx context.Context, cfg Config) error {
 	defer img.close()
 
 	disks := filepath.Join(dir, "disks")
-	ecfg := bmcemu.Config{Count: cfg.Machines, Listen: cfg.BMCListen, IPMI: cfg.IPMI,
-		Knobs: bmcemu.Knobs{Latency: cfg.Latency}, Log: log.With("component", "bmc-emulator"),
+	knobs := cfg.Knobs
+	if cfg.Latency != 0 {
+		knobs.Latency = cfg.Latency
+	}
+	ecfg := bmcemu.Config{Count: cfg.Machines, Listen: cfg.BMCListen, IPMI: cfg.IPMI, BMCPorts: cfg.BMCPorts,
+		Knobs: knobs, Log: log.With("component", "bmc-emulator"),
 		Agent: &bmcemu.AgentConfig{APIURL: api, DiskDir: disks, DiskBytes: DiskBytes, HeartbeatInterval: time.Second}}
 	imageURL := img.url
 	if q != nil {
@@ -268,7 +285,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := emu.WriteNodesFile(nodesPath, cfg.Driver); err != nil {
 		return fail(err)
 	}
-	info := Info{API: api, BMC: emu.URL(), Dir: dir, NodesFile: nodesPath, LogFile: logPath, DiskDir: disks, Driver: cfg.Driver,
+	info := Info{Fleet: emu, API: api, BMC: emu.URL(), Dir: dir, NodesFile: nodesPath, LogFile: logPath, DiskDir: disks, Driver: cfg.Driver,
 		ImageURL: imageURL, ImageChecksum: img.sum}
 	nodes, err := emu.Nodes(cfg.Driver)
 	if err != nil {
@@ -316,11 +333,19 @@ func Run(ctx context.Context, cfg Config) error {
 	return <-served
 }
 
+// demoMaxConnections is the demo API's connection cap (server.Limits).
+const demoMaxConnections = 8192
+
 // demoConductor is the conductor's configuration: Ironic's defaults, with
+// 200 workers, room for a whole fleet cleaning or deploying at once, and
 // power sync every 30 s so out-of-band changes show quickly.
+
 func demoConductor() conductor.Config {
 	return conductor.Config{
-		Workers: 100, LockRetries: 3, LockRetryInterval: time.Second, AutomatedClean: true,
+		// A fleet of emulated machines is cleaned and deployed all at
+		// once: Ironic's caps (50 cleans, 250 deploys) would queue it.
+		MaxConcurrentClean: 1000, MaxConcurrentDeploy: 1000,
+		Workers: 200, LockRetries: 3, LockRetryInterval: time.Second, AutomatedClean: true,
 		DeployCallbackTimeout: 30 * time.Minute, CleanCallbackTimeout: 30 * time.Minute,
 		InspectWaitTimeout: 30 * time.Minute, RescueCallbackTimeout: 30 * time.Minute,
 		ServiceCallbackTimeout: 30 * time.Minute, CheckProvisionStateInterval: time.Minute,

@@ -319,7 +319,11 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	err = cond.Shutdown(sctx)
 	stopConductor()
-	rf.Logout(sctx)
+	// The BMC sessions are ended on a budget of their own: a shutdown
+	// whose grace went to running work still logs out of its BMCs.
+	lctx, lcancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	rf.Logout(lctx)
+	lcancel()
 	err = errors.Join(lost, err)
 	if err == nil {
 		cfg.Log.Info("shut down")

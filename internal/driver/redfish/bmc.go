@@ -33,19 +33,19 @@ func (d *Driver) enter(ctx context.Context, address string) (release func(), err
 }
 
 // retryWait is how long to wait before try attempt+1 of a call. A BMC
-// answering 503 or 429 is busy: the wait doubles from RetryInterval with
-// every try and is at least what its Retry-After asks; both are capped at
-// MaxRetryWait. Other failures wait RetryInterval.
+// answering 503 or 429 is busy: it is given what its Retry-After asks or,
+// when it names no time, a wait doubling from RetryInterval with every
+// try; both are capped at MaxRetryWait. Other failures wait RetryInterval.
 func (d *Driver) retryWait(attempt int, status int, retryAfter string) time.Duration {
 	if status != http.StatusServiceUnavailable && status != http.StatusTooManyRequests {
 		return d.cfg.RetryInterval
 	}
+	if ra, ok := parseRetryAfter(retryAfter, time.Now()); ok {
+		return min(ra, d.cfg.MaxRetryWait)
+	}
 	wait := d.cfg.RetryInterval
 	for i := 1; i < attempt && wait < d.cfg.MaxRetryWait; i++ {
 		wait *= 2
-	}
-	if ra, ok := parseRetryAfter(retryAfter, time.Now()); ok && ra > wait {
-		wait = ra
 	}
 	return min(wait, d.cfg.MaxRetryWait)
 }
@@ -68,28 +68,18 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-// logout ends session st on the BMC (best effort: a BMC that does not answer
-// expires it on its own).
+// logout ends session st on the BMC, with the retries of any call (best
+// effort: a BMC that does not answer expires it on its own).
 func (d *Driver) logout(ctx context.Context, c *conn, st authState) {
-	target, err := c.resolve(st.location)
+	lc := *c
+	lc.ctx = ctx
+	target, err := lc.resolve(st.location)
 	if err != nil {
 		return
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, target, nil)
+	resp, err := lc.send(http.MethodDelete, target, nil, "", map[string]string{"X-Auth-Token": st.token}, false)
 	if err != nil {
-		return
-	}
-	req.Header.Set("X-Auth-Token", st.token)
-	req.Header.Set("OData-Version", "4.0")
-	req.Header.Set("User-Agent", "anvil-redfish/1")
-	release, err := d.enter(ctx, c.in.address)
-	if err != nil {
-		return
-	}
-	resp, err := c.hc.Do(req)
-	release()
-	if err != nil {
-		d.cfg.Log.Debug("redfish logout failed", "bmc", c.in.address, "err", Scrub(err.Error(), c.in.password))
+		d.cfg.Log.Debug("redfish logout failed", "bmc", c.in.address, "err", err)
 		return
 	}
 	resp.Body.Close()
@@ -108,7 +98,7 @@ func (d *Driver) Logout(ctx context.Context) int {
 	clear(d.sessions)
 	d.mu.Unlock()
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
+	sem := make(chan struct{}, logoutParallel)
 	for _, h := range held {
 		sem <- struct{}{}
 		wg.Add(1)
@@ -123,6 +113,10 @@ func (d *Driver) Logout(ctx context.Context) int {
 	}
 	return len(held)
 }
+
+// logoutParallel is how many BMCs Logout talks to at once: each is another
+// BMC, so a fleet's sessions end in a few round trips' time.
+const logoutParallel = 128
 
 type heldSession struct {
 	key sessionKey
