@@ -215,6 +215,9 @@ func (w *imageWrite) write(ctx context.Context, img *image, t disk.Target) (int6
 		w.progress.Store(img.size)
 		return img.size, nil
 	}
+	if img.size > 0 {
+		t.SizeHint = img.size
+	}
 	n, err := disk.Copy(ctx, t, img.raw, w.h, w.progress)
 	if err != nil {
 		return n, err

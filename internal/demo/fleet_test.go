@@ -261,6 +261,9 @@ func TestFleetEnrollToActiveUnderBMCLimits(t *testing.T) {
 	}
 	const latency = 200 * time.Millisecond
 	n := fleetSize(1000)
+	if raceEnabled && os.Getenv("ANVIL_FLEET_MACHINES") == "" {
+		n = 200 // full size without -race: scripts/test.sh
+	}
 	f := fleetRun{Machines: n, Concurrency: 150,
 		Knobs: bmcemu.Knobs{MaxSessions: 2, Latency: latency, FailureRate: 0.05}}
 	f.Bound = func(phase string, callsPerNode int) time.Duration {

@@ -61,6 +61,9 @@ func TestPowerSyncSweepUnderBMCLimits(t *testing.T) {
 		workers = 100
 	)
 	n := 2000
+	if raceEnabled {
+		n = 500 // full size without -race: scripts/test.sh
+	}
 	if v, err := strconv.Atoi(os.Getenv("ANVIL_SYNC_NODES")); err == nil && v > 0 {
 		n = v
 	}

@@ -2,6 +2,7 @@ package redfish
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
@@ -85,10 +86,16 @@ func (d *Driver) logout(ctx context.Context, c *conn, st authState) {
 	resp.Body.Close()
 }
 
+// errShutDown refuses logins once Logout has run.
+var errShutDown = errors.New("the redfish driver has logged out of its BMCs for shutdown")
+
 // Logout ends every session the driver holds (on shutdown), a few BMCs at a
-// time, until ctx ends; it reports how many it logged out of.
+// time, until ctx ends; it reports how many it logged out of. Calls still
+// running (work that outlived the shutdown's grace) may go on with basic
+// auth or their session, but no new session is opened after it.
 func (d *Driver) Logout(ctx context.Context) int {
 	d.mu.Lock()
+	d.closed = true
 	held := make([]heldSession, 0, len(d.sessions))
 	for k, st := range d.sessions {
 		if st.token != "" && st.conn != nil {

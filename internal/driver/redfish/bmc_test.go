@@ -62,6 +62,14 @@ func TestOneSessionPerBMC(t *testing.T) {
 			t.Fatalf("%s keeps %d sessions after Logout", m.ID, st.Open)
 		}
 	}
+	// work that outlives the shutdown opens no new session
+	m := e.Machines()[0]
+	if _, err := d.PowerState(ctx, &driver.Task{Node: portNode(e, m, testPassword)}); err == nil {
+		t.Fatal("a session-auth call after Logout succeeded")
+	}
+	if st := e.SessionStats(m.ID); st.Opened != 1 {
+		t.Fatalf("a session was opened after Logout: %+v", st)
+	}
 }
 
 // A session the BMC expired is replaced by one new login, and the call

@@ -378,6 +378,15 @@ func (c *conn) session() (authState, error) {
 	if ok && st.usable() && c.current(st) {
 		return st, nil
 	}
+	c.d.mu.Lock()
+	closed := c.d.closed
+	c.d.mu.Unlock()
+	if closed && c.in.authType != AuthAuto {
+		return authState{}, errShutDown
+	}
+	if closed {
+		return authState{basic: true}, nil // auto: basic auth opens no session
+	}
 	old := st // a session of the account's former password, to end
 	relogin := ok && st.expired
 	st, err := c.login(relogin)

@@ -114,6 +114,7 @@ type Driver struct {
 	sessions map[sessionKey]authState
 	logins   map[sessionKey]*sync.Mutex // one login at a time per account
 	gates    map[string]chan struct{}   // calls in flight per BMC address (bmc.go)
+	closed   bool                       // Logout has run: no new session
 }
 
 // New returns a driver with cfg's settings.
