@@ -53,6 +53,9 @@ type Config struct {
 	// Knobs are every BMC's knobs (Latency, when set, overrides theirs):
 	// sessions, rate limits, failures (bmcemu.Knobs).
 	Knobs bmcemu.Knobs
+	// ImageBytes is the size of the image deployed (ImageBytes, 4 MiB):
+	// at 10,000 machines 4 MiB each is 40 GB of disk files.
+	ImageBytes int
 	// BMCPorts gives every machine's BMC its own Redfish port, so that its
 	// session and rate limits hold per machine (bmcemu.Config.BMCPorts).
 	BMCPorts bool
@@ -113,8 +116,11 @@ const ImageBytes = 4 << 20
 
 // Image is the demo's raw image: a recognisable first sector and ImageBytes
 // of deterministic pseudo-random data.
-func Image() []byte {
-	b := make([]byte, ImageBytes)
+func Image() []byte { return imageOf(ImageBytes) }
+
+// imageOf is the demo's image cut to n bytes (Config.ImageBytes).
+func imageOf(n int) []byte {
+	b := make([]byte, n)
 	r := rand.New(rand.NewPCG(6385, 1))
 	for i := 0; i+8 <= len(b); i += 8 {
 		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
@@ -249,6 +255,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	image := Image()
+	if cfg.ImageBytes > 0 && q == nil {
+		image = imageOf(cfg.ImageBytes)
+	}
 	if q != nil {
 		image = QEMUImage()
 	}

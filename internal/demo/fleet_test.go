@@ -25,6 +25,7 @@ type fleetRun struct {
 	Machines    int
 	Knobs       bmcemu.Knobs
 	Concurrency int // requests in flight
+	ImageBytes  int // the image deployed (0: the demo's 4 MiB)
 	// Bound returns the most a phase may take for calls BMC calls a node
 	// (the phase fails beyond it).
 	Bound func(phase string, callsPerNode int) time.Duration
@@ -57,7 +58,7 @@ var (
 // test's cleanup, or by r.stop).
 func runFleet(tb testing.TB, f fleetRun) (*running, []fleetPhase) {
 	tb.Helper()
-	r := startDemoWith(tb, Config{Machines: f.Machines, BMCPorts: true, Knobs: f.Knobs})
+	r := startDemoWith(tb, Config{Machines: f.Machines, BMCPorts: true, Knobs: f.Knobs, ImageBytes: f.ImageBytes})
 	emu := r.Fleet
 	calls := func() (n int64) {
 		for _, m := range emu.Machines() {
