@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -89,7 +90,7 @@ func (p *endpoint) get(tok string, k Knobs) (creds, bool) {
 }
 
 // errTooManySessions is a login refused because the BMC holds MaxSessions.
-var errTooManySessions = fmt.Errorf("RAC0218: The maximum number of user sessions is reached.")
+var errTooManySessions = errors.New("RAC0218: The maximum number of user sessions is reached.")
 
 // add opens a session unless the BMC already holds k.MaxSessions.
 func (p *endpoint) add(c creds, k Knobs) (id, tok string, err error) {

@@ -96,10 +96,10 @@ var errShutDown = errors.New("the redfish driver has logged out of its BMCs for 
 func (d *Driver) Logout(ctx context.Context) int {
 	d.mu.Lock()
 	d.closed = true
-	held := make([]heldSession, 0, len(d.sessions))
-	for k, st := range d.sessions {
+	held := make([]authState, 0, len(d.sessions))
+	for _, st := range d.sessions {
 		if st.token != "" && st.conn != nil {
-			held = append(held, heldSession{k, st})
+			held = append(held, st)
 		}
 	}
 	clear(d.sessions)
@@ -111,7 +111,7 @@ func (d *Driver) Logout(ctx context.Context) int {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			d.logout(ctx, h.st.conn, h.st)
+			d.logout(ctx, h.conn, h)
 		}()
 	}
 	wg.Wait()
@@ -124,8 +124,3 @@ func (d *Driver) Logout(ctx context.Context) int {
 // logoutParallel is how many BMCs Logout talks to at once: each is another
 // BMC, so a fleet's sessions end in a few round trips' time.
 const logoutParallel = 128
-
-type heldSession struct {
-	key sessionKey
-	st  authState
-}
