@@ -84,3 +84,11 @@ export ANVIL_BAREMETAL_CLI="${ANVIL_BAREMETAL_CLI:-1}"
 echo "== go test -race"
 # shellcheck disable=SC2086
 go test -race -count=1 -timeout 30m ${GO_TEST_FLAGS:-} ./...
+
+# The fleet acceptance tests at the size (1,000 machines enroll →
+# active, a power-sync sweep of 2,000 BMCs, under session limits, latency
+# and 503s): the race detector's cost per goroutine makes them shrink
+# under -race, so they run once more at full size without it.
+echo "== fleet acceptance at full size"
+# shellcheck disable=SC2086
+go test -count=1 -timeout 20m ${GO_TEST_FLAGS:-} -run 'TestFleetEnrollToActiveUnderBMCLimits|TestPowerSyncSweepUnderBMCLimits' ./internal/demo/

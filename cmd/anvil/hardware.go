@@ -25,6 +25,10 @@ func newBMCEmulator(stdout, stderr io.Writer) *cobra.Command {
 		logLevel           string
 		latency            time.Duration
 		failureRate        float64
+		jitter             time.Duration
+		sessionTimeout     time.Duration
+		maxSessions        int
+		rateLimit          float64
 		dead, rejectAuth   bool
 		seed               uint64
 		ipmiBase, machines int
@@ -43,8 +47,12 @@ lanplus BMC on its own UDP port. Power state and boot device are remembered.
 Knobs apply to all machines from flags, or per machine at run time:
   curl -X PATCH http://ADDR/emulator/machines/node-03 -d '{"dead": true}'
   curl -X PATCH http://ADDR/emulator/machines -d '{"latency": "50ms", "failure_rate": 0.1}'
-  fields: latency, failure_rate, dead, reject_auth, fail_insert_media,
-  power_state (On/Off)
+  fields: latency, latency_jitter, failure_rate, max_sessions, session_timeout,
+  rate_limit, dead, reject_auth, fail_insert_media, power_state (On/Off)
+
+With --bmc-ports every machine's BMC also has a Redfish port of its own, so
+--max-sessions and --rate-limit hold per machine as on real BMCs; the sessions
+opened and the most open at once are in GET /emulator/machines and printed at exit.
 
 --nodes-file writes the fleet in 'baremetal create' format (BMC addresses,
 credentials and MACs) for enrolment.
@@ -70,7 +78,11 @@ only the --forward GUEST=HOST pairs, e.g.
 				return fmt.Errorf("--failure-rate %v is not in [0, 1]", failureRate)
 			}
 			cfg.Count, cfg.IPMIBasePort, cfg.Seed = machines, ipmiBase, seed
-			cfg.Knobs = bmcemu.Knobs{Latency: latency, FailureRate: failureRate, Dead: dead, RejectAuth: rejectAuth}
+			if maxSessions < 0 || rateLimit < 0 || jitter < 0 || sessionTimeout < 0 {
+				return fmt.Errorf("--max-sessions, --rate-limit, --latency-jitter and --session-timeout must not be negative")
+			}
+			cfg.Knobs = bmcemu.Knobs{Latency: latency, FailureRate: failureRate, Dead: dead, RejectAuth: rejectAuth,
+				LatencyJitter: jitter, MaxSessions: maxSessions, SessionTimeout: sessionTimeout, RateLimit: rateLimit}
 			cfg.Log = newLogger(stderr, lvl)
 			if useQEMU {
 				q, err := qemuConfig(qcfg, vmDisk, forwards)
@@ -86,8 +98,18 @@ only the --forward GUEST=HOST pairs, e.g.
 				return err
 			}
 			defer e.Close()
+			defer func() {
+				st := e.FleetSessionStats()
+				fmt.Fprintf(stdout, "bmc-emulator: Redfish sessions opened %d, most open at once on one BMC %d, logins refused %d, expired %d; calls rate-limited %d, failed transiently %d\n",
+					st.Opened, st.MaxOpen, st.Refused, st.Expired, st.RateLimited, st.Transient503)
+			}()
 			fmt.Fprintf(stdout, "bmc-emulator: %d machines, Redfish at %s/redfish/v1 (user %s), knobs at %s/emulator/machines\n",
 				len(e.Machines()), e.URL(), cfg.Username, e.URL())
+			if cfg.BMCPorts {
+				ms := e.Machines()
+				fmt.Fprintf(stdout, "bmc-emulator: every machine's BMC also on its own Redfish port (%s: %s; all in GET /emulator/machines and --nodes-file)\n",
+					ms[0].ID, e.RedfishURL(ms[0]))
+			}
 			if cfg.IPMI {
 				ms := e.Machines()
 				fmt.Fprintf(stdout, "bmc-emulator: IPMI lanplus (cipher suite 3) on %s, one UDP port per machine (%s: %d; all in GET /emulator/machines)\n",
@@ -121,6 +143,12 @@ only the --forward GUEST=HOST pairs, e.g.
 	f.StringVar(&cfg.Password, "password", "", "BMC password (default: random, written to --nodes-file)")
 	f.DurationVar(&latency, "latency", 0, "added to every BMC call (e.g. 50ms)")
 	f.Float64Var(&failureRate, "failure-rate", 0, "fraction of calls failing transiently (Redfish 503, IPMI dropped)")
+	f.DurationVar(&jitter, "latency-jitter", 0, "adds up to this much to --latency, drawn per call (--latency 1s --latency-jitter 2s: 1 to 3 s)")
+	f.IntVar(&maxSessions, "max-sessions", 0, "Redfish sessions a BMC holds at once; one more login gets 400 RAC0218 (0: no limit)")
+	f.DurationVar(&sessionTimeout, "session-timeout", 0, "a Redfish session idle this long expires (0: never)")
+	f.Float64Var(&rateLimit, "rate-limit", 0, "Redfish calls a second a BMC answers, the rest get 503 with Retry-After (0: no limit)")
+	f.BoolVar(&cfg.BMCPorts, "bmc-ports", false, "give every machine's BMC its own Redfish port (limits and sessions per machine)")
+	f.IntVar(&cfg.BMCBasePort, "bmc-base-port", 0, "first per-machine Redfish port with --bmc-ports (0: free ports)")
 	f.BoolVar(&dead, "dead", false, "start with every BMC dead (no answer)")
 	f.BoolVar(&rejectAuth, "reject-auth", false, "start with every BMC refusing its credentials")
 	f.Uint64Var(&seed, "seed", 1, "seed of MACs, UUIDs and failure draws")
@@ -185,6 +213,9 @@ Ctrl-C stops everything and removes the temporary files.`,
 			if strings.TrimSpace(cfg.Listen) == "" {
 				return fmt.Errorf("--listen must not be empty")
 			}
+			if k := cfg.Knobs; k.FailureRate < 0 || k.FailureRate > 1 || k.MaxSessions < 0 || k.RateLimit < 0 || k.LatencyJitter < 0 {
+				return fmt.Errorf("--bmc-failure-rate must be in [0, 1]; --bmc-max-sessions, --bmc-rate-limit and --bmc-latency-jitter must not be negative")
+			}
 			if cfg.QEMU && !cmd.Flags().Changed("machines") {
 				cfg.Machines = 1 // each is a whole VM in software emulation
 			}
@@ -197,6 +228,11 @@ Ctrl-C stops everything and removes the temporary files.`,
 	f.StringVar(&cfg.BMCListen, "bmc-listen", "127.0.0.1:0", "BMC emulator address (port 0: a free one)")
 	f.BoolVar(&cfg.IPMI, "ipmi", false, "also give every machine an IPMI endpoint")
 	f.DurationVar(&cfg.Latency, "bmc-latency", 0, "added to every BMC call")
+	f.DurationVar(&cfg.Knobs.LatencyJitter, "bmc-latency-jitter", 0, "adds up to this much to --bmc-latency, drawn per call")
+	f.Float64Var(&cfg.Knobs.FailureRate, "bmc-failure-rate", 0, "fraction of BMC calls failing transiently (Redfish 503)")
+	f.IntVar(&cfg.Knobs.MaxSessions, "bmc-max-sessions", 0, "Redfish sessions each BMC holds at once (0: no limit)")
+	f.Float64Var(&cfg.Knobs.RateLimit, "bmc-rate-limit", 0, "Redfish calls a second each BMC answers (0: no limit)")
+	f.BoolVar(&cfg.BMCPorts, "bmc-ports", false, "give every machine's BMC its own Redfish port (limits and sessions per machine)")
 	f.StringVar(&cfg.Dir, "dir", "", "keep the database, log and nodes file here (default: a temporary directory)")
 	f.StringVar(&cfg.Driver, "driver", bmcemu.DriverRedfish, "the nodes' hardware type: redfish or ipmi (needs --ipmi)")
 	f.BoolVar(&cfg.QEMU, "qemu", false, "make every machine a real qemu VM that network-boots the deploy ramdisk (one machine unless -n says otherwise)")

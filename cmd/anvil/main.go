@@ -196,6 +196,7 @@ func addConductorFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.BoolVar(&c.ForcePowerStateDuringSync, "force-power-state-during-sync", true, "put hardware back to the recorded power state (false: record the hardware's)")
 	f.IntVar(&c.PowerStateSyncMaxRetries, "power-state-sync-max-retries", 3, "failed power reads before a node goes into maintenance")
 	f.IntVar(&c.SyncPowerStateWorkers, "sync-power-state-workers", 8, "parallel power reads during sync")
+	secs(&c.PowerFailureRecoveryInterval, "power-failure-recovery-interval", 5*time.Minute, "how often a node power sync put into maintenance (fault \"power failure\") is read again")
 	secs(&c.ConductorDeadAfter, "heartbeat-timeout", time.Minute, "a conductor silent this long is dead; its locks are broken")
 	secs(&c.HeartbeatInterval, "heartbeat-interval", 0, "how often the conductor records that it is alive (0: 10 s, or a third of --heartbeat-timeout if shorter)")
 	f.StringVar(&c.Group, "conductor-group", "", "conductor group: this conductor runs periodic work only for nodes of this group")

@@ -11,8 +11,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/anvil-metal/anvil/internal/ipa"
@@ -129,6 +131,11 @@ func TestEraseMetadata(t *testing.T) {
 	d, _ := os.ReadFile(disk)
 	if len(d) != 4<<20 || d[0] != 0 || d[1<<20-1] != 0 || d[1<<20] != 0xAA || d[3<<20-1] != 0xAA || d[3<<20] != 0 || d[len(d)-1] != 0 {
 		t.Fatal("erase_devices_metadata must zero exactly the first and last MiB")
+	}
+	if st, err := os.Stat(disk); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && runtime.GOOS == "linux" && sys.Blocks*512 > 2<<20+64<<10 {
+			t.Errorf("the disk file holds %d bytes after erasing 2 of its 4 MiB: holes were not punched", sys.Blocks*512)
+		}
 	}
 	if _, err := a.eraseDevices(context.Background(), nil, new(atomic.Int64)); err != nil {
 		t.Fatal(err)

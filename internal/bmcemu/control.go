@@ -13,8 +13,14 @@ import (
 type KnobsPatch struct {
 	Latency     *string  `json:"latency,omitempty"`
 	FailureRate *float64 `json:"failure_rate,omitempty"`
-	Dead        *bool    `json:"dead,omitempty"`
-	RejectAuth  *bool    `json:"reject_auth,omitempty"`
+	// LatencyJitter and SessionTimeout are Go durations; MaxSessions and
+	// RateLimit (calls a second) 0 for no limit.
+	LatencyJitter  *string  `json:"latency_jitter,omitempty"`
+	MaxSessions    *int     `json:"max_sessions,omitempty"`
+	SessionTimeout *string  `json:"session_timeout,omitempty"`
+	RateLimit      *float64 `json:"rate_limit,omitempty"`
+	Dead           *bool    `json:"dead,omitempty"`
+	RejectAuth     *bool    `json:"reject_auth,omitempty"`
 	// FailInsertMedia makes InsertMedia answer HTTP 500.
 	FailInsertMedia *bool `json:"fail_insert_media,omitempty"`
 	// PowerState "On" or "Off" switches the machine behind its BMC's back.
@@ -25,13 +31,23 @@ type KnobsPatch struct {
 
 // Apply checks p and returns the change it makes to knobs.
 func (p KnobsPatch) Apply() (func(*Knobs), error) {
-	var lat time.Duration
-	if p.Latency != nil {
-		d, err := time.ParseDuration(*p.Latency)
-		if err != nil || d < 0 {
-			return nil, fmt.Errorf("latency %q is not a duration such as 50ms", *p.Latency)
-		}
-		lat = d
+	lat, err := knobDuration("latency", p.Latency)
+	if err != nil {
+		return nil, err
+	}
+	jitter, err := knobDuration("latency_jitter", p.LatencyJitter)
+	if err != nil {
+		return nil, err
+	}
+	timeout, err := knobDuration("session_timeout", p.SessionTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if p.MaxSessions != nil && *p.MaxSessions < 0 {
+		return nil, fmt.Errorf("max_sessions %d is negative", *p.MaxSessions)
+	}
+	if p.RateLimit != nil && *p.RateLimit < 0 {
+		return nil, fmt.Errorf("rate_limit %v is negative", *p.RateLimit)
 	}
 	if p.FailureRate != nil && (*p.FailureRate < 0 || *p.FailureRate > 1) {
 		return nil, fmt.Errorf("failure_rate %v is not in [0, 1]", *p.FailureRate)
@@ -49,6 +65,18 @@ func (p KnobsPatch) Apply() (func(*Knobs), error) {
 		if p.FailureRate != nil {
 			k.FailureRate = *p.FailureRate
 		}
+		if p.LatencyJitter != nil {
+			k.LatencyJitter = jitter
+		}
+		if p.SessionTimeout != nil {
+			k.SessionTimeout = timeout
+		}
+		if p.MaxSessions != nil {
+			k.MaxSessions = *p.MaxSessions
+		}
+		if p.RateLimit != nil {
+			k.RateLimit = *p.RateLimit
+		}
 		if p.Dead != nil {
 			k.Dead = *p.Dead
 		}
@@ -64,6 +92,18 @@ func (p KnobsPatch) Apply() (func(*Knobs), error) {
 	}, nil
 }
 
+// knobDuration parses a duration knob ("" when left out).
+func knobDuration(name string, v *string) (time.Duration, error) {
+	if v == nil {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(*v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s %q is not a duration such as 50ms", name, *v)
+	}
+	return d, nil
+}
+
 // statusView is Status with a readable latency.
 type statusView struct {
 	Status
@@ -76,13 +116,27 @@ type knobsView struct {
 	Dead        bool    `json:"dead"`
 	RejectAuth  bool    `json:"reject_auth"`
 	// FailInsertMedia: InsertMedia answers HTTP 500.
-	FailInsertMedia bool   `json:"fail_insert_media"`
-	Health          string `json:"health,omitempty"`
+	FailInsertMedia bool    `json:"fail_insert_media"`
+	Health          string  `json:"health,omitempty"`
+	LatencyJitter   string  `json:"latency_jitter,omitempty"`
+	MaxSessions     int     `json:"max_sessions,omitempty"`
+	SessionTimeout  string  `json:"session_timeout,omitempty"`
+	RateLimit       float64 `json:"rate_limit,omitempty"`
+}
+
+// durationView shows a duration knob, "" when unset.
+func durationView(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
 }
 
 func view(s Status) statusView {
 	return statusView{Status: s, Knobs: knobsView{Latency: s.Knobs.Latency.String(), FailureRate: s.Knobs.FailureRate,
-		Dead: s.Knobs.Dead, RejectAuth: s.Knobs.RejectAuth, FailInsertMedia: s.Knobs.FailInsertMedia, Health: s.Knobs.Health}}
+		Dead: s.Knobs.Dead, RejectAuth: s.Knobs.RejectAuth, FailInsertMedia: s.Knobs.FailInsertMedia, Health: s.Knobs.Health,
+		LatencyJitter: durationView(s.Knobs.LatencyJitter), MaxSessions: s.Knobs.MaxSessions,
+		SessionTimeout: durationView(s.Knobs.SessionTimeout), RateLimit: s.Knobs.RateLimit}}
 }
 
 // serveControl is the emulator's own API (no auth; it listens on loopback):

@@ -11,6 +11,14 @@
 // (Knobs), through the Go API or the HTTP control endpoint
 // /emulator/machines.
 //
+// A BMC limits its clients as real ones do (limits.go): Knobs.MaxSessions
+// (one login more is answered 400 with iDRAC's RAC0218), SessionTimeout
+// (idle sessions expire), RateLimit (calls a second, the others 503 with
+// Retry-After) and LatencyJitter. With Config.BMCPorts every machine's BMC
+// has a Redfish port of its own, so these hold per machine; each BMC counts
+// its sessions (opened, open, the most open at once) and refusals
+// (SessionStats).
+//
 // The service has one EventService (events.go) whose Subscriptions
 // collection takes POST (Destination an absolute http(s) URL, Protocol
 // Redfish, EventTypes among EventTypesForSubscription, default Alert),

@@ -21,6 +21,12 @@ type Config struct {
 	Count      int    // machines (default 1)
 	NamePrefix string // machine ids are <prefix><nn> (default "node-")
 	Listen     string // Redfish HTTP address (default 127.0.0.1:0, a free port)
+	// BMCPorts gives every machine's BMC a Redfish port of its own on
+	// Listen's host (consecutive from BMCBasePort; 0: a free port each), so
+	// that sessions, rate limits and counters are per machine as on real
+	// BMCs; the shared address keeps serving every machine.
+	BMCPorts    bool
+	BMCBasePort int
 	// IPMI starts an IPMI lanplus endpoint per machine on IPMIHost, on
 	// consecutive ports from IPMIBasePort (0: a free port each).
 	IPMI         bool
@@ -56,7 +62,7 @@ type Emulator struct {
 	byID     map[string]*Machine
 	srv      *http.Server
 	ln       net.Listener
-	sessions *sessionStore
+	shared   *endpoint  // the BMC of the shared address (limits.go)
 	events   eventStore // the EventService's subscriptions (events.go)
 	log      *slog.Logger
 
@@ -77,6 +83,7 @@ type Emulator struct {
 	mediaClient *http.Client // downloads virtual media and firmware images
 	updates     updateService
 	vms         sync.WaitGroup
+	bmcServing  sync.WaitGroup // Serve loops of the machines' own ports
 }
 
 // Start builds the fleet and serves it until Close.
@@ -105,7 +112,7 @@ func Start(ctx context.Context, cfg Config) (*Emulator, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	e := &Emulator{cfg: cfg, byID: map[string]*Machine{}, sessions: newSessionStore(),
+	e := &Emulator{cfg: cfg, byID: map[string]*Machine{}, shared: newEndpoint(nil),
 		log: cfg.Log, rnd: rand.New(rand.NewPCG(cfg.Seed, 7)), defaults: cfg.Knobs, done: make(chan struct{}),
 		mediaClient: &http.Client{Transport: &http.Transport{Proxy: nil}}}
 	if err := e.setupStateDir(); err != nil {
@@ -129,6 +136,7 @@ func Start(ctx context.Context, cfg Config) (*Emulator, error) {
 			Username: cfg.Username, password: cfg.Password, onBoot: cfg.OnBoot, emu: e,
 			bootTarget: BootNone, bootEnabled: OverrideDisabled, bootMode: ModeUEFI, knobs: cfg.Knobs,
 		}
+		m.bmc = newEndpoint(m)
 		if e.cfg.QEMU != nil && e.cfg.QEMU.UEFIFirmware == "" {
 			m.bootMode = ModeLegacy // SeaBIOS only
 		}
@@ -173,16 +181,26 @@ func Start(ctx context.Context, cfg Config) (*Emulator, error) {
 		return nil, fmt.Errorf("bmc emulator: listen %s: %w", cfg.Listen, err)
 	}
 	e.ln = ln
+	if cfg.BMCPorts {
+		if err := e.startBMCPorts(ctx); err != nil {
+			ln.Close()
+			e.stopAgents()
+			e.removeStateDir()
+			return nil, err
+		}
+	}
 	if cfg.IPMI {
 		if err := e.startIPMI(ctx); err != nil {
 			ln.Close()
+			e.closeBMCPorts()
 			e.stopIPMI()
 			e.stopAgents()
 			e.removeStateDir()
 			return nil, err
 		}
 	}
-	e.srv = &http.Server{Handler: e.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	e.srv = &http.Server{Handler: e.Handler(), ReadHeaderTimeout: 10 * time.Second, ConnContext: connContext}
+	e.serveBMCPorts(e.srv)
 	go func() {
 		defer close(e.done)
 		if err := e.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -259,6 +277,7 @@ func (e *Emulator) Close() error {
 		err = e.srv.Close()
 	}
 	<-e.done
+	e.bmcServing.Wait()
 	e.updates.wg.Wait()
 	e.stopIPMI()
 	e.stopAgents()

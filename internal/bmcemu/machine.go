@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"sync"
 	"time"
 )
@@ -15,6 +16,18 @@ type Knobs struct {
 	// FailureRate is the fraction (0..1) of calls answered with a transient
 	// error: HTTP 503 on Redfish, a dropped reply on IPMI.
 	FailureRate float64 `json:"failure_rate"`
+	// LatencyJitter adds a uniformly drawn share of itself to Latency:
+	// Latency 1s with LatencyJitter 2s is a BMC answering in 1 to 3 s.
+	LatencyJitter time.Duration `json:"latency_jitter,omitempty"`
+	// MaxSessions is how many Redfish sessions the BMC holds at once (0: no
+	// limit); one more login is refused with HTTP 400 and iDRAC's RAC0218.
+	MaxSessions int `json:"max_sessions,omitempty"`
+	// SessionTimeout ends a session idle this long (0: never); its token
+	// is then answered 401, as BMCs expire sessions.
+	SessionTimeout time.Duration `json:"session_timeout,omitempty"`
+	// RateLimit is how many calls a second the BMC answers (bursts of as
+	// many, 0: no limit); the others get 503 with Retry-After at once.
+	RateLimit float64 `json:"rate_limit,omitempty"`
 	// Dead makes the BMC stop answering: Redfish connections are closed
 	// without a reply, IPMI packets are dropped.
 	Dead bool `json:"dead"`
@@ -108,6 +121,9 @@ type Machine struct {
 	agent       *agentRun // the agent booted from the network, if any
 	agentAddr   string    // its command API
 	fwdPort     int       // loopback port forwarded to the VM's QEMUConfig.GuestPort
+
+	bmc   *endpoint    // its BMC's sessions and limits when on its own port (limits.go)
+	bmcLn net.Listener // its own Redfish port (Config.BMCPorts)
 }
 
 // Status is a snapshot of a machine, as the control endpoint shows it.
@@ -137,6 +153,10 @@ type Status struct {
 	VMPid         int    `json:"vm_pid,omitempty"` // the running qemu's process id
 	Media         Media  `json:"virtual_media"`
 	NMIs          int64  `json:"nmis"` // NMIs injected so far
+	// RedfishURL and BMC are the machine's own Redfish port and its
+	// counters (Config.BMCPorts).
+	RedfishURL string        `json:"redfish_url,omitempty"`
+	BMC        *SessionStats `json:"bmc,omitempty"`
 }
 
 // Status returns a snapshot of the machine.
@@ -156,7 +176,22 @@ func (m *Machine) Status() Status {
 		MACs: append([]string(nil), m.HW.MACs...), IPMIPort: m.ipmiPort,
 		Running: m.running, AgentURL: m.agentAddr, Disk: m.disk, Console: m.Console(), ForwardedPort: m.fwdPort,
 		Media: Media{Image: m.media.image, Inserted: m.media.inserted, WriteProtected: m.media.writeProtected, File: m.media.file},
-		NMIs:  m.nmis}
+		NMIs:  m.nmis, RedfishURL: m.redfishURL(), BMC: m.bmcStats()}
+}
+
+func (m *Machine) redfishURL() string {
+	if m.bmcLn == nil {
+		return ""
+	}
+	return "http://" + m.bmcLn.Addr().String()
+}
+
+func (m *Machine) bmcStats() *SessionStats {
+	if m.bmcLn == nil {
+		return nil
+	}
+	s := m.bmc.Stats()
+	return &s
 }
 
 // Password is the BMC password (for writing the nodes file; never logged).

@@ -49,7 +49,7 @@ func (e *Emulator) Nodes(drv string) (NodesFile, error) {
 		n := NodeEntry{Name: m.ID, Driver: drv, Extra: map[string]any{"bmc_emulator": e.bmcInfo(m)}}
 		if drv == DriverRedfish {
 			n.DriverInfo = map[string]any{
-				"redfish_address": e.URL(), "redfish_system_id": rfSystems + "/" + m.ID,
+				"redfish_address": e.RedfishURL(m), "redfish_system_id": rfSystems + "/" + m.ID,
 				"redfish_username": m.Username, "redfish_password": m.password,
 			}
 		} else {
@@ -68,7 +68,7 @@ func (e *Emulator) Nodes(drv string) (NodesFile, error) {
 
 // bmcInfo is where a machine's BMCs answer (no credentials).
 func (e *Emulator) bmcInfo(m *Machine) map[string]any {
-	info := map[string]any{"redfish_address": e.URL(), "redfish_system_id": rfSystems + "/" + m.ID}
+	info := map[string]any{"redfish_address": e.RedfishURL(m), "redfish_system_id": rfSystems + "/" + m.ID}
 	if p := m.Status().IPMIPort; p != 0 {
 		info["ipmi_address"], info["ipmi_port"] = e.cfg.IPMIHost, p
 	}

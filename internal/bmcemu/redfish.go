@@ -1,12 +1,10 @@
 package bmcemu
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
+	"time"
 
 	"github.com/anvil-metal/anvil/internal/clock"
 )
@@ -35,11 +33,18 @@ func (e *Emulator) serveRedfish(w http.ResponseWriter, r *http.Request) {
 	var m *Machine
 	if len(segs) >= 4 && segs[0] == "redfish" && segs[1] == "v1" && (segs[2] == "Systems" || segs[2] == "Managers") {
 		if m = e.byID[segs[3]]; m == nil {
-			if e.misbehave(w, r, e.defaultKnobs()) {
+			if e.misbehave(w, r, e.endpointKnobs(r)) {
 				rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
 			}
 			return
 		}
+	}
+	if pm := portMachine(r); pm != nil {
+		if m != nil && m != pm {
+			rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+			return
+		}
+		m = pm // a machine's own BMC: its knobs and credentials apply to every call
 	}
 	k := e.defaultKnobs()
 	if m != nil {
@@ -58,10 +63,10 @@ func (e *Emulator) serveRedfish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(rest) == 2 && rest[0] == "SessionService" && rest[1] == "Sessions" && r.Method == http.MethodPost {
-		e.createSession(w, r)
+		e.createSession(w, r, k)
 		return
 	}
-	c, ok := e.credentials(r)
+	c, ok := e.credentials(r, k)
 	if !ok || !e.authorized(c, m) {
 		w.Header().Set("WWW-Authenticate", `Basic realm="Anvil BMC emulator"`)
 		rfError(w, http.StatusUnauthorized, "Base.1.8.InsufficientPrivilege",
@@ -70,7 +75,7 @@ func (e *Emulator) serveRedfish(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case rest[0] == "SessionService":
-		e.serveSessions(w, r, rest[1:])
+		e.serveSessions(w, r, k, rest[1:])
 	case rest[0] == "EventService":
 		e.serveEvents(w, r, rest[1:])
 	case rest[0] == "Systems" && len(rest) == 1:
@@ -92,6 +97,14 @@ func (e *Emulator) serveRedfish(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// endpointKnobs are the knobs of the BMC r reached when it names no machine.
+func (e *Emulator) endpointKnobs(r *http.Request) Knobs {
+	if pm := portMachine(r); pm != nil {
+		return pm.Knobs()
+	}
+	return e.defaultKnobs()
+}
+
 // misbehave applies knobs; it reports false when it answered the call.
 func (e *Emulator) misbehave(w http.ResponseWriter, r *http.Request, k Knobs) bool {
 	if k.Dead {
@@ -103,21 +116,25 @@ func (e *Emulator) misbehave(w http.ResponseWriter, r *http.Request, k Knobs) bo
 		}
 		panic(http.ErrAbortHandler)
 	}
-	if err := clock.Sleep(r.Context(), k.Latency); err != nil {
+	ep := e.endpointFor(r)
+	if ok, wait := ep.admit(k); !ok {
+		unavailable(w, wait) // over the rate limit: answered at once
+		return false
+	}
+	if err := clock.Sleep(r.Context(), e.latency(k)); err != nil {
 		return false
 	}
 	if e.fails(k.FailureRate) {
-		w.Header().Set("Retry-After", "1")
-		rfError(w, http.StatusServiceUnavailable, "Base.1.8.ServiceTemporarilyUnavailable",
-			"The service is temporarily unavailable. Retry in 1 seconds.")
+		ep.countTransient()
+		unavailable(w, time.Second)
 		return false
 	}
 	return true
 }
 
-func (e *Emulator) credentials(r *http.Request) (creds, bool) {
+func (e *Emulator) credentials(r *http.Request, k Knobs) (creds, bool) {
 	if tok := r.Header.Get("X-Auth-Token"); tok != "" {
-		return e.sessions.get(tok)
+		return e.endpointFor(r).get(tok, k)
 	}
 	u, p, ok := r.BasicAuth()
 	return creds{u, p}, ok
@@ -167,8 +184,9 @@ func (e *Emulator) serveSystems(w http.ResponseWriter, r *http.Request, c creds)
 		return
 	}
 	var members []any
+	pm := portMachine(r)
 	for _, m := range e.machines {
-		if m.checkAuth(c.user, c.password) {
+		if (pm == nil || m == pm) && m.checkAuth(c.user, c.password) {
 			members = append(members, odataID(rfSystems+"/"+m.ID))
 		}
 	}
@@ -268,81 +286,49 @@ func (e *Emulator) reset(w http.ResponseWriter, r *http.Request, m *Machine) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// sessionStore holds Redfish sessions: token → credentials.
-type sessionStore struct {
-	mu     sync.Mutex
-	byTok  map[string]session
-	nextID int
-}
-
-type session struct {
-	id string
-	c  creds
-}
-
-func newSessionStore() *sessionStore { return &sessionStore{byTok: map[string]session{}} }
-
-func (s *sessionStore) get(tok string) (creds, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	se, ok := s.byTok[tok]
-	return se.c, ok
-}
-
-func (s *sessionStore) add(c creds) (id, tok string) {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	tok = hex.EncodeToString(b[:])
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.nextID++
-	id = fmt.Sprint(s.nextID)
-	s.byTok[tok] = session{id: id, c: c}
-	return id, tok
-}
-
-func (s *sessionStore) remove(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for tok, se := range s.byTok {
-		if se.id == id {
-			delete(s.byTok, tok)
-			return true
-		}
-	}
-	return false
-}
-
-func (e *Emulator) createSession(w http.ResponseWriter, r *http.Request) {
+func (e *Emulator) createSession(w http.ResponseWriter, r *http.Request, k Knobs) {
 	var body struct{ UserName, Password string }
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		rfError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "The request body submitted was malformed JSON.")
 		return
 	}
 	c := creds{body.UserName, body.Password}
-	if !e.authorized(c, nil) {
+	if !e.authorized(c, portMachine(r)) {
 		rfError(w, http.StatusUnauthorized, "Base.1.8.NoValidSession", "There is no valid session established with the implementation.")
 		return
 	}
-	id, tok := e.sessions.add(c)
+	id, tok, err := e.endpointFor(r).add(c, k)
+	if err != nil {
+		tooManySessions(w)
+		return
+	}
 	loc := rfSessions + "/" + id
 	w.Header().Set("X-Auth-Token", tok)
 	w.Header().Set("Location", loc)
 	writeJSON(w, http.StatusCreated, sessionJSON(id, c.user))
 }
 
-func (e *Emulator) serveSessions(w http.ResponseWriter, r *http.Request, sub []string) {
+func (e *Emulator) serveSessions(w http.ResponseWriter, r *http.Request, k Knobs, sub []string) {
+	ep := e.endpointFor(r)
 	switch {
 	case len(sub) == 0 && r.Method == http.MethodGet:
+		timeout := 1800
+		if k.SessionTimeout > 0 {
+			timeout = int(k.SessionTimeout.Seconds())
+		}
 		writeJSON(w, http.StatusOK, map[string]any{
 			"@odata.type": "#SessionService.v1_1_8.SessionService", "@odata.id": rfRoot + "/SessionService",
-			"Id": "SessionService", "Name": "Session Service", "ServiceEnabled": true, "SessionTimeout": 1800,
+			"Id": "SessionService", "Name": "Session Service", "ServiceEnabled": true, "SessionTimeout": timeout,
 			"Sessions": odataID(rfSessions),
 		})
 	case len(sub) == 1 && sub[0] == "Sessions" && r.Method == http.MethodGet:
-		writeJSON(w, http.StatusOK, collection("#SessionCollection.SessionCollection", "Session Collection", rfSessions, nil))
+		var members []any
+		for _, id := range ep.list(k) {
+			members = append(members, odataID(rfSessions+"/"+id))
+		}
+		writeJSON(w, http.StatusOK, collection("#SessionCollection.SessionCollection", "Session Collection", rfSessions, members))
 	case len(sub) == 2 && sub[0] == "Sessions" && r.Method == http.MethodDelete:
-		if !e.sessions.remove(sub[1]) {
+		if !ep.remove(sub[1]) {
 			rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The session was not found.")
 			return
 		}

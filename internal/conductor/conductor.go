@@ -48,6 +48,10 @@ type Config struct {
 	ForcePowerStateDuringSync bool          // true: put hardware back to the recorded state
 	PowerStateSyncMaxRetries  int           // failed reads before maintenance (3)
 	SyncPowerStateWorkers     int           // parallel reads (8)
+	// PowerFailureRecoveryInterval spaces the reads of nodes power sync
+	// put into maintenance for a BMC that stopped answering (Ironic's
+	// power_failure_recovery_interval, 300 s).
+	PowerFailureRecoveryInterval time.Duration
 
 	// ConductorDeadAfter: a conductor that has not heartbeated for this long is
 	// dead and its locks are broken by the survivors (Ironic's heartbeat_timeout, 60 s).
@@ -81,6 +85,7 @@ func (cfg Config) withDefaults() Config {
 	def(&cfg.CheckProvisionStateInterval, time.Minute)
 	def(&cfg.SyncPowerStateInterval, time.Minute)
 	def(&cfg.ConductorDeadAfter, time.Minute)
+	def(&cfg.PowerFailureRecoveryInterval, 5*time.Minute)
 	if cfg.PowerStateSyncMaxRetries <= 0 {
 		cfg.PowerStateSyncMaxRetries = 3
 	}
@@ -111,6 +116,8 @@ type Conductor struct {
 
 	powerFailures sync.Map                       // node UUID → consecutive failed power reads (int)
 	lookups       *recent.Log[model.AgentLookup] // agents' lookups that matched no node
+	syncStats     powerSyncStats
+	recovery      recoveryGate
 
 	mu       sync.Mutex
 	stopping bool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -42,22 +43,31 @@ const faultPowerFailure = "power failure"
 // hardware back to the recorded state (ForcePowerStateDuringSync) or record
 // the hardware's state. After PowerStateSyncMaxRetries failed reads the node
 // goes into maintenance with fault "power failure"; a later good read lifts
-// that maintenance (only the one the conductor set).
+// that maintenance (only the one the conductor set). Such a node is read
+// once per PowerFailureRecoveryInterval, not on every sweep, and its
+// failures are logged once: at the first failed read and when it goes into
+// maintenance. Each sweep's duration, nodes and failed reads are counted
+// (PowerSyncReport) and logged.
 func (c *Conductor) SyncPowerStates(ctx context.Context) error {
 	work := make(chan *model.Node)
 	var wg sync.WaitGroup
+	sw := &sweep{start: c.now()}
 	for i := 0; i < c.cfg.SyncPowerStateWorkers; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for n := range work {
-				c.syncPower(ctx, n)
+				sw.nodes.Add(1)
+				if !c.syncPower(ctx, n) {
+					sw.failed.Add(1)
+				}
 			}
 		}()
 	}
 	err := c.syncPages(ctx, work)
 	close(work)
 	wg.Wait()
+	c.endSweep(sw, err)
 	if err != nil {
 		return err
 	}
@@ -102,6 +112,9 @@ func (c *Conductor) syncPages(ctx context.Context, work chan<- *model.Node) erro
 			if n.Maintenance && n.Fault != faultPowerFailure {
 				continue
 			}
+			if n.Maintenance && !c.recovery.due(n.UUID, c.now(), c.cfg.PowerFailureRecoveryInterval) {
+				continue // a BMC that stopped answering: tried again later
+			}
 			if n.TargetPowerState != "" || !fsm.IsStable(n.ProvisionState) && !fsm.IsFailure(n.ProvisionState) && !fsm.IsWait(n.ProvisionState) {
 				continue
 			}
@@ -119,18 +132,28 @@ func (c *Conductor) syncPages(ctx context.Context, work chan<- *model.Node) erro
 	}
 }
 
-func (c *Conductor) syncPower(ctx context.Context, n *model.Node) {
+// syncPower reads and reconciles one node's power state; it reports false
+// when the read failed.
+func (c *Conductor) syncPower(ctx context.Context, n *model.Node) bool {
 	drv, err := c.reg.For(n)
 	if err != nil || drv.Power == nil {
-		return
+		return true
 	}
 	state, health, hasHealth, err := readPower(ctx, drv.Power, n)
 	if err != nil {
 		c.powerReadFailed(ctx, n, err)
-		return
+		return false
 	}
 	c.log.Debug("power state read", "node", n.UUID, "power_state", state)
 	c.powerFailures.Delete(n.UUID)
+	c.recovery.forget(n.UUID)
+	c.reconcilePower(ctx, n, state, health, hasHealth)
+	return true
+}
+
+// reconcilePower corrects the differences between the node's record and
+// what its BMC reported.
+func (c *Conductor) reconcilePower(ctx context.Context, n *model.Node, state, health string, hasHealth bool) {
 	recovered := n.Maintenance && n.Fault == faultPowerFailure
 	if !recovered && (!hasHealth || health == n.Health) && (state == n.PowerState || state == "") {
 		return
@@ -190,7 +213,13 @@ func (c *Conductor) powerReadFailed(ctx context.Context, n *model.Node, readErr 
 	v, _ := c.powerFailures.LoadOrStore(n.UUID, 0)
 	count := v.(int) + 1
 	c.powerFailures.Store(n.UUID, count)
-	c.log.Warn("power state read failed", "node", n.UUID, "attempt", count, "err", readErr)
+	// Reported once: at the first failure (then at maintenance, below);
+	// the reads in between, and a recovery try's, are debug lines.
+	if count == 1 && !n.Maintenance {
+		c.log.Warn("power state read failed", "node", n.UUID, "max_retries", c.cfg.PowerStateSyncMaxRetries, "err", readErr)
+	} else {
+		c.log.Debug("power state read failed", "node", n.UUID, "attempt", count, "err", readErr)
+	}
 	if count < c.cfg.PowerStateSyncMaxRetries || n.Maintenance {
 		return
 	}
@@ -204,7 +233,27 @@ func (c *Conductor) powerReadFailed(ctx context.Context, n *model.Node, readErr 
 	t.node.Maintenance, t.node.Fault, t.node.MaintenanceReason = true, faultPowerFailure, msg
 	t.node.LastError = msg
 	t.record(&model.HistoryEvent{Severity: model.SeverityError, EventType: "maintenance", Event: msg})
+	c.log.Error("power sync put the node into maintenance: its BMC stopped answering", "node", n.UUID, "err", readErr)
 	c.powerFailures.Delete(n.UUID)
+	c.recovery.due(n.UUID, c.now(), 0) // the first recovery try waits an interval
+}
+
+// endSweep records a finished power-sync sweep.
+func (c *Conductor) endSweep(sw *sweep, err error) {
+	d := c.now().Sub(sw.start)
+	s := &c.syncStats
+	s.sweeps.Add(1)
+	s.reads.Add(sw.nodes.Load())
+	s.failed.Add(sw.failed.Load())
+	s.lastNanos.Store(int64(d))
+	s.lastNodes.Store(sw.nodes.Load())
+	s.lastFailed.Store(sw.failed.Load())
+	lvl := slog.LevelInfo
+	if sw.nodes.Load() == 0 && err == nil {
+		lvl = slog.LevelDebug
+	}
+	c.log.Log(context.Background(), lvl, "power sync sweep", "nodes", sw.nodes.Load(), "failed_reads", sw.failed.Load(),
+		"duration", d.Round(time.Millisecond).String(), "err", err)
 }
 
 // BreakDeadLocks takes over from conductors that stopped heartbeating: of

@@ -338,7 +338,7 @@ func TestPowerSync(t *testing.T) {
 		assertHistory(t, e, id, "updated the database")
 	})
 	t.Run("three failed reads mean maintenance, recovery lifts it", func(t *testing.T) {
-		e, _ := newClockEnv(t)
+		e, clk := newClockEnv(t)
 		id := e.create(model.JSON{"fake_fail": "power_state"}).UUID
 		for i := 0; i < 3; i++ {
 			if n := e.get(id); n.Maintenance {
@@ -353,6 +353,14 @@ func TestPowerSync(t *testing.T) {
 		if _, err := e.c.UpdateNode(e.ctx, id, func(n *model.Node) error { delete(n.DriverInfo, "fake_fail"); return nil }); err != nil {
 			t.Fatal(err)
 		}
+		_ = e.c.SyncPowerStates(e.ctx)
+		if n := e.get(id); !n.Maintenance {
+			t.Fatal("a node power sync put into maintenance was read again before power_failure_recovery_interval")
+		}
+		if r := e.c.PowerSyncReport(); r.Sweeps != 4 || r.FailedReads != 3 || r.LastNodes != 0 {
+			t.Fatalf("power sync report %+v, want 4 sweeps, 3 failed reads, the last reading nothing", r)
+		}
+		clk.Advance(5 * time.Minute)
 		_ = e.c.SyncPowerStates(e.ctx)
 		if n := e.get(id); n.Maintenance || n.Fault != "" {
 			t.Fatalf("after recovery: maintenance %v fault %q", n.Maintenance, n.Fault)

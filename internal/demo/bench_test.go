@@ -45,8 +45,23 @@ type syncFleet struct {
 }
 
 func newSyncFleet(tb testing.TB, count int, latency time.Duration, mod func(*conductor.Config)) *syncFleet {
+	return newSyncFleetWith(tb, syncFleetConfig{Count: count, Knobs: bmcemu.Knobs{Latency: latency}, Auth: "basic",
+		Driver: redfish.Config{Attempts: 1}, Conductor: mod})
+}
+
+// syncFleetConfig is the fleet of newSyncFleetWith.
+type syncFleetConfig struct {
+	Count     int
+	Knobs     bmcemu.Knobs
+	BMCPorts  bool           // a BMC per machine (bmcemu.Config.BMCPorts)
+	Auth      string         // the nodes' redfish_auth_type
+	Driver    redfish.Config // the redfish driver's
+	Conductor func(*conductor.Config)
+}
+
+func newSyncFleetWith(tb testing.TB, fc syncFleetConfig) *syncFleet {
 	ctx := context.Background()
-	emu, err := bmcemu.Start(ctx, bmcemu.Config{Count: count, Knobs: bmcemu.Knobs{Latency: latency}})
+	emu, err := bmcemu.Start(ctx, bmcemu.Config{Count: fc.Count, Knobs: fc.Knobs, BMCPorts: fc.BMCPorts})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -56,7 +71,7 @@ func newSyncFleet(tb testing.TB, count int, latency time.Duration, mod func(*con
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	reg := hardware.RegistryWith(hardware.Drivers{Redfish: redfish.New(redfish.Config{Attempts: 1})})
+	reg := hardware.RegistryWith(hardware.Drivers{Redfish: redfish.New(fc.Driver)})
 	nf, err := emu.Nodes(bmcemu.DriverRedfish)
 	if err != nil {
 		tb.Fatal(err)
@@ -67,7 +82,7 @@ func newSyncFleet(tb testing.TB, count int, latency time.Duration, mod func(*con
 		for k, v := range e.DriverInfo {
 			di[k] = v
 		}
-		di["redfish_auth_type"] = "basic"
+		di["redfish_auth_type"] = fc.Auth
 		n := &model.Node{UUID: uuid.NewString(), Name: e.Name, Driver: "redfish", DriverInfo: di,
 			ProvisionState: "manageable", PowerState: fsm.PowerOff}
 		if err := reg.Compose(n); err != nil {
@@ -79,8 +94,8 @@ func newSyncFleet(tb testing.TB, count int, latency time.Duration, mod func(*con
 		f.nodes = append(f.nodes, n)
 	}
 	cfg := conductor.Config{Store: st, Drivers: reg, Host: "sync", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	if mod != nil {
-		mod(&cfg)
+	if fc.Conductor != nil {
+		fc.Conductor(&cfg)
 	}
 	if f.c, err = conductor.New(cfg); err != nil {
 		tb.Fatal(err)

@@ -51,8 +51,17 @@ type Config struct {
 	BMCListen string        // Redfish emulator address (127.0.0.1:0: a free port)
 	IPMI      bool          // also give every machine an IPMI endpoint
 	Latency   time.Duration // added to every BMC call
-	Dir       string        // working directory (database, log, nodes file); "" = a temporary one, removed at the end
-	Out       io.Writer     // where the instructions go (os.Stdout)
+	// Knobs are every BMC's knobs (Latency, when set, overrides theirs):
+	// sessions, rate limits, failures (bmcemu.Knobs).
+	Knobs bmcemu.Knobs
+	// ImageBytes is the size of the image deployed (ImageBytes, 4 MiB):
+	// at 10,000 machines 4 MiB each is 40 GB of disk files.
+	ImageBytes int
+	// BMCPorts gives every machine's BMC its own Redfish port, so that its
+	// session and rate limits hold per machine (bmcemu.Config.BMCPorts).
+	BMCPorts bool
+	Dir      string    // working directory (database, log, nodes file); "" = a temporary one, removed at the end
+	Out      io.Writer // where the instructions go (os.Stdout)
 	// Driver is the nodes' hardware type: redfish (default) or ipmi (needs IPMI).
 	Driver string
 	// QEMU makes every machine a real qemu VM that network-boots the deploy
@@ -95,6 +104,9 @@ type Info struct {
 	// VirtualMedia: the nodes boot the agent from the BMC's virtual CD
 	// (redfish-virtual-media), not the network.
 	VirtualMedia bool
+	// Fleet is the running emulator: its machines and BMC counters (for
+	// tests and benchmarks; closed when Run returns).
+	Fleet *bmcemu.Emulator
 }
 
 // DiskBytes is the size of every machine's disk file (sparse).
@@ -105,8 +117,11 @@ const ImageBytes = 4 << 20
 
 // Image is the demo's raw image: a recognisable first sector and ImageBytes
 // of deterministic pseudo-random data.
-func Image() []byte {
-	b := make([]byte, ImageBytes)
+func Image() []byte { return imageOf(ImageBytes) }
+
+// imageOf is the demo's image cut to n bytes (Config.ImageBytes).
+func imageOf(n int) []byte {
+	b := make([]byte, n)
 	r := rand.New(rand.NewPCG(6385, 1))
 	for i := 0; i+8 <= len(b); i += 8 {
 		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
@@ -210,7 +225,11 @@ func Run(ctx context.Context, cfg Config) error {
 		// real hardware types take only when enabled by name.
 		Interfaces:      driver.Enablement{Interfaces: hardware.DefaultInterfaces()},
 		ShutdownTimeout: 10 * time.Second,
-		Ready:           func(addr string) { ready <- addr },
+		// Every emulated agent, the operator's CLI and the dashboard come
+		// from 127.0.0.1: the per-address cap (meant for one host among
+		// many) is the whole listener's here.
+		Limits: server.Limits{MaxConnections: demoMaxConnections, MaxConnectionsPerAddress: demoMaxConnections},
+		Ready:  func(addr string) { ready <- addr },
 	}
 	var q *qemuSetup
 	if cfg.QEMU {
@@ -237,6 +256,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	image := Image()
+	if cfg.ImageBytes > 0 && q == nil {
+		image = imageOf(cfg.ImageBytes)
+	}
 	if q != nil {
 		image = QEMUImage()
 	}
@@ -247,8 +269,12 @@ func Run(ctx context.Context, cfg Config) error {
 	defer img.close()
 
 	disks := filepath.Join(dir, "disks")
-	ecfg := bmcemu.Config{Count: cfg.Machines, Listen: cfg.BMCListen, IPMI: cfg.IPMI,
-		Knobs: bmcemu.Knobs{Latency: cfg.Latency}, Log: log.With("component", "bmc-emulator"),
+	knobs := cfg.Knobs
+	if cfg.Latency != 0 {
+		knobs.Latency = cfg.Latency
+	}
+	ecfg := bmcemu.Config{Count: cfg.Machines, Listen: cfg.BMCListen, IPMI: cfg.IPMI, BMCPorts: cfg.BMCPorts,
+		Knobs: knobs, Log: log.With("component", "bmc-emulator"),
 		Agent: &bmcemu.AgentConfig{APIURL: api, DiskDir: disks, DiskBytes: DiskBytes, HeartbeatInterval: time.Second}}
 	imageURL := img.url
 	if q != nil {
@@ -269,7 +295,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := emu.WriteNodesFile(nodesPath, cfg.Driver); err != nil {
 		return fail(err)
 	}
-	info := Info{API: api, BMC: emu.URL(), Dir: dir, NodesFile: nodesPath, LogFile: logPath, DiskDir: disks, Driver: cfg.Driver,
+	info := Info{Fleet: emu, API: api, BMC: emu.URL(), Dir: dir, NodesFile: nodesPath, LogFile: logPath, DiskDir: disks, Driver: cfg.Driver,
 		ImageURL: imageURL, ImageChecksum: img.sum}
 	nodes, err := emu.Nodes(cfg.Driver)
 	if err != nil {
@@ -317,11 +343,19 @@ func Run(ctx context.Context, cfg Config) error {
 	return <-served
 }
 
+// demoMaxConnections is the demo API's connection cap (server.Limits).
+const demoMaxConnections = 8192
+
 // demoConductor is the conductor's configuration: Ironic's defaults, with
+// 200 workers, room for a whole fleet cleaning or deploying at once, and
 // power sync every 30 s so out-of-band changes show quickly.
+
 func demoConductor() conductor.Config {
 	return conductor.Config{
-		Workers: 100, LockRetries: 3, LockRetryInterval: time.Second, AutomatedClean: true,
+		// A fleet of emulated machines is cleaned and deployed all at
+		// once: Ironic's caps (50 cleans, 250 deploys) would queue it.
+		MaxConcurrentClean: 1000, MaxConcurrentDeploy: 1000,
+		Workers: 200, LockRetries: 3, LockRetryInterval: time.Second, AutomatedClean: true,
 		DeployCallbackTimeout: 30 * time.Minute, CleanCallbackTimeout: 30 * time.Minute,
 		InspectWaitTimeout: 30 * time.Minute, RescueCallbackTimeout: 30 * time.Minute,
 		ServiceCallbackTimeout: 30 * time.Minute, CheckProvisionStateInterval: time.Minute,

@@ -22,6 +22,7 @@ import (
 type running struct {
 	Info
 	out  *syncBuffer
+	stop func() // stops the demo (once) and waits for it
 	mu   sync.Mutex
 	seen bytes.Buffer // every API response body, to grep for passwords
 }
@@ -48,10 +49,11 @@ func startDemo(t *testing.T, n int) *running { return startDemoWith(t, Config{Ma
 
 // startDemoWith runs the demo configured by cfg on free ports until the
 // test ends.
-func startDemoWith(t *testing.T, cfg Config) *running {
+func startDemoWith(t testing.TB, cfg Config) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{out: &syncBuffer{}}
+	var stopOnce sync.Once
 	ready := make(chan Info, 1)
 	done := make(chan error, 1)
 	cfg.Listen, cfg.Dir, cfg.Out, cfg.Ready = "127.0.0.1:0", t.TempDir(), r.out, func(i Info) { ready <- i }
@@ -65,17 +67,20 @@ func startDemoWith(t *testing.T, cfg Config) *running {
 		cancel()
 		t.Fatalf("demo not ready after 60 s\n%s", r.out)
 	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("demo: %v", err)
+	r.stop = func() {
+		stopOnce.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("demo: %v", err)
+				}
+			case <-time.After(60 * time.Second):
+				t.Error("demo did not stop within 60 s")
 			}
-		case <-time.After(30 * time.Second):
-			t.Error("demo did not stop within 30 s")
-		}
-	})
+		})
+	}
+	t.Cleanup(r.stop)
 	return r
 }
 

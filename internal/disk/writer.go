@@ -31,6 +31,11 @@ type Target struct {
 	Offset int64
 	Limit  int64
 	Grow   bool
+	// SizeHint is the image's size when known (0: unknown): Copy's
+	// buffers are then no larger than the image needs, so that many small
+	// images written at once (an emulated fleet) do not each hold
+	// bufCount × bufSize.
+	SizeHint int64
 }
 
 // Size is a block device's or a file's size.
@@ -99,7 +104,11 @@ func Copy(ctx context.Context, t Target, src io.Reader, h hash.Hash, progress *a
 			defer d.Close()
 		}
 	}
-	n, err = pipeline(ctx, src, h, w, t.Offset, limit, progress)
+	size := bufSize
+	if t.SizeHint > 0 && t.SizeHint < bufSize {
+		size = int(t.SizeHint+align) &^ (align - 1) // one buffer holds the image and finds EOF
+	}
+	n, err = pipeline(ctx, src, h, w, t.Offset, limit, size, progress)
 	if err != nil {
 		return n, err
 	}
@@ -146,16 +155,13 @@ func (w *writer) sync() error {
 
 // pipeline reads src into pooled buffers and hands each to the hasher and
 // the writer, which run beside each other and beside the next read.
-func pipeline(ctx context.Context, src io.Reader, h hash.Hash, w *writer, base, limit int64, progress *atomic.Int64) (int64, error) {
+func pipeline(ctx context.Context, src io.Reader, h hash.Hash, w *writer, base, limit int64, size int, progress *atomic.Int64) (int64, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	free := make(chan []byte, bufCount)
-	for range bufCount {
-		free <- alignedBuf(bufSize)
-	}
+	free := &buffers{free: make(chan []byte, bufCount), size: size}
 	release := func(c *chunk) {
 		if c.refs.Add(-1) == 0 {
-			free <- c.buf
+			free.put(c.buf)
 		}
 	}
 	toHash := make(chan *chunk, bufCount)
@@ -195,21 +201,48 @@ func pipeline(ctx context.Context, src io.Reader, h hash.Hash, w *writer, base, 
 	return total, rerr
 }
 
+// buffers hands the pipeline's reader up to bufCount aligned buffers of
+// size bytes, each allocated when first needed: an image that fits one
+// buffer never costs more.
+type buffers struct {
+	free chan []byte
+	size int
+	made int // only the reader calls get
+}
+
+func (p *buffers) get(ctx context.Context) ([]byte, error) {
+	select {
+	case b := <-p.free:
+		return b, nil
+	default:
+	}
+	if p.made < cap(p.free) {
+		p.made++
+		return alignedBuf(p.size), nil
+	}
+	select {
+	case b := <-p.free:
+		return b, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+func (p *buffers) put(b []byte) { p.free <- b }
+
 // readLoop fills free buffers from src and sends each as a chunk; it stops
 // at EOF, on an error, or when ctx ends (the writer failed).
-func readLoop(ctx context.Context, src io.Reader, free chan []byte, limit int64, send func(*chunk)) (int64, error) {
+func readLoop(ctx context.Context, src io.Reader, free *buffers, limit int64, send func(*chunk)) (int64, error) {
 	var total int64
 	for {
-		var b []byte
-		select {
-		case b = <-free:
-		case <-ctx.Done():
-			return total, context.Cause(ctx)
+		b, err := free.get(ctx)
+		if err != nil {
+			return total, err
 		}
 		n, err := io.ReadFull(src, b)
 		if n > 0 {
 			if total+int64(n) > limit {
-				free <- b
+				free.put(b)
 				return total, fmt.Errorf("%w: the image exceeds the %d bytes available", ErrTooSmall, limit)
 			}
 			c := &chunk{buf: b, n: n, off: total}
@@ -217,7 +250,7 @@ func readLoop(ctx context.Context, src io.Reader, free chan []byte, limit int64,
 			total += int64(n)
 			send(c)
 		} else {
-			free <- b
+			free.put(b)
 		}
 		switch {
 		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):

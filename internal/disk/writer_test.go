@@ -131,3 +131,42 @@ func TestWriterDirect(t *testing.T) {
 		t.Fatal("the O_DIRECT write did not land exactly")
 	}
 }
+
+// A size hint sizes the buffers to the image; a hint that is wrong (the
+// image larger or smaller) still writes the whole image, and an image that
+// fits one buffer allocates one.
+func TestCopySizeHint(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		img, hint int
+	}{
+		{"exact", 1 << 20, 1 << 20},
+		{"exact and aligned", 64 << 10, 64 << 10},
+		{"image larger than the hint", 3<<20 + 5, 1 << 20},
+		{"image smaller than the hint", 100, 1 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			img := randomBytes(t, tc.img)
+			disk := tempDisk(t, 8<<20, 0)
+			h := sha256.New()
+			n, err := Copy(context.Background(), Target{Path: disk, SizeHint: int64(tc.hint)}, bytes.NewReader(img), h, nil)
+			if err != nil || n != int64(len(img)) {
+				t.Fatalf("Copy = %d, %v", n, err)
+			}
+			if want := sha256.Sum256(img); !bytes.Equal(h.Sum(nil), want[:]) {
+				t.Fatal("hash differs from the image's")
+			}
+			d, _ := os.ReadFile(disk)
+			if !bytes.Equal(d[:len(img)], img) {
+				t.Fatal("the disk does not hold the image")
+			}
+		})
+	}
+	// one buffer for an image that fits it
+	p := &buffers{free: make(chan []byte, bufCount), size: 4096}
+	b, _ := p.get(context.Background())
+	p.put(b)
+	if _, _ = p.get(context.Background()); p.made != 1 {
+		t.Fatalf("%d buffers allocated for one in use at a time", p.made)
+	}
+}

@@ -9,7 +9,8 @@
 //   - API requests and latency by route pattern, method and status
 //     (Instrument), stream connections excluded from the latency;
 //   - the event stream's counters, the conductor's worker pool (when the
-//     conductor reports it: Pool) and node lock attempts and waits.
+//     conductor reports it: Pool), its power-sync sweeps (AddPowerSync) and
+//     node lock attempts and waits.
 //
 // Label values are bounded: route patterns, not paths; Ironic's state names.
 // Nothing here blocks a conductor: observers only touch atomic counters.

@@ -314,3 +314,19 @@ func TestScrapeSurvivesStoreError(t *testing.T) {
 		t.Error("other metrics not served")
 	}
 }
+
+func TestPowerSyncMetrics(t *testing.T) {
+	m, _, _ := newTestMetrics(t)
+	m.AddPowerSync(func() PowerSync {
+		return PowerSync{Sweeps: 4, Reads: 2000, FailedReads: 7, LastDuration: 1500 * time.Millisecond}
+	})
+	fams := scrape(t, m.Handler())
+	for name, want := range map[string]float64{
+		"anvil_power_sync_sweeps_total": 4, "anvil_power_sync_reads_total": 2000,
+		"anvil_power_sync_failed_reads_total": 7, "anvil_power_sync_last_sweep_duration_seconds": 1.5,
+	} {
+		if got, ok := value(fams, name); !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
+		}
+	}
+}

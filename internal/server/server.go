@@ -193,8 +193,11 @@ func Serve(ctx context.Context, cfg Config) error {
 	calls := recent.New[model.BMCCall](bmcCallsKept, bmcCallNodes)
 	ipmiCfg := cfg.IPMI
 	ipmiCfg.Calls = calls
+	// One Redfish driver for the process: its sessions (one per BMC
+	// account) are logged out when the conductor has stopped.
+	rf := redfish.New(redfish.Config{Calls: calls, Log: cfg.Log.With("component", "redfish")})
 	reg, err := hardware.BuildRegistry(hardware.Drivers{Fake: fake.New(), Boot: cfg.Boot, ISO: cfg.ISO, KernelParams: cfg.KernelParams, Interfaces: cfg.Interfaces,
-		IPMI: ipmi.New(ipmiCfg), Redfish: redfish.New(redfish.Config{Calls: calls}),
+		IPMI: ipmi.New(ipmiCfg), Redfish: rf,
 		Agent: direct.Config{LogsDir: cfg.DeployLogsPath, LogsCollect: cfg.DeployLogsCollect, AllowMD5: cfg.AllowMD5,
 			OCI: oci.NewClient(oci.Config{HTTP: ociHTTP, AllowHTTP: cfg.OCIAllowHTTP})}})
 	if err != nil {
@@ -241,6 +244,10 @@ func Serve(ctx context.Context, cfg Config) error {
 	cctx, stopConductor := context.WithCancel(context.Background())
 	defer stopConductor()
 	mx.AddPool(cond)
+	mx.AddPowerSync(func() metrics.PowerSync {
+		r := cond.PowerSyncReport()
+		return metrics.PowerSync{Sweeps: r.Sweeps, Reads: r.Reads, FailedReads: r.FailedReads, LastDuration: r.LastDuration}
+	})
 	var apiCond any = cond
 	if cfg.Role == RoleAPI {
 		err = cond.StartAPIOnly(cctx)
@@ -390,6 +397,11 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	err = cond.Shutdown(sctx)
 	stopConductor()
+	// The BMC sessions are ended on a budget of their own: a shutdown
+	// whose grace went to running work still logs out of its BMCs.
+	lctx, lcancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	rf.Logout(lctx)
+	lcancel()
 	err = errors.Join(lost, err)
 	if err == nil {
 		cfg.Log.Info("shut down")

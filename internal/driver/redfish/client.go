@@ -66,16 +66,18 @@ func retryable(status int, err error) bool {
 		return true
 	}
 	switch status {
-	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout,
+		http.StatusTooManyRequests:
 		return true
 	}
 	return false
 }
 
-// sessionKey identifies a BMC account without keeping the password in clear.
+// sessionKey identifies a BMC account: at most one session is kept per
+// address and user, whatever the password (a changed password replaces the
+// session, see session).
 type sessionKey struct {
 	address, username string
-	pwHash            [32]byte
 }
 
 // authState is what the driver remembers about a BMC account.
@@ -86,6 +88,8 @@ type authState struct {
 	// re-login, whose failure is final (no fallback to basic, as sushy's
 	// SessionOrBasicAuth once a session has worked).
 	expired bool
+	pwHash  [32]byte // of the password that logged in (never the password itself)
+	conn    *conn    // what logged in: where to log out (a session's only)
 }
 
 // usable reports whether st can authenticate a request without a login.
@@ -101,6 +105,7 @@ type conn struct {
 	hc   *http.Client
 	base *url.URL
 	key  sessionKey
+	pw   [32]byte // the password's hash
 }
 
 func (d *Driver) conn(ctx context.Context, in info) (*conn, error) {
@@ -110,7 +115,7 @@ func (d *Driver) conn(ctx context.Context, in info) (*conn, error) {
 	}
 	base, _ := url.Parse(in.address)
 	return &conn{ctx: ctx, d: d, in: in, hc: hc, base: base,
-		key: sessionKey{address: in.address, username: in.username, pwHash: sha256.Sum256([]byte(in.password))}}, nil
+		key: sessionKey{address: in.address, username: in.username}, pw: sha256.Sum256([]byte(in.password))}, nil
 }
 
 // httpClient returns a client for the node's TLS verification setting.
@@ -131,6 +136,10 @@ func (d *Driver) httpClient(in info) (*http.Client, error) {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.Proxy = nil // BMC networks are reached directly
 		tr.MaxIdleConnsPerHost = 4
+		// Idle connections kept across BMCs: http's default (100) makes a
+		// fleet of thousands reconnect on nearly every call, and each
+		// closed connection holds a loopback port in TIME_WAIT.
+		tr.MaxIdleConns = 1024
 		tls := &tls.Config{InsecureSkipVerify: !in.verify} //nolint:gosec // the operator's redfish_verify_ca=false
 		if in.caPath != "" {
 			pool, err := loadCAs(in.caPath)
@@ -211,6 +220,10 @@ func (c *conn) send(method, target string, body []byte, contentType string, head
 		if err != nil && c.ctx.Err() != nil {
 			return nil, &Error{Method: method, URL: target, Message: c.ctx.Err().Error(), kind: ErrUnreachable}
 		}
+		retryAfter := ""
+		if resp != nil {
+			retryAfter = resp.Header.Get("Retry-After")
+		}
 		last = c.failure(method, target, resp, err)
 		if authed && status == http.StatusUnauthorized && !reauthed && c.dropSession(token) {
 			reauthed = true // a cached session expired: log in again, once
@@ -219,8 +232,9 @@ func (c *conn) send(method, target string, body []byte, contentType string, head
 		if !retryable(status, err) || attempt >= c.d.cfg.Attempts {
 			return nil, last
 		}
-		c.d.cfg.Log.Debug("redfish call failed, retrying", "method", method, "url", target, "attempt", attempt, "err", last)
-		if serr := c.d.sleep(c.ctx, c.d.cfg.RetryInterval); serr != nil {
+		wait := c.d.retryWait(attempt, status, retryAfter)
+		c.d.cfg.Log.Debug("redfish call failed, retrying", "method", method, "url", target, "attempt", attempt, "wait", wait, "err", last)
+		if serr := c.d.sleep(c.ctx, wait); serr != nil {
 			return nil, last
 		}
 	}
@@ -277,7 +291,12 @@ func (c *conn) once(method, target string, body []byte, contentType string, head
 			return nil, "", err
 		}
 	}
+	release, err := c.d.enter(c.ctx, c.in.address)
+	if err != nil {
+		return nil, "", err
+	}
 	resp, err = c.hc.Do(req)
+	release()
 	return resp, req.Header.Get("X-Auth-Token"), err
 }
 
@@ -380,7 +399,7 @@ func (c *conn) session() (authState, error) {
 		c.d.logins[c.key] = lock
 	}
 	c.d.mu.Unlock()
-	if ok && st.usable() {
+	if ok && st.usable() && c.current(st) {
 		return st, nil
 	}
 	// one login per account at a time: concurrent calls (gofish reads a
@@ -390,19 +409,42 @@ func (c *conn) session() (authState, error) {
 	c.d.mu.Lock()
 	st, ok = c.d.sessions[c.key]
 	c.d.mu.Unlock()
-	if ok && st.usable() {
+	if ok && st.usable() && c.current(st) {
 		return st, nil
 	}
+	c.d.mu.Lock()
+	closed := c.d.closed
+	c.d.mu.Unlock()
+	if closed && c.in.authType != AuthAuto {
+		return authState{}, errShutDown
+	}
+	if closed {
+		return authState{basic: true}, nil // auto: basic auth opens no session
+	}
+	old := st // a session of the account's former password, to end
 	relogin := ok && st.expired
 	st, err := c.login(relogin)
 	if err != nil {
 		return authState{}, err
 	}
+	st.pwHash = c.pw
+	if st.token != "" {
+		lc := *c
+		lc.ctx = nil // a logout brings its own context
+		st.conn = &lc
+	}
 	c.d.mu.Lock()
 	c.d.sessions[c.key] = st
 	c.d.mu.Unlock()
+	if old.token != "" && old.location != "" {
+		c.d.logout(c.ctx, c, old)
+	}
 	return st, nil
 }
+
+// current reports whether st was made with this call's password (basic
+// auth always uses the call's own password).
+func (c *conn) current(st authState) bool { return st.basic || st.pwHash == c.pw }
 
 // standardSessions is where DSP0266 puts the sessions collection, used by
 // auth type session when the service root links none (as sushy does).

@@ -2,16 +2,19 @@
 // inspect, bios and firmware interfaces (Ironic's "redfish"
 // implementations), built on gofish's Redfish models with a small client of
 // its own: one context per operation,
-// bounded retries of transient failures (connection errors and HTTP 500,
-// 502, 503, 504), basic or session authentication with sessions cached per
-// BMC account. Auth type auto (the default) is sushy's SessionOrBasicAuth: a
+// bounded retries of transient failures (connection errors and HTTP 429,
+// 500, 502, 503, 504; a busy BMC's 503 or 429 backs off exponentially and
+// honours Retry-After), basic or session authentication with one session
+// cached per BMC address and user, shared by every node and operation on
+// that BMC and logged out by Logout on shutdown; at most MaxCallsPerBMC
+// calls in flight to one BMC. Auth type auto (the default) is sushy's SessionOrBasicAuth: a
 // session when the service root links one (Links.Sessions) and the login
 // works, basic auth otherwise; an expired session is renewed once, and a
 // refused re-login is final.
 //
 // Invariants: Validate never contacts the BMC; no error, log line or node
 // field this package writes contains a password (errors pass through Scrub);
-// calls are bounded by Config.Attempts × (Config.Timeout + Config.RetryInterval).
+// calls are bounded by Config.Attempts × (Config.Timeout + Config.MaxRetryWait).
 //
 // The redfish-virtual-media boot interface ([VirtualMediaBoot], Ironic's
 // RedfishVirtualMediaBoot) boots the agent from an ISO in the BMC's virtual
@@ -85,9 +88,16 @@ type Config struct {
 	Attempts      int           // tries of one call ([redfish]connection_attempts: 5)
 	RetryInterval time.Duration // between tries ([redfish]connection_retry_interval: 4 s)
 	Timeout       time.Duration // one HTTP request (60 s)
-	PowerTimeout  time.Duration // wait for a power change to show ([conductor]power_state_change_timeout: 60 s)
-	PollInterval  time.Duration // between power reads while waiting (1 s)
-	MediaTimeout  time.Duration // wait for inserted virtual media to show (60 s)
+	// MaxRetryWait caps the back-off from a busy BMC (503, 429): the wait
+	// doubles from RetryInterval with each try, and honours Retry-After, up
+	// to this (30 s).
+	MaxRetryWait time.Duration
+	// MaxCallsPerBMC is how many calls may be in flight to one BMC address
+	// at a time, whatever the node or operation (4).
+	MaxCallsPerBMC int
+	PowerTimeout   time.Duration // wait for a power change to show ([conductor]power_state_change_timeout: 60 s)
+	PollInterval   time.Duration // between power reads while waiting (1 s)
+	MediaTimeout   time.Duration // wait for inserted virtual media to show (60 s)
 	// FirmwareTimeout bounds one firmware update's Task (30 min).
 	FirmwareTimeout time.Duration
 	// Transport replaces the HTTP transport (tests); nil builds one per TLS setting.
@@ -107,6 +117,8 @@ type Driver struct {
 	clients  map[string]*http.Client
 	sessions map[sessionKey]authState
 	logins   map[sessionKey]*sync.Mutex // one login at a time per account
+	gates    map[string]chan struct{}   // calls in flight per BMC address (bmc.go)
+	closed   bool                       // Logout has run: no new session
 }
 
 // New returns a driver with cfg's settings.
@@ -119,6 +131,12 @@ func New(cfg Config) *Driver {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 60 * time.Second
+	}
+	if cfg.MaxRetryWait <= 0 {
+		cfg.MaxRetryWait = 30 * time.Second
+	}
+	if cfg.MaxCallsPerBMC <= 0 {
+		cfg.MaxCallsPerBMC = 4
 	}
 	if cfg.PowerTimeout <= 0 {
 		cfg.PowerTimeout = 60 * time.Second
@@ -135,7 +153,7 @@ func New(cfg Config) *Driver {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Driver{cfg: cfg, clients: map[string]*http.Client{}, sessions: map[sessionKey]authState{}, logins: map[sessionKey]*sync.Mutex{}}
+	return &Driver{cfg: cfg, clients: map[string]*http.Client{}, sessions: map[sessionKey]authState{}, logins: map[sessionKey]*sync.Mutex{}, gates: map[string]chan struct{}{}}
 }
 
 var (
