@@ -64,6 +64,12 @@ func TestDiagnosisConsoleTailFromVM(t *testing.T) {
 	if n := s.do("GET", "/v1/nodes/"+node, "", 200); n["console_enabled"] != false {
 		t.Fatalf("console_enabled %v: nobody enabled the console", n["console_enabled"])
 	}
+	// The failure is saved before its diagnosis is gathered: a reader may
+	// see deploy failed a moment before the diagnosis.
+	waitWithin(t, testTimeout, "the diagnosis", func() bool {
+		code, _ := s.call("GET", "/v1/nodes/"+node+"/diagnosis", "")
+		return code == 200
+	})
 	d, _ := s.diagnosis(node)
 	if !strings.Contains(d.ConsoleTail, "VM-DEPLOY-BOOT-OUTPUT") {
 		log, _ := os.ReadFile(st.Console)
