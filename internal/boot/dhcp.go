@@ -71,18 +71,32 @@ func NewProxyDHCP(svc *Service, cfg ProxyDHCPConfig) (*ProxyDHCP, error) {
 	if cfg.ServerIP.To4() == nil || cfg.ServerIP.IsUnspecified() {
 		return nil, fmt.Errorf("proxydhcp: ServerIP %v must be an IPv4 address clients can reach", cfg.ServerIP)
 	}
-	switch cfg.EFIBinary {
-	case "":
-		cfg.EFIBinary = EFIBinary
-	case EFIBinary, SNPOnlyBinary:
-	default:
-		return nil, fmt.Errorf("proxydhcp: EFIBinary %q must be %s or %s", cfg.EFIBinary, EFIBinary, SNPOnlyBinary)
+	efi, err := efiBinaryOrDefault("proxydhcp", cfg.EFIBinary)
+	if err != nil {
+		return nil, err
 	}
-	log := cfg.Log
+	cfg.EFIBinary = efi
+	return &ProxyDHCP{svc: svc, cfg: cfg, log: componentLog(cfg.Log, "proxydhcp")}, nil
+}
+
+// efiBinaryOrDefault is the iPXE EFI binary a proxy names: EFIBinary by
+// default, or SNPOnlyBinary; anything else is an error of who.
+func efiBinaryOrDefault(who, name string) (string, error) {
+	switch name {
+	case "":
+		return EFIBinary, nil
+	case EFIBinary, SNPOnlyBinary:
+		return name, nil
+	}
+	return "", fmt.Errorf("%s: EFIBinary %q must be %s or %s", who, name, EFIBinary, SNPOnlyBinary)
+}
+
+// componentLog is log (discarding when nil) naming the component.
+func componentLog(log *slog.Logger, component string) *slog.Logger {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &ProxyDHCP{svc: svc, cfg: cfg, log: log.With("component", "proxydhcp")}, nil
+	return log.With("component", component)
 }
 
 // ListenAndServe binds (Listen) and serves until ctx ends.

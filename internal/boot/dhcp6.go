@@ -60,18 +60,12 @@ func NewProxyDHCPv6(svc *Service, cfg ProxyDHCPv6Config) (*ProxyDHCPv6, error) {
 	if len(cfg.ServerMAC) != 6 {
 		return nil, errors.New("proxydhcpv6: ServerMAC (the server's DUID) is required")
 	}
-	switch cfg.EFIBinary {
-	case "":
-		cfg.EFIBinary = EFIBinary
-	case EFIBinary, SNPOnlyBinary:
-	default:
-		return nil, fmt.Errorf("proxydhcpv6: EFIBinary %q must be %s or %s", cfg.EFIBinary, EFIBinary, SNPOnlyBinary)
+	efi, err := efiBinaryOrDefault("proxydhcpv6", cfg.EFIBinary)
+	if err != nil {
+		return nil, err
 	}
-	log := cfg.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &ProxyDHCPv6{svc: svc, cfg: cfg, log: log.With("component", "proxydhcpv6")}, nil
+	cfg.EFIBinary = efi
+	return &ProxyDHCPv6{svc: svc, cfg: cfg, log: componentLog(cfg.Log, "proxydhcpv6")}, nil
 }
 
 // Listen binds cfg.Addr (joining the all-DHCP-servers multicast groups
