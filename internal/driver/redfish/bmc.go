@@ -111,7 +111,12 @@ func (d *Driver) Logout(ctx context.Context) int {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			d.logout(ctx, h.conn, h)
+			// A logout is a courtesy (the BMC expires the session anyway):
+			// a BMC that is gone or busy gets logoutTimeout, retries
+			// included, not the shutdown's whole budget.
+			lctx, cancel := context.WithTimeout(ctx, logoutTimeout)
+			defer cancel()
+			d.logout(lctx, h.conn, h)
 		}()
 	}
 	wg.Wait()
@@ -120,6 +125,9 @@ func (d *Driver) Logout(ctx context.Context) int {
 	}
 	return len(held)
 }
+
+// logoutTimeout bounds one BMC's logout, its retries included.
+const logoutTimeout = 3 * time.Second
 
 // logoutParallel is how many BMCs Logout talks to at once: each is another
 // BMC, so a fleet's sessions end in a few round trips' time.
