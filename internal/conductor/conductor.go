@@ -11,7 +11,6 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fault"
-	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/recent"
 	"github.com/anvil-metal/anvil/internal/ring"
@@ -33,6 +32,11 @@ type Config struct {
 	HistoryLimit      int           // history entries kept per node (300)
 	HeartbeatInterval time.Duration // conductor heartbeat (10 s, at most a third of ConductorDeadAfter)
 	AutomatedClean    bool          // Ironic's [conductor]automated_clean (true)
+
+	// WriteRetryInterval is the first pause before a failed write of the
+	// conductor's own bookkeeping (a lock's release, a worker's final
+	// save, a history entry) is tried again; it doubles up to 5 s (50 ms).
+	WriteRetryInterval time.Duration
 
 	// Wait-state timeouts (0 = never); Ironic's defaults are 30 minutes.
 	DeployCallbackTimeout  time.Duration
@@ -86,6 +90,7 @@ func (cfg Config) withDefaults() Config {
 	def(&cfg.SyncPowerStateInterval, time.Minute)
 	def(&cfg.ConductorDeadAfter, time.Minute)
 	def(&cfg.PowerFailureRecoveryInterval, 5*time.Minute)
+	def(&cfg.WriteRetryInterval, 50*time.Millisecond)
 	if cfg.PowerStateSyncMaxRetries <= 0 {
 		cfg.PowerStateSyncMaxRetries = 3
 	}
@@ -190,6 +195,7 @@ func (c *Conductor) Start(ctx context.Context) error {
 	}
 	go c.heartbeat(ctx)
 	go c.every(ctx, c.cfg.CheckProvisionStateInterval, "check provision state timeouts", c.CheckTimeouts)
+	go c.every(ctx, c.cfg.CheckProvisionStateInterval, "fail nodes no conductor works on", c.CheckOrphans)
 	go c.every(ctx, c.cfg.SyncPowerStateInterval, "sync power states", c.SyncPowerStates)
 	go c.every(ctx, c.cfg.ConductorDeadAfter/2, "break locks of dead conductors", c.BreakDeadLocks)
 	return nil
@@ -233,7 +239,7 @@ func (c *Conductor) recover(ctx context.Context) error {
 		return err
 	}
 	for _, n := range held {
-		if fsm.IsStable(n.ProvisionState) || fsm.IsWait(n.ProvisionState) || fsm.IsHold(n.ProvisionState) || fsm.IsFailure(n.ProvisionState) {
+		if !workerOnly(n.ProvisionState) {
 			if n.TargetPowerState != "" {
 				n.TargetPowerState = ""
 				n.LastError = "Power operation was interrupted: conductor " + c.cfg.Host + " restarted"

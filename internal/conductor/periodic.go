@@ -311,7 +311,7 @@ func (c *Conductor) takeOver(ctx context.Context, r *ring.Ring, host string) (in
 	held = c.owned(r, held)
 	for _, n := range held {
 		t := &task{c: c, node: n}
-		if !fsm.IsStable(n.ProvisionState) && !fsm.IsWait(n.ProvisionState) && !fsm.IsHold(n.ProvisionState) && !fsm.IsFailure(n.ProvisionState) {
+		if workerOnly(n.ProvisionState) {
 			t.failWith(fmt.Sprintf("Operation was aborted due to conductor take over: conductor %s stopped heartbeating while the node was in state %q", host, n.ProvisionState))
 		}
 		n.TargetPowerState = ""
@@ -329,4 +329,54 @@ func (c *Conductor) takeOver(ctx context.Context, r *ring.Ring, host string) (in
 		c.log.Warn("took over nodes of a dead conductor", "dead", host, "nodes", len(held))
 	}
 	return total - len(held), nil
+}
+
+// workerOnly says a node is in state s only while a worker holds its lock:
+// not stable, waiting, held or failed. Such a node with no lock was lost by
+// its conductor (it stopped, or could not save the work's outcome).
+func workerOnly(s string) bool {
+	return !fsm.IsStable(s) && !fsm.IsWait(s) && !fsm.IsHold(s) && !fsm.IsFailure(s)
+}
+
+// workerOnlyStates lists the states of workerOnly.
+func workerOnlyStates() []string {
+	var out []string
+	for _, s := range fsm.States() {
+		if workerOnly(s.Name) {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// CheckOrphans fails the unlocked nodes this conductor owns that are in a
+// state only a worker holding the lock may be in (workerOnly): a worker
+// whose final save failed left the node there, and nothing else would
+// ever move it. As Ironic's _check_deploying_status does for a node whose
+// conductor went away (_fail_if_in_state), the operation fails with a
+// last_error that says so; a deploy failed this way can be deployed again.
+func (c *Conductor) CheckOrphans(ctx context.Context) error {
+	free := false
+	nodes, err := c.store.ListNodes(ctx, store.NodeQuery{Reserved: &free, ProvisionStates: workerOnlyStates()})
+	if err != nil || len(nodes) == 0 {
+		return err
+	}
+	r, err := c.liveRing(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range c.owned(r, nodes) {
+		t, err := c.acquireNode(ctx, n.UUID, "", false)
+		if err != nil {
+			continue // taken meanwhile: its holder moves it
+		}
+		if state := t.node.ProvisionState; workerOnly(state) {
+			t.failWith(fmt.Sprintf("Operation was aborted: the node was left in state %q with no conductor working on it "+
+				"(its conductor could not save the operation's outcome)", state))
+			t.node.TargetPowerState = ""
+			c.log.Error("failed a node no conductor was working on", "node", n.UUID, "state", state)
+		}
+		t.finish()
+	}
+	return nil
 }

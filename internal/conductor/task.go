@@ -100,15 +100,64 @@ func (c *Conductor) acquireNode(ctx context.Context, ident, user string, loadDri
 	return t, nil
 }
 
-// release frees the lock. It uses its own context so that a cancelled request
-// or a shutdown can never leave a lock behind.
+// release frees the lock. It uses contexts of its own so that a cancelled
+// request or a shutdown can never leave a lock behind, and a release that
+// fails (a database write that timed out under load) is tried again until
+// it succeeds or the lock is no longer this conductor's: a lock left held
+// by a live conductor is never broken, and its node would never move again.
 func (t *task) release() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := t.c.store.ReleaseNode(ctx, t.node.UUID, t.c.cfg.Host); err != nil && !errors.Is(err, store.ErrNotFound) {
-		t.c.log.Error("releasing node lock failed", "node", t.node.UUID, "err", err)
+	var locked *store.LockedError
+	err := t.c.retryWrite("releasing node lock", t.node.UUID, 0, func(ctx context.Context) error {
+		return t.c.store.ReleaseNode(ctx, t.node.UUID, t.c.cfg.Host)
+	}, func(err error) bool { return errors.Is(err, store.ErrNotFound) || errors.As(err, &locked) })
+	if locked != nil {
+		t.c.log.Warn("node lock was no longer ours to release", "node", t.node.UUID, "holder", locked.Holder)
+	}
+	_ = err // logged by retryWrite; after a shutdown, ReleaseHost frees what is left
+}
+
+// writeTimeout bounds one attempt of a write the conductor retries.
+const writeTimeout = 10 * time.Second
+
+// retryWrite runs write, each attempt with a context of its own
+// (writeTimeout), until it succeeds, final says its error is final (an
+// answer of the store, not a failure to reach it), attempts (0: no limit)
+// have been made, or the conductor's work is interrupted at shutdown. It
+// waits WriteRetryInterval after the first failure, doubling up to
+// maxWriteRetryPause. A failure is logged at its first attempt and when the
+// write is given up; it returns the last error (nil on success or a final
+// one, which the caller judges).
+func (c *Conductor) retryWrite(what, node string, attempts int, write func(ctx context.Context) error, final func(error) bool) error {
+	pause := c.cfg.WriteRetryInterval
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		err := write(ctx)
+		cancel()
+		switch {
+		case err == nil:
+			if attempt > 1 {
+				c.log.Info(what+" succeeded after retries", "node", node, "attempts", attempt)
+			}
+			return nil
+		case final != nil && final(err):
+			return err
+		case attempt == 1:
+			c.log.Error(what+" failed; retrying", "node", node, "err", err)
+		}
+		if attempts > 0 && attempt >= attempts {
+			c.log.Error(what+" failed; given up", "node", node, "attempts", attempt, "err", err)
+			return err
+		}
+		if clock.Sleep(c.workCtx, pause) != nil {
+			c.log.Error(what+" failed; given up at shutdown", "node", node, "attempts", attempt, "err", err)
+			return err
+		}
+		pause = min(2*pause, maxWriteRetryPause)
 	}
 }
+
+// maxWriteRetryPause is the longest wait between two attempts of a write.
+const maxWriteRetryPause = 5 * time.Second
 
 // fire moves the node through the state machine on event: the new state and
 // the target come from fsm.Next, given the node's current target. It answers
@@ -218,20 +267,42 @@ func (t *task) save(ctx context.Context) error {
 	return nil
 }
 
-// finish saves (with a context that outlives cancellation) and releases.
+// finish saves the work's outcome and releases. A save that fails is
+// retried (saveAttempts, each with a context that outlives cancellation):
+// the node's stored state is still the one its work started in, which only
+// a worker holding the lock may be in. One that still fails leaves the node
+// so, unlocked, for CheckOrphans to fail with a clear last_error.
 func (t *task) finish() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := t.save(ctx); err != nil {
+	err := t.c.retryWrite("saving node", t.node.UUID, saveAttempts, t.save, func(err error) bool {
+		return errors.Is(err, store.ErrStale) || errors.Is(err, store.ErrNotFound)
+	})
+	if err != nil {
 		t.c.log.Error("saving node failed", "node", t.node.UUID, "err", err)
 	}
 	t.release()
 }
 
-func (c *Conductor) addHistory(ctx context.Context, events []*model.HistoryEvent) {
+// saveAttempts bounds the tries of a worker's final save (about a minute
+// at most, with the pauses between them).
+const saveAttempts = 8
+
+// historyAttempts bounds the tries of one history entry's write.
+const historyAttempts = 5
+
+// addHistory writes history entries, each retried (historyAttempts) when
+// its write fails; an entry still not written is logged with its text, so
+// that it is not lost silently.
+func (c *Conductor) addHistory(_ context.Context, events []*model.HistoryEvent) {
 	for _, e := range events {
-		if err := c.store.AddHistory(ctx, e, c.cfg.HistoryLimit); err != nil {
-			c.log.Error("writing node history failed", "node", e.NodeUUID, "err", err)
+		err := c.retryWrite("writing node history", e.NodeUUID, historyAttempts, func(ctx context.Context) error {
+			return c.store.AddHistory(ctx, e, c.cfg.HistoryLimit)
+		}, func(err error) bool {
+			// gone with its node, or written by an attempt that seemed to fail
+			var dup *store.DuplicateError
+			return errors.Is(err, store.ErrNotFound) || errors.As(err, &dup)
+		})
+		if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.As(err, new(*store.DuplicateError)) {
+			c.log.Error("node history entry lost", "node", e.NodeUUID, "severity", e.Severity, "event_type", e.EventType, "event", e.Event)
 		}
 	}
 }
