@@ -47,6 +47,19 @@ func (c *Conductor) Heartbeat(ctx context.Context, ident string, hb ipa.Heartbea
 	if !waiting {
 		return nil
 	}
+	// A heartbeat that cannot be served now writes nothing: with every
+	// worker busy it is refused 503 and on a locked node 409 before it
+	// takes the lock (which is two writes, and a locked node's a wait of
+	// up to LockRetries polls), as Ironic refuses one with
+	// NoFreeConductorWorker or NodeLocked; the agent heartbeats again. At
+	// 10,000 nodes ~195,000 heartbeats refused for want of a worker each
+	// took and freed a lock, and the writes queued behind them timed out.
+	if err := c.workerAvailable(); err != nil {
+		return err
+	}
+	if n.Reservation != "" {
+		return fault.NodeLocked(n.UUID, n.Reservation)
+	}
 	t, err := c.acquire(ctx, n.UUID, "agent")
 	if err != nil {
 		return err

@@ -298,20 +298,36 @@ func (c *Conductor) Shutdown(ctx context.Context) error {
 
 // reserveWorker takes a worker slot or answers 503.
 func (c *Conductor) reserveWorker() error {
-	c.mu.Lock()
-	stopping := c.stopping
-	c.mu.Unlock()
-	if stopping {
-		return fault.New(fault.Unavailable, "Conductor %s is shutting down and takes no new work.", c.cfg.Host)
+	if err := c.workerAvailable(); err != nil {
+		return err
 	}
 	select {
 	case c.slots <- struct{}{}:
 		c.wg.Add(1)
 		return nil
 	default:
-		return fault.New(fault.Unavailable, "No free conductor workers available")
+		return errNoWorker()
 	}
 }
+
+// workerAvailable answers reserveWorker's 503 when it would refuse now (the
+// conductor stops, or every worker is busy), taking nothing: work that
+// would need a worker is refused before it writes anything (a lock).
+func (c *Conductor) workerAvailable() error {
+	c.mu.Lock()
+	stopping := c.stopping
+	c.mu.Unlock()
+	if stopping {
+		return fault.New(fault.Unavailable, "Conductor %s is shutting down and takes no new work.", c.cfg.Host)
+	}
+	if len(c.slots) >= cap(c.slots) {
+		return errNoWorker()
+	}
+	return nil
+}
+
+// errNoWorker is Ironic's NoFreeConductorWorker (503).
+func errNoWorker() error { return fault.New(fault.Unavailable, "No free conductor workers available") }
 
 // spawn runs fn on the slot taken by reserveWorker.
 func (c *Conductor) spawn(fn func(ctx context.Context)) {

@@ -71,11 +71,10 @@ func (c *Conductor) acquireNode(ctx context.Context, ident, user string, loadDri
 		case errors.Is(err, store.ErrNotFound):
 			return nil, fault.NodeNotFound(ident)
 		case errors.As(err, &le) && time.Now().Before(deadline):
-			if serr := clock.Sleep(ctx, min(pause, time.Until(deadline))); serr != nil {
+			if !c.awaitFree(ctx, n.UUID, deadline, &pause) {
 				record(false)
 				return nil, fault.NodeLocked(n.UUID, le.Holder)
 			}
-			pause = min(2*pause, 100*time.Millisecond)
 		case errors.As(err, &le):
 			record(false)
 			return nil, fault.NodeLocked(n.UUID, le.Holder)
@@ -98,6 +97,24 @@ func (c *Conductor) acquireNode(ctx context.Context, ident, user string, loadDri
 	}
 	t.drv = drv
 	return t, nil
+}
+
+// awaitFree waits for a held lock by reading the node, with acquire's
+// back-off, until a read finds it free or the deadline passes (true: try
+// the lock again) or ctx ends (false). A try is a write, and a node's lock
+// is polled every few milliseconds while it is held: at fleet scale the
+// writers waiting on busy nodes' locks queued ahead of everyone's saves.
+func (c *Conductor) awaitFree(ctx context.Context, uuid string, deadline time.Time, pause *time.Duration) bool {
+	for {
+		if clock.Sleep(ctx, min(*pause, time.Until(deadline))) != nil {
+			return false
+		}
+		*pause = min(2**pause, 100*time.Millisecond)
+		n, err := c.store.GetNode(ctx, uuid)
+		if err != nil || n.Reservation == "" || !time.Now().Before(deadline) {
+			return true
+		}
+	}
 }
 
 // release frees the lock. It uses contexts of its own so that a cancelled
