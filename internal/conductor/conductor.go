@@ -52,6 +52,12 @@ type Config struct {
 	ForcePowerStateDuringSync bool          // true: put hardware back to the recorded state
 	PowerStateSyncMaxRetries  int           // failed reads before maintenance (3)
 	SyncPowerStateWorkers     int           // parallel reads (8)
+	// SyncPowerStateTimeout bounds one node's read in a sweep, the
+	// driver's retries included (20 s): a BMC that does not answer holds
+	// a sync worker that long, not its driver's attempts × (timeout +
+	// back-off), minutes on Redfish; it is read again next sweep, as
+	// Ironic retries a failed sync over sweeps (power_state_sync_max_retries).
+	SyncPowerStateTimeout time.Duration
 	// PowerFailureRecoveryInterval spaces the reads of nodes power sync
 	// put into maintenance for a BMC that stopped answering (Ironic's
 	// power_failure_recovery_interval, 300 s).
@@ -91,6 +97,7 @@ func (cfg Config) withDefaults() Config {
 	def(&cfg.ConductorDeadAfter, time.Minute)
 	def(&cfg.PowerFailureRecoveryInterval, 5*time.Minute)
 	def(&cfg.WriteRetryInterval, 50*time.Millisecond)
+	def(&cfg.SyncPowerStateTimeout, 20*time.Second)
 	if cfg.PowerStateSyncMaxRetries <= 0 {
 		cfg.PowerStateSyncMaxRetries = 3
 	}

@@ -139,7 +139,9 @@ func (c *Conductor) syncPower(ctx context.Context, n *model.Node) bool {
 	if err != nil || drv.Power == nil {
 		return true
 	}
-	state, health, hasHealth, err := readPower(ctx, drv.Power, n)
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.SyncPowerStateTimeout)
+	state, health, hasHealth, err := readPower(rctx, drv.Power, n)
+	cancel()
 	if err != nil {
 		c.powerReadFailed(ctx, n, err)
 		return false

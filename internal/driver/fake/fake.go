@@ -216,10 +216,11 @@ func (h *Hardware) Verify(ctx context.Context, t *driver.Task) error {
 	return nil
 }
 
-// PowerState returns the remembered state, else the node's recorded one.
+// PowerState returns the remembered state, else the node's recorded one,
+// after fake_power_state_delay.
 func (h *Hardware) PowerState(ctx context.Context, t *driver.Task) (string, error) {
-	if Fails(t.Node, "power_state") {
-		return "", fmt.Errorf("fake power_state failure requested by driver_info fake_fail")
+	if err := h.op(ctx, t.Node, "power_state", "power_state"); err != nil {
+		return "", err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
