@@ -44,6 +44,11 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// readyBound is how long a demo of n machines may take to start: a minute,
+// and 20 ms to enroll each machine (10,000 took over a minute on a
+// loaded machine).
+func readyBound(n int) time.Duration { return time.Minute + time.Duration(n)*20*time.Millisecond }
+
 // startDemo runs the demo with n machines on free ports until the test ends.
 func startDemo(t *testing.T, n int) *running { return startDemoWith(t, Config{Machines: n}) }
 
@@ -63,9 +68,9 @@ func startDemoWith(t testing.TB, cfg Config) *running {
 	case err := <-done:
 		cancel()
 		t.Fatalf("demo stopped before it was ready: %v\n%s", err, r.out)
-	case <-time.After(60 * time.Second):
+	case <-time.After(readyBound(cfg.Machines)):
 		cancel()
-		t.Fatalf("demo not ready after 60 s\n%s", r.out)
+		t.Fatalf("demo not ready after %v\n%s", readyBound(cfg.Machines), r.out)
 	}
 	r.stop = func() {
 		stopOnce.Do(func() {
