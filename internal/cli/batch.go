@@ -58,10 +58,11 @@ type target struct{ ident, show string }
 
 // nodeResult is the outcome of an action on one node.
 type nodeResult struct {
-	started bool
-	retries int // requests retried because the node was locked or the API busy
-	state   string
-	err     error
+	started  bool
+	accepted bool // the API accepted the request (a later error is the wait's)
+	retries  int  // requests retried because the node was locked or the API busy
+	state    string
+	err      error
 }
 
 var errSkipped = errors.New("not started: interrupted")
@@ -221,7 +222,7 @@ func (a *app) runBatch(ctx context.Context, c *Client, act action, targets []tar
 				actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), actionTimeout)
 				err := act.do(withRetryCounter(actx, &retries), c, targets[i].ident)
 				cancel()
-				results[i] = nodeResult{started: true, err: err, retries: retries}
+				results[i] = nodeResult{started: true, accepted: err == nil, err: err, retries: retries}
 				if err != nil || !waiting {
 					prog.done(targets[i].show, err)
 				}
@@ -270,9 +271,11 @@ func (a *app) report(b *batchOpts, act action, targets []target, results []nodeR
 		case errors.Is(r.err, errSkipped):
 			res, msg = "skipped", "not started: interrupted"
 			failed++
-		case errors.Is(r.err, context.Canceled):
+		case r.accepted && errors.Is(r.err, context.Canceled):
 			// Accepted, then the wait was interrupted: the conductor
-			// carries on with the node.
+			// carries on with the node. A request that failed in the
+			// HTTP client with context canceled was not accepted: it
+			// fails below.
 			res, msg = "interrupted", "accepted; the wait was interrupted"
 			failed++
 		case r.err != nil:

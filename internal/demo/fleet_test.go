@@ -135,8 +135,8 @@ func provision(api, id, verb string, deadline time.Time) error {
 			// Seen at 10,000 nodes: a PUT retried after a 503 fails in
 			// the client with "context canceled" though nothing was
 			// cancelled and the API never logged it; it is retried as a
-			// connection error (the CLI reports such a node as "accepted;
-			// the wait was interrupted").
+			// connection error (the CLI reports such a node as failed:
+			// its request was not accepted).
 			if time.Now().After(deadline) {
 				return fmt.Errorf("%s %s: %w", verb, id, err)
 			}
