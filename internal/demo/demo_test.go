@@ -45,9 +45,9 @@ func (s *syncBuffer) String() string {
 }
 
 // readyBound is how long a demo of n machines may take to start: a minute,
-// and 20 ms to enroll each machine (10,000 took over a minute on a
-// loaded machine).
-func readyBound(n int) time.Duration { return time.Minute + time.Duration(n)*20*time.Millisecond }
+// and 100 ms to enroll each machine (10,000 took over a minute, 2,000 over
+// 100 s at a load average of 30–50).
+func readyBound(n int) time.Duration { return time.Minute + time.Duration(n)*100*time.Millisecond }
 
 // startDemo runs the demo with n machines on free ports until the test ends.
 func startDemo(t *testing.T, n int) *running { return startDemoWith(t, Config{Machines: n}) }
