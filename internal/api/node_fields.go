@@ -420,3 +420,15 @@ func (t *nodeTable) patchRule(field string) string {
 	}
 	return ""
 }
+
+// NodeFields lists, from the node field table, the node's fields as a
+// node document shows them (not its links) and those a PATCH may
+// change: the CLI's tests check its field lists against them.
+func NodeFields() (shown, patchable []string) {
+	for _, f := range nodeFields.fields {
+		if f.place == placeAttr || f.place == placeAPI {
+			shown = append(shown, f.name)
+		}
+	}
+	return shown, slices.Clone(nodeFields.patchAllowed)
+}
