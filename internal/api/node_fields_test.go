@@ -154,3 +154,25 @@ func TestNodeFieldTableConsistent(t *testing.T) {
 		t.Errorf("document round trip:\n got %v\nwant %v", got, doc)
 	}
 }
+
+// TestNodeFieldsInTheModel: every field a node shows is a JSON name of
+// model.Node (or a <kind>_interface), which is how inspection rules
+// (internal/inspectrule) see the node; only the API's own conductor and
+// the node's lock are not.
+func TestNodeFieldsInTheModel(t *testing.T) {
+	names := map[string]bool{}
+	typ := reflect.TypeFor[model.Node]()
+	for i := range typ.NumField() {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		names[name] = true
+	}
+	for _, kind := range model.InterfaceNames {
+		names[kind+"_interface"] = true
+	}
+	shown, _ := NodeFields()
+	for _, f := range shown {
+		if !names[f] && f != "conductor" && f != "reservation" {
+			t.Errorf("the API shows node field %s, which model.Node has no JSON name for", f)
+		}
+	}
+}
