@@ -63,6 +63,11 @@ type nodeField struct {
 	patch int    // patchNo, patchSorted, patchAppended
 	rule  string // the rule of a PATCH touching it ("": baremetal:node:update)
 
+	// filter, when where is set, is the version of the node lists'
+	// ?<name>= filter, which where puts into the selection.
+	filter int
+	where  func(rc *call, sel *nodeSelection, v string) error
+
 	key []byte // `"name": `, filled by newNodeTable
 }
 
@@ -190,6 +195,12 @@ func (f nodeField) ruled(rule string) nodeField {
 	return f
 }
 
+// filtered makes ?<name>= a filter of node lists from version minor.
+func (f nodeField) filtered(minor int, where func(rc *call, sel *nodeSelection, v string) error) nodeField {
+	f.filter, f.where = minor, where
+	return f
+}
+
 // onlyPatched: only a PATCH body may carry f, not a POST.
 func (f nodeField) onlyPatched() nodeField {
 	f.patchOnly = true
@@ -208,7 +219,11 @@ func nodeFieldTable() []nodeField {
 		ifaceVar("boot", 31),
 		strVar("boot_mode", 75, func(n *model.Node) *string { return &n.BootMode }),
 		mapField("clean_step", 7, func(n *model.Node) map[string]any { return n.CleanStep }),
-		conductorGroupField(),
+		conductorGroupField().filtered(46, func(_ *call, sel *nodeSelection, v string) error {
+			g := strings.ToLower(v)
+			sel.q.ConductorGroup = &g
+			return nil
+		}),
 		boolVar("console_enabled", 1, func(n *model.Node) *bool { return &n.ConsoleEnabled }).validated(3),
 		ifaceVar("console", 31),
 		boolVar("disable_power_off", 95, func(n *model.Node) *bool { return &n.DisablePowerOff }).validated(4).
@@ -217,13 +232,14 @@ func nodeFieldTable() []nodeField {
 		mapField("deploy_step", 44, func(n *model.Node) map[string]any { return n.DeployStep }),
 		strVar("description", 51, func(n *model.Node) *string { return &n.Description }).length(0, maxDescriptionLength).patchable(""),
 		plainStrVar("driver", 1, []string{"string"}, func(n *model.Node) *string { return &n.Driver }).
-			patchable("baremetal:node:update:driver_interfaces"),
+			patchable("baremetal:node:update:driver_interfaces").
+			filtered(16, func(_ *call, sel *nodeSelection, v string) error { sel.q.Driver = v; return nil }),
 		mapVar("driver_info", 1, func(n *model.Node) *model.JSON { return &n.DriverInfo }).
 			masked(func(n *model.Node) model.JSON { return n.DriverInfo }, driverInfoSecrets...).
 			patchable("baremetal:node:update:driver_info"),
 		fld("driver_internal_info", 3, placeAttr, func(w *jw, _ *call, n *model.Node) { w.masked(withoutInventory(n.DriverInternalInfo)) }),
 		mapVar("extra", 1, func(n *model.Node) *model.JSON { return &n.Extra }).patchable("baremetal:node:update_extra"),
-		strField("fault", 42, func(n *model.Node) string { return n.Fault }),
+		strField("fault", 42, func(n *model.Node) string { return n.Fault }).filtered(42, filterFault),
 		ifaceVar("firmware", 86).appended(),
 		strField("health", 109, func(n *model.Node) string { return n.Health }),
 		fld("inspection_finished_at", 6, placeAttr, func(w *jw, _ *call, n *model.Node) { w.timestamp(n.InspectionFinishedAt) }),
@@ -236,7 +252,8 @@ func nodeFieldTable() []nodeField {
 		strVar("instance_uuid", 1, func(n *model.Node) *string { return &n.InstanceUUID }).validated(5).
 			patchable("baremetal:node:update:instance_uuid"),
 		strField("last_error", 1, func(n *model.Node) string { return secret.String(n.LastError) }),
-		strVar("lessee", 65, func(n *model.Node) *string { return &n.Lessee }).patchable("baremetal:node:update:lessee"),
+		strVar("lessee", 65, func(n *model.Node) *string { return &n.Lessee }).patchable("baremetal:node:update:lessee").
+			filtered(65, func(_ *call, sel *nodeSelection, v string) error { sel.q.Lessee = v; return nil }),
 		boolVar("maintenance", 1, func(n *model.Node) *bool { return &n.Maintenance }).validated(7).listedAfter("management_interface").
 			patchable("baremetal:node:set_maintenance"),
 		strField("maintenance_reason", 1, func(n *model.Node) string { return n.MaintenanceReason }).
@@ -246,7 +263,8 @@ func nodeFieldTable() []nodeField {
 		mapVar("network_data", 66, func(n *model.Node) *model.JSON { return &n.NetworkData }).
 			patchable("baremetal:node:update:network_data"),
 		ifaceVar("network", 20),
-		strVar("owner", 50, func(n *model.Node) *string { return &n.Owner }).patchable("baremetal:node:update:owner"),
+		strVar("owner", 50, func(n *model.Node) *string { return &n.Owner }).patchable("baremetal:node:update:owner").
+			filtered(50, func(_ *call, sel *nodeSelection, v string) error { sel.q.Owner = v; return nil }),
 		strVar("parent_node", 83, func(n *model.Node) *string { return &n.ParentNode }).length(0, 36).
 			patchable("baremetal:node:update:parent_node").appended(),
 		ifaceVar("power", 31),
@@ -264,7 +282,8 @@ func nodeFieldTable() []nodeField {
 		ifaceVar("raid", 31),
 		ifaceVar("rescue", 38),
 		strField("reservation", 1, func(n *model.Node) string { return n.Reservation }),
-		strVar("resource_class", 21, func(n *model.Node) *string { return &n.ResourceClass }).length(0, 80).patchable(""),
+		strVar("resource_class", 21, func(n *model.Node) *string { return &n.ResourceClass }).length(0, 80).patchable("").
+			filtered(21, func(_ *call, sel *nodeSelection, v string) error { sel.q.ResourceClass = v; return nil }),
 		boolVar("retired", 61, func(n *model.Node) *bool { return &n.Retired }).validated(8).
 			patchable("baremetal:node:update:retired"),
 		strVar("retired_reason", 61, func(n *model.Node) *string { return &n.RetiredReason }).
@@ -279,7 +298,11 @@ func nodeFieldTable() []nodeField {
 		fld("traits", 37, placeAttr, func(w *jw, _ *call, n *model.Node) { w.strings(n.Traits) }),
 		ifaceVar("vendor", 31),
 		fld("links", 1, placeLinks, func(w *jw, rc *call, n *model.Node) { rc.links(w, "nodes", n.UUID) }),
-		fld("conductor", 49, placeAPI, func(w *jw, rc *call, n *model.Node) { w.strOrNull(rc.conductorFor(n)) }),
+		fld("conductor", 49, placeAPI, func(w *jw, rc *call, n *model.Node) { w.strOrNull(rc.conductorFor(n)) }).
+			filtered(49, func(rc *call, sel *nodeSelection, v string) error {
+				sel.keep = append(sel.keep, func(n *model.Node) bool { return rc.conductorFor(n) == v })
+				return nil
+			}),
 		fld("allocation_uuid", 52, placeAPI, func(w *jw, _ *call, n *model.Node) { w.strOrNull(n.AllocationUUID) }),
 		chassisField(),
 		subLinks("ports", 1),
@@ -321,6 +344,8 @@ type nodeTable struct {
 	// patchAllowed is PATCH_ALLOWED_FIELDS in Ironic's order (the order
 	// its error text lists them in).
 	patchAllowed []string
+	// filters are the fields with a plain list filter, by its version.
+	filters []*nodeField
 }
 
 // nodeFields is the API's table.
@@ -348,6 +373,9 @@ func newNodeTable(fields []nodeField) *nodeTable {
 		if f.extra > 0 {
 			t.extra = append(t.extra, f)
 		}
+		if f.where != nil {
+			t.filters = append(t.filters, f)
+		}
 		switch f.patch {
 		case patchSorted:
 			sorted = append(sorted, f)
@@ -368,6 +396,7 @@ func newNodeTable(fields []nodeField) *nodeTable {
 	slices.SortFunc(t.extra, func(a, b *nodeField) int { return cmp.Compare(a.extra, b.extra) })
 	slices.SortFunc(sorted, func(a, b *nodeField) int { return strings.Compare(a.name, b.name) })
 	slices.SortStableFunc(appended, func(a, b *nodeField) int { return cmp.Compare(a.minor, b.minor) })
+	slices.SortStableFunc(t.filters, func(a, b *nodeField) int { return cmp.Compare(a.filter, b.filter) })
 	for _, f := range append(sorted, appended...) {
 		t.patchAllowed = append(t.patchAllowed, f.name)
 	}

@@ -110,6 +110,26 @@ func TestNodeFieldTableDrives(t *testing.T) {
 			t.Error("a field that is no body property was written from a document")
 		}
 	})
+	t.Run("list filter", func(t *testing.T) {
+		filterOf := func(table *nodeTable, name string) *nodeField {
+			i := slices.IndexFunc(table.filters, func(f *nodeField) bool { return f.name == name })
+			if i < 0 {
+				return nil
+			}
+			return table.filters[i]
+		}
+		if f := filterOf(nodeFields, "owner"); f == nil || f.filter != 50 {
+			t.Fatalf("owner filter = %+v", f)
+		}
+		later := changedTable(t, "owner", func(f *nodeField) { f.filter = 99 })
+		if got := later.filters[len(later.filters)-1]; got.name != "owner" || got.filter != 99 {
+			t.Errorf("last filter = %s from 1.%d, want owner from 1.99 (filters are checked by version)", got.name, got.filter)
+		}
+		none := changedTable(t, "owner", func(f *nodeField) { f.where = nil })
+		if filterOf(none, "owner") != nil {
+			t.Error("owner still a filter after the table dropped it")
+		}
+	})
 	t.Run("PATCH rule", func(t *testing.T) {
 		op := patchOp{Op: "replace", Path: "/shard", Value: "s1"}
 		if got := nodePatchRule(op); got != "baremetal:node:update:shard" {
