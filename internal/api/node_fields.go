@@ -63,6 +63,9 @@ type nodeField struct {
 	patch int    // patchNo, patchSorted, patchAppended
 	rule  string // the rule of a PATCH touching it ("": baremetal:node:update)
 
+	// noSort: Ironic's controller refuses to sort on it (a dict or list).
+	noSort bool
+
 	// filter, when where is set, is the version of the node lists'
 	// ?<name>= filter, which where puts into the selection.
 	filter int
@@ -83,7 +86,8 @@ func strField(name string, minor int, get func(n *model.Node) string) nodeField 
 }
 
 func mapField(name string, minor int, get func(n *model.Node) map[string]any) nodeField {
-	return fld(name, minor, placeAttr, func(w *jw, _ *call, n *model.Node) { w.object(get(n)) })
+	f := fld(name, minor, placeAttr, func(w *jw, _ *call, n *model.Node) { w.object(get(n)) })
+	return f.unsortable()
 }
 
 func boolField(name string, minor int, get func(n *model.Node) bool) nodeField {
@@ -195,6 +199,12 @@ func (f nodeField) ruled(rule string) nodeField {
 	return f
 }
 
+// unsortable: f is no sort key of node lists.
+func (f nodeField) unsortable() nodeField {
+	f.noSort = true
+	return f
+}
+
 // filtered makes ?<name>= a filter of node lists from version minor.
 func (f nodeField) filtered(minor int, where func(rc *call, sel *nodeSelection, v string) error) nodeField {
 	f.filter, f.where = minor, where
@@ -237,7 +247,9 @@ func nodeFieldTable() []nodeField {
 		mapVar("driver_info", 1, func(n *model.Node) *model.JSON { return &n.DriverInfo }).
 			masked(func(n *model.Node) model.JSON { return n.DriverInfo }, driverInfoSecrets...).
 			patchable("baremetal:node:update:driver_info"),
-		fld("driver_internal_info", 3, placeAttr, func(w *jw, _ *call, n *model.Node) { w.masked(withoutInventory(n.DriverInternalInfo)) }),
+		fld("driver_internal_info", 3, placeAttr, func(w *jw, _ *call, n *model.Node) {
+			w.masked(withoutInventory(n.DriverInternalInfo))
+		}).unsortable(),
 		mapVar("extra", 1, func(n *model.Node) *model.JSON { return &n.Extra }).patchable("baremetal:node:update_extra"),
 		strField("fault", 42, func(n *model.Node) string { return n.Fault }).filtered(42, filterFault),
 		ifaceVar("firmware", 86).appended(),
@@ -295,7 +307,7 @@ func nodeFieldTable() []nodeField {
 		strField("target_power_state", 1, func(n *model.Node) string { return n.TargetPowerState }),
 		strField("target_provision_state", 1, func(n *model.Node) string { return n.TargetProvisionState }),
 		mapField("target_raid_config", 12, func(n *model.Node) map[string]any { return n.TargetRaidConfig }),
-		fld("traits", 37, placeAttr, func(w *jw, _ *call, n *model.Node) { w.strings(n.Traits) }),
+		fld("traits", 37, placeAttr, func(w *jw, _ *call, n *model.Node) { w.strings(n.Traits) }).unsortable(),
 		ifaceVar("vendor", 31),
 		fld("links", 1, placeLinks, func(w *jw, rc *call, n *model.Node) { rc.links(w, "nodes", n.UUID) }),
 		fld("conductor", 49, placeAPI, func(w *jw, rc *call, n *model.Node) { w.strOrNull(rc.conductorFor(n)) }).
@@ -439,6 +451,12 @@ func (t *nodeTable) apply(n *model.Node, doc map[string]any) {
 			f.set(n, v)
 		}
 	}
+}
+
+// unsortable says whether key is a field node lists may not sort on.
+func (t *nodeTable) unsortable(key string) bool {
+	f := t.index[key]
+	return f != nil && f.noSort
 }
 
 // patchRule is the rule of a PATCH touching field ("" when none is

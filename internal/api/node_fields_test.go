@@ -130,6 +130,14 @@ func TestNodeFieldTableDrives(t *testing.T) {
 			t.Error("owner still a filter after the table dropped it")
 		}
 	})
+	t.Run("sort key", func(t *testing.T) {
+		if !nodeFields.unsortable("extra") || nodeFields.unsortable("name") {
+			t.Fatal("extra is no sort key, name is")
+		}
+		if changedTable(t, "extra", func(f *nodeField) { f.noSort = false }).unsortable("extra") {
+			t.Error("extra still refused as a sort key after the table allowed it")
+		}
+	})
 	t.Run("PATCH rule", func(t *testing.T) {
 		op := patchOp{Op: "replace", Path: "/shard", Value: "s1"}
 		if got := nodePatchRule(op); got != "baremetal:node:update:shard" {

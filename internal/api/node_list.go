@@ -24,12 +24,6 @@ func filterFault(_ *call, sel *nodeSelection, v string) error {
 	return nil
 }
 
-// unsortableNodeKeys are the node fields Ironic's controller refuses to
-// sort on.
-var unsortableNodeKeys = []string{"properties", "driver_info", "extra", "instance_info",
-	"driver_internal_info", "clean_step", "deploy_step", "raid_config", "target_raid_config",
-	"traits", "network_data", "service_step"}
-
 // nodeListParams are the query parameters of GET /v1/nodes/detail (the
 // node field table's filters and these); the plain list also takes fields
 // and detail.
@@ -140,7 +134,7 @@ func (hs nodeAPI) checkNodeListPage(rc *call, p *page) error {
 			return err
 		}
 	}
-	if slices.Contains(unsortableNodeKeys, p.sortKey) {
+	if nodeFields.unsortable(p.sortKey) {
 		return badSortKey(p.sortKey, false)
 	}
 	if !slices.Contains(store.NodeSortKeys, p.sortKey) {
