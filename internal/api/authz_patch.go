@@ -20,49 +20,18 @@ import (
 // operations the API parsed (patchOp.field: the decoded first segment of
 // each path), never from a second reading of the body.
 
-// nodePatchFields name the rule of a node PATCH by the field an operation
-// touches; a field not here falls under baremetal:node:update.
-var nodePatchFields = map[string]string{
-	"instance_info":      "baremetal:node:update_instance_info",
-	"extra":              "baremetal:node:update_extra",
-	"driver_info":        "baremetal:node:update:driver_info",
-	"properties":         "baremetal:node:update:properties",
-	"chassis_uuid":       "baremetal:node:update:chassis_uuid",
-	"instance_uuid":      "baremetal:node:update:instance_uuid",
-	"lessee":             "baremetal:node:update:lessee",
-	"owner":              "baremetal:node:update:owner",
-	"driver":             "baremetal:node:update:driver_interfaces",
-	"network_data":       "baremetal:node:update:network_data",
-	"conductor_group":    "baremetal:node:update:conductor_group",
-	"name":               "baremetal:node:update:name",
-	"retired":            "baremetal:node:update:retired",
-	"retired_reason":     "baremetal:node:update:retired",
-	"shard":              "baremetal:node:update:shard",
-	"parent_node":        "baremetal:node:update:parent_node",
-	"disable_power_off":  "baremetal:node:update:disable_power_off",
-	"maintenance":        "baremetal:node:set_maintenance",
-	"maintenance_reason": "baremetal:node:set_maintenance",
-}
-
-// driverInterfaces are Ironic's ALL_INTERFACES: PATCHing "<kind>_interface"
-// is baremetal:node:update:driver_interfaces.
-var driverInterfaces = []string{"bios", "boot", "console", "deploy", "firmware", "inspect",
-	"management", "network", "power", "raid", "rescue", "storage", "vendor"}
-
-// nodePatchRule is the rule of one operation.
+// nodePatchRule is the rule of one operation: the rule of the field it
+// touches in the node field table (node_fields.go), baremetal:node:update
+// when the field names none.
 func nodePatchRule(op patchOp) string {
 	f := op.field()
 	if f == "automated_clean" {
 		if b, ok := boolValue(op.Value); ok && !b && op.Op != "remove" {
 			return "baremetal:node:disable_cleaning"
 		}
-		return "baremetal:node:update"
 	}
-	if r, ok := nodePatchFields[f]; ok {
+	if r := nodeFields.patchRule(f); r != "" {
 		return r
-	}
-	if kind, ok := strings.CutSuffix(f, "_interface"); ok && slices.Contains(driverInterfaces, kind) {
-		return "baremetal:node:update:driver_interfaces"
 	}
 	return "baremetal:node:update"
 }

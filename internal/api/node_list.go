@@ -15,18 +15,27 @@ import (
 // validFaults are Ironic's node faults (ironic/common/faults.py).
 var validFaults = []string{"power failure", "clean failure", "rescue abort failure", "service failure"}
 
-// unsortableNodeKeys are the node fields Ironic's controller refuses to
-// sort on.
-var unsortableNodeKeys = []string{"properties", "driver_info", "extra", "instance_info",
-	"driver_internal_info", "clean_step", "deploy_step", "raid_config", "target_raid_config",
-	"traits", "network_data", "service_step"}
+// filterFault is the ?fault= filter: one of validFaults.
+func filterFault(_ *call, sel *nodeSelection, v string) error {
+	if !slices.Contains(validFaults, v) {
+		return invalid("Unrecognized fault \"%s\" is specified, allowed faults are %s", v, pyrepr.StringTuple(validFaults))
+	}
+	sel.q.Fault = v
+	return nil
+}
 
-// nodeListParams are the query parameters of GET /v1/nodes/detail; the
-// plain list also takes fields and detail.
-var nodeListParams = []string{"chassis_uuid", "instance_uuid", "associated", "maintenance",
-	"retired", "provision_state", "marker", "limit", "sort_key", "sort_dir", "driver",
-	"resource_class", "fault", "conductor_group", "conductor", "owner", "description_contains",
-	"lessee", "project", "shard", "sharded", "include_children", "parent_node", "instance_name"}
+// nodeListParams are the query parameters of GET /v1/nodes/detail (the
+// node field table's filters and these); the plain list also takes fields
+// and detail.
+var nodeListParams = func() []string {
+	params := []string{"chassis_uuid", "instance_uuid", "associated", "maintenance",
+		"retired", "provision_state", "marker", "limit", "sort_key", "sort_dir",
+		"description_contains", "project", "shard", "sharded", "include_children", "parent_node", "instance_name"}
+	for _, f := range nodeFields.filters {
+		params = append(params, f.name)
+	}
+	return params
+}()
 
 // nodeSelection is a parsed node list request.
 type nodeSelection struct {
@@ -125,7 +134,7 @@ func (hs nodeAPI) checkNodeListPage(rc *call, p *page) error {
 			return err
 		}
 	}
-	if slices.Contains(unsortableNodeKeys, p.sortKey) {
+	if nodeFields.unsortable(p.sortKey) {
 		return badSortKey(p.sortKey, false)
 	}
 	if !slices.Contains(store.NodeSortKeys, p.sortKey) {
@@ -221,35 +230,20 @@ func (hs nodeAPI) nodeFilterState(rc *call, sel *nodeSelection) error {
 	return nil
 }
 
-// nodeFilterStrings handles the plain string filters with their gates.
+// nodeFilterStrings handles the plain string filters (the node field
+// table's, node_fields.go) with their gates.
 func (hs nodeAPI) nodeFilterStrings(rc *call, sel *nodeSelection) error {
-	filters := []struct {
-		name  string
-		minor int
-		set   func(v string)
-	}{
-		{"driver", 16, func(v string) { sel.q.Driver = v }},
-		{"resource_class", 21, func(v string) { sel.q.ResourceClass = v }},
-		{"fault", 42, func(v string) { sel.q.Fault = v }},
-		{"conductor_group", 46, func(v string) { g := strings.ToLower(v); sel.q.ConductorGroup = &g }},
-		{"conductor", 49, func(v string) {
-			sel.keep = append(sel.keep, func(n *model.Node) bool { return rc.conductorFor(n) == v })
-		}},
-		{"owner", 50, func(v string) { sel.q.Owner = v }},
-		{"lessee", 65, func(v string) { sel.q.Lessee = v }},
-	}
-	for _, f := range filters {
+	for _, f := range nodeFields.filters {
 		v, ok := rc.param(f.name)
 		if !ok {
 			continue
 		}
-		if rc.minor < f.minor {
-			return minVersionRequired(f.minor)
+		if rc.minor < f.filter {
+			return minVersionRequired(f.filter)
 		}
-		if f.name == "fault" && !slices.Contains(validFaults, v) {
-			return invalid("Unrecognized fault \"%s\" is specified, allowed faults are %s", v, pyrepr.StringTuple(validFaults))
+		if err := f.where(rc, sel, v); err != nil {
+			return err
 		}
-		f.set(v)
 		sel.link = append(sel.link, [2]string{f.name, v})
 	}
 	if v, ok := rc.param("project"); ok {

@@ -27,14 +27,7 @@ const (
 
 // nodePatchAllowed is Ironic's PATCH_ALLOWED_FIELDS for nodes, in its order
 // (the order the error text lists them in).
-var nodePatchAllowed = []string{"automated_clean", "bios_interface", "boot_interface",
-	"chassis_uuid", "conductor_group", "console_interface", "deploy_interface", "description",
-	"disable_power_off", "driver", "driver_info", "extra", "inspect_interface", "instance_info",
-	"instance_name", "instance_uuid", "lessee", "maintenance", "management_interface", "name",
-	"network_data", "network_interface", "owner", "power_interface", "properties", "protected",
-	"protected_reason", "raid_interface", "rescue_interface", "resource_class", "retired",
-	"retired_reason", "shard", "storage_interface", "vendor_interface", "parent_node",
-	"firmware_interface"}
+var nodePatchAllowed = nodeFields.patchAllowed
 
 // reservedNodeNames are the sub-resource names a node may not take.
 var reservedNodeNames = []string{"maintenance", "management", "states", "vendor_passthru", "detail", "validate"}
@@ -167,11 +160,11 @@ func (hs nodeAPI) createNode(rc *call) error {
 	if v == nil {
 		v = map[string]any{}
 	}
-	doc, err := validateObject("node", v, nodeProps, "driver")
+	doc, err := validateObject("node", v, nodeFields.createProps, "driver")
 	if err != nil {
 		return err
 	}
-	if err := runExtraChecks(doc, nodeProps); err != nil {
+	if err := nodeFields.runExtraChecks(doc); err != nil {
 		return err
 	}
 	if err := rejectNewerFields(doc, rc.minor); err != nil {
@@ -186,7 +179,7 @@ func (hs nodeAPI) createNode(rc *call) error {
 		return err
 	}
 	n := &model.Node{}
-	applyNodeDoc(n, doc)
+	nodeFields.apply(n, doc)
 	if err := s.cfg.Lifecycle.CreateNode(rc.ctx, n, rc.minor < minorEnrollState); err != nil {
 		return err
 	}
@@ -333,19 +326,19 @@ func (hs nodeAPI) applyNodePatch(rc *call, n *model.Node, raw string, ops []patc
 	case hs.inspectWaits(rc, n.ProvisionState):
 		return fault.New(fault.Conflict, "Cannot update node \"%s\" while it is in state \"%s\".", n.UUID, fsm.Inspecting)
 	}
-	patched, err := applyPatch(rc.ctx, nodeDoc(n), ops)
+	patched, err := applyPatch(rc.ctx, nodeFields.doc(n), ops)
 	if err != nil {
 		return err
 	}
 	if _, ok := patched["driver"]; !ok {
 		return schemaError("patch", "'driver' is a required property")
 	}
-	fillRemoved(patched, nodePatchProps)
-	doc, err := validateObject("patch", patched, nodePatchProps, "driver")
+	fillRemoved(patched, nodeFields.patchProps)
+	doc, err := validateObject("patch", patched, nodeFields.patchProps, "driver")
 	if err != nil {
 		return err
 	}
-	if err := runExtraChecks(doc, nodePatchProps); err != nil {
+	if err := nodeFields.runExtraChecks(doc); err != nil {
 		return err
 	}
 	if err := hs.checkNodeLinks(rc, doc, n); err != nil {
@@ -359,7 +352,7 @@ func (hs nodeAPI) applyNodePatch(rc *call, n *model.Node, raw string, ops []patc
 		}
 	}
 	oldInfo := n.InstanceInfo
-	applyNodeDoc(n, doc)
+	nodeFields.apply(n, doc)
 	syncInstanceName(n, oldInfo)
 	return nil
 }

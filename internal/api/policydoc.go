@@ -3,7 +3,6 @@ package api
 import (
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 
@@ -62,8 +61,10 @@ func (s *Server) WritePolicyDoc(w io.Writer) error {
 		fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", r.Method, r.Pattern, rules, target)
 	}
 	b.WriteString("\n## Node PATCH fields\n\n| field | rule |\n|---|---|\n")
-	for _, f := range slices.Sorted(maps.Keys(nodePatchFields)) {
-		fmt.Fprintf(&b, "| `%s` | `%s` |\n", f, nodePatchFields[f])
+	for _, f := range slices.SortedFunc(slices.Values(nodeFields.fields), byFieldName) {
+		if f.rule != "" && !strings.HasSuffix(f.name, "_interface") {
+			fmt.Fprintf(&b, "| `%s` | `%s` |\n", f.name, f.rule)
+		}
 	}
 	b.WriteString("| `<kind>_interface` | `baremetal:node:update:driver_interfaces` |\n" +
 		"| `automated_clean` set false | `baremetal:node:disable_cleaning` |\n" +
@@ -99,3 +100,5 @@ func (s *Server) WritePolicyDoc(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+func byFieldName(a, b nodeField) int { return strings.Compare(a.name, b.name) }

@@ -3,6 +3,7 @@ package inspectrule
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -13,21 +14,27 @@ import (
 // <kind>_interface fields (not Anvil's nested interfaces) and every dict
 // field present ({} when unset, as Ironic's defaults).
 
-// dictFields are node fields that are dicts in Ironic, {} when unset.
-var dictFields = []string{"driver_info", "driver_internal_info", "properties", "instance_info", "extra",
-	"clean_step", "deploy_step", "service_step", "raid_config", "target_raid_config", "network_data"}
+// dictFields are the node's dict fields ({} when unset, as Ironic's
+// defaults); scalarFields the others a rule may read (None when unset):
+// model.Node's JSON names, so a field added to the model is a field rules
+// see.
+var dictFields, scalarFields = nodeJSONFields()
 
-// scalarFields are the other node fields a rule may read (None when unset).
-var scalarFields = []string{"uuid", "name", "driver", "instance_uuid", "instance_name", "chassis_uuid",
-	"resource_class", "owner", "lessee", "description", "conductor_group", "shard", "parent_node",
-	"allocation_uuid", "provision_state", "target_provision_state", "provision_updated_at", "power_state",
-	"target_power_state", "last_error", "maintenance", "maintenance_reason", "fault", "console_enabled",
-	"automated_clean", "protected", "protected_reason", "retired", "retired_reason", "boot_mode",
-	"secure_boot", "disable_power_off", "inspection_started_at", "inspection_finished_at", "created_at",
-	"updated_at", "traits"}
-
-var interfaceKinds = []string{"bios", "boot", "console", "deploy", "firmware", "inspect", "management",
-	"network", "power", "raid", "rescue", "storage", "vendor"}
+func nodeJSONFields() (dicts, scalars []string) {
+	t := reflect.TypeFor[model.Node]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "" || name == "-" || name == "interfaces":
+		case f.Type == reflect.TypeFor[model.JSON]():
+			dicts = append(dicts, name)
+		default:
+			scalars = append(scalars, name)
+		}
+	}
+	return dicts, scalars
+}
 
 // conductorFields are node fields the conductor owns: rules may read them
 // but not change them (Ironic would let a rule write them; in Anvil the
@@ -48,7 +55,7 @@ func nodeDoc(n *model.Node) (map[string]any, error) {
 	}
 	ifaces, _ := doc["interfaces"].(map[string]any)
 	delete(doc, "interfaces")
-	for _, k := range interfaceKinds {
+	for _, k := range model.InterfaceNames {
 		doc[k+"_interface"] = ifaces[k]
 	}
 	for _, f := range dictFields {
@@ -70,7 +77,7 @@ func knownField(name string) bool {
 		return true
 	}
 	kind, ok := strings.CutSuffix(name, "_interface")
-	return ok && slices.Contains(interfaceKinds, kind)
+	return ok && slices.Contains(model.InterfaceNames, kind)
 }
 
 // writeDoc stores doc back into n; changed lists the top-level fields a
@@ -86,7 +93,7 @@ func writeDoc(n *model.Node, doc map[string]any, field string) error {
 	flat := make(map[string]any, len(doc))
 	ifaces := map[string]any{}
 	for k, v := range doc {
-		if kind, ok := strings.CutSuffix(k, "_interface"); ok && slices.Contains(interfaceKinds, kind) {
+		if kind, ok := strings.CutSuffix(k, "_interface"); ok && slices.Contains(model.InterfaceNames, kind) {
 			if v != nil {
 				ifaces[kind] = v
 			}
