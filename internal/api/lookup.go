@@ -1,7 +1,12 @@
 package api
 
 import (
+	"reflect"
 	"strings"
+
+	"github.com/anvil-metal/anvil/internal/ipa"
+	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/secret"
 )
 
 // ramdiskHeartbeatTimeout is Ironic's [api]ramdisk_heartbeat_timeout (s).
@@ -45,17 +50,14 @@ func (hs agentAPI) lookup(rc *call) error {
 		return err
 	}
 	w := &jw{}
-	w.rootObj()
-	w.key("node")
-	w.obj()
-	w.key("uuid")
-	w.str(n.UUID)
-	w.key("provision_state") // Anvil's addition: tells its agent to inspect (ipa.LookupNode)
-	w.str(string(n.ProvisionState))
-	w.key("properties")
-	w.object(n.Properties)
-	w.key("instance_info")
-	w.masked(n.InstanceInfo, instanceInfoSecrets...)
+	w.structValue(reflect.ValueOf(lookupAnswer(rc, n, token)))
+	return rc.json(200, w)
+}
+
+// lookupAnswer is the answer to the agent of node n that is handed token
+// (ipa.MaskedToken after the first lookup): the node's fields Ironic
+// returns, its secrets masked, and the agent's configuration.
+func lookupAnswer(rc *call, n *model.Node, token string) ipa.LookupResponse {
 	// Without the inspection data Anvil keeps there (Ironic keeps it in
 	// its own table, so its lookup never carries it): with IPA's logs it
 	// is >100 KB the agent has no use for (seen with IPA 9.4.3).
@@ -65,27 +67,93 @@ func (hs agentAPI) lookup(rc *call) error {
 			dii[k] = v
 		}
 	}
-	w.key("driver_internal_info")
-	w.masked(dii)
-	w.key("links")
-	rc.links(w, "nodes", n.UUID)
-	w.endObj()
-	w.key("config")
-	w.obj()
-	w.key("heartbeat_timeout")
-	w.integer(ramdiskHeartbeatTimeout)
-	w.key("agent_token")
-	w.str(token)
-	w.key("agent_token_required")
-	w.boolean(true)
-	w.key("agent_md5_checksum_enable")
-	w.boolean(false)
-	w.key("metrics") // Ironic's defaults: agents send no metrics
-	w.object(map[string]any{"backend": "noop", "prepend_host": false, "prepend_uuid": false,
-		"prepend_host_reverse": true, "global_prefix": nil})
-	w.key("metrics_statsd")
-	w.object(map[string]any{"statsd_host": "localhost", "statsd_port": 8125})
-	w.endObj()
-	w.endObj()
-	return rc.json(200, w)
+	return ipa.LookupResponse{
+		Node: ipa.LookupNode{
+			UUID:               n.UUID,
+			ProvisionState:     n.ProvisionState, // Anvil's: tells its agent to inspect
+			Properties:         n.Properties,
+			InstanceInfo:       maskedInstanceInfo(n.InstanceInfo),
+			DriverInternalInfo: secret.Value(dii).(map[string]any),
+			Links: []ipa.Link{{Href: rc.link(false, "nodes", n.UUID), Rel: "self"},
+				{Href: rc.link(true, "nodes", n.UUID), Rel: "bookmark"}},
+		},
+		Config: ipa.LookupConfig{
+			HeartbeatTimeout:   ramdiskHeartbeatTimeout,
+			AgentToken:         token,
+			AgentTokenRequired: true,
+			// Ironic's defaults: agents send no metrics.
+			Metrics: map[string]any{"backend": "noop", "prepend_host": false, "prepend_uuid": false,
+				"prepend_host_reverse": true, "global_prefix": nil},
+			MetricsStatsd: map[string]any{"statsd_host": "localhost", "statsd_port": 8125},
+		},
+	}
+}
+
+// maskedInstanceInfo is instance_info with its secrets masked as a node's
+// rendering masks them: secret.Value, and Ironic's instance_info secrets
+// (instanceInfoSecrets) whenever they hold a value.
+func maskedInstanceInfo(info map[string]any) map[string]any {
+	out := secret.Value(info).(map[string]any)
+	for _, k := range instanceInfoSecrets {
+		if truthy(info[k]) {
+			out[k] = secretMask
+		}
+	}
+	return out
+}
+
+// structValue writes v as the encoding/json encoding of its type would
+// order it — a struct's exported fields in declaration order under their
+// json names, ",omitempty" honoured — in jw's Python style: map[string]any
+// fields as jw.object ({} when nil), slices of structs as lists, every
+// other value as jw.any. It serves answers whose shape is a struct of
+// internal/ipa (the lookup).
+func (w *jw) structValue(v reflect.Value) {
+	switch {
+	case v.Kind() == reflect.Struct:
+		w.obj()
+		t := v.Type()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !f.IsExported() || name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			fv := v.Field(i)
+			if opts == "omitempty" && emptyValue(fv) {
+				continue
+			}
+			w.key(name)
+			w.structValue(fv)
+		}
+		w.endObj()
+	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Struct:
+		w.arr()
+		for i := range v.Len() {
+			w.structValue(v.Index(i))
+		}
+		w.endArr()
+	case v.Kind() == reflect.Map && v.Type().ConvertibleTo(reflect.TypeFor[map[string]any]()):
+		w.object(v.Convert(reflect.TypeFor[map[string]any]()).Interface().(map[string]any))
+	case v.Kind() == reflect.String:
+		w.str(v.String())
+	case v.Kind() == reflect.Bool:
+		w.boolean(v.Bool())
+	default:
+		w.any(v.Interface())
+	}
+}
+
+// emptyValue is encoding/json's omitempty test.
+func emptyValue(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Interface, reflect.Pointer:
+		return v.IsNil()
+	}
+	return v.IsZero()
 }

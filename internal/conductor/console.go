@@ -21,11 +21,11 @@ func (c *Conductor) consoleValidated(n *model.Node) error {
 	if err != nil {
 		return fault.Wrap(fault.Invalid, err, err.Error())
 	}
-	v, _ := drv.Interface("console").(interface{ Validate(*model.Node) error })
+	v, _ := drv.Interface("console").(driver.Validator)
 	if v == nil {
 		return unsupported(n, "console")
 	}
-	if err := v.Validate(n); err != nil {
+	if err := v.Validate(&driver.Task{Node: n, Driver: drv}); err != nil {
 		return fault.Wrap(fault.Invalid, err, err.Error())
 	}
 	return nil
@@ -99,7 +99,7 @@ func (c *Conductor) ConsoleDecision(ctx context.Context, uuid string) (console.D
 		return console.Decision{Reason: "another conductor owns the node now"}, nil
 	}
 	switch {
-	case con.Validate(n) != nil:
+	case con.Validate(&driver.Task{Node: n}) != nil:
 		return console.Decision{Reason: "the node's console settings are invalid"}, nil
 	case n.ConsoleEnabled:
 		d := console.Decision{Hold: true, Attachable: true, Open: opener(con, n), Reason: "the console is enabled"}

@@ -20,7 +20,7 @@ type learner struct {
 	ran []string
 }
 
-func (l *learner) Validate(*model.Node) error { return nil }
+func (l *learner) Validate(*driver.Task) error { return nil }
 func (l *learner) Deploy(context.Context, *driver.Task) (driver.Result, error) {
 	return driver.Done, nil
 }

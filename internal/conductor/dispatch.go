@@ -158,7 +158,7 @@ func validateDeploy(ctx context.Context, t *task) error {
 		if v == nil {
 			continue
 		}
-		err := v.Validate(n)
+		err := v.Validate(t.checkTask())
 		if pv, ok := v.(driver.PortValidator); ok && err == nil {
 			err = pv.ValidatePorts(t.driverTask(ctx))
 		}

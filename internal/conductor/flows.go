@@ -27,7 +27,7 @@ func (c *Conductor) verifyFlow(ctx context.Context, t *task) {
 		t.failWith(fmt.Sprintf("Failed to validate power driver interface for node %s. Error: no power interface", n.UUID))
 		return
 	}
-	if err := p.Validate(n); err != nil {
+	if err := p.Validate(t.checkTask()); err != nil {
 		t.failWith(fmt.Sprintf("Failed to validate power driver interface for node %s. Error: %s", n.UUID, t.c.errorText(err)))
 		return
 	}
@@ -58,7 +58,7 @@ func (c *Conductor) inspectFlow(ctx context.Context, t *task) {
 		t.failWith(fmt.Sprintf("Failed to inspect hardware. Reason: node %s has no inspect interface", n.UUID))
 		return
 	}
-	if err := t.drv.Inspect.Validate(n); err != nil {
+	if err := t.drv.Inspect.Validate(t.checkTask()); err != nil {
 		t.failWith(fmt.Sprintf("Failed to validate inspect interface for node %s: %s", n.UUID, t.c.errorText(err)))
 		return
 	}
@@ -96,7 +96,7 @@ func (c *Conductor) deployFlow(userSteps []map[string]any) flow {
 			t.failWith(fmt.Sprintf("Node %s has no deploy interface", n.UUID))
 			return
 		}
-		if err := t.drv.Deploy.Validate(n); err != nil {
+		if err := t.drv.Deploy.Validate(t.checkTask()); err != nil {
 			t.failWith(fmt.Sprintf("Failed to validate deploy interface for node %s: %s", n.UUID, t.c.errorText(err)))
 			return
 		}
@@ -142,7 +142,7 @@ func (c *Conductor) rescueFlow(ctx context.Context, t *task) {
 		t.failWith(fmt.Sprintf("Node %s has no rescue interface", t.node.UUID))
 		return
 	}
-	if err := r.Validate(t.node); err != nil {
+	if err := r.Validate(t.checkTask()); err != nil {
 		t.failWith(fmt.Sprintf("Failed to validate rescue interface for node %s: %s", t.node.UUID, t.c.errorText(err)))
 		return
 	}
@@ -181,11 +181,11 @@ func (c *Conductor) adoptFlow(ctx context.Context, t *task) {
 	case t.drv.Deploy == nil:
 		err = fmt.Errorf("no deploy interface")
 	case ok:
-		if err = t.drv.Deploy.Validate(n); err == nil {
+		if err = t.drv.Deploy.Validate(t.checkTask()); err == nil {
 			err = a.Adopt(ctx, t.driverTask(ctx))
 		}
 	default:
-		err = t.drv.Deploy.Validate(n)
+		err = t.drv.Deploy.Validate(t.checkTask())
 	}
 	if err != nil {
 		t.failWith(fmt.Sprintf("Error while attempting to adopt node %s: %s.", n.UUID, t.c.errorText(err)))

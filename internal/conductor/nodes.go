@@ -222,7 +222,7 @@ func (c *Conductor) withdrawBoot(ctx context.Context, n *model.Node) {
 	if err != nil || drv.Boot == nil {
 		return
 	}
-	if err := drv.Boot.CleanUpInstance(ctx, &driver.Task{Node: n}); err != nil {
+	if err := drv.Boot.CleanUpInstance(ctx, &driver.Task{Node: n, Driver: drv}); err != nil {
 		c.log.Warn("withdrawing a deleted node's boot files failed", "node", n.UUID, "err", err)
 	}
 }
@@ -293,9 +293,9 @@ func (c *Conductor) Validate(ctx context.Context, ident string) (map[string]Vali
 			out[k] = ValidateResult{Reason: fmt.Sprintf("%s interface is not supported by driver %s", k, n.Driver)}
 			continue
 		}
-		err := v.Validate(n)
+		err := v.Validate(&driver.Task{Node: n, Driver: drv})
 		if pv, ok := v.(driver.PortValidator); ok && err == nil {
-			err = pv.ValidatePorts(&driver.Task{Node: n, Ports: ports(ctx)})
+			err = pv.ValidatePorts(&driver.Task{Node: n, Ports: ports(ctx), Driver: drv})
 		}
 		if err != nil {
 			out[k] = ValidateResult{Result: &no, Reason: err.Error()}

@@ -30,7 +30,7 @@ func (c *Conductor) SetPower(ctx context.Context, ident string, req PowerRequest
 		t.release()
 		return fault.New(fault.Invalid, "Node %s has no power interface", n.UUID)
 	}
-	if err := p.Validate(t.node); err != nil {
+	if err := p.Validate(t.checkTask()); err != nil {
 		t.release()
 		return fault.New(fault.Invalid, "Failed to validate power driver interface for node %s. Error: %v", n.UUID, err)
 	}
@@ -145,7 +145,7 @@ func (c *Conductor) management(n *model.Node) (driver.Management, error) {
 	if drv.Management == nil {
 		return nil, fault.New(fault.Invalid, "Node %s has no management interface", n.UUID)
 	}
-	if err := drv.Management.Validate(n); err != nil {
+	if err := drv.Management.Validate(&driver.Task{Node: n, Driver: drv}); err != nil {
 		return nil, fault.New(fault.Invalid, "Failed to validate management interface for node %s: %v", n.UUID, err)
 	}
 	return drv.Management, nil

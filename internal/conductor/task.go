@@ -330,8 +330,12 @@ func (t *task) driverTask(ctx context.Context) *driver.Task {
 	if err != nil {
 		t.c.log.Warn("listing ports failed", "node", t.node.UUID, "err", err)
 	}
-	return &driver.Task{Node: t.node, Ports: ports, Progress: func(msg string) { t.progress(ctx, msg) }}
+	return &driver.Task{Node: t.node, Ports: ports, Driver: t.drv, Progress: func(msg string) { t.progress(ctx, msg) }}
 }
+
+// checkTask is the view of the task an interface's Validate gets: the node
+// and its driver, without the ports (PortValidator gets driverTask's).
+func (t *task) checkTask() *driver.Task { return &driver.Task{Node: t.node, Driver: t.drv} }
 
 // progress writes a driver's report on a call still running to the node's
 // history at once (not with the task's next save), as an info entry of

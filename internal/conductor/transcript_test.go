@@ -151,7 +151,7 @@ func newHarness(t *testing.T) *harness {
 	for kind, names := range fake.Kinds() {
 		for _, name := range names {
 			if kind == "boot" { // fake boot only sets the boot device, through rec
-				reg.AddInterface(kind, name, fake.NewBoot(reg))
+				reg.AddInterface(kind, name, fake.NewBoot())
 				continue
 			}
 			reg.AddInterface(kind, name, rec)

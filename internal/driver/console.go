@@ -12,7 +12,7 @@ import (
 type Console interface {
 	// Validate checks what the interface needs in driver_info, without
 	// contacting the BMC.
-	Validate(n *model.Node) error
+	Validate(t *Task) error
 	// ConsoleInfo is the node's console_info while its console is enabled:
 	// "type" and "url". A url starting with "/" is a path of the API, which
 	// the API makes absolute (ws:// or wss://).

@@ -3,14 +3,18 @@
 // from the node's *_interface fields, as Ironic's hardware types are.
 //
 // Implementations live in sub-packages (fake, noop, pxe, ipmi, redfish,
-// direct); only internal/server imports them, to build a Registry, and
-// enables the operator's choice of them (Registry.Enable, Ironic's
-// enabled_*/default_* options).
+// direct); internal/driver/hardware declares the hardware types over them
+// and builds the Registry of the operator's choice (Registry.Enable,
+// Ironic's enabled_*/default_* options). The conductor composes each
+// node's Driver from the registry and hands it to the interfaces on the
+// Task (Ironic's task.driver): an interface reaches the node's other
+// interfaces through its task, and no implementation holds the registry.
 package driver
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/anvil-metal/anvil/internal/model"
@@ -30,12 +34,18 @@ const (
 )
 
 // Task is what an interface works on: the node (held under its lock by the
-// conductor) and its ports. Drivers may change Node fields (power_state,
-// driver_internal_info, properties, ...); the conductor saves them. Inspect
-// may append newly found ports with an empty UUID; the conductor creates them.
+// conductor), its ports and its composed driver. Drivers may change Node
+// fields (power_state, driver_internal_info, properties, ...); the
+// conductor saves them. Inspect may append newly found ports with an empty
+// UUID; the conductor creates them.
 type Task struct {
 	Node  *model.Node
 	Ports []*model.Port
+	// Driver is the node's composed driver (Ironic's task.driver), filled
+	// by the conductor: an interface reaches the node's other interfaces
+	// (a deploy its boot and power, a boot its management) through it
+	// alone (Composed), never through the registry.
+	Driver *Driver
 	// BIOS, when a bios interface sets it, replaces the node's cached BIOS
 	// settings (Ironic's cache_bios_settings); Firmware, when a firmware
 	// interface sets it, records the versions of the node's firmware
@@ -57,6 +67,34 @@ func (t *Task) Report(msg string) {
 	}
 }
 
+// ErrNoDriver is answered by an interface that needs the node's other
+// interfaces when its task carries no composed driver (a caller's bug).
+var ErrNoDriver = errors.New("the task carries no composed driver for the node")
+
+// Composed is the task's driver, or ErrNoDriver.
+func (t *Task) Composed() (*Driver, error) {
+	if t.Driver == nil {
+		return nil, ErrNoDriver
+	}
+	return t.Driver, nil
+}
+
+// SetBootDevice sets the node's boot device through the task's management
+// interface; a node without one (manual management) is left alone.
+func (t *Task) SetBootDevice(ctx context.Context, dev BootDevice) error {
+	drv, err := t.Composed()
+	if err != nil {
+		return err
+	}
+	if drv.Management == nil {
+		return nil
+	}
+	if err := drv.Management.SetBootDevice(ctx, t, dev); err != nil {
+		return fmt.Errorf("setting boot device to %s: %w", dev.Device, err)
+	}
+	return nil
+}
+
 // Cacher is an optional capability of bios and firmware interfaces: read
 // the node's BIOS settings or firmware components into Task.BIOS or
 // Task.Firmware. The conductor calls it when cleaning starts and after an
@@ -73,9 +111,13 @@ type ArgInfo struct {
 }
 
 // Validator checks a node's configuration for one interface without touching
-// hardware. It returns an error whose text says what is missing or malformed.
+// hardware (Ironic's validate(task)). t carries the node and its composed
+// driver (an interface that validates another, as a deploy its boot, finds
+// it there); its Ports may be empty: the checks that need them are
+// PortValidator's. It returns an error whose text says what is missing or
+// malformed.
 type Validator interface {
-	Validate(n *model.Node) error
+	Validate(t *Task) error
 }
 
 // PortValidator is an optional capability of any interface: the checks that

@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -367,22 +366,6 @@ func (r *Registry) For(n *model.Node) (*Driver, error) {
 		}
 	}
 	return d, nil
-}
-
-// SetBootDevice sets the node's boot device through its management
-// interface; a node without one (manual management) is left alone.
-func (r *Registry) SetBootDevice(ctx context.Context, t *Task, dev BootDevice) error {
-	drv, err := r.For(t.Node)
-	if err != nil {
-		return err
-	}
-	if drv.Management == nil {
-		return nil
-	}
-	if err := drv.Management.SetBootDevice(ctx, t, dev); err != nil {
-		return fmt.Errorf("setting boot device to %s: %w", dev.Device, err)
-	}
-	return nil
 }
 
 func (d *Driver) put(kind string, impl any) error {

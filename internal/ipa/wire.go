@@ -140,7 +140,8 @@ func FaultBusy(running string) string {
 	return "Agent is busy: executing command " + running
 }
 
-// LookupResponse is GET /v1/lookup's answer.
+// LookupResponse is GET /v1/lookup's answer, as the API encodes it (in
+// the order of its fields) and the agent decodes it.
 type LookupResponse struct {
 	Node   LookupNode   `json:"node"`
 	Config LookupConfig `json:"config"`
@@ -156,6 +157,14 @@ type LookupNode struct {
 	Properties         map[string]any `json:"properties"`
 	InstanceInfo       map[string]any `json:"instance_info"`
 	DriverInternalInfo map[string]any `json:"driver_internal_info"`
+	// Links are the node's self and bookmark links (Ironic's).
+	Links []Link `json:"links,omitempty"`
+}
+
+// Link is a link of an Ironic resource.
+type Link struct {
+	Href string `json:"href"`
+	Rel  string `json:"rel"`
 }
 
 // LookupConfig is the agent configuration a lookup hands out.

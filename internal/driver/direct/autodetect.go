@@ -32,12 +32,12 @@ func (d *Direct) Autodetect() *Autodetect { return &Autodetect{d} }
 
 // Validate validates as the interface the node would switch to; an
 // oci:// image is resolved only when the deploy starts (SwitchDeploy).
-func (a *Autodetect) Validate(n *model.Node) error {
-	switch chosen := a.detect(n); chosen {
+func (a *Autodetect) Validate(t *driver.Task) error {
+	switch chosen := a.detect(t.Node); chosen {
 	case RamdiskName:
-		return a.Ramdisk().Validate(n)
+		return a.Ramdisk().Validate(t)
 	default:
-		return a.Direct.Validate(n)
+		return a.Direct.Validate(t)
 	}
 }
 
@@ -125,7 +125,7 @@ type Noop struct{}
 func (d *Direct) Noop() *Noop { return &Noop{} }
 
 // Validate accepts any node.
-func (*Noop) Validate(*model.Node) error { return nil }
+func (*Noop) Validate(*driver.Task) error { return nil }
 
 // Steps: the one deploy step, deploy; no clean or service steps.
 func (*Noop) Steps(_ *model.Node, iface string, kind driver.StepKind) []driver.Step {

@@ -42,11 +42,11 @@ func (d *Direct) CustomAgent() *CustomAgent { return &CustomAgent{d} }
 // Validate checks, as Ironic's CustomAgentDeploy.validate, that the boot
 // interface can boot the agent and that the root device hints are valid;
 // instance_info needs no image.
-func (c *CustomAgent) Validate(n *model.Node) error {
-	if err := c.validateBoot(n, false); err != nil {
+func (c *CustomAgent) Validate(t *driver.Task) error {
+	if err := c.validateBoot(t, false); err != nil {
 		return err
 	}
-	_, err := rootDeviceHints(n)
+	_, err := rootDeviceHints(t.Node)
 	return err
 }
 
@@ -229,7 +229,7 @@ func (c *CustomAgent) Continue(ctx context.Context, t *driver.Task, op string) (
 // prepareInstanceBoot is Ironic's prepare_instance_boot of the custom
 // agent: the boot interface prepares the instance (boot from disk).
 func (c *CustomAgent) prepareInstanceBoot(ctx context.Context, t *driver.Task) error {
-	drv, err := c.cfg.Drivers.For(t.Node)
+	drv, err := t.Composed()
 	if err != nil {
 		return err
 	}
@@ -249,7 +249,7 @@ func (c *CustomAgent) tearDownAgent(ctx context.Context, t *driver.Task) error {
 	if t.Node.DisablePowerOff {
 		return nil
 	}
-	drv, err := c.cfg.Drivers.For(t.Node)
+	drv, err := t.Composed()
 	if err != nil || drv.Power == nil {
 		return err
 	}
@@ -263,7 +263,7 @@ func (c *CustomAgent) tearDownAgent(ctx context.Context, t *driver.Task) error {
 // bootInstance powers the node on into its instance (a node with
 // disable_power_off, never powered off, is rebooted).
 func (c *CustomAgent) bootInstance(ctx context.Context, t *driver.Task) error {
-	drv, err := c.cfg.Drivers.For(t.Node)
+	drv, err := t.Composed()
 	if err != nil || drv.Power == nil {
 		return err
 	}

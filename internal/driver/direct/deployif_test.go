@@ -133,7 +133,7 @@ func TestDeployInterfaceValidation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = drv.Deploy.Validate(n)
+			err = drv.Deploy.Validate(&driver.Task{Node: n, Driver: drv})
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("Validate: %v, want valid", err)
@@ -186,10 +186,10 @@ func TestRamdiskDeployNodeInspects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := drv.Inspect.Validate(n); err != nil {
+		if err := drv.Inspect.Validate(&driver.Task{Node: n, Driver: drv}); err != nil {
 			t.Errorf("%s: agent inspection of a ramdisk-deploy node: %v", boot, err)
 		}
-		if err := drv.Deploy.Validate(n); err == nil || !strings.Contains(err.Error(), "Missing are: ['kernel', 'ramdisk']") {
+		if err := drv.Deploy.Validate(&driver.Task{Node: n, Driver: drv}); err == nil || !strings.Contains(err.Error(), "Missing are: ['kernel', 'ramdisk']") {
 			t.Errorf("%s: deploy validation %v, want the instance's kernel and ramdisk missing", boot, err)
 		}
 	}

@@ -28,9 +28,7 @@ const (
 
 // Config configures the direct deploy interface.
 type Config struct {
-	// Drivers composes a node's power and management interfaces.
-	Drivers *driver.Registry
-	Client  *Client
+	Client *Client
 	// AllowMD5 accepts md5 image checksums (Ironic's [agent]allow_md5_checksum).
 	AllowMD5 bool
 	// LogsDir, when set, receives the agent's system logs
@@ -59,13 +57,13 @@ func New(cfg Config) *Direct {
 }
 
 // Validate checks the node's boot interface can boot the agent (as Ironic's
-// agent deploy validates the boot interface) and that instance_info names an
-// image and a usable checksum.
-func (d *Direct) Validate(n *model.Node) error {
-	if err := d.validateBoot(n, false); err != nil {
+// agent deploy validates the task's boot interface) and that instance_info
+// names an image and a usable checksum.
+func (d *Direct) Validate(t *driver.Task) error {
+	if err := d.validateBoot(t, false); err != nil {
 		return err
 	}
-	if _, err := imageInfo(n, d.cfg.AllowMD5); err != nil {
+	if _, err := imageInfo(t.Node, d.cfg.AllowMD5); err != nil {
 		return err
 	}
 	return nil
@@ -74,7 +72,7 @@ func (d *Direct) Validate(n *model.Node) error {
 // ValidatePorts runs the boot interface's port checks (a network boot
 // needs a port), as Ironic's agent deploy validates its boot interface.
 func (d *Direct) ValidatePorts(t *driver.Task) error {
-	drv, err := d.cfg.Drivers.For(t.Node)
+	drv, err := t.Composed()
 	if err != nil {
 		return err
 	}
@@ -84,10 +82,10 @@ func (d *Direct) ValidatePorts(t *driver.Task) error {
 	return nil
 }
 
-// validateBoot validates the node's boot interface; for rescue, as Ironic's
+// validateBoot validates the task's boot interface; for rescue, as Ironic's
 // agent rescue, its rescue checks instead when it has them (RescueValidator).
-func (d *Direct) validateBoot(n *model.Node, rescue bool) error {
-	drv, err := d.cfg.Drivers.For(n)
+func (d *Direct) validateBoot(t *driver.Task, rescue bool) error {
+	drv, err := t.Composed()
 	if err != nil {
 		return err
 	}
@@ -95,17 +93,19 @@ func (d *Direct) validateBoot(n *model.Node, rescue bool) error {
 		return errors.New("the node has no boot interface")
 	}
 	if rv, ok := drv.Boot.(driver.RescueValidator); ok && rescue {
-		return rv.ValidateRescue(n)
+		return rv.ValidateRescue(t.Node)
 	}
-	if driver.IsRamdiskDeploy(n) {
+	if driver.IsRamdiskDeploy(t.Node) {
 		// The boot interface validates a ramdisk deploy's node by what the
 		// instance boots; the agent (inspection, cleaning) boots as for
 		// any deploy, as Ironic's validate_inspection checks it.
-		agent := *n
+		agent := *t.Node
 		agent.Interfaces.Deploy = ""
-		n = &agent
+		at := *t
+		at.Node = &agent
+		t = &at
 	}
-	return drv.Boot.Validate(n)
+	return drv.Boot.Validate(t)
 }
 
 // imageInfo turns instance_info into prepare_image's parameters
@@ -250,7 +250,7 @@ func (d *Direct) Deploy(ctx context.Context, t *driver.Task) (driver.Result, err
 func (d *Direct) bootAgent(ctx context.Context, t *driver.Task, mode string) error {
 	forgetAgent(t.Node)
 	t.Node.DriverInternalInfo[ipa.KeyTokenRequired] = true
-	drv, err := d.cfg.Drivers.For(t.Node)
+	drv, err := t.Composed()
 	if err != nil {
 		return err
 	}
@@ -523,7 +523,7 @@ func agentPorts(ports []*model.Port) []any {
 // disk) and reboots into it; the agent is gone afterwards, so its token is
 // forgotten.
 func (d *Direct) bootFromDisk(ctx context.Context, t *driver.Task) error {
-	drv, err := d.cfg.Drivers.For(t.Node)
+	drv, err := t.Composed()
 	if err != nil {
 		return err
 	}
@@ -553,7 +553,7 @@ func (d *Direct) FinishCleaning(ctx context.Context, t *driver.Task) error {
 	if !t.Node.DisablePowerOff {
 		return nil
 	}
-	drv, err := d.cfg.Drivers.For(t.Node)
+	drv, err := t.Composed()
 	if err != nil || drv.Power == nil {
 		return err
 	}
@@ -579,7 +579,7 @@ func (d *Direct) cleanUpRamdisk(ctx context.Context, t *driver.Task, powerOff bo
 	}
 	forgetAgent(t.Node)
 	delete(t.Node.DriverInternalInfo, keyProgress)
-	drv, err := d.cfg.Drivers.For(t.Node)
+	drv, err := t.Composed()
 	if err != nil {
 		return err
 	}
@@ -601,7 +601,7 @@ func (d *Direct) TearDown(ctx context.Context, t *driver.Task) error {
 func (d *Direct) powerOff(ctx context.Context, t *driver.Task, what string, cleanUp func(driver.Boot, context.Context, *driver.Task) error) error {
 	forgetAgent(t.Node)
 	delete(t.Node.DriverInternalInfo, keyProgress)
-	drv, err := d.cfg.Drivers.For(t.Node)
+	drv, err := t.Composed()
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ type Inspector struct{ d *Direct }
 func (d *Direct) Inspector() *Inspector { return &Inspector{d: d} }
 
 // Validate checks the node's boot interface can boot the agent.
-func (i *Inspector) Validate(n *model.Node) error { return i.d.validateBoot(n, false) }
+func (i *Inspector) Validate(t *driver.Task) error { return i.d.validateBoot(t, false) }
 
 // Inspect boots the agent and waits for it (inspect wait).
 func (i *Inspector) Inspect(ctx context.Context, t *driver.Task) (driver.Result, error) {

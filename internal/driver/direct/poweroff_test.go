@@ -18,14 +18,18 @@ func TestDisablePowerOff(t *testing.T) {
 	reg := driver.NewRegistry()
 	fk := fake.New()
 	fk.Register(reg)
-	d := New(Config{Drivers: reg})
+	d := New(Config{})
 	node := func(disable bool) *driver.Task {
 		n := &model.Node{UUID: "9b5e2e4e-7d1b-4c4e-9d55-0b7e0f9a3c11", Driver: "fake-hardware", DisablePowerOff: disable,
 			PowerState: fsm.PowerOn, DriverInfo: model.JSON{"fake_fail": "power"}}
 		if err := reg.Compose(n); err != nil {
 			t.Fatal(err)
 		}
-		return &driver.Task{Node: n}
+		drv, err := reg.For(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &driver.Task{Node: n, Driver: drv}
 	}
 	for _, tc := range []struct {
 		name    string

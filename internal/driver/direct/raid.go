@@ -44,7 +44,8 @@ var (
 )
 
 // Validate checks the target RAID configuration, when there is one.
-func (r *RAID) Validate(n *model.Node) error {
+func (r *RAID) Validate(t *driver.Task) error {
+	n := t.Node
 	if len(n.TargetRaidConfig) == 0 {
 		return nil
 	}

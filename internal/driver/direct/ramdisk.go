@@ -30,8 +30,8 @@ func (d *Direct) Ramdisk() *Ramdisk { return &Ramdisk{d} }
 // driver.RamdiskBooter), and its validation (ValidateRamdiskBoot: what
 // instance_info boots, and the agent's ramdisk unless the node's
 // automated_clean is off, as cleaning still boots the agent) must pass.
-func (r *Ramdisk) Validate(n *model.Node) error {
-	drv, err := r.cfg.Drivers.For(n)
+func (r *Ramdisk) Validate(t *driver.Task) error {
+	drv, err := t.Composed()
 	if err != nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func (r *Ramdisk) Validate(n *model.Node) error {
 	if !ok {
 		return errors.New(driver.ErrNoRamdiskBoot)
 	}
-	return rb.ValidateRamdiskBoot(n)
+	return rb.ValidateRamdiskBoot(t.Node)
 }
 
 // Steps offers the deploy step "deploy" (priority 100, Ironic's) and the
@@ -69,7 +69,7 @@ func (r *Ramdisk) ExecuteStep(ctx context.Context, t *driver.Task, kind driver.S
 // ramdisk_boot_configdrive ignore it.
 func (r *Ramdisk) Deploy(ctx context.Context, t *driver.Task) (driver.Result, error) {
 	n := t.Node
-	drv, err := r.cfg.Drivers.For(n)
+	drv, err := t.Composed()
 	if err != nil {
 		return driver.Done, err
 	}

@@ -28,7 +28,7 @@ func (d *Direct) Rescuer() *Rescuer { return &Rescuer{d: d} }
 
 // Validate checks the node's boot interface can boot the rescue ramdisk
 // (Ironic's boot validate_rescue).
-func (r *Rescuer) Validate(n *model.Node) error { return r.d.validateBoot(n, true) }
+func (r *Rescuer) Validate(t *driver.Task) error { return r.d.validateBoot(t, true) }
 
 // Rescue hashes the rescue password, boots the agent and waits (rescue wait).
 func (r *Rescuer) Rescue(ctx context.Context, t *driver.Task) (driver.Result, error) {
@@ -72,7 +72,7 @@ func (r *Rescuer) Continue(ctx context.Context, t *driver.Task, op string) (driv
 	// The rescue ramdisk runs from memory now: withdraw what booted it (the
 	// iPXE script, the virtual media ISO), as Ironic's _finalize_rescue
 	// does through the rescue interface's clean_up.
-	drv, err := r.d.cfg.Drivers.For(n)
+	drv, err := t.Composed()
 	if err != nil {
 		return driver.Done, err
 	}

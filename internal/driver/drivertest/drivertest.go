@@ -87,14 +87,14 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 }
 
 func testValidate(t *testing.T, tg Target) {
-	if err := tg.Power.Validate(tg.Good(t)); err != nil {
+	if err := tg.Power.Validate(&driver.Task{Node: tg.Good(t)}); err != nil {
 		t.Fatalf("Validate(good node) = %v", err)
 	}
 	if tg.Missing == nil {
 		return
 	}
 	n, field := tg.Missing(t)
-	err := tg.Power.Validate(n)
+	err := tg.Power.Validate(&driver.Task{Node: n})
 	if err == nil || !strings.Contains(err.Error(), field) {
 		t.Fatalf("Validate(node without %s) = %v, want an error naming %s", field, err, field)
 	}
@@ -170,7 +170,7 @@ func testInspect(t *testing.T, tg Target) {
 		t.Fatal("Target.Inspect is set without Target.Inspected")
 	}
 	task := &driver.Task{Node: tg.Good(t)}
-	if err := tg.Inspect.Validate(task.Node); err != nil {
+	if err := tg.Inspect.Validate(task); err != nil {
 		t.Fatalf("inspect Validate(good node) = %v", err)
 	}
 	res, err := tg.Inspect.Inspect(ctxFor(t, 2*time.Minute), task)
@@ -186,7 +186,7 @@ func testInspect(t *testing.T, tg Target) {
 // testFailing: every call on a node whose BMC refuses or ignores it fails
 // within ErrorTimeout, with an error that names no secret.
 func testFailing(t *testing.T, tg Target, n *model.Node) {
-	if err := tg.Power.Validate(n); err != nil {
+	if err := tg.Power.Validate(&driver.Task{Node: n}); err != nil {
 		t.Fatalf("Validate = %v; the failure must come from the BMC, not from driver_info", err)
 	}
 	task := &driver.Task{Node: n}

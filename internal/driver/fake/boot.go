@@ -4,24 +4,22 @@ import (
 	"context"
 
 	"github.com/anvil-metal/anvil/internal/driver"
-	"github.com/anvil-metal/anvil/internal/model"
 )
 
 // Boot is the fake boot interface: it publishes nothing and only sets the
-// boot device through the node's management interface (pxe for a ramdisk,
+// boot device through the task's management interface (pxe for a ramdisk,
 // disk for the instance), so an emulated machine boots what it is told.
-type Boot struct{ drivers *driver.Registry }
+type Boot struct{}
 
-// NewBoot returns the fake boot interface; drivers finds a node's
-// management interface.
-func NewBoot(drivers *driver.Registry) *Boot { return &Boot{drivers: drivers} }
+// NewBoot returns the fake boot interface.
+func NewBoot() *Boot { return &Boot{} }
 
 // Validate needs nothing.
-func (b *Boot) Validate(*model.Node) error { return nil }
+func (b *Boot) Validate(*driver.Task) error { return nil }
 
 // PrepareRamdisk sets the boot device to pxe (once).
 func (b *Boot) PrepareRamdisk(ctx context.Context, t *driver.Task, _ string) error {
-	return b.drivers.SetBootDevice(ctx, t, driver.BootDevice{Device: "pxe"})
+	return t.SetBootDevice(ctx, driver.BootDevice{Device: "pxe"})
 }
 
 // CleanUpRamdisk has nothing to withdraw.
@@ -29,7 +27,7 @@ func (b *Boot) CleanUpRamdisk(context.Context, *driver.Task) error { return nil 
 
 // PrepareInstance sets the boot device to disk, persistently.
 func (b *Boot) PrepareInstance(ctx context.Context, t *driver.Task) error {
-	return b.drivers.SetBootDevice(ctx, t, driver.BootDevice{Device: "disk", Persistent: true})
+	return t.SetBootDevice(ctx, driver.BootDevice{Device: "disk", Persistent: true})
 }
 
 // CleanUpInstance has nothing to withdraw.

@@ -72,7 +72,7 @@ func (h *Hardware) Register(r *driver.Registry) {
 	for _, k := range model.InterfaceNames {
 		r.AddInterface(k, Interface, h)
 	}
-	r.AddInterface("boot", Interface, NewBoot(r))
+	r.AddInterface("boot", Interface, NewBoot())
 	r.AddInterface("network", "noop", h)
 	r.AddInterface("network", "flat", h)
 	r.AddInterface("storage", "noop", h)
@@ -86,7 +86,8 @@ func (h *Hardware) SetPower(nodeUUID, state string) {
 }
 
 // Validate checks the knobs parse.
-func (h *Hardware) Validate(n *model.Node) error {
+func (h *Hardware) Validate(t *driver.Task) error {
+	n := t.Node
 	for k, v := range n.DriverInfo {
 		if strings.HasPrefix(k, "fake_") && strings.HasSuffix(k, "_delay") {
 			if _, err := seconds(v); err != nil {

@@ -3,6 +3,7 @@ package fake_test
 import (
 	"testing"
 
+	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/fake"
 	"github.com/anvil-metal/anvil/internal/model"
 )
@@ -28,7 +29,7 @@ func TestKnobValidation(t *testing.T) {
 		{"fail list of numbers", map[string]any{"fake_fail": []any{3.0}}, false},
 	}
 	for _, c := range cases {
-		err := h.Validate(&model.Node{DriverInfo: c.info})
+		err := h.Validate(&driver.Task{Node: &model.Node{DriverInfo: c.info}})
 		if (err == nil) != c.ok {
 			t.Errorf("%s: Validate = %v, want ok=%v", c.name, err, c.ok)
 		}

@@ -29,8 +29,7 @@ type Drivers struct {
 	Redfish *redfish.Driver
 	IPMI    *ipmi.Driver
 	// Agent configures the agent's deploy interfaces, "direct",
-	// "custom-agent" and "ramdisk" (whose cleaning boots the agent); its
-	// Drivers field is set to the registry being built.
+	// "custom-agent" and "ramdisk" (whose cleaning boots the agent).
 	Agent direct.Config
 	// Boot is the boot service the "ipxe" and "pxe" boot interfaces publish
 	// nodes' files on; nil leaves them enabled but failing validation
@@ -151,7 +150,6 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	r := driver.NewRegistry()
 	d.Fake.Register(r)
 	noop.Register(r)
-	d.Agent.Drivers = r
 	dd := direct.New(d.Agent)
 	r.AddInterface("deploy", direct.Name, dd)
 	r.AddInterface("deploy", direct.RamdiskName, dd.Ramdisk())
@@ -162,12 +160,12 @@ func BuildRegistry(d Drivers) (*driver.Registry, error) {
 	r.AddInterface("inspect", direct.InterfaceName, dd.Inspector())
 	r.AddInterface("rescue", direct.InterfaceName, dd.Rescuer())
 	r.AddInterface("raid", direct.InterfaceName, dd.RAID())
-	pcfg := pxe.Config{Publisher: d.Boot, Drivers: r, KernelParams: d.KernelParams}
+	pcfg := pxe.Config{Publisher: d.Boot, KernelParams: d.KernelParams}
 	r.AddInterface("boot", pxe.IPXE, pxe.New(pxe.IPXE, pcfg))
 	r.AddInterface("boot", pxe.PXE, pxe.New(pxe.PXE, pcfg))
 	r.AddInterface("boot", pxe.HTTPIPXE, pxe.New(pxe.HTTPIPXE, pcfg))
 	r.AddInterface("boot", pxe.HTTP, pxe.New(pxe.HTTP, pcfg))
-	rbcfg := redfish.BootConfig{Publisher: d.ISO, Drivers: r, KernelParams: d.KernelParams}
+	rbcfg := redfish.BootConfig{Publisher: d.ISO, KernelParams: d.KernelParams}
 	r.AddInterface("boot", redfish.VirtualMediaName, d.Redfish.NewVirtualMediaBoot(rbcfg))
 	r.AddInterface("boot", redfish.HTTPSBootName, d.Redfish.NewHTTPSBoot(rbcfg))
 	r.AddInterface("power", redfish.Name, d.Redfish)

@@ -52,7 +52,8 @@ func (d *Driver) Console(name string) *Console {
 var _ driver.Console = (*Console)(nil)
 
 // Validate checks driver_info (the socat flavour needs ipmi_terminal_port).
-func (c *Console) Validate(n *model.Node) error {
+func (c *Console) Validate(t *driver.Task) error {
+	n := t.Node
 	if _, err := parseInfo(n); err != nil {
 		return err
 	}

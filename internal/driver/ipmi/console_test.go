@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/ipmi"
 	"github.com/anvil-metal/anvil/internal/testbin/ipmisim"
 )
@@ -49,7 +50,7 @@ func TestSOLThroughIPMISim(t *testing.T) {
 	d := fastDriver()
 	con := d.Console(ipmi.SOLName)
 	n := ipmiNode("127.0.0.1", port, testPassword)
-	if err := con.Validate(n); err != nil {
+	if err := con.Validate(&driver.Task{Node: n}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()

@@ -100,7 +100,8 @@ var (
 )
 
 // Validate checks driver_info without contacting the BMC.
-func (d *Driver) Validate(n *model.Node) error {
+func (d *Driver) Validate(t *driver.Task) error {
+	n := t.Node
 	_, err := parseInfo(n)
 	return err
 }

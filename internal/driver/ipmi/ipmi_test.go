@@ -138,7 +138,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := d.Validate(&model.Node{UUID: "n1", DriverInfo: c.di})
+			err := d.Validate(&driver.Task{Node: &model.Node{UUID: "n1", DriverInfo: c.di}})
 			if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
 				t.Fatalf("Validate = %v, want %q", err, c.want)
 			}

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/anvil-metal/anvil/internal/driver"
-	"github.com/anvil-metal/anvil/internal/model"
 )
 
 // ManagementName is Ironic's "noop" management interface (NoopManagement),
@@ -22,7 +21,7 @@ type Management struct{}
 var noopBootDevices = []string{"pxe", "disk"}
 
 // Validate accepts any node.
-func (Management) Validate(*model.Node) error { return nil }
+func (Management) Validate(*driver.Task) error { return nil }
 
 // BootDevice is always network boot, persistent (Ironic's answer).
 func (Management) BootDevice(context.Context, *driver.Task) (driver.BootDevice, error) {

@@ -56,7 +56,7 @@ func (i *Interface) fail(n *model.Node) error {
 }
 
 // Validate always fails: the capability is not available.
-func (i *Interface) Validate(n *model.Node) error { return i.fail(n) }
+func (i *Interface) Validate(t *driver.Task) error { return i.fail(t.Node) }
 
 // Inspect fails (no-inspect).
 func (i *Interface) Inspect(_ context.Context, t *driver.Task) (driver.Result, error) {

@@ -62,8 +62,6 @@ type Config struct {
 	// Publisher is the boot service; nil means network boot is not
 	// configured and validation fails with ErrNotConfigured.
 	Publisher Publisher
-	// Drivers finds a node's management interface to set its boot device.
-	Drivers *driver.Registry
 	// KernelParams is the default kernel command line addition
 	// (Ironic's [pxe]kernel_append_params).
 	KernelParams string
@@ -138,7 +136,8 @@ func (b *Boot) kernelParams(n *model.Node) string {
 
 // Validate checks network boot is configured and the deploy ramdisk is
 // named; for a ramdisk deploy, ValidateRamdiskBoot.
-func (b *Boot) Validate(n *model.Node) error {
+func (b *Boot) Validate(t *driver.Task) error {
+	n := t.Node
 	if driver.IsRamdiskDeploy(n) {
 		return b.ValidateRamdiskBoot(n)
 	}
@@ -196,7 +195,7 @@ func (b *Boot) PrepareRamdisk(ctx context.Context, t *driver.Task, mode string) 
 	if err := b.cfg.Publisher.PublishRamdisk(ctx, t.Node.UUID, m, r); err != nil {
 		return fmt.Errorf("publishing the %s ramdisk: %w", mode, err)
 	}
-	return b.cfg.Drivers.SetBootDevice(ctx, t, driver.BootDevice{Device: "pxe"})
+	return t.SetBootDevice(ctx, driver.BootDevice{Device: "pxe"})
 }
 
 // CleanUpRamdisk withdraws the node's files.
@@ -215,7 +214,7 @@ func (b *Boot) PrepareInstance(ctx context.Context, t *driver.Task) error {
 	if err := b.cfg.Publisher.PublishLocalBoot(ctx, t.Node.UUID, m); err != nil {
 		return fmt.Errorf("publishing local boot: %w", err)
 	}
-	return b.cfg.Drivers.SetBootDevice(ctx, t, driver.BootDevice{Device: "disk", Persistent: true})
+	return t.SetBootDevice(ctx, driver.BootDevice{Device: "disk", Persistent: true})
 }
 
 // CleanUpInstance withdraws the node's files.
@@ -279,5 +278,5 @@ func (b *Boot) PrepareRamdiskBoot(ctx context.Context, t *driver.Task) error {
 	if err := b.cfg.Publisher.PublishRamdisk(ctx, t.Node.UUID, m, r); err != nil {
 		return fmt.Errorf("publishing the instance's kernel and ramdisk: %w", err)
 	}
-	return b.cfg.Drivers.SetBootDevice(ctx, t, driver.BootDevice{Device: "pxe", Persistent: true})
+	return t.SetBootDevice(ctx, driver.BootDevice{Device: "pxe", Persistent: true})
 }

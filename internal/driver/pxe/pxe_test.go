@@ -51,7 +51,7 @@ func setupMode(t *testing.T, pub pxe.Publisher, mode string) (*pxe.Boot, *fake.H
 	r := driver.NewRegistry()
 	fk := fake.New()
 	fk.Register(r)
-	b := pxe.New(mode, pxe.Config{Publisher: pub, Drivers: r, KernelParams: "console=ttyS0"})
+	b := pxe.New(mode, pxe.Config{Publisher: pub, KernelParams: "console=ttyS0"})
 	r.AddInterface("boot", mode, b)
 	n := &model.Node{UUID: "n-1", Driver: fake.Name, DriverInfo: model.JSON{
 		"deploy_kernel": "http://127.0.0.1/k", "deploy_ramdisk": "http://127.0.0.1/r",
@@ -60,8 +60,12 @@ func setupMode(t *testing.T, pub pxe.Publisher, mode string) (*pxe.Boot, *fake.H
 		t.Fatal(err)
 	}
 	n.Interfaces.Set("boot", mode)
+	drv, err := r.For(n)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ports := []*model.Port{{Address: "52:54:00:AA:BB:01"}, {Address: "52:54:00:aa:bb:02"}}
-	return b, fk, &driver.Task{Node: n, Ports: ports}
+	return b, fk, &driver.Task{Node: n, Ports: ports, Driver: drv}
 }
 
 func bootDevice(t *testing.T, fk *fake.Hardware, task *driver.Task) driver.BootDevice {
@@ -99,7 +103,7 @@ func TestValidate(t *testing.T) {
 			}
 			b := pxe.New(pxe.PXE, pxe.Config{Publisher: pub})
 			n := &model.Node{DriverInfo: tt.info}
-			err := b.Validate(n)
+			err := b.Validate(&driver.Task{Node: n})
 			if tt.rescue {
 				err = b.ValidateRescue(n)
 			}

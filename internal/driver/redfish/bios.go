@@ -39,7 +39,8 @@ const (
 var applyArgs = map[string]driver.ArgInfo{"settings": {Description: "A list of BIOS settings to be applied", Required: true}}
 
 // Validate checks driver_info without contacting the BMC.
-func (b *BIOS) Validate(n *model.Node) error {
+func (b *BIOS) Validate(t *driver.Task) error {
+	n := t.Node
 	_, err := parseInfo(n)
 	return err
 }

@@ -46,7 +46,8 @@ const (
 var updateArgs = map[string]driver.ArgInfo{"settings": {Description: "A list of dicts with firmware components to be updated", Required: true}}
 
 // Validate checks driver_info without contacting the BMC.
-func (f *Firmware) Validate(n *model.Node) error {
+func (f *Firmware) Validate(t *driver.Task) error {
+	n := t.Node
 	_, err := parseInfo(n)
 	return err
 }

@@ -40,7 +40,7 @@ var (
 )
 
 // Validate is redfish-virtual-media's.
-func (b *HTTPSBoot) Validate(n *model.Node) error { return b.vm.Validate(n) }
+func (b *HTTPSBoot) Validate(t *driver.Task) error { return b.vm.Validate(t) }
 
 // ValidateRescue is redfish-virtual-media's.
 func (b *HTTPSBoot) ValidateRescue(n *model.Node) error { return b.vm.ValidateRescue(n) }
@@ -64,7 +64,7 @@ func (b *HTTPSBoot) PrepareRamdisk(ctx context.Context, t *driver.Task, mode str
 		}
 		defer b.withdrawOnError(ctx, t, &err)
 	}
-	if err := b.vm.setBootDevice(ctx, t, driver.BootDevice{Device: "uefihttp", HTTPBootURI: iso}); err != nil {
+	if err := t.SetBootDevice(ctx, driver.BootDevice{Device: "uefihttp", HTTPBootURI: iso}); err != nil {
 		return err
 	}
 	b.vm.d.cfg.Log.Info("next boot: UEFI HTTP boot of the ISO", "node", t.Node.UUID, "mode", mode)
@@ -91,7 +91,7 @@ func (b *HTTPSBoot) PrepareInstance(ctx context.Context, t *driver.Task) error {
 	if err := b.vm.withdraw(ctx, t); err != nil {
 		return err
 	}
-	return b.vm.setBootDevice(ctx, t, driver.BootDevice{Device: "disk", Persistent: true})
+	return t.SetBootDevice(ctx, driver.BootDevice{Device: "disk", Persistent: true})
 }
 
 // CleanUpInstance withdraws any ISO.
@@ -115,5 +115,5 @@ func (b *HTTPSBoot) PrepareRamdiskBoot(ctx context.Context, t *driver.Task) (err
 		}
 		defer b.withdrawOnError(ctx, t, &err)
 	}
-	return b.vm.setBootDevice(ctx, t, driver.BootDevice{Device: "uefihttp", Persistent: true, HTTPBootURI: iso})
+	return t.SetBootDevice(ctx, driver.BootDevice{Device: "uefihttp", Persistent: true, HTTPBootURI: iso})
 }

@@ -16,10 +16,11 @@ import (
 func TestHTTPSBootCycle(t *testing.T) {
 	v := mockupVM(t, replayConfig{})
 	isos := &fakeISOs{}
-	b := fastDriver().NewHTTPSBoot(redfish.BootConfig{Publisher: isos})
+	d := fastDriver()
+	b := d.NewHTTPSBoot(redfish.BootConfig{Publisher: isos})
 	n := vmNode(v.node)
-	task := &driver.Task{Node: n}
-	if err := b.Validate(n); err != nil {
+	task := vmTask(d, n)
+	if err := b.Validate(task); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.PrepareRamdisk(context.Background(), task, driver.RamdiskDeploy); err != nil {
@@ -68,9 +69,9 @@ func TestHTTPSBootCycle(t *testing.T) {
 func TestHTTPSBootRefused(t *testing.T) {
 	v := mockupVM(t, replayConfig{Gone: []string{"/redfish/v1/Systems/437XR1138R2"}})
 	isos := &fakeISOs{}
-	b := fastDriver().NewHTTPSBoot(redfish.BootConfig{Publisher: isos})
-	n := vmNode(v.node)
-	err := b.PrepareRamdisk(context.Background(), &driver.Task{Node: n}, driver.RamdiskDeploy)
+	d := fastDriver()
+	b := d.NewHTTPSBoot(redfish.BootConfig{Publisher: isos})
+	err := b.PrepareRamdisk(context.Background(), vmTask(d, vmNode(v.node)), driver.RamdiskDeploy)
 	if err == nil || !strings.Contains(err.Error(), "437XR1138R2") {
 		t.Errorf("PrepareRamdisk on a BMC without the system: %v", err)
 	}

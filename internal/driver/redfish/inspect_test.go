@@ -134,7 +134,7 @@ func TestValidate(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			di := base()
 			c.change(di)
-			err := d.Validate(&model.Node{UUID: "n1", DriverInfo: di})
+			err := d.Validate(&driver.Task{Node: &model.Node{UUID: "n1", DriverInfo: di}})
 			switch {
 			case c.want == "" && err != nil:
 				t.Fatalf("Validate = %v, want nil", err)

@@ -60,7 +60,8 @@ var (
 // Validate checks the target RAID configuration, when set (Ironic's
 // RedfishRAID keeps the base validation: driver_info is the power and
 // management interfaces' to check).
-func (r *RAID) Validate(n *model.Node) error {
+func (r *RAID) Validate(t *driver.Task) error {
+	n := t.Node
 	if len(n.TargetRaidConfig) == 0 {
 		return nil
 	}

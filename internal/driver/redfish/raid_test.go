@@ -46,7 +46,7 @@ func TestRAIDCreateDelete(t *testing.T) {
 	full := `{"logical_disks": [{"raid_level": "1", "size_gb": 50, "is_root_volume": true},
 		{"raid_level": "1", "size_gb": "MAX", "controller": "RAID.Integrated.1-1", "physical_disks": ["Disk.3", "Disk.4"]}]}`
 	n.TargetRaidConfig = jsonObj(t, full)
-	if err := r.Validate(n); err != nil {
+	if err := r.Validate(&driver.Task{Node: n}); err != nil {
 		t.Fatal(err)
 	}
 	// Only the root volume first, on the two smallest free drives.

@@ -45,7 +45,8 @@ func (d *Driver) SerialConsole(sol SOLFunc) *SerialConsole {
 var _ driver.Console = (*SerialConsole)(nil)
 
 // Validate checks driver_info without contacting the BMC.
-func (c *SerialConsole) Validate(n *model.Node) error {
+func (c *SerialConsole) Validate(t *driver.Task) error {
+	n := t.Node
 	if _, err := parseInfo(n); err != nil {
 		return err
 	}

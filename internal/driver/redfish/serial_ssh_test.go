@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/redfish"
 	"github.com/anvil-metal/anvil/internal/model"
 )
@@ -183,11 +184,11 @@ func TestSerialConsoleOverSSH(t *testing.T) {
 	if _, err := sc.OpenConsole(ctx, node(wrong)); err == nil || !strings.Contains(err.Error(), "host key") || strings.Contains(err.Error(), pw) {
 		t.Errorf("a wrong host key: %v", err)
 	}
-	if err := sc.Validate(node("not a key")); err == nil {
+	if err := sc.Validate(&driver.Task{Node: node("not a key")}); err == nil {
 		t.Error("Validate accepted a malformed host key")
 	}
 	for _, hk := range []string{"127.0.0.1 " + authorized, ssh.FingerprintSHA256(bmc.hostKey)} {
-		if err := sc.Validate(node(hk)); err != nil {
+		if err := sc.Validate(&driver.Task{Node: node(hk)}); err != nil {
 			t.Fatalf("Validate(%q): %v", hk, err)
 		}
 		rw, err := sc.OpenConsole(ctx, node(hk))

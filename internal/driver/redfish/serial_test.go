@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/anvil-metal/anvil/internal/bmcemu"
+	"github.com/anvil-metal/anvil/internal/driver"
 )
 
 // solCall is what the serial console asked the SOL opener for.
@@ -43,7 +44,7 @@ func TestSerialConsoleUsesTheSystemsIPMI(t *testing.T) {
 
 	e := startEmulator(t, bmcemu.Config{Count: 2, IPMI: true})
 	n := node(e, "node-02", testPassword, "")
-	if err := sc.Validate(n); err != nil {
+	if err := sc.Validate(&driver.Task{Node: n}); err != nil {
 		t.Fatal(err)
 	}
 	if info := sc.ConsoleInfo(n); info["type"] != "websocket" || info["url"] != "/v1/nodes/"+n.UUID+"/console/ws" {
@@ -80,7 +81,7 @@ func TestSerialConsoleUsesTheSystemsIPMI(t *testing.T) {
 		t.Errorf("a password IPMI cannot carry: %v (SOL calls %v)", err, got)
 	}
 
-	if err := sc.Validate(node(e, "node-02", testPassword, "kerberos")); err == nil {
+	if err := sc.Validate(&driver.Task{Node: node(e, "node-02", testPassword, "kerberos")}); err == nil {
 		t.Error("Validate accepted a bad redfish_auth_type")
 	}
 }

@@ -34,7 +34,7 @@ func sushyVMBoot(t *testing.T, b bmcTarget, isoBase string) {
 	t.Run("boot interface", func(t *testing.T) {
 		isos := &fakeISOs{base: isoBase}
 		vb := b.d.NewVirtualMediaBoot(redfish.BootConfig{Publisher: isos})
-		task := &driver.Task{Node: vmNode(b.node(b.password))}
+		task := vmTask(b.d, vmNode(b.node(b.password)))
 		if err := vb.PrepareRamdisk(ctx, task, driver.RamdiskDeploy); err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +80,7 @@ func sushyVMBoot(t *testing.T, b bmcTarget, isoBase string) {
 func sushyBadImage(t *testing.T, d *redfish.Driver, b bmcTarget, isoBase string) {
 	isos := &fakeISOs{base: isoBase}
 	vb := d.NewVirtualMediaBoot(redfish.BootConfig{Publisher: isos})
-	err := vb.PrepareRamdisk(context.Background(), &driver.Task{Node: vmNode(b.node(b.password))}, driver.RamdiskDeploy)
+	err := vb.PrepareRamdisk(context.Background(), vmTask(d, vmNode(b.node(b.password))), driver.RamdiskDeploy)
 	for _, w := range []string{"Virtual media mount failed for node", "HTTP 500", "Failed fetching image from URL http://127.0.0.1:"} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("PrepareRamdisk = %v, want it to contain %q", err, w)

@@ -52,7 +52,7 @@ var subscriptionFields = []string{"Id", "Context", "Protocol", "Destination", "E
 var allEventTypes = []string{"Alert", "MetricReport", "Other", "ResourceAdded", "ResourceRemoved", "ResourceUpdated", "StatusChange"}
 
 // Validate checks driver_info without contacting the BMC.
-func (v *Vendor) Validate(n *model.Node) error { return v.d.Validate(n) }
+func (v *Vendor) Validate(t *driver.Task) error { return v.d.Validate(t) }
 
 // VendorMethods lists the methods.
 func (v *Vendor) VendorMethods() map[string]driver.VendorMethod { return vendorMethods }

@@ -36,8 +36,6 @@ type BootConfig struct {
 	// Publisher builds and serves ISOs; nil means Anvil's boot endpoint is
 	// not configured, and only nodes with deploy_iso/rescue_iso can boot.
 	Publisher ISOPublisher
-	// Drivers finds a node's management interface to set its boot device.
-	Drivers *driver.Registry
 	// KernelParams is the default kernel command line addition
 	// (Ironic's [redfish]kernel_append_params).
 	KernelParams string
@@ -140,7 +138,8 @@ type loaderChecker interface{ CheckISOLoaders() error }
 
 // Validate checks the BMC settings and the deploy ramdisk without
 // contacting the BMC; for a ramdisk deploy, ValidateRamdiskBoot.
-func (b *VirtualMediaBoot) Validate(n *model.Node) error {
+func (b *VirtualMediaBoot) Validate(t *driver.Task) error {
+	n := t.Node
 	if driver.IsRamdiskDeploy(n) {
 		return b.ValidateRamdiskBoot(n)
 	}
@@ -183,18 +182,11 @@ func (b *VirtualMediaBoot) PrepareRamdisk(ctx context.Context, t *driver.Task, m
 	if err := b.d.insertMedia(ctx, t.Node, "cdrom", isoURL); err != nil {
 		return err
 	}
-	if err := b.setBootDevice(ctx, t, driver.BootDevice{Device: "cdrom"}); err != nil {
+	if err := t.SetBootDevice(ctx, driver.BootDevice{Device: "cdrom"}); err != nil {
 		return err
 	}
 	b.d.cfg.Log.Info("virtual media inserted, next boot from it", "node", t.Node.UUID, "mode", mode)
 	return nil
-}
-
-func (b *VirtualMediaBoot) setBootDevice(ctx context.Context, t *driver.Task, dev driver.BootDevice) error {
-	if b.cfg.Drivers != nil {
-		return b.cfg.Drivers.SetBootDevice(ctx, t, dev)
-	}
-	return b.d.SetBootDevice(ctx, t, dev)
 }
 
 // CleanUpRamdisk ejects the virtual CD and withdraws the ISO. The ISO is
@@ -208,7 +200,7 @@ func (b *VirtualMediaBoot) PrepareInstance(ctx context.Context, t *driver.Task) 
 	if err := b.ejectAndWithdraw(ctx, t); err != nil {
 		return err
 	}
-	return b.setBootDevice(ctx, t, driver.BootDevice{Device: "disk", Persistent: true})
+	return t.SetBootDevice(ctx, driver.BootDevice{Device: "disk", Persistent: true})
 }
 
 // CleanUpInstance ejects the virtual CD and withdraws any ISO.
@@ -297,7 +289,7 @@ func (b *VirtualMediaBoot) PrepareRamdiskBoot(ctx context.Context, t *driver.Tas
 	if err := b.d.insertMedia(ctx, t.Node, "cdrom", isoURL); err != nil {
 		return err
 	}
-	if err := b.setBootDevice(ctx, t, driver.BootDevice{Device: "cdrom", Persistent: true}); err != nil {
+	if err := t.SetBootDevice(ctx, driver.BootDevice{Device: "cdrom", Persistent: true}); err != nil {
 		return err
 	}
 	b.d.cfg.Log.Info("instance ISO inserted, the node boots it from now on", "node", t.Node.UUID)

@@ -112,6 +112,12 @@ func vmNode(n *model.Node) *model.Node {
 	return n
 }
 
+// vmTask is a task on n whose driver has d as its management interface:
+// the boot interface sets the boot device through the task's driver.
+func vmTask(d *redfish.Driver, n *model.Node) *driver.Task {
+	return &driver.Task{Node: n, Driver: &driver.Driver{Management: d}}
+}
+
 // TestVirtualMediaBootCycle: PrepareRamdisk publishes the ISO, inserts it
 // (InsertMedia on sushy-tools, PATCH Image on the DMTF mockup whose CD has no
 // action, under the system or under the manager), sets a boot from Cd;
@@ -142,8 +148,8 @@ func TestVirtualMediaBootCycle(t *testing.T) {
 			d := fastDriver()
 			b := d.NewVirtualMediaBoot(redfish.BootConfig{Publisher: isos, KernelParams: "ipa-debug=1"})
 			n := vmNode(v.node)
-			task := &driver.Task{Node: n}
-			if err := b.Validate(n); err != nil {
+			task := vmTask(d, n)
+			if err := b.Validate(task); err != nil {
 				t.Fatal(err)
 			}
 			if err := b.PrepareRamdisk(context.Background(), task, driver.RamdiskDeploy); err != nil {
@@ -206,8 +212,9 @@ func TestVirtualMediaBadBMC(t *testing.T) {
 				v.rp.facts["POST "+insert] = *tc.answer
 			}
 			isos := &fakeISOs{}
-			b := fastDriver().NewVirtualMediaBoot(redfish.BootConfig{Publisher: isos})
-			err := b.PrepareRamdisk(context.Background(), &driver.Task{Node: vmNode(v.node)}, driver.RamdiskDeploy)
+			d := fastDriver()
+			b := d.NewVirtualMediaBoot(redfish.BootConfig{Publisher: isos})
+			err := b.PrepareRamdisk(context.Background(), vmTask(d, vmNode(v.node)), driver.RamdiskDeploy)
 			if err == nil {
 				t.Fatal("PrepareRamdisk succeeded")
 			}
@@ -236,7 +243,7 @@ func TestVirtualMediaBootValidation(t *testing.T) {
 	v := sushyVM(t, replayConfig{})
 	n := v.node
 	b := fastDriver().NewVirtualMediaBoot(redfish.BootConfig{Publisher: &fakeISOs{}})
-	err := b.Validate(n)
+	err := b.Validate(&driver.Task{Node: n})
 	if err == nil || err.Error() != "Error validating Redfish virtual media. Some parameters were missing in node's driver_info. Missing are: ['deploy_kernel', 'deploy_ramdisk']" {
 		t.Errorf("no deploy ramdisk: %v", err)
 	}
@@ -244,14 +251,15 @@ func TestVirtualMediaBootValidation(t *testing.T) {
 		t.Errorf("no rescue ramdisk: %v", err)
 	}
 	n.DriverInfo["deploy_iso"] = "nfs://server/x.iso"
-	if err := b.Validate(n); err == nil || !strings.Contains(err.Error(), "http(s) URL") {
+	if err := b.Validate(&driver.Task{Node: n}); err == nil || !strings.Contains(err.Error(), "http(s) URL") {
 		t.Errorf("nfs deploy_iso: %v", err)
 	}
 
 	// deploy_iso is inserted as given, without the boot endpoint.
 	n.DriverInfo["deploy_iso"] = "http://127.0.0.1:8080/agent.iso"
-	nob := fastDriver().NewVirtualMediaBoot(redfish.BootConfig{})
-	if err := nob.PrepareRamdisk(context.Background(), &driver.Task{Node: n}, driver.RamdiskDeploy); err != nil {
+	dn := fastDriver()
+	nob := dn.NewVirtualMediaBoot(redfish.BootConfig{})
+	if err := nob.PrepareRamdisk(context.Background(), vmTask(dn, n), driver.RamdiskDeploy); err != nil {
 		t.Fatal(err)
 	}
 	if cd := v.res(v.cd); cd["Image"] != "http://127.0.0.1:8080/agent.iso" {
@@ -259,14 +267,14 @@ func TestVirtualMediaBootValidation(t *testing.T) {
 	}
 	delete(n.DriverInfo, "deploy_iso")
 	n.DriverInfo["redfish_deploy_iso"] = "http://127.0.0.1:8080/deprecated.iso" // Ironic's deprecated name
-	if err := nob.PrepareRamdisk(context.Background(), &driver.Task{Node: n}, driver.RamdiskDeploy); err != nil {
+	if err := nob.PrepareRamdisk(context.Background(), vmTask(dn, n), driver.RamdiskDeploy); err != nil {
 		t.Fatal(err)
 	}
 	if cd := v.res(v.cd); cd["Image"] != "http://127.0.0.1:8080/deprecated.iso" {
 		t.Errorf("CD image %v, want redfish_deploy_iso", cd["Image"])
 	}
 	delete(n.DriverInfo, "redfish_deploy_iso")
-	if err := nob.Validate(vmNode(n)); !errors.Is(err, redfish.ErrBootNotConfigured) {
+	if err := nob.Validate(&driver.Task{Node: vmNode(n)}); !errors.Is(err, redfish.ErrBootNotConfigured) {
 		t.Errorf("kernel and ramdisk without a boot endpoint: %v", err)
 	}
 }
@@ -354,14 +362,15 @@ func TestRamdiskBoot(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			v := sushyVM(t, replayConfig{})
 			isos := &fakeISOs{}
-			b := fastDriver().NewVirtualMediaBoot(redfish.BootConfig{Publisher: isos})
+			d := fastDriver()
+			b := d.NewVirtualMediaBoot(redfish.BootConfig{Publisher: isos})
 			n := vmNode(v.node) // the agent's ramdisk, for cleaning
 			n.InstanceInfo = tc.info
 			n.Interfaces.Set("deploy", driver.DeployRamdisk)
-			if err := b.Validate(n); err != nil {
+			if err := b.Validate(&driver.Task{Node: n}); err != nil {
 				t.Fatal(err)
 			}
-			if err := b.PrepareRamdiskBoot(context.Background(), &driver.Task{Node: n}); err != nil {
+			if err := b.PrepareRamdiskBoot(context.Background(), vmTask(d, n)); err != nil {
 				t.Fatal(err)
 			}
 			if tc.want != nil && isos.published[n.UUID] != *tc.want || tc.want == nil && isos.live() != 0 {
