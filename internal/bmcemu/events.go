@@ -71,7 +71,8 @@ func subscriptionJSON(s Subscription) map[string]any {
 }
 
 // serveEvents answers /redfish/v1/EventService[/Subscriptions[/{id}]].
-func (e *Emulator) serveEvents(w http.ResponseWriter, r *http.Request, sub []string) {
+func (h redfishAPI) serveEvents(w http.ResponseWriter, r *http.Request, sub []string) {
+	e := h.e
 	switch {
 	case len(sub) == 0 && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, map[string]any{
@@ -89,7 +90,7 @@ func (e *Emulator) serveEvents(w http.ResponseWriter, r *http.Request, sub []str
 		writeJSON(w, http.StatusOK, collection("#EventDestinationCollection.EventDestinationCollection",
 			"Event Subscriptions Collection", rfSubscriptions, members))
 	case len(sub) == 1 && sub[0] == "Subscriptions" && r.Method == http.MethodPost:
-		e.subscribe(w, r)
+		h.subscribe(w, r)
 	case len(sub) == 2 && sub[0] == "Subscriptions" && (r.Method == http.MethodGet || r.Method == http.MethodDelete):
 		s := &e.events
 		s.mu.Lock()
@@ -116,7 +117,8 @@ func (e *Emulator) serveEvents(w http.ResponseWriter, r *http.Request, sub []str
 // subscribe creates a subscription from a POST body, checked as a BMC
 // checks it: an absolute http(s) Destination, Protocol Redfish, known
 // EventTypes (default Alert).
-func (e *Emulator) subscribe(w http.ResponseWriter, r *http.Request) {
+func (h redfishAPI) subscribe(w http.ResponseWriter, r *http.Request) {
+	e := h.e
 	var body struct {
 		Destination *string
 		EventTypes  []string
