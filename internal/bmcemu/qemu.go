@@ -521,10 +521,11 @@ func qmpCommand(sock, command string, args map[string]any) error {
 		return err
 	}
 	enc := json.NewEncoder(conn)
-	for _, c := range []map[string]any{{"execute": "qmp_capabilities"}, {"execute": command, "arguments": args}} {
-		if c["arguments"] == nil {
-			delete(c, "arguments")
-		}
+	cmd := map[string]any{"execute": command}
+	if args != nil { // a nil map would be sent as "arguments": null, which qemu refuses
+		cmd["arguments"] = args
+	}
+	for _, c := range []map[string]any{{"execute": "qmp_capabilities"}, cmd} {
 		if err := enc.Encode(c); err != nil {
 			return err
 		}
