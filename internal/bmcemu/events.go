@@ -101,7 +101,7 @@ func (h redfishAPI) serveEvents(w http.ResponseWriter, r *http.Request, sub []st
 		s.mu.Unlock()
 		switch {
 		case !ok:
-			rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+			notFound(w, r)
 		case r.Method == http.MethodDelete:
 			w.WriteHeader(http.StatusNoContent)
 		default:
@@ -110,7 +110,7 @@ func (h redfishAPI) serveEvents(w http.ResponseWriter, r *http.Request, sub []st
 	case len(sub) <= 2 && (len(sub) == 0 || sub[0] == "Subscriptions"):
 		methodNotAllowed(w)
 	default:
-		rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+		notFound(w, r)
 	}
 }
 
@@ -128,7 +128,7 @@ func (h redfishAPI) subscribe(w http.ResponseWriter, r *http.Request) {
 	}
 	raw, _ := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 	if err := json.Unmarshal(raw, &body); err != nil {
-		rfError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "The request body submitted was malformed JSON.")
+		malformedJSON(w)
 		return
 	}
 	bad := func(prop, val string) {

@@ -42,14 +42,14 @@ func (h redfishAPI) serveRedfish(w http.ResponseWriter, r *http.Request) {
 	if len(segs) >= 4 && segs[0] == "redfish" && segs[1] == "v1" && (segs[2] == "Systems" || segs[2] == "Managers") {
 		if m = e.byID[segs[3]]; m == nil {
 			if h.misbehave(w, r, h.endpointKnobs(r)) {
-				rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+				notFound(w, r)
 			}
 			return
 		}
 	}
 	if pm := portMachine(r); pm != nil {
 		if m != nil && m != pm {
-			rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+			notFound(w, r)
 			return
 		}
 		m = pm // a machine's own BMC: its knobs and credentials apply to every call
@@ -101,7 +101,7 @@ func (h redfishAPI) serveRedfish(w http.ResponseWriter, r *http.Request) {
 	case rest[0] == "Registries":
 		h.serveRegistries(w, r, rest[1:])
 	default:
-		rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+		notFound(w, r)
 	}
 }
 
@@ -230,7 +230,7 @@ func (h redfishAPI) serveSystem(w http.ResponseWriter, r *http.Request, m *Machi
 	default:
 		body, ok := inventoryJSON(m, base, sub)
 		if !ok {
-			rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+			notFound(w, r)
 			return
 		}
 		writeJSON(w, http.StatusOK, body)
@@ -247,7 +247,7 @@ func (h redfishAPI) patchSystem(w http.ResponseWriter, r *http.Request, m *Machi
 		}
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		rfError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "The request body submitted was malformed JSON.")
+		malformedJSON(w)
 		return
 	}
 	if body.Boot != nil {
@@ -268,7 +268,7 @@ func (h redfishAPI) patchSystem(w http.ResponseWriter, r *http.Request, m *Machi
 func (h redfishAPI) reset(w http.ResponseWriter, r *http.Request, m *Machine) {
 	var body struct{ ResetType string }
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		rfError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "The request body submitted was malformed JSON.")
+		malformedJSON(w)
 		return
 	}
 	on := m.PoweredOn()
@@ -301,7 +301,7 @@ func (h redfishAPI) reset(w http.ResponseWriter, r *http.Request, m *Machine) {
 func (h redfishAPI) createSession(w http.ResponseWriter, r *http.Request, k Knobs) {
 	var body struct{ UserName, Password string }
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		rfError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "The request body submitted was malformed JSON.")
+		malformedJSON(w)
 		return
 	}
 	c := creds{body.UserName, body.Password}
@@ -346,7 +346,7 @@ func (h redfishAPI) serveSessions(w http.ResponseWriter, r *http.Request, k Knob
 		}
 		w.WriteHeader(http.StatusNoContent)
 	default:
-		rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+		notFound(w, r)
 	}
 }
 
@@ -382,4 +382,14 @@ func rfError(w http.ResponseWriter, status int, code, msg string) {
 
 func methodNotAllowed(w http.ResponseWriter) {
 	rfError(w, http.StatusMethodNotAllowed, "Base.1.8.OperationNotAllowed", "The HTTP method is not allowed on this resource.")
+}
+
+// notFound answers a URI that names no resource.
+func notFound(w http.ResponseWriter, r *http.Request) {
+	rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+}
+
+// malformedJSON answers a request body that is not JSON.
+func malformedJSON(w http.ResponseWriter) {
+	rfError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "The request body submitted was malformed JSON.")
 }

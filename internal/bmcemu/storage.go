@@ -297,7 +297,7 @@ func (m *Machine) createVolume(w http.ResponseWriter, r *http.Request, ctrl stri
 		ApplyTime string `json:"@Redfish.OperationApplyTime"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		rfError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "The request body submitted was malformed JSON.")
+		malformedJSON(w)
 		return
 	}
 	bad := func(code, msg string) { rfError(w, http.StatusBadRequest, code, msg) }

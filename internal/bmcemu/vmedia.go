@@ -250,7 +250,7 @@ type mediaBody struct {
 func decodeMedia(w http.ResponseWriter, r *http.Request) (mediaBody, bool) {
 	var b mediaBody
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&b); err != nil {
-		rfError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "The request body submitted was malformed JSON.")
+		malformedJSON(w)
 		return b, false
 	}
 	return b, true
@@ -319,8 +319,4 @@ func (h redfishAPI) answerInsert(w http.ResponseWriter, r *http.Request, m *Mach
 	default:
 		rfError(w, http.StatusInternalServerError, "Base.1.8.InternalError", err.Error())
 	}
-}
-
-func notFound(w http.ResponseWriter, r *http.Request) {
-	rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
 }
