@@ -124,6 +124,10 @@ func (o *agentOutput) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// agentFleet boots the deploy agent of machines that network-boot
+// (Config.Agent) and stops it when they power off or boot elsewhere.
+type agentFleet struct{ e *Emulator }
+
 // agentRun is one running agent of a machine.
 type agentRun struct {
 	cancel context.CancelFunc
@@ -131,7 +135,8 @@ type agentRun struct {
 }
 
 // setupAgents fills AgentConfig's defaults and creates the disk files.
-func (e *Emulator) setupAgents() error {
+func (a agentFleet) setupAgents() error {
+	e := a.e
 	ac := e.cfg.Agent
 	if ac == nil {
 		return nil
@@ -178,7 +183,8 @@ func (e *Emulator) setupAgents() error {
 // powered is called (outside the machine's lock) after a boot (booted true,
 // with its device) or a power-off: it starts or stops the machine's agent and
 // records what the machine runs.
-func (e *Emulator) powered(m *Machine, booted bool, dev string) {
+func (a agentFleet) powered(m *Machine, booted bool, dev string) {
+	e := a.e
 	m.agentMu.Lock()
 	defer m.agentMu.Unlock()
 	m.mu.Lock()
@@ -282,7 +288,8 @@ func diskHasImage(path string) bool {
 }
 
 // stopAgents stops every agent and waits for them.
-func (e *Emulator) stopAgents() {
+func (a agentFleet) stopAgents() {
+	e := a.e
 	for _, m := range e.machines {
 		m.agentMu.Lock()
 		m.mu.Lock()

@@ -118,14 +118,7 @@ func TestAgentOnVirtualMediaBoot(t *testing.T) {
 		_, _ = w.Write(isos[r.URL.Path])
 	}))
 	defer iso.Close()
-	run := func(ctx context.Context, s bmcemu.AgentSpec) error {
-		s.Ready("127.0.0.1:1")
-		<-ctx.Done()
-		return nil
-	}
-	e := start(t, bmcemu.Config{Count: 1, StateDir: t.TempDir(), Agent: &bmcemu.AgentConfig{APIURL: "http://127.0.0.1:1",
-		DiskDir: t.TempDir(), DiskBytes: 1 << 20, Run: run}})
-	m := e.Machine("node-01")
+	e, m := startIdleAgent(t)
 	sys := e.URL() + "/redfish/v1/Systems/node-01"
 	cd := e.URL() + "/redfish/v1/Managers/node-01/VirtualMedia/Cd"
 	reset := func(kind, want string, agent bool) {
@@ -200,4 +193,19 @@ func isoImage(t *testing.T, name, content string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// startIdleAgent starts one machine (a 1 MiB disk, its own state
+// directory) whose agent, started on every boot that runs one, only
+// reports its address as ready and waits to be stopped.
+func startIdleAgent(t *testing.T) (*bmcemu.Emulator, *bmcemu.Machine) {
+	t.Helper()
+	run := func(ctx context.Context, s bmcemu.AgentSpec) error {
+		s.Ready("127.0.0.1:1")
+		<-ctx.Done()
+		return nil
+	}
+	e := start(t, bmcemu.Config{Count: 1, StateDir: t.TempDir(), Agent: &bmcemu.AgentConfig{APIURL: "http://127.0.0.1:1",
+		DiskDir: t.TempDir(), DiskBytes: 1 << 20, Run: run}})
+	return e, e.Machine("node-01")
 }

@@ -149,7 +149,8 @@ func jsonText(v any) string {
 }
 
 // serveBIOS serves Systems/{id}/Bios, Bios/Settings and Bios.ResetBios.
-func (e *Emulator) serveBIOS(w http.ResponseWriter, r *http.Request, m *Machine, base string, sub []string) {
+func (h redfishAPI) serveBIOS(w http.ResponseWriter, r *http.Request, m *Machine, base string, sub []string) {
+	e := h.e
 	switch {
 	case len(sub) == 0 && r.Method == http.MethodGet:
 		cur, _ := m.BIOS()
@@ -175,7 +176,7 @@ func (e *Emulator) serveBIOS(w http.ResponseWriter, r *http.Request, m *Machine,
 			"Name": "BIOS Configuration Pending Settings", "AttributeRegistry": BIOSRegistryID, "Attributes": pending,
 		})
 	case len(sub) == 1 && sub[0] == "Settings" && r.Method == http.MethodPatch:
-		e.patchBIOS(w, r, m)
+		h.patchBIOS(w, r, m)
 	case len(sub) == 2 && sub[0] == "Actions" && sub[1] == "Bios.ResetBios" && r.Method == http.MethodPost:
 		m.bios.mu.Lock()
 		m.bios.pending = m.biosDefaults()
@@ -192,7 +193,8 @@ func (e *Emulator) serveBIOS(w http.ResponseWriter, r *http.Request, m *Machine,
 
 // patchBIOS takes {"Attributes": {...}} (and @Redfish.SettingsApplyTime)
 // into the pending settings: all of them or, on any invalid one, none.
-func (e *Emulator) patchBIOS(w http.ResponseWriter, r *http.Request, m *Machine) {
+func (h redfishAPI) patchBIOS(w http.ResponseWriter, r *http.Request, m *Machine) {
+	e := h.e
 	var body struct {
 		Attributes map[string]any
 		ApplyTime  *struct{ ApplyTime string } `json:"@Redfish.SettingsApplyTime"`
@@ -231,7 +233,7 @@ func (e *Emulator) patchBIOS(w http.ResponseWriter, r *http.Request, m *Machine)
 
 // serveRegistries serves the Registries collection and the BIOS attribute
 // registry (the schema Ironic caches with each setting).
-func (e *Emulator) serveRegistries(w http.ResponseWriter, r *http.Request, sub []string) {
+func (h redfishAPI) serveRegistries(w http.ResponseWriter, r *http.Request, sub []string) {
 	if r.Method != http.MethodGet {
 		methodNotAllowed(w)
 		return

@@ -139,13 +139,18 @@ func view(s Status) statusView {
 		SessionTimeout: durationView(s.Knobs.SessionTimeout), RateLimit: s.Knobs.RateLimit}}
 }
 
+// controlAPI is the emulator's own endpoint under /emulator/: the
+// machines' status and knobs, for tests and operators.
+type controlAPI struct{ e *Emulator }
+
 // serveControl is the emulator's own API (no auth; it listens on loopback):
 //
 //	GET   /emulator/machines          every machine's status
 //	GET   /emulator/machines/{id}     one machine
 //	PATCH /emulator/machines          knobs of every machine (KnobsPatch)
 //	PATCH /emulator/machines/{id}     knobs of one machine
-func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
+func (c controlAPI) serveControl(w http.ResponseWriter, r *http.Request) {
+	e := c.e
 	segs := splitPath(r.URL.Path)
 	if len(segs) < 2 || len(segs) > 3 || segs[1] != "machines" {
 		http.NotFound(w, r)

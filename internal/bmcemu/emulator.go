@@ -55,7 +55,12 @@ type Config struct {
 	Log      *slog.Logger
 }
 
-// Emulator is a running fleet.
+// Emulator is a running fleet: its machines, their shared state and what
+// tests and operators call. The parts that serve or run the machines are
+// types of their own over it: redfishAPI (the Redfish tree, redfish.go),
+// controlAPI (/emulator/, control.go), bmcPorts (each machine's own
+// Redfish port, limits.go), ipmiFleet (ipmi.go), vmFleet (qemu VMs,
+// qemu.go) and agentFleet (the deploy agent on network boot, agent.go).
 type Emulator struct {
 	cfg      Config
 	machines []*Machine
@@ -121,7 +126,7 @@ func Start(ctx context.Context, cfg Config) (*Emulator, error) {
 	if cfg.QEMU != nil {
 		q := *cfg.QEMU
 		e.cfg.QEMU = &q
-		if err := e.setupQEMU(); err != nil {
+		if err := (vmFleet{e}).setupQEMU(); err != nil {
 			e.removeStateDir()
 			return nil, err
 		}
@@ -159,7 +164,7 @@ func Start(ctx context.Context, cfg Config) (*Emulator, error) {
 		e.byID[m.ID] = m
 	}
 	if e.cfg.QEMU != nil {
-		if err := e.setupVMs(); err != nil {
+		if err := (vmFleet{e}).setupVMs(); err != nil {
 			e.removeStateDir()
 			return nil, err
 		}
@@ -167,8 +172,8 @@ func Start(ctx context.Context, cfg Config) (*Emulator, error) {
 	if cfg.Agent != nil {
 		ac := *cfg.Agent // Start fills in defaults on its own copy
 		e.cfg.Agent = &ac
-		if err := e.setupAgents(); err != nil {
-			e.stopAgents()
+		if err := (agentFleet{e}).setupAgents(); err != nil {
+			(agentFleet{e}).stopAgents()
 			e.removeStateDir()
 			return nil, err
 		}
@@ -176,31 +181,31 @@ func Start(ctx context.Context, cfg Config) (*Emulator, error) {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
-		e.stopAgents()
+		(agentFleet{e}).stopAgents()
 		e.removeStateDir()
 		return nil, fmt.Errorf("bmc emulator: listen %s: %w", cfg.Listen, err)
 	}
 	e.ln = ln
 	if cfg.BMCPorts {
-		if err := e.startBMCPorts(ctx); err != nil {
+		if err := (bmcPorts{e}).startBMCPorts(ctx); err != nil {
 			ln.Close()
-			e.stopAgents()
+			(agentFleet{e}).stopAgents()
 			e.removeStateDir()
 			return nil, err
 		}
 	}
 	if cfg.IPMI {
-		if err := e.startIPMI(ctx); err != nil {
+		if err := (ipmiFleet{e}).startIPMI(ctx); err != nil {
 			ln.Close()
-			e.closeBMCPorts()
-			e.stopIPMI()
-			e.stopAgents()
+			(bmcPorts{e}).closeBMCPorts()
+			(ipmiFleet{e}).stopIPMI()
+			(agentFleet{e}).stopAgents()
 			e.removeStateDir()
 			return nil, err
 		}
 	}
 	e.srv = &http.Server{Handler: e.Handler(), ReadHeaderTimeout: 10 * time.Second, ConnContext: connContext}
-	e.serveBMCPorts(e.srv)
+	(bmcPorts{e}).serveBMCPorts(e.srv)
 	go func() {
 		defer close(e.done)
 		if err := e.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -279,9 +284,9 @@ func (e *Emulator) Close() error {
 	<-e.done
 	e.bmcServing.Wait()
 	e.updates.wg.Wait()
-	e.stopIPMI()
-	e.stopAgents()
-	e.stopVMs()
+	(ipmiFleet{e}).stopIPMI()
+	(agentFleet{e}).stopAgents()
+	(vmFleet{e}).stopVMs()
 	e.removeStateDir()
 	return err
 }

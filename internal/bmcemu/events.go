@@ -71,7 +71,8 @@ func subscriptionJSON(s Subscription) map[string]any {
 }
 
 // serveEvents answers /redfish/v1/EventService[/Subscriptions[/{id}]].
-func (e *Emulator) serveEvents(w http.ResponseWriter, r *http.Request, sub []string) {
+func (h redfishAPI) serveEvents(w http.ResponseWriter, r *http.Request, sub []string) {
+	e := h.e
 	switch {
 	case len(sub) == 0 && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, map[string]any{
@@ -89,7 +90,7 @@ func (e *Emulator) serveEvents(w http.ResponseWriter, r *http.Request, sub []str
 		writeJSON(w, http.StatusOK, collection("#EventDestinationCollection.EventDestinationCollection",
 			"Event Subscriptions Collection", rfSubscriptions, members))
 	case len(sub) == 1 && sub[0] == "Subscriptions" && r.Method == http.MethodPost:
-		e.subscribe(w, r)
+		h.subscribe(w, r)
 	case len(sub) == 2 && sub[0] == "Subscriptions" && (r.Method == http.MethodGet || r.Method == http.MethodDelete):
 		s := &e.events
 		s.mu.Lock()
@@ -100,7 +101,7 @@ func (e *Emulator) serveEvents(w http.ResponseWriter, r *http.Request, sub []str
 		s.mu.Unlock()
 		switch {
 		case !ok:
-			rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+			notFound(w, r)
 		case r.Method == http.MethodDelete:
 			w.WriteHeader(http.StatusNoContent)
 		default:
@@ -109,14 +110,15 @@ func (e *Emulator) serveEvents(w http.ResponseWriter, r *http.Request, sub []str
 	case len(sub) <= 2 && (len(sub) == 0 || sub[0] == "Subscriptions"):
 		methodNotAllowed(w)
 	default:
-		rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+		notFound(w, r)
 	}
 }
 
 // subscribe creates a subscription from a POST body, checked as a BMC
 // checks it: an absolute http(s) Destination, Protocol Redfish, known
 // EventTypes (default Alert).
-func (e *Emulator) subscribe(w http.ResponseWriter, r *http.Request) {
+func (h redfishAPI) subscribe(w http.ResponseWriter, r *http.Request) {
+	e := h.e
 	var body struct {
 		Destination *string
 		EventTypes  []string
@@ -126,7 +128,7 @@ func (e *Emulator) subscribe(w http.ResponseWriter, r *http.Request) {
 	}
 	raw, _ := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 	if err := json.Unmarshal(raw, &body); err != nil {
-		rfError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "The request body submitted was malformed JSON.")
+		malformedJSON(w)
 		return
 	}
 	bad := func(prop, val string) {

@@ -68,7 +68,8 @@ func (m *Machine) HTTPBootURI() string {
 // with uri and returns it with the qemu arguments of the VM's network: a
 // hub joining the user network (netdev n0), the link and the NIC (no
 // option ROM, first boot device), and PXE switched off in OVMF.
-func (e *Emulator) httpBootNet(m *Machine, uri string) (*vmnet.Link, []string, error) {
+func (v vmFleet) httpBootNet(m *Machine, uri string) (*vmnet.Link, []string, error) {
+	e := v.e
 	link, err := vmnet.Listen(httpBootServer)
 	if err != nil {
 		return nil, nil, err

@@ -19,6 +19,9 @@ import (
 // ipmiUserID is the user slot of the machine's account.
 const ipmiUserID = 2
 
+// ipmiFleet starts and stops every machine's IPMI endpoint (Config.IPMI).
+type ipmiFleet struct{ e *Emulator }
+
 // ipmiBMC is one machine's IPMI endpoint: go-ipmi's reference BMC whose
 // chassis is the machine, on a loopback UDP socket wrapped by the knobs.
 type ipmiBMC struct {
@@ -30,13 +33,14 @@ type ipmiBMC struct {
 	done   chan struct{}
 }
 
-func (e *Emulator) startIPMI(ctx context.Context) error {
+func (f ipmiFleet) startIPMI(ctx context.Context) error {
+	e := f.e
 	for i, m := range e.machines {
 		port := 0
 		if e.cfg.IPMIBasePort > 0 {
 			port = e.cfg.IPMIBasePort + i
 		}
-		b, err := e.newIPMI(m, net.JoinHostPort(e.cfg.IPMIHost, fmt.Sprint(port)))
+		b, err := f.newIPMI(m, net.JoinHostPort(e.cfg.IPMIHost, fmt.Sprint(port)))
 		if err != nil {
 			return err
 		}
@@ -52,7 +56,7 @@ func (e *Emulator) startIPMI(ctx context.Context) error {
 	return nil
 }
 
-func (e *Emulator) newIPMI(m *Machine, addr string) (*ipmiBMC, error) {
+func (f ipmiFleet) newIPMI(m *Machine, addr string) (*ipmiBMC, error) {
 	info := bmc.DeviceInfo{DeviceID: 0x20, DeviceRevision: 1, FirmwareMajor: 1, IPMIVersion: 0x20,
 		ManufacturerID: 0x0157, ProductID: 0x0001}
 	var guid [16]byte
@@ -71,7 +75,7 @@ func (e *Emulator) newIPMI(m *Machine, addr string) (*ipmiBMC, error) {
 		return nil, fmt.Errorf("ipmi endpoint for %s: %w", m.ID, err)
 	}
 	ib := &ipmiBMC{m: m, b: b, conn: conn, done: make(chan struct{})}
-	ib.srv = ipmiserver.NewServer(b, &knobConn{Conn: conn, m: m, e: e},
+	ib.srv = ipmiserver.NewServer(b, &knobConn{Conn: conn, m: m, e: f.e},
 		ipmiserver.WithCipherSuites([]types.CipherSuiteID{types.CipherSuiteID3, types.CipherSuiteID17}))
 	ctx, cancel := context.WithCancel(context.Background())
 	ib.cancel = cancel
@@ -94,7 +98,8 @@ func (b *ipmiBMC) applyAuth(reject bool) {
 	})
 }
 
-func (e *Emulator) stopIPMI() {
+func (f ipmiFleet) stopIPMI() {
+	e := f.e
 	e.mu.Lock()
 	bs := e.ipmis
 	e.ipmis = nil

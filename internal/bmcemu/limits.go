@@ -206,17 +206,22 @@ func portMachine(r *http.Request) *Machine {
 }
 
 // endpointFor is the BMC that r reached.
-func (e *Emulator) endpointFor(r *http.Request) *endpoint {
+func (h redfishAPI) endpointFor(r *http.Request) *endpoint {
+	e := h.e
 	if m := portMachine(r); m != nil {
 		return m.bmc
 	}
 	return e.shared
 }
 
+// bmcPorts are the machines' own Redfish ports (Config.BMCPorts).
+type bmcPorts struct{ e *Emulator }
+
 // startBMCPorts gives every machine a Redfish listener of its own on the
 // shared listener's host, on consecutive ports from Config.BMCBasePort (0:
 // a free port each); all are served by one http.Server.
-func (e *Emulator) startBMCPorts(ctx context.Context) error {
+func (p bmcPorts) startBMCPorts(ctx context.Context) error {
+	e := p.e
 	host, _, err := net.SplitHostPort(e.ln.Addr().String())
 	if err != nil {
 		return err
@@ -229,7 +234,7 @@ func (e *Emulator) startBMCPorts(ctx context.Context) error {
 		}
 		ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 		if err != nil {
-			e.closeBMCPorts()
+			p.closeBMCPorts()
 			return fmt.Errorf("bmc emulator: redfish port of %s: %w", m.ID, err)
 		}
 		m.bmcLn = ln
@@ -238,7 +243,8 @@ func (e *Emulator) startBMCPorts(ctx context.Context) error {
 }
 
 // serveBMCPorts serves every machine's own listener until srv shuts down.
-func (e *Emulator) serveBMCPorts(srv *http.Server) {
+func (p bmcPorts) serveBMCPorts(srv *http.Server) {
+	e := p.e
 	for _, m := range e.machines {
 		if m.bmcLn == nil {
 			continue
@@ -251,7 +257,8 @@ func (e *Emulator) serveBMCPorts(srv *http.Server) {
 	}
 }
 
-func (e *Emulator) closeBMCPorts() {
+func (p bmcPorts) closeBMCPorts() {
+	e := p.e
 	for _, m := range e.machines {
 		if m.bmcLn != nil {
 			m.bmcLn.Close()

@@ -278,11 +278,11 @@ func (m *Machine) applyPower(on, reset bool) error {
 		m.applyPendingVolumes()
 	}
 	if (boots || offs) && m.emu != nil && m.emu.cfg.QEMU != nil {
-		if err := m.emu.vmPowered(m, boots, dev); err != nil {
+		if err := (vmFleet{m.emu}).vmPowered(m, boots, dev); err != nil {
 			return err
 		}
 	} else if (boots || offs) && m.emu != nil {
-		m.emu.powered(m, boots, dev)
+		(agentFleet{m.emu}).powered(m, boots, dev)
 	}
 	if boots && hook != nil {
 		hook(m, dev)
@@ -295,7 +295,7 @@ func (m *Machine) applyPower(on, reset bool) error {
 // QEMUConfig.ShutdownTimeout); otherwise at once.
 func (m *Machine) shutdown() error {
 	if m.emu != nil && m.emu.cfg.QEMU != nil {
-		m.emu.shutdownVM(m)
+		(vmFleet{m.emu}).shutdownVM(m)
 		return nil
 	}
 	return m.applyPower(false, false)

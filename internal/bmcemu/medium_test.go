@@ -46,14 +46,7 @@ func TestAgentOnAnvilISO(t *testing.T) {
 		http.ServeFile(w, r, files[r.URL.Path])
 	}))
 	defer srv.Close()
-	run := func(ctx context.Context, s bmcemu.AgentSpec) error {
-		s.Ready("127.0.0.1:1")
-		<-ctx.Done()
-		return nil
-	}
-	e := start(t, bmcemu.Config{Count: 1, StateDir: t.TempDir(), Agent: &bmcemu.AgentConfig{APIURL: "http://127.0.0.1:1",
-		DiskDir: t.TempDir(), DiskBytes: 1 << 20, Run: run}})
-	m := e.Machine("node-01")
+	e, m := startIdleAgent(t)
 	sys := e.URL() + "/redfish/v1/Systems/node-01"
 	cd := e.URL() + "/redfish/v1/Managers/node-01/VirtualMedia/Cd"
 	if r := do(t, "PATCH", sys, "admin", pw, `{"Boot":{"BootSourceOverrideTarget":"Cd","BootSourceOverrideEnabled":"Continuous"}}`); r.status != 204 {

@@ -73,6 +73,11 @@ type Forward struct {
 	Host  string // e.g. 127.0.0.1:6385
 }
 
+// vmFleet runs the machines as qemu VMs (Config.QEMU): it checks the
+// configuration, lays out each machine's files, and starts, stops and
+// changes the media of a machine's VM as its power and virtual media change.
+type vmFleet struct{ e *Emulator }
+
 // qemuVM is one running qemu process.
 type qemuVM struct {
 	cmd  *exec.Cmd
@@ -89,7 +94,8 @@ func (q *QEMUConfig) hardware() Hardware {
 }
 
 // setupQEMU checks the configuration and fills in its defaults.
-func (e *Emulator) setupQEMU() error {
+func (v vmFleet) setupQEMU() error {
+	e := v.e
 	q := e.cfg.QEMU
 	if e.cfg.Agent != nil {
 		return errors.New("bmc emulator: QEMU and Agent exclude each other (the VM runs its own agent)")
@@ -150,7 +156,8 @@ func uefiVarsTemplate(code string) string {
 
 // uefiArgs are the flash drives of an OVMF boot: the code read-only, the
 // machine's own variable store (copied from the template on first use).
-func (e *Emulator) uefiArgs(m *Machine) ([]string, error) {
+func (v vmFleet) uefiArgs(m *Machine) ([]string, error) {
+	e := v.e
 	q := e.cfg.QEMU
 	vars := filepath.Join(e.stateDir, m.ID, "OVMF_VARS.fd")
 	if _, err := os.Stat(vars); err != nil {
@@ -168,7 +175,8 @@ func (e *Emulator) uefiArgs(m *Machine) ([]string, error) {
 
 // setupVMs creates every machine's state directory and disk, and picks its
 // forwarded port.
-func (e *Emulator) setupVMs() error {
+func (v vmFleet) setupVMs() error {
+	e := v.e
 	q := e.cfg.QEMU
 	for _, m := range e.machines {
 		d := filepath.Join(e.stateDir, m.ID)
@@ -226,10 +234,11 @@ func (m *Machine) Console() string {
 
 // vmPowered starts (booted, with the device) or stops the machine's VM,
 // under agentMu. A VM that fails to start leaves the machine off.
-func (e *Emulator) vmPowered(m *Machine, booted bool, dev string) error {
+func (v vmFleet) vmPowered(m *Machine, booted bool, dev string) error {
+	e := v.e
 	m.agentMu.Lock()
 	defer m.agentMu.Unlock()
-	e.killVM(m)
+	v.killVM(m)
 	if !booted {
 		return nil
 	}
@@ -242,7 +251,7 @@ func (e *Emulator) vmPowered(m *Machine, booted bool, dev string) error {
 	if closed {
 		return errors.New("the emulator is shutting down")
 	}
-	vm, err := e.startVM(m, dev)
+	vm, err := v.startVM(m, dev)
 	if err != nil {
 		e.vms.Done()
 		m.mu.Lock()
@@ -278,7 +287,8 @@ func (e *Emulator) vmPowered(m *Machine, booted bool, dev string) error {
 const RunningVM = "vm"
 
 // startVM runs qemu for the machine, booting dev (pxe, cdrom, disk, bios).
-func (e *Emulator) startVM(m *Machine, dev string) (*qemuVM, error) {
+func (v vmFleet) startVM(m *Machine, dev string) (*qemuVM, error) {
+	e := v.e
 	q := e.cfg.QEMU
 	d := filepath.Join(e.stateDir, m.ID)
 	md := m.Media()
@@ -324,7 +334,7 @@ func (e *Emulator) startVM(m *Machine, dev string) (*qemuVM, error) {
 	var link io.Closer
 	switch {
 	case dev == httpBootDevice:
-		l, netArgs, err := e.httpBootNet(m, httpURI)
+		l, netArgs, err := v.httpBootNet(m, httpURI)
 		if err != nil {
 			return nil, fmt.Errorf("UEFI HTTP boot network: %w", err)
 		}
@@ -354,7 +364,7 @@ func (e *Emulator) startVM(m *Machine, dev string) (*qemuVM, error) {
 		}()
 	}
 	if uefi {
-		fw, err := e.uefiArgs(m)
+		fw, err := v.uefiArgs(m)
 		if err != nil {
 			return nil, fmt.Errorf("UEFI variable store: %w", err)
 		}
@@ -395,7 +405,8 @@ func appendFile(path, s string) error {
 }
 
 // killVM stops the machine's VM at once and waits for qemu to exit.
-func (e *Emulator) killVM(m *Machine) {
+func (v vmFleet) killVM(m *Machine) {
+	e := v.e
 	m.mu.Lock()
 	vm := m.vm
 	m.vm = nil
@@ -414,7 +425,8 @@ func (e *Emulator) killVM(m *Machine) {
 // shutdownVM presses the VM's ACPI power button (QMP system_powerdown) and
 // kills it if it is still running after ShutdownTimeout; the machine is off
 // when qemu has exited. It returns at once.
-func (e *Emulator) shutdownVM(m *Machine) {
+func (v vmFleet) shutdownVM(m *Machine) {
+	e := v.e
 	m.mu.Lock()
 	vm := m.vm
 	m.mu.Unlock()
@@ -456,7 +468,8 @@ const cdDevice = "cd"
 // vmMediaChanged puts the machine's current virtual media into its running
 // VM's CD drive (or empties it), as a BMC's virtual media shows up in a
 // running server. Called with mediaMu held.
-func (e *Emulator) vmMediaChanged(m *Machine) {
+func (v vmFleet) vmMediaChanged(m *Machine) {
+	e := v.e
 	if e.cfg.QEMU == nil {
 		return
 	}
@@ -508,10 +521,11 @@ func qmpCommand(sock, command string, args map[string]any) error {
 		return err
 	}
 	enc := json.NewEncoder(conn)
-	for _, c := range []map[string]any{{"execute": "qmp_capabilities"}, {"execute": command, "arguments": args}} {
-		if c["arguments"] == nil {
-			delete(c, "arguments")
-		}
+	cmd := map[string]any{"execute": command}
+	if args != nil { // a nil map would be sent as "arguments": null, which qemu refuses
+		cmd["arguments"] = args
+	}
+	for _, c := range []map[string]any{{"execute": "qmp_capabilities"}, cmd} {
 		if err := enc.Encode(c); err != nil {
 			return err
 		}
@@ -527,13 +541,14 @@ func qmpCommand(sock, command string, args map[string]any) error {
 }
 
 // stopVMs kills every VM and waits for them (Close).
-func (e *Emulator) stopVMs() {
+func (v vmFleet) stopVMs() {
+	e := v.e
 	if e.cfg.QEMU == nil {
 		return
 	}
 	for _, m := range e.machines {
 		m.agentMu.Lock()
-		e.killVM(m)
+		v.killVM(m)
 		m.agentMu.Unlock()
 	}
 	e.vms.Wait()

@@ -1,11 +1,9 @@
 package bmcemu_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +20,7 @@ import (
 	"github.com/bougou/go-ipmi/pkg/command/chassis"
 
 	"github.com/anvil-metal/anvil/internal/bmcemu"
+	"github.com/anvil-metal/anvil/internal/bmcemu/emutest"
 	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
@@ -75,29 +73,11 @@ func TestQEMUPowerAndBootDevices(t *testing.T) {
 	files := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	defer files.Close()
 
-	// The emulator's log is shown when the test fails.
-	var logs syncBuffer
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("emulator log:\n%s", logs.String())
-		}
-	})
-	e := start(t, bmcemu.Config{Count: 1, IPMI: true, StateDir: filepath.Join(dir, "state"),
-		Log:  slog.New(slog.NewTextHandler(&logs, nil)),
-		QEMU: &bmcemu.QEMUConfig{MemoryMiB: 64, DiskBytes: 1 << 20, ShutdownTimeout: 2 * time.Second}})
-	m := e.Machine("node-01")
+	e, m := emutest.VM(t, bmcemu.Config{Password: pw}, "DISK-BOOT-OK")
 	st := m.Status()
 	if st.Console == "" || st.Disk == "" || len(st.MACs) != 1 || st.BootMode != bmcemu.ModeLegacy {
 		t.Fatalf("QEMU machine status: %+v", st)
 	}
-	f, err := os.OpenFile(st.Disk, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(bmcemu.BootSector("DISK-BOOT-OK")); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
 	sys := e.URL() + "/redfish/v1/Systems/node-01"
 	reset := func(typ string) {
 		t.Helper()
@@ -117,7 +97,7 @@ func TestQEMUPowerAndBootDevices(t *testing.T) {
 		t.Fatalf("after power on: %+v", m.Status())
 	}
 	// media inserted and ejected while the VM runs change its CD drive
-	qmp := filepath.Join(dir, "state", "node-01", "qmp.sock")
+	qmp := filepath.Join(e.StateDir(), "node-01", "qmp.sock")
 	if got := vmCD(t, qmp); got != "" {
 		t.Fatalf("CD drive holds %q before any insert", got)
 	}
@@ -346,22 +326,4 @@ func isZombie(pid int) bool {
 	}
 	f := strings.Fields(string(b))
 	return len(f) > 2 && (f[2] == "Z" || f[2] == "X")
-}
-
-// syncBuffer is a bytes.Buffer safe for the emulator's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -13,9 +13,10 @@ import (
 // control endpoint under /emulator/. Tests may mount it on an httptest server.
 func (e *Emulator) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/redfish", e.serveRedfish)
-	mux.HandleFunc("/redfish/", e.serveRedfish)
-	mux.HandleFunc("/emulator/", e.serveControl)
+	rf := redfishAPI{e}
+	mux.HandleFunc("/redfish", rf.serveRedfish)
+	mux.HandleFunc("/redfish/", rf.serveRedfish)
+	mux.HandleFunc("/emulator/", controlAPI{e}.serveControl)
 	return mux
 }
 
@@ -25,23 +26,30 @@ const (
 	rfSessions = rfRoot + "/SessionService/Sessions"
 )
 
+// redfishAPI is the Redfish service every machine's BMC answers: the
+// tree under /redfish/v1 (systems, managers and their virtual media,
+// sessions, BIOS, storage, the update, task and event services), with each
+// BMC's knobs and limits applied to every call.
+type redfishAPI struct{ e *Emulator }
+
 // creds are the credentials a request carries.
 type creds struct{ user, password string }
 
-func (e *Emulator) serveRedfish(w http.ResponseWriter, r *http.Request) {
+func (h redfishAPI) serveRedfish(w http.ResponseWriter, r *http.Request) {
+	e := h.e
 	segs := splitPath(r.URL.Path)
 	var m *Machine
 	if len(segs) >= 4 && segs[0] == "redfish" && segs[1] == "v1" && (segs[2] == "Systems" || segs[2] == "Managers") {
 		if m = e.byID[segs[3]]; m == nil {
-			if e.misbehave(w, r, e.endpointKnobs(r)) {
-				rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+			if h.misbehave(w, r, h.endpointKnobs(r)) {
+				notFound(w, r)
 			}
 			return
 		}
 	}
 	if pm := portMachine(r); pm != nil {
 		if m != nil && m != pm {
-			rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+			notFound(w, r)
 			return
 		}
 		m = pm // a machine's own BMC: its knobs and credentials apply to every call
@@ -50,7 +58,7 @@ func (e *Emulator) serveRedfish(w http.ResponseWriter, r *http.Request) {
 	if m != nil {
 		k = m.call()
 	}
-	if !e.misbehave(w, r, k) {
+	if !h.misbehave(w, r, k) {
 		return
 	}
 	if len(segs) < 2 {
@@ -59,15 +67,15 @@ func (e *Emulator) serveRedfish(w http.ResponseWriter, r *http.Request) {
 	}
 	rest := segs[2:]
 	if len(rest) == 0 || rest[0] == "odata" || rest[0] == "$metadata" {
-		e.serveRoot(w, r)
+		h.serveRoot(w, r)
 		return
 	}
 	if len(rest) == 2 && rest[0] == "SessionService" && rest[1] == "Sessions" && r.Method == http.MethodPost {
-		e.createSession(w, r, k)
+		h.createSession(w, r, k)
 		return
 	}
-	c, ok := e.credentials(r, k)
-	if !ok || !e.authorized(c, m) {
+	c, ok := h.credentials(r, k)
+	if !ok || !h.authorized(c, m) {
 		w.Header().Set("WWW-Authenticate", `Basic realm="Anvil BMC emulator"`)
 		rfError(w, http.StatusUnauthorized, "Base.1.8.InsufficientPrivilege",
 			"There are insufficient privileges for the account or credentials associated with the current session to perform the requested operation.")
@@ -75,30 +83,31 @@ func (e *Emulator) serveRedfish(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case rest[0] == "SessionService":
-		e.serveSessions(w, r, k, rest[1:])
+		h.serveSessions(w, r, k, rest[1:])
 	case rest[0] == "EventService":
-		e.serveEvents(w, r, rest[1:])
+		h.serveEvents(w, r, rest[1:])
 	case rest[0] == "Systems" && len(rest) == 1:
-		e.serveSystems(w, r, c)
+		h.serveSystems(w, r, c)
 	case rest[0] == "Systems":
-		e.serveSystem(w, r, m, rest[2:])
+		h.serveSystem(w, r, m, rest[2:])
 	case rest[0] == "Managers" && len(rest) == 1:
-		e.serveManagers(w, r, c, nil, nil)
+		h.serveManagers(w, r, c, nil, nil)
 	case rest[0] == "Managers":
-		e.serveManagers(w, r, c, m, rest[2:])
+		h.serveManagers(w, r, c, m, rest[2:])
 	case rest[0] == "UpdateService":
-		e.serveUpdateService(w, r, c, rest[1:])
+		h.serveUpdateService(w, r, c, rest[1:])
 	case rest[0] == "TaskService" && len(rest) >= 2 && (rest[1] == "Tasks" || rest[1] == "TaskMonitors"):
-		e.serveTasks(w, r, rest[1] == "TaskMonitors", rest[2:])
+		h.serveTasks(w, r, rest[1] == "TaskMonitors", rest[2:])
 	case rest[0] == "Registries":
-		e.serveRegistries(w, r, rest[1:])
+		h.serveRegistries(w, r, rest[1:])
 	default:
-		rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+		notFound(w, r)
 	}
 }
 
 // endpointKnobs are the knobs of the BMC r reached when it names no machine.
-func (e *Emulator) endpointKnobs(r *http.Request) Knobs {
+func (h redfishAPI) endpointKnobs(r *http.Request) Knobs {
+	e := h.e
 	if pm := portMachine(r); pm != nil {
 		return pm.Knobs()
 	}
@@ -106,7 +115,8 @@ func (e *Emulator) endpointKnobs(r *http.Request) Knobs {
 }
 
 // misbehave applies knobs; it reports false when it answered the call.
-func (e *Emulator) misbehave(w http.ResponseWriter, r *http.Request, k Knobs) bool {
+func (h redfishAPI) misbehave(w http.ResponseWriter, r *http.Request, k Knobs) bool {
+	e := h.e
 	if k.Dead {
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {
@@ -116,7 +126,7 @@ func (e *Emulator) misbehave(w http.ResponseWriter, r *http.Request, k Knobs) bo
 		}
 		panic(http.ErrAbortHandler)
 	}
-	ep := e.endpointFor(r)
+	ep := h.endpointFor(r)
 	if ok, wait := ep.admit(k); !ok {
 		unavailable(w, wait) // over the rate limit: answered at once
 		return false
@@ -132,9 +142,9 @@ func (e *Emulator) misbehave(w http.ResponseWriter, r *http.Request, k Knobs) bo
 	return true
 }
 
-func (e *Emulator) credentials(r *http.Request, k Knobs) (creds, bool) {
+func (h redfishAPI) credentials(r *http.Request, k Knobs) (creds, bool) {
 	if tok := r.Header.Get("X-Auth-Token"); tok != "" {
-		return e.endpointFor(r).get(tok, k)
+		return h.endpointFor(r).get(tok, k)
 	}
 	u, p, ok := r.BasicAuth()
 	return creds{u, p}, ok
@@ -142,7 +152,8 @@ func (e *Emulator) credentials(r *http.Request, k Knobs) (creds, bool) {
 
 // authorized: a machine's resources need its credentials; the rest need the
 // credentials of at least one machine.
-func (e *Emulator) authorized(c creds, m *Machine) bool {
+func (h redfishAPI) authorized(c creds, m *Machine) bool {
+	e := h.e
 	if m != nil {
 		return m.checkAuth(c.user, c.password)
 	}
@@ -154,7 +165,7 @@ func (e *Emulator) authorized(c creds, m *Machine) bool {
 	return false
 }
 
-func (e *Emulator) serveRoot(w http.ResponseWriter, r *http.Request) {
+func (h redfishAPI) serveRoot(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		methodNotAllowed(w)
 		return
@@ -178,7 +189,8 @@ func (e *Emulator) serveRoot(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (e *Emulator) serveSystems(w http.ResponseWriter, r *http.Request, c creds) {
+func (h redfishAPI) serveSystems(w http.ResponseWriter, r *http.Request, c creds) {
+	e := h.e
 	if r.Method != http.MethodGet {
 		methodNotAllowed(w)
 		return
@@ -194,38 +206,38 @@ func (e *Emulator) serveSystems(w http.ResponseWriter, r *http.Request, c creds)
 		"Computer System Collection", rfSystems, members))
 }
 
-func (e *Emulator) serveSystem(w http.ResponseWriter, r *http.Request, m *Machine, sub []string) {
+func (h redfishAPI) serveSystem(w http.ResponseWriter, r *http.Request, m *Machine, sub []string) {
 	base := rfSystems + "/" + m.ID
 	switch {
 	case len(sub) == 0 && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, systemJSON(m))
 	case len(sub) == 0 && r.Method == http.MethodPatch:
-		e.patchSystem(w, r, m)
+		h.patchSystem(w, r, m)
 	case len(sub) == 2 && sub[0] == "Actions" && sub[1] == "ComputerSystem.Reset":
 		if r.Method != http.MethodPost {
 			methodNotAllowed(w)
 			return
 		}
-		e.reset(w, r, m)
+		h.reset(w, r, m)
 	case len(sub) > 0 && sub[0] == "VirtualMedia":
-		e.serveVirtualMedia(w, r, m, base+"/VirtualMedia", sub[1:])
+		h.serveVirtualMedia(w, r, m, base+"/VirtualMedia", sub[1:])
 	case len(sub) > 0 && sub[0] == "Bios":
-		e.serveBIOS(w, r, m, base+"/Bios", sub[1:])
+		h.serveBIOS(w, r, m, base+"/Bios", sub[1:])
 	case len(sub) > 0 && sub[0] == "Storage":
-		e.serveStorage(w, r, m, base+"/Storage", sub[1:])
+		h.serveStorage(w, r, m, base+"/Storage", sub[1:])
 	case r.Method != http.MethodGet:
 		methodNotAllowed(w)
 	default:
 		body, ok := inventoryJSON(m, base, sub)
 		if !ok {
-			rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+			notFound(w, r)
 			return
 		}
 		writeJSON(w, http.StatusOK, body)
 	}
 }
 
-func (e *Emulator) patchSystem(w http.ResponseWriter, r *http.Request, m *Machine) {
+func (h redfishAPI) patchSystem(w http.ResponseWriter, r *http.Request, m *Machine) {
 	var body struct {
 		Boot *struct {
 			BootSourceOverrideTarget  string
@@ -235,7 +247,7 @@ func (e *Emulator) patchSystem(w http.ResponseWriter, r *http.Request, m *Machin
 		}
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		rfError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "The request body submitted was malformed JSON.")
+		malformedJSON(w)
 		return
 	}
 	if body.Boot != nil {
@@ -253,10 +265,10 @@ func (e *Emulator) patchSystem(w http.ResponseWriter, r *http.Request, m *Machin
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (e *Emulator) reset(w http.ResponseWriter, r *http.Request, m *Machine) {
+func (h redfishAPI) reset(w http.ResponseWriter, r *http.Request, m *Machine) {
 	var body struct{ ResetType string }
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		rfError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "The request body submitted was malformed JSON.")
+		malformedJSON(w)
 		return
 	}
 	on := m.PoweredOn()
@@ -286,18 +298,18 @@ func (e *Emulator) reset(w http.ResponseWriter, r *http.Request, m *Machine) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (e *Emulator) createSession(w http.ResponseWriter, r *http.Request, k Knobs) {
+func (h redfishAPI) createSession(w http.ResponseWriter, r *http.Request, k Knobs) {
 	var body struct{ UserName, Password string }
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		rfError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "The request body submitted was malformed JSON.")
+		malformedJSON(w)
 		return
 	}
 	c := creds{body.UserName, body.Password}
-	if !e.authorized(c, portMachine(r)) {
+	if !h.authorized(c, portMachine(r)) {
 		rfError(w, http.StatusUnauthorized, "Base.1.8.NoValidSession", "There is no valid session established with the implementation.")
 		return
 	}
-	id, tok, err := e.endpointFor(r).add(c, k)
+	id, tok, err := h.endpointFor(r).add(c, k)
 	if err != nil {
 		tooManySessions(w)
 		return
@@ -308,8 +320,8 @@ func (e *Emulator) createSession(w http.ResponseWriter, r *http.Request, k Knobs
 	writeJSON(w, http.StatusCreated, sessionJSON(id, c.user))
 }
 
-func (e *Emulator) serveSessions(w http.ResponseWriter, r *http.Request, k Knobs, sub []string) {
-	ep := e.endpointFor(r)
+func (h redfishAPI) serveSessions(w http.ResponseWriter, r *http.Request, k Knobs, sub []string) {
+	ep := h.endpointFor(r)
 	switch {
 	case len(sub) == 0 && r.Method == http.MethodGet:
 		timeout := 1800
@@ -334,7 +346,7 @@ func (e *Emulator) serveSessions(w http.ResponseWriter, r *http.Request, k Knobs
 		}
 		w.WriteHeader(http.StatusNoContent)
 	default:
-		rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+		notFound(w, r)
 	}
 }
 
@@ -370,4 +382,14 @@ func rfError(w http.ResponseWriter, status int, code, msg string) {
 
 func methodNotAllowed(w http.ResponseWriter) {
 	rfError(w, http.StatusMethodNotAllowed, "Base.1.8.OperationNotAllowed", "The HTTP method is not allowed on this resource.")
+}
+
+// notFound answers a URI that names no resource.
+func notFound(w http.ResponseWriter, r *http.Request) {
+	rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
+}
+
+// malformedJSON answers a request body that is not JSON.
+func malformedJSON(w http.ResponseWriter) {
+	rfError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "The request body submitted was malformed JSON.")
 }

@@ -2,14 +2,12 @@ package bmcemu_test
 
 import (
 	"context"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/anvil-metal/anvil/internal/bmcemu"
+	"github.com/anvil-metal/anvil/internal/bmcemu/emutest"
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/ipmi"
 	"github.com/anvil-metal/anvil/internal/fsm"
@@ -21,31 +19,10 @@ import (
 // powering it on (IPMI) boots the disk, whose boot sector prints a marker
 // that arrives through SOL — and still in console.log.
 func TestQEMUSerialOverLAN(t *testing.T) {
-	needQEMU(t)
-	dir := t.TempDir()
-	var logs syncBuffer
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("emulator log:\n%s", logs.String())
-		}
-	})
-	e := start(t, bmcemu.Config{Count: 1, IPMI: true, StateDir: filepath.Join(dir, "state"),
-		Log:  slog.New(slog.NewTextHandler(&logs, nil)),
-		QEMU: &bmcemu.QEMUConfig{MemoryMiB: 64, DiskBytes: 1 << 20, ShutdownTimeout: 2 * time.Second}})
-	st := e.Machine("node-01").Status()
-	f, err := os.OpenFile(st.Disk, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(bmcemu.BootSector("SOL-BOOT-OK")); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	nf, err := e.Nodes(bmcemu.DriverIPMI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &model.Node{UUID: "11111111-2222-3333-4444-555555555555", Driver: "ipmi", DriverInfo: model.JSON(nf.Nodes[0].DriverInfo)}
+	e, m := emutest.VM(t, bmcemu.Config{Password: pw}, "SOL-BOOT-OK")
+	st := m.Status()
+	n := &model.Node{UUID: "11111111-2222-3333-4444-555555555555", Driver: "ipmi",
+		DriverInfo: model.JSON(emutest.Node(t, e, bmcemu.DriverIPMI).DriverInfo)}
 	d := ipmi.New(ipmi.Config{MinCommandInterval: -1, ExchangeTimeout: 500 * time.Millisecond})
 	ctx := context.Background()
 	con, err := d.Console(ipmi.SOLName).OpenConsole(ctx, n)

@@ -67,7 +67,7 @@ func (m *Machine) applyTimes() []string {
 // holdVolumeChange queues a change for the next boot and answers 202 with
 // its task monitor.
 func (m *Machine) holdVolumeChange(w http.ResponseWriter, p pendingVolume, what string) {
-	t := m.emu.addTask(m, volumeTask, what+" at the next reset")
+	t := m.emu.updates.addTask(m, volumeTask, what+" at the next reset")
 	p.task = t.ID
 	m.storage.pending = append(m.storage.pending, p)
 	w.Header().Set("Location", rfMonitors+"/"+t.ID)
@@ -101,9 +101,9 @@ func (m *Machine) applyPendingVolumes() {
 	m.storage.mu.Unlock()
 	for i, p := range ended {
 		if failed[i] != "" {
-			m.emu.endTask(p.task, TaskException, failed[i])
+			m.emu.updates.endTask(p.task, TaskException, failed[i])
 		} else {
-			m.emu.endTask(p.task, TaskCompleted, "The volume change was applied.")
+			m.emu.updates.endTask(p.task, TaskCompleted, "The volume change was applied.")
 		}
 	}
 }
@@ -123,7 +123,7 @@ func (m *Machine) Volumes() []Volume {
 // driveID names the i-th drive (from 0).
 func driveID(i int) string { return fmt.Sprintf("Disk.%d", i+1) }
 
-func (e *Emulator) serveStorage(w http.ResponseWriter, r *http.Request, m *Machine, base string, sub []string) {
+func (h redfishAPI) serveStorage(w http.ResponseWriter, r *http.Request, m *Machine, base string, sub []string) {
 	ctrl := base + "/" + StorageID
 	switch {
 	case len(sub) == 0 && r.Method == http.MethodGet:
@@ -297,7 +297,7 @@ func (m *Machine) createVolume(w http.ResponseWriter, r *http.Request, ctrl stri
 		ApplyTime string `json:"@Redfish.OperationApplyTime"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		rfError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "The request body submitted was malformed JSON.")
+		malformedJSON(w)
 		return
 	}
 	bad := func(code, msg string) { rfError(w, http.StatusBadRequest, code, msg) }

@@ -106,8 +106,7 @@ const (
 )
 
 // addTask registers a running task for machine m and returns a copy of it.
-func (e *Emulator) addTask(m *Machine, name, message string) updateTask {
-	u := &e.updates
+func (u *updateService) addTask(m *Machine, name, message string) updateTask {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.tasks == nil {
@@ -121,10 +120,10 @@ func (e *Emulator) addTask(m *Machine, name, message string) updateTask {
 }
 
 // endTask ends a task: Completed, or Exception with a Critical status.
-func (e *Emulator) endTask(id, state, msg string) {
-	e.updates.mu.Lock()
-	defer e.updates.mu.Unlock()
-	t := e.updates.tasks[id]
+func (u *updateService) endTask(id, state, msg string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	t := u.tasks[id]
 	if t == nil {
 		return
 	}
@@ -163,7 +162,8 @@ func (e *Emulator) UpdateTasks(id string) []string {
 
 // serveUpdateService serves UpdateService, its FirmwareInventory (each
 // machine's BIOS and BMC the credentials open) and SimpleUpdate.
-func (e *Emulator) serveUpdateService(w http.ResponseWriter, r *http.Request, c creds, sub []string) {
+func (h redfishAPI) serveUpdateService(w http.ResponseWriter, r *http.Request, c creds, sub []string) {
+	e := h.e
 	switch {
 	case len(sub) == 0 && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, map[string]any{
@@ -201,7 +201,7 @@ func (e *Emulator) serveUpdateService(w http.ResponseWriter, r *http.Request, c 
 			"Updateable": true, "Status": enabledOK,
 		})
 	case len(sub) == 2 && sub[0] == "Actions" && sub[1] == "UpdateService.SimpleUpdate" && r.Method == http.MethodPost:
-		e.simpleUpdate(w, r, c)
+		h.simpleUpdate(w, r, c)
 	case len(sub) <= 2:
 		methodNotAllowed(w)
 	default:
@@ -219,7 +219,8 @@ func inventoryItem(id, component string) string {
 // address; its first line may say "component=bios|bmc version=X" (real
 // images carry such a header; without it the BIOS is updated and its minor
 // version bumped, as sushy-tools does). 202 with the Task's Location.
-func (e *Emulator) simpleUpdate(w http.ResponseWriter, r *http.Request, c creds) {
+func (h redfishAPI) simpleUpdate(w http.ResponseWriter, r *http.Request, c creds) {
+	e := h.e
 	var body struct {
 		ImageURI         string
 		Targets          []string
@@ -235,14 +236,14 @@ func (e *Emulator) simpleUpdate(w http.ResponseWriter, r *http.Request, c creds)
 			fmt.Sprintf("The value %s for the parameter ImageURI in the action UpdateService.SimpleUpdate is of a different format than the parameter can accept (an http URL on a loopback address).", body.ImageURI))
 		return
 	}
-	m := e.updateTarget(c, body.Targets)
+	m := h.updateTarget(c, body.Targets)
 	if m == nil {
 		rfError(w, http.StatusBadRequest, "Base.1.8.ActionParameterValueError",
 			"The value for the parameter Targets in the action UpdateService.SimpleUpdate is invalid: name one system this account manages.")
 		return
 	}
 	e.updates.wg.Add(1)
-	t := e.addTask(m, firmwareTask, "Applying "+body.ImageURI)
+	t := e.updates.addTask(m, firmwareTask, "Applying "+body.ImageURI)
 	go e.runUpdate(m, t.ID, body.ImageURI)
 	w.Header().Set("Location", rfMonitors+"/"+t.ID)
 	writeJSON(w, http.StatusAccepted, taskJSON(&t))
@@ -257,7 +258,8 @@ func loopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func (e *Emulator) updateTarget(c creds, targets []string) *Machine {
+func (h redfishAPI) updateTarget(c creds, targets []string) *Machine {
+	e := h.e
 	if len(targets) == 0 {
 		var only *Machine
 		for _, m := range e.machines {
@@ -303,7 +305,7 @@ func (e *Emulator) runUpdate(m *Machine, id, image string) {
 		msg = fmt.Sprintf("%s firmware updated to %s", strings.ToUpper(component), v)
 		e.log.Info("firmware updated", "machine", m.ID, "component", component, "version", v)
 	}
-	e.endTask(id, state, msg)
+	e.updates.endTask(id, state, msg)
 }
 
 // fetchFirmware downloads an image and reads its header line.
@@ -346,7 +348,8 @@ func (e *Emulator) fetchFirmware(image string) (component, version string, err e
 // serveTasks serves TaskService/Tasks/{id} (the Task) and
 // TaskService/TaskMonitors/{id} (DSP0266's task monitor, what SimpleUpdate's
 // Location names: 202 with the Task while it runs, 200 once it ended).
-func (e *Emulator) serveTasks(w http.ResponseWriter, r *http.Request, monitor bool, sub []string) {
+func (h redfishAPI) serveTasks(w http.ResponseWriter, r *http.Request, monitor bool, sub []string) {
+	e := h.e
 	if r.Method != http.MethodGet {
 		methodNotAllowed(w)
 		return

@@ -78,7 +78,7 @@ func (e *Emulator) InsertMedia(ctx context.Context, m *Machine, rawURL string, w
 	m.media = media{image: rawURL, name: name, inserted: true, writeProtected: writeProtected, file: file}
 	m.mu.Unlock()
 	e.log.Info("virtual media inserted", "machine", m.ID, "image", rawURL)
-	e.vmMediaChanged(m)
+	(vmFleet{e}).vmMediaChanged(m)
 	return nil
 }
 
@@ -95,7 +95,7 @@ func (e *Emulator) ejectLocked(m *Machine) {
 	m.media = media{}
 	m.mu.Unlock()
 	if old.file != "" {
-		e.vmMediaChanged(m)
+		(vmFleet{e}).vmMediaChanged(m)
 		_ = os.Remove(old.file)
 		e.log.Info("virtual media ejected", "machine", m.ID, "image", old.image)
 	}
@@ -146,7 +146,8 @@ func (e *Emulator) download(ctx context.Context, rawURL, file string) error {
 
 // serveManagers serves /redfish/v1/Managers[/{id}[/...]]: one BMC manager
 // per machine, with the same id, holding the machine's VirtualMedia.
-func (e *Emulator) serveManagers(w http.ResponseWriter, r *http.Request, c creds, m *Machine, sub []string) {
+func (h redfishAPI) serveManagers(w http.ResponseWriter, r *http.Request, c creds, m *Machine, sub []string) {
+	e := h.e
 	if m == nil {
 		if r.Method != http.MethodGet {
 			methodNotAllowed(w)
@@ -166,7 +167,7 @@ func (e *Emulator) serveManagers(w http.ResponseWriter, r *http.Request, c creds
 	case len(sub) == 0 && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, managerJSON(m))
 	case len(sub) >= 1 && sub[0] == "VirtualMedia":
-		e.serveVirtualMedia(w, r, m, base+"/VirtualMedia", sub[1:])
+		h.serveVirtualMedia(w, r, m, base+"/VirtualMedia", sub[1:])
 	case r.Method != http.MethodGet:
 		methodNotAllowed(w)
 	default:
@@ -191,7 +192,8 @@ func managerJSON(m *Machine) map[string]any {
 // serveVirtualMedia serves the VirtualMedia collection at base (under the
 // Manager or the System) and its Cd member: GET, PATCH (Image, Inserted,
 // WriteProtected) and the InsertMedia and EjectMedia actions.
-func (e *Emulator) serveVirtualMedia(w http.ResponseWriter, r *http.Request, m *Machine, base string, sub []string) {
+func (h redfishAPI) serveVirtualMedia(w http.ResponseWriter, r *http.Request, m *Machine, base string, sub []string) {
+	e := h.e
 	switch {
 	case len(sub) == 0 && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, map[string]any{
@@ -206,9 +208,9 @@ func (e *Emulator) serveVirtualMedia(w http.ResponseWriter, r *http.Request, m *
 	case len(sub) == 1 && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, vmediaJSON(m, base+"/"+vmediaCd))
 	case len(sub) == 1 && r.Method == http.MethodPatch:
-		e.patchVirtualMedia(w, r, m)
+		h.patchVirtualMedia(w, r, m)
 	case len(sub) == 3 && sub[1] == "Actions" && sub[2] == "VirtualMedia.InsertMedia" && r.Method == http.MethodPost:
-		e.insertMediaAction(w, r, m)
+		h.insertMediaAction(w, r, m)
 	case len(sub) == 3 && sub[1] == "Actions" && sub[2] == "VirtualMedia.EjectMedia" && r.Method == http.MethodPost:
 		e.EjectMedia(m)
 		w.WriteHeader(http.StatusNoContent)
@@ -248,13 +250,13 @@ type mediaBody struct {
 func decodeMedia(w http.ResponseWriter, r *http.Request) (mediaBody, bool) {
 	var b mediaBody
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&b); err != nil {
-		rfError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "The request body submitted was malformed JSON.")
+		malformedJSON(w)
 		return b, false
 	}
 	return b, true
 }
 
-func (e *Emulator) insertMediaAction(w http.ResponseWriter, r *http.Request, m *Machine) {
+func (h redfishAPI) insertMediaAction(w http.ResponseWriter, r *http.Request, m *Machine) {
 	b, ok := decodeMedia(w, r)
 	if !ok {
 		return
@@ -269,20 +271,21 @@ func (e *Emulator) insertMediaAction(w http.ResponseWriter, r *http.Request, m *
 			"The parameter Inserted with the value false is not supported by the action VirtualMedia.InsertMedia.")
 		return
 	}
-	e.answerInsert(w, r, m, *b.Image, b.WriteProtected == nil || *b.WriteProtected)
+	h.answerInsert(w, r, m, *b.Image, b.WriteProtected == nil || *b.WriteProtected)
 }
 
 // patchVirtualMedia: a non-empty Image inserts it (BMCs without the
 // InsertMedia action work this way); an empty Image or Inserted false
 // ejects.
-func (e *Emulator) patchVirtualMedia(w http.ResponseWriter, r *http.Request, m *Machine) {
+func (h redfishAPI) patchVirtualMedia(w http.ResponseWriter, r *http.Request, m *Machine) {
+	e := h.e
 	b, ok := decodeMedia(w, r)
 	if !ok {
 		return
 	}
 	switch {
 	case b.Image != nil && *b.Image != "" && (b.Inserted == nil || *b.Inserted):
-		e.answerInsert(w, r, m, *b.Image, b.WriteProtected == nil || *b.WriteProtected)
+		h.answerInsert(w, r, m, *b.Image, b.WriteProtected == nil || *b.WriteProtected)
 	case b.Image != nil || b.Inserted != nil && !*b.Inserted:
 		e.EjectMedia(m)
 		w.WriteHeader(http.StatusNoContent)
@@ -296,7 +299,8 @@ func (e *Emulator) patchVirtualMedia(w http.ResponseWriter, r *http.Request, m *
 	}
 }
 
-func (e *Emulator) answerInsert(w http.ResponseWriter, r *http.Request, m *Machine, image string, wp bool) {
+func (h redfishAPI) answerInsert(w http.ResponseWriter, r *http.Request, m *Machine, image string, wp bool) {
+	e := h.e
 	if m.Knobs().FailInsertMedia {
 		rfError(w, http.StatusInternalServerError, "Base.1.8.InternalError",
 			"The request failed due to an internal service error. The service is still operational.")
@@ -315,8 +319,4 @@ func (e *Emulator) answerInsert(w http.ResponseWriter, r *http.Request, m *Machi
 	default:
 		rfError(w, http.StatusInternalServerError, "Base.1.8.InternalError", err.Error())
 	}
-}
-
-func notFound(w http.ResponseWriter, r *http.Request) {
-	rfError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "The resource at the URI "+r.URL.Path+" was not found.")
 }

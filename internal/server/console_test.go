@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/anvil-metal/anvil/internal/bmcemu"
+	"github.com/anvil-metal/anvil/internal/bmcemu/emutest"
 	"github.com/anvil-metal/anvil/internal/cli"
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/driver/ipmi"
@@ -313,27 +314,9 @@ func TestConsoleRedfishEmulatorVM(t *testing.T) {
 }
 
 func testConsoleEmulatorVM(t *testing.T, drv, iface string) {
-	testbin.Need(t, "qemu-system-x86_64", "qemu-system-x86")
-	emu, err := bmcemu.Start(t.Context(), bmcemu.Config{Count: 1, IPMI: true, StateDir: filepath.Join(t.TempDir(), "state"),
-		QEMU: &bmcemu.QEMUConfig{MemoryMiB: 64, DiskBytes: 1 << 20, ShutdownTimeout: 2 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { emu.Close() })
-	st := emu.Machine("node-01").Status()
-	f, err := os.OpenFile(st.Disk, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(bmcemu.BootSector("VM-SERIAL-OK")); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	nf, err := emu.Nodes(drv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	di, _ := json.Marshal(nf.Nodes[0].DriverInfo)
+	emu, m := emutest.VM(t, bmcemu.Config{}, "VM-SERIAL-OK")
+	st := m.Status()
+	di, _ := json.Marshal(emutest.Node(t, emu, drv).DriverInfo)
 	s := serve(t)
 	if drv == bmcemu.DriverRedfish {
 		d := s.do("GET", "/v1/drivers/redfish", "", 200)

@@ -3,14 +3,13 @@ package server
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/anvil-metal/anvil/internal/bmcemu"
+	"github.com/anvil-metal/anvil/internal/bmcemu/emutest"
 	"github.com/anvil-metal/anvil/internal/driver"
-	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // TestDiagnosisConsoleTailFromVM: a deploy to the BMC emulator's qemu VM
@@ -19,27 +18,10 @@ import (
 // diagnosis holds, in the console tail, the VM's boot output recorded
 // while the node deployed (its disk's boot sector printing a marker).
 func TestDiagnosisConsoleTailFromVM(t *testing.T) {
-	testbin.Need(t, "qemu-system-x86_64", "qemu-system-x86")
-	emu, err := bmcemu.Start(t.Context(), bmcemu.Config{Count: 1, IPMI: true, StateDir: filepath.Join(t.TempDir(), "state"),
-		QEMU: &bmcemu.QEMUConfig{MemoryMiB: 64, DiskBytes: 1 << 20, ShutdownTimeout: 2 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { emu.Close() })
-	st := emu.Machine("node-01").Status()
-	f, err := os.OpenFile(st.Disk, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(bmcemu.BootSector("VM-DEPLOY-BOOT-OUTPUT")); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	nf, err := emu.Nodes(bmcemu.DriverIPMI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	di, _ := json.Marshal(nf.Nodes[0].DriverInfo)
+	emu, m := emutest.VM(t, bmcemu.Config{}, "VM-DEPLOY-BOOT-OUTPUT")
+	st := m.Status()
+	nd := emutest.Node(t, emu, bmcemu.DriverIPMI)
+	di, _ := json.Marshal(nd.DriverInfo)
 	s := serveWith(t, func(c *Config) {
 		c.Interfaces = driver.Enablement{Interfaces: map[string][]string{"boot": {"fake", "ipxe"}}}
 		c.Conductor.DeployCallbackTimeout = 45 * time.Second
@@ -48,7 +30,7 @@ func TestDiagnosisConsoleTailFromVM(t *testing.T) {
 	node := s.do("POST", "/v1/nodes", `{"driver":"ipmi","console_interface":"ipmi-sol","boot_interface":"fake","deploy_interface":"direct",
 		"automated_clean":false,"driver_info":`+string(di)+`,
 		"instance_info":{"image_source":"http://127.0.0.1:1/img","image_checksum":"`+strings.Repeat("ab", 32)+`"}}`, 201)["uuid"].(string)
-	s.do("POST", "/v1/ports", `{"node_uuid":"`+node+`","address":"`+nf.Nodes[0].Ports[0].Address+`"}`, 201)
+	s.do("POST", "/v1/ports", `{"node_uuid":"`+node+`","address":"`+nd.Ports[0].Address+`"}`, 201)
 	s.do("PUT", "/v1/nodes/"+node+"/states/provision", `{"target":"manage"}`, 202)
 	waitWithin(t, 2*testTimeout, "manageable", func() bool {
 		return s.do("GET", "/v1/nodes/"+node, "", 200)["provision_state"] == "manageable"

@@ -1,14 +1,9 @@
 package vm_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -110,21 +105,7 @@ func TestVMDeployIPMI(t *testing.T) {
 	// The image, on a loopback HTTP server the guest reaches as 10.0.2.101:80.
 	image := make([]byte, 16*mib)
 	_, _ = rand.Read(image)
-	sum := sha256.Sum256(image)
-	imgLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	imgSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/img.raw" {
-			http.NotFound(w, r)
-			return
-		}
-		http.ServeContent(w, r, "img.raw", time.Time{}, bytes.NewReader(image))
-	})}
-	go func() { _ = imgSrv.Serve(imgLn) }()
-	t.Cleanup(func() { _ = imgSrv.Close() })
-	imgPort := imgLn.Addr().(*net.TCPAddr).Port
+	imgPort := serveImage(t, "img.raw", image).Port
 
 	// ipmi_sim, anvil serve and the VM definition.
 	bmcPort := startBMC(t, dir, st)
@@ -133,13 +114,7 @@ func TestVMDeployIPMI(t *testing.T) {
 	apiPort := api[strings.LastIndex(api, ":")+1:]
 	hostfwd := testbin.FreePort(t)
 
-	disk := filepath.Join(dir, "disk.raw")
-	if err := os.WriteFile(disk, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(disk, 64*mib); err != nil {
-		t.Fatal(err)
-	}
+	disk := emptyDisk(t, dir)
 	nic := fmt.Sprintf("user,model=virtio-net-pci,mac=%s,restrict=on,"+
 		"guestfwd=tcp:10.0.2.100:80-cmd:%s nc 127.0.0.1 %s,"+
 		"guestfwd=tcp:10.0.2.101:80-cmd:%s nc 127.0.0.1 %d,"+
@@ -177,31 +152,9 @@ func TestVMDeployIPMI(t *testing.T) {
 	mustCall(t, 201, "POST", api+"/v1/ports", map[string]any{"node_uuid": node, "address": vmMAC})
 
 	w := &watcher{t: t, api: api, node: node, st: st, ctx: ctx}
-	provision(t, api, node, "manage")
-	w.wait("manageable")
-	t.Logf("manageable after %v", time.Since(start).Round(time.Millisecond))
-
-	cleanStart := time.Now()
-	provision(t, api, node, "provide")
-	w.wait("available")
-	t.Logf("provide (automated cleaning through the agent, one VM boot): %v; boot to first heartbeat %v",
-		time.Since(cleanStart).Round(time.Millisecond), w.bootToHeartbeat())
-
-	mustCall(t, 200, "PATCH", api+"/v1/nodes/"+node, []map[string]any{
-		{"op": "add", "path": "/instance_info/image_source", "value": "http://10.0.2.101/img.raw"},
-		{"op": "add", "path": "/instance_info/image_checksum", "value": hex.EncodeToString(sum[:])},
-	})
-	deployStart := time.Now()
-	w.reset()
-	provision(t, api, node, "active")
-	n = w.wait("active")
-	t.Logf("deploy cycle (power on, boot, lookup, heartbeat, write 16 MiB, reboot to disk): %v; boot to first heartbeat %v",
-		time.Since(deployStart).Round(time.Millisecond), w.bootToHeartbeat())
+	w.provide("automated cleaning through the agent, one VM boot")
+	n = w.deploy("power on, boot, lookup, heartbeat, write 16 MiB, reboot to disk", "http://10.0.2.101/img.raw", image)
 	t.Logf("enroll to active: %v", time.Since(start).Round(time.Millisecond))
-
-	if n["last_error"] != nil {
-		t.Errorf("last_error after deploy: %v", n["last_error"])
-	}
 	if n["power_state"] != "power on" {
 		t.Errorf("power_state after deploy = %v", n["power_state"])
 	}
@@ -212,9 +165,7 @@ func TestVMDeployIPMI(t *testing.T) {
 	if len(got) != 64*mib {
 		t.Fatalf("disk file is %d bytes, want %d", len(got), 64*mib)
 	}
-	if !bytes.Equal(got[:len(image)], image) {
-		t.Fatalf("the VM's disk does not start with the image")
-	}
+	assertDiskHolds(t, disk, image)
 	if b, _ := os.ReadFile(filepath.Join(st, "boot")); !hasPrefixAny(strings.TrimSpace(string(b)), "default", "disk") {
 		t.Errorf("BMC boot device after deploy = %q, want default (disk)", b)
 	}

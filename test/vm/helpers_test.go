@@ -14,13 +14,19 @@
 package vm_test
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/anvil-metal/anvil/internal/testbin"
 )
@@ -111,4 +117,114 @@ func vmStateDir(t *testing.T) (dir, st string) {
 		}
 	})
 	return dir, st
+}
+
+// serveImage serves image at /name on a loopback HTTP server until the
+// test ends (the guest reaches it through a guestfwd) and returns its
+// address.
+func serveImage(t *testing.T, name string, image []byte) *net.TCPAddr {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/"+name {
+			http.NotFound(w, r)
+			return
+		}
+		http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(image))
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().(*net.TCPAddr)
+}
+
+// emptyDisk creates the VM's disk, dir/disk.raw: 64 MiB, sparse.
+func emptyDisk(t *testing.T, dir string) string {
+	t.Helper()
+	disk := filepath.Join(dir, "disk.raw")
+	if err := os.WriteFile(disk, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(disk, 64*mib); err != nil {
+		t.Fatal(err)
+	}
+	return disk
+}
+
+// assertDiskHolds fails the test unless the disk file starts with image.
+func assertDiskHolds(t *testing.T, disk string, image []byte) {
+	t.Helper()
+	got, err := os.ReadFile(disk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got[:len(image)], image) {
+		t.Fatal("the VM's disk does not start with the image")
+	}
+}
+
+// provide takes the node from enroll through manageable to available
+// (cleaning in the agent the machine boots) and logs how long the provide
+// took (how says by what boot; logPhase).
+func (w *watcher) provide(how string) {
+	w.t.Helper()
+	provision(w.t, w.api, w.node, "manage")
+	w.wait("manageable")
+	phase := time.Now()
+	provision(w.t, w.api, w.node, "provide")
+	w.wait("available")
+	w.logPhase("provide", how, phase)
+}
+
+// deploy gives the node image as its instance image (at url for the
+// guest, with its sha256) and deploys it: the node must become active
+// without last_error. It logs as provide does and returns the node.
+func (w *watcher) deploy(how, url string, image []byte) map[string]any {
+	w.t.Helper()
+	sum := sha256.Sum256(image)
+	mustCall(w.t, 200, "PATCH", w.api+"/v1/nodes/"+w.node, []map[string]any{
+		{"op": "add", "path": "/instance_info/image_source", "value": url},
+		{"op": "add", "path": "/instance_info/image_checksum", "value": hex.EncodeToString(sum[:])},
+	})
+	phase := time.Now()
+	w.reset()
+	provision(w.t, w.api, w.node, "active")
+	n := w.wait("active")
+	w.logPhase("deploy", how, phase)
+	if n["last_error"] != nil {
+		w.t.Errorf("last_error after deploy: %v", n["last_error"])
+	}
+	return n
+}
+
+// logPhase logs how long a phase took since start and, where the chassis
+// script records power events, how long from power-on to the agent's first
+// heartbeat.
+func (w *watcher) logPhase(phase, how string, start time.Time) {
+	w.t.Helper()
+	msg := fmt.Sprintf("%s (%s): %v", phase, how, time.Since(start).Round(time.Millisecond))
+	if d := w.bootToHeartbeat(); d > 0 {
+		msg += fmt.Sprintf("; power-on to first heartbeat %v", d)
+	}
+	w.t.Log(msg)
+}
+
+// enrollNetboot creates a node of the ipmi hardware type with node's
+// fields, driver_info for ipmi_sim on bmcPort (startBMC), the deploy
+// ramdisk a and the agent's parameters (nodeParams, its command API
+// forwarded from hostfwd), and its port with vmMAC; it returns the node.
+func enrollNetboot(t *testing.T, api string, node map[string]any, bmcPort, hostfwd int, a assets) map[string]any {
+	t.Helper()
+	node["driver"] = "ipmi"
+	node["driver_info"] = map[string]any{
+		"ipmi_address": "127.0.0.1", "ipmi_port": bmcPort, "ipmi_username": "admin",
+		"ipmi_password": password, "ipmi_cipher_suite": 3,
+		"deploy_kernel": a.kernel, "deploy_ramdisk": a.initramfs,
+		"kernel_append_params": "console=ttyS0 " + nodeParams(hostfwd),
+	}
+	n := mustCall(t, 201, "POST", api+"/v1/nodes", node).JSON(t)
+	mustCall(t, 201, "POST", api+"/v1/ports", map[string]any{"node_uuid": n["uuid"], "address": vmMAC})
+	return n
 }

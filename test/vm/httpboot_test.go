@@ -1,13 +1,9 @@
 package vm_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,17 +139,7 @@ func testVMHTTPBoot(t *testing.T, iface string) {
 	}
 
 	image := uefiImage(t, dir)
-	sum := sha256.Sum256(image)
-	imgLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	imgSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.ServeContent(w, r, "disk.img", time.Time{}, bytes.NewReader(image))
-	})}
-	go func() { _ = imgSrv.Serve(imgLn) }()
-	t.Cleanup(func() { _ = imgSrv.Close() })
-	imgPort := imgLn.Addr().(*net.TCPAddr).Port
+	imgPort := serveImage(t, "disk.img", image).Port
 
 	bmcPort := startBMC(t, dir, st)
 	apiPort := testbin.FreePort(t)
@@ -166,13 +152,7 @@ func testVMHTTPBoot(t *testing.T, iface string) {
 	link, linkNetdev := newDHCPLink(t, proxy)
 	hostfwd := testbin.FreePort(t)
 
-	disk := filepath.Join(dir, "disk.raw")
-	if err := os.WriteFile(disk, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(disk, 64*mib); err != nil {
-		t.Fatal(err)
-	}
+	disk := emptyDisk(t, dir)
 	slirp := fmt.Sprintf("user,id=u0,restrict=on,"+
 		"guestfwd=tcp:10.0.2.100:%d-cmd:%s nc 127.0.0.1 %d,"+
 		"guestfwd=tcp:10.0.2.101:80-cmd:%s nc 127.0.0.1 %d,"+
@@ -187,53 +167,19 @@ func testVMHTTPBoot(t *testing.T, iface string) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*overall)
 	defer cancel()
-	n := mustCall(t, 201, "POST", api+"/v1/nodes", map[string]any{"name": "httpboot-vm", "driver": "ipmi",
-		"boot_interface": iface,
-		"properties":     map[string]any{"capabilities": "boot_mode:uefi"},
-		"driver_info": map[string]any{
-			"ipmi_address": "127.0.0.1", "ipmi_port": bmcPort, "ipmi_username": "admin",
-			"ipmi_password": password, "ipmi_cipher_suite": 3,
-			"deploy_kernel": a.kernel, "deploy_ramdisk": a.initramfs,
-			"kernel_append_params": "console=ttyS0 " + nodeParams(hostfwd),
-		}}).JSON(t)
+	n := enrollNetboot(t, api, map[string]any{"name": "httpboot-vm", "boot_interface": iface,
+		"properties": map[string]any{"capabilities": "boot_mode:uefi"}}, bmcPort, hostfwd, a)
 	node := n["uuid"].(string)
 	if n["boot_interface"] != iface {
 		t.Fatalf("boot_interface %v, want %s", n["boot_interface"], iface)
 	}
-	mustCall(t, 201, "POST", api+"/v1/ports", map[string]any{"node_uuid": node, "address": vmMAC})
 
 	w := &watcher{t: t, api: api, node: node, st: st, ctx: ctx}
-	provision(t, api, node, "manage")
-	w.wait("manageable")
-
-	phase := time.Now()
-	provision(t, api, node, "provide")
-	w.wait("available")
-	t.Logf("provide (UEFI HTTP boot, automated cleaning): %v; power-on to first heartbeat %v",
-		time.Since(phase).Round(time.Millisecond), w.bootToHeartbeat())
+	w.provide("UEFI HTTP boot, automated cleaning")
 	assertHTTPBooted(t, st, 1)
-
-	mustCall(t, 200, "PATCH", api+"/v1/nodes/"+node, []map[string]any{
-		{"op": "add", "path": "/instance_info/image_source", "value": "http://10.0.2.101/disk.img"},
-		{"op": "add", "path": "/instance_info/image_checksum", "value": hex.EncodeToString(sum[:])},
-	})
-	phase = time.Now()
-	w.reset()
-	provision(t, api, node, "active")
-	n = w.wait("active")
-	t.Logf("deploy (UEFI HTTP boot, write the image): %v; power-on to first heartbeat %v",
-		time.Since(phase).Round(time.Millisecond), w.bootToHeartbeat())
-	if n["last_error"] != nil {
-		t.Errorf("last_error after deploy: %v", n["last_error"])
-	}
+	w.deploy("UEFI HTTP boot, write the image", "http://10.0.2.101/disk.img", image)
 	assertHTTPBooted(t, st, 2)
-	got, err := os.ReadFile(disk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got[:len(image)], image) {
-		t.Fatal("the VM's disk does not start with the image")
-	}
+	assertDiskHolds(t, disk, image)
 	if b, _ := os.ReadFile(filepath.Join(st, "boot")); !hasPrefixAny(strings.TrimSpace(string(b)), "default", "disk") {
 		t.Errorf("BMC boot device when active = %q, want default (disk)", b)
 	}

@@ -3,11 +3,7 @@ package vm_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anvil-metal/anvil/internal/bmcemu"
 	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
@@ -25,37 +22,6 @@ const diskBootMarker = "ANVIL-DISK-BOOT-OK"
 // default into a virtio-net-pci NIC (naming it with romfile= kept SeaBIOS
 // from booting the NIC here, so the test relies on the default).
 const stockIPXE = "/usr/lib/ipxe/qemu/efi-virtio.rom"
-
-// bootSector returns a 512-byte master boot record whose code, run by the
-// BIOS at 0000:7C00 in real mode, writes msg to the first serial port
-// (COM1, I/O port 0x3F8) byte by byte and halts. It calls no BIOS service,
-// so it shows that the firmware loaded and jumped to the disk's first
-// sector, nothing more.
-func bootSector(msg string) []byte {
-	const org = 0x7C00
-	code := []byte{
-		0xFA,       // 0x00 cli                 ; no interrupts
-		0xFC,       // 0x01 cld                 ; lodsb counts up
-		0x31, 0xC0, // 0x02 xor ax, ax
-		0x8E, 0xD8, // 0x04 mov ds, ax          ; ds = 0: offsets are linear addresses
-		0xBE, 0, 0, // 0x06 mov si, msg         ; patched below
-		0xBA, 0xF8, 0x03, // 0x09 mov dx, 0x3F8 ; COM1 data register
-		0xAC,       // 0x0C next: lodsb         ; al = [ds:si], si++
-		0x84, 0xC0, // 0x0D test al, al
-		0x74, 0x03, // 0x0F jz done (+3 → 0x14)  ; NUL ends the message
-		0xEE,       // 0x11 out dx, al          ; transmit one byte
-		0xEB, 0xF8, // 0x12 jmp next (−8 → 0x0C)
-		0xF4,       // 0x14 done: hlt
-		0xEB, 0xFD, // 0x15 jmp done (−3 → 0x14) ; stay halted
-	}
-	msgAt := org + len(code) // the message follows the code
-	code[7], code[8] = byte(msgAt), byte(msgAt>>8)
-	b := make([]byte, 512)
-	n := copy(b, code)
-	copy(b[n:], msg+"\r\n\x00")
-	b[510], b[511] = 0x55, 0xAA // boot signature
-	return b
-}
 
 // netbootVMScript is the state directory's vm.sh: it starts qemu with no
 // -kernel, -initrd or -append, so the machine boots only through its
@@ -97,22 +63,8 @@ func TestVMNetbootIPMI(t *testing.T) {
 	// The instance image: a raw disk image whose first sector prints the
 	// marker, served on loopback; the guest reaches it as 10.0.2.101:80.
 	image := make([]byte, 1*mib)
-	copy(image, bootSector(diskBootMarker))
-	sum := sha256.Sum256(image)
-	imgLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	imgSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/disk.img" {
-			http.NotFound(w, r)
-			return
-		}
-		http.ServeContent(w, r, "disk.img", time.Time{}, bytes.NewReader(image))
-	})}
-	go func() { _ = imgSrv.Serve(imgLn) }()
-	t.Cleanup(func() { _ = imgSrv.Close() })
-	imgPort := imgLn.Addr().(*net.TCPAddr).Port
+	copy(image, bmcemu.BootSector(diskBootMarker))
+	imgPort := serveImage(t, "disk.img", image).Port
 
 	// Anvil serves its boot endpoint under /boot/ on the API listener; the
 	// guest reaches the API's port at 10.0.2.100 through a guestfwd.
@@ -124,13 +76,7 @@ func TestVMNetbootIPMI(t *testing.T) {
 		"--file-url-allowed-paths", filepath.Dir(a.kernel)+","+filepath.Dir(a.initramfs))
 	hostfwd := testbin.FreePort(t)
 
-	disk := filepath.Join(dir, "disk.raw")
-	if err := os.WriteFile(disk, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(disk, 64*mib); err != nil {
-		t.Fatal(err)
-	}
+	disk := emptyDisk(t, dir)
 	netdev := fmt.Sprintf("user,id=n0,restrict=on,bootfile=%s/boot/boot.ipxe,"+
 		"guestfwd=tcp:10.0.2.100:%d-cmd:%s nc 127.0.0.1 %d,"+
 		"guestfwd=tcp:10.0.2.101:80-cmd:%s nc 127.0.0.1 %d,"+
@@ -148,44 +94,16 @@ func TestVMNetbootIPMI(t *testing.T) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*overall)
 	defer cancel()
-	n := mustCall(t, 201, "POST", api+"/v1/nodes", map[string]any{"name": "netboot-vm", "driver": "ipmi",
-		"driver_info": map[string]any{
-			"ipmi_address": "127.0.0.1", "ipmi_port": bmcPort, "ipmi_username": "admin",
-			"ipmi_password": password, "ipmi_cipher_suite": 3,
-			"deploy_kernel": a.kernel, "deploy_ramdisk": a.initramfs,
-			"kernel_append_params": "console=ttyS0 " + nodeParams(hostfwd),
-		}}).JSON(t)
+	n := enrollNetboot(t, api, map[string]any{"name": "netboot-vm"}, bmcPort, hostfwd, a)
 	node := n["uuid"].(string)
 	if n["boot_interface"] != "ipxe" || n["deploy_interface"] != "direct" {
 		t.Fatalf("ipmi node interfaces: boot %v, deploy %v; want ipxe and direct", n["boot_interface"], n["deploy_interface"])
 	}
-	mustCall(t, 201, "POST", api+"/v1/ports", map[string]any{"node_uuid": node, "address": vmMAC})
 
 	w := &watcher{t: t, api: api, node: node, st: st, ctx: ctx}
-	provision(t, api, node, "manage")
-	w.wait("manageable")
-	t.Logf("manageable after %v", time.Since(start).Round(time.Millisecond))
-
-	phase := time.Now()
-	provision(t, api, node, "provide")
-	w.wait("available")
-	t.Logf("provide (network boot, automated cleaning): %v; power-on to first heartbeat %v",
-		time.Since(phase).Round(time.Millisecond), w.bootToHeartbeat())
+	w.provide("network boot, automated cleaning")
 	assertNetbooted(t, st, 1)
-
-	mustCall(t, 200, "PATCH", api+"/v1/nodes/"+node, []map[string]any{
-		{"op": "add", "path": "/instance_info/image_source", "value": "http://10.0.2.101/disk.img"},
-		{"op": "add", "path": "/instance_info/image_checksum", "value": hex.EncodeToString(sum[:])},
-	})
-	phase = time.Now()
-	w.reset()
-	provision(t, api, node, "active")
-	n = w.wait("active")
-	t.Logf("deploy (network boot, write the image, reboot to disk): %v; power-on to first heartbeat %v",
-		time.Since(phase).Round(time.Millisecond), w.bootToHeartbeat())
-	if n["last_error"] != nil {
-		t.Errorf("last_error after deploy: %v", n["last_error"])
-	}
+	w.deploy("network boot, write the image, reboot to disk", "http://10.0.2.101/disk.img", image)
 	assertNetbooted(t, st, 2)
 
 	// The machine now boots the image from its disk.
@@ -203,23 +121,17 @@ func TestVMNetbootIPMI(t *testing.T) {
 	if lb := lastBoot(st); strings.Contains(lb, "anvil-ramdisk") {
 		t.Errorf("the disk boot ran the ramdisk:\n%s", tail(lb, 2000))
 	}
-	got, err := os.ReadFile(disk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got[:len(image)], image) {
-		t.Fatal("the VM's disk does not start with the image")
-	}
+	assertDiskHolds(t, disk, image)
 
 	// Undeploy: cleaning over the network again.
-	phase = time.Now()
+	phase := time.Now()
 	w.reset()
 	provision(t, api, node, "deleted")
 	w.wait("available")
 	t.Logf("undeploy (network boot, cleaning): %v; power-on to first heartbeat %v",
 		time.Since(phase).Round(time.Millisecond), w.bootToHeartbeat())
 	assertNetbooted(t, st, 3)
-	got, err = os.ReadFile(disk)
+	got, err := os.ReadFile(disk)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,9 @@
 package vm_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -39,16 +35,7 @@ func TestVMRedfishHTTPSBoot(t *testing.T) {
 	dir, _ := vmStateDir(t)
 
 	image := uefiImage(t, dir)
-	sum := sha256.Sum256(image)
-	imgLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	imgSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.ServeContent(w, r, "disk.img", time.Time{}, bytes.NewReader(image))
-	})}
-	go func() { _ = imgSrv.Serve(imgLn) }()
-	t.Cleanup(func() { _ = imgSrv.Close() })
+	imgAddr := serveImage(t, "disk.img", image)
 
 	// The emulator: one machine, a qemu VM booting OVMF (UEFI mode); the
 	// guest reaches Anvil's API and boot endpoint at 10.0.2.100 and the
@@ -62,7 +49,7 @@ func TestVMRedfishHTTPSBoot(t *testing.T) {
 		"--listen", bmcAddr, "--password", password, "--state-dir", emuState, "--uefi-firmware", ovmfCode,
 		"--vm-memory", "768", "--vm-disk-mib", "64", "--guest-port", fmt.Sprint(agentPort), "--log-level", "info",
 		"--forward", fmt.Sprintf("10.0.2.100:%d=127.0.0.1:%d", apiPort, apiPort),
-		"--forward", fmt.Sprintf("10.0.2.101:80=%s", imgLn.Addr()))
+		"--forward", fmt.Sprintf("10.0.2.101:80=%s", imgAddr))
 	bmc := "http://" + bmcAddr
 	console := filepath.Join(emuState, "node-01", "console.log")
 	t.Cleanup(func() {
@@ -109,34 +96,11 @@ func TestVMRedfishHTTPSBoot(t *testing.T) {
 	}
 	mustCall(t, 201, "POST", api+"/v1/ports", map[string]any{"node_uuid": node, "address": machine.MACs[0]})
 	w := &watcher{t: t, api: api, node: node, st: filepath.Join(emuState, "node-01"), ctx: ctx}
-	provision(t, api, node, "manage")
-	w.wait("manageable")
-	phase := time.Now()
-	provision(t, api, node, "provide")
-	w.wait("available")
-	t.Logf("provide (UEFI HTTP boot of the ISO, automated cleaning): %v", time.Since(phase).Round(time.Millisecond))
+	w.provide("UEFI HTTP boot of the ISO, automated cleaning")
 	assertISOHTTPBooted(t, console, 1)
-
-	mustCall(t, 200, "PATCH", api+"/v1/nodes/"+node, []map[string]any{
-		{"op": "add", "path": "/instance_info/image_source", "value": "http://10.0.2.101/disk.img"},
-		{"op": "add", "path": "/instance_info/image_checksum", "value": hex.EncodeToString(sum[:])},
-	})
-	phase = time.Now()
-	w.reset()
-	provision(t, api, node, "active")
-	n = w.wait("active")
-	t.Logf("deploy (UEFI HTTP boot of the ISO, write the image): %v", time.Since(phase).Round(time.Millisecond))
-	if n["last_error"] != nil {
-		t.Errorf("last_error after deploy: %v", n["last_error"])
-	}
+	w.deploy("UEFI HTTP boot of the ISO, write the image", "http://10.0.2.101/disk.img", image)
 	assertISOHTTPBooted(t, console, 2)
-	got, err := os.ReadFile(machine.Disk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got[:len(image)], image) {
-		t.Fatal("the VM's disk does not start with the image")
-	}
+	assertDiskHolds(t, machine.Disk, image)
 	if !waitFor(ctx, 180*time.Second, func() bool { return strings.Contains(lastBootOf(console), diskBootMarker) }) {
 		t.Fatalf("no %q on the console of the last boot:\n%s", diskBootMarker, tail(lastBootOf(console), 4000))
 	}
