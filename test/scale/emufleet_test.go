@@ -113,6 +113,14 @@ func startEmuFleet(tb testing.TB, cfg emuFleetConfig) (*emuFleet, time.Duration)
 		"--listen", "127.0.0.1:0", "--bmc-ports", "--max-sessions", "2", "--latency", cfg.Latency.String(),
 		"--failure-rate", fmt.Sprint(cfg.Failures), "--agent-api", f.API, "--disk-dir", filepath.Join(dir, "disks"),
 		"--nodes-file", nodesFile)
+	// Anvil stops before the emulator, as a fleet's BMCs outlive it: each
+	// conductor logs out of every BMC's session at shutdown, and BMCs
+	// already gone cost it a logout's retries each (3 s, 128 at a time).
+	tb.Cleanup(func() {
+		for _, p := range f.Procs {
+			_ = p.Stop(tb) // ServeOn's own cleanup checks the exit
+		}
+	})
 	emuURL := regexp.MustCompile(`Redfish at (http://127\.0\.0\.1:[0-9]+)/redfish/v1`)
 	deadline = time.Now().Add(2 * time.Minute)
 	for !strings.Contains(f.EmuProc.Logs.String(), "nodes file "+nodesFile) {
