@@ -36,6 +36,8 @@ func newBMCEmulator(stdout, stderr io.Writer) *cobra.Command {
 		qcfg               bmcemu.QEMUConfig
 		vmDisk             int
 		forwards           []string
+		agentAPI, diskDir  string
+		diskMiB            int
 	)
 	cmd := &cobra.Command{
 		Use:   "bmc-emulator",
@@ -93,6 +95,17 @@ only the --forward GUEST=HOST pairs, e.g.
 			} else if len(forwards) > 0 || qcfg.BootFile != "" {
 				return fmt.Errorf("--forward and --boot-file need --qemu")
 			}
+			if agentAPI != "" {
+				if cfg.QEMU != nil {
+					return fmt.Errorf("--agent-api runs agents for emulated machines; qemu VMs boot their own (--qemu)")
+				}
+				if diskMiB < 1 {
+					return fmt.Errorf("--disk-mib %d is below 1 MiB", diskMiB)
+				}
+				cfg.Agent = &bmcemu.AgentConfig{APIURL: agentAPI, DiskDir: diskDir, DiskBytes: int64(diskMiB) << 20}
+			} else if diskDir != "" {
+				return fmt.Errorf("--disk-dir needs --agent-api")
+			}
 			e, err := bmcemu.Start(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -127,6 +140,9 @@ only the --forward GUEST=HOST pairs, e.g.
 			}
 			if cfg.QEMU != nil {
 				fmt.Fprintf(stdout, "bmc-emulator: machines are qemu VMs; serial consoles in %s/<id>/console.log\n", e.StateDir())
+			}
+			if cfg.Agent != nil {
+				fmt.Fprintf(stdout, "bmc-emulator: a machine booted from the network runs the deploy agent, which looks its node up at %s\n", agentAPI)
 			}
 			<-cmd.Context().Done()
 			return nil
@@ -163,6 +179,9 @@ only the --forward GUEST=HOST pairs, e.g.
 	f.StringArrayVar(&forwards, "forward", nil, "GUEST=HOST: a TCP address the VMs reach (10.0.2.x:port) and the loopback address it leads to; repeatable (--qemu)")
 	f.StringVar(&qcfg.UEFIFirmware, "uefi-firmware", "", "OVMF code image (e.g. /usr/share/OVMF/OVMF_CODE_4M.fd): machines in UEFI boot mode boot it (--qemu; default: SeaBIOS only)")
 	f.BoolVar(&qcfg.NoNetworkBoot, "no-network-boot", false, "VMs without a NIC boot ROM: they boot only from disk or virtual media (--qemu)")
+	f.StringVar(&agentAPI, "agent-api", "", "run the deploy agent (in this process) for a machine booted from the network, looking its node up at this Anvil API URL (as anvil demo does)")
+	f.StringVar(&diskDir, "disk-dir", "", "the agents' disk files, <dir>/<id>.img, created sparse (--agent-api; default: a temporary directory)")
+	f.IntVar(&diskMiB, "disk-mib", 64, "size of each machine's disk file, MiB (--agent-api)")
 	f.IntVar(&qcfg.GuestPort, "guest-port", 0, "a guest TCP port reachable from a loopback port per VM (GET /emulator/machines shows it) (--qemu)")
 	return cmd
 }

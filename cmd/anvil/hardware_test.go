@@ -9,8 +9,8 @@ import (
 	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
-// TestBMCEmulatorQEMUFlags: bad --qemu flags stop the command with one
-// clear error before anything starts.
+// TestBMCEmulatorQEMUFlags: bad --qemu (and --agent-api) flags stop the
+// command with one clear error before anything starts.
 func TestBMCEmulatorQEMUFlags(t *testing.T) {
 	tests := []struct {
 		args      []string
@@ -22,6 +22,9 @@ func TestBMCEmulatorQEMUFlags(t *testing.T) {
 		{[]string{"--qemu", "--forward", "10.0.2.100:80"}, "is not GUEST=HOST", false},
 		{[]string{"--qemu", "--vm-memory", "8"}, "--vm-memory 8 is below 16 MiB", false},
 		{[]string{"--qemu", "--vm-disk-mib", "0"}, "--vm-disk-mib 0 is below 1 MiB", false},
+		{[]string{"--disk-dir", "/nonexistent"}, "--disk-dir needs --agent-api", false},
+		{[]string{"--agent-api", "http://127.0.0.1:6385", "--disk-mib", "0"}, "--disk-mib 0 is below 1 MiB", false},
+		{[]string{"--qemu", "--agent-api", "http://127.0.0.1:6385"}, "qemu VMs boot their own", false},
 		{[]string{"--qemu", "--forward", "10.0.2.100:80=192.0.2.1:80"}, "is not a loopback address:port", true},
 		{[]string{"--qemu", "--forward", "10.0.3.1:80=127.0.0.1:80"}, "is not an address:port in 10.0.2.0/24", true},
 		{[]string{"--qemu", "--forward", "10.0.2.2:80=127.0.0.1:80"}, "is not an address:port in 10.0.2.0/24", true},

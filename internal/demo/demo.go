@@ -423,6 +423,16 @@ Ctrl-C stops the demo and removes its files.
 `, from, info.ImageURL, info.ImageChecksum, info.DiskDir, info.BMC, info.Nodes[len(info.Nodes)-1])
 }
 
+// NodeBody is the POST /v1/nodes body of an emulated machine: its BMC,
+// deploy_interface direct (the emulator runs the agent when it boots from
+// the network), fake boot and rescue, and the image to deploy. Its ports
+// are created after it (PortEntry).
+func NodeBody(n bmcemu.NodeEntry, imageURL, imageChecksum string) map[string]any {
+	return map[string]any{"name": n.Name, "driver": n.Driver, "driver_info": n.DriverInfo,
+		"deploy_interface": "direct", "boot_interface": "fake", "rescue_interface": "fake", "extra": n.Extra,
+		"instance_info": map[string]any{"image_source": imageURL, "image_checksum": imageChecksum}}
+}
+
 // enroll creates every node and its ports through the HTTP API.
 // with deploy_interface direct and the demo's image as instance_info; extra,
 // if set, completes each node's body.
@@ -431,9 +441,7 @@ func enroll(ctx context.Context, api string, nodes bmcemu.NodesFile, info Info, 
 		var created struct {
 			UUID string `json:"uuid"`
 		}
-		body := map[string]any{"name": n.Name, "driver": n.Driver, "driver_info": n.DriverInfo,
-			"deploy_interface": "direct", "boot_interface": "fake", "rescue_interface": "fake", "extra": n.Extra,
-			"instance_info": map[string]any{"image_source": info.ImageURL, "image_checksum": info.ImageChecksum}}
+		body := NodeBody(n, info.ImageURL, info.ImageChecksum)
 		if extra != nil {
 			extra(n.Name, body)
 		}

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sort"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/anvil-metal/anvil/internal/bmcemu"
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // BenchmarkFleetEnrollToActive takes ANVIL_FLEET_MACHINES (10,000) emulated
@@ -59,8 +59,8 @@ func BenchmarkFleetEnrollToActive(b *testing.B) {
 		b.ReportMetric((cpuTime()-cpu0).Seconds()/k, "cpu-s/1000nodes")
 		for _, p := range phases {
 			if len(p.Times) > 0 {
-				b.ReportMetric(pct(p.Times, 50).Seconds(), p.Name+"-p50-s")
-				b.ReportMetric(pct(p.Times, 99).Seconds(), p.Name+"-p99-s")
+				b.ReportMetric(testbin.Percentile(p.Times, 50).Seconds(), p.Name+"-p50-s")
+				b.ReportMetric(testbin.Percentile(p.Times, 99).Seconds(), p.Name+"-p99-s")
 			}
 		}
 		b.Logf("%d machines, BMC latency %v, %.0f%% transient 503s: %v enroll to active; BMCs %+v; load %s", n, latency, failures*100,
@@ -71,16 +71,6 @@ func BenchmarkFleetEnrollToActive(b *testing.B) {
 		}
 		r.stop()
 	}
-}
-
-// pct is the p-th percentile of d (sorted in place).
-func pct(d []time.Duration, p int) time.Duration {
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	i := (len(d)*p + 99) / 100
-	if i > 0 {
-		i--
-	}
-	return d[i]
 }
 
 func loadAvg() string {

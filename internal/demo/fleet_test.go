@@ -1,26 +1,19 @@
 package demo
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/anvil-metal/anvil/internal/bmcemu"
+	"github.com/anvil-metal/anvil/internal/testbin"
 )
 
 // fleetRun is one enroll → active run of a demo fleet through the agent
 // path, driven as `anvil node manage|provide|deploy --all --concurrency C
-// --wait` drives it: each verb sent to every node, C requests at a time,
-// retried while the API answers 503 (no free conductor worker) or 409
-// (node locked), then every node waited for.
+// --wait` drives it (testbin.ProvisionFleet, WaitFleet).
 type fleetRun struct {
 	Machines    int
 	Knobs       bmcemu.Knobs
@@ -72,10 +65,10 @@ func runFleet(tb testing.TB, f fleetRun) (*running, []fleetPhase) {
 		c0, s0, cpu0 := calls(), emu.FleetSessionStats().Opened, cpuTime()
 		start := time.Now()
 		deadline := start.Add(bound)
-		accepted, err := actFleet(tb, r.API, phaseVerb[phase], f.Concurrency, deadline)
+		accepted, err := testbin.ProvisionFleet(tb, r.API, phaseVerb[phase], f.Concurrency, deadline)
 		var done map[string]time.Time
 		if err == nil {
-			done, err = waitFleet(tb, r.API, phaseEnd[phase], deadline)
+			done, err = testbin.WaitFleet(tb, r.API, phaseEnd[phase], deadline)
 		}
 		took := time.Since(start)
 		if err != nil {
@@ -89,105 +82,6 @@ func runFleet(tb testing.TB, f fleetRun) (*running, []fleetPhase) {
 		phases = append(phases, p)
 	}
 	return r, phases
-}
-
-// actFleet sends verb to every node, conc at a time, retrying 503 and 409
-// answers until deadline; it returns when each node's request was accepted.
-func actFleet(tb testing.TB, api, verb string, conc int, deadline time.Time) (map[string]time.Time, error) {
-	nodes := fleetNodes(tb, api)
-	accepted := make(map[string]time.Time, len(nodes))
-	var mu sync.Mutex
-	var firstErr error
-	jobs := make(chan string)
-	var wg sync.WaitGroup
-	for range min(conc, len(nodes)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for id := range jobs {
-				err := provision(api, id, verb, deadline)
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				accepted[id] = time.Now()
-				mu.Unlock()
-			}
-		}()
-	}
-	for _, nd := range nodes {
-		jobs <- nd["uuid"].(string)
-	}
-	close(jobs)
-	wg.Wait()
-	return accepted, firstErr
-}
-
-// provision PUTs one provision verb, retried while the answer is 503 or 409.
-func provision(api, id, verb string, deadline time.Time) error {
-	body := []byte(fmt.Sprintf(`{"target": %q}`, verb))
-	for {
-		req, _ := http.NewRequest("PUT", api+"/v1/nodes/"+id+"/states/provision", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-OpenStack-Ironic-API-Version", "latest")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			// Seen at 10,000 nodes: a PUT retried after a 503 fails in
-			// the client with "context canceled" though nothing was
-			// cancelled and the API never logged it; it is retried as a
-			// connection error (the CLI reports such a node as failed:
-			// its request was not accepted).
-			if time.Now().After(deadline) {
-				return fmt.Errorf("%s %s: %w", verb, id, err)
-			}
-			time.Sleep(500 * time.Millisecond)
-			continue
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		switch {
-		case resp.StatusCode == http.StatusAccepted:
-			return nil
-		case resp.StatusCode != http.StatusServiceUnavailable && resp.StatusCode != http.StatusConflict:
-			return fmt.Errorf("%s %s: HTTP %d: %s", verb, id, resp.StatusCode, b)
-		case time.Now().After(deadline):
-			return fmt.Errorf("%s %s: still HTTP %d at the bound: %s", verb, id, resp.StatusCode, b)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-}
-
-// waitFleet lists the nodes every second until every one is in state,
-// and returns when each was first seen there; one failed node or the
-// deadline is an error.
-func waitFleet(tb testing.TB, api, state string, deadline time.Time) (map[string]time.Time, error) {
-	done := map[string]time.Time{}
-	for {
-		var pending []string
-		now := time.Now()
-		for _, nd := range fleetNodes(tb, api) {
-			id, _ := nd["uuid"].(string)
-			ps, _ := nd["provision_state"].(string)
-			switch {
-			case ps == state && nd["target_provision_state"] == nil:
-				if _, ok := done[id]; !ok {
-					done[id] = now
-				}
-			case strings.HasSuffix(ps, "failed"):
-				return nil, fmt.Errorf("node %v (%s): %s: %v", nd["name"], id, ps, nd["last_error"])
-			default:
-				pending = append(pending, fmt.Sprintf("%v (%v, %v): %s target %v, reservation %v, last_error %v",
-					nd["name"], id, nd["provision_updated_at"], ps, nd["target_provision_state"], nd["reservation"], nd["last_error"]))
-			}
-		}
-		if len(pending) == 0 {
-			return done, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%d nodes not %s by the bound: %s", len(pending), state, strings.Join(pending[:min(5, len(pending))], "; "))
-		}
-		time.Sleep(time.Second)
-	}
 }
 
 // logAbout returns the lines of the demo's log that mention any of the
@@ -216,39 +110,6 @@ func logAbout(r *running, msg string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// fleetNodes lists every node's state.
-func fleetNodes(tb testing.TB, api string) []map[string]any {
-	tb.Helper()
-	var all []map[string]any
-	marker := ""
-	for {
-		u := api + "/v1/nodes?fields=uuid,name,provision_state,target_provision_state,provision_updated_at,reservation,maintenance,last_error&limit=1000"
-		if marker != "" {
-			u += "&marker=" + marker
-		}
-		req, _ := http.NewRequest("GET", u, nil)
-		req.Header.Set("X-OpenStack-Ironic-API-Version", "latest")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		var page struct {
-			Nodes []map[string]any `json:"nodes"`
-			Next  string           `json:"next"`
-		}
-		if err := json.Unmarshal(b, &page); err != nil {
-			tb.Fatalf("node list: %v: %s", err, b)
-		}
-		all = append(all, page.Nodes...)
-		if page.Next == "" || len(page.Nodes) == 0 {
-			return all
-		}
-		marker = page.Nodes[len(page.Nodes)-1]["uuid"].(string)
-	}
 }
 
 // fleetSize is ANVIL_FLEET_MACHINES or def.
@@ -289,9 +150,9 @@ func TestFleetEnrollToActiveUnderBMCLimits(t *testing.T) {
 	for _, p := range phases {
 		t.Logf("%s: %v, %.1f BMC calls and %.2f sessions opened per node, %.1f nodes/s, a node's p50 %v p99 %v, %.0f CPU-s",
 			p.Name, p.Took.Round(time.Millisecond), float64(p.Calls)/float64(n), float64(p.Sessions)/float64(n),
-			float64(n)/p.Took.Seconds(), pct(p.Times, 50).Round(time.Second), pct(p.Times, 99).Round(time.Second), p.CPU.Seconds())
+			float64(n)/p.Took.Seconds(), testbin.Percentile(p.Times, 50).Round(time.Second), testbin.Percentile(p.Times, 99).Round(time.Second), p.CPU.Seconds())
 	}
-	nodes := fleetNodes(t, r.API)
+	nodes := testbin.FleetNodes(t, r.API)
 	if len(nodes) != n {
 		t.Fatalf("%d nodes listed, want %d", len(nodes), n)
 	}
