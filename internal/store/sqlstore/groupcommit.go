@@ -165,6 +165,7 @@ func (s *Store) commitGroup(batch []*gcOp) {
 		}
 		return
 	}
+	c.shared = true
 	for _, op := range batch {
 		if op.err = op.ctx.Err(); op.err != nil {
 			continue

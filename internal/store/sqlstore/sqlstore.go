@@ -73,6 +73,20 @@ type conn struct {
 	d  *Dialect
 	q  querier
 	st *txStmts // nil: each query prepared anew
+	// shared: the transaction holds other writers' writes (a group
+	// commit), so no one writer's context may interrupt a statement —
+	// SQLite rolls back the whole transaction of an interrupted write.
+	shared bool
+}
+
+// ctx is the context a statement runs on: ctx, or in a shared transaction
+// ctx without its cancellation and deadline (the statement, once started,
+// runs to its end; the group's writers were checked before their turn).
+func (c conn) ctx(ctx context.Context) context.Context {
+	if c.shared {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
 }
 
 func (c conn) on(query string) (querier, string) {
@@ -85,17 +99,17 @@ func (c conn) on(query string) (querier, string) {
 
 func (c conn) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	q, query := c.on(query)
-	return q.ExecContext(ctx, query, args...)
+	return q.ExecContext(c.ctx(ctx), query, args...)
 }
 
 func (c conn) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	q, query := c.on(query)
-	return q.QueryContext(ctx, query, args...)
+	return q.QueryContext(c.ctx(ctx), query, args...)
 }
 
 func (c conn) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	q, query := c.on(query)
-	return q.QueryRowContext(ctx, query, args...)
+	return q.QueryRowContext(c.ctx(ctx), query, args...)
 }
 
 // writerStmts holds the statements of group commits, each prepared once on
