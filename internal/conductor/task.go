@@ -213,7 +213,7 @@ func (t *task) save(ctx context.Context) error {
 	t.history = nil
 	if f := t.failed; f != nil {
 		t.failed = nil
-		t.c.diagnose(ctx, t.node, f)
+		diagnoser{t.c}.diagnose(ctx, t.node, f)
 	}
 	return nil
 }

@@ -119,20 +119,20 @@ func run(ctx context.Context, c *conductor.Conductor, kind, node string, body []
 		if err := json.Unmarshal(body, &req); err != nil {
 			return fmt.Errorf("decode %s call: %w", kind, err)
 		}
-		return c.Heartbeat(ctx, node, req)
+		return c.Agents().Heartbeat(ctx, node, req)
 	case kindInspect:
 		var req inspectionCall
 		if err := json.Unmarshal(body, &req); err != nil {
 			return fmt.Errorf("decode %s call: %w", kind, err)
 		}
-		_, err := c.ContinueInspection(ctx, nil, node, req.Token, req.Inventory, req.PluginData)
+		_, err := c.Agents().ContinueInspection(ctx, nil, node, req.Token, req.Inventory, req.PluginData)
 		return err
 	case kindAllocate:
 		var req allocationCall
 		if err := json.Unmarshal(body, &req); err != nil {
 			return fmt.Errorf("decode %s call: %w", kind, err)
 		}
-		return c.CreateAllocation(ctx, &req.Allocation, req.Backfill)
+		return c.Allocations().CreateAllocation(ctx, &req.Allocation, req.Backfill)
 	}
 	return fmt.Errorf("unknown call kind %q", kind)
 }
@@ -220,52 +220,52 @@ func (h *Conductor) Host() string { return h.cfg.Local.Host() }
 
 // CreateNode stores a node here.
 func (h *Conductor) CreateNode(ctx context.Context, n *model.Node, initialAvailable bool) error {
-	return h.cfg.Local.CreateNode(ctx, n, initialAvailable)
+	return h.cfg.Local.Nodes().CreateNode(ctx, n, initialAvailable)
 }
 
 // UpdateNode changes a node here, under its lock.
 func (h *Conductor) UpdateNode(ctx context.Context, ident string, apply func(n *model.Node) error) (*model.Node, error) {
-	return h.cfg.Local.UpdateNode(ctx, ident, apply)
+	return h.cfg.Local.Nodes().UpdateNode(ctx, ident, apply)
 }
 
 // DeleteNode deletes a node here, under its lock.
 func (h *Conductor) DeleteNode(ctx context.Context, ident string) error {
-	return h.cfg.Local.DeleteNode(ctx, ident)
+	return h.cfg.Local.Nodes().DeleteNode(ctx, ident)
 }
 
 // SetMaintenance sets or clears maintenance here, under the node's lock.
 func (h *Conductor) SetMaintenance(ctx context.Context, ident string, on bool, reason string) error {
-	return h.cfg.Local.SetMaintenance(ctx, ident, on, reason)
+	return h.cfg.Local.Nodes().SetMaintenance(ctx, ident, on, reason)
 }
 
 // Validate validates a node's interfaces here (no hardware is touched).
 func (h *Conductor) Validate(ctx context.Context, ident string) (map[string]conductor.ValidateResult, error) {
-	return h.cfg.Local.Validate(ctx, ident)
+	return h.cfg.Local.Nodes().Validate(ctx, ident)
 }
 
 // SetTraits changes a node's traits here, under its lock.
 func (h *Conductor) SetTraits(ctx context.Context, ident string, change func(cur []string) ([]string, error)) (*model.Node, error) {
-	return h.cfg.Local.SetTraits(ctx, ident, change)
+	return h.cfg.Local.Nodes().SetTraits(ctx, ident, change)
 }
 
 // SetTargetRAIDConfig stores a node's target RAID configuration here.
 func (h *Conductor) SetTargetRAIDConfig(ctx context.Context, ident string, cfg model.JSON) error {
-	return h.cfg.Local.SetTargetRAIDConfig(ctx, ident, cfg)
+	return h.cfg.Local.Nodes().SetTargetRAIDConfig(ctx, ident, cfg)
 }
 
 // UpdateAllocation changes an allocation's name and extra here.
 func (h *Conductor) UpdateAllocation(ctx context.Context, ident string, apply func(a *model.Allocation) error) (*model.Allocation, error) {
-	return h.cfg.Local.UpdateAllocation(ctx, ident, apply)
+	return h.cfg.Local.Allocations().UpdateAllocation(ctx, ident, apply)
 }
 
 // DeleteAllocation deletes an allocation here, under its node's lock.
 func (h *Conductor) DeleteAllocation(ctx context.Context, ident string) error {
-	return h.cfg.Local.DeleteAllocation(ctx, ident)
+	return h.cfg.Local.Allocations().DeleteAllocation(ctx, ident)
 }
 
 // Lookup finds an agent's node and issues its token here.
 func (h *Conductor) Lookup(ctx context.Context, macs []string, nodeUUID string) (*model.Node, string, error) {
-	return h.cfg.Local.Lookup(ctx, macs, nodeUUID)
+	return h.cfg.Local.Agents().Lookup(ctx, macs, nodeUUID)
 }
 
 // What is handed to the node's owner: the verbs that start work on a node
@@ -290,7 +290,7 @@ func (h *Conductor) Heartbeat(ctx context.Context, ident string, hb ipa.Heartbea
 // it is about (found here by UUID or MACs, as the owner would): the
 // inspection's work and transitions run there, like the heartbeat's.
 func (h *Conductor) ContinueInspection(ctx context.Context, macs []string, nodeUUID, token string, inventory, pluginData map[string]any) (*model.Node, error) {
-	n, err := h.cfg.Local.AgentNode(ctx, macs, nodeUUID)
+	n, err := h.cfg.Local.Agents().AgentNode(ctx, macs, nodeUUID)
 	if err != nil {
 		return nil, err
 	}
