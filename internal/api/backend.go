@@ -12,8 +12,9 @@ import (
 )
 
 // The API reads through three small readers and writes through six
-// services of the conductor side, each an interface the API owns (the
-// server wires one store and one conductor into all of them). Readers'
+// services of the conductor side (Lifecycle in three parts), each an
+// interface the API owns (the server wires one store, and one conductor's
+// core and services, into all of them). Readers'
 // errors are those of store.Store (store.ErrNotFound, ...); the services
 // answer *fault.Error for anything the client caused (mapped to Ironic's
 // status codes), plain errors otherwise (500).
@@ -71,9 +72,28 @@ type RecordReader interface {
 // Lifecycle the node verbs: creation, updates and deletion under the node's
 // lock, provision and power verbs, maintenance, validation, traits, the
 // target RAID configuration, and allocations (which pick and change nodes).
+// It is three parts, each one service of a conductor (its core's Verbs,
+// its Nodes, its Allocations); an API-only process's handoff is a whole
+// Lifecycle, written to route each verb (Wire takes it whole).
 type Lifecycle interface {
+	Verbs
+	Nodes
+	Allocations
+}
+
+// Verbs the verbs that move a node through the state machine or change
+// its power, and the name of the conductor that answers them.
+type Verbs interface {
 	// Host is this conductor's name (shown as a node's "conductor").
 	Host() string
+	// Provision applies a provision verb (PUT /states/provision).
+	Provision(ctx context.Context, ident string, req conductor.ProvisionRequest) error
+	// SetPower applies a power target (PUT /states/power).
+	SetPower(ctx context.Context, ident string, req conductor.PowerRequest) error
+}
+
+// Nodes the changes of a node itself under its lock.
+type Nodes interface {
 	// CreateNode validates the driver and interfaces, fills defaults and the
 	// initial state (enroll, or available when initialAvailable) and stores n.
 	CreateNode(ctx context.Context, n *model.Node, initialAvailable bool) error
@@ -82,10 +102,6 @@ type Lifecycle interface {
 	UpdateNode(ctx context.Context, ident string, apply func(n *model.Node) error) (*model.Node, error)
 	// DeleteNode deletes a node in a delete-allowed state or in maintenance.
 	DeleteNode(ctx context.Context, ident string) error
-	// Provision applies a provision verb (PUT /states/provision).
-	Provision(ctx context.Context, ident string, req conductor.ProvisionRequest) error
-	// SetPower applies a power target (PUT /states/power).
-	SetPower(ctx context.Context, ident string, req conductor.PowerRequest) error
 	// SetMaintenance sets (on) or clears maintenance with a reason.
 	SetMaintenance(ctx context.Context, ident string, on bool, reason string) error
 	// Validate runs every interface's validation without touching hardware.
@@ -98,8 +114,12 @@ type Lifecycle interface {
 	// target RAID configuration. Errors: fault NotFound (node; a raid
 	// interface without RAID support), Conflict, Invalid (schema).
 	SetTargetRAIDConfig(ctx context.Context, ident string, cfg model.JSON) error
-	// Allocations (1.52): CreateAllocation stores an allocation and
-	// allocates a node in a worker, or backfills the given node at once.
+}
+
+// Allocations (1.52) the allocations, which pick and change nodes.
+type Allocations interface {
+	// CreateAllocation stores an allocation and allocates a node in a
+	// worker, or backfills the given node at once.
 	CreateAllocation(ctx context.Context, a *model.Allocation, backfill string) error
 	UpdateAllocation(ctx context.Context, ident string, apply func(a *model.Allocation) error) (*model.Allocation, error)
 	DeleteAllocation(ctx context.Context, ident string) error
@@ -239,13 +259,36 @@ func Wire(cfg Config, st any, services ...any) Config {
 	cfg.Nodes = provide[NodeReader]("store's NodeReader", st)
 	cfg.Details = provide[NodeDetailReader]("store's NodeDetailReader", st)
 	cfg.Catalog = provide[RecordReader]("store's RecordReader", st)
-	cfg.Lifecycle = provide[Lifecycle]("Lifecycle service", services...)
+	cfg.Lifecycle = lifecycleOf(services...)
 	cfg.Management = provide[Management]("Management service", services...)
 	cfg.NodeRecords = provide[NodeRecords]("NodeRecords service", services...)
 	cfg.Records = provide[Records]("Records service", services...)
 	cfg.Agents = provide[Agents]("Agents service", services...)
 	cfg.Hardware = provide[Hardware]("Hardware service", services...)
 	return cfg
+}
+
+// lifecycleOf is the first service that is a whole Lifecycle (an API-only
+// process's handoff), else the Lifecycle of the services that provide its
+// parts (a conductor's core, Nodes and Allocations).
+func lifecycleOf(from ...any) Lifecycle {
+	for _, v := range from {
+		if l, ok := v.(Lifecycle); ok {
+			return l
+		}
+	}
+	return lifecycle{
+		Verbs:       provide[Verbs]("Lifecycle's Verbs service", from...),
+		Nodes:       provide[Nodes]("Lifecycle's Nodes service", from...),
+		Allocations: provide[Allocations]("Lifecycle's Allocations service", from...),
+	}
+}
+
+// lifecycle is a Lifecycle made of its parts.
+type lifecycle struct {
+	Verbs
+	Nodes
+	Allocations
 }
 
 func provide[I any](what string, from ...any) I {

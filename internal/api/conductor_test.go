@@ -32,6 +32,9 @@ type testConductor struct {
 	*conductor.Conductor
 	// The conductor's services, and the records with no node lock, which
 	// the conductor does not change.
+	*conductor.Nodes
+	*conductor.Allocations
+	*conductor.Agents
 	*conductor.Management
 	*conductor.NodeRecords
 	*conductor.Hardware
@@ -96,7 +99,7 @@ func newTestBackendOn(t testing.TB, raw store.Store, host string, now func() tim
 		b.Close()
 		_ = raw.Close()
 	})
-	return st, &testConductor{Conductor: c, Management: c.Management(), NodeRecords: c.NodeRecords(), Hardware: c.Hardware(),
+	return st, &testConductor{Conductor: c, Nodes: c.Nodes(), Allocations: c.Allocations(), Agents: c.Agents(), Management: c.Management(), NodeRecords: c.NodeRecords(), Hardware: c.Hardware(),
 		Service: records.New(st, now, nil), drivers: reg}
 }
 
@@ -122,7 +125,7 @@ func (c *testConductor) Validate(ctx context.Context, ident string) (map[string]
 	if err != nil {
 		return nil, err
 	}
-	return c.Conductor.Validate(ctx, ident)
+	return c.Nodes.Validate(ctx, ident)
 }
 
 func (c *testConductor) lastProvision() conductor.ProvisionRequest {

@@ -68,7 +68,8 @@ func newStreamEnv(t *testing.T, bcfg eventbus.Config, opts ...func(*Config)) *st
 	if err := cond.Start(cctx); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Wire(Config{Logger: discard}, st, cond, cond.Management(), cond.NodeRecords(), cond.Hardware(), records.New(st, nil, discard))
+	cfg := Wire(Config{Logger: discard}, st, cond, cond.Nodes(), cond.Allocations(), cond.Agents(), cond.Management(), cond.NodeRecords(), cond.Hardware(),
+		records.New(st, nil, discard))
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -26,10 +26,11 @@ func errLookupNotFound() error { return fault.ResourceNotFound() }
 // sends it to the agent's command API, which IPA checks against its own.
 // Errors: fault NotFound (no such node, or not expecting an agent),
 // Conflict (node locked).
-func (c *Conductor) Lookup(ctx context.Context, macs []string, nodeUUID string) (*model.Node, string, error) {
-	n, err := c.lookupNode(ctx, macs, nodeUUID)
+func (svc *Agents) Lookup(ctx context.Context, macs []string, nodeUUID string) (*model.Node, string, error) {
+	c := svc.c
+	n, err := svc.lookupNode(ctx, macs, nodeUUID)
 	if fault.KindOf(err) == fault.NotFound {
-		c.recordLookupFailure(macs, nodeUUID, fmt.Errorf("no node has a port with address(es) %s", strings.Join(macs, ", ")))
+		svc.recordLookupFailure(macs, nodeUUID, fmt.Errorf("no node has a port with address(es) %s", strings.Join(macs, ", ")))
 	}
 	if err != nil {
 		return nil, "", err
@@ -76,11 +77,12 @@ func tokenIssued(n *model.Node) bool {
 // one of its MAC addresses, as Lookup and ContinueInspection do (an API
 // process resolves it so to hand the request to the node's owner).
 // Errors: fault NotFound.
-func (c *Conductor) AgentNode(ctx context.Context, macs []string, nodeUUID string) (*model.Node, error) {
-	return c.lookupNode(ctx, macs, nodeUUID)
+func (svc *Agents) AgentNode(ctx context.Context, macs []string, nodeUUID string) (*model.Node, error) {
+	return svc.lookupNode(ctx, macs, nodeUUID)
 }
 
-func (c *Conductor) lookupNode(ctx context.Context, macs []string, nodeUUID string) (*model.Node, error) {
+func (svc *Agents) lookupNode(ctx context.Context, macs []string, nodeUUID string) (*model.Node, error) {
+	c := svc.c
 	if nodeUUID != "" {
 		n, err := c.store.GetNode(ctx, nodeUUID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -162,8 +164,9 @@ type InventoryReceiver interface {
 // The inventory is applied on a worker and the node returns to manageable.
 // Errors: fault NotFound (no such node, or not inspecting), Unauthorized
 // (bad token), Conflict (node locked).
-func (c *Conductor) ContinueInspection(ctx context.Context, macs []string, nodeUUID, token string, inventory, pluginData map[string]any) (*model.Node, error) {
-	n, err := c.lookupNode(ctx, macs, nodeUUID)
+func (svc *Agents) ContinueInspection(ctx context.Context, macs []string, nodeUUID, token string, inventory, pluginData map[string]any) (*model.Node, error) {
+	c := svc.c
+	n, err := svc.lookupNode(ctx, macs, nodeUUID)
 	if err != nil {
 		return nil, err
 	}
@@ -200,12 +203,12 @@ func (c *Conductor) ContinueInspection(ctx context.Context, macs []string, nodeU
 	err = c.startWork(ctx, t, fsm.EvResume, func(ctx context.Context, t *task) {
 		dt := t.driverTask(ctx)
 		err := recv.ReceiveInventory(ctx, dt, inventory, pluginData)
-		c.createInspectedPorts(ctx, t, dt.Ports)
+		c.NodeRecords().createInspectedPorts(ctx, t, dt.Ports)
 		if err != nil {
 			c.failAgentOp(ctx, t, opInspect, fmt.Sprintf("Failed to inspect node %s: %v", t.node.UUID, err))
 			return
 		}
-		if err := c.applyInspectionRules(ctx, t); err != nil {
+		if err := t.applyInspectionRules(ctx); err != nil {
 			c.failAgentOp(ctx, t, opInspect, "Failed to finish inspection: "+t.c.errorText(err))
 			return
 		}

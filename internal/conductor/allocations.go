@@ -48,7 +48,8 @@ func allocationFailed(uuid, reason string) string {
 // "allocating". Errors: fault Conflict (duplicate), Unavailable (no free
 // worker), and for a backfill Invalid/Conflict with Ironic's texts (the
 // allocation is then stored in state "error").
-func (c *Conductor) CreateAllocation(ctx context.Context, a *model.Allocation, backfill string) error {
+func (svc *Allocations) CreateAllocation(ctx context.Context, a *model.Allocation, backfill string) error {
+	c := svc.c
 	a.State = model.AllocationAllocating
 	a.ConductorAffinity = c.cfg.Host
 	a.NodeUUID = ""
@@ -56,45 +57,47 @@ func (c *Conductor) CreateAllocation(ctx context.Context, a *model.Allocation, b
 		a.CreatedAt = c.now().UTC()
 	}
 	if backfill == "" {
-		if err := c.reserveWorker(); err != nil {
+		if err := c.workers.reserve(); err != nil {
 			return err
 		}
 	}
 	if err := c.store.CreateAllocation(ctx, a); err != nil {
 		if backfill == "" {
-			c.freeWorker()
+			c.workers.free()
 		}
 		return allocationDuplicate(err)
 	}
 	if backfill != "" {
-		return c.backfill(ctx, a, backfill)
+		return svc.backfill(ctx, a, backfill)
 	}
 	id := a.UUID
-	c.spawn(func(ctx context.Context) { c.allocate(ctx, id) })
+	c.workers.spawn(func(ctx context.Context) { svc.allocate(ctx, id) })
 	return nil
 }
 
 // allocate runs the allocation id in a worker.
-func (c *Conductor) allocate(ctx context.Context, id string) {
+func (svc *Allocations) allocate(ctx context.Context, id string) {
+	c := svc.c
 	a, err := c.store.GetAllocation(ctx, id)
 	if err != nil {
 		c.log.Warn("allocation vanished before processing", "allocation", id, "err", err)
 		return
 	}
-	nodes, reason, err := c.candidates(ctx, a)
+	nodes, reason, err := svc.candidates(ctx, a)
 	if err == nil && reason == "" {
-		reason, err = c.reserveOne(ctx, a, nodes)
+		reason, err = svc.reserveOne(ctx, a, nodes)
 	}
 	if err != nil {
 		c.log.Error("allocation failed", "allocation", a.UUID, "err", err)
 		reason = "Unexpected exception during allocation: " + err.Error()
 	}
 	if reason != "" {
-		c.failAllocation(ctx, a, allocationFailed(a.UUID, reason))
+		svc.failAllocation(ctx, a, allocationFailed(a.UUID, reason))
 	}
 }
 
-func (c *Conductor) failAllocation(ctx context.Context, a *model.Allocation, msg string) {
+func (svc *Allocations) failAllocation(ctx context.Context, a *model.Allocation, msg string) {
+	c := svc.c
 	a.NodeUUID, a.State, a.LastError = "", model.AllocationError, msg
 	if err := c.store.UpdateAllocation(ctx, a); err != nil {
 		c.log.Error("saving failed allocation", "allocation", a.UUID, "err", err)
@@ -103,7 +106,8 @@ func (c *Conductor) failAllocation(ctx context.Context, a *model.Allocation, msg
 
 // candidates lists the nodes that may satisfy a, shuffled, the one named
 // like the allocation first; reason says why there are none.
-func (c *Conductor) candidates(ctx context.Context, a *model.Allocation) ([]*model.Node, string, error) {
+func (svc *Allocations) candidates(ctx context.Context, a *model.Allocation) ([]*model.Node, string, error) {
+	c := svc.c
 	no := false
 	nodes, err := c.store.ListNodes(ctx, store.NodeQuery{ResourceClass: a.ResourceClass,
 		ProvisionState: fsm.Available, Associated: &no, Maintenance: &no})
@@ -148,11 +152,12 @@ func hasTraits(n *model.Node, want []string) bool {
 // reserveOne tries the nodes in order, each once without waiting for its
 // lock; locked nodes are tried again after the lock retry interval, as
 // many times as a lock is retried. reason is empty on success.
-func (c *Conductor) reserveOne(ctx context.Context, a *model.Allocation, nodes []*model.Node) (string, error) {
+func (svc *Allocations) reserveOne(ctx context.Context, a *model.Allocation, nodes []*model.Node) (string, error) {
+	c := svc.c
 	for attempt := 0; ; attempt++ {
 		var locked []*model.Node
 		for _, n := range nodes {
-			done, busy, err := c.tryNode(ctx, a, n.UUID)
+			done, busy, err := svc.tryNode(ctx, a, n.UUID)
 			switch {
 			case err != nil:
 				return "", err
@@ -177,7 +182,8 @@ func (c *Conductor) reserveOne(ctx context.Context, a *model.Allocation, nodes [
 
 // tryNode locks one node (no waiting), checks it still suits a and
 // associates it. busy: its lock was held.
-func (c *Conductor) tryNode(ctx context.Context, a *model.Allocation, node string) (done, busy bool, err error) {
+func (svc *Allocations) tryNode(ctx context.Context, a *model.Allocation, node string) (done, busy bool, err error) {
+	c := svc.c
 	n, err := c.store.ReserveNode(ctx, node, c.cfg.Host)
 	var le *store.LockedError
 	switch {
@@ -194,7 +200,7 @@ func (c *Conductor) tryNode(ctx context.Context, a *model.Allocation, node strin
 		n.ResourceClass != a.ResourceClass || !hasTraits(n, a.Traits) {
 		return false, false, nil
 	}
-	if err := c.associate(ctx, a, n); err != nil {
+	if err := svc.associate(ctx, a, n); err != nil {
 		return false, false, err
 	}
 	return true, false, nil
@@ -203,7 +209,8 @@ func (c *Conductor) tryNode(ctx context.Context, a *model.Allocation, node strin
 // associate gives the locked node n to a: the node carries the
 // allocation and its UUID as instance_uuid (and the allocation's traits in
 // instance_info), the allocation turns active.
-func (c *Conductor) associate(ctx context.Context, a *model.Allocation, n *model.Node) error {
+func (svc *Allocations) associate(ctx context.Context, a *model.Allocation, n *model.Node) error {
+	c := svc.c
 	if n.InstanceUUID != "" && n.InstanceUUID != a.UUID {
 		return fault.New(fault.Conflict, "Node %s is associated with instance %s.", n.UUID, n.InstanceUUID)
 	}
@@ -244,15 +251,16 @@ func stringsAny(list []string) []any {
 // backfill associates an already deployed node with a new allocation
 // (Ironic's backfill_allocation): the node must be active and match the
 // allocation's resource class, traits and candidates.
-func (c *Conductor) backfill(ctx context.Context, a *model.Allocation, node string) error {
-	err := c.doBackfill(ctx, a, node)
+func (svc *Allocations) backfill(ctx context.Context, a *model.Allocation, node string) error {
+	err := svc.doBackfill(ctx, a, node)
 	if err != nil {
-		c.failAllocation(ctx, a, err.Error())
+		svc.failAllocation(ctx, a, err.Error())
 	}
 	return err
 }
 
-func (c *Conductor) doBackfill(ctx context.Context, a *model.Allocation, node string) error {
+func (svc *Allocations) doBackfill(ctx context.Context, a *model.Allocation, node string) error {
+	c := svc.c
 	t, err := c.acquireNode(ctx, node, "", false)
 	if err != nil {
 		return err
@@ -276,14 +284,15 @@ func (c *Conductor) doBackfill(ctx context.Context, a *model.Allocation, node st
 		return fault.New(fault.Invalid, "%s", allocationFailed(a.UUID,
 			fmt.Sprintf("Cannot backfill an allocation for node %s: %s", n.UUID, strings.Join(errs, "; "))))
 	}
-	return c.associate(ctx, a, n)
+	return svc.associate(ctx, a, n)
 }
 
 // DeleteAllocation removes an allocation and frees its node (allocation_uuid
 // and instance_uuid cleared) under the node's lock, unless the node is
 // active or in a transition (maintenance allows both). Errors: fault
 // NotFound, Conflict.
-func (c *Conductor) DeleteAllocation(ctx context.Context, ident string) error {
+func (svc *Allocations) DeleteAllocation(ctx context.Context, ident string) error {
+	c := svc.c
 	a, err := c.store.GetAllocation(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
 		return fault.Missing("Allocation", ident)
@@ -291,7 +300,7 @@ func (c *Conductor) DeleteAllocation(ctx context.Context, ident string) error {
 		return err
 	}
 	if a.NodeUUID == "" {
-		return c.dropAllocation(ctx, a.UUID, ident)
+		return svc.dropAllocation(ctx, a.UUID, ident)
 	}
 	t, err := c.acquireNode(ctx, a.NodeUUID, "", false)
 	if err != nil {
@@ -319,10 +328,11 @@ func (c *Conductor) DeleteAllocation(ctx context.Context, ident string) error {
 			return err
 		}
 	}
-	return c.dropAllocation(ctx, a.UUID, ident)
+	return svc.dropAllocation(ctx, a.UUID, ident)
 }
 
-func (c *Conductor) dropAllocation(ctx context.Context, id, ident string) error {
+func (svc *Allocations) dropAllocation(ctx context.Context, id, ident string) error {
+	c := svc.c
 	if err := c.store.DeleteAllocation(ctx, id); errors.Is(err, store.ErrNotFound) {
 		return fault.Missing("Allocation", ident)
 	} else if err != nil {
@@ -336,7 +346,8 @@ func (c *Conductor) dropAllocation(ctx context.Context, id, ident string) error 
 // meanwhile (its state, node): apply only touches name and extra, so it
 // is applied again to the fresh record, a few times, before the caller
 // is told to retry.
-func (c *Conductor) UpdateAllocation(ctx context.Context, ident string, apply func(a *model.Allocation) error) (*model.Allocation, error) {
+func (svc *Allocations) UpdateAllocation(ctx context.Context, ident string, apply func(a *model.Allocation) error) (*model.Allocation, error) {
+	c := svc.c
 	for attempt := 1; ; attempt++ {
 		a, err := c.store.GetAllocation(ctx, ident)
 		if errors.Is(err, store.ErrNotFound) {
@@ -365,7 +376,8 @@ func (c *Conductor) UpdateAllocation(ctx context.Context, ident string, apply fu
 // _resume_allocations), or a dead conductor's, taken over first by moving
 // the affinity here with a version-checked write so that one survivor wins
 // (Ironic's _check_orphan_allocations).
-func (c *Conductor) resumeAllocations(ctx context.Context, host string) error {
+func (svc *Allocations) resumeAllocations(ctx context.Context, host string) error {
+	c := svc.c
 	list, err := c.store.ListAllocations(ctx, store.AllocationQuery{State: model.AllocationAllocating})
 	if err != nil {
 		return fmt.Errorf("allocations to resume: %w", err)
@@ -381,18 +393,19 @@ func (c *Conductor) resumeAllocations(ctx context.Context, host string) error {
 			}
 			c.log.Warn("took over an allocation of a dead conductor", "allocation", a.UUID, "dead", host)
 		}
-		if err := c.reserveWorker(); err != nil {
+		if err := c.workers.reserve(); err != nil {
 			return err
 		}
 		id := a.UUID
-		c.spawn(func(ctx context.Context) { c.allocate(ctx, id) })
+		c.workers.spawn(func(ctx context.Context) { svc.allocate(ctx, id) })
 	}
 	return nil
 }
 
 // releaseAllocation deletes the allocation of a node being torn down and
 // clears it from the node (saved by the caller), as Ironic's tear down does.
-func (c *Conductor) releaseAllocation(ctx context.Context, n *model.Node) {
+func (svc *Allocations) releaseAllocation(ctx context.Context, n *model.Node) {
+	c := svc.c
 	if n.AllocationUUID == "" {
 		return
 	}
@@ -405,7 +418,8 @@ func (c *Conductor) releaseAllocation(ctx context.Context, n *model.Node) {
 // dropAllocationOfUnassociated deletes the allocation of a node whose
 // instance_uuid an update removes (Ironic's update_node): allowed in the
 // states where interfaces may change, or in maintenance.
-func (c *Conductor) dropAllocationOfUnassociated(ctx context.Context, old, n *model.Node) error {
+func (svc *Allocations) dropAllocationOfUnassociated(ctx context.Context, old, n *model.Node) error {
+	c := svc.c
 	if old.AllocationUUID == "" || n.InstanceUUID != "" || old.InstanceUUID == "" {
 		return nil
 	}

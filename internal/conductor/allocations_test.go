@@ -78,7 +78,7 @@ func TestAllocationLockedNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &model.Allocation{ResourceClass: "gpu"}
-	if err := e.c.CreateAllocation(e.ctx, a, ""); err != nil {
+	if err := e.c.Allocations().CreateAllocation(e.ctx, a, ""); err != nil {
 		t.Fatal(err)
 	}
 	e.c.WaitIdle()
@@ -95,7 +95,7 @@ func TestAllocationLockedNode(t *testing.T) {
 func TestTearDownReleasesAllocationAndVIFs(t *testing.T) {
 	e := newEnv(t, nil)
 	n := &model.Node{Name: "n1", Driver: "fake-hardware", ResourceClass: "gpu", Interfaces: model.Interfaces{Network: "flat"}}
-	if err := e.c.CreateNode(e.ctx, n, true); err != nil {
+	if err := e.c.Nodes().CreateNode(e.ctx, n, true); err != nil {
 		t.Fatal(err)
 	}
 	n = e.get(n.UUID)
@@ -108,7 +108,7 @@ func TestTearDownReleasesAllocationAndVIFs(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &model.Allocation{ResourceClass: "gpu"}
-	if err := e.c.CreateAllocation(e.ctx, a, ""); err != nil {
+	if err := e.c.Allocations().CreateAllocation(e.ctx, a, ""); err != nil {
 		t.Fatal(err)
 	}
 	e.c.WaitIdle()
@@ -168,7 +168,7 @@ func TestUpdateAllocationRacingWorker(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	got, err := e.c.UpdateAllocation(e.ctx, a.UUID, func(a *model.Allocation) error {
+	got, err := e.c.Allocations().UpdateAllocation(e.ctx, a.UUID, func(a *model.Allocation) error {
 		a.Extra = map[string]any{"foo": "bar"}
 		return nil
 	})

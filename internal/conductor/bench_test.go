@@ -59,7 +59,7 @@ func benchSyncPower(b *testing.B, n int, peers []string) {
 		for j := 0; j < len(ids); j += 100 {
 			e.fake.SetPower(ids[j], fsm.PowerOff)
 		}
-		if err := e.c.SyncPowerStates(e.ctx); err != nil {
+		if err := e.c.PowerSync().SyncPowerStates(e.ctx); err != nil {
 			b.Fatal(err)
 		}
 	}

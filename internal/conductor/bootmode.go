@@ -26,7 +26,7 @@ func (svc *Management) ChangeBootMode(ctx context.Context, ident, user, mode str
 	if mode != driver.BootModeUEFI && mode != driver.BootModeBIOS {
 		return fault.New(fault.Invalid, "Invalid boot mode %s requested for node. Allowed boot modes are: bios, uefi", mode)
 	}
-	return c.managementChange(ctx, ident, user, "changing boot mode", func(ctx context.Context, t *task, m driver.Management) error {
+	return svc.managementChange(ctx, ident, user, "changing boot mode", func(ctx context.Context, t *task, m driver.Management) error {
 		bm, ok := m.(driver.BootModeManager)
 		if !ok {
 			return unsupported(t.node, "set_boot_mode")
@@ -49,7 +49,7 @@ func (svc *Management) ChangeBootMode(ctx context.Context, ident, user, mode str
 // .../states/secure_boot, 1.76), as ChangeBootMode.
 func (svc *Management) ChangeSecureBoot(ctx context.Context, ident, user string, on bool) error {
 	c := svc.c
-	return c.managementChange(ctx, ident, user, "changing secure boot", func(ctx context.Context, t *task, m driver.Management) error {
+	return svc.managementChange(ctx, ident, user, "changing secure boot", func(ctx context.Context, t *task, m driver.Management) error {
 		sb, ok := m.(driver.SecureBootManager)
 		if !ok {
 			return unsupported(t.node, "set_secure_boot_state")
@@ -68,8 +68,9 @@ func (svc *Management) ChangeSecureBoot(ctx context.Context, ident, user string,
 // Ironic's API), validates the management interface, clears last_error and
 // runs act in a worker; a failure becomes last_error (made by msg) and an
 // error history event.
-func (c *Conductor) managementChange(ctx context.Context, ident, user, purpose string,
+func (svc *Management) managementChange(ctx context.Context, ident, user, purpose string,
 	act func(ctx context.Context, t *task, m driver.Management) error, msg func(error) string) error {
+	c := svc.c
 	t, err := c.acquire(ctx, ident, user)
 	if err != nil {
 		return err
@@ -78,31 +79,32 @@ func (c *Conductor) managementChange(ctx context.Context, ident, user, purpose s
 		t.release()
 		return fault.New(fault.Conflict, "Node is in %s state. Since node is transitioning, the boot mode will not be set as this may interfere with ongoing changes and result in erroneous modification. Try again later.", t.node.ProvisionState)
 	}
-	m, err := c.management(t.node)
+	m, err := svc.management(t.node)
 	if err != nil {
 		t.release()
 		return err
 	}
-	return c.runRecorded(ctx, t, "management", purpose, func(ctx context.Context) error { return act(ctx, t, m) }, msg)
+	return svc.runRecorded(ctx, t, "management", purpose, func(ctx context.Context) error { return act(ctx, t, m) }, msg)
 }
 
 // runRecorded clears the locked node's last_error, saves it and runs act
 // in a worker (503 when none is free), releasing the lock at the end; a
 // failure becomes last_error (made by msg) and an error history event of
 // eventType. The lock is released on every path.
-func (c *Conductor) runRecorded(ctx context.Context, t *task, eventType, purpose string,
+func (svc *Management) runRecorded(ctx context.Context, t *task, eventType, purpose string,
 	act func(ctx context.Context) error, msg func(error) string) error {
-	if err := c.reserveWorker(); err != nil {
+	c := svc.c
+	if err := c.workers.reserve(); err != nil {
 		t.release()
 		return err
 	}
 	t.node.LastError = ""
 	if err := t.save(ctx); err != nil {
-		c.freeWorker()
+		c.workers.free()
 		t.release()
 		return err
 	}
-	c.spawn(func(wctx context.Context) {
+	c.workers.spawn(func(wctx context.Context) {
 		defer t.finish()
 		if err := act(wctx); err != nil {
 			t.node.LastError = msg(err)

@@ -27,7 +27,8 @@ import (
 // heartbeat accepted without a token is one that resumes a waiting node
 // whose token is not required (agents that predate tokens); a node booted
 // with Anvil's agent requires its token before the first lookup.
-func (c *Conductor) Heartbeat(ctx context.Context, ident string, hb ipa.Heartbeat) error {
+func (svc *Agents) Heartbeat(ctx context.Context, ident string, hb ipa.Heartbeat) error {
+	c := svc.c
 	n, err := c.getNode(ctx, ident)
 	if f, ok := fault.As(err); ok && f.Kind == fault.NotFound {
 		return ErrBadAgentToken()
@@ -54,7 +55,7 @@ func (c *Conductor) Heartbeat(ctx context.Context, ident string, hb ipa.Heartbea
 	// NoFreeConductorWorker or NodeLocked; the agent heartbeats again. At
 	// 10,000 nodes ~195,000 heartbeats refused for want of a worker each
 	// took and freed a lock, and the writes queued behind them timed out.
-	if err := c.workerAvailable(); err != nil {
+	if err := c.workers.available(); err != nil {
 		return err
 	}
 	if n.Reservation != "" {
@@ -128,7 +129,7 @@ func (c *Conductor) continueOp(ctx context.Context, t *task, impl any, op string
 		dt := t.driverTask(ctx)
 		res, err := r.Continue(ctx, dt, op)
 		if op == "inspect" {
-			c.createInspectedPorts(ctx, t, dt.Ports)
+			c.NodeRecords().createInspectedPorts(ctx, t, dt.Ports)
 		}
 		if err != nil {
 			c.failAgentOp(ctx, t, op, fmt.Sprintf("Failed to %s node %s: %s", op, t.node.UUID, t.c.errorText(err)))

@@ -123,20 +123,12 @@ type Conductor struct {
 	log   *slog.Logger
 	now   func() time.Time
 
-	slots chan struct{} // worker pool: one token per running worker
-	wg    sync.WaitGroup
+	workers *pool // the worker pool
 
 	powerFailures sync.Map                       // node UUID → consecutive failed power reads (int)
 	lookups       *recent.Log[model.AgentLookup] // agents' lookups that matched no node
 	syncStats     powerSyncStats
 	recovery      recoveryGate
-
-	mu       sync.Mutex
-	stopping bool
-	// workCtx is the context workers run under; cancelled when a shutdown's
-	// grace period ends so that in-flight work records itself as interrupted.
-	workCtx    context.Context
-	cancelWork context.CancelFunc
 }
 
 // New returns a conductor; call Start before use.
@@ -174,7 +166,7 @@ func New(cfg Config) (*Conductor, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Conductor{
 		cfg: cfg, store: cfg.Store, reg: cfg.Drivers, log: cfg.Log.With("conductor", cfg.Host), now: cfg.Now,
-		slots: make(chan struct{}, cfg.Workers), workCtx: ctx, cancelWork: cancel, lookups: newLookupLog(),
+		workers: &pool{host: cfg.Host, slots: make(chan struct{}, cfg.Workers), ctx: ctx, cancel: cancel}, lookups: newLookupLog(),
 	}, nil
 }
 
@@ -197,13 +189,13 @@ func (c *Conductor) Start(ctx context.Context) error {
 	if err := c.recover(ctx); err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
-	if err := c.resumeAllocations(ctx, c.cfg.Host); err != nil {
+	if err := c.Allocations().resumeAllocations(ctx, c.cfg.Host); err != nil {
 		return fmt.Errorf("resume allocations: %w", err)
 	}
 	go c.heartbeat(ctx)
 	go c.every(ctx, c.cfg.CheckProvisionStateInterval, "check provision state timeouts", c.CheckTimeouts)
 	go c.every(ctx, c.cfg.CheckProvisionStateInterval, "fail nodes no conductor works on", c.CheckOrphans)
-	go c.every(ctx, c.cfg.SyncPowerStateInterval, "sync power states", c.SyncPowerStates)
+	go c.every(ctx, c.cfg.SyncPowerStateInterval, "sync power states", c.PowerSync().SyncPowerStates)
 	go c.every(ctx, c.cfg.ConductorDeadAfter/2, "break locks of dead conductors", c.BreakDeadLocks)
 	return nil
 }
@@ -282,19 +274,17 @@ func (c *Conductor) saveQuiet(ctx context.Context, n *model.Node, hist []*model.
 // interrupts it (it records itself as failed and releases its locks), and
 // marks the conductor offline.
 func (c *Conductor) Shutdown(ctx context.Context) error {
-	c.mu.Lock()
-	c.stopping = true
-	c.mu.Unlock()
+	c.workers.stop()
 	done := make(chan struct{})
-	go func() { c.wg.Wait(); close(done) }()
+	go func() { c.workers.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
 		c.log.Warn("shutdown deadline reached: interrupting running work")
-		c.cancelWork()
+		c.workers.cancel()
 		<-done
 	}
-	c.cancelWork()
+	c.workers.cancel()
 	uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := c.store.ReleaseHost(uctx, c.cfg.Host); err != nil {
@@ -303,31 +293,61 @@ func (c *Conductor) Shutdown(ctx context.Context) error {
 	return c.store.UnregisterConductor(uctx, c.cfg.Host)
 }
 
-// reserveWorker takes a worker slot or answers 503.
-func (c *Conductor) reserveWorker() error {
-	if err := c.workerAvailable(); err != nil {
+// Workers reports the worker pool's use: busy workers and pool size.
+func (c *Conductor) Workers() (busy, size int) { return len(c.workers.slots), cap(c.workers.slots) }
+
+// WaitIdle blocks until no worker is running. Work started before the call
+// is waited for; tests use it instead of sleeping.
+func (c *Conductor) WaitIdle() { c.workers.wg.Wait() }
+
+// pool is the conductor's bounded worker pool: one slot per running
+// worker; once stopping it takes no new work, and the context its workers
+// run under is cancelled when a shutdown's grace period ends, so that
+// in-flight work records itself as interrupted.
+type pool struct {
+	host  string        // the conductor's name, for the 503 of a shutdown
+	slots chan struct{} // one token per running worker
+	wg    sync.WaitGroup
+
+	mu       sync.Mutex
+	stopping bool
+
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// stop makes the pool refuse new work.
+func (p *pool) stop() {
+	p.mu.Lock()
+	p.stopping = true
+	p.mu.Unlock()
+}
+
+// reserve takes a worker slot or answers 503.
+func (p *pool) reserve() error {
+	if err := p.available(); err != nil {
 		return err
 	}
 	select {
-	case c.slots <- struct{}{}:
-		c.wg.Add(1)
+	case p.slots <- struct{}{}:
+		p.wg.Add(1)
 		return nil
 	default:
 		return errNoWorker()
 	}
 }
 
-// workerAvailable answers reserveWorker's 503 when it would refuse now (the
-// conductor stops, or every worker is busy), taking nothing: work that
-// would need a worker is refused before it writes anything (a lock).
-func (c *Conductor) workerAvailable() error {
-	c.mu.Lock()
-	stopping := c.stopping
-	c.mu.Unlock()
+// available answers reserve's 503 when it would refuse now (the conductor
+// stops, or every worker is busy), taking nothing: work that would need a
+// worker is refused before it writes anything (a lock).
+func (p *pool) available() error {
+	p.mu.Lock()
+	stopping := p.stopping
+	p.mu.Unlock()
 	if stopping {
-		return fault.New(fault.Unavailable, "Conductor %s is shutting down and takes no new work.", c.cfg.Host)
+		return fault.New(fault.Unavailable, "Conductor %s is shutting down and takes no new work.", p.host)
 	}
-	if len(c.slots) >= cap(c.slots) {
+	if len(p.slots) >= cap(p.slots) {
 		return errNoWorker()
 	}
 	return nil
@@ -336,30 +356,23 @@ func (c *Conductor) workerAvailable() error {
 // errNoWorker is Ironic's NoFreeConductorWorker (503).
 func errNoWorker() error { return fault.New(fault.Unavailable, "No free conductor workers available") }
 
-// spawn runs fn on the slot taken by reserveWorker.
-func (c *Conductor) spawn(fn func(ctx context.Context)) {
+// spawn runs fn on the slot taken by reserve.
+func (p *pool) spawn(fn func(ctx context.Context)) {
 	go func() {
-		defer func() { <-c.slots; c.wg.Done() }()
-		fn(c.workCtx)
+		defer func() { <-p.slots; p.wg.Done() }()
+		fn(p.ctx)
 	}()
 }
 
-// Workers reports the worker pool's use: busy workers and pool size.
-func (c *Conductor) Workers() (busy, size int) { return len(c.slots), cap(c.slots) }
-
-// WaitIdle blocks until no worker is running. Work started before the call
-// is waited for; tests use it instead of sleeping.
-func (c *Conductor) WaitIdle() { c.wg.Wait() }
-
-// freeWorker gives back a slot taken by reserveWorker that was not used.
-func (c *Conductor) freeWorker() { <-c.slots; c.wg.Done() }
+// free gives back a slot taken by reserve that was not used.
+func (p *pool) free() { <-p.slots; p.wg.Done() }
 
 // Drivers lists enabled hardware types.
 func (svc *Hardware) Drivers() []DriverInfo {
 	c := svc.c
 	out := []DriverInfo{}
 	for _, ht := range c.reg.HardwareTypes() {
-		out = append(out, c.driverInfo(ht))
+		out = append(out, svc.driverInfo(ht))
 	}
 	return out
 }
@@ -371,7 +384,7 @@ func (svc *Hardware) Driver(name string) (DriverInfo, error) {
 	if !ok {
 		return DriverInfo{}, driverNotFound(name)
 	}
-	return c.driverInfo(ht), nil
+	return svc.driverInfo(ht), nil
 }
 
 // driverNotFound is Ironic's DriverNotFound.
@@ -379,7 +392,8 @@ func driverNotFound(name string) error {
 	return fault.New(fault.NotFound, "Could not find the following driver(s) or hardware type(s): %s.", name)
 }
 
-func (c *Conductor) driverInfo(ht driver.HardwareType) DriverInfo {
+func (svc *Hardware) driverInfo(ht driver.HardwareType) DriverInfo {
+	c := svc.c
 	d := DriverInfo{Name: ht.Name, Hosts: []string{c.cfg.Host}, Interfaces: map[string][]string{},
 		Defaults: map[string]string{}, Properties: map[string]string{}}
 	for k, v := range ht.Supported {

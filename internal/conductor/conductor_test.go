@@ -61,7 +61,7 @@ func newEnv(t testing.TB, mod func(*conductor.Config)) *env {
 func (e *env) create(info model.JSON) *model.Node {
 	e.t.Helper()
 	n := &model.Node{Driver: "fake-hardware", DriverInfo: info}
-	if err := e.c.CreateNode(e.ctx, n, false); err != nil {
+	if err := e.c.Nodes().CreateNode(e.ctx, n, false); err != nil {
 		e.t.Fatal(err)
 	}
 	return n
@@ -105,7 +105,7 @@ func (e *env) get(uuid string) *model.Node {
 
 func (e *env) setInfo(uuid, k string, v any) {
 	e.t.Helper()
-	_, err := e.c.UpdateNode(e.ctx, uuid, func(n *model.Node) error {
+	_, err := e.c.Nodes().UpdateNode(e.ctx, uuid, func(n *model.Node) error {
 		if n.DriverInfo == nil {
 			n.DriverInfo = model.JSON{}
 		}
@@ -247,7 +247,7 @@ func TestFailureStates(t *testing.T) {
 			}
 			e.setInfo(id, "fake_fail", nil)
 			if n.Maintenance {
-				if err := e.c.SetMaintenance(e.ctx, id, false, ""); err != nil {
+				if err := e.c.Nodes().SetMaintenance(e.ctx, id, false, ""); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -301,16 +301,16 @@ func TestInvalidTransitionAndArguments(t *testing.T) {
 	if err := e.do(id, "rescue"); err == nil {
 		t.Fatal("rescue without password accepted")
 	}
-	if err := e.c.DeleteNode(e.ctx, id); fault.KindOf(err) != fault.Conflict {
+	if err := e.c.Nodes().DeleteNode(e.ctx, id); fault.KindOf(err) != fault.Conflict {
 		t.Fatalf("delete active node: %v", err)
 	}
-	if err := e.c.SetMaintenance(e.ctx, id, true, "disk swap"); err != nil {
+	if err := e.c.Nodes().SetMaintenance(e.ctx, id, true, "disk swap"); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.do(id, "rebuild"); fault.KindOf(err) != fault.Invalid {
 		t.Fatalf("rebuild in maintenance: %v", err)
 	}
-	if err := e.c.DeleteNode(e.ctx, id); err != nil {
+	if err := e.c.Nodes().DeleteNode(e.ctx, id); err != nil {
 		t.Fatalf("delete in maintenance: %v", err)
 	}
 	if _, err := e.st.GetNode(e.ctx, id); !errors.Is(err, store.ErrNotFound) {
@@ -329,7 +329,7 @@ func TestLockedAndNoFreeWorker(t *testing.T) {
 	if n.ProvisionState != fsm.Verifying || n.TargetProvisionState != fsm.Manageable || n.Reservation != "test-conductor" {
 		t.Fatalf("saved before answering: %q/%q resv %q", n.ProvisionState, n.TargetProvisionState, n.Reservation)
 	}
-	err := e.c.SetMaintenance(e.ctx, slow, true, "x")
+	err := e.c.Nodes().SetMaintenance(e.ctx, slow, true, "x")
 	if f, ok := fault.As(err); !ok || f.Msg != "Node "+slow+" is locked by host test-conductor, please retry after the current operation is completed." {
 		t.Fatalf("locked: %v", err)
 	}

@@ -16,7 +16,8 @@ import (
 
 // consoleValidated checks the node's console interface (no-console answers
 // Ironic's UnsupportedDriverExtension).
-func (c *Conductor) consoleValidated(n *model.Node) error {
+func (svc *Management) consoleValidated(n *model.Node) error {
+	c := svc.c
 	drv, err := c.reg.For(n)
 	if err != nil {
 		return fault.Wrap(fault.Invalid, err, err.Error())
@@ -40,13 +41,13 @@ func (svc *Management) Console(ctx context.Context, ident string) (bool, map[str
 	if err != nil {
 		return false, nil, err
 	}
-	if err := c.consoleValidated(n); err != nil {
+	if err := svc.consoleValidated(n); err != nil {
 		return false, nil, err
 	}
 	if !n.ConsoleEnabled {
 		return false, nil, nil
 	}
-	if con := c.consoleOf(n); con != nil {
+	if con := c.Consoles().consoleOf(n); con != nil {
 		return true, con.ConsoleInfo(n), nil
 	}
 	return true, map[string]any{}, nil
@@ -54,7 +55,8 @@ func (svc *Management) Console(ctx context.Context, ident string) (bool, map[str
 
 // consoleOf is the node's console interface when it connects to a real
 // console (nil for fake and no-console).
-func (c *Conductor) consoleOf(n *model.Node) driver.Console {
+func (svc *Consoles) consoleOf(n *model.Node) driver.Console {
+	c := svc.c
 	drv, err := c.reg.For(n)
 	if err != nil {
 		return nil
@@ -76,7 +78,8 @@ var RecordedStates = []string{
 // (internal/console's Resolver): it does when it owns the node on the hash
 // ring, the node's console interface reaches a real console, and the
 // console is enabled or the node is in a recorded state.
-func (c *Conductor) ConsoleDecision(ctx context.Context, uuid string) (console.Decision, error) {
+func (svc *Consoles) ConsoleDecision(ctx context.Context, uuid string) (console.Decision, error) {
+	c := svc.c
 	n, err := c.store.GetNode(ctx, uuid)
 	if errors.Is(err, store.ErrNotFound) {
 		return console.Decision{Reason: "the node was deleted"}, nil
@@ -84,7 +87,7 @@ func (c *Conductor) ConsoleDecision(ctx context.Context, uuid string) (console.D
 	if err != nil {
 		return console.Decision{}, err
 	}
-	con := c.consoleOf(n)
+	con := svc.consoleOf(n)
 	if con == nil {
 		return console.Decision{Reason: "the node's console interface has no console"}, nil
 	}
@@ -120,7 +123,8 @@ func opener(con driver.Console, n *model.Node) console.Opener {
 
 // ConsoleCandidates lists the nodes this conductor owns whose console is
 // enabled or whose state is recorded (internal/console's Resolver).
-func (c *Conductor) ConsoleCandidates(ctx context.Context) ([]string, error) {
+func (svc *Consoles) ConsoleCandidates(ctx context.Context) ([]string, error) {
+	c := svc.c
 	nodes, err := c.store.ListNodes(ctx, store.NodeQuery{})
 	if err != nil {
 		return nil, err
@@ -147,7 +151,7 @@ func (svc *Management) SetConsole(ctx context.Context, ident, user string, enabl
 		return err
 	}
 	defer t.release()
-	if err := c.consoleValidated(t.node); err != nil {
+	if err := svc.consoleValidated(t.node); err != nil {
 		return err
 	}
 	if t.node.ConsoleEnabled == enabled {

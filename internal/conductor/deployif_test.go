@@ -53,7 +53,7 @@ func TestDeployStepsLearntFromTheAgent(t *testing.T) {
 	}{{"learner", fsm.Active}, {"fake", fsm.DeployFailed}} {
 		n := &model.Node{Driver: "fake-hardware"}
 		n.Interfaces.Set("deploy", tc.deploy)
-		if err := e.c.CreateNode(e.ctx, n, false); err != nil {
+		if err := e.c.Nodes().CreateNode(e.ctx, n, false); err != nil {
 			t.Fatal(err)
 		}
 		e.must(n.UUID, "manage", fsm.Manageable)

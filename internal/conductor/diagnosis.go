@@ -44,6 +44,9 @@ const (
 // node by definition.
 const lookupsKey = "unmatched"
 
+// diagnoser makes the diagnosis of a node's failure when it is saved.
+type diagnoser struct{ c *Conductor }
+
 // failure is what a task remembers of the failure transition it fired,
 // for the diagnosis made when it saves.
 type failure struct{ from string }
@@ -63,12 +66,13 @@ func (c *Conductor) saveQuietTask(ctx context.Context, t *task) {
 	if c.saveQuiet(ctx, t.node, t.history) && t.failed != nil {
 		f := t.failed
 		t.failed = nil
-		c.diagnose(ctx, t.node, f)
+		diagnoser{c}.diagnose(ctx, t.node, f)
 	}
 }
 
 // recordLookupFailure keeps an agent's lookup that matched no node.
-func (c *Conductor) recordLookupFailure(macs []string, nodeUUID string, err error) {
+func (svc *Agents) recordLookupFailure(macs []string, nodeUUID string, err error) {
+	c := svc.c
 	c.lookups.Add(model.AgentLookup{Time: c.now().UTC(), MACs: slices.Clone(macs), Node: nodeUUID, Error: err.Error()}, lookupsKey)
 }
 
@@ -79,8 +83,9 @@ func newLookupLog() *recent.Log[model.AgentLookup] {
 // diagnose builds, stores and announces the diagnosis of n, which has
 // just failed from state from. It never fails the caller: what it cannot
 // gather is left out and logged.
-func (c *Conductor) diagnose(ctx context.Context, n *model.Node, f *failure) {
-	d, err := c.buildDiagnosis(ctx, n, f)
+func (dg diagnoser) diagnose(ctx context.Context, n *model.Node, f *failure) {
+	c := dg.c
+	d, err := dg.buildDiagnosis(ctx, n, f)
 	if err != nil {
 		c.log.Error("building the failure diagnosis failed", "node", n.UUID, "err", err)
 		return
@@ -100,7 +105,8 @@ func (c *Conductor) diagnose(ctx context.Context, n *model.Node, f *failure) {
 		State: n.ProvisionState, TargetProvisionState: n.TargetProvisionState}})
 }
 
-func (c *Conductor) buildDiagnosis(ctx context.Context, n *model.Node, f *failure) (*model.Diagnosis, error) {
+func (dg diagnoser) buildDiagnosis(ctx context.Context, n *model.Node, f *failure) (*model.Diagnosis, error) {
+	c := dg.c
 	d := &model.Diagnosis{NodeUUID: n.UUID, CreatedAt: c.now().UTC(), ProvisionState: n.ProvisionState, FromState: f.from,
 		LastError: n.LastError, Interfaces: map[string]string{}, Boot: []model.BootEvent{}, BMCCalls: []model.BMCCall{},
 		Lookups: []model.AgentLookup{}, History: []model.DiagnosisEvent{}, Ports: []string{}}
@@ -131,7 +137,7 @@ func (c *Conductor) buildDiagnosis(ctx context.Context, n *model.Node, f *failur
 		d.ConsoleTail = tail
 	case src.ConsoleTail == nil:
 		d.ConsoleNote = "no console service runs in this process"
-	case c.consoleOf(n) == nil:
+	case c.Consoles().consoleOf(n) == nil:
 		d.ConsoleNote = "the node's console interface (" + n.Interfaces.Get("console") + ") records nothing: a real one (ipmi-sol, ipmitool-socat) records the boot output of the next failure"
 	default:
 		d.ConsoleNote = "nothing was recorded from the node's console"

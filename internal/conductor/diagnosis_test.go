@@ -69,7 +69,7 @@ func TestDiagnosisGathersAndMasks(t *testing.T) {
 	if err := e.st.UpdateNode(e.ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.c.Lookup(e.ctx, []string{"52:54:00:99:99:99"}, ""); fault.KindOf(err) != fault.NotFound {
+	if _, _, err := e.c.Agents().Lookup(e.ctx, []string{"52:54:00:99:99:99"}, ""); fault.KindOf(err) != fault.NotFound {
 		t.Fatalf("lookup with an unknown MAC: %v", err)
 	}
 	clk.Advance(31 * time.Minute)
@@ -111,10 +111,10 @@ func TestDiagnosisGathersAndMasks(t *testing.T) {
 
 	// Deleting the node removes its diagnosis; a node that never failed
 	// has none (404).
-	if err := e.c.SetMaintenance(e.ctx, id, true, "gone"); err != nil {
+	if err := e.c.Nodes().SetMaintenance(e.ctx, id, true, "gone"); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.c.DeleteNode(e.ctx, id); err != nil {
+	if err := e.c.Nodes().DeleteNode(e.ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.st.GetDiagnosis(e.ctx, id); !errors.Is(err, store.ErrNotFound) {

@@ -23,7 +23,7 @@ func (c *Conductor) start(ctx context.Context, t *task, event string, req Provis
 		if n.ProvisionState == fsm.Enroll {
 			return c.startWork(ctx, t, event, c.verifyFlow)
 		}
-		return c.noWork(ctx, t, event)
+		return t.noWork(ctx, event)
 	case fsm.EvProvide:
 		return c.startWork(ctx, t, event, c.cleanFlow(false, nil))
 	case fsm.EvClean:
@@ -34,7 +34,7 @@ func (c *Conductor) start(ctx context.Context, t *task, event string, req Provis
 	case fsm.EvInspect:
 		return c.startWork(ctx, t, event, c.inspectFlow)
 	case fsm.EvDeploy, fsm.EvRebuild:
-		if err := c.switchDeploy(ctx, t); err != nil {
+		if err := t.switchDeploy(ctx); err != nil {
 			return err
 		}
 		if err := validateDeploy(ctx, t); err != nil {
@@ -48,9 +48,9 @@ func (c *Conductor) start(ctx context.Context, t *task, event string, req Provis
 		setInfo(&n.InstanceInfo, "rescue_password", *req.RescuePassword)
 		return c.startWork(ctx, t, event, c.rescueFlow)
 	case fsm.EvUnrescue:
-		return c.startWork(ctx, t, event, c.unrescueFlow)
+		return c.startWork(ctx, t, event, unrescueFlow)
 	case fsm.EvAdopt:
-		return c.startWork(ctx, t, event, c.adoptFlow)
+		return c.startWork(ctx, t, event, adoptFlow)
 	case fsm.EvService:
 		if n.Maintenance {
 			return inMaintenance(n.UUID)
@@ -65,7 +65,7 @@ func (c *Conductor) start(ctx context.Context, t *task, event string, req Provis
 }
 
 // noWork applies a transition that needs no worker (e.g. available → manageable).
-func (c *Conductor) noWork(ctx context.Context, t *task, event string) error {
+func (t *task) noWork(ctx context.Context, event string) error {
 	if err := t.fire(event); err != nil {
 		return err
 	}
@@ -82,19 +82,19 @@ func (c *Conductor) noWork(ctx context.Context, t *task, event string) error {
 // state and target before returning, and runs fl on the worker, which saves
 // the outcome and releases the lock.
 func (c *Conductor) startWork(ctx context.Context, t *task, event string, fl flow) error {
-	if err := c.reserveWorker(); err != nil {
+	if err := c.workers.reserve(); err != nil {
 		return err
 	}
 	if err := t.fire(event); err != nil {
-		c.freeWorker()
+		c.workers.free()
 		return err
 	}
 	t.node.LastError = "" // Ironic clears last_error when new work starts
 	if err := t.save(ctx); err != nil {
-		c.freeWorker()
+		c.workers.free()
 		return err
 	}
-	c.spawn(func(wctx context.Context) {
+	c.workers.spawn(func(wctx context.Context) {
 		defer t.finish()
 		fl(wctx, t)
 		if wctx.Err() == nil {
@@ -117,7 +117,8 @@ func (c *Conductor) startWork(ctx context.Context, t *task, event string, fl flo
 // Ironic's do_node_deploy calls switch_interface: the node keeps its
 // original interface in driver_internal_info and deploys with the chosen
 // one. Nothing is saved unless the deploy starts.
-func (c *Conductor) switchDeploy(ctx context.Context, t *task) error {
+func (t *task) switchDeploy(ctx context.Context) error {
+	c := t.c
 	sw, ok := t.drv.Deploy.(driver.DeploySwitcher)
 	if !ok {
 		return nil
@@ -168,7 +169,7 @@ func validateDeploy(ctx context.Context, t *task) error {
 	}
 	msg := instanceTraitsError(n)
 	if msg == "" {
-		_, m, err := t.c.templateSteps(ctx, t, true)
+		_, m, err := t.templateSteps(ctx, true)
 		if err != nil {
 			return err
 		}
@@ -213,18 +214,18 @@ func (c *Conductor) abort(ctx context.Context, t *task) error {
 	op := operationIn(from)
 	tearDown := op != nil
 	if tearDown {
-		if _, ok := c.agentImpl(t, op.name).(driver.RamdiskCleaner); !ok {
+		if _, ok := t.agentImpl(op.name).(driver.RamdiskCleaner); !ok {
 			tearDown = false
 		}
 	}
 	if tearDown {
-		if err := c.reserveWorker(); err != nil {
+		if err := c.workers.reserve(); err != nil {
 			return err
 		}
 	}
 	if err := t.fire(fsm.EvAbort); err != nil {
 		if tearDown {
-			c.freeWorker()
+			c.workers.free()
 		}
 		return err
 	}
@@ -242,7 +243,7 @@ func (c *Conductor) abort(ctx context.Context, t *task) error {
 	}
 	if err := t.save(ctx); err != nil {
 		if tearDown {
-			c.freeWorker()
+			c.workers.free()
 		}
 		return err
 	}
@@ -250,7 +251,7 @@ func (c *Conductor) abort(ctx context.Context, t *task) error {
 		t.release()
 		return nil
 	}
-	c.spawn(func(wctx context.Context) {
+	c.workers.spawn(func(wctx context.Context) {
 		defer t.finish()
 		c.tearDownAgent(wctx, t, op.name, true)
 	})

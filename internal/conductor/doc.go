@@ -36,6 +36,37 @@
 //
 // The conductor takes a [Store], the part of the storage contract it uses.
 //
+// [Conductor] is the lifecycle core: the lock (task.go), the worker pool,
+// the provision and power verbs (Provision, SetPower) and their checks,
+// the transitions (task.fire), flows (flows.go), steps (steps.go), the
+// callbacks that resume and continue work and time it out (callbacks.go,
+// with operations.go's table), the take-over of dead conductors' locks
+// (periodic.go), the hash ring ownership (ownership.go), the diagnosis of
+// a saved failure (diagnosis.go), Start and Shutdown. Work on a locked node
+// that needs no more than the task is written as methods of the task.
+// Everything else is a service: a type holding the core, taken with the
+// core's method of the same name (services.go), each one of the API's
+// interfaces (internal/api backend.go) or another package's:
+//
+//   - Nodes: a node's creation, update, deletion, maintenance,
+//     validation, traits, target RAID configuration (nodes.go, traits.go,
+//     raid.go); with the core's verbs and Allocations, the API's Lifecycle;
+//   - Allocations: allocations (allocations.go);
+//   - NodeRecords: ports, portgroups, VIFs, volume connectors and targets,
+//     ports an inspection found (ports.go, portgroups.go, vifs.go,
+//     volumes.go);
+//   - Management: boot device, virtual media, console, boot mode and
+//     secure boot, indicators, NMI (power.go, vmedia.go, console.go,
+//     bootmode.go, indicators.go, vendor.go);
+//   - Hardware: the hardware types, vendor passthru, RAID properties
+//     (conductor.go, vendor.go, raid.go);
+//   - Agents: the agent's lookup, heartbeat and inspection data (agent.go,
+//     callbacks.go);
+//   - Consoles: which nodes' consoles this conductor holds
+//     (internal/console's Resolver, console.go);
+//   - PowerSync: the periodic power sync and its counters (periodic.go,
+//     powersync.go).
+//
 // Invariants: a lock is always released (even on cancellation: release uses
 // its own context); a worker slot is taken before a transition that needs one
 // is saved, so "no free worker" (503) changes nothing; on start a conductor

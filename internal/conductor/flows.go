@@ -46,7 +46,7 @@ func (c *Conductor) verifyFlow(ctx context.Context, t *task) {
 	if state == fsm.PowerOn || state == fsm.PowerOff {
 		n.PowerState = state
 	}
-	c.cacheSettings(ctx, t) // Ironic's node_update_cache after verifying
+	t.cacheSettings(ctx) // Ironic's node_update_cache after verifying
 	t.advance(fsm.EvDone)
 }
 
@@ -69,7 +69,7 @@ func (c *Conductor) inspectFlow(ctx context.Context, t *task) {
 		c.failAgentOp(ctx, t, opInspect, fmt.Sprintf("Failed to inspect hardware. Reason: %s", t.c.errorText(err)))
 		return
 	}
-	c.createInspectedPorts(ctx, t, dt.Ports)
+	c.NodeRecords().createInspectedPorts(ctx, t, dt.Ports)
 	if res == driver.Wait {
 		t.advance(fsm.EvWait)
 		return
@@ -77,13 +77,13 @@ func (c *Conductor) inspectFlow(ctx context.Context, t *task) {
 	// Out-of-band inspection (redfish) stored a new inventory: the rules
 	// run on it, their failure is the inspection's (Ironic: str(e)).
 	if after := storedInventory(t.node); after != nil && !sameMap(before, after) {
-		if err := c.applyInspectionRules(ctx, t); err != nil {
+		if err := t.applyInspectionRules(ctx); err != nil {
 			c.failAgentOp(ctx, t, opInspect, t.c.errorText(err))
 			return
 		}
 	}
 	n.InspectionFinishedAt = c.now().UTC()
-	c.cacheSettings(ctx, t)
+	t.cacheSettings(ctx)
 	t.advance(fsm.EvDone)
 }
 
@@ -116,7 +116,7 @@ func (c *Conductor) tearDownFlow(ctx context.Context, t *task) {
 			return
 		}
 	}
-	if err := c.removeVIFs(ctx, n); err != nil {
+	if err := c.NodeRecords().removeVIFs(ctx, n); err != nil {
 		t.failWith(fmt.Sprintf("Failed to tear down: %v", err))
 		return
 	}
@@ -124,7 +124,7 @@ func (c *Conductor) tearDownFlow(ctx context.Context, t *task) {
 	// The switched-to interface's cleaning continues; later heartbeats
 	// load the original, which cleans as direct does (autodetect).
 	restoreDeploy(n)
-	c.releaseAllocation(ctx, n)
+	c.Allocations().releaseAllocation(ctx, n)
 	for _, k := range []string{"user_deploy_steps", "deploy_steps", "agent_url", "agent_secret_token"} {
 		delete(n.DriverInternalInfo, k)
 	}
@@ -159,7 +159,7 @@ func (c *Conductor) rescueFlow(ctx context.Context, t *task) {
 }
 
 // unrescueFlow: unrescuing → active, unrescue failed on error.
-func (c *Conductor) unrescueFlow(ctx context.Context, t *task) {
+func unrescueFlow(ctx context.Context, t *task) {
 	r := t.drv.Rescue
 	if r == nil {
 		t.failWith(fmt.Sprintf("Node %s has no rescue interface", t.node.UUID))
@@ -174,7 +174,7 @@ func (c *Conductor) unrescueFlow(ctx context.Context, t *task) {
 }
 
 // adoptFlow: adopting → active, adopt failed on error.
-func (c *Conductor) adoptFlow(ctx context.Context, t *task) {
+func adoptFlow(ctx context.Context, t *task) {
 	n := t.node
 	var err error
 	switch a, ok := t.drv.Deploy.(driver.Adopter); {
@@ -200,21 +200,22 @@ func (c *Conductor) serviceFlow(steps []map[string]any) flow {
 		if !c.planUser(ctx, t, driver.ServiceSteps, steps) {
 			return
 		}
-		c.cacheSettings(ctx, t) // Ironic's node_update_cache when servicing starts
+		t.cacheSettings(ctx) // Ironic's node_update_cache when servicing starts
 		c.runSteps(ctx, t, driver.ServiceSteps, 0)
 	}
 }
 
 // createInspectedPorts stores the ports an inspection found (those without a
 // UUID); a MAC that already exists is left alone.
-func (c *Conductor) createInspectedPorts(ctx context.Context, t *task, ports []*model.Port) {
+func (svc *NodeRecords) createInspectedPorts(ctx context.Context, t *task, ports []*model.Port) {
+	c := svc.c
 	for _, p := range ports {
 		if p.UUID != "" {
 			continue
 		}
 		p.UUID, p.NodeUUID = uuid.NewString(), t.node.UUID
 		p.Address = strings.ToLower(p.Address)
-		if err := c.NodeRecords().CreatePort(ctx, p); err != nil {
+		if err := svc.CreatePort(ctx, p); err != nil {
 			c.log.Info("inspection found a port that could not be created", "node", t.node.UUID, "address", p.Address, "err", err)
 			continue
 		}

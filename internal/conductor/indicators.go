@@ -9,12 +9,13 @@ import (
 
 // indicatorManager is the node's validated management interface as an
 // indicator manager (Ironic's UnsupportedDriverExtension without one).
-func (c *Conductor) indicatorManager(ctx context.Context, ident string) (driver.IndicatorManager, *driver.Task, error) {
+func (svc *Management) indicatorManager(ctx context.Context, ident string) (driver.IndicatorManager, *driver.Task, error) {
+	c := svc.c
 	n, err := c.getNode(ctx, ident)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := c.management(n)
+	m, err := svc.management(n)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -27,8 +28,7 @@ func (c *Conductor) indicatorManager(ctx context.Context, ident string) (driver.
 
 // Indicators lists the node's components and their indicators (1.63).
 func (svc *Management) Indicators(ctx context.Context, ident string) ([]driver.Component, error) {
-	c := svc.c
-	im, t, err := c.indicatorManager(ctx, ident)
+	im, t, err := svc.indicatorManager(ctx, ident)
 	if err != nil {
 		return nil, err
 	}
@@ -38,8 +38,7 @@ func (svc *Management) Indicators(ctx context.Context, ident string) ([]driver.C
 
 // IndicatorState reads one indicator's state.
 func (svc *Management) IndicatorState(ctx context.Context, ident, component, indicator string) (string, error) {
-	c := svc.c
-	im, t, err := c.indicatorManager(ctx, ident)
+	im, t, err := svc.indicatorManager(ctx, ident)
 	if err != nil {
 		return "", err
 	}
@@ -55,7 +54,7 @@ func (svc *Management) SetIndicatorState(ctx context.Context, ident, user, compo
 		return err
 	}
 	defer t.release()
-	m, err := c.management(t.node)
+	m, err := svc.management(t.node)
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,8 @@ func sameMap(a, b map[string]any) bool {
 // inspection). The rules change t.node (saved with the inspection's
 // outcome) and the stored plugin data. A rule's failure is returned with
 // Ironic's text; the caller fails the inspection with it.
-func (c *Conductor) applyInspectionRules(ctx context.Context, t *task) error {
+func (t *task) applyInspectionRules(ctx context.Context) error {
+	c := t.c
 	n := t.node
 	inv := storedInventory(n)
 	if inv == nil {

@@ -25,7 +25,8 @@ func noDriver(name, group string) error {
 }
 
 // CreateNode fills defaults (interfaces, initial state) and stores n.
-func (c *Conductor) CreateNode(ctx context.Context, n *model.Node, initialAvailable bool) error {
+func (svc *Nodes) CreateNode(ctx context.Context, n *model.Node, initialAvailable bool) error {
+	c := svc.c
 	if _, ok := c.reg.HardwareType(n.Driver); !ok {
 		return noDriver(n.Driver, n.ConductorGroup)
 	}
@@ -71,7 +72,8 @@ func duplicate(err error) error {
 }
 
 // UpdateNode applies a change under the node lock with Ironic's rules.
-func (c *Conductor) UpdateNode(ctx context.Context, ident string, apply func(n *model.Node) error) (*model.Node, error) {
+func (svc *Nodes) UpdateNode(ctx context.Context, ident string, apply func(n *model.Node) error) (*model.Node, error) {
+	c := svc.c
 	// Ironic's API refuses before it asks for the lock.
 	cur, err := c.getNode(ctx, ident)
 	if err != nil {
@@ -96,10 +98,10 @@ func (c *Conductor) UpdateNode(ctx context.Context, ident string, apply func(n *
 	if err := apply(n); err != nil {
 		return nil, err
 	}
-	if err := c.checkUpdate(old, n); err != nil {
+	if err := svc.checkUpdate(old, n); err != nil {
 		return nil, err
 	}
-	if err := c.dropAllocationOfUnassociated(ctx, old, n); err != nil {
+	if err := c.Allocations().dropAllocationOfUnassociated(ctx, old, n); err != nil {
 		return nil, err
 	}
 	if err := c.store.UpdateNode(ctx, n); err != nil {
@@ -118,7 +120,8 @@ func transitionInProgress(n *model.Node, ident string) error {
 	return nil
 }
 
-func (c *Conductor) checkUpdate(old, n *model.Node) error {
+func (svc *Nodes) checkUpdate(old, n *model.Node) error {
+	c := svc.c
 	allowed := n.Maintenance || fsm.InterfaceUpdateAllowed(old.ProvisionState)
 	notAllowed := func(field string) error {
 		return fault.New(fault.Conflict, "Node %s can not have %s updated unless it is in one of allowed (%s) states or in maintenance mode.",
@@ -183,7 +186,8 @@ func clone(n *model.Node) (*model.Node, error) {
 }
 
 // DeleteNode deletes a node in a delete-allowed state or in maintenance.
-func (c *Conductor) DeleteNode(ctx context.Context, ident string) error {
+func (svc *Nodes) DeleteNode(ctx context.Context, ident string) error {
+	c := svc.c
 	// As Ironic, without the driver: a node whose interfaces are no longer
 	// enabled can still be deleted.
 	t, err := c.acquireNode(ctx, ident, "", false)
@@ -210,14 +214,15 @@ func (c *Conductor) DeleteNode(ctx context.Context, ident string) error {
 		return err
 	}
 	c.log.Info("node deleted", "node", n.UUID)
-	c.withdrawBoot(ctx, n)
+	svc.withdrawBoot(ctx, n)
 	return nil
 }
 
 // withdrawBoot has a deleted node's boot interface withdraw whatever it
 // still publishes (a node deleted in maintenance mid-deploy); failures are
 // logged, the node is gone either way.
-func (c *Conductor) withdrawBoot(ctx context.Context, n *model.Node) {
+func (svc *Nodes) withdrawBoot(ctx context.Context, n *model.Node) {
+	c := svc.c
 	drv, err := c.reg.For(n)
 	if err != nil || drv.Boot == nil {
 		return
@@ -228,7 +233,8 @@ func (c *Conductor) withdrawBoot(ctx context.Context, n *model.Node) {
 }
 
 // SetMaintenance sets or clears maintenance under the node lock.
-func (c *Conductor) SetMaintenance(ctx context.Context, ident string, on bool, reason string) error {
+func (svc *Nodes) SetMaintenance(ctx context.Context, ident string, on bool, reason string) error {
+	c := svc.c
 	t, err := c.acquire(ctx, ident, "")
 	if err != nil {
 		return err
@@ -266,7 +272,8 @@ func validateKinds() []string {
 }
 
 // Validate runs each interface's validation without touching hardware.
-func (c *Conductor) Validate(ctx context.Context, ident string) (map[string]ValidateResult, error) {
+func (svc *Nodes) Validate(ctx context.Context, ident string) (map[string]ValidateResult, error) {
+	c := svc.c
 	n, err := c.getNode(ctx, ident)
 	if err != nil {
 		return nil, err

@@ -48,7 +48,8 @@ const faultPowerFailure = "power failure"
 // failures are logged once: at the first failed read and when it goes into
 // maintenance. Each sweep's duration, nodes and failed reads are counted
 // (PowerSyncReport) and logged.
-func (c *Conductor) SyncPowerStates(ctx context.Context) error {
+func (svc *PowerSync) SyncPowerStates(ctx context.Context) error {
+	c := svc.c
 	work := make(chan *model.Node)
 	var wg sync.WaitGroup
 	sw := &sweep{start: c.now()}
@@ -58,16 +59,16 @@ func (c *Conductor) SyncPowerStates(ctx context.Context) error {
 			defer wg.Done()
 			for n := range work {
 				sw.nodes.Add(1)
-				if !c.syncPower(ctx, n) {
+				if !svc.syncPower(ctx, n) {
 					sw.failed.Add(1)
 				}
 			}
 		}()
 	}
-	err := c.syncPages(ctx, work)
+	err := svc.syncPages(ctx, work)
 	close(work)
 	wg.Wait()
-	c.endSweep(sw, err)
+	svc.endSweep(sw, err)
 	if err != nil {
 		return err
 	}
@@ -81,7 +82,8 @@ const syncPage = 1000
 
 // syncPages lists the unlocked nodes a page at a time, in id order, and
 // sends those this conductor owns and may sync to work.
-func (c *Conductor) syncPages(ctx context.Context, work chan<- *model.Node) error {
+func (svc *PowerSync) syncPages(ctx context.Context, work chan<- *model.Node) error {
+	c := svc.c
 	free := false
 	q := store.NodeQuery{Reserved: &free, Limit: syncPage}
 	owned, total := 0, 0
@@ -134,7 +136,8 @@ func (c *Conductor) syncPages(ctx context.Context, work chan<- *model.Node) erro
 
 // syncPower reads and reconciles one node's power state; it reports false
 // when the read failed.
-func (c *Conductor) syncPower(ctx context.Context, n *model.Node) bool {
+func (svc *PowerSync) syncPower(ctx context.Context, n *model.Node) bool {
+	c := svc.c
 	drv, err := c.reg.For(n)
 	if err != nil || drv.Power == nil {
 		return true
@@ -143,19 +146,20 @@ func (c *Conductor) syncPower(ctx context.Context, n *model.Node) bool {
 	state, health, hasHealth, err := readPower(rctx, drv.Power, n)
 	cancel()
 	if err != nil {
-		c.powerReadFailed(ctx, n, err)
+		svc.powerReadFailed(ctx, n, err)
 		return false
 	}
 	c.log.Debug("power state read", "node", n.UUID, "power_state", state)
 	c.powerFailures.Delete(n.UUID)
 	c.recovery.forget(n.UUID)
-	c.reconcilePower(ctx, n, state, health, hasHealth)
+	svc.reconcilePower(ctx, n, state, health, hasHealth)
 	return true
 }
 
 // reconcilePower corrects the differences between the node's record and
 // what its BMC reported.
-func (c *Conductor) reconcilePower(ctx context.Context, n *model.Node, state, health string, hasHealth bool) {
+func (svc *PowerSync) reconcilePower(ctx context.Context, n *model.Node, state, health string, hasHealth bool) {
+	c := svc.c
 	recovered := n.Maintenance && n.Fault == faultPowerFailure
 	if !recovered && (!hasHealth || health == n.Health) && (state == n.PowerState || state == "") {
 		return
@@ -211,7 +215,8 @@ func readPower(ctx context.Context, p driver.Power, n *model.Node) (state, healt
 	return state, "", false, err
 }
 
-func (c *Conductor) powerReadFailed(ctx context.Context, n *model.Node, readErr error) {
+func (svc *PowerSync) powerReadFailed(ctx context.Context, n *model.Node, readErr error) {
+	c := svc.c
 	v, _ := c.powerFailures.LoadOrStore(n.UUID, 0)
 	count := v.(int) + 1
 	c.powerFailures.Store(n.UUID, count)
@@ -241,7 +246,8 @@ func (c *Conductor) powerReadFailed(ctx context.Context, n *model.Node, readErr 
 }
 
 // endSweep records a finished power-sync sweep.
-func (c *Conductor) endSweep(sw *sweep, err error) {
+func (svc *PowerSync) endSweep(sw *sweep, err error) {
+	c := svc.c
 	d := c.now().Sub(sw.start)
 	s := &c.syncStats
 	s.sweeps.Add(1)
@@ -284,7 +290,7 @@ func (c *Conductor) BreakDeadLocks(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := c.resumeAllocations(ctx, cd.Hostname); err != nil {
+		if err := c.Allocations().resumeAllocations(ctx, cd.Hostname); err != nil {
 			return err
 		}
 		if cd.Online && left == 0 {

@@ -76,11 +76,11 @@ func (svc *NodeRecords) UpdatePortgroup(ctx context.Context, ident string, apply
 		return nil, err
 	}
 	if cp.NodeUUID != pg.NodeUUID {
-		if err := c.checkPortgroupMove(ctx, t.node, pg, cp.NodeUUID); err != nil {
+		if err := svc.checkPortgroupMove(ctx, t.node, pg, cp.NodeUUID); err != nil {
 			return nil, err
 		}
 	}
-	if err := c.checkGroupStandalone(ctx, t.node, pg, &cp); err != nil {
+	if err := svc.checkGroupStandalone(ctx, t.node, pg, &cp); err != nil {
 		return nil, err
 	}
 	if err := c.store.UpdatePortgroup(ctx, &cp); err != nil {
@@ -90,7 +90,7 @@ func (svc *NodeRecords) UpdatePortgroup(ctx context.Context, ident string, apply
 		return nil, portgroupDuplicate(err)
 	}
 	if cp.PhysicalNetwork != pg.PhysicalNetwork {
-		if err := c.setMemberPhysnet(ctx, &cp); err != nil {
+		if err := svc.setMemberPhysnet(ctx, &cp); err != nil {
 			return nil, err
 		}
 	}
@@ -99,7 +99,8 @@ func (svc *NodeRecords) UpdatePortgroup(ctx context.Context, ident string, apply
 
 // setMemberPhysnet gives the group's ports its physical network (Ironic's
 // update_portgroup_physical_network).
-func (c *Conductor) setMemberPhysnet(ctx context.Context, pg *model.Portgroup) error {
+func (svc *NodeRecords) setMemberPhysnet(ctx context.Context, pg *model.Portgroup) error {
+	c := svc.c
 	ports, err := c.store.ListPorts(ctx, store.PortQuery{PortgroupUUID: pg.UUID})
 	if err != nil {
 		return fmt.Errorf("ports of portgroup %s: %w", pg.UUID, err)
@@ -113,7 +114,8 @@ func (c *Conductor) setMemberPhysnet(ctx context.Context, pg *model.Portgroup) e
 	return nil
 }
 
-func (c *Conductor) checkPortgroupMove(ctx context.Context, n *model.Node, pg *model.Portgroup, to string) error {
+func (svc *NodeRecords) checkPortgroupMove(ctx context.Context, n *model.Node, pg *model.Portgroup, to string) error {
+	c := svc.c
 	if !slices.Contains(portgroupMoveStates, n.ProvisionState) && !n.Maintenance {
 		return fault.New(fault.Conflict, "Portgroup %s can not be associated to node %s unless the node is in a %s state or in maintenance mode. Current state is '%s'.",
 			pg.UUID, n.UUID, strings.Join(portgroupMoveStates, ", "), n.ProvisionState)
@@ -191,7 +193,8 @@ func standaloneConflict(n *model.Node, g *model.Portgroup, old, p *model.Port) e
 
 // checkGroupStandalone refuses to turn standalone port support off while a
 // member port is PXE-enabled or holds a VIF (flat network).
-func (c *Conductor) checkGroupStandalone(ctx context.Context, n *model.Node, old, g *model.Portgroup) error {
+func (svc *NodeRecords) checkGroupStandalone(ctx context.Context, n *model.Node, old, g *model.Portgroup) error {
+	c := svc.c
 	if n.Interfaces.Network != "flat" || g.StandalonePortsSupported || !old.StandalonePortsSupported {
 		return nil
 	}

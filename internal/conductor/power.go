@@ -34,7 +34,7 @@ func (c *Conductor) SetPower(ctx context.Context, ident string, req PowerRequest
 		t.release()
 		return fault.New(fault.Invalid, "Failed to validate power driver interface for node %s. Error: %v", n.UUID, err)
 	}
-	if err := c.reserveWorker(); err != nil {
+	if err := c.workers.reserve(); err != nil {
 		t.release()
 		return err
 	}
@@ -42,13 +42,13 @@ func (c *Conductor) SetPower(ctx context.Context, ident string, req PowerRequest
 	t.node.TargetPowerState = result
 	t.node.LastError = ""
 	if err := t.save(ctx); err != nil {
-		c.freeWorker()
+		c.workers.free()
 		t.release()
 		return err
 	}
-	c.spawn(func(wctx context.Context) {
+	c.workers.spawn(func(wctx context.Context) {
 		defer t.finish()
-		c.powerAction(wctx, t, req.Target)
+		t.powerAction(wctx, req.Target)
 	})
 	return nil
 }
@@ -61,7 +61,8 @@ func powerName(s string) string {
 }
 
 // powerAction performs target through the driver and records the outcome.
-func (c *Conductor) powerAction(ctx context.Context, t *task, target string) {
+func (t *task) powerAction(ctx context.Context, target string) {
+	c := t.c
 	n := t.node
 	before := n.PowerState
 	err := t.drv.Power.SetPowerState(ctx, t.driverTask(ctx), target)
@@ -85,7 +86,7 @@ func (svc *Management) GetBootDevice(ctx context.Context, ident string) (BootDev
 	if err != nil {
 		return BootDevice{}, err
 	}
-	m, err := c.management(n)
+	m, err := svc.management(n)
 	if err != nil {
 		return BootDevice{}, err
 	}
@@ -105,7 +106,7 @@ func (svc *Management) SetBootDevice(ctx context.Context, ident string, dev Boot
 		return err
 	}
 	defer t.release()
-	m, err := c.management(t.node)
+	m, err := svc.management(t.node)
 	if err != nil {
 		return err
 	}
@@ -130,14 +131,15 @@ func (svc *Management) SupportedBootDevices(ctx context.Context, ident string) (
 	if err != nil {
 		return nil, err
 	}
-	m, err := c.management(n)
+	m, err := svc.management(n)
 	if err != nil {
 		return nil, err
 	}
 	return m.SupportedBootDevices(ctx, &driver.Task{Node: n})
 }
 
-func (c *Conductor) management(n *model.Node) (driver.Management, error) {
+func (svc *Management) management(n *model.Node) (driver.Management, error) {
+	c := svc.c
 	drv, err := c.reg.For(n)
 	if err != nil {
 		return nil, fault.Wrap(fault.Invalid, err, err.Error())

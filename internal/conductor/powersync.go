@@ -24,8 +24,9 @@ type PowerSyncReport struct {
 	LastNodes, LastFailed      int64
 }
 
-// PowerSyncReport returns the power-sync counters.
-func (c *Conductor) PowerSyncReport() PowerSyncReport {
+// Report returns the power-sync counters.
+func (svc *PowerSync) Report() PowerSyncReport {
+	c := svc.c
 	s := &c.syncStats
 	return PowerSyncReport{Sweeps: s.sweeps.Load(), Reads: s.reads.Load(), FailedReads: s.failed.Load(),
 		LastDuration: time.Duration(s.lastNanos.Load()), LastNodes: s.lastNodes.Load(), LastFailed: s.lastFailed.Load()}

@@ -28,13 +28,13 @@ func TestPowerSyncReadIsBounded(t *testing.T) {
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	if err := e.c.SyncPowerStates(e.ctx); err != nil {
+	if err := e.c.PowerSync().SyncPowerStates(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if unbounded != nil {
 		t.Fatal(unbounded)
 	}
-	if r := e.c.PowerSyncReport(); r.LastNodes != 1 || r.LastFailed != 1 {
+	if r := e.c.PowerSync().Report(); r.LastNodes != 1 || r.LastFailed != 1 {
 		t.Fatalf("sweep: %d nodes read, %d failed; want the one node's read failed", r.LastNodes, r.LastFailed)
 	}
 }

@@ -78,7 +78,7 @@ func (c *Conductor) checkRequest(ctx context.Context, n *model.Node, req Provisi
 	}
 	if req.Runbook != "" {
 		var err error
-		if req, err = c.withRunbook(ctx, n, req, event); err != nil {
+		if req, err = withRunbook(ctx, c.store, n, req, event); err != nil {
 			return req, err
 		}
 	}

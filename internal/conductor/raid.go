@@ -20,7 +20,8 @@ func raidUnsupported(driverName string) error {
 // first validated by the node's raid interface; an empty one clears it.
 // Errors: fault NotFound (node; a raid interface without RAID, such as
 // no-raid), Conflict (locked), Invalid (the configuration, with Ironic's text).
-func (c *Conductor) SetTargetRAIDConfig(ctx context.Context, ident string, cfg model.JSON) error {
+func (svc *Nodes) SetTargetRAIDConfig(ctx context.Context, ident string, cfg model.JSON) error {
+	c := svc.c
 	t, err := c.acquireNode(ctx, ident, "", false)
 	if err != nil {
 		return err

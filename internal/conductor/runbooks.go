@@ -23,8 +23,8 @@ const (
 	minorServiceNoRamdisk = 108
 )
 
-func (c *Conductor) getRunbook(ctx context.Context, ident string) (*model.Runbook, error) {
-	r, err := c.store.GetRunbook(ctx, ident)
+func getRunbook(ctx context.Context, st Store, ident string) (*model.Runbook, error) {
+	r, err := st.GetRunbook(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fault.Missing("Runbook", ident)
 	}
@@ -43,8 +43,8 @@ func (c *Conductor) getRunbook(ctx context.Context, ident string) (*model.Runboo
 // runbook's name must be one of the node's traits.
 const minorRunbookTraits = 112
 
-func (c *Conductor) withRunbook(ctx context.Context, n *model.Node, req ProvisionRequest, event string) (ProvisionRequest, error) {
-	r, err := c.getRunbook(ctx, req.Runbook)
+func withRunbook(ctx context.Context, st Store, n *model.Node, req ProvisionRequest, event string) (ProvisionRequest, error) {
+	r, err := getRunbook(ctx, st, req.Runbook)
 	if err != nil {
 		return req, err
 	}

@@ -57,7 +57,8 @@ func argsErrors(kind driver.StepKind, steps []driver.Step, user []map[string]any
 // saveSettings stores what an interface read of the node's BIOS settings
 // and firmware components (driver.Task.BIOS and Firmware). A failure is
 // logged: the cache is refreshed the next time it is read.
-func (c *Conductor) saveSettings(ctx context.Context, dt *driver.Task) {
+func (t *task) saveSettings(ctx context.Context, dt *driver.Task) {
+	c := t.c
 	if dt.BIOS != nil {
 		if err := c.store.SyncBIOSSettings(ctx, dt.Node.UUID, *dt.BIOS); err != nil {
 			c.log.Error("caching BIOS settings failed", "node", dt.Node.UUID, "err", err)
@@ -75,7 +76,8 @@ func (c *Conductor) saveSettings(ctx context.Context, dt *driver.Task) {
 // and servicing start; firmware also after inspection, where Anvil reads
 // the BIOS too); interfaces without driver.Cacher are skipped, failures
 // are logged and never stop the flow.
-func (c *Conductor) cacheSettings(ctx context.Context, t *task) {
+func (t *task) cacheSettings(ctx context.Context) {
+	c := t.c
 	for _, kind := range []string{"bios", "firmware"} {
 		ca, ok := t.drv.Interface(kind).(driver.Cacher)
 		if !ok {
@@ -86,6 +88,6 @@ func (c *Conductor) cacheSettings(ctx context.Context, t *task) {
 			c.log.Warn("caching "+kind+" settings failed", "node", t.node.UUID, "err", err)
 			continue
 		}
-		c.saveSettings(ctx, dt)
+		t.saveSettings(ctx, dt)
 	}
 }

@@ -144,7 +144,7 @@ func (c *Conductor) runSteps(ctx context.Context, t *task, kind driver.StepKind,
 			t.advance(fsm.EvHold)
 			return
 		}
-		res, err := c.execStep(ctx, t, kind, s)
+		res, err := t.execStep(ctx, kind, s)
 		if err != nil {
 			c.failStep(ctx, t, kind, fmt.Sprintf("Node %s failed step %s: %s", n.UUID, pyRepr(stepJSON(s)), t.c.errorText(err)))
 			return
@@ -161,7 +161,7 @@ func (c *Conductor) stepsDone(ctx context.Context, t *task, kind driver.StepKind
 	n := t.node
 	if f, ok := t.drv.Deploy.(driver.CleanFinisher); ok && kind == driver.CleanSteps && ran {
 		if err := f.FinishCleaning(ctx, t.driverTask(ctx)); err != nil {
-			c.stepFailed(t, kind, fmt.Sprintf("Failed to tear down cleaning on node %s: %s", n.UUID, t.c.errorText(err)))
+			t.stepFailed(kind, fmt.Sprintf("Failed to tear down cleaning on node %s: %s", n.UUID, t.c.errorText(err)))
 			return
 		}
 	}
@@ -177,7 +177,7 @@ func (c *Conductor) stepsDone(ctx context.Context, t *task, kind driver.StepKind
 // stepFailed records a failed step; a failed clean or service step also puts
 // the node into maintenance with fault "clean failure" / "service failure", as
 // Ironic does.
-func (c *Conductor) stepFailed(t *task, kind driver.StepKind, msg string) {
+func (t *task) stepFailed(kind driver.StepKind, msg string) {
 	n := t.node
 	// Ironic puts a node whose clean or service step failed into maintenance
 	// (keeping an existing maintenance_reason).
@@ -211,7 +211,7 @@ func (c *Conductor) cleanFlow(manual bool, user []map[string]any) flow {
 				t.failWith(fmt.Sprintf("Cannot clean node %s: %s", n.UUID, msg))
 				return
 			}
-		} else if c.automatedClean(n) {
+		} else if c.cfg.automatedClean(n) {
 			for _, s := range offered(t, driver.CleanSteps) {
 				if s.Priority > 0 {
 					steps = append(steps, s)
@@ -220,16 +220,16 @@ func (c *Conductor) cleanFlow(manual bool, user []map[string]any) flow {
 			sort.SliceStable(steps, func(i, j int) bool { return steps[i].Priority > steps[j].Priority })
 		}
 		plan(n, driver.CleanSteps, steps)
-		c.cacheSettings(ctx, t)
+		t.cacheSettings(ctx)
 		c.runSteps(ctx, t, driver.CleanSteps, 0)
 	}
 }
 
-func (c *Conductor) automatedClean(n *model.Node) bool {
+func (cfg *Config) automatedClean(n *model.Node) bool {
 	if n.AutomatedClean != nil {
 		return *n.AutomatedClean
 	}
-	return c.cfg.AutomatedClean
+	return cfg.AutomatedClean
 }
 
 // planUser resolves user deploy or service steps and plans them. For a
@@ -250,7 +250,7 @@ func (c *Conductor) planUser(ctx context.Context, t *task, kind driver.StepKind,
 		plan(t.node, kind, us)
 		return true
 	}
-	ts, ok := c.templatePlan(ctx, t)
+	ts, ok := t.templatePlan(ctx)
 	if !ok {
 		return false
 	}
@@ -282,8 +282,9 @@ func (c *Conductor) planUser(ctx context.Context, t *task, kind driver.StepKind,
 // templatePlan resolves the steps of the deploy templates matching the
 // node's instance traits, failing the deploy with Ironic's text when one is
 // unknown, has bad arguments, or two templates name the same step.
-func (c *Conductor) templatePlan(ctx context.Context, t *task) ([]driver.Step, bool) {
-	steps, msg, err := c.templateSteps(ctx, t, false)
+func (t *task) templatePlan(ctx context.Context) ([]driver.Step, bool) {
+	c := t.c
+	steps, msg, err := t.templateSteps(ctx, false)
 	if err != nil {
 		t.failWith(fmt.Sprintf("Failed to get deploy steps for node %s: %s", t.node.UUID, c.errorText(err)))
 		return nil, false
@@ -300,8 +301,9 @@ func (c *Conductor) templatePlan(ctx context.Context, t *task) ([]driver.Step, b
 // msg is Ironic's validation error text, or "". skipMissing passes over
 // steps the driver does not offer (yet), as Ironic does when a deploy is
 // requested.
-func (c *Conductor) templateSteps(ctx context.Context, t *task, skipMissing bool) ([]driver.Step, string, error) {
-	names, user, err := c.deployTemplateSteps(ctx, t.node)
+func (t *task) templateSteps(ctx context.Context, skipMissing bool) ([]driver.Step, string, error) {
+	c := t.c
+	names, user, err := deployTemplateSteps(ctx, c.store, t.node)
 	if err != nil || len(user) == 0 {
 		return nil, "", err
 	}
@@ -330,7 +332,7 @@ func (c *Conductor) templateSteps(ctx context.Context, t *task, skipMissing bool
 	return steps, "", nil
 }
 
-func (c *Conductor) execStep(ctx context.Context, t *task, kind driver.StepKind, s driver.Step) (driver.Result, error) {
+func (t *task) execStep(ctx context.Context, kind driver.StepKind, s driver.Step) (driver.Result, error) {
 	if kind == driver.DeploySteps && s.Interface == "deploy" && s.Step == "deploy" && t.drv.Deploy != nil {
 		if _, ok := t.drv.Deploy.(driver.Stepper); !ok {
 			return t.drv.Deploy.Deploy(ctx, t.driverTask(ctx))
@@ -342,7 +344,7 @@ func (c *Conductor) execStep(ctx context.Context, t *task, kind driver.StepKind,
 	}
 	dt := t.driverTask(ctx)
 	res, err := st.ExecuteStep(ctx, dt, kind, s)
-	c.saveSettings(ctx, dt)
+	t.saveSettings(ctx, dt)
 	return res, err
 }
 

@@ -165,7 +165,7 @@ func (c *Conductor) retryWrite(what, node string, attempts int, write func(ctx c
 			c.log.Error(what+" failed; given up", "node", node, "attempts", attempt, "err", err)
 			return err
 		}
-		if clock.Sleep(c.workCtx, pause) != nil {
+		if clock.Sleep(c.workers.ctx, pause) != nil {
 			c.log.Error(what+" failed; given up at shutdown", "node", node, "attempts", attempt, "err", err)
 			return err
 		}
@@ -279,7 +279,7 @@ func (t *task) save(ctx context.Context) error {
 	t.history = nil
 	if f := t.failed; f != nil {
 		t.failed = nil
-		t.c.diagnose(ctx, t.node, f)
+		diagnoser{t.c}.diagnose(ctx, t.node, f)
 	}
 	return nil
 }

@@ -45,7 +45,7 @@ func (c *Conductor) tearDownAgent(ctx context.Context, t *task, op string, abort
 	case string(driver.CleanSteps):
 		powerOff = n.Fault != "clean failure"
 	}
-	rc, ok := c.agentImpl(t, op).(driver.RamdiskCleaner)
+	rc, ok := t.agentImpl(op).(driver.RamdiskCleaner)
 	if !ok {
 		return false
 	}
@@ -67,14 +67,14 @@ func (c *Conductor) failAgentOp(ctx context.Context, t *task, op, msg string) {
 // failStep fails a step of kind with msg (stepFailed) and tears the agent
 // ramdisk down.
 func (c *Conductor) failStep(ctx context.Context, t *task, kind driver.StepKind, msg string) {
-	c.stepFailed(t, kind, msg)
+	t.stepFailed(kind, msg)
 	c.tearDownAgent(ctx, t, string(kind), false)
 }
 
 // agentImpl is the interface that booted op's agent ramdisk: the inspect or
 // rescue interface, the deploy interface for steps (tear_down_cleaning and
 // clean_up are the deploy interface's in Ironic).
-func (c *Conductor) agentImpl(t *task, op string) any {
+func (t *task) agentImpl(op string) any {
 	switch op {
 	case opInspect:
 		return t.drv.Inspect

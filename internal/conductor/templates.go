@@ -90,12 +90,12 @@ func isEmpty(v any) bool {
 // deployTemplateSteps returns the steps of the deploy templates named by the
 // node's instance traits, as user steps (Ironic's _get_deployment_templates
 // and _get_steps_from_deployment_templates), templates in name order.
-func (c *Conductor) deployTemplateSteps(ctx context.Context, n *model.Node) (names []string, steps []map[string]any, err error) {
+func deployTemplateSteps(ctx context.Context, st Store, n *model.Node) (names []string, steps []map[string]any, err error) {
 	traits := instanceTraits(n)
 	if len(traits) == 0 {
 		return nil, nil, nil
 	}
-	ts, err := c.store.ListDeployTemplates(ctx, store.DeployTemplateQuery{Names: traits, SortKey: "name"})
+	ts, err := st.ListDeployTemplates(ctx, store.DeployTemplateQuery{Names: traits, SortKey: "name"})
 	if err != nil {
 		return nil, nil, fmt.Errorf("deploy templates of node %s: %w", n.UUID, err)
 	}

@@ -27,7 +27,7 @@ func (e *env) availableWithTraits(traits ...any) string {
 	id := e.create(model.JSON{"fake_fail": "deploy"}).UUID
 	e.must(id, "manage", fsm.Manageable)
 	e.must(id, "provide", fsm.Available)
-	if _, err := e.c.UpdateNode(e.ctx, id, func(n *model.Node) error {
+	if _, err := e.c.Nodes().UpdateNode(e.ctx, id, func(n *model.Node) error {
 		n.InstanceInfo = model.JSON{"image_source": "http://127.0.0.1/img", "traits": traits}
 		n.Traits = nil
 		for _, tr := range traits {
@@ -109,7 +109,7 @@ func TestDeployTemplatesJoinTheDeploy(t *testing.T) {
 	})
 	t.Run("instance traits the node lacks", func(t *testing.T) {
 		id := e.availableWithTraits("CUSTOM_RAID")
-		if _, err := e.c.SetTraits(e.ctx, id, func([]string) ([]string, error) { return nil, nil }); err != nil {
+		if _, err := e.c.Nodes().SetTraits(e.ctx, id, func([]string) ([]string, error) { return nil, nil }); err != nil {
 			t.Fatal(err)
 		}
 		err := e.do(id, "active")

@@ -18,7 +18,8 @@ const MaxTraitsPerNode = 50
 // and without duplicates. Errors: fault NotFound (node), Conflict (locked),
 // Invalid when the result would exceed MaxTraitsPerNode, and whatever
 // change returns.
-func (c *Conductor) SetTraits(ctx context.Context, ident string, change func(cur []string) ([]string, error)) (*model.Node, error) {
+func (svc *Nodes) SetTraits(ctx context.Context, ident string, change func(cur []string) ([]string, error)) (*model.Node, error) {
+	c := svc.c
 	t, err := c.acquireNode(ctx, ident, "", false)
 	if err != nil {
 		return nil, err

@@ -207,7 +207,7 @@ func (h *harness) exec(verb string, args []string) error {
 		return h.c.CheckTimeouts(h.ctx)
 	case "create":
 		n := &model.Node{Name: args[0], Driver: fake.Name, DriverInfo: knobs(args[1:])}
-		if err := h.c.CreateNode(h.ctx, n, false); err != nil {
+		if err := h.c.Nodes().CreateNode(h.ctx, n, false); err != nil {
 			return err
 		}
 		h.nodes[args[0]] = n.UUID
@@ -219,7 +219,7 @@ func (h *harness) exec(verb string, args []string) error {
 	}
 	switch verb {
 	case "set":
-		_, err := h.c.UpdateNode(h.ctx, id, func(n *model.Node) error {
+		_, err := h.c.Nodes().UpdateNode(h.ctx, id, func(n *model.Node) error {
 			if n.DriverInfo == nil {
 				n.DriverInfo = model.JSON{}
 			}
@@ -234,9 +234,9 @@ func (h *harness) exec(verb string, args []string) error {
 		})
 		return err
 	case "maintenance":
-		return h.c.SetMaintenance(h.ctx, id, args[1] == "on", "")
+		return h.c.Nodes().SetMaintenance(h.ctx, id, args[1] == "on", "")
 	case "heartbeat":
-		return h.c.Heartbeat(h.ctx, id, ipa.Heartbeat{})
+		return h.c.Agents().Heartbeat(h.ctx, id, ipa.Heartbeat{})
 	}
 	return h.c.Provision(h.ctx, id, provisionRequest(h.t, verb, args[1:]))
 }

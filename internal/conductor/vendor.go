@@ -33,7 +33,8 @@ type VendorResult struct {
 
 // vendorOf is the node's vendor interface; nil when it has no methods
 // (no-vendor, or an interface that only validates).
-func (c *Conductor) vendorOf(n *model.Node) (driver.Vendor, error) {
+func (svc *Hardware) vendorOf(n *model.Node) (driver.Vendor, error) {
+	c := svc.c
 	drv, err := c.reg.For(n)
 	if err != nil {
 		return nil, fault.Wrap(fault.Invalid, err, err.Error())
@@ -50,7 +51,7 @@ func (svc *Hardware) VendorMethods(ctx context.Context, ident string) (map[strin
 	if err != nil {
 		return nil, err
 	}
-	v, err := c.vendorOf(n)
+	v, err := svc.vendorOf(n)
 	if err != nil || v == nil {
 		return map[string]driver.VendorMethod{}, err
 	}
@@ -106,7 +107,7 @@ func (svc *Hardware) VendorPassthru(ctx context.Context, ident string, req Vendo
 	if err != nil {
 		return VendorResult{}, err
 	}
-	v, err := c.vendorOf(n)
+	v, err := svc.vendorOf(n)
 	if err != nil {
 		return VendorResult{}, err
 	}
@@ -143,11 +144,11 @@ func (svc *Hardware) VendorPassthru(ctx context.Context, ident string, req Vendo
 		res.Return = ret
 		return res, nil
 	}
-	if err := c.reserveWorker(); err != nil {
+	if err := c.workers.reserve(); err != nil {
 		release()
 		return res, err
 	}
-	c.spawn(func(wctx context.Context) {
+	c.workers.spawn(func(wctx context.Context) {
 		defer release()
 		if _, err := v.CallVendor(wctx, task, req.Method, httpMethod, req.Args); err != nil {
 			c.log.Error("vendor passthru failed", "node", n.UUID, "method", req.Method, "err", err)
@@ -163,7 +164,8 @@ func (svc *Hardware) VendorPassthru(ctx context.Context, ident string, req Vendo
 
 // driverVendor is the default vendor interface of an enabled hardware type
 // (Ironic's driver_vendor_passthru uses the default one).
-func (c *Conductor) driverVendor(name string) (driver.Vendor, error) {
+func (svc *Hardware) driverVendor(name string) (driver.Vendor, error) {
+	c := svc.c
 	if _, ok := c.reg.HardwareType(name); !ok {
 		return nil, fault.New(fault.NotFound, "Could not find the following driver(s) or hardware type(s): %s.", name)
 	}
@@ -171,7 +173,7 @@ func (c *Conductor) driverVendor(name string) (driver.Vendor, error) {
 	if err := c.reg.Compose(n); err != nil {
 		return nil, fault.Wrap(fault.Invalid, err, err.Error())
 	}
-	return c.vendorOf(n)
+	return svc.vendorOf(n)
 }
 
 // driverMethods is the driver-level method table of a vendor interface.
@@ -186,8 +188,7 @@ func driverMethods(v driver.Vendor) (map[string]driver.VendorMethod, driver.Driv
 // DriverVendorMethods lists a hardware type's driver-level vendor methods
 // (GET /v1/drivers/{driver}/vendor_passthru/methods).
 func (svc *Hardware) DriverVendorMethods(_ context.Context, name string) (map[string]driver.VendorMethod, error) {
-	c := svc.c
-	v, err := c.driverVendor(name)
+	v, err := svc.driverVendor(name)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +200,7 @@ func (svc *Hardware) DriverVendorMethods(_ context.Context, name string) (map[st
 // lock), synchronously or in a worker as the method says.
 func (svc *Hardware) DriverVendorPassthru(ctx context.Context, name string, req VendorRequest) (VendorResult, error) {
 	c := svc.c
-	v, err := c.driverVendor(name)
+	v, err := svc.driverVendor(name)
 	if err != nil {
 		return VendorResult{}, err
 	}
@@ -215,10 +216,10 @@ func (svc *Hardware) DriverVendorPassthru(ctx context.Context, name string, req 
 		res.Return = ret
 		return res, driverFault(err)
 	}
-	if err := c.reserveWorker(); err != nil {
+	if err := c.workers.reserve(); err != nil {
 		return res, err
 	}
-	c.spawn(func(wctx context.Context) {
+	c.workers.spawn(func(wctx context.Context) {
 		if _, err := dv.CallDriverVendor(wctx, req.Method, httpMethod, req.Args); err != nil {
 			c.log.Error("driver vendor passthru failed", "driver", name, "method", req.Method, "err", err)
 		}
@@ -238,7 +239,7 @@ func (svc *Management) InjectNMI(ctx context.Context, ident, user string) error 
 		return err
 	}
 	defer t.release()
-	m, err := c.management(t.node)
+	m, err := svc.management(t.node)
 	if err != nil {
 		return err
 	}

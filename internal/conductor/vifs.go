@@ -45,7 +45,8 @@ func (p portLike) vif() string {
 }
 
 // nodePorts reads every port and portgroup of a node, in id order.
-func (c *Conductor) nodePorts(ctx context.Context, node string) ([]*model.Port, []*model.Portgroup, error) {
+func (svc *NodeRecords) nodePorts(ctx context.Context, node string) ([]*model.Port, []*model.Portgroup, error) {
+	c := svc.c
 	ports, err := c.store.ListPorts(ctx, store.PortQuery{NodeUUID: node})
 	if err != nil {
 		return nil, nil, fmt.Errorf("ports of node %s: %w", node, err)
@@ -67,7 +68,7 @@ func (svc *NodeRecords) ListVIFs(ctx context.Context, ident string) ([]string, e
 	if n.Interfaces.Network == "noop" {
 		return []string{}, nil
 	}
-	ports, groups, err := c.nodePorts(ctx, n.UUID)
+	ports, groups, err := svc.nodePorts(ctx, n.UUID)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +105,7 @@ func (svc *NodeRecords) AttachVIF(ctx context.Context, ident string, req VIFRequ
 	if t.node.Interfaces.Network == "noop" {
 		return nil
 	}
-	ports, groups, err := c.nodePorts(ctx, t.node.UUID)
+	ports, groups, err := svc.nodePorts(ctx, t.node.UUID)
 	if err != nil {
 		return err
 	}
@@ -221,18 +222,18 @@ func (svc *NodeRecords) DetachVIF(ctx context.Context, ident, vif string) error 
 	if t.node.Interfaces.Network == "noop" {
 		return nil
 	}
-	ports, groups, err := c.nodePorts(ctx, t.node.UUID)
+	ports, groups, err := svc.nodePorts(ctx, t.node.UUID)
 	if err != nil {
 		return err
 	}
 	for _, g := range groups {
 		if pl := (portLike{group: g}); pl.vif() == vif {
-			return c.clearVIF(ctx, pl)
+			return svc.clearVIF(ctx, pl)
 		}
 	}
 	for _, p := range ports {
 		if pl := (portLike{port: p}); pl.vif() == vif {
-			return c.clearVIF(ctx, pl)
+			return svc.clearVIF(ctx, pl)
 		}
 	}
 	return fault.New(fault.Invalid, "Unable to detach VIF %s from node %s because it is not attached to it.", vif, t.node.UUID)
@@ -240,17 +241,17 @@ func (svc *NodeRecords) DetachVIF(ctx context.Context, ident, vif string) error 
 
 // removeVIFs detaches every tenant VIF of a node (Ironic's
 // remove_vifs_from_node, run by tear down).
-func (c *Conductor) removeVIFs(ctx context.Context, n *model.Node) error {
+func (svc *NodeRecords) removeVIFs(ctx context.Context, n *model.Node) error {
 	if n.Interfaces.Network == "noop" {
 		return nil
 	}
-	ports, groups, err := c.nodePorts(ctx, n.UUID)
+	ports, groups, err := svc.nodePorts(ctx, n.UUID)
 	if err != nil {
 		return err
 	}
 	for _, pl := range portLikes(ports, groups) {
 		if pl.vif() != "" {
-			if err := c.clearVIF(ctx, pl); err != nil {
+			if err := svc.clearVIF(ctx, pl); err != nil {
 				return err
 			}
 		}
@@ -261,7 +262,8 @@ func (c *Conductor) removeVIFs(ctx context.Context, n *model.Node) error {
 // clearVIF detaches the tenant VIF of a port or portgroup: it leaves
 // internal_info's tenant_vif_port_id and extra's vif_port_id (Ironic's
 // _clear_vif_from_port_like_obj).
-func (c *Conductor) clearVIF(ctx context.Context, pl portLike) error {
+func (svc *NodeRecords) clearVIF(ctx context.Context, pl portLike) error {
+	c := svc.c
 	if pl.group != nil {
 		cp := *pl.group
 		cp.InternalInfo = withKey(cp.InternalInfo, TenantVIFKey, nil)

@@ -27,8 +27,8 @@ func unsupported(n *model.Node, extension string) error {
 
 // vmediaManager is the node's management interface, validated, as a
 // virtual media manager; ok is false when the interface has no virtual media.
-func (c *Conductor) vmediaManager(n *model.Node) (vm driver.VirtualMediaManager, ok bool, err error) {
-	m, err := c.management(n)
+func (svc *Management) vmediaManager(n *model.Node) (vm driver.VirtualMediaManager, ok bool, err error) {
+	m, err := svc.management(n)
 	if err != nil {
 		return nil, false, err
 	}
@@ -44,7 +44,7 @@ func (svc *Management) GetVirtualMedia(ctx context.Context, ident string) ([]dri
 	if err != nil {
 		return nil, err
 	}
-	vm, ok, err := c.vmediaManager(n)
+	vm, ok, err := svc.vmediaManager(n)
 	if err != nil {
 		return nil, err
 	}
@@ -63,8 +63,7 @@ func (svc *Management) GetVirtualMedia(ctx context.Context, ident string) ([]dri
 // records a failure in last_error (as Ironic, where a driver without
 // virtual media fails there too).
 func (svc *Management) AttachVirtualMedia(ctx context.Context, ident string, req VirtualMediaAttach) error {
-	c := svc.c
-	return c.vmediaAction(ctx, ident, req.User, "attaching virtual media", func(ctx context.Context, t *task, vm driver.VirtualMediaManager) error {
+	return svc.vmediaAction(ctx, ident, req.User, "attaching virtual media", func(ctx context.Context, t *task, vm driver.VirtualMediaManager) error {
 		if vm == nil {
 			return unsupported(t.node, "attach_virtual_media")
 		}
@@ -77,8 +76,7 @@ func (svc *Management) AttachVirtualMedia(ctx context.Context, ident string, req
 // DetachVirtualMedia starts detaching the devices of deviceTypes (none:
 // all), as AttachVirtualMedia.
 func (svc *Management) DetachVirtualMedia(ctx context.Context, ident, user string, deviceTypes []string) error {
-	c := svc.c
-	return c.vmediaAction(ctx, ident, user, "detaching virtual media", func(ctx context.Context, t *task, vm driver.VirtualMediaManager) error {
+	return svc.vmediaAction(ctx, ident, user, "detaching virtual media", func(ctx context.Context, t *task, vm driver.VirtualMediaManager) error {
 		if vm == nil {
 			return unsupported(t.node, "detach_virtual_media")
 		}
@@ -99,17 +97,18 @@ func pyTypes(types []string) string {
 // vmediaAction locks the node, validates its management interface, clears
 // last_error and runs act in a worker; a failure becomes last_error (made
 // by msg) and an error history event.
-func (c *Conductor) vmediaAction(ctx context.Context, ident, user, purpose string,
+func (svc *Management) vmediaAction(ctx context.Context, ident, user, purpose string,
 	act func(ctx context.Context, t *task, vm driver.VirtualMediaManager) error, msg func(node string, err error) string) error {
+	c := svc.c
 	t, err := c.acquire(ctx, ident, user)
 	if err != nil {
 		return err
 	}
-	vm, _, err := c.vmediaManager(t.node)
+	vm, _, err := svc.vmediaManager(t.node)
 	if err != nil {
 		t.release()
 		return err
 	}
-	return c.runRecorded(ctx, t, "vmedia", purpose, func(ctx context.Context) error { return act(ctx, t, vm) },
+	return svc.runRecorded(ctx, t, "vmedia", purpose, func(ctx context.Context) error { return act(ctx, t, vm) },
 		func(err error) string { return msg(t.node.UUID, err) })
 }

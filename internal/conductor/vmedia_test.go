@@ -58,7 +58,7 @@ func TestVirtualMediaVerbs(t *testing.T) {
 	})
 	n := &model.Node{Driver: "fake-hardware"}
 	n.Interfaces.Set("management", "vm-test")
-	if err := e.c.CreateNode(e.ctx, n, false); err != nil {
+	if err := e.c.Nodes().CreateNode(e.ctx, n, false); err != nil {
 		t.Fatal(err)
 	}
 	attach := conductor.VirtualMediaAttach{DeviceType: "cdrom", ImageURL: "http://127.0.0.1:8080/x.iso", DownloadSource: "http"}

@@ -87,7 +87,7 @@ func (svc *NodeRecords) UpdateVolumeConnector(ctx context.Context, id string, ap
 	if err := apply(&cp); err != nil {
 		return nil, err
 	}
-	err = c.underPoweredOff(ctx, cp.NodeUUID, "volume connector update", func() error {
+	err = svc.underPoweredOff(ctx, cp.NodeUUID, "volume connector update", func() error {
 		return connectorWriteErr(c.store.UpdateVolumeConnector(ctx, &cp), &cp)
 	})
 	if err != nil {
@@ -109,7 +109,7 @@ func (svc *NodeRecords) UpdateVolumeTarget(ctx context.Context, id string, apply
 	if err := apply(&cp); err != nil {
 		return nil, err
 	}
-	err = c.underPoweredOff(ctx, cp.NodeUUID, "volume target update", func() error {
+	err = svc.underPoweredOff(ctx, cp.NodeUUID, "volume target update", func() error {
 		return targetWriteErr(c.store.UpdateVolumeTarget(ctx, &cp), &cp)
 	})
 	if err != nil {
@@ -129,7 +129,7 @@ func (svc *NodeRecords) DeleteVolumeConnector(ctx context.Context, id string) er
 	} else if err != nil {
 		return err
 	}
-	return c.underDeletable(ctx, vc.NodeUUID, "volume connector deletion", func() error {
+	return svc.underDeletable(ctx, vc.NodeUUID, "volume connector deletion", func() error {
 		if err := c.store.DeleteVolumeConnector(ctx, vc.UUID); errors.Is(err, store.ErrNotFound) {
 			return fault.Missing("Volume connector", id)
 		} else if err != nil {
@@ -148,7 +148,7 @@ func (svc *NodeRecords) DeleteVolumeTarget(ctx context.Context, id string) error
 	} else if err != nil {
 		return err
 	}
-	return c.underDeletable(ctx, vt.NodeUUID, "volume target deletion", func() error {
+	return svc.underDeletable(ctx, vt.NodeUUID, "volume target deletion", func() error {
 		if err := c.store.DeleteVolumeTarget(ctx, vt.UUID); errors.Is(err, store.ErrNotFound) {
 			return fault.Missing("Volume target", id)
 		} else if err != nil {
@@ -160,19 +160,20 @@ func (svc *NodeRecords) DeleteVolumeTarget(ctx context.Context, id string) error
 
 // underPoweredOff runs write under the node's lock if the node is powered
 // off; otherwise it answers Ironic's InvalidStateRequested for action.
-func (c *Conductor) underPoweredOff(ctx context.Context, node, action string, write func() error) error {
-	return c.underNodeLock(ctx, node, action, func(n *model.Node) bool { return n.PowerState == fsm.PowerOff }, write)
+func (svc *NodeRecords) underPoweredOff(ctx context.Context, node, action string, write func() error) error {
+	return svc.underNodeLock(ctx, node, action, func(n *model.Node) bool { return n.PowerState == fsm.PowerOff }, write)
 }
 
 // underDeletable runs write under the node's lock if the node is powered
 // off or in one of DELETE_ALLOWED_STATES.
-func (c *Conductor) underDeletable(ctx context.Context, node, action string, write func() error) error {
-	return c.underNodeLock(ctx, node, action, func(n *model.Node) bool {
+func (svc *NodeRecords) underDeletable(ctx context.Context, node, action string, write func() error) error {
+	return svc.underNodeLock(ctx, node, action, func(n *model.Node) bool {
 		return n.PowerState == fsm.PowerOff || slices.Contains(fsm.IronicDeleteAllowedStates(), n.ProvisionState)
 	}, write)
 }
 
-func (c *Conductor) underNodeLock(ctx context.Context, node, action string, ok func(*model.Node) bool, write func() error) error {
+func (svc *NodeRecords) underNodeLock(ctx context.Context, node, action string, ok func(*model.Node) bool, write func() error) error {
+	c := svc.c
 	t, err := c.acquireNode(ctx, node, "", false)
 	if err != nil {
 		return err

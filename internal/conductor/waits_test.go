@@ -101,7 +101,7 @@ func TestWaitStatesResumeOnHeartbeat(t *testing.T) {
 			if s := e.get(id).ProvisionState; s != tc.waiting {
 				t.Fatalf("timed out early: %s", s)
 			}
-			if err := e.c.Heartbeat(e.ctx, id, ipa.Heartbeat{}); err != nil {
+			if err := e.c.Agents().Heartbeat(e.ctx, id, ipa.Heartbeat{}); err != nil {
 				t.Fatal(err)
 			}
 			e.c.WaitIdle()
@@ -273,7 +273,7 @@ func TestPowerSync(t *testing.T) {
 			ids[i] = e.create(nil).UUID
 			e.fake.SetPower(ids[i], fsm.PowerOn)
 		}
-		if err := e.c.SyncPowerStates(e.ctx); err != nil {
+		if err := e.c.PowerSync().SyncPowerStates(e.ctx); err != nil {
 			t.Fatal(err)
 		}
 		for _, i := range []int{0, conductor.SyncPage - 1, conductor.SyncPage, len(ids) - 1} {
@@ -290,7 +290,7 @@ func TestPowerSync(t *testing.T) {
 		}
 		e.c.WaitIdle()
 		e.fake.SetPower(id, fsm.PowerOff) // behind the conductor's back
-		if err := e.c.SyncPowerStates(e.ctx); err != nil {
+		if err := e.c.PowerSync().SyncPowerStates(e.ctx); err != nil {
 			t.Fatal(err)
 		}
 		n := e.get(id)
@@ -307,11 +307,11 @@ func TestPowerSync(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.c.WaitIdle()
-		if _, err := e.c.UpdateNode(e.ctx, id, func(n *model.Node) error { n.DisablePowerOff = true; return nil }); err != nil {
+		if _, err := e.c.Nodes().UpdateNode(e.ctx, id, func(n *model.Node) error { n.DisablePowerOff = true; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		e.fake.SetPower(id, fsm.PowerOn)
-		if err := e.c.SyncPowerStates(e.ctx); err != nil {
+		if err := e.c.PowerSync().SyncPowerStates(e.ctx); err != nil {
 			t.Fatal(err)
 		}
 		n := e.get(id)
@@ -329,7 +329,7 @@ func TestPowerSync(t *testing.T) {
 		}
 		e.c.WaitIdle()
 		e.fake.SetPower(id, fsm.PowerOff)
-		if err := e.c.SyncPowerStates(e.ctx); err != nil {
+		if err := e.c.PowerSync().SyncPowerStates(e.ctx); err != nil {
 			t.Fatal(err)
 		}
 		if n := e.get(id); n.PowerState != fsm.PowerOff {
@@ -344,24 +344,24 @@ func TestPowerSync(t *testing.T) {
 			if n := e.get(id); n.Maintenance {
 				t.Fatalf("maintenance after %d failed reads", i)
 			}
-			_ = e.c.SyncPowerStates(e.ctx)
+			_ = e.c.PowerSync().SyncPowerStates(e.ctx)
 		}
 		n := e.get(id)
 		if !n.Maintenance || n.Fault != "power failure" {
 			t.Fatalf("after 3 failed reads: maintenance %v fault %q", n.Maintenance, n.Fault)
 		}
-		if _, err := e.c.UpdateNode(e.ctx, id, func(n *model.Node) error { delete(n.DriverInfo, "fake_fail"); return nil }); err != nil {
+		if _, err := e.c.Nodes().UpdateNode(e.ctx, id, func(n *model.Node) error { delete(n.DriverInfo, "fake_fail"); return nil }); err != nil {
 			t.Fatal(err)
 		}
-		_ = e.c.SyncPowerStates(e.ctx)
+		_ = e.c.PowerSync().SyncPowerStates(e.ctx)
 		if n := e.get(id); !n.Maintenance {
 			t.Fatal("a node power sync put into maintenance was read again before power_failure_recovery_interval")
 		}
-		if r := e.c.PowerSyncReport(); r.Sweeps != 4 || r.FailedReads != 3 || r.LastNodes != 0 {
+		if r := e.c.PowerSync().Report(); r.Sweeps != 4 || r.FailedReads != 3 || r.LastNodes != 0 {
 			t.Fatalf("power sync report %+v, want 4 sweeps, 3 failed reads, the last reading nothing", r)
 		}
 		clk.Advance(5 * time.Minute)
-		_ = e.c.SyncPowerStates(e.ctx)
+		_ = e.c.PowerSync().SyncPowerStates(e.ctx)
 		if n := e.get(id); n.Maintenance || n.Fault != "" {
 			t.Fatalf("after recovery: maintenance %v fault %q", n.Maintenance, n.Fault)
 		}
@@ -369,10 +369,10 @@ func TestPowerSync(t *testing.T) {
 	t.Run("operator maintenance is not lifted", func(t *testing.T) {
 		e, _ := newClockEnv(t)
 		id := e.create(nil).UUID
-		if err := e.c.SetMaintenance(e.ctx, id, true, "mine"); err != nil {
+		if err := e.c.Nodes().SetMaintenance(e.ctx, id, true, "mine"); err != nil {
 			t.Fatal(err)
 		}
-		_ = e.c.SyncPowerStates(e.ctx)
+		_ = e.c.PowerSync().SyncPowerStates(e.ctx)
 		if n := e.get(id); !n.Maintenance || n.MaintenanceReason != "mine" {
 			t.Fatal("power sync lifted an operator's maintenance")
 		}

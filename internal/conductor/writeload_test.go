@@ -48,7 +48,7 @@ func TestHeartbeatWithNoFreeWorkerWritesNothing(t *testing.T) {
 	}
 	<-held // the only worker deploys busy
 	before := rc.reserves.Load()
-	err := e.c.Heartbeat(e.ctx, waiting, ipa.Heartbeat{})
+	err := e.c.Agents().Heartbeat(e.ctx, waiting, ipa.Heartbeat{})
 	if f, ok := fault.As(err); !ok || f.Kind != fault.Unavailable {
 		t.Fatalf("heartbeat with every worker busy: %v, want 503", err)
 	}
@@ -57,7 +57,7 @@ func TestHeartbeatWithNoFreeWorkerWritesNothing(t *testing.T) {
 	}
 	close(hold)
 	e.c.WaitIdle()
-	if err := e.c.Heartbeat(e.ctx, waiting, ipa.Heartbeat{}); err != nil {
+	if err := e.c.Agents().Heartbeat(e.ctx, waiting, ipa.Heartbeat{}); err != nil {
 		t.Fatal(err)
 	}
 	e.c.WaitIdle()

@@ -117,7 +117,7 @@ func benchPowerSync(b *testing.B, nodes int, latency time.Duration, workers int)
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
-		if err := c.SyncPowerStates(ctx); err != nil {
+		if err := c.PowerSync().SyncPowerStates(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}

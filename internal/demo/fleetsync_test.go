@@ -31,11 +31,11 @@ func sweepFleet(tb testing.TB, f *syncFleet) syncSweep {
 	}
 	c0, s0 := calls(), f.emu.FleetSessionStats().Opened
 	start := time.Now()
-	if err := f.c.SyncPowerStates(context.Background()); err != nil {
+	if err := f.c.PowerSync().SyncPowerStates(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
 	return syncSweep{Took: time.Since(start), Calls: calls() - c0, Sessions: f.emu.FleetSessionStats().Opened - s0,
-		Report: f.c.PowerSyncReport()}
+		Report: f.c.PowerSync().Report()}
 }
 
 // limitedSyncFleet is n redfish nodes on BMCs of their own with knobs,

@@ -21,7 +21,7 @@ func TestPowerSyncSeesEmulatorChanges(t *testing.T) {
 				t.Fatalf("machine starts %q", m.Status().Power)
 			}
 			_ = m.SetPower(true) // someone pressed the power button
-			if err := f.c.SyncPowerStates(ctx); err != nil {
+			if err := f.c.PowerSync().SyncPowerStates(ctx); err != nil {
 				t.Fatal(err)
 			}
 			n, err := f.st.GetNode(ctx, f.nodes[0].UUID)

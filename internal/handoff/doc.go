@@ -13,5 +13,9 @@
 // and deletions, and agent lookups (the token is issued under the node lock
 // and answered to the agent at once, which a hand-off could not return).
 //
+// Conductor writes each method of the API's Lifecycle and Agents (it
+// embeds no conductor), so a verb the API gains does not compile until it
+// is routed here, to the owner or to the local conductor.
+//
 // Handler is the conductor side: it runs handed-over calls.
 package handoff

@@ -119,20 +119,20 @@ func run(ctx context.Context, c *conductor.Conductor, kind, node string, body []
 		if err := json.Unmarshal(body, &req); err != nil {
 			return fmt.Errorf("decode %s call: %w", kind, err)
 		}
-		return c.Heartbeat(ctx, node, req)
+		return c.Agents().Heartbeat(ctx, node, req)
 	case kindInspect:
 		var req inspectionCall
 		if err := json.Unmarshal(body, &req); err != nil {
 			return fmt.Errorf("decode %s call: %w", kind, err)
 		}
-		_, err := c.ContinueInspection(ctx, nil, node, req.Token, req.Inventory, req.PluginData)
+		_, err := c.Agents().ContinueInspection(ctx, nil, node, req.Token, req.Inventory, req.PluginData)
 		return err
 	case kindAllocate:
 		var req allocationCall
 		if err := json.Unmarshal(body, &req); err != nil {
 			return fmt.Errorf("decode %s call: %w", kind, err)
 		}
-		return c.CreateAllocation(ctx, &req.Allocation, req.Backfill)
+		return c.Allocations().CreateAllocation(ctx, &req.Allocation, req.Backfill)
 	}
 	return fmt.Errorf("unknown call kind %q", kind)
 }
@@ -189,9 +189,12 @@ type Config struct {
 	Now        func() time.Time
 }
 
-// Conductor is the conductor an API process's API talks to.
+// Conductor is the conductor an API process's API talks to: the API's
+// Lifecycle and Agents, each method written here, handing the call to the
+// node's owner or running it on the local conductor (Local), so that a
+// verb the API gains does not compile here until it is routed one way or
+// the other.
 type Conductor struct {
-	*conductor.Conductor
 	cfg Config
 }
 
@@ -203,8 +206,70 @@ func New(cfg Config) *Conductor {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Conductor{Conductor: cfg.Local, cfg: cfg}
+	return &Conductor{cfg: cfg}
 }
+
+// What runs in the API process, under the node's lock as in a single
+// process: node changes, maintenance, validation, traits, the target RAID
+// configuration, allocation updates and deletions, and agent lookups (the
+// token is issued under the node lock and answered to the agent at once,
+// which a hand-off could not return).
+
+// Host is the API process's conductor name.
+func (h *Conductor) Host() string { return h.cfg.Local.Host() }
+
+// CreateNode stores a node here.
+func (h *Conductor) CreateNode(ctx context.Context, n *model.Node, initialAvailable bool) error {
+	return h.cfg.Local.Nodes().CreateNode(ctx, n, initialAvailable)
+}
+
+// UpdateNode changes a node here, under its lock.
+func (h *Conductor) UpdateNode(ctx context.Context, ident string, apply func(n *model.Node) error) (*model.Node, error) {
+	return h.cfg.Local.Nodes().UpdateNode(ctx, ident, apply)
+}
+
+// DeleteNode deletes a node here, under its lock.
+func (h *Conductor) DeleteNode(ctx context.Context, ident string) error {
+	return h.cfg.Local.Nodes().DeleteNode(ctx, ident)
+}
+
+// SetMaintenance sets or clears maintenance here, under the node's lock.
+func (h *Conductor) SetMaintenance(ctx context.Context, ident string, on bool, reason string) error {
+	return h.cfg.Local.Nodes().SetMaintenance(ctx, ident, on, reason)
+}
+
+// Validate validates a node's interfaces here (no hardware is touched).
+func (h *Conductor) Validate(ctx context.Context, ident string) (map[string]conductor.ValidateResult, error) {
+	return h.cfg.Local.Nodes().Validate(ctx, ident)
+}
+
+// SetTraits changes a node's traits here, under its lock.
+func (h *Conductor) SetTraits(ctx context.Context, ident string, change func(cur []string) ([]string, error)) (*model.Node, error) {
+	return h.cfg.Local.Nodes().SetTraits(ctx, ident, change)
+}
+
+// SetTargetRAIDConfig stores a node's target RAID configuration here.
+func (h *Conductor) SetTargetRAIDConfig(ctx context.Context, ident string, cfg model.JSON) error {
+	return h.cfg.Local.Nodes().SetTargetRAIDConfig(ctx, ident, cfg)
+}
+
+// UpdateAllocation changes an allocation's name and extra here.
+func (h *Conductor) UpdateAllocation(ctx context.Context, ident string, apply func(a *model.Allocation) error) (*model.Allocation, error) {
+	return h.cfg.Local.Allocations().UpdateAllocation(ctx, ident, apply)
+}
+
+// DeleteAllocation deletes an allocation here, under its node's lock.
+func (h *Conductor) DeleteAllocation(ctx context.Context, ident string) error {
+	return h.cfg.Local.Allocations().DeleteAllocation(ctx, ident)
+}
+
+// Lookup finds an agent's node and issues its token here.
+func (h *Conductor) Lookup(ctx context.Context, macs []string, nodeUUID string) (*model.Node, string, error) {
+	return h.cfg.Local.Agents().Lookup(ctx, macs, nodeUUID)
+}
+
+// What is handed to the node's owner: the verbs that start work on a node
+// or resume it.
 
 // Provision hands a provision verb to the node's owner.
 func (h *Conductor) Provision(ctx context.Context, ident string, req conductor.ProvisionRequest) error {
@@ -225,7 +290,7 @@ func (h *Conductor) Heartbeat(ctx context.Context, ident string, hb ipa.Heartbea
 // it is about (found here by UUID or MACs, as the owner would): the
 // inspection's work and transitions run there, like the heartbeat's.
 func (h *Conductor) ContinueInspection(ctx context.Context, macs []string, nodeUUID, token string, inventory, pluginData map[string]any) (*model.Node, error) {
-	n, err := h.Conductor.AgentNode(ctx, macs, nodeUUID)
+	n, err := h.cfg.Local.Agents().AgentNode(ctx, macs, nodeUUID)
 	if err != nil {
 		return nil, err
 	}

@@ -245,7 +245,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer stopConductor()
 	mx.AddPool(cond)
 	mx.AddPowerSync(func() metrics.PowerSync {
-		r := cond.PowerSyncReport()
+		r := cond.PowerSync().Report()
 		return metrics.PowerSync{Sweeps: r.Sweeps, Reads: r.Reads, FailedReads: r.FailedReads, LastDuration: r.LastDuration}
 	})
 	var apiCond any = cond
@@ -302,7 +302,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	// enabled, or recorded while the machine cleans, deploys...): at once
 	// for its own writes (the broker), within a sweep for other processes'.
 	if consoles != nil {
-		ctl := console.NewController(consoles, cond, 0, cfg.Log)
+		ctl := console.NewController(consoles, cond.Consoles(), 0, cfg.Log)
 		broker.Observe(func(e events.Event) {
 			if e.Node != "" {
 				ctl.Kick(e.Node)
@@ -334,7 +334,8 @@ func Serve(ctx context.Context, cfg Config) error {
 	pol := policy.Default()
 	apiH := api.New(api.Wire(api.Config{Logger: cfg.Log, Policy: pol, Console: consoles, ConsoleRelay: relay, ConsoleLogRelay: relayLog, ConsoleRecheck: cfg.ConsoleRecheck,
 		ConductorAliveWindow: cmp.Or(ccfg.ConductorDeadAfter, time.Minute), MaxStreamsPerClient: lim.MaxStreamsPerClient, MaxStreams: lim.MaxStreams},
-		st, apiCond, cond.Management(), cond.NodeRecords(), cond.Hardware(), records.New(st, nil, cfg.Log)))
+		st, apiCond, cond.Nodes(), cond.Allocations(), cond.Agents(), cond.Management(), cond.NodeRecords(), cond.Hardware(),
+		records.New(st, nil, cfg.Log)))
 	metricsH := policyGuard(mx.Handler(), pol, "anvil:metrics:get")
 	var relayH http.Handler
 	if consoles != nil {
