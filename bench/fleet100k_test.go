@@ -181,7 +181,7 @@ func writeNodes(ctx context.Context, path string, from, to int) error {
 	}
 	for i := from; i < to; i++ {
 		nd := &model.Node{Driver: "fake-hardware", Name: fmt.Sprintf("bench-fleet-%d", i)}
-		if err := c.CreateNode(ctx, nd, false); err != nil {
+		if err := c.Nodes().CreateNode(ctx, nd, false); err != nil {
 			return fmt.Errorf("node %d: %w", i, err)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/anvil-metal/anvil/internal/auth"
-	eventbus "github.com/anvil-metal/anvil/internal/events"
+	"github.com/anvil-metal/anvil/internal/eventbus"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	eventbus "github.com/anvil-metal/anvil/internal/events"
+	"github.com/anvil-metal/anvil/internal/eventbus"
 	"github.com/anvil-metal/anvil/pkg/events"
 )
 

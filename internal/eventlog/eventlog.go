@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/anvil-metal/anvil/internal/clock"
-	eventbus "github.com/anvil-metal/anvil/internal/events"
+	"github.com/anvil-metal/anvil/internal/eventbus"
 	"github.com/anvil-metal/anvil/pkg/events"
 )
 

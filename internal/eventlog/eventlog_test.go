@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	eventbus "github.com/anvil-metal/anvil/internal/events"
+	"github.com/anvil-metal/anvil/internal/eventbus"
 	"github.com/anvil-metal/anvil/internal/store/postgres"
 	"github.com/anvil-metal/anvil/internal/store/postgres/pgtest"
 	"github.com/anvil-metal/anvil/pkg/events"

@@ -17,5 +17,5 @@
 //     previous ones), so a reader never has to ask the API what changed.
 //
 // The server side (the broker that numbers and fans out events, and the
-// store decorator that publishes every node write) is internal/events.
+// store decorator that publishes every node write) is internal/eventbus.
 package events

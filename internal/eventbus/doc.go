@@ -32,4 +32,4 @@
 //   - An event carries the node's new values (and, for updates, the previous
 //     ones), so a reader never has to ask the API what changed.
 //   - Every event is JSON-encoded once, when published (Event.Encode).
-package events
+package eventbus

@@ -1,4 +1,4 @@
-package events
+package eventbus
 
 import (
 	"github.com/anvil-metal/anvil/internal/model"
