@@ -90,14 +90,13 @@ func (d *Driver) logout(ctx context.Context, c *conn, st authState) {
 var errShutDown = errors.New("the redfish driver has logged out of its BMCs for shutdown")
 
 // Logout ends every session the driver holds (on shutdown), a few BMCs at a
-// time, starting logouts until ctx ends or logoutBudget has passed (each
-// started one has its logoutTimeout); it reports how many it started.
-// Sessions it had no time for are left to expire on their BMCs (a logout
-// is a courtesy). Calls still running (work that outlived the shutdown's
-// grace) may go on with basic auth or their session, but no new session
-// is opened after it.
+// time, until ctx ends or logoutBudget has passed; it reports how many it
+// logged out of. Sessions it had no time for are left to expire on their
+// BMCs (a logout is a courtesy). Calls still running (work that outlived
+// the shutdown's grace) may go on with basic auth or their session, but no
+// new session is opened after it.
 func (d *Driver) Logout(ctx context.Context) int {
-	starting, cancel := context.WithTimeout(ctx, logoutBudget)
+	ctx, cancel := context.WithTimeout(ctx, logoutBudget)
 	defer cancel()
 	d.mu.Lock()
 	d.closed = true
@@ -115,9 +114,9 @@ func (d *Driver) Logout(ctx context.Context) int {
 	for _, h := range held {
 		select {
 		case sem <- struct{}{}:
-		case <-starting.Done():
+		case <-ctx.Done():
 		}
-		if starting.Err() != nil {
+		if ctx.Err() != nil {
 			break
 		}
 		started++
@@ -145,10 +144,9 @@ func (d *Driver) Logout(ctx context.Context) int {
 // logoutTimeout bounds one BMC's logout, its retries included.
 const logoutTimeout = 3 * time.Second
 
-// logoutBudget bounds the time Logout starts logouts in (so all of it
-// lasts at most logoutBudget + logoutTimeout): a fleet whose BMCs are gone
-// (3 s each, logoutParallel at a time) would otherwise hold a shutdown for
-// as many rounds as it has BMCs / logoutParallel.
+// logoutBudget bounds all of Logout: a fleet whose BMCs are gone (3 s
+// each, logoutParallel at a time) would otherwise hold a shutdown for as
+// many rounds as it has BMCs / logoutParallel.
 const logoutBudget = 5 * time.Second
 
 // logoutParallel is how many BMCs Logout talks to at once: each is another
