@@ -90,14 +90,10 @@ func (d *Driver) logout(ctx context.Context, c *conn, st authState) {
 var errShutDown = errors.New("the redfish driver has logged out of its BMCs for shutdown")
 
 // Logout ends every session the driver holds (on shutdown), a few BMCs at a
-// time, until ctx ends or logoutBudget has passed; it reports how many it
-// logged out of. Sessions it had no time for are left to expire on their
-// BMCs (a logout is a courtesy). Calls still running (work that outlived
-// the shutdown's grace) may go on with basic auth or their session, but no
-// new session is opened after it.
+// time, until ctx ends; it reports how many it logged out of. Calls still
+// running (work that outlived the shutdown's grace) may go on with basic
+// auth or their session, but no new session is opened after it.
 func (d *Driver) Logout(ctx context.Context) int {
-	ctx, cancel := context.WithTimeout(ctx, logoutBudget)
-	defer cancel()
 	d.mu.Lock()
 	d.closed = true
 	held := make([]authState, 0, len(d.sessions))
@@ -110,16 +106,8 @@ func (d *Driver) Logout(ctx context.Context) int {
 	d.mu.Unlock()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, logoutParallel)
-	started := 0
 	for _, h := range held {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		started++
+		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
@@ -132,22 +120,14 @@ func (d *Driver) Logout(ctx context.Context) int {
 		}()
 	}
 	wg.Wait()
-	if started > 0 {
-		d.cfg.Log.Info("redfish sessions logged out", "sessions", started)
+	if len(held) > 0 {
+		d.cfg.Log.Info("redfish sessions logged out", "sessions", len(held))
 	}
-	if left := len(held) - started; left > 0 {
-		d.cfg.Log.Info("redfish sessions left to expire on their BMCs: no time to log out", "sessions", left)
-	}
-	return started
+	return len(held)
 }
 
 // logoutTimeout bounds one BMC's logout, its retries included.
 const logoutTimeout = 3 * time.Second
-
-// logoutBudget bounds all of Logout: a fleet whose BMCs are gone (3 s
-// each, logoutParallel at a time) would otherwise hold a shutdown for as
-// many rounds as it has BMCs / logoutParallel.
-const logoutBudget = 5 * time.Second
 
 // logoutParallel is how many BMCs Logout talks to at once: each is another
 // BMC, so a fleet's sessions end in a few round trips' time.

@@ -72,32 +72,6 @@ func TestOneSessionPerBMC(t *testing.T) {
 	}
 }
 
-// A shutdown's logout has a budget of its own: with every BMC too slow to
-// answer, Logout starts no more logouts once it is spent and leaves those
-// sessions to expire (it logged out of all of them before, however long
-// that took: 300 slow BMCs held a shutdown for 3 rounds of 3 s).
-func TestLogoutBudget(t *testing.T) {
-	const n = 300 // over two rounds of logouts
-	e := startEmulator(t, bmcemu.Config{Count: n, BMCPorts: true})
-	d := fastDriver()
-	ctx := context.Background()
-	for _, m := range e.Machines() {
-		if _, err := d.PowerState(ctx, &driver.Task{Node: portNode(e, m, testPassword)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, m := range e.Machines() {
-		e.SetKnobs(m.ID, func(k *bmcemu.Knobs) { k.Latency = time.Minute })
-	}
-	got := d.Logout(ctx)
-	if got == 0 || got >= n {
-		t.Fatalf("Logout started %d of %d logouts, want some but not all within its budget", got, n)
-	}
-	if st := e.FleetSessionStats(); st.Open < n-got {
-		t.Fatalf("%d sessions still open, want at least the %d never logged out", st.Open, n-got)
-	}
-}
-
 // A session the BMC expired is replaced by one new login, and the call
 // that found it expired succeeds.
 func TestExpiredSessionRenewedOnce(t *testing.T) {
