@@ -90,14 +90,7 @@ func TestFailedWritesStrandNoNode(t *testing.T) {
 		{"history fails 3 times", func(s *failingStore) { s.history = 3 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fs := &failingStore{}
-			e := newEnv(t, func(cfg *conductor.Config) {
-				fs.Store, cfg.Store = cfg.Store, fs
-				cfg.WriteRetryInterval = time.Millisecond
-			})
-			id := e.create(model.JSON{}).UUID
-			e.must(id, "manage", fsm.Manageable)
-			e.must(id, "provide", fsm.Available)
+			e, fs, id := availableOnFailingStore(t)
 			before := len(history(t, e, id))
 			fs.arm(func(s *failingStore) { s.node = id; tc.arm(s) })
 			e.must(id, "active", fsm.Active) // checks the lock is free too
@@ -109,14 +102,7 @@ func TestFailedWritesStrandNoNode(t *testing.T) {
 	}
 
 	t.Run("outcome save keeps failing", func(t *testing.T) {
-		fs := &failingStore{}
-		e := newEnv(t, func(cfg *conductor.Config) {
-			fs.Store, cfg.Store = cfg.Store, fs
-			cfg.WriteRetryInterval = time.Millisecond
-		})
-		id := e.create(model.JSON{}).UUID
-		e.must(id, "manage", fsm.Manageable)
-		e.must(id, "provide", fsm.Available)
+		e, fs, id := availableOnFailingStore(t)
 		fs.arm(func(s *failingStore) { s.node, s.saves, s.state = id, -1, fsm.Active })
 		if err := e.do(id, "active"); err != nil {
 			t.Fatal(err)
@@ -150,6 +136,20 @@ func TestFailedWritesStrandNoNode(t *testing.T) {
 			t.Fatalf("a waiting node was touched: %q, %q", n.ProvisionState, n.LastError)
 		}
 	})
+}
+
+// availableOnFailingStore is a conductor on a store whose failures a test
+// arms, with one node made available.
+func availableOnFailingStore(t *testing.T) (*env, *failingStore, string) {
+	fs := &failingStore{}
+	e := newEnv(t, func(cfg *conductor.Config) {
+		fs.Store, cfg.Store = cfg.Store, fs
+		cfg.WriteRetryInterval = time.Millisecond
+	})
+	id := e.create(model.JSON{}).UUID
+	e.must(id, "manage", fsm.Manageable)
+	e.must(id, "provide", fsm.Available)
+	return e, fs, id
 }
 
 func history(t *testing.T, e *env, id string) []*model.HistoryEvent {
