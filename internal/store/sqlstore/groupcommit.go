@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,8 @@ type groupCommit struct {
 	mu      sync.Mutex
 	queue   []*gcOp
 	leading bool
+	closed  bool       // the store closes: no new write is queued
+	idle    *sync.Cond // on mu: signalled when the lead ends
 
 	stmts *writerStmts // the writer's prepared statements
 
@@ -51,7 +54,9 @@ type gcOp struct {
 // connection; an engine with concurrent writers gains nothing.
 func WithGroupCommit() Option {
 	return func(s *Store) {
-		s.gc = &groupCommit{stmts: &writerStmts{db: s.w, byQ: map[string]*sql.Stmt{}, fail: map[string]bool{}}}
+		g := &groupCommit{stmts: &writerStmts{db: s.w, byQ: map[string]*sql.Stmt{}, fail: map[string]bool{}}}
+		g.idle = sync.NewCond(&g.mu)
+		s.gc = g
 	}
 }
 
@@ -84,6 +89,10 @@ func (s *Store) grouped(ctx context.Context, fn func(c conn) error) error {
 	g := s.gc
 	op := &gcOp{ctx: ctx, fn: fn, done: make(chan struct{}), lead: make(chan struct{})}
 	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return errClosed
+	}
 	g.queue = append(g.queue, op)
 	waiting := g.leading
 	g.leading = true
@@ -111,12 +120,29 @@ func (s *Store) grouped(ctx context.Context, fn func(c conn) error) error {
 		g.mu.Lock()
 		if len(g.queue) == 0 {
 			g.leading = false
+			g.idle.Broadcast()
 		} else {
 			close(g.queue[0].lead)
 		}
 		g.mu.Unlock()
 		return op.err
 	}
+}
+
+// errClosed answers a write queued after the store began to close.
+var errClosed = errors.New("sql: database is closed")
+
+// close refuses new writes, waits for the groups queued to commit, and
+// closes the writer's statements: the last leader may be preparing
+// statements into the cache between groups until then.
+func (g *groupCommit) close() {
+	g.mu.Lock()
+	g.closed = true
+	for g.leading {
+		g.idle.Wait()
+	}
+	g.mu.Unlock()
+	g.stmts.close()
 }
 
 // commitGroup runs the ops of one group in one transaction and closes their

@@ -45,10 +45,11 @@ func New(w, r *sql.DB, d Dialect, opts ...Option) *Store {
 	return s
 }
 
-// Close closes the connection pools.
+// Close closes the connection pools, after the group commits under way
+// (writes that come later fail).
 func (s *Store) Close() error {
 	if s.gc != nil {
-		s.gc.stmts.close()
+		s.gc.close()
 	}
 	var errs []error
 	if s.r != s.w {
