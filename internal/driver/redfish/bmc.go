@@ -69,11 +69,13 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-// logout ends session st on the BMC, with the retries of any call (best
-// effort: a BMC that does not answer expires it on its own).
+// logout ends session st on the BMC, with the retries of any call but
+// one: a BMC whose address refuses the connection is gone, and is not
+// asked again (best effort: a BMC that does not answer expires the
+// session on its own).
 func (d *Driver) logout(ctx context.Context, c *conn, st authState) {
 	lc := *c
-	lc.ctx = ctx
+	lc.ctx, lc.oneTryIfRefused = ctx, true
 	target, err := lc.resolve(st.location)
 	if err != nil {
 		return

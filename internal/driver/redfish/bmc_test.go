@@ -72,6 +72,31 @@ func TestOneSessionPerBMC(t *testing.T) {
 	}
 }
 
+// Logout from BMCs that are gone (their addresses refuse connections, as
+// when a shutdown outlives the fleet) asks each once: a refused
+// connection is not retried, so a thousand dead BMCs do not hold a
+// shutdown for their retry waits.
+func TestLogoutAsksAGoneBMCOnce(t *testing.T) {
+	e := startEmulator(t, bmcemu.Config{Count: 3, BMCPorts: true})
+	var waits atomic.Int32
+	d := redfish.New(redfish.Config{Attempts: 3, RetryInterval: 20 * time.Millisecond, Timeout: 5 * time.Second,
+		Sleep: func(ctx context.Context, _ time.Duration) error { waits.Add(1); return ctx.Err() }})
+	ctx := context.Background()
+	for _, m := range e.Machines() {
+		if _, err := d.PowerState(ctx, &driver.Task{Node: portNode(e, m, testPassword)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Close()
+	waits.Store(0)
+	if got := d.Logout(ctx); got != 3 {
+		t.Fatalf("logged out of %d sessions, want 3", got)
+	}
+	if n := waits.Load(); n != 0 {
+		t.Fatalf("Logout waited to retry %d times on BMCs that refuse connections, want 0", n)
+	}
+}
+
 // A session the BMC expired is replaced by one new login, and the call
 // that found it expired succeeds.
 func TestExpiredSessionRenewedOnce(t *testing.T) {

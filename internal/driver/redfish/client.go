@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/stmcginnis/gofish/common"
@@ -106,6 +107,10 @@ type conn struct {
 	base *url.URL
 	key  sessionKey
 	pw   [32]byte // the password's hash
+	// oneTryIfRefused: a refused connection (nothing listens at the BMC's
+	// address) is not retried — for calls that are a courtesy, like a
+	// shutdown's logout from a BMC that is gone.
+	oneTryIfRefused bool
 }
 
 func (d *Driver) conn(ctx context.Context, in info) (*conn, error) {
@@ -229,7 +234,7 @@ func (c *conn) send(method, target string, body []byte, contentType string, head
 			reauthed = true // a cached session expired: log in again, once
 			continue
 		}
-		if !retryable(status, err) || attempt >= c.d.cfg.Attempts {
+		if !retryable(status, err) || attempt >= c.d.cfg.Attempts || (c.oneTryIfRefused && errors.Is(err, syscall.ECONNREFUSED)) {
 			return nil, last
 		}
 		wait := c.d.retryWait(attempt, status, retryAfter)
