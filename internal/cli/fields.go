@@ -103,11 +103,6 @@ var (
 		"reservation", "resource_class", "retired", "retired_reason", "secure_boot",
 		"storage_interface", "target_power_state", "target_provision_state", "target_raid_config",
 		"traits", "uuid", "updated_at", "vendor_interface"}
-	// nodeExtraFields are fields newer than python-ironicclient 5.0.1
-	// that --fields also accepts (checked against the API's node field
-	// table by TestNodeFieldsAgainstTheAPI).
-	nodeExtraFields = []string{"firmware_interface", "shard", "parent_node", "service_step",
-		"disable_power_off", "health", "instance_name"}
 	portListFields    = []string{"uuid", "address"}
 	portDetailFields  = []string{"uuid", "address", "created_at", "extra", "node_uuid", "local_link_connection", "portgroup_uuid", "pxe_enabled", "physical_network", "updated_at", "internal_info", "is_smartnic"}
 	conductorFields   = []string{"hostname", "conductor_group", "alive"}

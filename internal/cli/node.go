@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/anvil-metal/anvil/internal/api"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/pyrepr"
 )
@@ -229,6 +230,19 @@ func (o *nodeListOpts) query() url.Values {
 	return q
 }
 
+// checkNodeFields refuses a --fields name a node does not show. What it
+// shows is the API's node field table (python-ironicclient's list lacks
+// the fields newer than it).
+func checkNodeFields(fields []string) error {
+	allowed, _ := api.NodeFields()
+	for _, f := range fields {
+		if !slices.Contains(allowed, f) {
+			return usageErrorf("argument --fields: invalid choice: %s", pyrepr.Quote(f))
+		}
+	}
+	return nil
+}
+
 func (o *nodeListOpts) list(ctx context.Context, c *Client, fields []string) (listing, error) {
 	if o.limit < -1 {
 		return listing{}, usageErrorf("Expected non-negative --limit, got %d", o.limit)
@@ -239,11 +253,8 @@ func (o *nodeListOpts) list(ctx context.Context, c *Client, fields []string) (li
 	case o.long:
 		path, cols = "/v1/nodes/detail", nodeDetailFields
 	case len(fields) > 0:
-		allowed := append(slices.Clone(nodeDetailFields), nodeExtraFields...)
-		for _, f := range fields {
-			if !slices.Contains(allowed, f) {
-				return listing{}, usageErrorf("argument --fields: invalid choice: %s", pyrepr.Quote(f))
-			}
+		if err := checkNodeFields(fields); err != nil {
+			return listing{}, err
 		}
 		cols = fields
 		q.Set("fields", strings.Join(fields, ","))
