@@ -13,6 +13,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/pyrepr"
+	"github.com/anvil-metal/anvil/internal/records"
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
@@ -348,7 +349,7 @@ func (svc *Allocations) dropAllocation(ctx context.Context, id, ident string) er
 // is told to retry.
 func (svc *Allocations) UpdateAllocation(ctx context.Context, ident string, apply func(a *model.Allocation) error) (*model.Allocation, error) {
 	c := svc.c
-	for attempt := 1; ; attempt++ {
+	load := func() (*model.Allocation, error) {
 		a, err := c.store.GetAllocation(ctx, ident)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, fault.Missing("Allocation", ident)
@@ -356,19 +357,10 @@ func (svc *Allocations) UpdateAllocation(ctx context.Context, ident string, appl
 			return nil, err
 		}
 		cp := *a
-		if err := apply(&cp); err != nil {
-			return nil, err
-		}
-		err = c.store.UpdateAllocation(ctx, &cp)
-		switch {
-		case err == nil:
-			return &cp, nil
-		case !errors.Is(err, store.ErrStale):
-			return nil, allocationDuplicate(err)
-		case attempt == 5:
-			return nil, fault.New(fault.Conflict, "Allocation %s was changed by another request; try again.", a.UUID)
-		}
+		return &cp, nil
 	}
+	save := func(a *model.Allocation) error { return allocationDuplicate(c.store.UpdateAllocation(ctx, a)) }
+	return records.UpdateWithRetry(load, apply, save, func(a *model.Allocation) string { return "Allocation " + a.UUID })
 }
 
 // resumeAllocations restarts the allocations left "allocating" with

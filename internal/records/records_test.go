@@ -122,3 +122,35 @@ func TestWrites(t *testing.T) {
 		t.Errorf("chassis update: %v %+v", err, got2)
 	}
 }
+
+// UpdateWithRetry applies the change again to a fresh copy when the save
+// lost a race, and answers Conflict once it lost five.
+func TestUpdateWithRetry(t *testing.T) {
+	type rec struct{ loads, n int }
+	stored := &rec{}
+	load := func() (*rec, error) { stored.loads++; cp := *stored; return &cp, nil }
+	apply := func(r *rec) error { r.n++; return nil }
+	lose := 2
+	save := func(r *rec) error {
+		if lose > 0 {
+			lose--
+			return store.ErrStale
+		}
+		stored.n = r.n
+		return nil
+	}
+	what := func(*rec) string { return "Thing x" }
+	got, err := records.UpdateWithRetry(load, apply, save, what)
+	if err != nil || got.n != 1 || stored.loads != 3 {
+		t.Fatalf("after two lost races: %+v %v, %d loads; want n=1 after 3 loads", got, err, stored.loads)
+	}
+	lose = 100
+	_, err = records.UpdateWithRetry(load, apply, save, what)
+	var f *fault.Error
+	if !errors.As(err, &f) || f.Kind != fault.Conflict || f.Msg != "Thing x was changed by another request; try again." {
+		t.Fatalf("always racing: %v", err)
+	}
+	if lose != 95 {
+		t.Errorf("saves tried: %d, want 5", 100-lose)
+	}
+}
