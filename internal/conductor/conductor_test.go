@@ -14,6 +14,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver/fake"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/model"
 	"github.com/anvil-metal/anvil/internal/store"
 	"github.com/anvil-metal/anvil/internal/store/sqlite"
@@ -420,4 +421,54 @@ func TestInspectionCreatesPorts(t *testing.T) {
 		t.Fatalf("ports after inspection: %+v (the MAC already used by another node must be skipped)", ports)
 	}
 	assertHistory(t, e, id, "Port 52:54:00:aa:00:01 created by inspection")
+}
+
+// A power off or reboot forgets the running agent, as Ironic's
+// wipe_internal_info_on_power_off: the agent that boots next is issued a
+// new token by its lookup. It is the way out for an agent that never
+// received its lookup answer (every later lookup gets the token masked);
+// a power on keeps the agent.
+func TestPowerOffForgetsTheAgent(t *testing.T) {
+	e := newEnv(t, nil)
+	n := e.create(nil)
+	n.ProvisionState = fsm.CleanWait
+	n.DriverInternalInfo = model.JSON{ipa.KeyURL: "http://127.0.0.1:9999", ipa.KeyVerifyCA: "PEM", ipa.KeyCachedDeploySteps: map[string]any{}}
+	if err := e.st.UpdateNode(e.ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	lookup := func() string {
+		t.Helper()
+		_, tok, err := e.c.Agents().Lookup(e.ctx, nil, n.UUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	first := lookup()
+	if first == ipa.MaskedToken || lookup() != ipa.MaskedToken {
+		t.Fatal("the token was not issued once")
+	}
+	power := func(target string) {
+		t.Helper()
+		if err := e.c.SetPower(e.ctx, n.UUID, conductor.PowerRequest{Target: target}); err != nil {
+			t.Fatal(err)
+		}
+		e.c.WaitIdle()
+	}
+	power(fsm.PowerOn)
+	if lookup() != ipa.MaskedToken {
+		t.Fatal("a power on forgot the agent's token")
+	}
+	for _, target := range []string{fsm.Rebooting, fsm.PowerOff, fsm.SoftRebooting, fsm.SoftPowerOff} {
+		power(target)
+		info := e.get(n.UUID).DriverInternalInfo
+		for _, k := range []string{ipa.KeyURL, ipa.KeyVerifyCA, ipa.KeyCachedDeploySteps, ipa.KeyToken} {
+			if _, ok := info[k]; ok {
+				t.Errorf("%s kept %s", target, k)
+			}
+		}
+		if tok := lookup(); tok == ipa.MaskedToken || tok == first {
+			t.Fatalf("after %s the next agent's lookup got %q, want a new token", target, tok)
+		}
+	}
 }

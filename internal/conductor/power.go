@@ -8,6 +8,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/driver"
 	"github.com/anvil-metal/anvil/internal/fault"
 	"github.com/anvil-metal/anvil/internal/fsm"
+	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/model"
 )
 
@@ -41,6 +42,11 @@ func (c *Conductor) SetPower(ctx context.Context, ident string, req PowerRequest
 	result := fsm.PowerResult(req.Target)
 	t.node.TargetPowerState = result
 	t.node.LastError = ""
+	if req.Target != fsm.PowerOn && t.node.DriverInternalInfo != nil {
+		// Off or rebooting: the agent running now is gone (Ironic wipes
+		// before the action too).
+		ipa.ForgetOnPowerOff(t.node.DriverInternalInfo)
+	}
 	if err := t.save(ctx); err != nil {
 		c.workers.free()
 		t.release()

@@ -208,7 +208,22 @@ const (
 	KeyURL           = "agent_url"            // the agent's callback_url
 	KeyVerifyCA      = "agent_verify_ca"      // PEM of the certificate an https callback_url is verified with
 	KeyVersion       = "agent_version"
+	// KeyCachedDeploySteps: the agent's deploy steps once fetched, by
+	// interface (Ironic's agent_cached_deploy_steps).
+	KeyCachedDeploySteps = "agent_cached_deploy_steps"
 )
+
+// ForgetOnPowerOff removes from a node's driver_internal_info what does not
+// survive the machine's power off or reboot (Ironic's
+// wipe_internal_info_on_power_off): the agent's URL (DHCP may give it
+// another), its token (the agent that boots next looks up and is issued a
+// new one — the way out for an agent that never received its lookup
+// answer), its certificate and the steps it reported.
+func ForgetOnPowerOff(info map[string]any) {
+	for _, k := range []string{KeyURL, KeyToken, KeyVerifyCA, KeyCachedDeploySteps} {
+		delete(info, k)
+	}
+}
 
 // NewToken returns a fresh random token (256 bits, URL-safe), the value
 // lookup hands out once.

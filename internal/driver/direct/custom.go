@@ -55,8 +55,8 @@ func oobStep(name string, prio int) driver.Step {
 }
 
 // keyCachedDeploySteps is where the agent's deploy steps are kept once
-// fetched (Ironic's agent_cached_deploy_steps: steps by interface).
-const keyCachedDeploySteps = "agent_cached_deploy_steps"
+// fetched.
+const keyCachedDeploySteps = ipa.KeyCachedDeploySteps
 
 // agentDeploySteps are the in-band deploy steps of the node's agent: those
 // it listed (deploy.get_deploy_steps, cached when the agent first
