@@ -175,11 +175,13 @@ func (a *Agent) Run(ctx context.Context) error {
 // (token wiped because the node was rebooted into a new deploy, say) sends
 // it back to lookup.
 func (a *Agent) loop(ctx context.Context) {
+	reason := "looked up"
 	for ctx.Err() == nil {
 		if !a.haveToken() {
 			if a.lookupUntilFound(ctx) != nil {
 				return
 			}
+			reason = "looked up"
 		}
 		a.mu.Lock()
 		node, token, inspect := a.nodeUUID, a.token, a.inspectPending
@@ -201,9 +203,16 @@ func (a *Agent) loop(ctx context.Context) {
 				continue
 			}
 			a.log.Warn("heartbeat failed", "err", err)
+		} else {
+			a.log.Debug("heartbeat sent", "node", node, "reason", reason)
 		}
-		if a.pause(ctx, a.interval()) != nil {
+		woken, err := a.pause(ctx, a.interval())
+		if err != nil {
 			return
+		}
+		reason = "interval"
+		if woken {
+			reason = "command finished"
 		}
 	}
 }
@@ -217,17 +226,18 @@ func (a *Agent) heartbeatNow() {
 	}
 }
 
-// pause waits d, or less if heartbeatNow is called, or until ctx ends.
-func (a *Agent) pause(ctx context.Context, d time.Duration) error {
+// pause waits d, or less if heartbeatNow is called (woken), or until ctx
+// ends.
+func (a *Agent) pause(ctx context.Context, d time.Duration) (woken bool, err error) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return nil
+		return false, nil
 	case <-a.wake:
-		return nil
+		return true, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 }
 

@@ -91,10 +91,24 @@ func (svc *Agents) Heartbeat(ctx context.Context, ident string, hb ipa.Heartbeat
 	return nil
 }
 
-// resume fires "resume" on a node in a wait state (saved before returning)
-// and continues its operation on a worker.
+// resume continues the operation of a node in a wait state on a worker.
+// A step operation's step is asked first, the node still waiting, as
+// Ironic's heartbeat asks the agent: a step still running only touches
+// provision_updated_at (Ironic's touch_provisioning: the callback timeout
+// runs from the agent's last sign of life), with no transition, history
+// entry or event; a finished or failed step moves the node on. Other
+// operations fire "resume" (saved before returning) and continue.
 func (c *Conductor) resume(ctx context.Context, t *task) error {
 	op := operationIn(t.node.ProvisionState)
+	if op != nil && op.steps != "" && t.node.ProvisionState == op.wait {
+		if r, i := waitingStep(t, op.steps); r != nil {
+			if err := c.workers.reserve(); err != nil {
+				return err
+			}
+			c.run(t, func(ctx context.Context, t *task) { c.pollStep(ctx, t, op.steps, r, i) })
+			return nil
+		}
+	}
 	return c.startWork(ctx, t, fsm.EvResume, func(ctx context.Context, t *task) {
 		if op != nil {
 			op.resume(c, ctx, t)
@@ -102,25 +116,43 @@ func (c *Conductor) resume(ctx context.Context, t *task) error {
 	})
 }
 
-// continueSteps finishes the step that waited (unless it was a hold) and runs
-// the rest of the plan.
-func (c *Conductor) continueSteps(ctx context.Context, t *task, kind driver.StepKind) {
+// waitingStep is the step a node in kind's wait state waits on, when its
+// interface continues it (driver.Resumer), and its index.
+func waitingStep(t *task, kind driver.StepKind) (driver.Resumer, int) {
 	i := stepIndex(t.node, kind)
 	steps := planned(t.node, kind)
-	if i >= 0 && i < len(steps) && steps[i].Step != stepHold {
-		if r, ok := t.drv.Interface(steps[i].Interface).(driver.Resumer); ok {
-			res, err := r.Continue(ctx, t.driverTask(ctx), string(kind))
-			if err != nil {
-				c.failStep(ctx, t, kind, fmt.Sprintf("Node %s failed step %s: %s", t.node.UUID, pyRepr(stepJSON(steps[i])), t.c.errorText(err)))
-				return
-			}
-			if res == driver.Wait {
-				t.advance(fsm.EvWait)
-				return
-			}
-		}
+	if i < 0 || i >= len(steps) || steps[i].Step == stepHold {
+		return nil, i
 	}
-	c.runSteps(ctx, t, kind, i+1)
+	r, _ := t.drv.Interface(steps[i].Interface).(driver.Resumer)
+	return r, i
+}
+
+// pollStep continues step i of a node waiting in kind's wait state: still
+// running, the node keeps waiting; done, it resumes and runs the rest of
+// the plan; failed, it fails from the wait state (as Ironic's
+// cleaning_error_handler does from clean wait).
+func (c *Conductor) pollStep(ctx context.Context, t *task, kind driver.StepKind, r driver.Resumer, i int) {
+	res, err := r.Continue(ctx, t.driverTask(ctx), string(kind))
+	switch {
+	case err != nil:
+		steps := planned(t.node, kind)
+		c.failStep(ctx, t, kind, fmt.Sprintf("Node %s failed step %s: %s", t.node.UUID, pyRepr(stepJSON(steps[i])), t.c.errorText(err)))
+	case res == driver.Wait:
+		t.node.ProvisionUpdatedAt = c.now().UTC()
+	default:
+		t.node.LastError = "" // as a resume clears it
+		t.advance(fsm.EvResume)
+		c.runSteps(ctx, t, kind, i+1)
+	}
+}
+
+// continueSteps runs the rest of the plan after the step that waited
+// without an interface to ask (a hold, or a step whose interface does not
+// continue one): that step is done. A step its interface continues is
+// polled by pollStep instead.
+func (c *Conductor) continueSteps(ctx context.Context, t *task, kind driver.StepKind) {
+	c.runSteps(ctx, t, kind, stepIndex(t.node, kind)+1)
 }
 
 // continueOp finishes a non-step operation (inspect, rescue) after its callback.

@@ -94,6 +94,14 @@ func (c *Conductor) startWork(ctx context.Context, t *task, event string, fl flo
 		c.workers.free()
 		return err
 	}
+	c.run(t, fl)
+	return nil
+}
+
+// run runs fl on the worker reserved for it, which finishes t (saves and
+// releases the node). Work a shutdown interrupted is recorded on the node:
+// a node left in a state no one finishes fails with why.
+func (c *Conductor) run(t *task, fl flow) {
 	c.workers.spawn(func(wctx context.Context) {
 		defer t.finish()
 		fl(wctx, t)
@@ -109,7 +117,6 @@ func (c *Conductor) startWork(ctx context.Context, t *task, event string, fl flo
 			t.failWith(msg)
 		}
 	})
-	return nil
 }
 
 // switchDeploy gives a deploy interface that chooses another

@@ -2,6 +2,7 @@ package conductor_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -111,6 +112,86 @@ func TestWaitStatesResumeOnHeartbeat(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A heartbeat that finds the step still running (the agent's command not
+// finished) leaves the node in its wait state with no history entry, and
+// restarts the callback timeout (Ironic's touch_provisioning); a step the
+// agent failed fails the node from its wait state.
+func TestStepWaitStatesPolledOnHeartbeat(t *testing.T) {
+	for _, tc := range waitCases() {
+		if !strings.Contains(tc.waiting, "wait") || tc.waiting == fsm.InspectWait || tc.waiting == fsm.RescueWait {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			e, clk := newClockEnv(t)
+			id := e.create(model.JSON{}).UUID
+			e.setInfo(id, "fake_running", 2)
+			for _, v := range tc.setup {
+				e.must(id, v, mustStable(v))
+			}
+			e.setInfo(id, "fake_wait", tc.wait)
+			e.must(id, tc.verb, tc.waiting, tc.mod...)
+			hist := func() int {
+				h, err := e.st.ListHistory(e.ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return len(h)
+			}
+			before := hist()
+			for range 2 {
+				clk.Advance(20 * time.Minute)
+				if err := e.c.Agents().Heartbeat(e.ctx, id, ipa.Heartbeat{}); err != nil {
+					t.Fatal(err)
+				}
+				e.c.WaitIdle()
+				if err := e.c.CheckTimeouts(e.ctx); err != nil {
+					t.Fatal(err)
+				}
+				n := e.get(id)
+				if n.ProvisionState != tc.waiting || n.Reservation != "" || !n.ProvisionUpdatedAt.Equal(clk.Now().UTC().Truncate(time.Microsecond)) {
+					t.Fatalf("after a still-running heartbeat: %s resv %q provision_updated_at %v (now %v)",
+						n.ProvisionState, n.Reservation, n.ProvisionUpdatedAt, clk.Now())
+				}
+			}
+			if got := hist(); got != before {
+				t.Errorf("still-running heartbeats wrote %d history entries", got-before)
+			}
+			if err := e.c.Agents().Heartbeat(e.ctx, id, ipa.Heartbeat{}); err != nil {
+				t.Fatal(err)
+			}
+			e.c.WaitIdle()
+			if n := e.get(id); n.ProvisionState != tc.resumed || n.LastError != "" {
+				t.Fatalf("after the step finished: %s err %q", n.ProvisionState, n.LastError)
+			}
+		})
+	}
+	t.Run("failed step", func(t *testing.T) {
+		e, _ := newClockEnv(t)
+		id := e.create(model.JSON{"fake_fail": "continue"}).UUID
+		e.must(id, "manage", fsm.Manageable)
+		e.setInfo(id, "fake_wait", "clean")
+		e.must(id, "clean", fsm.CleanWait, cleanSteps(model.JSON{"interface": "deploy", "step": "erase_devices"}))
+		if err := e.c.Agents().Heartbeat(e.ctx, id, ipa.Heartbeat{}); err != nil {
+			t.Fatal(err)
+		}
+		e.c.WaitIdle()
+		n := e.get(id)
+		want := "Node " + id + " failed step {'interface': 'deploy', 'step': 'erase_devices'"
+		if n.ProvisionState != fsm.CleanFailed || !strings.HasPrefix(n.LastError, want) || !strings.Contains(n.LastError, "fake clean failed on the agent") {
+			t.Fatalf("after a heartbeat finding the step failed: %s last_error %q", n.ProvisionState, n.LastError)
+		}
+		h, err := e.st.ListHistory(e.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(h, func(ev *model.HistoryEvent) bool {
+			return ev.FromState == fsm.CleanWait && ev.ToState == fsm.CleanFailed
+		}) {
+			t.Errorf("no clean wait → clean failed in the history")
+		}
+	})
 }
 
 func TestWaitStatesTimeOut(t *testing.T) {

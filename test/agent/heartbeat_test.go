@@ -14,11 +14,13 @@ import (
 // default heartbeat (no --heartbeat-interval: every 0.3–0.6 × the
 // conductor's heartbeat_timeout, read from a lookup). Each finishes only
 // because the agent heartbeats as soon as a command ends (as IPA does):
-// the provide's history shows the conductor resumed by a heartbeat that
-// came sooner after the previous one than the shortest regular interval,
-// the one that found the erase done. Cleaning ends with the node powered
-// off and its agent forgotten, so the deploy boots a fresh agent, as power
-// on does on a real machine.
+// its log shows the heartbeat it sent when the erase finished, sooner
+// after the previous one than the shortest regular interval, and the
+// provide's history shows the clean resumed once, by a heartbeat that
+// found the erase done (those that found it running left the node
+// waiting). Cleaning ends with the node powered off and its agent
+// forgotten, so the deploy boots a fresh agent, as power on does on a
+// real machine.
 func TestDefaultHeartbeatSettings(t *testing.T) {
 	api := startServer(t)
 	imgs, image, sum := imageServer(t)
@@ -36,16 +38,29 @@ func TestDefaultHeartbeatSettings(t *testing.T) {
 	waitState(t, api, node, "manageable")
 	provision(t, api, node, "provide")
 	waitState(t, api, node, "available")
-	// Each heartbeat resumes the clean: the first starts the erase, the
-	// last finds it done.
-	resumes := resumeTimes(t, api, node, "clean wait", "cleaning")
-	if len(resumes) < 2 {
-		t.Fatalf("provide resumed %d times by heartbeats, want at least 2 (start the erase, find it done)", len(resumes))
+	// Heartbeats that find the erase running leave the node waiting; the
+	// one after it finished resumes the clean.
+	if resumes := resumeTimes(t, api, node, "clean wait", "cleaning"); len(resumes) != 1 {
+		t.Errorf("provide resumed %d times by heartbeats, want once (the erase done)", len(resumes))
 	}
-	gap := resumes[len(resumes)-1].Sub(resumes[len(resumes)-2])
-	t.Logf("provide: %d heartbeat resumes, the last %v after the previous one (regular heartbeats ≥ %v apart)", len(resumes), gap, minInterval)
-	if gap >= minInterval {
-		t.Errorf("the heartbeat after the erase came %v after the previous one, no sooner than a regular one (≥ %v): the agent did not heartbeat when its command finished", gap, minInterval)
+	beats := heartbeatsSent(t, agent)
+	var finished int
+	for i, b := range beats {
+		if b.reason != "command finished" {
+			continue
+		}
+		finished++
+		if i == 0 {
+			t.Fatalf("the first heartbeat says a command finished: %v", beats)
+		}
+		gap := b.at.Sub(beats[i-1].at)
+		t.Logf("heartbeat %d: %v after the previous one (regular heartbeats ≥ %v apart)", i, gap, minInterval)
+		if gap >= minInterval {
+			t.Errorf("the heartbeat after a command came %v after the previous one, no sooner than a regular one (≥ %v)", gap, minInterval)
+		}
+	}
+	if finished == 0 {
+		t.Fatalf("the agent never heartbeat when a command finished: %v", beats)
 	}
 
 	_ = agent.Stop(t)
@@ -87,6 +102,32 @@ func heartbeatTimeout(t *testing.T, api string) time.Duration {
 	}
 	t.Fatal("the probe node never answered a lookup")
 	return 0
+}
+
+// heartbeat is one heartbeat an agent logged sending.
+type heartbeat struct {
+	at     time.Time
+	reason string
+}
+
+// heartbeatsSent reads the heartbeats the agent's debug log says it sent,
+// in order.
+func heartbeatsSent(t *testing.T, agent *process) []heartbeat {
+	t.Helper()
+	var out []heartbeat
+	for _, line := range strings.Split(agent.Logs.String(), "\n") {
+		if !strings.Contains(line, `msg="heartbeat sent"`) {
+			continue
+		}
+		ts, _, _ := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+		at, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil {
+			t.Fatalf("agent log line %q: %v", line, err)
+		}
+		_, reason, _ := strings.Cut(line, "reason=")
+		out = append(out, heartbeat{at: at, reason: strings.Trim(reason, `"`)})
+	}
+	return out
 }
 
 // resumeTimes are the times node moved from one state to another, from

@@ -6,9 +6,13 @@
 //	fake_<op>_delay   seconds (number or string) before <op> completes
 //	fake_wait         comma list of operations that park in their wait state
 //	                  until a heartbeat: deploy, clean, inspect, rescue, service
+//	fake_running      how many heartbeats find a parked operation still
+//	                  running (its agent's command not finished), counted in
+//	                  driver_internal_info fake_continues over the node's life
 //	fake_fail         comma list of operations that fail: verify, power,
 //	                  power_state (reads), deploy, undeploy, clean, inspect,
-//	                  rescue, unrescue, adopt, service, boot_device
+//	                  rescue, unrescue, adopt, service, boot_device, and
+//	                  continue (a heartbeat finds the parked operation failed)
 //
 // <op> is one of verify, power, deploy, undeploy, clean, inspect, rescue,
 // unrescue, adopt, service, boot.
@@ -94,6 +98,11 @@ func (h *Hardware) Validate(t *driver.Task) error {
 				return fmt.Errorf("driver_info %s: %w", k, err)
 			}
 		}
+		if k == "fake_running" {
+			if _, err := number(v, "heartbeats"); err != nil {
+				return fmt.Errorf("driver_info %s: %w", k, err)
+			}
+		}
 		if k == "fake_fail" || k == "fake_wait" {
 			if _, err := opList(v); err != nil {
 				return fmt.Errorf("driver_info %s: %w", k, err)
@@ -138,8 +147,23 @@ func result(n *model.Node, op string) driver.Result {
 	return driver.Done
 }
 
-// Continue finishes an operation parked by fake_wait (the callback arrived).
+// Continue finishes an operation parked by fake_wait (the callback
+// arrived), unless the first fake_running heartbeats find it still
+// running, or fake_fail lists continue.
 func (h *Hardware) Continue(ctx context.Context, t *driver.Task, op string) (driver.Result, error) {
+	n := t.Node
+	if Fails(n, "continue") {
+		return driver.Done, fmt.Errorf("fake %s failed on the agent", op)
+	}
+	running, _ := number(n.DriverInfo["fake_running"], "heartbeats")
+	seen, _ := n.DriverInternalInfo["fake_continues"].(float64)
+	if seen < running {
+		if n.DriverInternalInfo == nil {
+			n.DriverInternalInfo = model.JSON{}
+		}
+		n.DriverInternalInfo["fake_continues"] = seen + 1
+		return driver.Wait, nil
+	}
 	return driver.Done, nil
 }
 
@@ -180,6 +204,13 @@ func opList(v any) ([]string, error) {
 }
 
 func seconds(v any) (time.Duration, error) {
+	f, err := number(v, "seconds")
+	return time.Duration(f * float64(time.Second)), err
+}
+
+// number reads a knob's number of unit: a JSON number or a string, in
+// [0, 86400].
+func number(v any, unit string) (float64, error) {
 	var f float64
 	switch x := v.(type) {
 	case nil:
@@ -191,19 +222,19 @@ func seconds(v any) (time.Duration, error) {
 	case string:
 		p, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
 		if err != nil {
-			return 0, fmt.Errorf("%q is not a number of seconds", x)
+			return 0, fmt.Errorf("%q is not a number of %s", x, unit)
 		}
 		f = p
 	default:
-		return 0, fmt.Errorf("%v is not a number of seconds", v)
+		return 0, fmt.Errorf("%v is not a number of %s", v, unit)
 	}
 	if !(f >= 0 && f <= 86400) { // also refuses NaN
 		if math.IsNaN(f) {
-			return 0, fmt.Errorf("%v is not a number of seconds", v)
+			return 0, fmt.Errorf("%v is not a number of %s", v, unit)
 		}
-		return 0, fmt.Errorf("%v seconds is out of range [0, 86400]", f)
+		return 0, fmt.Errorf("%v %s is out of range [0, 86400]", f, unit)
 	}
-	return time.Duration(f * float64(time.Second)), nil
+	return f, nil
 }
 
 // Verify checks the (fake) BMC answers: it is what "manage" runs in verifying.
