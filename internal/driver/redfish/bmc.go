@@ -128,8 +128,11 @@ func (d *Driver) Logout(ctx context.Context) int {
 	return len(held)
 }
 
-// logoutTimeout bounds one BMC's logout, its retries included.
-const logoutTimeout = 3 * time.Second
+// logoutTimeout bounds one BMC's logout, its retries included. A busy BMC
+// gets its retries: two 503s in a row with Retry-After: 1 at 200 ms a call
+// already take 2.6 s (a 3 s bound left one session of a 1,000-BMC fleet
+// open now and then); a BMC that is gone refuses at once and is not retried.
+const logoutTimeout = 10 * time.Second
 
 // logoutParallel is how many BMCs Logout talks to at once: each is another
 // BMC, so a fleet's sessions end in a few round trips' time.

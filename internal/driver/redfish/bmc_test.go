@@ -97,6 +97,45 @@ func TestLogoutAsksAGoneBMCOnce(t *testing.T) {
 	}
 }
 
+// A busy BMC's logout gets the retries of any call, past the few seconds
+// three 503s with Retry-After: 1 take (a 3 s bound left a session of a
+// 1,000-BMC fleet open now and then).
+func TestLogoutRetriesABusyBMC(t *testing.T) {
+	var deletes atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/redfish/v1/SessionService/Sessions":
+			w.Header().Set("X-Auth-Token", "tok-1")
+			w.Header().Set("Location", "/redfish/v1/SessionService/Sessions/1")
+			w.WriteHeader(http.StatusCreated)
+		case r.Method == http.MethodDelete:
+			if deletes.Add(1) <= 3 {
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		case r.URL.Path == "/redfish/v1/":
+			w.Write([]byte(`{"Links": {"Sessions": {"@odata.id": "/redfish/v1/SessionService/Sessions"}}}`))
+		default:
+			w.Write([]byte(`{"@odata.id": "/redfish/v1/Systems/1", "Id": "1", "PowerState": "On"}`))
+		}
+	}))
+	defer srv.Close()
+	d := redfish.New(redfish.Config{Attempts: 5, RetryInterval: 20 * time.Millisecond, Timeout: 5 * time.Second})
+	n := &model.Node{UUID: "u", Driver: "redfish", DriverInfo: model.JSON{"redfish_address": srv.URL,
+		"redfish_system_id": "/redfish/v1/Systems/1", "redfish_username": "admin", "redfish_password": "pw-x", "redfish_auth_type": "session"}}
+	if _, err := d.PowerState(context.Background(), &driver.Task{Node: n}); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Logout(context.Background()); got != 1 {
+		t.Fatalf("logged out of %d sessions, want 1", got)
+	}
+	if n := deletes.Load(); n != 4 {
+		t.Fatalf("the BMC saw %d DELETEs, want 4 (three 503s, then the logout)", n)
+	}
+}
+
 // A session the BMC expired is replaced by one new login, and the call
 // that found it expired succeeds.
 func TestExpiredSessionRenewedOnce(t *testing.T) {
