@@ -28,10 +28,11 @@ type Sink interface {
 	Append(e events.Event) (wait func())
 }
 
-// Store returns inner with every successful node write published on b:
-// CreateNode, UpdateNode (when a watched field changed), DeleteNode, the
-// reservation changes of ReserveNode, ReleaseNode and ReleaseHost, and
-// AddHistory. Reads pass through. Writes made by other processes sharing
+// Store returns inner with every successful write of its node store
+// published on b: CreateNode, UpdateNode (when a watched field changed),
+// DeleteNode, the reservation changes of ReserveNode, ReleaseNode and
+// ReleaseHost, and AddHistory. Reads, and every other role store, pass
+// through. Writes made by other processes sharing
 // the database are not seen: for those, see StoreVia.
 func Store(inner store.Store, b *Broker) Publisher {
 	return StoreVia(inner, b, b)
