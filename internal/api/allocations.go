@@ -100,7 +100,7 @@ func (hs allocationAPI) loadAllocation(rc *call) (*model.Allocation, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Nodes.GetAllocation, ident, raw, fault.NotFoundFor("Allocation"))
+	return fetch(rc.ctx, rc.s.cfg.Nodes.Allocations().GetAllocation, ident, raw, fault.NotFoundFor("Allocation"))
 }
 
 func allocationUUID(a *model.Allocation) string { return a.UUID }
@@ -142,7 +142,7 @@ func (hs allocationAPI) createAllocation(rc *call) error {
 		if rc.minor < minorAllocationBackfill {
 			return invalid("Cannot set node when creating an allocation in this API version")
 		}
-		node, err = s.cfg.Nodes.GetNode(rc.ctx, nodeIdentForLookup(ident))
+		node, err = s.cfg.Nodes.Nodes().GetNode(rc.ctx, nodeIdentForLookup(ident))
 		if errors.Is(err, store.ErrNotFound) {
 			return invalid("%s", fault.MissingText("Node", ident))
 		} else if err != nil {
@@ -223,7 +223,7 @@ func docStrings(v any) []string {
 func (hs allocationAPI) candidateNodes(rc *call, idents []string) ([]string, error) {
 	var out, missing []string
 	for _, ident := range idents {
-		n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, nodeIdentForLookup(ident))
+		n, err := rc.s.cfg.Nodes.Nodes().GetNode(rc.ctx, nodeIdentForLookup(ident))
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			missing = append(missing, ident)
@@ -301,7 +301,7 @@ func (hs allocationAPI) nodeAllocation(rc *call) (*model.Allocation, error) {
 	if err != nil {
 		return nil, err
 	}
-	list, err := rc.s.cfg.Nodes.ListAllocations(rc.ctx, store.AllocationQuery{NodeUUID: n.UUID, Limit: 1})
+	list, err := rc.s.cfg.Nodes.Allocations().ListAllocations(rc.ctx, store.AllocationQuery{NodeUUID: n.UUID, Limit: 1})
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +350,7 @@ func (hs allocationAPI) listAllocations(rc *call) error {
 		return notAcceptable()
 	}
 	if node, ok := rc.param("node"); ok && node != "" {
-		n, err := s.cfg.Nodes.GetNode(rc.ctx, nodeIdentForLookup(node))
+		n, err := s.cfg.Nodes.Nodes().GetNode(rc.ctx, nodeIdentForLookup(node))
 		if errors.Is(err, store.ErrNotFound) {
 			return invalid("%s", fault.MissingText("Node", node))
 		} else if err != nil {
@@ -362,14 +362,14 @@ func (hs allocationAPI) listAllocations(rc *call) error {
 	if err := p.check(rc); err != nil {
 		return err
 	}
-	if err := checkMarker(rc, p.marker, s.cfg.Nodes.GetAllocation, fault.NotFoundFor("Allocation")); err != nil {
+	if err := checkMarker(rc, p.marker, s.cfg.Nodes.Allocations().GetAllocation, fault.NotFoundFor("Allocation")); err != nil {
 		return err
 	}
 	if err := checkSortKey(p.sortKey, unsortableAllocationKeys, store.AllocationSortKeys); err != nil {
 		return err
 	}
 	q.Marker, q.Limit = p.marker, p.limit
-	list, err := s.cfg.Nodes.ListAllocations(rc.ctx, q)
+	list, err := s.cfg.Nodes.Allocations().ListAllocations(rc.ctx, q)
 	if err != nil {
 		return err
 	}

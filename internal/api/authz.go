@@ -234,7 +234,7 @@ func (rc *call) authorizeNodeTarget(g guard) error {
 // nodeOf reads the node a record belongs to; a record whose node is gone
 // is answered as the record's 404.
 func (rc *call) nodeOf(uuid string, notFound error) (*model.Node, error) {
-	n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, uuid)
+	n, err := rc.s.cfg.Nodes.Nodes().GetNode(rc.ctx, uuid)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFound
 	}
@@ -255,12 +255,12 @@ func (rc *call) volumeRecordNode(on subject) (*model.Node, error, error) {
 	var node string
 	if on == onVolTarget {
 		var t *model.VolumeTarget
-		if t, err = fetch(rc.ctx, rc.s.cfg.Details.GetVolumeTarget, id, id, nf); err == nil {
+		if t, err = fetch(rc.ctx, rc.s.cfg.Details.Volumes().GetVolumeTarget, id, id, nf); err == nil {
 			node = t.NodeUUID
 		}
 	} else {
 		var c *model.VolumeConnector
-		if c, err = fetch(rc.ctx, rc.s.cfg.Details.GetVolumeConnector, id, id, nf); err == nil {
+		if c, err = fetch(rc.ctx, rc.s.cfg.Details.Volumes().GetVolumeConnector, id, id, nf); err == nil {
 			node = c.NodeUUID
 		}
 	}
@@ -462,7 +462,7 @@ func (rc *call) authorizeIdent(ident string, rules ...string) error {
 		rc.auth.pending = false
 		return nil
 	}
-	n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, ident)
+	n, err := rc.s.cfg.Nodes.Nodes().GetNode(rc.ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
 		rc.auth.pending = false
 		if rc.scoped() {

@@ -144,7 +144,7 @@ func (rc *call) authorizeProvision(n *model.Node, req conductor.ProvisionRequest
 	if err := rc.authorize(n, rules...); err != nil || req.Runbook == "" || rc.auth.who == nil {
 		return err
 	}
-	rb, err := rc.s.cfg.Catalog.GetRunbook(rc.ctx, req.Runbook)
+	rb, err := rc.s.cfg.Catalog.Runbooks().GetRunbook(rc.ctx, req.Runbook)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	} else if err != nil {

@@ -146,28 +146,28 @@ func newAuthzFixture(t *testing.T) *authzFixture {
 		LastError: "b-secret-error"})
 	f.leased = e.mustNode(&model.Node{Name: "lb", Owner: "projB", Lessee: "projA", LastError: "leased-error"})
 	f.port = &model.Port{Address: "52:54:00:bb:bb:01", NodeUUID: f.b.UUID, Extra: model.JSON{"b": "secret"}}
-	if err := e.st.CreatePort(ctx, f.port); err != nil {
+	if err := e.st.Ports().CreatePort(ctx, f.port); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []*model.Port{{Address: "52:54:00:aa:aa:01", NodeUUID: f.a.UUID}, {Address: "52:54:00:11:11:01", NodeUUID: f.leased.UUID}} {
-		if err := e.st.CreatePort(ctx, p); err != nil {
+		if err := e.st.Ports().CreatePort(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c := &model.VolumeConnector{NodeUUID: f.b.UUID, Type: "iqn", ConnectorID: "iqn.b"}
-	if err := e.st.CreateVolumeConnector(ctx, c); err != nil {
+	if err := e.st.Volumes().CreateVolumeConnector(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	tg := &model.VolumeTarget{NodeUUID: f.b.UUID, VolumeType: "iscsi", VolumeID: "vol-b", BootIndex: 0}
-	if err := e.st.CreateVolumeTarget(ctx, tg); err != nil {
+	if err := e.st.Volumes().CreateVolumeTarget(ctx, tg); err != nil {
 		t.Fatal(err)
 	}
 	rb := &model.Runbook{Name: "CUSTOM_RB_B", Owner: "projB", Steps: []model.RunbookStep{{Interface: "deploy", Step: "erase_devices", Args: model.JSON{}, Order: 1}}}
-	if err := e.st.CreateRunbook(ctx, rb); err != nil {
+	if err := e.st.Runbooks().CreateRunbook(ctx, rb); err != nil {
 		t.Fatal(err)
 	}
 	pg := &model.Portgroup{NodeUUID: f.b.UUID, Name: "pg-b", Address: "52:54:00:bb:bb:99"}
-	if err := e.st.CreatePortgroup(ctx, pg); err != nil {
+	if err := e.st.Ports().CreatePortgroup(ctx, pg); err != nil {
 		t.Fatal(err)
 	}
 	f.connector, f.target, f.runbook, f.portgroup = c.UUID, tg.UUID, rb.UUID, pg.UUID
@@ -186,13 +186,13 @@ func (f *authzFixture) snapshotB(t *testing.T) string {
 	st := f.e.st
 	var parts []any
 	for _, get := range []func() (any, error){
-		func() (any, error) { return st.GetNode(ctx, f.b.UUID) },
-		func() (any, error) { return st.GetNode(ctx, f.leased.UUID) },
-		func() (any, error) { return st.GetPort(ctx, f.port.UUID) },
-		func() (any, error) { return st.ListPorts(ctx, store.PortQuery{NodeUUID: f.b.UUID}) },
-		func() (any, error) { return st.GetVolumeConnector(ctx, f.connector) },
-		func() (any, error) { return st.GetVolumeTarget(ctx, f.target) },
-		func() (any, error) { return st.GetRunbook(ctx, f.runbook) },
+		func() (any, error) { return st.Nodes().GetNode(ctx, f.b.UUID) },
+		func() (any, error) { return st.Nodes().GetNode(ctx, f.leased.UUID) },
+		func() (any, error) { return st.Ports().GetPort(ctx, f.port.UUID) },
+		func() (any, error) { return st.Ports().ListPorts(ctx, store.PortQuery{NodeUUID: f.b.UUID}) },
+		func() (any, error) { return st.Volumes().GetVolumeConnector(ctx, f.connector) },
+		func() (any, error) { return st.Volumes().GetVolumeTarget(ctx, f.target) },
+		func() (any, error) { return st.Runbooks().GetRunbook(ctx, f.runbook) },
 	} {
 		v, err := get()
 		if err != nil {

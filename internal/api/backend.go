@@ -11,7 +11,8 @@ import (
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
-// The API reads through three small readers and writes through six
+// The API reads through three small readers (each a few of store.Store's
+// role stores; the API only reads through them) and writes through six
 // services of the conductor side (Lifecycle in three parts), each an
 // interface the API owns (the server wires one store, and one conductor's
 // core and services, into all of them). Readers'
@@ -25,48 +26,34 @@ import (
 // /v1/events/stream, so a store that does not publish its changes cannot be
 // wired in by mistake.
 type NodeReader interface {
-	GetNode(ctx context.Context, ident string) (*model.Node, error)
-	ListNodes(ctx context.Context, q store.NodeQuery) ([]*model.Node, error)
-	CountNodes(ctx context.Context, q store.NodeQuery) (int, error)
-	CountNodeGroups(ctx context.Context, q store.NodeQuery) ([]store.NodeGroup, error)
-	GetPort(ctx context.Context, ident string) (*model.Port, error)
-	ListPorts(ctx context.Context, q store.PortQuery) ([]*model.Port, error)
-	GetPortgroup(ctx context.Context, ident string) (*model.Portgroup, error)
-	ListPortgroups(ctx context.Context, q store.PortgroupQuery) ([]*model.Portgroup, error)
-	GetAllocation(ctx context.Context, ident string) (*model.Allocation, error)
-	ListAllocations(ctx context.Context, q store.AllocationQuery) ([]*model.Allocation, error)
+	// Nodes reads nodes (GetNode, ListNodes, CountNodes, CountNodeGroups).
+	Nodes() store.NodeStore
+	// Ports reads ports and portgroups.
+	Ports() store.PortStore
+	// Allocations reads allocations.
+	Allocations() store.AllocationStore
 	// Broker is the stream the store publishes its node changes on; never nil.
 	Broker() *eventbus.Broker
 }
 
-// NodeDetailReader reads what a node accumulates: history, BIOS settings,
-// firmware components, volume connectors and targets.
+// NodeDetailReader reads what a node accumulates: history (through Nodes),
+// its diagnosis, BIOS settings, firmware components, volume connectors and
+// targets.
 type NodeDetailReader interface {
-	ListHistory(ctx context.Context, nodeUUID string) ([]*model.HistoryEvent, error)
-	GetHistory(ctx context.Context, nodeUUID, eventUUID string) (*model.HistoryEvent, error)
-	GetDiagnosis(ctx context.Context, nodeUUID string) ([]byte, error)
-	ListBIOSSettings(ctx context.Context, nodeUUID string) ([]model.BIOSSetting, error)
-	GetBIOSSetting(ctx context.Context, nodeUUID, name string) (*model.BIOSSetting, error)
-	ListFirmwareComponents(ctx context.Context, nodeUUID string) ([]model.FirmwareComponent, error)
-	GetVolumeConnector(ctx context.Context, uuid string) (*model.VolumeConnector, error)
-	ListVolumeConnectors(ctx context.Context, q store.VolumeQuery) ([]*model.VolumeConnector, error)
-	GetVolumeTarget(ctx context.Context, uuid string) (*model.VolumeTarget, error)
-	ListVolumeTargets(ctx context.Context, q store.VolumeQuery) ([]*model.VolumeTarget, error)
+	Nodes() store.NodeStore
+	Diagnoses() store.DiagnosisStore
+	Settings() store.SettingsStore
+	Volumes() store.VolumeStore
 }
 
 // RecordReader reads the records with no node: conductors, chassis, deploy
 // templates, runbooks, inspection rules.
 type RecordReader interface {
-	GetConductor(ctx context.Context, hostname string) (*model.Conductor, error)
-	ListConductors(ctx context.Context) ([]*model.Conductor, error)
-	GetChassis(ctx context.Context, uuid string) (*model.Chassis, error)
-	ListChassis(ctx context.Context, q store.ChassisQuery) ([]*model.Chassis, error)
-	GetDeployTemplate(ctx context.Context, ident string) (*model.DeployTemplate, error)
-	ListDeployTemplates(ctx context.Context, q store.DeployTemplateQuery) ([]*model.DeployTemplate, error)
-	GetRunbook(ctx context.Context, ident string) (*model.Runbook, error)
-	ListRunbooks(ctx context.Context, q store.RunbookQuery) ([]*model.Runbook, error)
-	GetInspectionRule(ctx context.Context, uuid string) (*model.InspectionRule, error)
-	ListInspectionRules(ctx context.Context, q store.InspectionRuleQuery) ([]*model.InspectionRule, error)
+	Conductors() store.ConductorStore
+	Chassis() store.ChassisStore
+	DeployTemplates() store.DeployTemplateStore
+	Runbooks() store.RunbookStore
+	InspectionRules() store.InspectionRuleStore
 }
 
 // Lifecycle the node verbs: creation, updates and deletion under the node's

@@ -109,7 +109,7 @@ func TestBodySizeLimits(t *testing.T) {
 	// The provision endpoint takes config drives up to its own, larger cap.
 	cd := `{"target":"active","configdrive":"` + strings.Repeat("QUJD", 1<<19) + `"}`
 	n.ProvisionState = "available"
-	_ = e.st.UpdateNode(t.Context(), n)
+	_ = e.st.Nodes().UpdateNode(t.Context(), n)
 	if rec := e.do("PUT", "/v1/nodes/big/states/provision", cd, latest); rec.Code != 202 {
 		t.Fatalf("config drive: %d %s", rec.Code, rec.Body.String())
 	}

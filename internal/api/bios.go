@@ -98,7 +98,7 @@ func (hs managementAPI) listBIOS(rc *call) error {
 	if err != nil {
 		return err
 	}
-	settings, err := s.cfg.Details.ListBIOSSettings(rc.ctx, n.UUID)
+	settings, err := s.cfg.Details.Settings().ListBIOSSettings(rc.ctx, n.UUID)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (hs managementAPI) getBIOS(rc *call) error {
 		return err
 	}
 	name := rc.r.PathValue("setting")
-	b, err := s.cfg.Details.GetBIOSSetting(rc.ctx, n.UUID, name)
+	b, err := s.cfg.Details.Settings().GetBIOSSetting(rc.ctx, n.UUID, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return fault.New(fault.NotFound, "Node %s doesn't have a BIOS setting '%s'", n.UUID, name)
 	}
@@ -204,7 +204,7 @@ func (hs managementAPI) listFirmware(rc *call) error {
 	if err != nil {
 		return err
 	}
-	comps, err := s.cfg.Details.ListFirmwareComponents(rc.ctx, n.UUID)
+	comps, err := s.cfg.Details.Settings().ListFirmwareComponents(rc.ctx, n.UUID)
 	if err != nil {
 		return err
 	}

@@ -16,17 +16,17 @@ func TestBIOSAndFirmwareEndpoints(t *testing.T) {
 	e := newEnv(t)
 	n := e.mustNode(&model.Node{Name: "b1", ProvisionState: fsm.Manageable})
 	lo, hi, ro := int64(0), int64(300), true
-	if err := e.st.SyncBIOSSettings(t.Context(), n.UUID, []model.BIOSSetting{
+	if err := e.st.Settings().SyncBIOSSettings(t.Context(), n.UUID, []model.BIOSSetting{
 		{Name: "ProcTurboMode", Value: sp("Enabled"), AttributeType: sp("Enumeration"), AllowableValues: []string{"Enabled", "Disabled"}},
 		{Name: "PowerOnDelay", Value: sp("30"), AttributeType: sp("Integer"), LowerBound: &lo, UpperBound: &hi},
 		{Name: "SystemServiceTag", Value: sp("ABC"), ReadOnly: &ro},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.SyncFirmwareComponents(t.Context(), n.UUID, []model.FirmwareComponent{{Component: "bios", CurrentVersion: "1.0.0"}}); err != nil {
+	if err := e.st.Settings().SyncFirmwareComponents(t.Context(), n.UUID, []model.FirmwareComponent{{Component: "bios", CurrentVersion: "1.0.0"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.SyncFirmwareComponents(t.Context(), n.UUID, []model.FirmwareComponent{{Component: "bios", CurrentVersion: "1.1.0"}}); err != nil {
+	if err := e.st.Settings().SyncFirmwareComponents(t.Context(), n.UUID, []model.FirmwareComponent{{Component: "bios", CurrentVersion: "1.1.0"}}); err != nil {
 		t.Fatal(err)
 	}
 	bios := "/v1/nodes/b1/bios"

@@ -50,7 +50,7 @@ func (hs recordAPI) loadChassis(rc *call) (*model.Chassis, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Catalog.GetChassis, id, id, fault.NotFoundFor("Chassis"))
+	return fetch(rc.ctx, rc.s.cfg.Catalog.Chassis().GetChassis, id, id, fault.NotFoundFor("Chassis"))
 }
 
 // validateChassis checks a body against CHASSIS_SCHEMA and the uuid validator.
@@ -90,11 +90,11 @@ func (hs recordAPI) chassisList(rc *call, detailPath bool) error {
 	if err := checkSortKey(p.sortKey, []string{"extra"}, store.ChassisSortKeys); err != nil {
 		return err
 	}
-	if err := checkMarker(rc, p.marker, s.cfg.Catalog.GetChassis, fault.NotFoundFor("Chassis")); err != nil {
+	if err := checkMarker(rc, p.marker, s.cfg.Catalog.Chassis().GetChassis, fault.NotFoundFor("Chassis")); err != nil {
 		return err
 	}
 	fields := p.shown([]string{"uuid", "description"}, detailPath) // DEFAULT_RETURN_FIELDS
-	list, err := s.cfg.Catalog.ListChassis(rc.ctx, store.ChassisQuery{Limit: p.limit, Marker: p.marker,
+	list, err := s.cfg.Catalog.Chassis().ListChassis(rc.ctx, store.ChassisQuery{Limit: p.limit, Marker: p.marker,
 		SortKey: p.sortKey, SortDir: p.sortDir})
 	if err != nil {
 		return err

@@ -95,7 +95,7 @@ func (hs recordAPI) listConductors(rc *call) error {
 	if err := checkConductorFields(p.fields); err != nil {
 		return err
 	}
-	all, err := s.cfg.Catalog.ListConductors(rc.ctx)
+	all, err := s.cfg.Catalog.Conductors().ListConductors(rc.ctx)
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func (hs recordAPI) getConductor(rc *call) error {
 		if !validHostname(host) {
 			return nil, invalid("Expected name for hostname: %s", host)
 		}
-		return fetch(rc.ctx, s.cfg.Catalog.GetConductor, host, host, fault.NotFoundFor("Conductor"))
+		return fetch(rc.ctx, s.cfg.Catalog.Conductors().GetConductor, host, host, fault.NotFoundFor("Conductor"))
 	}, hs.writeConductor)
 }
 

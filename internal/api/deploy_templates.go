@@ -81,7 +81,7 @@ func (hs recordAPI) loadDeployTemplate(rc *call) (*model.DeployTemplate, error) 
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Catalog.GetDeployTemplate, ident, raw, fault.NotFoundFor("Deploy template"))
+	return fetch(rc.ctx, rc.s.cfg.Catalog.DeployTemplates().GetDeployTemplate, ident, raw, fault.NotFoundFor("Deploy template"))
 }
 
 // validateTemplate checks doc against TEMPLATE_SCHEMA and Ironic's
@@ -208,11 +208,11 @@ func (hs recordAPI) listDeployTemplates(rc *call) error {
 	if err != nil {
 		return err
 	}
-	if err := checkMarker(rc, p.marker, s.cfg.Catalog.GetDeployTemplate, fault.NotFoundFor("Deploy template")); err != nil {
+	if err := checkMarker(rc, p.marker, s.cfg.Catalog.DeployTemplates().GetDeployTemplate, fault.NotFoundFor("Deploy template")); err != nil {
 		return err
 	}
 	fields := p.shown(namedFields, false)
-	list, err := s.cfg.Catalog.ListDeployTemplates(rc.ctx, store.DeployTemplateQuery{Limit: p.limit, Marker: p.marker,
+	list, err := s.cfg.Catalog.DeployTemplates().ListDeployTemplates(rc.ctx, store.DeployTemplateQuery{Limit: p.limit, Marker: p.marker,
 		SortKey: p.sortKey, SortDir: p.sortDir})
 	if err != nil {
 		return err

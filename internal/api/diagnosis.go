@@ -28,7 +28,7 @@ func (hs nodeAPI) getDiagnosis(rc *call) error {
 	if err != nil {
 		return err
 	}
-	b, err := s.cfg.Details.GetDiagnosis(rc.ctx, n.UUID)
+	b, err := s.cfg.Details.Diagnoses().GetDiagnosis(rc.ctx, n.UUID)
 	if errors.Is(err, store.ErrNotFound) {
 		return fault.New(fault.NotFound, "Node %s has no diagnosis: it has not failed since Anvil began diagnosing failures.", n.UUID)
 	}

@@ -202,7 +202,7 @@ func (st *sseStream) flush() bool {
 // projectNode reads a node as project sees it (when set): one it neither
 // owns nor leases is store.ErrNotFound.
 func (rc *call) projectNode(ident, project string) (*model.Node, error) {
-	n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, ident)
+	n, err := rc.s.cfg.Nodes.Nodes().GetNode(rc.ctx, ident)
 	if err == nil && project != "" && n.Owner != project && n.Lessee != project {
 		return nil, store.ErrNotFound
 	}
@@ -216,7 +216,7 @@ func (st *sseStream) snapshot(idents []string, project string, pos uint64) error
 	rc := st.rc
 	var nodes []*model.Node
 	if len(idents) == 0 {
-		all, err := rc.s.cfg.Nodes.ListNodes(rc.ctx, store.NodeQuery{Project: project})
+		all, err := rc.s.cfg.Nodes.Nodes().ListNodes(rc.ctx, store.NodeQuery{Project: project})
 		if err != nil {
 			return err
 		}

@@ -56,7 +56,7 @@ func (hs fleetAPI) fleetNodes(rc *call) error {
 	if err != nil {
 		return err
 	}
-	matching, err := s.cfg.Nodes.CountNodes(rc.ctx, sel.q)
+	matching, err := s.cfg.Nodes.Nodes().CountNodes(rc.ctx, sel.q)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func (hs fleetAPI) fleetSummary(rc *call) error {
 		return err
 	}
 	now := s.cfg.Now().UTC()
-	groups, err := s.cfg.Nodes.CountNodeGroups(rc.ctx, store.NodeQuery{Project: project})
+	groups, err := s.cfg.Nodes.Nodes().CountNodeGroups(rc.ctx, store.NodeQuery{Project: project})
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func (hs fleetAPI) fleetSummary(rc *call) error {
 		{PowerState: fsm.PowerError},
 	} {
 		q.Limit, q.Project = limit, project
-		if sections[i], err = s.cfg.Nodes.ListNodes(rc.ctx, q); err != nil {
+		if sections[i], err = s.cfg.Nodes.Nodes().ListNodes(rc.ctx, q); err != nil {
 			return err
 		}
 	}
@@ -136,7 +136,7 @@ func (hs fleetAPI) fleetSummary(rc *call) error {
 	}
 	var conds []*model.Conductor
 	if project == "" { // conductors are not a project's
-		if conds, err = s.cfg.Catalog.ListConductors(rc.ctx); err != nil {
+		if conds, err = s.cfg.Catalog.Conductors().ListConductors(rc.ctx); err != nil {
 			return err
 		}
 	}
@@ -185,11 +185,11 @@ func (hs fleetAPI) summaryParams(rc *call) (time.Duration, int, error) {
 func (hs fleetAPI) stuckNodes(rc *call, now time.Time, after time.Duration, limit int, project string) ([]*model.Node, int, error) {
 	q := store.NodeQuery{ProvisionStates: fleet.StuckStates(), ProvisionUpdatedBefore: now.Add(-after),
 		SortKey: "provision_updated_at", Limit: limit, Project: project}
-	count, err := rc.s.cfg.Nodes.CountNodes(rc.ctx, q)
+	count, err := rc.s.cfg.Nodes.Nodes().CountNodes(rc.ctx, q)
 	if err != nil {
 		return nil, 0, err
 	}
-	nodes, err := rc.s.cfg.Nodes.ListNodes(rc.ctx, q)
+	nodes, err := rc.s.cfg.Nodes.Nodes().ListNodes(rc.ctx, q)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -35,7 +35,7 @@ func BenchmarkFleet100k(b *testing.B) {
 		}
 		if i%10 == 0 {
 			p := &model.Port{Address: fmt.Sprintf("52:54:%02x:%02x:%02x:%02x", i>>24&255, i>>16&255, i>>8&255, i&255), NodeUUID: n.UUID}
-			if err := e.st.CreatePort(ctx, p); err != nil {
+			if err := e.st.Ports().CreatePort(ctx, p); err != nil {
 				b.Fatal(err)
 			}
 		}

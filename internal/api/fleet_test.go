@@ -33,7 +33,7 @@ func TestFleetNodes(t *testing.T) {
 		uuids = append(uuids, e.mustNode(n).UUID)
 	}
 	port := &model.Port{Address: "52:54:00:ab:cd:07", NodeUUID: uuids[7]}
-	if err := e.st.CreatePort(context.Background(), port); err != nil {
+	if err := e.st.Ports().CreatePort(context.Background(), port); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -112,13 +112,13 @@ func TestFleetSummary(t *testing.T) {
 	mk("s-mid", "clean wait", "power on", 45*time.Minute, false)
 	fresh := mk("s-new", "deploying", "power on", 5*time.Minute, false)
 	ctx := context.Background()
-	if err := e.st.RegisterConductor(ctx, &model.Conductor{Hostname: "anvil-test"}); err != nil {
+	if err := e.st.Conductors().RegisterConductor(ctx, &model.Conductor{Hostname: "anvil-test"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.HeartbeatConductor(ctx, "anvil-test", now); err != nil {
+	if err := e.st.Conductors().HeartbeatConductor(ctx, "anvil-test", now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.st.ReserveNode(ctx, fresh.UUID, "anvil-test"); err != nil {
+	if _, err := e.st.Nodes().ReserveNode(ctx, fresh.UUID, "anvil-test"); err != nil {
 		t.Fatal(err)
 	}
 	rec := e.do("GET", "/v1/fleet/summary", "", latest)

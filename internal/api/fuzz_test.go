@@ -134,16 +134,16 @@ func FuzzRequestBodies(f *testing.F) {
 	}
 	e := newEnv(f)
 	n := e.mustNode(nodeFixture("bad-input"))
-	if err := e.st.CreatePortgroup(f.Context(), &model.Portgroup{NodeUUID: n.UUID, Name: "bad-input-pg", Mode: "active-backup"}); err != nil {
+	if err := e.st.Ports().CreatePortgroup(f.Context(), &model.Portgroup{NodeUUID: n.UUID, Name: "bad-input-pg", Mode: "active-backup"}); err != nil {
 		f.Fatal(err)
 	}
 	// Volume records on a powered-off node, so patches reach the store.
 	off := e.mustNode(&model.Node{Name: "bad-input-off", PowerState: "power off"})
-	if err := e.st.CreateVolumeConnector(f.Context(), &model.VolumeConnector{UUID: badInputConnector, NodeUUID: off.UUID,
+	if err := e.st.Volumes().CreateVolumeConnector(f.Context(), &model.VolumeConnector{UUID: badInputConnector, NodeUUID: off.UUID,
 		Type: "iqn", ConnectorID: "iqn.fuzz"}); err != nil {
 		f.Fatal(err)
 	}
-	if err := e.st.CreateVolumeTarget(f.Context(), &model.VolumeTarget{UUID: badInputTarget, NodeUUID: off.UUID,
+	if err := e.st.Volumes().CreateVolumeTarget(f.Context(), &model.VolumeTarget{UUID: badInputTarget, NodeUUID: off.UUID,
 		VolumeType: "iscsi", VolumeID: "v"}); err != nil {
 		f.Fatal(err)
 	}

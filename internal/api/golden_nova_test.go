@@ -23,12 +23,12 @@ func TestGoldenNovaShapes(t *testing.T) {
 	pg := &model.Portgroup{UUID: "e43c722c-248e-4c6e-8ce8-0d8ff129387a", NodeUUID: n.UUID, Name: "test_portgroup",
 		Address: "11:11:11:11:11:11", Mode: "active-backup", StandalonePortsSupported: true,
 		PhysicalNetwork: "physnet1", Category: "hypernet"}
-	if err := e.st.CreatePortgroup(ctx, pg); err != nil {
+	if err := e.st.Ports().CreatePortgroup(ctx, pg); err != nil {
 		t.Fatal(err)
 	}
 	port := &model.Port{UUID: "d2b30520-907d-46c8-bfee-c5586e6fb3a1", Address: "22:22:22:22:22:22", NodeUUID: n.UUID,
 		PortgroupUUID: pg.UUID, PXEEnabled: true}
-	if err := e.st.CreatePort(ctx, port); err != nil {
+	if err := e.st.Ports().CreatePort(ctx, port); err != nil {
 		t.Fatal(err)
 	}
 	if rec := e.do("POST", "/v1/nodes/"+n.UUID+"/vifs", `{"id": "1974dcfa-836f-41b2-b541-686c100900e5"}`, latest); rec.Code != 204 {

@@ -183,7 +183,7 @@ func goldenEnv(t *testing.T) (*env, *model.Node) {
 	e := newEnv(t)
 	n := e.createNode(`{"driver":"fake-hardware","name":"test_node_classic","resource_class":"bm-large",
 		"driver_info":{"ipmi_username":"ADMIN","ipmi_password":"password"}}`)
-	stored, err := e.st.GetNode(context.Background(), n["uuid"].(string))
+	stored, err := e.st.Nodes().GetNode(context.Background(), n["uuid"].(string))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,10 +211,10 @@ func goldenShapesAt(t *testing.T, minor int) {
 	port := &model.Port{UUID: "d2b30520-907d-46c8-bfee-c5586e6fb3a1", Address: "22:22:22:22:22:22", NodeUUID: n.UUID,
 		PXEEnabled: true, Name: "port1", PhysicalNetwork: "physnet1", IsSmartNIC: true,
 		LocalLinkConnection: model.JSON{"port_id": "Ethernet3/1", "switch_id": "0a:1b:2c:3d:4e:5f", "switch_info": "switch1"}}
-	if err := e.st.CreatePort(ctx, port); err != nil {
+	if err := e.st.Ports().CreatePort(ctx, port); err != nil {
 		t.Fatal(err)
 	}
-	_ = e.st.AddHistory(ctx, &model.HistoryEvent{NodeUUID: n.UUID, Severity: "ERROR", Event: "Something is wrong"}, 0)
+	_ = e.st.Nodes().AddHistory(ctx, &model.HistoryEvent{NodeUUID: n.UUID, Severity: "ERROR", Event: "Something is wrong"}, 0)
 	nodeRules := shapeRules{missing: missingBelow(minor, nodeSampleKeysByMinor), extra: nodeExtras(t)}
 	portRules := shapeRules{missing: missingBelow(minor, portSampleKeysByMinor),
 		extra: map[string]string{"name": "port name (1.88), in the other port samples",

@@ -70,7 +70,7 @@ func TestGophercloud115(t *testing.T) {
 	}
 
 	n := e.mustNode(&model.Node{Name: "gcfw"})
-	if err := e.st.SyncFirmwareComponents(context.Background(), n.UUID, []model.FirmwareComponent{
+	if err := e.st.Settings().SyncFirmwareComponents(context.Background(), n.UUID, []model.FirmwareComponent{
 		{Component: "bmc", CurrentVersion: "v1.0.0", Model: "iDRAC 9"},
 		{Component: "NIC:ABC12345", CurrentVersion: "22.5.0", Vendor: "Intel Corporation", SerialNumber: "ABC12345"}}); err != nil {
 		t.Fatal(err)

@@ -158,7 +158,7 @@ func (e *env) mustNode(n *model.Node) *model.Node {
 	if err := e.cond.drivers.Compose(n); err != nil {
 		e.t.Fatal(err)
 	}
-	if err := e.st.CreateNode(context.Background(), n); err != nil {
+	if err := e.st.Nodes().CreateNode(context.Background(), n); err != nil {
 		e.t.Fatal(err)
 	}
 	return n

@@ -81,7 +81,7 @@ func (hs nodeAPI) listHistory(rc *call) error {
 	if !ok {
 		return badSortKey(p.sortKey, true)
 	}
-	events, err := s.cfg.Details.ListHistory(rc.ctx, n.UUID)
+	events, err := s.cfg.Details.Nodes().ListHistory(rc.ctx, n.UUID)
 	if err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func (hs nodeAPI) getHistory(rc *call) error {
 	if err != nil {
 		return err
 	}
-	e, err := s.cfg.Details.GetHistory(rc.ctx, n.UUID, event)
+	e, err := s.cfg.Details.Nodes().GetHistory(rc.ctx, n.UUID, event)
 	if errors.Is(err, store.ErrNotFound) {
 		return fault.Missing("Node history record", event)
 	} else if err != nil {

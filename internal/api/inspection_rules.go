@@ -143,7 +143,7 @@ func (hs recordAPI) loadInspectionRule(rc *call) (*model.InspectionRule, error) 
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Catalog.GetInspectionRule, id, raw, fault.NotFoundFor("Rule"))
+	return fetch(rc.ctx, rc.s.cfg.Catalog.InspectionRules().GetInspectionRule, id, raw, fault.NotFoundFor("Rule"))
 }
 
 // ruleID is the checked rule UUID of the path.
@@ -174,7 +174,7 @@ func (hs recordAPI) listInspectionRules(rc *call) error {
 	if err := checkSortKey(p.sortKey, unsortableRuleKeys, store.InspectionRuleSortKeys); err != nil {
 		return err
 	}
-	if err := checkMarker(rc, p.marker, s.cfg.Catalog.GetInspectionRule, fault.NotFoundFor("Rule")); err != nil {
+	if err := checkMarker(rc, p.marker, s.cfg.Catalog.InspectionRules().GetInspectionRule, fault.NotFoundFor("Rule")); err != nil {
 		return err
 	}
 	fields := p.shown(defaultRuleFields, false)
@@ -182,7 +182,7 @@ func (hs recordAPI) listInspectionRules(rc *call) error {
 		return err
 	}
 	phase, _ := rc.param("phase")
-	list, err := s.cfg.Catalog.ListInspectionRules(rc.ctx, store.InspectionRuleQuery{Phase: phase, Limit: p.limit,
+	list, err := s.cfg.Catalog.InspectionRules().ListInspectionRules(rc.ctx, store.InspectionRuleQuery{Phase: phase, Limit: p.limit,
 		Marker: p.marker, SortKey: p.sortKey, SortDir: p.sortDir})
 	if err != nil {
 		return err

@@ -230,7 +230,7 @@ func TestInspectionRuleSecretsMasked(t *testing.T) {
 		}
 	}
 	// The stored rule keeps the values: the engine writes them.
-	stored, err := e.st.GetInspectionRule(t.Context(), id)
+	stored, err := e.st.InspectionRules().GetInspectionRule(t.Context(), id)
 	if err != nil || stored.Actions[0]["args"].(map[string]any)["value"] != "s3cret-a" {
 		t.Fatalf("stored %v, %v", stored, err)
 	}

@@ -37,7 +37,7 @@ func TestLookupAnswerBytes(t *testing.T) {
 		pluginDataKey: map[string]any{"logs": "x"}, "agent_url": "http://user:pw@127.0.0.1:9999",
 		"deploy_steps": []any{map[string]any{"step": "write_image", "args": map[string]any{"token": "t", "n": 2}}},
 		"clean_steps":  nil, "is_whole_disk_image": true, "agent_bytes_written": 123456789012, "bmc_password": []any{"a"}}
-	if err := e.st.UpdateNode(t.Context(), n); err != nil {
+	if err := e.st.Nodes().UpdateNode(t.Context(), n); err != nil {
 		t.Fatal(err)
 	}
 	// A second node: an empty image_url is not masked (Ironic masks it
@@ -45,12 +45,12 @@ func TestLookupAnswerBytes(t *testing.T) {
 	n2 := e.mustNode(nodeFixture("agent-2"))
 	n2.ProvisionState = "clean wait"
 	n2.InstanceInfo = model.JSON{"image_url": "", "configdrive": ""}
-	if err := e.st.UpdateNode(t.Context(), n2); err != nil {
+	if err := e.st.Nodes().UpdateNode(t.Context(), n2); err != nil {
 		t.Fatal(err)
 	}
 	const mac, mac2 = "52:54:00:12:34:57", "52:54:00:12:34:58"
 	for m, node := range map[string]string{mac: n.UUID, mac2: n2.UUID} {
-		if err := e.st.CreatePort(t.Context(), &model.Port{NodeUUID: node, Address: m}); err != nil {
+		if err := e.st.Ports().CreatePort(t.Context(), &model.Port{NodeUUID: node, Address: m}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -21,14 +21,22 @@ type countingStore struct {
 	perMAC, batched atomic.Int64
 }
 
-func (c *countingStore) GetPortByAddress(ctx context.Context, mac string) (*model.Port, error) {
-	c.perMAC.Add(1)
-	return c.Store.GetPortByAddress(ctx, mac)
+func (c *countingStore) Ports() store.PortStore { return countingPorts{c.Store.Ports(), c} }
+
+// countingPorts is the port store that counts into c.
+type countingPorts struct {
+	store.PortStore
+	c *countingStore
 }
 
-func (c *countingStore) GetNodeByPortAddress(ctx context.Context, macs []string) (*model.Node, error) {
-	c.batched.Add(1)
-	return c.Store.GetNodeByPortAddress(ctx, macs)
+func (p countingPorts) GetPortByAddress(ctx context.Context, mac string) (*model.Port, error) {
+	p.c.perMAC.Add(1)
+	return p.PortStore.GetPortByAddress(ctx, mac)
+}
+
+func (p countingPorts) GetNodeByPortAddress(ctx context.Context, macs []string) (*model.Node, error) {
+	p.c.batched.Add(1)
+	return p.PortStore.GetNodeByPortAddress(ctx, macs)
 }
 
 // TestLookupAddresses: an agent's lookup takes at most maxLookupAddresses
@@ -47,11 +55,11 @@ func TestLookupAddresses(t *testing.T) {
 	})
 	n := e.mustNode(nodeFixture("agent"))
 	n.ProvisionState = "clean wait"
-	if err := e.st.UpdateNode(t.Context(), n); err != nil {
+	if err := e.st.Nodes().UpdateNode(t.Context(), n); err != nil {
 		t.Fatal(err)
 	}
 	const mac = "52:54:00:12:34:56"
-	if err := e.st.CreatePort(t.Context(), &model.Port{NodeUUID: n.UUID, Address: mac}); err != nil {
+	if err := e.st.Ports().CreatePort(t.Context(), &model.Port{NodeUUID: n.UUID, Address: mac}); err != nil {
 		t.Fatal(err)
 	}
 	unknown := func(k int) []string {

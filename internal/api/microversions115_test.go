@@ -42,11 +42,11 @@ func TestMicroversionDynamicPortgroup(t *testing.T) {
 	e := newEnv(t)
 	n := e.mustNode(&model.Node{Name: "dp"})
 	pg := &model.Portgroup{UUID: "8d4bd8b5-3a39-4f4e-9d53-1f8a1b3c0a01", NodeUUID: n.UUID, Name: "pg1"}
-	if err := e.st.CreatePortgroup(context.Background(), pg); err != nil {
+	if err := e.st.Ports().CreatePortgroup(context.Background(), pg); err != nil {
 		t.Fatal(err)
 	}
 	old := &model.Port{UUID: "8d4bd8b5-3a39-4f4e-9d53-1f8a1b3c0a02", NodeUUID: n.UUID, Address: "52:54:00:00:11:01"}
-	if err := e.st.CreatePort(context.Background(), old); err != nil {
+	if err := e.st.Ports().CreatePort(context.Background(), old); err != nil {
 		t.Fatal(err)
 	}
 	port := func(addr, extra string) string {
@@ -197,7 +197,7 @@ func TestMicroversionHistoryFields(t *testing.T) {
 		Event: "e1", Conductor: "c1", User: "u1", Project: "p1", State: "deploying", TargetProvisionState: "active", DurationSeconds: new(int64(42))}
 	bare := &model.HistoryEvent{UUID: "1be26c0b-03f2-4d2e-ae87-c02d7f33c202", NodeUUID: n.UUID, Severity: "INFO", Event: "e2"}
 	for _, ev := range []*model.HistoryEvent{full, bare} {
-		if err := e.st.AddHistory(ctx, ev, 0); err != nil {
+		if err := e.st.Nodes().AddHistory(ctx, ev, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -279,7 +279,7 @@ func TestMicroversionFirmwareIdentity(t *testing.T) {
 	comps := []model.FirmwareComponent{{Component: "bios", CurrentVersion: "v1.0.0"},
 		{Component: "bmc", CurrentVersion: "v1.0.0", Model: "iDRAC 9"},
 		{Component: "NIC:ABC12345", CurrentVersion: "22.5.0", Vendor: "Intel Corporation", Model: "Intel(R) 25GbE 2P XXV710 Adptr", SerialNumber: "ABC12345"}}
-	if err := e.st.SyncFirmwareComponents(context.Background(), n.UUID, comps); err != nil {
+	if err := e.st.Settings().SyncFirmwareComponents(context.Background(), n.UUID, comps); err != nil {
 		t.Fatal(err)
 	}
 	path := "/v1/nodes/" + n.UUID + "/firmware"

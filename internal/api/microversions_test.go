@@ -95,7 +95,7 @@ func TestMicroversionOVNVTEP(t *testing.T) {
 	hidden := hasKey("local_link_connection", map[string]any{})
 	stored := &model.Port{UUID: "00000000-0000-0000-0000-0000000000f1", Address: "52:54:00:00:00:f1", NodeUUID: n.UUID,
 		LocalLinkConnection: model.JSON{"port_id": "p1", "vtep-logical-switch": "ls", "vtep-physical-switch": "ps"}}
-	if err := e.st.CreatePort(context.Background(), stored); err != nil {
+	if err := e.st.Ports().CreatePort(context.Background(), stored); err != nil {
 		t.Fatal(err)
 	}
 	get := "/v1/ports/" + stored.UUID
@@ -133,7 +133,7 @@ func TestMicroversionJSONSuffix(t *testing.T) {
 	both := e.mustNode(nodeFixture("n3"))
 	bothDotted := e.mustNode(nodeFixture("n3.json"))
 	port := &model.Port{UUID: "00000000-0000-0000-0000-0000000000a1", Address: "52:54:00:00:00:a1", NodeUUID: plain.UUID}
-	if err := e.st.CreatePort(context.Background(), port); err != nil {
+	if err := e.st.Ports().CreatePort(context.Background(), port); err != nil {
 		t.Fatal(err)
 	}
 	is := func(uuid string) func(t *testing.T, m map[string]any) { return hasKey("uuid", uuid) }
@@ -162,7 +162,7 @@ func TestMicroversionJSONSuffix(t *testing.T) {
 		{"delete unknown names the suffix", "DELETE", "/v1/nodes/ghost.json", "", at(90), 404, "Node ghost.json could not be found.", nil},
 		{"delete falls back", "DELETE", "/v1/nodes/n2.json", "", at(90), 204, "", nil},
 	})
-	if _, err := e.st.GetNode(context.Background(), dotted.UUID); err == nil {
+	if _, err := e.st.Nodes().GetNode(context.Background(), dotted.UUID); err == nil {
 		t.Error("DELETE /v1/nodes/n2.json at 1.90 left node n2.json")
 	}
 }
@@ -258,7 +258,7 @@ func TestMicroversionPortNodeIdent(t *testing.T) {
 		{"node is not a field", "POST", "/v1/ports", body("52:54:00:00:02:0c", `"node":"n1"`), latest, 400,
 			"Schema error for port: Additional properties are not allowed ('node' was unexpected)", nil},
 	})
-	p, err := e.st.ListPorts(context.Background(), store.PortQuery{NodeUUID: n.UUID, Limit: 100})
+	p, err := e.st.Ports().ListPorts(context.Background(), store.PortQuery{NodeUUID: n.UUID, Limit: 100})
 	if err != nil || len(p) != 3 {
 		t.Fatalf("stored ports of n1: %v %d", err, len(p))
 	}
@@ -303,7 +303,7 @@ func TestMicroversionPortFields(t *testing.T) {
 	n := e.mustNode(nodeFixture("n1"))
 	stored := &model.Port{UUID: "00000000-0000-0000-0000-0000000000c1", Address: "52:54:00:00:00:c1", NodeUUID: n.UUID,
 		Description: "d", Vendor: "v", Category: "c"}
-	if err := e.st.CreatePort(context.Background(), stored); err != nil {
+	if err := e.st.Ports().CreatePort(context.Background(), stored); err != nil {
 		t.Fatal(err)
 	}
 	var cases []vcase
@@ -344,7 +344,7 @@ func TestMicroversionPatchEscapes(t *testing.T) {
 	e.mustNode(n)
 	p := &model.Port{UUID: "00000000-0000-0000-0000-0000000000e1", Address: "52:54:00:00:00:e1", NodeUUID: n.UUID,
 		Extra: model.JSON{"a/b": 1.0}}
-	if err := e.st.CreatePort(context.Background(), p); err != nil {
+	if err := e.st.Ports().CreatePort(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
 	node := "/v1/nodes/" + n.UUID
@@ -386,7 +386,7 @@ func TestMicroversionPortConductorGroups(t *testing.T) {
 	for i, nd := range []*model.Node{ga, ga, gb, none} {
 		p := &model.Port{UUID: "00000000-0000-0000-0000-00000000010" + string(rune('0'+i)),
 			Address: "52:54:00:00:01:0" + string(rune('0'+i)), NodeUUID: nd.UUID}
-		if err := e.st.CreatePort(ctx, p); err != nil {
+		if err := e.st.Ports().CreatePort(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -488,7 +488,7 @@ func TestMicroversionInstanceName(t *testing.T) {
 		{"explicit name wins", "PATCH", "/v1/nodes/i2", `[{"op":"add","path":"/instance_info/display_name","value":"nova"},{"op":"add","path":"/instance_name","value":"own"}]`,
 			latest, 200, "", hasKey("instance_name", "own")},
 	})
-	got, err := e.st.GetNode(context.Background(), synced.UUID)
+	got, err := e.st.Nodes().GetNode(context.Background(), synced.UUID)
 	if err != nil || got.InstanceName != "nova-vm" {
 		t.Errorf("display_name not synced: %v %q", err, got.InstanceName)
 	}
@@ -576,7 +576,7 @@ func TestMicroversionDeployWaitAbort(t *testing.T) {
 	prov := "/v1/nodes/w1/states/provision"
 	state := func() string {
 		c.WaitIdle()
-		got, err := st.GetNode(ctx, n["uuid"].(string))
+		got, err := st.Nodes().GetNode(ctx, n["uuid"].(string))
 		if err != nil {
 			t.Fatal(err)
 		}

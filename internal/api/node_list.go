@@ -141,7 +141,7 @@ func (hs nodeAPI) checkNodeListPage(rc *call, p *page) error {
 		return badSortKey(p.sortKey, true)
 	}
 	if p.marker != "" {
-		if _, err := rc.s.cfg.Nodes.GetNode(rc.ctx, p.marker); errors.Is(err, store.ErrNotFound) {
+		if _, err := rc.s.cfg.Nodes.Nodes().GetNode(rc.ctx, p.marker); errors.Is(err, store.ErrNotFound) {
 			return fault.NodeNotFound(p.marker)
 		} else if err != nil {
 			return err
@@ -172,7 +172,7 @@ func (hs nodeAPI) nodeFilterIdentity(rc *call, sel *nodeSelection) error {
 	}
 	if chassis != "" {
 		// Ironic's node query looks the chassis up first: 404 when unknown.
-		if _, err := rc.s.cfg.Catalog.GetChassis(rc.ctx, chassis); errors.Is(err, store.ErrNotFound) {
+		if _, err := rc.s.cfg.Catalog.Chassis().GetChassis(rc.ctx, chassis); errors.Is(err, store.ErrNotFound) {
 			return fault.Missing("Chassis", chassis)
 		} else if err != nil {
 			return err
@@ -325,7 +325,7 @@ func (hs nodeAPI) fetchNodes(rc *call, sel *nodeSelection, p page) ([]*model.Nod
 	q := sel.q
 	return scan(p, func(key, dir, marker string, n int) ([]*model.Node, error) {
 		q.SortKey, q.SortDir, q.Marker, q.Limit = key, dir, marker, n
-		return rc.s.cfg.Nodes.ListNodes(rc.ctx, q)
+		return rc.s.cfg.Nodes.Nodes().ListNodes(rc.ctx, q)
 	}, func(n *model.Node) string { return n.UUID }, sel.keep)
 }
 

@@ -98,9 +98,9 @@ func TestNodePagination(t *testing.T) {
 	})
 	t.Run("filters survive paging", func(t *testing.T) {
 		for _, id := range all[:5] {
-			n, _ := e.st.GetNode(context.Background(), id)
+			n, _ := e.st.Nodes().GetNode(context.Background(), id)
 			n.Maintenance = true
-			_ = e.st.UpdateNode(context.Background(), n)
+			_ = e.st.Nodes().UpdateNode(context.Background(), n)
 		}
 		got, pages := e.walk("/v1/nodes?maintenance=true&limit=2", latest)
 		if len(got) != 5 || pages != 3 {

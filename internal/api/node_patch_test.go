@@ -107,7 +107,7 @@ func TestNodePatch(t *testing.T) {
 			}
 			e.mustNode(n)
 			if n.Reservation != "" {
-				if _, err := e.st.ReserveNode(context.Background(), n.UUID, n.Reservation); err != nil {
+				if _, err := e.st.Nodes().ReserveNode(context.Background(), n.UUID, n.Reservation); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -128,7 +128,7 @@ func TestNodePatch(t *testing.T) {
 			if strings.Contains(rec.Body.String(), "s3cret-pw") {
 				t.Error("secret in PATCH response")
 			}
-			got, _ := e.st.GetNode(context.Background(), n.UUID)
+			got, _ := e.st.Nodes().GetNode(context.Background(), n.UUID)
 			if got.DriverInfo["ipmi_password"] != "s3cret-pw" {
 				t.Error("PATCH lost the real secret")
 			}

@@ -81,7 +81,7 @@ func TestNodeProvision(t *testing.T) {
 			} else if _, msg := faultOf(t, rec); !strings.Contains(msg, tc.msg) {
 				t.Errorf("message %q, want %q", msg, tc.msg)
 			}
-			got, _ := e.st.GetNode(context.Background(), n.UUID)
+			got, _ := e.st.Nodes().GetNode(context.Background(), n.UUID)
 			if got.ProvisionState != tc.after {
 				t.Errorf("state %q, want %q", got.ProvisionState, tc.after)
 			}
@@ -221,7 +221,7 @@ func TestNodeStatesAndManagement(t *testing.T) {
 			}
 		})
 	}
-	got, _ := e.st.GetNode(context.Background(), n.UUID)
+	got, _ := e.st.Nodes().GetNode(context.Background(), n.UUID)
 	if got.Maintenance || got.MaintenanceReason != "" {
 		t.Errorf("maintenance not cleared: %+v", got)
 	}
@@ -236,10 +236,10 @@ func TestNodeHistory(t *testing.T) {
 		if i == 0 {
 			ev.Severity = "ERROR"
 		}
-		_ = e.st.AddHistory(context.Background(), ev, 0)
+		_ = e.st.Nodes().AddHistory(context.Background(), ev, 0)
 		e.clock.Advance(1e9)
 	}
-	events, _ := e.st.ListHistory(context.Background(), n.UUID)
+	events, _ := e.st.Nodes().ListHistory(context.Background(), n.UUID)
 	tests := []struct {
 		name, path, version string
 		status              int

@@ -56,7 +56,7 @@ func (hs nodeAPI) nodeIdent(rc *call, raw string) (string, error) {
 	}
 	switch {
 	case err == nil:
-		_, gerr := rc.s.cfg.Nodes.GetNode(rc.ctx, ident)
+		_, gerr := rc.s.cfg.Nodes.Nodes().GetNode(rc.ctx, ident)
 		if !errors.Is(gerr, store.ErrNotFound) {
 			return ident, gerr
 		}
@@ -94,7 +94,7 @@ func (hs nodeAPI) loadNode(rc *call) (*model.Node, string, error) {
 	if err != nil {
 		return nil, raw, err
 	}
-	n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, ident)
+	n, err := rc.s.cfg.Nodes.Nodes().GetNode(rc.ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
 		if rc.jsonSuffix && ident == raw+".json" {
 			return nil, raw, fault.NodeNotFound(ident)
@@ -216,7 +216,7 @@ func checkNodeName(name any, minor int, format string) error {
 // chassis is Ironic's ChassisNotFound turned into a 400.
 func (hs nodeAPI) checkNodeLinks(rc *call, doc map[string]any, old *model.Node) error {
 	if c, _ := doc["chassis_uuid"].(string); c != "" && (old == nil || c != old.ChassisUUID) {
-		if _, err := rc.s.cfg.Catalog.GetChassis(rc.ctx, c); errors.Is(err, store.ErrNotFound) {
+		if _, err := rc.s.cfg.Catalog.Chassis().GetChassis(rc.ctx, c); errors.Is(err, store.ErrNotFound) {
 			return fault.New(fault.Invalid, "%s", fault.MissingText("Chassis", c))
 		} else if err != nil {
 			return err
@@ -226,7 +226,7 @@ func (hs nodeAPI) checkNodeLinks(rc *call, doc map[string]any, old *model.Node) 
 	if p == "" || (old != nil && p == old.ParentNode) {
 		return nil
 	}
-	parent, err := rc.s.cfg.Nodes.GetNode(rc.ctx, p)
+	parent, err := rc.s.cfg.Nodes.Nodes().GetNode(rc.ctx, p)
 	if errors.Is(err, store.ErrNotFound) {
 		return invalid("Unable to apply the requested parent_node '%s'. Requested value was invalid.", p)
 	} else if err != nil {

@@ -101,7 +101,7 @@ func TestNodeAtVersion1_1HasObservedKeys(t *testing.T) {
 	e := newEnv(t)
 	n := e.mustNode(nodeFixture("old"))
 	n.ProvisionState = "available"
-	_ = e.st.UpdateNode(context.Background(), n)
+	_ = e.st.Nodes().UpdateNode(context.Background(), n)
 	rec := e.do("GET", "/v1/nodes/"+n.UUID, "")
 	if rec.Code != 200 {
 		t.Fatalf("%d %s", rec.Code, rec.Body.String())
@@ -197,9 +197,9 @@ func TestNodeMasking(t *testing.T) {
 	if patch.Code != 200 {
 		t.Logf("patch driver_internal_info refused as expected: %d", patch.Code)
 	}
-	n, _ := e.st.GetNode(context.Background(), uuid)
+	n, _ := e.st.Nodes().GetNode(context.Background(), uuid)
 	n.DriverInternalInfo = model.JSON{"agent_secret_token": "tok-123"}
-	_ = e.st.UpdateNode(context.Background(), n)
+	_ = e.st.Nodes().UpdateNode(context.Background(), n)
 	for _, path := range []string{"/v1/nodes/m", "/v1/nodes/detail", "/v1/nodes?detail=True",
 		"/v1/nodes/m?fields=driver_info,instance_info,driver_internal_info"} {
 		rec := e.do("GET", path, "", latest)
@@ -217,7 +217,7 @@ func TestNodeMasking(t *testing.T) {
 	if upd.Code != 200 || strings.Contains(upd.Body.String(), "newpw") {
 		t.Fatalf("replace secret: %d %s", upd.Code, upd.Body.String())
 	}
-	stored, _ := e.st.GetNode(context.Background(), uuid)
+	stored, _ := e.st.Nodes().GetNode(context.Background(), uuid)
 	if stored.DriverInfo["ipmi_password"] != "newpw" || stored.DriverInfo["auth_token"] != "tok-123" {
 		t.Errorf("patch must work on real values: %v", stored.DriverInfo)
 	}

@@ -43,7 +43,7 @@ func (hs portgroupAPI) loadPortgroup(rc *call) (*model.Portgroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Nodes.GetPortgroup, ident, raw, fault.NotFoundFor("Portgroup"))
+	return fetch(rc.ctx, rc.s.cfg.Nodes.Ports().GetPortgroup, ident, raw, fault.NotFoundFor("Portgroup"))
 }
 
 // checkPortgroupFields validates ?fields= for portgroups: versions, then
@@ -87,7 +87,7 @@ func (hs portgroupAPI) createPortgroup(rc *call) error {
 		return err
 	}
 	nodeUUID := docString(doc["node_uuid"])
-	if _, err := s.cfg.Nodes.GetNode(rc.ctx, nodeUUID); errors.Is(err, store.ErrNotFound) {
+	if _, err := s.cfg.Nodes.Nodes().GetNode(rc.ctx, nodeUUID); errors.Is(err, store.ErrNotFound) {
 		return invalid("%s", fault.MissingText("Node", nodeUUID))
 	} else if err != nil {
 		return err
@@ -218,7 +218,7 @@ func (hs portgroupAPI) portgroupList(rc *call, detailPath bool, parentNode strin
 	}
 	pgs, err := scan(p, func(key, dir, marker string, n int) ([]*model.Portgroup, error) {
 		q.SortKey, q.SortDir, q.Marker, q.Limit = key, dir, marker, n
-		return rc.s.cfg.Nodes.ListPortgroups(rc.ctx, q)
+		return rc.s.cfg.Nodes.Ports().ListPortgroups(rc.ctx, q)
 	}, func(pg *model.Portgroup) string { return pg.UUID }, keep)
 	if err != nil {
 		return err
@@ -236,7 +236,7 @@ func (hs portgroupAPI) checkPortgroupListPage(rc *call, p *page) error {
 	if err := p.check(rc); err != nil {
 		return err
 	}
-	if err := checkMarker(rc, p.marker, rc.s.cfg.Nodes.GetPortgroup, fault.NotFoundFor("Portgroup")); err != nil {
+	if err := checkMarker(rc, p.marker, rc.s.cfg.Nodes.Ports().GetPortgroup, fault.NotFoundFor("Portgroup")); err != nil {
 		return err
 	}
 	return checkSortKey(p.sortKey, unsortablePortgroupKeys, store.PortgroupSortKeys)
@@ -278,7 +278,7 @@ func (hs portgroupAPI) portgroupSelection(rc *call, parentNode string) (store.Po
 		if !isUUIDLike(node) && !isValidLogicalName(node) {
 			return q, nil, nil, invalid("Expected UUID or name for node: %s", node)
 		}
-		n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, nodeIdentForLookup(node))
+		n, err := rc.s.cfg.Nodes.Nodes().GetNode(rc.ctx, nodeIdentForLookup(node))
 		if errors.Is(err, store.ErrNotFound) {
 			return q, nil, nil, fault.NodeNotFound(node)
 		} else if err != nil {

@@ -155,7 +155,7 @@ func TestPortgroupMicroversions(t *testing.T) {
 	e := newEnv(t)
 	n := e.mustNode(nodeFixture("pgv"))
 	pg := &model.Portgroup{NodeUUID: n.UUID, Name: "pg1", Mode: "active-backup", StandalonePortsSupported: true}
-	if err := e.st.CreatePortgroup(t.Context(), pg); err != nil {
+	if err := e.st.Ports().CreatePortgroup(t.Context(), pg); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {

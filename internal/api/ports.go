@@ -108,7 +108,7 @@ func (hs portAPI) loadPort(rc *call) (*model.Port, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Nodes.GetPort, ident, raw, fault.NotFoundFor("Port"))
+	return fetch(rc.ctx, rc.s.cfg.Nodes.Ports().GetPort, ident, raw, fault.NotFoundFor("Port"))
 }
 
 // GET /v1/ports/{ident}
@@ -169,7 +169,7 @@ func (hs portAPI) resolvePortNode(rc *call, doc map[string]any) error {
 	case !isValidLogicalName(ident):
 		return invalid("Expected a logical name or UUID but received %s.", pyrepr.Str(nilIfEmpty(ident)))
 	}
-	n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, ident)
+	n, err := rc.s.cfg.Nodes.Nodes().GetNode(rc.ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
 		return invalid("%s", fault.MissingText("Node", ident))
 	} else if err != nil {
@@ -275,7 +275,7 @@ func requireKeys(doc map[string]any, keys ...string) error {
 // being updated) when it is inspecting and the version makes the update
 // wait for that (inspectWaits); nil otherwise or when there is none.
 func (hs portAPI) inspectingNode(rc *call, uuid string) (*model.Node, error) {
-	n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, uuid)
+	n, err := rc.s.cfg.Nodes.Nodes().GetNode(rc.ctx, uuid)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	} else if err != nil {
@@ -297,7 +297,7 @@ func (hs portAPI) checkPortNodeLink(rc *call, v any, from string) error {
 	if !isUUIDLike(s) {
 		return bad
 	}
-	to, err := rc.s.cfg.Nodes.GetNode(rc.ctx, canonicalUUID(s))
+	to, err := rc.s.cfg.Nodes.Nodes().GetNode(rc.ctx, canonicalUUID(s))
 	if errors.Is(err, store.ErrNotFound) {
 		return bad
 	} else if err != nil {
@@ -306,7 +306,7 @@ func (hs portAPI) checkPortNodeLink(rc *call, v any, from string) error {
 	if rc.scoped() && !rc.allowed("baremetal:node:get", nodeTarget(to)) {
 		return bad // a node the principal may not see is as good as none
 	}
-	orig, err := rc.s.cfg.Nodes.GetNode(rc.ctx, from)
+	orig, err := rc.s.cfg.Nodes.Nodes().GetNode(rc.ctx, from)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
@@ -339,7 +339,7 @@ func (hs portAPI) checkPortPortgroup(rc *call, doc map[string]any, old *model.Po
 	if pgUUID == "" || (old != nil && pgUUID == old.PortgroupUUID && docString(doc["node_uuid"]) == old.NodeUUID) {
 		return nil
 	}
-	pg, err := rc.s.cfg.Nodes.GetPortgroup(rc.ctx, pgUUID)
+	pg, err := rc.s.cfg.Nodes.Ports().GetPortgroup(rc.ctx, pgUUID)
 	if errors.Is(err, store.ErrNotFound) {
 		return invalid("%s", fault.MissingText("Portgroup", pgUUID))
 	} else if err != nil {
@@ -400,7 +400,7 @@ func (hs portAPI) checkPortListPage(rc *call, p *page) error {
 	if err := p.check(rc); err != nil {
 		return err
 	}
-	if err := checkMarker(rc, p.marker, rc.s.cfg.Nodes.GetPort, fault.NotFoundFor("Port")); err != nil {
+	if err := checkMarker(rc, p.marker, rc.s.cfg.Nodes.Ports().GetPort, fault.NotFoundFor("Port")); err != nil {
 		return err
 	}
 	return checkSortKey(p.sortKey, unsortablePortKeys, store.PortSortKeys)
@@ -442,7 +442,7 @@ func (hs portAPI) portSelection(rc *call, parentNode, parentPG string) (portSele
 	}
 	top := parentNode == "" && parentPG == "" // GET /v1/ports: authorized here
 	if nodeUUID != "" {
-		n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, nodeIdentForLookup(nodeUUID))
+		n, err := rc.s.cfg.Nodes.Nodes().GetNode(rc.ctx, nodeIdentForLookup(nodeUUID))
 		if errors.Is(err, store.ErrNotFound) {
 			return sel, fault.NodeNotFound(nodeUUID)
 		} else if err != nil {
@@ -517,7 +517,7 @@ func (hs portAPI) portOtherFilters(rc *call, sel *portSelection, parentPG string
 		return invalid("Operation not permitted.")
 	}
 	if byPortgroup {
-		got, err := rc.s.cfg.Nodes.GetPortgroup(rc.ctx, nodeIdentForLookup(pg))
+		got, err := rc.s.cfg.Nodes.Ports().GetPortgroup(rc.ctx, nodeIdentForLookup(pg))
 		if errors.Is(err, store.ErrNotFound) {
 			return fault.Missing("Portgroup", pg)
 		} else if err != nil {
@@ -578,7 +578,7 @@ func (hs portAPI) portNodeFilter(rc *call, match func(n *model.Node) bool) func(
 	return func(p *model.Port) bool {
 		in, ok := cache[p.NodeUUID]
 		if !ok {
-			n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, p.NodeUUID)
+			n, err := rc.s.cfg.Nodes.Nodes().GetNode(rc.ctx, p.NodeUUID)
 			in = err == nil && match(n)
 			cache[p.NodeUUID] = in
 		}
@@ -591,7 +591,7 @@ func (hs portAPI) fetchPorts(rc *call, sel *portSelection, p page) ([]*model.Por
 	q := sel.q
 	return scan(p, func(key, dir, marker string, n int) ([]*model.Port, error) {
 		q.SortKey, q.SortDir, q.Marker, q.Limit = key, dir, marker, n
-		return rc.s.cfg.Nodes.ListPorts(rc.ctx, q)
+		return rc.s.cfg.Nodes.Ports().ListPorts(rc.ctx, q)
 	}, func(p *model.Port) string { return p.UUID }, sel.keep)
 }
 

@@ -48,7 +48,7 @@ func TestPortCreate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			n := e.mustNode(nodeFixture("n1"))
-			_ = e.st.CreatePort(context.Background(), &model.Port{UUID: "11111111-2222-3333-4444-555555555555", Address: "52:54:00:aa:bb:ff", NodeUUID: n.UUID})
+			_ = e.st.Ports().CreatePort(context.Background(), &model.Port{UUID: "11111111-2222-3333-4444-555555555555", Address: "52:54:00:aa:bb:ff", NodeUUID: n.UUID})
 			body := tc.body
 			if strings.Contains(body, "%s") {
 				body = fmt.Sprintf(body, n.UUID)
@@ -110,7 +110,7 @@ func TestPortListAndGet(t *testing.T) {
 		}
 		p := &model.Port{UUID: fmt.Sprintf("00000000-0000-0000-0000-00000000000%d", i), Address: fmt.Sprintf("52:54:00:00:00:0%d", i),
 			NodeUUID: node.UUID, Name: fmt.Sprintf("port%d", i), PXEEnabled: true}
-		_ = e.st.CreatePort(context.Background(), p)
+		_ = e.st.Ports().CreatePort(context.Background(), p)
 		uuids = append(uuids, p.UUID)
 	}
 	tests := []struct {
@@ -189,8 +189,8 @@ func TestPortPatchAndDelete(t *testing.T) {
 	n1 := e.mustNode(nodeFixture("n1"))
 	n2 := e.mustNode(nodeFixture("n2"))
 	p := &model.Port{UUID: "00000000-0000-0000-0000-000000000001", Address: "52:54:00:00:00:01", NodeUUID: n1.UUID, PXEEnabled: true}
-	_ = e.st.CreatePort(context.Background(), p)
-	_ = e.st.CreatePort(context.Background(), &model.Port{UUID: "00000000-0000-0000-0000-000000000002", Address: "52:54:00:00:00:02", NodeUUID: n1.UUID})
+	_ = e.st.Ports().CreatePort(context.Background(), p)
+	_ = e.st.Ports().CreatePort(context.Background(), &model.Port{UUID: "00000000-0000-0000-0000-000000000002", Address: "52:54:00:00:00:02", NodeUUID: n1.UUID})
 	tests := []struct {
 		name, patch, version string
 		status               int
@@ -221,7 +221,7 @@ func TestPortPatchAndDelete(t *testing.T) {
 			}
 		})
 	}
-	got, _ := e.st.GetPort(context.Background(), p.UUID)
+	got, _ := e.st.Ports().GetPort(context.Background(), p.UUID)
 	if got.Address != "52:54:00:00:00:aa" || got.NodeUUID != n2.UUID || got.Extra["a"] != float64(1) {
 		t.Errorf("port %+v", got)
 	}
@@ -248,11 +248,11 @@ func TestPortNodeLinkKeepsOwner(t *testing.T) {
 	other := e.mustNode(&model.Node{Name: "other", Owner: "p1"})
 	same := e.mustNode(&model.Node{Name: "same"})
 	port := &model.Port{NodeUUID: from.UUID, Address: "52:54:00:00:00:31"}
-	if err := e.st.CreatePort(t.Context(), port); err != nil {
+	if err := e.st.Ports().CreatePort(t.Context(), port); err != nil {
 		t.Fatal(err)
 	}
 	pg := &model.Portgroup{NodeUUID: from.UUID, Name: "pg-from", Mode: "active-backup"}
-	if err := e.st.CreatePortgroup(t.Context(), pg); err != nil {
+	if err := e.st.Ports().CreatePortgroup(t.Context(), pg); err != nil {
 		t.Fatal(err)
 	}
 	move := func(to string) string { return `[{"op": "replace", "path": "/node_uuid", "value": "` + to + `"}]` }

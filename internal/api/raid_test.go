@@ -25,7 +25,7 @@ func TestSetRAIDConfig(t *testing.T) {
 	good := `{"logical_disks": [{"size_gb": 100, "is_root_volume": true, "raid_level": "1"}]}`
 	target := func(uuid string) model.JSON {
 		t.Helper()
-		got, err := e.st.GetNode(context.Background(), uuid)
+		got, err := e.st.Nodes().GetNode(context.Background(), uuid)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -163,7 +163,7 @@ func (s *Server) ownConductor(ctx context.Context) *model.Conductor {
 	if r := s.own.Load(); r != nil && time.Since(r.at) < ownRowTTL {
 		return r.c
 	}
-	c, err := s.cfg.Catalog.GetConductor(ctx, s.cfg.Lifecycle.Host())
+	c, err := s.cfg.Catalog.Conductors().GetConductor(ctx, s.cfg.Lifecycle.Host())
 	if err != nil {
 		c = nil
 	}

@@ -150,10 +150,10 @@ func TestConductors(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	for _, h := range []string{"c2", "c1"} {
-		_ = e.st.RegisterConductor(ctx, &model.Conductor{Hostname: h, Drivers: []string{"ipmi"}})
+		_ = e.st.Conductors().RegisterConductor(ctx, &model.Conductor{Hostname: h, Drivers: []string{"ipmi"}})
 	}
 	e.clock.Advance(61 * time.Second)
-	_ = e.st.HeartbeatConductor(ctx, "c1", e.clock.Now())
+	_ = e.st.Conductors().HeartbeatConductor(ctx, "c1", e.clock.Now())
 	tests := []struct {
 		name, path, version string
 		status              int

@@ -137,7 +137,7 @@ func (hs recordAPI) loadRunbook(rc *call) (*model.Runbook, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fetch(rc.ctx, rc.s.cfg.Catalog.GetRunbook, ident, raw, fault.NotFoundFor("Runbook"))
+	return fetch(rc.ctx, rc.s.cfg.Catalog.Runbooks().GetRunbook, ident, raw, fault.NotFoundFor("Runbook"))
 }
 
 // validateRunbook checks doc against RUNBOOK_SCHEMA (v112 false: a POST
@@ -232,11 +232,11 @@ func (hs recordAPI) listRunbooks(rc *call) error {
 		return err
 	}
 	project, _ := rc.param("project")
-	if err := checkMarker(rc, p.marker, s.cfg.Catalog.GetRunbook, fault.NotFoundFor("Runbook")); err != nil {
+	if err := checkMarker(rc, p.marker, s.cfg.Catalog.Runbooks().GetRunbook, fault.NotFoundFor("Runbook")); err != nil {
 		return err
 	}
 	fields := p.shown(namedFields, false)
-	list, err := s.cfg.Catalog.ListRunbooks(rc.ctx, store.RunbookQuery{Project: project, Limit: p.limit, Marker: p.marker,
+	list, err := s.cfg.Catalog.Runbooks().ListRunbooks(rc.ctx, store.RunbookQuery{Project: project, Limit: p.limit, Marker: p.marker,
 		SortKey: p.sortKey, SortDir: p.sortDir})
 	if err != nil {
 		return err

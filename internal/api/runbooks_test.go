@@ -234,7 +234,7 @@ func TestRunbookProvision(t *testing.T) {
 		t.Fatalf("service by runbook: %d %s", rec.Code, rec.Body.String())
 	}
 	wantBIOS(t, e, a, "Enabled")
-	if n, _ := e.st.GetNode(t.Context(), a.UUID); n.ProvisionState != fsm.Active {
+	if n, _ := e.st.Nodes().GetNode(t.Context(), a.UUID); n.ProvisionState != fsm.Active {
 		t.Errorf("after servicing: %s", n.ProvisionState)
 	}
 }
@@ -243,7 +243,7 @@ func TestRunbookProvision(t *testing.T) {
 // want ("": no setting), and the node is back in its state without error.
 func wantBIOS(t *testing.T, e *env, n *model.Node, want string) {
 	t.Helper()
-	got, err := e.st.GetNode(t.Context(), n.UUID)
+	got, err := e.st.Nodes().GetNode(t.Context(), n.UUID)
 	if err != nil || got.LastError != "" || got.ProvisionState != n.ProvisionState {
 		t.Fatalf("after the runbook: %v state %q last_error %q", err, got.ProvisionState, got.LastError)
 	}
@@ -265,7 +265,7 @@ func TestRunbookStepErrorMasksSecrets(t *testing.T) {
 	if rec := e.do("PUT", "/v1/nodes/"+n.UUID+"/states/provision", `{"target": "clean", "runbook": "CUSTOM_PW"}`, rbLegacy); rec.Code != 202 {
 		t.Fatalf("clean: %d %s", rec.Code, rec.Body.String())
 	}
-	got, err := e.st.GetNode(t.Context(), n.UUID)
+	got, err := e.st.Nodes().GetNode(t.Context(), n.UUID)
 	if err != nil || got.ProvisionState != fsm.CleanFailed || !strings.Contains(got.LastError, "'password': '******'") ||
 		strings.Contains(got.LastError, "s3cret-arg") {
 		t.Errorf("after a refused step: %v %s %q", err, got.ProvisionState, got.LastError)

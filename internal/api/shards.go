@@ -29,7 +29,7 @@ func (hs fleetAPI) listShards(rc *call) error {
 	if err := rc.checkQuery(); err != nil {
 		return err
 	}
-	nodes, err := s.cfg.Nodes.ListNodes(rc.ctx, store.NodeQuery{})
+	nodes, err := s.cfg.Nodes.Nodes().ListNodes(rc.ctx, store.NodeQuery{})
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func (hs fleetAPI) listChildren(rc *call) error {
 	if err != nil {
 		return err
 	}
-	nodes, err := s.cfg.Nodes.ListNodes(rc.ctx, store.NodeQuery{})
+	nodes, err := s.cfg.Nodes.Nodes().ListNodes(rc.ctx, store.NodeQuery{})
 	if err != nil {
 		return err
 	}

@@ -158,7 +158,7 @@ func TestVmediaRefused(t *testing.T) {
 		}
 	}
 	e.cond.WaitIdle()
-	if got, _ := e.st.GetNode(context.Background(), n.UUID); got.LastError != "" {
+	if got, _ := e.st.Nodes().GetNode(context.Background(), n.UUID); got.LastError != "" {
 		t.Errorf("refused requests reached the node: last_error %q", got.LastError)
 	}
 
@@ -175,7 +175,7 @@ func TestVmediaRefused(t *testing.T) {
 		t.Fatalf("POST on fake: %d %s (Ironic accepts and fails in the worker)", rec.Code, rec.Body)
 	}
 	e.cond.WaitIdle()
-	plain, _ := e.st.GetNode(context.Background(), "plain")
+	plain, _ := e.st.Nodes().GetNode(context.Background(), "plain")
 	if !strings.HasSuffix(plain.LastError, ": Driver fake-hardware does not support attach_virtual_media (disabled or not implemented).") {
 		t.Errorf("last_error after POST on fake: %q", plain.LastError)
 	}

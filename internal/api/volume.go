@@ -52,11 +52,11 @@ type volumeOps[T any] struct {
 
 func (hs volumeAPI) volumeRoutes() {
 	s := hs.s
-	conns := volumeOps[model.VolumeConnector]{kind: connectorKind, get: s.cfg.Details.GetVolumeConnector,
-		list: s.cfg.Details.ListVolumeConnectors, uuid: func(c *model.VolumeConnector) string { return c.UUID },
+	conns := volumeOps[model.VolumeConnector]{kind: connectorKind, get: s.cfg.Details.Volumes().GetVolumeConnector,
+		list: s.cfg.Details.Volumes().ListVolumeConnectors, uuid: func(c *model.VolumeConnector) string { return c.UUID },
 		write: hs.writeConnector, notFound: fault.NotFoundFor("Volume connector")}
-	targets := volumeOps[model.VolumeTarget]{kind: targetKind, get: s.cfg.Details.GetVolumeTarget,
-		list: s.cfg.Details.ListVolumeTargets, uuid: func(t *model.VolumeTarget) string { return t.UUID },
+	targets := volumeOps[model.VolumeTarget]{kind: targetKind, get: s.cfg.Details.Volumes().GetVolumeTarget,
+		list: s.cfg.Details.Volumes().ListVolumeTargets, uuid: func(t *model.VolumeTarget) string { return t.UUID },
 		write: hs.writeTarget, notFound: fault.NotFoundFor("Volume target")}
 	s.handle(endpoint{"GET": {hs.volumeRoot, rule("baremetal:volume:list")}}, "/v1/volume")
 	s.handle(endpoint{"GET": {hs.volumeRoot, nodeRule("baremetal:volume:list")}}, "/v1/nodes/{ident}/volume")
@@ -174,7 +174,7 @@ func (o volumeOps[T]) listAll(rc *call) error {
 	case parent != nil:
 		q.NodeUUID = parent.UUID
 	case hasNode && nodeParam != "":
-		n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, nodeIdentForLookup(nodeParam))
+		n, err := rc.s.cfg.Nodes.Nodes().GetNode(rc.ctx, nodeIdentForLookup(nodeParam))
 		if errors.Is(err, store.ErrNotFound) {
 			return fault.NodeNotFound(nodeParam)
 		} else if err != nil {

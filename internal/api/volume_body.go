@@ -84,7 +84,7 @@ func applyTargetDoc(t *model.VolumeTarget, doc map[string]any) {
 // NodeNotFound of replace_node_uuid_with_id into one.
 func (hs volumeAPI) volumeCreateNode(rc *call, doc map[string]any) error {
 	node := docString(doc["node_uuid"])
-	n, err := rc.s.cfg.Nodes.GetNode(rc.ctx, node)
+	n, err := rc.s.cfg.Nodes.Nodes().GetNode(rc.ctx, node)
 	if errors.Is(err, store.ErrNotFound) {
 		return invalid("Invalid input for field/attribute node_uuid. Value: '%s'. ", node)
 	} else if err != nil {

@@ -62,7 +62,7 @@ func TestVolumeConnectors(t *testing.T) {
 	mgConn := mustCreateVolume(t, e, "connectors", `{"node_uuid": "`+manageable.UUID+`", "type": "mac", "connector_id": "52:54:00:00:00:01"}`)["uuid"].(string)
 	locked := e.mustNode(&model.Node{Name: "vol-locked", PowerState: "power off"})
 	lockedConn := mustCreateVolume(t, e, "connectors", `{"node_uuid": "`+locked.UUID+`", "type": "ip", "connector_id": "10.0.0.9"}`)["uuid"].(string)
-	if _, err := e.st.ReserveNode(t.Context(), locked.UUID, "other"); err != nil {
+	if _, err := e.st.Nodes().ReserveNode(t.Context(), locked.UUID, "other"); err != nil {
 		t.Fatal(err)
 	}
 	owned := e.mustNode(&model.Node{Name: "vol-owned", PowerState: "power off", Owner: "p1"})

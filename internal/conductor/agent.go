@@ -84,7 +84,7 @@ func (svc *Agents) AgentNode(ctx context.Context, macs []string, nodeUUID string
 func (svc *Agents) lookupNode(ctx context.Context, macs []string, nodeUUID string) (*model.Node, error) {
 	c := svc.c
 	if nodeUUID != "" {
-		n, err := c.store.GetNode(ctx, nodeUUID)
+		n, err := c.store.Nodes().GetNode(ctx, nodeUUID)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, errLookupNotFound()
 		}
@@ -94,7 +94,7 @@ func (svc *Agents) lookupNode(ctx context.Context, macs []string, nodeUUID strin
 	for _, mac := range macs {
 		norm = append(norm, strings.ToLower(strings.TrimSpace(mac)))
 	}
-	n, err := c.store.GetNodeByPortAddress(ctx, norm)
+	n, err := c.store.Ports().GetNodeByPortAddress(ctx, norm)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errLookupNotFound()
 	}

@@ -62,7 +62,7 @@ func (svc *Allocations) CreateAllocation(ctx context.Context, a *model.Allocatio
 			return err
 		}
 	}
-	if err := c.store.CreateAllocation(ctx, a); err != nil {
+	if err := c.store.Allocations().CreateAllocation(ctx, a); err != nil {
 		if backfill == "" {
 			c.workers.free()
 		}
@@ -79,7 +79,7 @@ func (svc *Allocations) CreateAllocation(ctx context.Context, a *model.Allocatio
 // allocate runs the allocation id in a worker.
 func (svc *Allocations) allocate(ctx context.Context, id string) {
 	c := svc.c
-	a, err := c.store.GetAllocation(ctx, id)
+	a, err := c.store.Allocations().GetAllocation(ctx, id)
 	if err != nil {
 		c.log.Warn("allocation vanished before processing", "allocation", id, "err", err)
 		return
@@ -100,7 +100,7 @@ func (svc *Allocations) allocate(ctx context.Context, id string) {
 func (svc *Allocations) failAllocation(ctx context.Context, a *model.Allocation, msg string) {
 	c := svc.c
 	a.NodeUUID, a.State, a.LastError = "", model.AllocationError, msg
-	if err := c.store.UpdateAllocation(ctx, a); err != nil {
+	if err := c.store.Allocations().UpdateAllocation(ctx, a); err != nil {
 		c.log.Error("saving failed allocation", "allocation", a.UUID, "err", err)
 	}
 }
@@ -110,7 +110,7 @@ func (svc *Allocations) failAllocation(ctx context.Context, a *model.Allocation,
 func (svc *Allocations) candidates(ctx context.Context, a *model.Allocation) ([]*model.Node, string, error) {
 	c := svc.c
 	no := false
-	nodes, err := c.store.ListNodes(ctx, store.NodeQuery{ResourceClass: a.ResourceClass,
+	nodes, err := c.store.Nodes().ListNodes(ctx, store.NodeQuery{ResourceClass: a.ResourceClass,
 		ProvisionState: fsm.Available, Associated: &no, Maintenance: &no})
 	if err != nil {
 		return nil, "", err
@@ -185,7 +185,7 @@ func (svc *Allocations) reserveOne(ctx context.Context, a *model.Allocation, nod
 // associates it. busy: its lock was held.
 func (svc *Allocations) tryNode(ctx context.Context, a *model.Allocation, node string) (done, busy bool, err error) {
 	c := svc.c
-	n, err := c.store.ReserveNode(ctx, node, c.cfg.Host)
+	n, err := c.store.Nodes().ReserveNode(ctx, node, c.cfg.Host)
 	var le *store.LockedError
 	switch {
 	case errors.As(err, &le):
@@ -221,7 +221,7 @@ func (svc *Allocations) associate(ctx context.Context, a *model.Allocation, n *m
 	}
 	cp.AllocationUUID, cp.InstanceUUID = a.UUID, a.UUID
 	cp.InstanceInfo = withKey(cp.InstanceInfo, "traits", stringsAny(a.Traits))
-	if err := c.store.UpdateNode(ctx, cp); err != nil {
+	if err := c.store.Nodes().UpdateNode(ctx, cp); err != nil {
 		var d *store.DuplicateError
 		if errors.As(err, &d) && d.Field == "instance_uuid" {
 			return fault.New(fault.Conflict, "Instance %s is already associated with a node, it cannot be associated with this other node %s",
@@ -230,10 +230,10 @@ func (svc *Allocations) associate(ctx context.Context, a *model.Allocation, n *m
 		return err
 	}
 	a.NodeUUID, a.State, a.LastError = n.UUID, model.AllocationActive, ""
-	if err := c.store.UpdateAllocation(ctx, a); err != nil {
+	if err := c.store.Allocations().UpdateAllocation(ctx, a); err != nil {
 		// The allocation is gone (deleted meanwhile): free the node again.
 		cp.AllocationUUID, cp.InstanceUUID = "", ""
-		if rerr := c.store.UpdateNode(ctx, cp); rerr != nil {
+		if rerr := c.store.Nodes().UpdateNode(ctx, cp); rerr != nil {
 			c.log.Error("undoing a node association failed", "node", n.UUID, "err", rerr)
 		}
 		return fmt.Errorf("saving allocation %s: %w", a.UUID, err)
@@ -294,7 +294,7 @@ func (svc *Allocations) doBackfill(ctx context.Context, a *model.Allocation, nod
 // NotFound, Conflict.
 func (svc *Allocations) DeleteAllocation(ctx context.Context, ident string) error {
 	c := svc.c
-	a, err := c.store.GetAllocation(ctx, ident)
+	a, err := c.store.Allocations().GetAllocation(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
 		return fault.Missing("Allocation", ident)
 	} else if err != nil {
@@ -325,7 +325,7 @@ func (svc *Allocations) DeleteAllocation(ctx context.Context, ident string) erro
 			return err
 		}
 		cp.AllocationUUID, cp.InstanceUUID = "", ""
-		if err := c.store.UpdateNode(ctx, cp); err != nil {
+		if err := c.store.Nodes().UpdateNode(ctx, cp); err != nil {
 			return err
 		}
 	}
@@ -334,7 +334,7 @@ func (svc *Allocations) DeleteAllocation(ctx context.Context, ident string) erro
 
 func (svc *Allocations) dropAllocation(ctx context.Context, id, ident string) error {
 	c := svc.c
-	if err := c.store.DeleteAllocation(ctx, id); errors.Is(err, store.ErrNotFound) {
+	if err := c.store.Allocations().DeleteAllocation(ctx, id); errors.Is(err, store.ErrNotFound) {
 		return fault.Missing("Allocation", ident)
 	} else if err != nil {
 		return err
@@ -350,7 +350,7 @@ func (svc *Allocations) dropAllocation(ctx context.Context, id, ident string) er
 func (svc *Allocations) UpdateAllocation(ctx context.Context, ident string, apply func(a *model.Allocation) error) (*model.Allocation, error) {
 	c := svc.c
 	load := func() (*model.Allocation, error) {
-		a, err := c.store.GetAllocation(ctx, ident)
+		a, err := c.store.Allocations().GetAllocation(ctx, ident)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, fault.Missing("Allocation", ident)
 		} else if err != nil {
@@ -359,7 +359,9 @@ func (svc *Allocations) UpdateAllocation(ctx context.Context, ident string, appl
 		cp := *a
 		return &cp, nil
 	}
-	save := func(a *model.Allocation) error { return allocationDuplicate(c.store.UpdateAllocation(ctx, a)) }
+	save := func(a *model.Allocation) error {
+		return allocationDuplicate(c.store.Allocations().UpdateAllocation(ctx, a))
+	}
 	return records.UpdateWithRetry(load, apply, save, func(a *model.Allocation) string { return "Allocation " + a.UUID })
 }
 
@@ -370,7 +372,7 @@ func (svc *Allocations) UpdateAllocation(ctx context.Context, ident string, appl
 // (Ironic's _check_orphan_allocations).
 func (svc *Allocations) resumeAllocations(ctx context.Context, host string) error {
 	c := svc.c
-	list, err := c.store.ListAllocations(ctx, store.AllocationQuery{State: model.AllocationAllocating})
+	list, err := c.store.Allocations().ListAllocations(ctx, store.AllocationQuery{State: model.AllocationAllocating})
 	if err != nil {
 		return fmt.Errorf("allocations to resume: %w", err)
 	}
@@ -380,7 +382,7 @@ func (svc *Allocations) resumeAllocations(ctx context.Context, host string) erro
 		}
 		if host != c.cfg.Host {
 			a.ConductorAffinity = c.cfg.Host
-			if err := c.store.UpdateAllocation(ctx, a); err != nil {
+			if err := c.store.Allocations().UpdateAllocation(ctx, a); err != nil {
 				continue // taken by another conductor, or gone
 			}
 			c.log.Warn("took over an allocation of a dead conductor", "allocation", a.UUID, "dead", host)
@@ -401,7 +403,7 @@ func (svc *Allocations) releaseAllocation(ctx context.Context, n *model.Node) {
 	if n.AllocationUUID == "" {
 		return
 	}
-	if err := c.store.DeleteAllocation(ctx, n.AllocationUUID); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := c.store.Allocations().DeleteAllocation(ctx, n.AllocationUUID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		c.log.Error("deleting the allocation of a torn down node", "node", n.UUID, "allocation", n.AllocationUUID, "err", err)
 	}
 	n.AllocationUUID, n.InstanceUUID = "", ""
@@ -419,7 +421,7 @@ func (svc *Allocations) dropAllocationOfUnassociated(ctx context.Context, old, n
 		return fault.New(fault.Conflict, "Node %s with an allocation can not have instance_uuid removed unless it is in one of allowed (%s) states or in maintenance mode. Current state is '%s'.",
 			old.UUID, strings.Join(fsm.InterfaceUpdateAllowedStates(), ", "), old.ProvisionState)
 	}
-	if err := c.store.DeleteAllocation(ctx, old.AllocationUUID); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := c.store.Allocations().DeleteAllocation(ctx, old.AllocationUUID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("delete allocation %s: %w", old.AllocationUUID, err)
 	}
 	n.AllocationUUID = ""

@@ -7,6 +7,7 @@ import (
 
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
 )
 
 // availableNode stores an available, powered node of resource class rc.
@@ -14,7 +15,7 @@ func availableNode(t *testing.T, st conductor.Store, name, rc string) *model.Nod
 	t.Helper()
 	n := &model.Node{Name: name, Driver: "fake-hardware", ProvisionState: "available", PowerState: "power off",
 		ResourceClass: rc, Interfaces: model.Interfaces{Network: "flat"}}
-	if err := st.CreateNode(t.Context(), n); err != nil {
+	if err := st.Nodes().CreateNode(t.Context(), n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -22,7 +23,7 @@ func availableNode(t *testing.T, st conductor.Store, name, rc string) *model.Nod
 
 func (e *env) allocation(id string) *model.Allocation {
 	e.t.Helper()
-	a, err := e.st.GetAllocation(e.ctx, id)
+	a, err := e.st.Allocations().GetAllocation(e.ctx, id)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestAllocationResumedOnStart(t *testing.T) {
 	a := &model.Allocation{State: model.AllocationAllocating, ResourceClass: "gpu", ConductorAffinity: "test-conductor"}
 	e := newEnv(t, func(cfg *conductor.Config) {
 		n = availableNode(t, cfg.Store, "n1", "gpu")
-		if err := cfg.Store.CreateAllocation(t.Context(), a); err != nil {
+		if err := cfg.Store.Allocations().CreateAllocation(t.Context(), a); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -51,14 +52,14 @@ func TestAllocationTakenOverFromDeadConductor(t *testing.T) {
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	e := newEnv(t, func(cfg *conductor.Config) { cfg.Now = func() time.Time { return now } })
 	n := availableNode(t, e.st, "n1", "gpu")
-	if err := e.st.RegisterConductor(e.ctx, &model.Conductor{Hostname: "dead-host"}); err != nil {
+	if err := e.st.Conductors().RegisterConductor(e.ctx, &model.Conductor{Hostname: "dead-host"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.HeartbeatConductor(e.ctx, "dead-host", now.Add(-time.Hour)); err != nil {
+	if err := e.st.Conductors().HeartbeatConductor(e.ctx, "dead-host", now.Add(-time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	a := &model.Allocation{State: model.AllocationAllocating, ResourceClass: "gpu", ConductorAffinity: "dead-host"}
-	if err := e.st.CreateAllocation(e.ctx, a); err != nil {
+	if err := e.st.Allocations().CreateAllocation(e.ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.c.BreakDeadLocks(e.ctx); err != nil {
@@ -74,7 +75,7 @@ func TestAllocationTakenOverFromDeadConductor(t *testing.T) {
 func TestAllocationLockedNode(t *testing.T) {
 	e := newEnv(t, nil)
 	n := availableNode(t, e.st, "n1", "gpu")
-	if _, err := e.st.ReserveNode(e.ctx, n.UUID, "other-host"); err != nil {
+	if _, err := e.st.Nodes().ReserveNode(e.ctx, n.UUID, "other-host"); err != nil {
 		t.Fatal(err)
 	}
 	a := &model.Allocation{ResourceClass: "gpu"}
@@ -100,7 +101,7 @@ func TestTearDownReleasesAllocationAndVIFs(t *testing.T) {
 	}
 	n = e.get(n.UUID)
 	n.PowerState = "power off"
-	if err := e.st.UpdateNode(e.ctx, n); err != nil {
+	if err := e.st.Nodes().UpdateNode(e.ctx, n); err != nil {
 		t.Fatal(err)
 	}
 	port := &model.Port{NodeUUID: n.UUID, Address: "52:54:00:00:00:01", PXEEnabled: true}
@@ -124,7 +125,7 @@ func TestTearDownReleasesAllocationAndVIFs(t *testing.T) {
 	if got.AllocationUUID != "" || got.InstanceUUID != "" {
 		t.Fatalf("node after tear down: allocation %q instance %q", got.AllocationUUID, got.InstanceUUID)
 	}
-	if _, err := e.st.GetAllocation(e.ctx, a.UUID); err == nil {
+	if _, err := e.st.Allocations().GetAllocation(e.ctx, a.UUID); err == nil {
 		t.Fatal("allocation survived the tear down")
 	}
 	if vifs, err := e.c.NodeRecords().ListVIFs(e.ctx, n.UUID); err != nil || len(vifs) != 0 {
@@ -140,19 +141,29 @@ type racingStore struct {
 	raced bool
 }
 
-func (s *racingStore) UpdateAllocation(ctx context.Context, a *model.Allocation) error {
-	if !s.raced {
+func (s *racingStore) Allocations() store.AllocationStore {
+	return racingAllocations{s.Store.Allocations(), s}
+}
+
+// racingAllocations is the allocation store that races s's first save.
+type racingAllocations struct {
+	store.AllocationStore
+	s *racingStore
+}
+
+func (r racingAllocations) UpdateAllocation(ctx context.Context, a *model.Allocation) error {
+	if s := r.s; !s.raced {
 		s.raced = true
-		other, err := s.Store.GetAllocation(ctx, a.UUID)
+		other, err := r.AllocationStore.GetAllocation(ctx, a.UUID)
 		if err != nil {
 			return err
 		}
 		other.LastError = "saved by the worker"
-		if err := s.Store.UpdateAllocation(ctx, other); err != nil {
+		if err := r.AllocationStore.UpdateAllocation(ctx, other); err != nil {
 			return err
 		}
 	}
-	return s.Store.UpdateAllocation(ctx, a)
+	return r.AllocationStore.UpdateAllocation(ctx, a)
 }
 
 // TestUpdateAllocationRacingWorker: a PATCH racing the allocating worker's
@@ -164,7 +175,7 @@ func TestUpdateAllocationRacingWorker(t *testing.T) {
 	e := newEnv(t, func(cfg *conductor.Config) {
 		rs.Store = cfg.Store
 		cfg.Store = rs
-		if err := rs.Store.CreateAllocation(t.Context(), a); err != nil {
+		if err := rs.Store.Allocations().CreateAllocation(t.Context(), a); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -41,7 +41,7 @@ func BenchmarkSyncPowerStates100000(b *testing.B) {
 func benchSyncPower(b *testing.B, n int, peers []string) {
 	e := newEnv(b, nil)
 	for _, h := range peers {
-		if err := e.st.RegisterConductor(e.ctx, &model.Conductor{Hostname: h, Drivers: []string{"fake-hardware"}}); err != nil {
+		if err := e.st.Conductors().RegisterConductor(e.ctx, &model.Conductor{Hostname: h, Drivers: []string{"fake-hardware"}}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -49,7 +49,7 @@ func benchSyncPower(b *testing.B, n int, peers []string) {
 	for i := range ids {
 		nd := &model.Node{Driver: "fake-hardware", Name: fmt.Sprintf("n%06d", i), PowerState: fsm.PowerOn,
 			ProvisionState: fsm.Available}
-		if err := e.st.CreateNode(e.ctx, nd); err != nil {
+		if err := e.st.Nodes().CreateNode(e.ctx, nd); err != nil {
 			b.Fatal(err)
 		}
 		ids[i] = nd.UUID

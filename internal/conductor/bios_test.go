@@ -20,7 +20,7 @@ func TestFakeBIOSKeepsSettings(t *testing.T) {
 		return model.JSON{"interface": "bios", "step": "apply_configuration", "args": map[string]any{"settings": settings}}
 	}
 	e.must(id, "clean", fsm.Manageable, cleanSteps(apply(map[string]any{"name": "A", "value": "1"}, map[string]any{"name": "B", "value": 2.0})))
-	got, err := e.st.ListBIOSSettings(e.ctx, id)
+	got, err := e.st.Settings().ListBIOSSettings(e.ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,11 +28,11 @@ func TestFakeBIOSKeepsSettings(t *testing.T) {
 		t.Fatalf("cached %+v", got)
 	}
 	e.must(id, "clean", fsm.Manageable, cleanSteps(apply(map[string]any{"name": "B", "value": "3"})))
-	if got, _ := e.st.ListBIOSSettings(e.ctx, id); len(got) != 1 || got[0].Name != "B" || *got[0].Value != "3" {
+	if got, _ := e.st.Settings().ListBIOSSettings(e.ctx, id); len(got) != 1 || got[0].Name != "B" || *got[0].Value != "3" {
 		t.Fatalf("after the second apply: %+v", got)
 	}
 	e.must(id, "clean", fsm.Manageable, cleanSteps(model.JSON{"interface": "bios", "step": "factory_reset"}))
-	if got, _ := e.st.ListBIOSSettings(e.ctx, id); len(got) != 0 {
+	if got, _ := e.st.Settings().ListBIOSSettings(e.ctx, id); len(got) != 0 {
 		t.Fatalf("after factory_reset: %+v", got)
 	}
 

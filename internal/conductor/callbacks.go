@@ -215,7 +215,7 @@ func (c *Conductor) waitTimeout(n *model.Node) (time.Duration, string) {
 // timed-out deploy or rescue powers the node off, as Ironic does.
 func (c *Conductor) CheckTimeouts(ctx context.Context) error {
 	free := false
-	nodes, err := c.store.ListNodes(ctx, store.NodeQuery{Reserved: &free,
+	nodes, err := c.store.Nodes().ListNodes(ctx, store.NodeQuery{Reserved: &free,
 		ProvisionStates: waitStates()})
 	if err != nil {
 		return err
@@ -273,7 +273,7 @@ func (c *Conductor) checkLimit(ctx context.Context, event string) error {
 		return nil
 	}
 	limit := op.limit(&c.cfg)
-	n, err := c.store.CountNodes(ctx, store.NodeQuery{ProvisionStates: []string{op.running, op.wait}})
+	n, err := c.store.Nodes().CountNodes(ctx, store.NodeQuery{ProvisionStates: []string{op.running, op.wait}})
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func TestConflictingVerbs(t *testing.T) {
 	if n.Reservation != "" {
 		t.Fatalf("reservation %q left behind", n.Reservation)
 	}
-	hist, err := e.st.ListHistory(e.ctx, id)
+	hist, err := e.st.Nodes().ListHistory(e.ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func (e *env) raceVerbs(t *testing.T, id string, verbs []string, seed int64) {
 
 // moves counts node id's recorded transitions.
 func (e *env) moves(id string) int {
-	hist, err := e.st.ListHistory(e.ctx, id)
+	hist, err := e.st.Nodes().ListHistory(e.ctx, id)
 	if err != nil {
 		e.t.Fatal(err)
 	}

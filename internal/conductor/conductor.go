@@ -181,7 +181,7 @@ func (c *Conductor) Start(ctx context.Context) error {
 	for _, ht := range c.reg.HardwareTypes() {
 		names = append(names, ht.Name)
 	}
-	if err := c.store.RegisterConductor(ctx, &model.Conductor{
+	if err := c.store.Conductors().RegisterConductor(ctx, &model.Conductor{
 		Hostname: c.cfg.Host, ConductorGroup: c.cfg.Group, Drivers: names,
 	}); err != nil {
 		return fmt.Errorf("register conductor: %w", err)
@@ -205,7 +205,7 @@ func (c *Conductor) Start(ctx context.Context) error {
 // work, no handed-over calls), frees what a previous run of this host left,
 // and heartbeats, so that survivors break its locks if it dies.
 func (c *Conductor) StartAPIOnly(ctx context.Context) error {
-	if err := c.store.RegisterConductor(ctx, &model.Conductor{Hostname: c.cfg.Host, ConductorGroup: c.cfg.Group}); err != nil {
+	if err := c.store.Conductors().RegisterConductor(ctx, &model.Conductor{Hostname: c.cfg.Host, ConductorGroup: c.cfg.Group}); err != nil {
 		return fmt.Errorf("register API process: %w", err)
 	}
 	if err := c.recover(ctx); err != nil {
@@ -223,7 +223,7 @@ func (c *Conductor) heartbeat(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := c.store.HeartbeatConductor(ctx, c.cfg.Host, c.now()); err != nil && ctx.Err() == nil {
+			if err := c.store.Conductors().HeartbeatConductor(ctx, c.cfg.Host, c.now()); err != nil && ctx.Err() == nil {
 				c.log.Error("conductor heartbeat failed", "err", err)
 			}
 		}
@@ -233,7 +233,7 @@ func (c *Conductor) heartbeat(ctx context.Context) {
 // recover fails the nodes this host was working on when it last stopped and
 // releases its locks. Wait states are left to their callbacks and timeouts.
 func (c *Conductor) recover(ctx context.Context) error {
-	held, err := c.store.ListNodes(ctx, store.NodeQuery{ReservedBy: c.cfg.Host})
+	held, err := c.store.Nodes().ListNodes(ctx, store.NodeQuery{ReservedBy: c.cfg.Host})
 	if err != nil {
 		return err
 	}
@@ -252,7 +252,7 @@ func (c *Conductor) recover(ctx context.Context) error {
 		t.node.TargetPowerState = ""
 		c.saveQuietTask(ctx, t)
 	}
-	freed, err := c.store.ReleaseHost(ctx, c.cfg.Host)
+	freed, err := c.store.Nodes().ReleaseHost(ctx, c.cfg.Host)
 	if len(freed) > 0 {
 		c.log.Warn("released locks left by a previous run", "count", len(freed))
 	}
@@ -262,7 +262,7 @@ func (c *Conductor) recover(ctx context.Context) error {
 // saveQuiet writes n and its history outside a task, logging a failure;
 // it reports whether n was saved.
 func (c *Conductor) saveQuiet(ctx context.Context, n *model.Node, hist []*model.HistoryEvent) bool {
-	if err := c.store.UpdateNode(ctx, n); err != nil {
+	if err := c.store.Nodes().UpdateNode(ctx, n); err != nil {
 		c.log.Error("saving node failed", "node", n.UUID, "err", err)
 		return false
 	}
@@ -287,10 +287,10 @@ func (c *Conductor) Shutdown(ctx context.Context) error {
 	c.workers.cancel()
 	uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := c.store.ReleaseHost(uctx, c.cfg.Host); err != nil {
+	if _, err := c.store.Nodes().ReleaseHost(uctx, c.cfg.Host); err != nil {
 		return err
 	}
-	return c.store.UnregisterConductor(uctx, c.cfg.Host)
+	return c.store.Conductors().UnregisterConductor(uctx, c.cfg.Host)
 }
 
 // Workers reports the worker pool's use: busy workers and pool size.

@@ -97,7 +97,7 @@ func (e *env) must(uuid, target string, want string, mod ...func(*conductor.Prov
 
 func (e *env) get(uuid string) *model.Node {
 	e.t.Helper()
-	n, err := e.st.GetNode(e.ctx, uuid)
+	n, err := e.st.Nodes().GetNode(e.ctx, uuid)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestLifecycle(t *testing.T) {
 	e.must(id, "manage", fsm.Manageable)
 	e.must(id, "adopt", fsm.Active)
 
-	hist, err := e.st.ListHistory(e.ctx, id)
+	hist, err := e.st.Nodes().ListHistory(e.ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +314,7 @@ func TestInvalidTransitionAndArguments(t *testing.T) {
 	if err := e.c.Nodes().DeleteNode(e.ctx, id); err != nil {
 		t.Fatalf("delete in maintenance: %v", err)
 	}
-	if _, err := e.st.GetNode(e.ctx, id); !errors.Is(err, store.ErrNotFound) {
+	if _, err := e.st.Nodes().GetNode(e.ctx, id); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("node still there: %v", err)
 	}
 }
@@ -413,7 +413,7 @@ func TestInspectionCreatesPorts(t *testing.T) {
 	if n.InspectionFinishedAt.IsZero() {
 		t.Fatal("inspection_finished_at not set")
 	}
-	ports, err := e.st.ListPorts(e.ctx, store.PortQuery{NodeUUID: id})
+	ports, err := e.st.Ports().ListPorts(e.ctx, store.PortQuery{NodeUUID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +433,7 @@ func TestPowerOffForgetsTheAgent(t *testing.T) {
 	n := e.create(nil)
 	n.ProvisionState = fsm.CleanWait
 	n.DriverInternalInfo = model.JSON{ipa.KeyURL: "http://127.0.0.1:9999", ipa.KeyVerifyCA: "PEM", ipa.KeyCachedDeploySteps: map[string]any{}}
-	if err := e.st.UpdateNode(e.ctx, n); err != nil {
+	if err := e.st.Nodes().UpdateNode(e.ctx, n); err != nil {
 		t.Fatal(err)
 	}
 	lookup := func() string {

@@ -80,7 +80,7 @@ var RecordedStates = []string{
 // console is enabled or the node is in a recorded state.
 func (svc *Consoles) ConsoleDecision(ctx context.Context, uuid string) (console.Decision, error) {
 	c := svc.c
-	n, err := c.store.GetNode(ctx, uuid)
+	n, err := c.store.Nodes().GetNode(ctx, uuid)
 	if errors.Is(err, store.ErrNotFound) {
 		return console.Decision{Reason: "the node was deleted"}, nil
 	}
@@ -125,7 +125,7 @@ func opener(con driver.Console, n *model.Node) console.Opener {
 // enabled or whose state is recorded (internal/console's Resolver).
 func (svc *Consoles) ConsoleCandidates(ctx context.Context) ([]string, error) {
 	c := svc.c
-	nodes, err := c.store.ListNodes(ctx, store.NodeQuery{})
+	nodes, err := c.store.Nodes().ListNodes(ctx, store.NodeQuery{})
 	if err != nil {
 		return nil, err
 	}

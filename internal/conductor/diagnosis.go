@@ -95,7 +95,7 @@ func (dg diagnoser) diagnose(ctx context.Context, n *model.Node, f *failure) {
 		c.log.Error("encoding the failure diagnosis failed", "node", n.UUID, "err", err)
 		return
 	}
-	if err := c.store.PutDiagnosis(ctx, n.UUID, b); err != nil {
+	if err := c.store.Diagnoses().PutDiagnosis(ctx, n.UUID, b); err != nil {
 		c.log.Error("storing the failure diagnosis failed", "node", n.UUID, "err", err)
 		return
 	}
@@ -116,14 +116,14 @@ func (dg diagnoser) buildDiagnosis(ctx context.Context, n *model.Node, f *failur
 			d.Interfaces[kind+"_interface"] = v
 		}
 	}
-	ports, err := c.store.ListPorts(ctx, store.PortQuery{NodeUUID: n.UUID})
+	ports, err := c.store.Ports().ListPorts(ctx, store.PortQuery{NodeUUID: n.UUID})
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range ports {
 		d.Ports = append(d.Ports, p.Address)
 	}
-	hist, err := c.store.ListHistory(ctx, n.UUID)
+	hist, err := c.store.Nodes().ListHistory(ctx, n.UUID)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ func (dg diagnoser) buildDiagnosis(ctx context.Context, n *model.Node, f *failur
 	// a ramdisk meanwhile (the states whose console is recorded).
 	others := 0
 	if len(d.Lookups) > 0 {
-		if others, err = c.store.CountNodes(ctx, store.NodeQuery{ProvisionStates: RecordedStates}); err != nil {
+		if others, err = c.store.Nodes().CountNodes(ctx, store.NodeQuery{ProvisionStates: RecordedStates}); err != nil {
 			return nil, err
 		}
 	}

@@ -17,7 +17,7 @@ import (
 // diagnosisOf returns the node's stored diagnosis.
 func diagnosisOf(t *testing.T, e *env, id string) *model.Diagnosis {
 	t.Helper()
-	raw, err := e.st.GetDiagnosis(e.ctx, id)
+	raw, err := e.st.Diagnoses().GetDiagnosis(e.ctx, id)
 	if err != nil {
 		t.Fatalf("diagnosis: %v", err)
 	}
@@ -58,7 +58,7 @@ func TestDiagnosisGathersAndMasks(t *testing.T) {
 	})
 	tc := waitCases()[0] // deploy
 	id := e.park(tc)
-	if err := e.st.CreatePort(e.ctx, &model.Port{NodeUUID: id, Address: "52:54:00:aa:bb:01"}); err != nil {
+	if err := e.st.Ports().CreatePort(e.ctx, &model.Port{NodeUUID: id, Address: "52:54:00:aa:bb:01"}); err != nil {
 		t.Fatal(err)
 	}
 	// Written behind the conductor's back: the API refuses updates while
@@ -66,7 +66,7 @@ func TestDiagnosisGathersAndMasks(t *testing.T) {
 	n := e.get(id)
 	n.DriverInfo["ipmi_password"] = pw
 	n.DriverInternalInfo["agent_secret_token"] = token
-	if err := e.st.UpdateNode(e.ctx, n); err != nil {
+	if err := e.st.Nodes().UpdateNode(e.ctx, n); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := e.c.Agents().Lookup(e.ctx, []string{"52:54:00:99:99:99"}, ""); fault.KindOf(err) != fault.NotFound {
@@ -76,7 +76,7 @@ func TestDiagnosisGathersAndMasks(t *testing.T) {
 	if err := e.c.CheckTimeouts(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := e.st.GetDiagnosis(e.ctx, id)
+	raw, err := e.st.Diagnoses().GetDiagnosis(e.ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestDiagnosisGathersAndMasks(t *testing.T) {
 	if d.Interfaces["deploy_interface"] == "" || len(d.History) == 0 || d.FromState != fsm.DeployWait {
 		t.Errorf("interfaces %v, history %d, from %q", d.Interfaces, len(d.History), d.FromState)
 	}
-	hist, err := e.st.ListHistory(e.ctx, id)
+	hist, err := e.st.Nodes().ListHistory(e.ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,11 +117,11 @@ func TestDiagnosisGathersAndMasks(t *testing.T) {
 	if err := e.c.Nodes().DeleteNode(e.ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.st.GetDiagnosis(e.ctx, id); !errors.Is(err, store.ErrNotFound) {
+	if _, err := e.st.Diagnoses().GetDiagnosis(e.ctx, id); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the deleted node's diagnosis: %v", err)
 	}
 	other := e.create(model.JSON{}).UUID
-	if _, err := e.st.GetDiagnosis(e.ctx, other); !errors.Is(err, store.ErrNotFound) {
+	if _, err := e.st.Diagnoses().GetDiagnosis(e.ctx, other); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("diagnosis of a node that never failed: %v", err)
 	}
 }
@@ -151,7 +151,7 @@ func TestDiagnosisIsBounded(t *testing.T) {
 	if err := e.c.CheckTimeouts(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := e.st.GetDiagnosis(e.ctx, id)
+	raw, err := e.st.Diagnoses().GetDiagnosis(e.ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}

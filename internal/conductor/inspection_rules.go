@@ -39,7 +39,7 @@ func (t *task) applyInspectionRules(ctx context.Context) error {
 	if inv == nil {
 		return nil
 	}
-	rules, err := c.store.ListInspectionRules(ctx, store.InspectionRuleQuery{Phase: inspectrule.Phases[0]})
+	rules, err := c.store.InspectionRules().ListInspectionRules(ctx, store.InspectionRuleQuery{Phase: inspectrule.Phases[0]})
 	if err != nil {
 		return err
 	}

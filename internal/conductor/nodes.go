@@ -46,7 +46,7 @@ func (svc *Nodes) CreateNode(ctx context.Context, n *model.Node, initialAvailabl
 	// No history entry for the creation (Ironic has none either): created_at
 	// and provision_updated_at already say when the node entered its state,
 	// and a second write would halve the create rate.
-	if err := c.store.CreateNode(ctx, n); err != nil {
+	if err := c.store.Nodes().CreateNode(ctx, n); err != nil {
 		return duplicate(err)
 	}
 	return nil
@@ -104,7 +104,7 @@ func (svc *Nodes) UpdateNode(ctx context.Context, ident string, apply func(n *mo
 	if err := c.Allocations().dropAllocationOfUnassociated(ctx, old, n); err != nil {
 		return nil, err
 	}
-	if err := c.store.UpdateNode(ctx, n); err != nil {
+	if err := c.store.Nodes().UpdateNode(ctx, n); err != nil {
 		return nil, duplicate(err)
 	}
 	if old.Maintenance != n.Maintenance {
@@ -209,7 +209,7 @@ func (svc *Nodes) DeleteNode(ctx context.Context, ident string) error {
 		t.release()
 		return ferr
 	}
-	if err := c.store.DeleteNode(ctx, n.UUID); err != nil {
+	if err := c.store.Nodes().DeleteNode(ctx, n.UUID); err != nil {
 		t.release()
 		return err
 	}
@@ -287,7 +287,7 @@ func (svc *Nodes) Validate(ctx context.Context, ident string) (map[string]Valida
 	ports := func(ctx context.Context) []*model.Port { // listed once, when an interface needs them
 		if portList == nil {
 			var err error
-			if portList, err = c.store.ListPorts(ctx, store.PortQuery{NodeUUID: n.UUID}); err != nil {
+			if portList, err = c.store.Ports().ListPorts(ctx, store.PortQuery{NodeUUID: n.UUID}); err != nil {
 				c.log.Warn("listing ports failed", "node", n.UUID, "err", err)
 			}
 		}

@@ -14,7 +14,7 @@ import (
 // always included (it is running this code). Every conductor builds it from the same rows,
 // so they agree on each node's owner up to one heartbeat of skew.
 func (c *Conductor) liveRing(ctx context.Context) (*ring.Ring, error) {
-	conds, err := c.store.ListConductors(ctx)
+	conds, err := c.store.Conductors().ListConductors(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("conductors for the hash ring: %w", err)
 	}

@@ -16,7 +16,7 @@ import (
 func TestTakeOverSplitsByRing(t *testing.T) {
 	e, clk := newClockEnv(t)
 	for _, h := range []string{"dead-one", "peer"} {
-		if err := e.st.RegisterConductor(e.ctx, &model.Conductor{Hostname: h, Drivers: []string{"fake-hardware"}}); err != nil {
+		if err := e.st.Conductors().RegisterConductor(e.ctx, &model.Conductor{Hostname: h, Drivers: []string{"fake-hardware"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -27,12 +27,12 @@ func TestTakeOverSplitsByRing(t *testing.T) {
 		id := e.create(nil).UUID
 		ids = append(ids, id)
 		mine[id] = r.Owner(id, "") == "test-conductor"
-		n, err := e.st.ReserveNode(e.ctx, id, "dead-one")
+		n, err := e.st.Nodes().ReserveNode(e.ctx, id, "dead-one")
 		if err != nil {
 			t.Fatal(err)
 		}
 		n.ProvisionState, n.TargetProvisionState = fsm.Cleaning, fsm.Available
-		if err := e.st.UpdateNode(e.ctx, n); err != nil {
+		if err := e.st.Nodes().UpdateNode(e.ctx, n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -40,7 +40,7 @@ func TestTakeOverSplitsByRing(t *testing.T) {
 		t.Fatal("duplicate UUIDs")
 	}
 	clk.Advance(2 * time.Hour)
-	if err := e.st.HeartbeatConductor(e.ctx, "peer", clk.Now()); err != nil {
+	if err := e.st.Conductors().HeartbeatConductor(e.ctx, "peer", clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.c.BreakDeadLocks(e.ctx); err != nil {
@@ -61,7 +61,7 @@ func TestTakeOverSplitsByRing(t *testing.T) {
 	if taken == 0 || taken == 40 {
 		t.Fatalf("took %d of 40 nodes; the ring should split them", taken)
 	}
-	if c, _ := e.st.GetConductor(e.ctx, "dead-one"); !c.Online {
+	if c, _ := e.st.Conductors().GetConductor(e.ctx, "dead-one"); !c.Online {
 		t.Fatal("dead conductor marked offline while the peer has its locks to take")
 	}
 
@@ -74,7 +74,7 @@ func TestTakeOverSplitsByRing(t *testing.T) {
 			t.Fatalf("node %s after the peer died: resv %q state %q", id, n.Reservation, n.ProvisionState)
 		}
 	}
-	if c, _ := e.st.GetConductor(e.ctx, "dead-one"); c.Online {
+	if c, _ := e.st.Conductors().GetConductor(e.ctx, "dead-one"); c.Online {
 		t.Fatal("dead conductor still online after every lock was taken")
 	}
 }
@@ -83,7 +83,7 @@ func TestTakeOverSplitsByRing(t *testing.T) {
 // conductor times out its share; once the peer is dead, the rest.
 func TestTimeoutsByRing(t *testing.T) {
 	e, clk := newClockEnv(t)
-	if err := e.st.RegisterConductor(e.ctx, &model.Conductor{Hostname: "peer", Drivers: []string{"fake-hardware"}}); err != nil {
+	if err := e.st.Conductors().RegisterConductor(e.ctx, &model.Conductor{Hostname: "peer", Drivers: []string{"fake-hardware"}}); err != nil {
 		t.Fatal(err)
 	}
 	r := ring.New([]ring.Member{{Host: "test-conductor"}, {Host: "peer"}}, 0, 1)
@@ -96,7 +96,7 @@ func TestTimeoutsByRing(t *testing.T) {
 		e.must(id, "active", fsm.DeployWait)
 	}
 	clk.Advance(31 * time.Minute)
-	if err := e.st.HeartbeatConductor(e.ctx, "peer", clk.Now()); err != nil {
+	if err := e.st.Conductors().HeartbeatConductor(e.ctx, "peer", clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.c.CheckTimeouts(e.ctx); err != nil {

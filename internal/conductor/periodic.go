@@ -88,7 +88,7 @@ func (svc *PowerSync) syncPages(ctx context.Context, work chan<- *model.Node) er
 	q := store.NodeQuery{Reserved: &free, Limit: syncPage}
 	owned, total := 0, 0
 	for {
-		nodes, err := c.store.ListNodes(ctx, q)
+		nodes, err := c.store.Nodes().ListNodes(ctx, q)
 		if errors.Is(err, store.ErrNotFound) && q.Marker != "" {
 			return nil // the page's last node was deleted meanwhile: the next pass goes on
 		}
@@ -271,7 +271,7 @@ func (svc *PowerSync) endSweep(sw *sweep, err error) {
 // Locks of live conductors are never touched. The dead conductor is marked
 // offline once none of its locks remain.
 func (c *Conductor) BreakDeadLocks(ctx context.Context) error {
-	conds, err := c.store.ListConductors(ctx)
+	conds, err := c.store.Conductors().ListConductors(ctx)
 	if err != nil {
 		return err
 	}
@@ -294,7 +294,7 @@ func (c *Conductor) BreakDeadLocks(ctx context.Context) error {
 			return err
 		}
 		if cd.Online && left == 0 {
-			if err := c.store.UnregisterConductor(ctx, cd.Hostname); err != nil {
+			if err := c.store.Conductors().UnregisterConductor(ctx, cd.Hostname); err != nil {
 				return err
 			}
 		}
@@ -311,7 +311,7 @@ func (c *Conductor) alive(cd *model.Conductor, now time.Time) bool {
 // owns on r, and frees their locks; it returns how many of the dead host's
 // locks other survivors have yet to take.
 func (c *Conductor) takeOver(ctx context.Context, r *ring.Ring, host string) (int, error) {
-	held, err := c.store.ListNodes(ctx, store.NodeQuery{ReservedBy: host})
+	held, err := c.store.Nodes().ListNodes(ctx, store.NodeQuery{ReservedBy: host})
 	if err != nil || len(held) == 0 {
 		return 0, err
 	}
@@ -329,7 +329,7 @@ func (c *Conductor) takeOver(ctx context.Context, r *ring.Ring, host string) (in
 		// Gone, or freed and locked again meanwhile (a survivor whose ring
 		// briefly differed took it first): nothing of the dead host's left.
 		var locked *store.LockedError
-		if err := c.store.ReleaseNode(ctx, n.UUID, host); err != nil && !errors.Is(err, store.ErrNotFound) && !errors.As(err, &locked) {
+		if err := c.store.Nodes().ReleaseNode(ctx, n.UUID, host); err != nil && !errors.Is(err, store.ErrNotFound) && !errors.As(err, &locked) {
 			return 0, fmt.Errorf("release %s from dead conductor %s: %w", n.UUID, host, err)
 		}
 	}
@@ -365,7 +365,7 @@ func workerOnlyStates() []string {
 // last_error that says so; a deploy failed this way can be deployed again.
 func (c *Conductor) CheckOrphans(ctx context.Context) error {
 	free := false
-	nodes, err := c.store.ListNodes(ctx, store.NodeQuery{Reserved: &free, ProvisionStates: workerOnlyStates()})
+	nodes, err := c.store.Nodes().ListNodes(ctx, store.NodeQuery{Reserved: &free, ProvisionStates: workerOnlyStates()})
 	if err != nil || len(nodes) == 0 {
 		return err
 	}

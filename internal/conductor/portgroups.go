@@ -38,7 +38,7 @@ func (svc *NodeRecords) CreatePortgroup(ctx context.Context, pg *model.Portgroup
 	if pg.CreatedAt.IsZero() {
 		pg.CreatedAt = c.now().UTC()
 	}
-	if err := c.store.CreatePortgroup(ctx, pg); err != nil {
+	if err := c.store.Ports().CreatePortgroup(ctx, pg); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return fault.NodeNotFound(pg.NodeUUID)
 		}
@@ -57,7 +57,7 @@ var portgroupMoveStates = []string{fsm.Enroll, fsm.Inspecting, fsm.InspectWait, 
 // network is given to its ports too.
 func (svc *NodeRecords) UpdatePortgroup(ctx context.Context, ident string, apply func(pg *model.Portgroup) error) (*model.Portgroup, error) {
 	c := svc.c
-	pg, err := c.store.GetPortgroup(ctx, ident)
+	pg, err := c.store.Ports().GetPortgroup(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fault.Missing("Portgroup", ident)
 	} else if err != nil {
@@ -68,7 +68,7 @@ func (svc *NodeRecords) UpdatePortgroup(ctx context.Context, ident string, apply
 		return nil, err
 	}
 	defer t.release()
-	if pg, err = c.store.GetPortgroup(ctx, pg.UUID); err != nil {
+	if pg, err = c.store.Ports().GetPortgroup(ctx, pg.UUID); err != nil {
 		return nil, fault.Missing("Portgroup", ident)
 	}
 	cp := *pg
@@ -83,7 +83,7 @@ func (svc *NodeRecords) UpdatePortgroup(ctx context.Context, ident string, apply
 	if err := svc.checkGroupStandalone(ctx, t.node, pg, &cp); err != nil {
 		return nil, err
 	}
-	if err := c.store.UpdatePortgroup(ctx, &cp); err != nil {
+	if err := c.store.Ports().UpdatePortgroup(ctx, &cp); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, fault.NodeNotFound(cp.NodeUUID)
 		}
@@ -101,13 +101,13 @@ func (svc *NodeRecords) UpdatePortgroup(ctx context.Context, ident string, apply
 // update_portgroup_physical_network).
 func (svc *NodeRecords) setMemberPhysnet(ctx context.Context, pg *model.Portgroup) error {
 	c := svc.c
-	ports, err := c.store.ListPorts(ctx, store.PortQuery{PortgroupUUID: pg.UUID})
+	ports, err := c.store.Ports().ListPorts(ctx, store.PortQuery{PortgroupUUID: pg.UUID})
 	if err != nil {
 		return fmt.Errorf("ports of portgroup %s: %w", pg.UUID, err)
 	}
 	for _, p := range ports {
 		p.PhysicalNetwork = pg.PhysicalNetwork
-		if err := c.store.UpdatePort(ctx, p); err != nil {
+		if err := c.store.Ports().UpdatePort(ctx, p); err != nil {
 			return fmt.Errorf("physical network of port %s: %w", p.UUID, err)
 		}
 	}
@@ -120,7 +120,7 @@ func (svc *NodeRecords) checkPortgroupMove(ctx context.Context, n *model.Node, p
 		return fault.New(fault.Conflict, "Portgroup %s can not be associated to node %s unless the node is in a %s state or in maintenance mode. Current state is '%s'.",
 			pg.UUID, n.UUID, strings.Join(portgroupMoveStates, ", "), n.ProvisionState)
 	}
-	ports, err := c.store.ListPorts(ctx, store.PortQuery{PortgroupUUID: pg.UUID, Limit: 1})
+	ports, err := c.store.Ports().ListPorts(ctx, store.PortQuery{PortgroupUUID: pg.UUID, Limit: 1})
 	if err != nil {
 		return fmt.Errorf("ports of portgroup %s: %w", pg.UUID, err)
 	}
@@ -138,7 +138,7 @@ func (svc *NodeRecords) checkPortgroupMove(ctx context.Context, n *model.Node, p
 // Errors: fault NotFound, Conflict (locked), Invalid (it has ports).
 func (svc *NodeRecords) DeletePortgroup(ctx context.Context, ident string) error {
 	c := svc.c
-	pg, err := c.store.GetPortgroup(ctx, ident)
+	pg, err := c.store.Ports().GetPortgroup(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
 		return fault.Missing("Portgroup", ident)
 	} else if err != nil {
@@ -149,14 +149,14 @@ func (svc *NodeRecords) DeletePortgroup(ctx context.Context, ident string) error
 		return err
 	}
 	defer t.release()
-	ports, err := c.store.ListPorts(ctx, store.PortQuery{PortgroupUUID: pg.UUID, Limit: 1})
+	ports, err := c.store.Ports().ListPorts(ctx, store.PortQuery{PortgroupUUID: pg.UUID, Limit: 1})
 	if err != nil {
 		return fmt.Errorf("ports of portgroup %s: %w", pg.UUID, err)
 	}
 	if len(ports) > 0 {
 		return fault.New(fault.Invalid, "Cannot complete the requested action because portgroup %s contains ports.", pg.UUID)
 	}
-	if err := c.store.DeletePortgroup(ctx, pg.UUID); errors.Is(err, store.ErrNotFound) {
+	if err := c.store.Ports().DeletePortgroup(ctx, pg.UUID); errors.Is(err, store.ErrNotFound) {
 		return fault.Missing("Portgroup", ident)
 	} else if err != nil {
 		return err
@@ -198,7 +198,7 @@ func (svc *NodeRecords) checkGroupStandalone(ctx context.Context, n *model.Node,
 	if n.Interfaces.Network != "flat" || g.StandalonePortsSupported || !old.StandalonePortsSupported {
 		return nil
 	}
-	ports, err := c.store.ListPorts(ctx, store.PortQuery{PortgroupUUID: g.UUID})
+	ports, err := c.store.Ports().ListPorts(ctx, store.PortQuery{PortgroupUUID: g.UUID})
 	if err != nil {
 		return fmt.Errorf("ports of portgroup %s: %w", g.UUID, err)
 	}

@@ -18,7 +18,7 @@ func (svc *NodeRecords) CreatePort(ctx context.Context, p *model.Port) error {
 	if p.CreatedAt.IsZero() {
 		p.CreatedAt = c.now().UTC()
 	}
-	if err := c.store.CreatePort(ctx, p); err != nil {
+	if err := c.store.Ports().CreatePort(ctx, p); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return fault.NodeNotFound(p.NodeUUID)
 		}
@@ -44,7 +44,7 @@ func portDuplicate(err error) error {
 // UpdatePort changes a port under its node's lock.
 func (svc *NodeRecords) UpdatePort(ctx context.Context, ident string, apply func(p *model.Port) error) (*model.Port, error) {
 	c := svc.c
-	p, err := c.store.GetPort(ctx, ident)
+	p, err := c.store.Ports().GetPort(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fault.Missing("Port", ident)
 	} else if err != nil {
@@ -55,7 +55,7 @@ func (svc *NodeRecords) UpdatePort(ctx context.Context, ident string, apply func
 		return nil, err
 	}
 	defer t.release()
-	if p, err = c.store.GetPort(ctx, p.UUID); err != nil {
+	if p, err = c.store.Ports().GetPort(ctx, p.UUID); err != nil {
 		return nil, fault.Missing("Port", ident)
 	}
 	cp := *p
@@ -68,7 +68,7 @@ func (svc *NodeRecords) UpdatePort(ctx context.Context, ident string, apply func
 		}
 	}
 	if cp.PortgroupUUID != "" {
-		g, err := c.store.GetPortgroup(ctx, cp.PortgroupUUID)
+		g, err := c.store.Ports().GetPortgroup(ctx, cp.PortgroupUUID)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return nil, err
 		}
@@ -76,7 +76,7 @@ func (svc *NodeRecords) UpdatePort(ctx context.Context, ident string, apply func
 			return nil, err
 		}
 	}
-	if err := c.store.UpdatePort(ctx, &cp); err != nil {
+	if err := c.store.Ports().UpdatePort(ctx, &cp); err != nil {
 		return nil, portDuplicate(err)
 	}
 	return &cp, nil
@@ -85,7 +85,7 @@ func (svc *NodeRecords) UpdatePort(ctx context.Context, ident string, apply func
 // DeletePort removes a port under its node's lock.
 func (svc *NodeRecords) DeletePort(ctx context.Context, ident string) error {
 	c := svc.c
-	p, err := c.store.GetPort(ctx, ident)
+	p, err := c.store.Ports().GetPort(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
 		return fault.Missing("Port", ident)
 	} else if err != nil {
@@ -96,7 +96,7 @@ func (svc *NodeRecords) DeletePort(ctx context.Context, ident string) error {
 		return err
 	}
 	defer t.release()
-	if err := c.store.DeletePort(ctx, p.UUID); errors.Is(err, store.ErrNotFound) {
+	if err := c.store.Ports().DeletePort(ctx, p.UUID); errors.Is(err, store.ErrNotFound) {
 		return fault.Missing("Port", ident)
 	} else if err != nil {
 		return err

@@ -51,7 +51,7 @@ func (svc *Nodes) SetTargetRAIDConfig(ctx context.Context, ident string, cfg mod
 	if len(cfg) == 0 {
 		n.TargetRaidConfig = nil
 	}
-	return c.store.UpdateNode(ctx, n)
+	return c.store.Nodes().UpdateNode(ctx, n)
 }
 
 // RAIDLogicalDiskProperties returns what the default raid interface of an

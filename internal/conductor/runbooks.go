@@ -24,7 +24,7 @@ const (
 )
 
 func getRunbook(ctx context.Context, st Store, ident string) (*model.Runbook, error) {
-	r, err := st.GetRunbook(ctx, ident)
+	r, err := st.Runbooks().GetRunbook(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fault.Missing("Runbook", ident)
 	}

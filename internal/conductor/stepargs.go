@@ -60,12 +60,12 @@ func argsErrors(kind driver.StepKind, steps []driver.Step, user []map[string]any
 func (t *task) saveSettings(ctx context.Context, dt *driver.Task) {
 	c := t.c
 	if dt.BIOS != nil {
-		if err := c.store.SyncBIOSSettings(ctx, dt.Node.UUID, *dt.BIOS); err != nil {
+		if err := c.store.Settings().SyncBIOSSettings(ctx, dt.Node.UUID, *dt.BIOS); err != nil {
 			c.log.Error("caching BIOS settings failed", "node", dt.Node.UUID, "err", err)
 		}
 	}
 	if dt.Firmware != nil {
-		if err := c.store.SyncFirmwareComponents(ctx, dt.Node.UUID, *dt.Firmware); err != nil {
+		if err := c.store.Settings().SyncFirmwareComponents(ctx, dt.Node.UUID, *dt.Firmware); err != nil {
 			c.log.Error("caching firmware components failed", "node", dt.Node.UUID, "err", err)
 		}
 	}

@@ -16,15 +16,15 @@ func TestTakeOverKeepsTheTarget(t *testing.T) {
 		t.Run(target, func(t *testing.T) {
 			e, clk := newClockEnv(t)
 			id := e.create(nil).UUID
-			if err := e.st.RegisterConductor(e.ctx, &model.Conductor{Hostname: "dead-one"}); err != nil {
+			if err := e.st.Conductors().RegisterConductor(e.ctx, &model.Conductor{Hostname: "dead-one"}); err != nil {
 				t.Fatal(err)
 			}
-			n, err := e.st.ReserveNode(e.ctx, id, "dead-one")
+			n, err := e.st.Nodes().ReserveNode(e.ctx, id, "dead-one")
 			if err != nil {
 				t.Fatal(err)
 			}
 			n.ProvisionState, n.TargetProvisionState = fsm.Cleaning, target
-			if err := e.st.UpdateNode(e.ctx, n); err != nil {
+			if err := e.st.Nodes().UpdateNode(e.ctx, n); err != nil {
 				t.Fatal(err)
 			}
 			clk.Advance(2 * time.Hour)

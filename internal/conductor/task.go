@@ -29,7 +29,7 @@ type task struct {
 
 // getNode loads a node by UUID or name, answering Ironic's 404.
 func (c *Conductor) getNode(ctx context.Context, ident string) (*model.Node, error) {
-	n, err := c.store.GetNode(ctx, ident)
+	n, err := c.store.Nodes().GetNode(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fault.NodeNotFound(ident)
 	}
@@ -60,7 +60,7 @@ func (c *Conductor) acquireNode(ctx context.Context, ident, user string, loadDri
 	}
 	pause := 2 * time.Millisecond
 	for {
-		locked, err := c.store.ReserveNode(ctx, n.UUID, c.cfg.Host)
+		locked, err := c.store.Nodes().ReserveNode(ctx, n.UUID, c.cfg.Host)
 		if err == nil {
 			n = locked
 			record(true)
@@ -110,7 +110,7 @@ func (c *Conductor) awaitFree(ctx context.Context, uuid string, deadline time.Ti
 			return false
 		}
 		*pause = min(2**pause, 100*time.Millisecond)
-		n, err := c.store.GetNode(ctx, uuid)
+		n, err := c.store.Nodes().GetNode(ctx, uuid)
 		if err != nil || n.Reservation == "" || !time.Now().Before(deadline) {
 			return true
 		}
@@ -125,7 +125,7 @@ func (c *Conductor) awaitFree(ctx context.Context, uuid string, deadline time.Ti
 func (t *task) release() {
 	var locked *store.LockedError
 	err := t.c.retryWrite("releasing node lock", t.node.UUID, 0, func(ctx context.Context) error {
-		return t.c.store.ReleaseNode(ctx, t.node.UUID, t.c.cfg.Host)
+		return t.c.store.Nodes().ReleaseNode(ctx, t.node.UUID, t.c.cfg.Host)
 	}, func(err error) bool { return errors.Is(err, store.ErrNotFound) || errors.As(err, &locked) })
 	if locked != nil {
 		t.c.log.Warn("node lock was no longer ours to release", "node", t.node.UUID, "holder", locked.Holder)
@@ -272,7 +272,7 @@ func historyDuration(n *model.Node, now time.Time) *int64 {
 
 // save writes the node and its queued history.
 func (t *task) save(ctx context.Context) error {
-	if err := t.c.store.UpdateNode(ctx, t.node); err != nil {
+	if err := t.c.store.Nodes().UpdateNode(ctx, t.node); err != nil {
 		return fmt.Errorf("save node %s: %w", t.node.UUID, err)
 	}
 	t.c.addHistory(ctx, t.history)
@@ -312,7 +312,7 @@ const historyAttempts = 5
 func (c *Conductor) addHistory(_ context.Context, events []*model.HistoryEvent) {
 	for _, e := range events {
 		err := c.retryWrite("writing node history", e.NodeUUID, historyAttempts, func(ctx context.Context) error {
-			return c.store.AddHistory(ctx, e, c.cfg.HistoryLimit)
+			return c.store.Nodes().AddHistory(ctx, e, c.cfg.HistoryLimit)
 		}, func(err error) bool {
 			// gone with its node, or written by an attempt that seemed to fail
 			var dup *store.DuplicateError
@@ -326,7 +326,7 @@ func (c *Conductor) addHistory(_ context.Context, events []*model.HistoryEvent) 
 
 // driverTask is the view of the task a driver gets.
 func (t *task) driverTask(ctx context.Context) *driver.Task {
-	ports, err := t.c.store.ListPorts(ctx, store.PortQuery{NodeUUID: t.node.UUID})
+	ports, err := t.c.store.Ports().ListPorts(ctx, store.PortQuery{NodeUUID: t.node.UUID})
 	if err != nil {
 		t.c.log.Warn("listing ports failed", "node", t.node.UUID, "err", err)
 	}

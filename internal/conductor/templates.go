@@ -95,7 +95,7 @@ func deployTemplateSteps(ctx context.Context, st Store, n *model.Node) (names []
 	if len(traits) == 0 {
 		return nil, nil, nil
 	}
-	ts, err := st.ListDeployTemplates(ctx, store.DeployTemplateQuery{Names: traits, SortKey: "name"})
+	ts, err := st.DeployTemplates().ListDeployTemplates(ctx, store.DeployTemplateQuery{Names: traits, SortKey: "name"})
 	if err != nil {
 		return nil, nil, fmt.Errorf("deploy templates of node %s: %w", n.UUID, err)
 	}

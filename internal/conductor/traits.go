@@ -43,7 +43,7 @@ func (svc *Nodes) SetTraits(ctx context.Context, ident string, change func(cur [
 		traits = nil
 	}
 	n.Traits = traits
-	if err := c.store.UpdateNode(ctx, n); err != nil {
+	if err := c.store.Nodes().UpdateNode(ctx, n); err != nil {
 		return nil, duplicate(err)
 	}
 	return n, nil

@@ -303,7 +303,7 @@ func (h *harness) checkHistory(cmd string, out []string) {
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		hist, err := h.st.ListHistory(h.ctx, id)
+		hist, err := h.st.Nodes().ListHistory(h.ctx, id)
 		if err != nil {
 			h.t.Fatal(err)
 		}
@@ -331,7 +331,7 @@ func (h *harness) states() []string {
 	sort.Strings(names)
 	out := make([]string, 0, len(names))
 	for _, name := range names {
-		n, err := h.st.GetNode(h.ctx, h.nodes[name])
+		n, err := h.st.Nodes().GetNode(h.ctx, h.nodes[name])
 		if err != nil {
 			h.t.Fatal(err)
 		}

@@ -47,11 +47,11 @@ func (p portLike) vif() string {
 // nodePorts reads every port and portgroup of a node, in id order.
 func (svc *NodeRecords) nodePorts(ctx context.Context, node string) ([]*model.Port, []*model.Portgroup, error) {
 	c := svc.c
-	ports, err := c.store.ListPorts(ctx, store.PortQuery{NodeUUID: node})
+	ports, err := c.store.Ports().ListPorts(ctx, store.PortQuery{NodeUUID: node})
 	if err != nil {
 		return nil, nil, fmt.Errorf("ports of node %s: %w", node, err)
 	}
-	groups, err := c.store.ListPortgroups(ctx, store.PortgroupQuery{NodeUUID: node})
+	groups, err := c.store.Ports().ListPortgroups(ctx, store.PortgroupQuery{NodeUUID: node})
 	if err != nil {
 		return nil, nil, fmt.Errorf("portgroups of node %s: %w", node, err)
 	}
@@ -116,11 +116,11 @@ func (svc *NodeRecords) AttachVIF(ctx context.Context, ident string, req VIFRequ
 	if target.group != nil {
 		g := *target.group
 		g.InternalInfo = withKey(g.InternalInfo, TenantVIFKey, req.ID)
-		return c.store.UpdatePortgroup(ctx, &g)
+		return c.store.Ports().UpdatePortgroup(ctx, &g)
 	}
 	p := *target.port
 	p.InternalInfo = withKey(p.InternalInfo, TenantVIFKey, req.ID)
-	return c.store.UpdatePort(ctx, &p)
+	return c.store.Ports().UpdatePort(ctx, &p)
 }
 
 func withKey(m model.JSON, k string, v any) model.JSON {
@@ -268,7 +268,7 @@ func (svc *NodeRecords) clearVIF(ctx context.Context, pl portLike) error {
 		cp := *pl.group
 		cp.InternalInfo = withKey(cp.InternalInfo, TenantVIFKey, nil)
 		cp.Extra = withKey(cp.Extra, "vif_port_id", nil)
-		if err := c.store.UpdatePortgroup(ctx, &cp); err != nil {
+		if err := c.store.Ports().UpdatePortgroup(ctx, &cp); err != nil {
 			return fmt.Errorf("portgroup %s: %w", cp.UUID, err)
 		}
 		return nil
@@ -276,7 +276,7 @@ func (svc *NodeRecords) clearVIF(ctx context.Context, pl portLike) error {
 	cp := *pl.port
 	cp.InternalInfo = withKey(cp.InternalInfo, TenantVIFKey, nil)
 	cp.Extra = withKey(cp.Extra, "vif_port_id", nil)
-	if err := c.store.UpdatePort(ctx, &cp); err != nil {
+	if err := c.store.Ports().UpdatePort(ctx, &cp); err != nil {
 		return fmt.Errorf("port %s: %w", cp.UUID, err)
 	}
 	return nil

@@ -58,7 +58,7 @@ func (svc *NodeRecords) CreateVolumeConnector(ctx context.Context, vc *model.Vol
 	if vc.CreatedAt.IsZero() {
 		vc.CreatedAt = c.now().UTC()
 	}
-	return connectorWriteErr(c.store.CreateVolumeConnector(ctx, vc), vc)
+	return connectorWriteErr(c.store.Volumes().CreateVolumeConnector(ctx, vc), vc)
 }
 
 // CreateVolumeTarget stores a target of an existing node. Errors: fault
@@ -68,7 +68,7 @@ func (svc *NodeRecords) CreateVolumeTarget(ctx context.Context, vt *model.Volume
 	if vt.CreatedAt.IsZero() {
 		vt.CreatedAt = c.now().UTC()
 	}
-	return targetWriteErr(c.store.CreateVolumeTarget(ctx, vt), vt)
+	return targetWriteErr(c.store.Volumes().CreateVolumeTarget(ctx, vt), vt)
 }
 
 // UpdateVolumeConnector applies apply to a copy of the connector, then,
@@ -77,7 +77,7 @@ func (svc *NodeRecords) CreateVolumeTarget(ctx context.Context, vt *model.Volume
 // Conflict (locked, duplicate), apply's own.
 func (svc *NodeRecords) UpdateVolumeConnector(ctx context.Context, id string, apply func(vc *model.VolumeConnector) error) (*model.VolumeConnector, error) {
 	c := svc.c
-	vc, err := c.store.GetVolumeConnector(ctx, id)
+	vc, err := c.store.Volumes().GetVolumeConnector(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fault.Missing("Volume connector", id)
 	} else if err != nil {
@@ -88,7 +88,7 @@ func (svc *NodeRecords) UpdateVolumeConnector(ctx context.Context, id string, ap
 		return nil, err
 	}
 	err = svc.underPoweredOff(ctx, cp.NodeUUID, "volume connector update", func() error {
-		return connectorWriteErr(c.store.UpdateVolumeConnector(ctx, &cp), &cp)
+		return connectorWriteErr(c.store.Volumes().UpdateVolumeConnector(ctx, &cp), &cp)
 	})
 	if err != nil {
 		return nil, err
@@ -99,7 +99,7 @@ func (svc *NodeRecords) UpdateVolumeConnector(ctx context.Context, id string, ap
 // UpdateVolumeTarget is UpdateVolumeConnector for a target.
 func (svc *NodeRecords) UpdateVolumeTarget(ctx context.Context, id string, apply func(vt *model.VolumeTarget) error) (*model.VolumeTarget, error) {
 	c := svc.c
-	vt, err := c.store.GetVolumeTarget(ctx, id)
+	vt, err := c.store.Volumes().GetVolumeTarget(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fault.Missing("Volume target", id)
 	} else if err != nil {
@@ -110,7 +110,7 @@ func (svc *NodeRecords) UpdateVolumeTarget(ctx context.Context, id string, apply
 		return nil, err
 	}
 	err = svc.underPoweredOff(ctx, cp.NodeUUID, "volume target update", func() error {
-		return targetWriteErr(c.store.UpdateVolumeTarget(ctx, &cp), &cp)
+		return targetWriteErr(c.store.Volumes().UpdateVolumeTarget(ctx, &cp), &cp)
 	})
 	if err != nil {
 		return nil, err
@@ -123,14 +123,14 @@ func (svc *NodeRecords) UpdateVolumeTarget(ctx context.Context, id string, apply
 // Errors: fault NotFound, Invalid, Conflict (locked).
 func (svc *NodeRecords) DeleteVolumeConnector(ctx context.Context, id string) error {
 	c := svc.c
-	vc, err := c.store.GetVolumeConnector(ctx, id)
+	vc, err := c.store.Volumes().GetVolumeConnector(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return fault.Missing("Volume connector", id)
 	} else if err != nil {
 		return err
 	}
 	return svc.underDeletable(ctx, vc.NodeUUID, "volume connector deletion", func() error {
-		if err := c.store.DeleteVolumeConnector(ctx, vc.UUID); errors.Is(err, store.ErrNotFound) {
+		if err := c.store.Volumes().DeleteVolumeConnector(ctx, vc.UUID); errors.Is(err, store.ErrNotFound) {
 			return fault.Missing("Volume connector", id)
 		} else if err != nil {
 			return err
@@ -142,14 +142,14 @@ func (svc *NodeRecords) DeleteVolumeConnector(ctx context.Context, id string) er
 // DeleteVolumeTarget is DeleteVolumeConnector for a target.
 func (svc *NodeRecords) DeleteVolumeTarget(ctx context.Context, id string) error {
 	c := svc.c
-	vt, err := c.store.GetVolumeTarget(ctx, id)
+	vt, err := c.store.Volumes().GetVolumeTarget(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return fault.Missing("Volume target", id)
 	} else if err != nil {
 		return err
 	}
 	return svc.underDeletable(ctx, vt.NodeUUID, "volume target deletion", func() error {
-		if err := c.store.DeleteVolumeTarget(ctx, vt.UUID); errors.Is(err, store.ErrNotFound) {
+		if err := c.store.Volumes().DeleteVolumeTarget(ctx, vt.UUID); errors.Is(err, store.ErrNotFound) {
 			return fault.Missing("Volume target", id)
 		} else if err != nil {
 			return err

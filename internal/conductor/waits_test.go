@@ -133,7 +133,7 @@ func TestStepWaitStatesPolledOnHeartbeat(t *testing.T) {
 			e.setInfo(id, "fake_wait", tc.wait)
 			e.must(id, tc.verb, tc.waiting, tc.mod...)
 			hist := func() int {
-				h, err := e.st.ListHistory(e.ctx, id)
+				h, err := e.st.Nodes().ListHistory(e.ctx, id)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -182,7 +182,7 @@ func TestStepWaitStatesPolledOnHeartbeat(t *testing.T) {
 		if n.ProvisionState != fsm.CleanFailed || !strings.HasPrefix(n.LastError, want) || !strings.Contains(n.LastError, "fake clean failed on the agent") {
 			t.Fatalf("after a heartbeat finding the step failed: %s last_error %q", n.ProvisionState, n.LastError)
 		}
-		h, err := e.st.ListHistory(e.ctx, id)
+		h, err := e.st.Nodes().ListHistory(e.ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +227,7 @@ func TestTimedOutDeployKeepsPowerWithDisablePowerOff(t *testing.T) {
 	id := e.park(tc)
 	parked := e.get(id) // set behind the API's back: a waiting node takes no updates
 	parked.DisablePowerOff = true
-	if err := e.st.UpdateNode(e.ctx, parked); err != nil {
+	if err := e.st.Nodes().UpdateNode(e.ctx, parked); err != nil {
 		t.Fatal(err)
 	}
 	e.fake.SetPower(id, fsm.PowerOn)
@@ -464,15 +464,15 @@ func TestDeadConductorLocksAreBroken(t *testing.T) {
 	e, clk := newClockEnv(t)
 	id := e.create(nil).UUID
 	// Another conductor takes the lock mid-verify, then dies.
-	if err := e.st.RegisterConductor(e.ctx, &model.Conductor{Hostname: "dead-one"}); err != nil {
+	if err := e.st.Conductors().RegisterConductor(e.ctx, &model.Conductor{Hostname: "dead-one"}); err != nil {
 		t.Fatal(err)
 	}
-	n, err := e.st.ReserveNode(e.ctx, id, "dead-one")
+	n, err := e.st.Nodes().ReserveNode(e.ctx, id, "dead-one")
 	if err != nil {
 		t.Fatal(err)
 	}
 	n.ProvisionState = fsm.Verifying
-	if err := e.st.UpdateNode(e.ctx, n); err != nil {
+	if err := e.st.Nodes().UpdateNode(e.ctx, n); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.c.BreakDeadLocks(e.ctx); err != nil {
@@ -512,7 +512,7 @@ func TestConcurrencyLimits(t *testing.T) {
 
 func assertHistory(t *testing.T, e *env, id, substr string) {
 	t.Helper()
-	hist, err := e.st.ListHistory(e.ctx, id)
+	hist, err := e.st.Nodes().ListHistory(e.ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}

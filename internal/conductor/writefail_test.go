@@ -11,6 +11,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/conductor"
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
 )
 
 // errWriteTimeout stands for a database write that timed out under load
@@ -41,25 +42,33 @@ func (s *failingStore) fail(uuid string, left *int) bool {
 	return true
 }
 
-func (s *failingStore) ReleaseNode(ctx context.Context, uuid, host string) error {
-	if s.fail(uuid, &s.releases) {
-		return errWriteTimeout
-	}
-	return s.Store.ReleaseNode(ctx, uuid, host)
+func (s *failingStore) Nodes() store.NodeStore { return failingNodes{s.Store.Nodes(), s} }
+
+// failingNodes is the node store that fails the writes s chose.
+type failingNodes struct {
+	store.NodeStore
+	s *failingStore
 }
 
-func (s *failingStore) UpdateNode(ctx context.Context, n *model.Node) error {
-	if n.ProvisionState == s.stateOf() && s.fail(n.UUID, &s.saves) {
+func (f failingNodes) ReleaseNode(ctx context.Context, uuid, host string) error {
+	if s := f.s; s.fail(uuid, &s.releases) {
 		return errWriteTimeout
 	}
-	return s.Store.UpdateNode(ctx, n)
+	return f.NodeStore.ReleaseNode(ctx, uuid, host)
 }
 
-func (s *failingStore) AddHistory(ctx context.Context, e *model.HistoryEvent, keep int) error {
-	if s.fail(e.NodeUUID, &s.history) {
+func (f failingNodes) UpdateNode(ctx context.Context, n *model.Node) error {
+	if s := f.s; n.ProvisionState == s.stateOf() && s.fail(n.UUID, &s.saves) {
 		return errWriteTimeout
 	}
-	return s.Store.AddHistory(ctx, e, keep)
+	return f.NodeStore.UpdateNode(ctx, n)
+}
+
+func (f failingNodes) AddHistory(ctx context.Context, e *model.HistoryEvent, keep int) error {
+	if s := f.s; s.fail(e.NodeUUID, &s.history) {
+		return errWriteTimeout
+	}
+	return f.NodeStore.AddHistory(ctx, e, keep)
 }
 
 func (s *failingStore) stateOf() string {
@@ -154,7 +163,7 @@ func availableOnFailingStore(t *testing.T) (*env, *failingStore, string) {
 
 func history(t *testing.T, e *env, id string) []*model.HistoryEvent {
 	t.Helper()
-	h, err := e.st.ListHistory(e.ctx, id)
+	h, err := e.st.Nodes().ListHistory(e.ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}

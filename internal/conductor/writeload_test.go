@@ -11,6 +11,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
 )
 
 // reserveCounter counts the lock's compare-and-set writes.
@@ -19,9 +20,17 @@ type reserveCounter struct {
 	reserves atomic.Int64
 }
 
-func (s *reserveCounter) ReserveNode(ctx context.Context, uuid, host string) (*model.Node, error) {
-	s.reserves.Add(1)
-	return s.Store.ReserveNode(ctx, uuid, host)
+func (s *reserveCounter) Nodes() store.NodeStore { return reserveCounting{s.Store.Nodes(), s} }
+
+// reserveCounting is the node store that counts into s.
+type reserveCounting struct {
+	store.NodeStore
+	s *reserveCounter
+}
+
+func (r reserveCounting) ReserveNode(ctx context.Context, uuid, host string) (*model.Node, error) {
+	r.s.reserves.Add(1)
+	return r.NodeStore.ReserveNode(ctx, uuid, host)
 }
 
 // TestHeartbeatWithNoFreeWorkerWritesNothing: a heartbeat that would
@@ -76,7 +85,7 @@ func TestHeldLockIsWaitedForByReads(t *testing.T) {
 		cfg.LockRetries, cfg.LockRetryInterval = 1, 500*time.Millisecond
 	})
 	id := e.create(model.JSON{}).UUID
-	if _, err := e.st.ReserveNode(e.ctx, id, "other-conductor"); err != nil {
+	if _, err := e.st.Nodes().ReserveNode(e.ctx, id, "other-conductor"); err != nil {
 		t.Fatal(err)
 	}
 	before := rc.reserves.Load()
@@ -87,7 +96,7 @@ func TestHeldLockIsWaitedForByReads(t *testing.T) {
 	if n := rc.reserves.Load() - before; n != 2 {
 		t.Fatalf("the lock was tried %d times while held, want 2 (at once, and at the end of the wait)", n)
 	}
-	if err := e.st.ReleaseNode(e.ctx, id, "other-conductor"); err != nil {
+	if err := e.st.Nodes().ReleaseNode(e.ctx, id, "other-conductor"); err != nil {
 		t.Fatal(err)
 	}
 	e.must(id, "manage", fsm.Manageable)

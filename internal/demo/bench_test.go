@@ -88,7 +88,7 @@ func newSyncFleetWith(tb testing.TB, fc syncFleetConfig) *syncFleet {
 		if err := reg.Compose(n); err != nil {
 			tb.Fatal(err)
 		}
-		if err := st.CreateNode(ctx, n); err != nil {
+		if err := st.Nodes().CreateNode(ctx, n); err != nil {
 			tb.Fatal(err)
 		}
 		f.nodes = append(f.nodes, n)

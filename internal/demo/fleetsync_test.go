@@ -97,7 +97,7 @@ func TestPowerSyncSweepUnderBMCLimits(t *testing.T) {
 		t.Fatal("no transient failure was injected: the test tests nothing")
 	}
 	for _, nd := range f.nodes {
-		got, err := f.st.GetNode(context.Background(), nd.UUID)
+		got, err := f.st.Nodes().GetNode(context.Background(), nd.UUID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,7 +24,7 @@ func TestPowerSyncSeesEmulatorChanges(t *testing.T) {
 			if err := f.c.PowerSync().SyncPowerStates(ctx); err != nil {
 				t.Fatal(err)
 			}
-			n, err := f.st.GetNode(ctx, f.nodes[0].UUID)
+			n, err := f.st.Nodes().GetNode(ctx, f.nodes[0].UUID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -35,7 +35,7 @@ func TestPowerSyncSeesEmulatorChanges(t *testing.T) {
 			} else if n.PowerState != fsm.PowerOn || m.Status().Power != "On" {
 				t.Fatalf("recording sync: db %q, machine %q; want both on", n.PowerState, m.Status().Power)
 			}
-			other, _ := f.st.GetNode(ctx, f.nodes[1].UUID)
+			other, _ := f.st.Nodes().GetNode(ctx, f.nodes[1].UUID)
 			if other.PowerState != fsm.PowerOff {
 				t.Fatalf("the untouched node changed to %q", other.PowerState)
 			}

@@ -28,10 +28,11 @@ type Sink interface {
 	Append(e events.Event) (wait func())
 }
 
-// Store returns inner with every successful node write published on b:
-// CreateNode, UpdateNode (when a watched field changed), DeleteNode, the
-// reservation changes of ReserveNode, ReleaseNode and ReleaseHost, and
-// AddHistory. Reads pass through. Writes made by other processes sharing
+// Store returns inner with every successful write of its node store
+// published on b: CreateNode, UpdateNode (when a watched field changed),
+// DeleteNode, the reservation changes of ReserveNode, ReleaseNode and
+// ReleaseHost, and AddHistory. Reads, and every other role store, pass
+// through. Writes made by other processes sharing
 // the database are not seen: for those, see StoreVia.
 func Store(inner store.Store, b *Broker) Publisher {
 	return StoreVia(inner, b, b)
@@ -42,15 +43,23 @@ func Store(inner store.Store, b *Broker) Publisher {
 // (internal/eventlog), which relays every process's events, in one order,
 // to each process's broker b.
 func StoreVia(inner store.Store, b *Broker, sink Sink) Publisher {
-	return &publisher{Store: inner, b: b, sink: sink, known: map[string]known{}}
+	return &publisher{Store: inner, b: b,
+		nodes: &nodePublisher{NodeStore: inner.Nodes(), sink: sink, known: map[string]known{}}}
 }
 
-// publisher is the decorator. It remembers the last published state of each
-// node it has seen, to tell what an update changed without reading the node
-// again: O(nodes) small entries.
+// publisher is the decorator: its node store publishes, every other role
+// store is inner's.
 type publisher struct {
 	store.Store
-	b    *Broker
+	b     *Broker
+	nodes *nodePublisher
+}
+
+// nodePublisher is the node store that publishes. It remembers the last
+// published state of each node it has seen, to tell what an update changed
+// without reading the node again: O(nodes) small entries.
+type nodePublisher struct {
+	store.NodeStore
 	sink Sink
 
 	mu    sync.Mutex
@@ -65,9 +74,12 @@ type known struct {
 
 func (p *publisher) Broker() *Broker { return p.b }
 
+// Nodes implements store.Store: inner's node store, publishing.
+func (p *publisher) Nodes() store.NodeStore { return p.nodes }
+
 // emit sends e to the sink; p.mu is held. Call the result (maybe nil) with
 // wait once p.mu is released.
-func (p *publisher) emit(e events.Event) func() { return p.sink.Append(e) }
+func (p *nodePublisher) emit(e events.Event) func() { return p.sink.Append(e) }
 
 // wait runs a Sink's wait, if any.
 func wait(w func()) {
@@ -76,9 +88,9 @@ func wait(w func()) {
 	}
 }
 
-// CreateNode implements store.Store.
-func (p *publisher) CreateNode(ctx context.Context, n *model.Node) error {
-	if err := p.Store.CreateNode(ctx, n); err != nil {
+// CreateNode implements store.NodeStore.
+func (p *nodePublisher) CreateNode(ctx context.Context, n *model.Node) error {
+	if err := p.NodeStore.CreateNode(ctx, n); err != nil {
 		return err
 	}
 	st := StateOf(n)
@@ -90,16 +102,16 @@ func (p *publisher) CreateNode(ctx context.Context, n *model.Node) error {
 	return nil
 }
 
-// UpdateNode implements store.Store.
-func (p *publisher) UpdateNode(ctx context.Context, n *model.Node) error {
+// UpdateNode implements store.NodeStore.
+func (p *nodePublisher) UpdateNode(ctx context.Context, n *model.Node) error {
 	p.mu.Lock()
 	_, seen := p.known[n.UUID]
 	p.mu.Unlock()
 	var before *model.Node
 	if !seen { // first write to a node this process has not read through us
-		before, _ = p.Store.GetNode(ctx, n.UUID)
+		before, _ = p.NodeStore.GetNode(ctx, n.UUID)
 	}
-	if err := p.Store.UpdateNode(ctx, n); err != nil {
+	if err := p.NodeStore.UpdateNode(ctx, n); err != nil {
 		return err
 	}
 	wait(p.updated(n, before))
@@ -108,7 +120,7 @@ func (p *publisher) UpdateNode(ctx context.Context, n *model.Node) error {
 
 // updated records and emits an update of n (before: the node as stored
 // before it, when not known); it returns the sink's wait.
-func (p *publisher) updated(n, before *model.Node) func() {
+func (p *nodePublisher) updated(n, before *model.Node) func() {
 	cur := StateOf(n)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -137,9 +149,9 @@ func (p *publisher) updated(n, before *model.Node) func() {
 	return p.emit(e)
 }
 
-// DeleteNode implements store.Store.
-func (p *publisher) DeleteNode(ctx context.Context, uuid string) error {
-	if err := p.Store.DeleteNode(ctx, uuid); err != nil {
+// DeleteNode implements store.NodeStore.
+func (p *nodePublisher) DeleteNode(ctx context.Context, uuid string) error {
+	if err := p.NodeStore.DeleteNode(ctx, uuid); err != nil {
 		return err
 	}
 	p.mu.Lock()
@@ -154,9 +166,9 @@ func (p *publisher) DeleteNode(ctx context.Context, uuid string) error {
 	return nil
 }
 
-// ReserveNode implements store.Store.
-func (p *publisher) ReserveNode(ctx context.Context, uuid, host string) (*model.Node, error) {
-	n, err := p.Store.ReserveNode(ctx, uuid, host)
+// ReserveNode implements store.NodeStore.
+func (p *nodePublisher) ReserveNode(ctx context.Context, uuid, host string) (*model.Node, error) {
+	n, err := p.NodeStore.ReserveNode(ctx, uuid, host)
 	if err != nil {
 		return n, err
 	}
@@ -184,7 +196,7 @@ func (p *publisher) ReserveNode(ctx context.Context, uuid, host string) (*model.
 
 // publishLock records cur as node uuid's state and emits the change from
 // old, if any, returning the sink's wait. p.mu is held.
-func (p *publisher) publishLock(uuid string, old known, cur events.NodeState) func() {
+func (p *nodePublisher) publishLock(uuid string, old known, cur events.NodeState) func() {
 	p.known[uuid] = known{version: old.version, name: old.name, state: cur}
 	ch := changed(old.name, old.state, old.name, cur)
 	if len(ch) == 0 {
@@ -195,24 +207,24 @@ func (p *publisher) publishLock(uuid string, old known, cur events.NodeState) fu
 		State: &cur, Previous: &prev})
 }
 
-// ReleaseNode implements store.Store.
-func (p *publisher) ReleaseNode(ctx context.Context, uuid, host string) error {
-	if err := p.Store.ReleaseNode(ctx, uuid, host); err != nil {
+// ReleaseNode implements store.NodeStore.
+func (p *nodePublisher) ReleaseNode(ctx context.Context, uuid, host string) error {
+	if err := p.NodeStore.ReleaseNode(ctx, uuid, host); err != nil {
 		return err
 	}
 	p.released(uuid, host)
 	return nil
 }
 
-// ReleaseHost implements store.Store.
-func (p *publisher) ReleaseHost(ctx context.Context, host string) ([]string, error) {
-	freed, err := p.Store.ReleaseHost(ctx, host)
+// ReleaseHost implements store.NodeStore.
+func (p *nodePublisher) ReleaseHost(ctx context.Context, host string) ([]string, error) {
+	freed, err := p.NodeStore.ReleaseHost(ctx, host)
 	for _, uuid := range freed {
 		p.mu.Lock()
 		_, seen := p.known[uuid]
 		p.mu.Unlock()
 		if !seen {
-			if n, gerr := p.Store.GetNode(ctx, uuid); gerr == nil && n.Reservation == "" {
+			if n, gerr := p.NodeStore.GetNode(ctx, uuid); gerr == nil && n.Reservation == "" {
 				p.mu.Lock()
 				if _, ok := p.known[uuid]; !ok {
 					st := StateOf(n)
@@ -228,7 +240,7 @@ func (p *publisher) ReleaseHost(ctx context.Context, host string) ([]string, err
 }
 
 // released publishes that host no longer holds uuid's lock.
-func (p *publisher) released(uuid, host string) {
+func (p *nodePublisher) released(uuid, host string) {
 	p.mu.Lock()
 	old, ok := p.known[uuid]
 	if !ok || old.state.Reservation != host {
@@ -242,9 +254,9 @@ func (p *publisher) released(uuid, host string) {
 	wait(w)
 }
 
-// AddHistory implements store.Store.
-func (p *publisher) AddHistory(ctx context.Context, e *model.HistoryEvent, keep int) error {
-	if err := p.Store.AddHistory(ctx, e, keep); err != nil {
+// AddHistory implements store.NodeStore.
+func (p *nodePublisher) AddHistory(ctx context.Context, e *model.HistoryEvent, keep int) error {
+	if err := p.NodeStore.AddHistory(ctx, e, keep); err != nil {
 		return err
 	}
 	p.mu.Lock()

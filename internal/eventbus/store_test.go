@@ -41,12 +41,12 @@ func TestStorePublishes(t *testing.T) {
 		ProvisionState: "enroll"}
 	update := func(mod func(n *model.Node)) func() error {
 		return func() error {
-			cur, err := p.GetNode(ctx, n.UUID)
+			cur, err := p.Nodes().GetNode(ctx, n.UUID)
 			if err != nil {
 				return err
 			}
 			mod(cur)
-			return p.UpdateNode(ctx, cur)
+			return p.Nodes().UpdateNode(ctx, cur)
 		}
 	}
 	steps := []struct {
@@ -54,51 +54,51 @@ func TestStorePublishes(t *testing.T) {
 		do   func() error
 		want []want
 	}{
-		{"create", func() error { return p.CreateNode(ctx, n) }, []want{{typ: events.TypeCreated}}},
-		{"lock", func() error { _, err := p.ReserveNode(ctx, n.UUID, "c1"); return err },
+		{"create", func() error { return p.Nodes().CreateNode(ctx, n) }, []want{{typ: events.TypeCreated}}},
+		{"lock", func() error { _, err := p.Nodes().ReserveNode(ctx, n.UUID, "c1"); return err },
 			[]want{{events.TypeUpdated, []string{events.FieldReservation}}}},
 		{"transition", update(func(n *model.Node) { n.ProvisionState, n.TargetProvisionState = "verifying", "manageable" }),
 			[]want{{events.TypeUpdated, []string{events.FieldProvisionState, events.FieldTargetProvisionState}}}},
 		{"unwatched field", update(func(n *model.Node) { n.Extra = model.JSON{"rack": "r1"} }), nil},
 		{"history", func() error {
-			return p.AddHistory(ctx, &model.HistoryEvent{NodeUUID: n.UUID, Severity: model.SeverityInfo,
+			return p.Nodes().AddHistory(ctx, &model.HistoryEvent{NodeUUID: n.UUID, Severity: model.SeverityInfo,
 				EventType: "provisioning", FromState: "enroll", ToState: "verifying", Trigger: "manage"}, 10)
 		}, []want{{typ: events.TypeHistory}}},
-		{"unlock", func() error { return p.ReleaseNode(ctx, n.UUID, "c1") },
+		{"unlock", func() error { return p.Nodes().ReleaseNode(ctx, n.UUID, "c1") },
 			[]want{{events.TypeUpdated, []string{events.FieldReservation}}}},
-		{"unlock again", func() error { return p.ReleaseNode(ctx, n.UUID, "c1") }, nil},
+		{"unlock again", func() error { return p.Nodes().ReleaseNode(ctx, n.UUID, "c1") }, nil},
 		{"rename and maintenance", update(func(n *model.Node) { n.Name, n.Maintenance, n.MaintenanceReason = "web2", true, "disk" }),
 			[]want{{events.TypeUpdated, []string{events.FieldName, events.FieldMaintenance, events.FieldMaintenanceReason}}}},
 		{"lock and release host", func() error {
-			if _, err := p.ReserveNode(ctx, n.UUID, "c2"); err != nil {
+			if _, err := p.Nodes().ReserveNode(ctx, n.UUID, "c2"); err != nil {
 				return err
 			}
-			_, err := p.ReleaseHost(ctx, "c2")
+			_, err := p.Nodes().ReleaseHost(ctx, "c2")
 			return err
 		}, []want{{events.TypeUpdated, []string{events.FieldReservation}}, {events.TypeUpdated, []string{events.FieldReservation}}}},
 		{"failed lock publishes nothing", func() error {
-			if _, err := p.ReserveNode(ctx, n.UUID, "c3"); err != nil {
+			if _, err := p.Nodes().ReserveNode(ctx, n.UUID, "c3"); err != nil {
 				return err
 			}
-			if _, err := p.ReserveNode(ctx, n.UUID, "c4"); err == nil {
+			if _, err := p.Nodes().ReserveNode(ctx, n.UUID, "c4"); err == nil {
 				t.Error("second lock succeeded")
 			}
-			return p.ReleaseNode(ctx, n.UUID, "c3")
+			return p.Nodes().ReleaseNode(ctx, n.UUID, "c3")
 		}, []want{{events.TypeUpdated, []string{events.FieldReservation}}, {events.TypeUpdated, []string{events.FieldReservation}}}},
 		{"stale write publishes nothing", func() error {
-			stale, _ := p.GetNode(ctx, n.UUID)
+			stale, _ := p.Nodes().GetNode(ctx, n.UUID)
 			if err := update(func(n *model.Node) { n.LastError = "boom" })(); err != nil {
 				return err
 			}
 			stale.PowerState = "power on"
-			if err := p.UpdateNode(ctx, stale); err == nil {
+			if err := p.Nodes().UpdateNode(ctx, stale); err == nil {
 				t.Error("stale write succeeded")
 			}
 			return nil
 		}, []want{{events.TypeUpdated, []string{events.FieldLastError}}}},
-		{"delete", func() error { return p.DeleteNode(ctx, n.UUID) }, []want{{typ: events.TypeDeleted}}},
+		{"delete", func() error { return p.Nodes().DeleteNode(ctx, n.UUID) }, []want{{typ: events.TypeDeleted}}},
 		{"delete again publishes nothing", func() error {
-			if err := p.DeleteNode(ctx, n.UUID); err == nil {
+			if err := p.Nodes().DeleteNode(ctx, n.UUID); err == nil {
 				t.Error("second delete succeeded")
 			}
 			return nil
@@ -138,13 +138,13 @@ func TestStoreFirstWriteSeen(t *testing.T) {
 	ctx := context.Background()
 	raw, b, p := newTestStore(t)
 	n := &model.Node{UUID: "2b1b3c4d-0000-4000-8000-000000000002", Driver: "fake-hardware", ProvisionState: "available"}
-	if err := raw.CreateNode(ctx, n); err != nil {
+	if err := raw.Nodes().CreateNode(ctx, n); err != nil {
 		t.Fatal(err)
 	}
 	sub := b.Subscribe(events.Filter{})
 	defer sub.Close()
 	n.PowerState = "power on"
-	if err := p.UpdateNode(ctx, n); err != nil {
+	if err := p.Nodes().UpdateNode(ctx, n); err != nil {
 		t.Fatal(err)
 	}
 	got, _, _ := sub.Take(nil)
@@ -167,15 +167,15 @@ func TestStoreProjects(t *testing.T) {
 	sub := b.Subscribe(events.Filter{Types: []string{events.TypeCreated, events.TypeUpdated, events.TypeHistory}})
 	defer sub.Close()
 	n := &model.Node{UUID: "2b1b3c4d-0000-4000-8000-000000000009", Driver: "fake-hardware", ProvisionState: "enroll", Owner: "p1"}
-	if err := p.CreateNode(ctx, n); err != nil {
+	if err := p.Nodes().CreateNode(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	cur, _ := p.GetNode(ctx, n.UUID)
+	cur, _ := p.Nodes().GetNode(ctx, n.UUID)
 	cur.Owner, cur.Lessee = "p2", "p3"
-	if err := p.UpdateNode(ctx, cur); err != nil {
+	if err := p.Nodes().UpdateNode(ctx, cur); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.AddHistory(ctx, &model.HistoryEvent{NodeUUID: n.UUID, Severity: model.SeverityInfo, EventType: "x"}, 10); err != nil {
+	if err := p.Nodes().AddHistory(ctx, &model.HistoryEvent{NodeUUID: n.UUID, Severity: model.SeverityInfo, EventType: "x"}, 10); err != nil {
 		t.Fatal(err)
 	}
 	got, _, _ := sub.Take(nil)

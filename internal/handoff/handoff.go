@@ -318,7 +318,7 @@ func (h *Conductor) CreateAllocation(ctx context.Context, a *model.Allocation, b
 		}
 	}
 	// A refused backfill is stored too (state "error"): show what was.
-	if got, gerr := h.cfg.Store.GetAllocation(ctx, a.UUID); gerr == nil {
+	if got, gerr := h.cfg.Store.Allocations().GetAllocation(ctx, a.UUID); gerr == nil {
 		*a = *got
 	}
 	return err
@@ -326,7 +326,7 @@ func (h *Conductor) CreateAllocation(ctx context.Context, a *model.Allocation, b
 
 // allocationOwner picks the conductor that processes a new allocation.
 func (h *Conductor) allocationOwner(ctx context.Context, uuid string) (string, error) {
-	conds, err := h.cfg.Store.ListConductors(ctx)
+	conds, err := h.cfg.Store.Conductors().ListConductors(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -344,7 +344,7 @@ func (h *Conductor) allocationOwner(ctx context.Context, uuid string) (string, e
 }
 
 func (h *Conductor) call(ctx context.Context, ident, kind string, body any) error {
-	n, err := h.cfg.Store.GetNode(ctx, ident)
+	n, err := h.cfg.Store.Nodes().GetNode(ctx, ident)
 	if errors.Is(err, store.ErrNotFound) {
 		return fault.NodeNotFound(ident)
 	}
@@ -358,7 +358,7 @@ func (h *Conductor) call(ctx context.Context, ident, kind string, body any) erro
 // process, which runs no driver, is never a member): the one ring by which
 // calls are handed over and nodes' "conductor" is shown.
 func (h *Conductor) liveRing(ctx context.Context) (*ring.Ring, error) {
-	conds, err := h.cfg.Store.ListConductors(ctx)
+	conds, err := h.cfg.Store.Conductors().ListConductors(ctx)
 	if err != nil {
 		return nil, err
 	}

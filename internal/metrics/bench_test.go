@@ -20,7 +20,7 @@ func benchScrape(b *testing.B, nodes int) {
 	for i := range nodes {
 		n := &model.Node{Driver: "fake-hardware", Name: fmt.Sprintf("n%d", i), ProvisionState: "available",
 			PowerState: "power off", DriverInfo: model.JSON{"ipmi_address": "10.0.0.1", "ipmi_password": "x"}}
-		if err := st.CreateNode(ctx, n); err != nil {
+		if err := st.Nodes().CreateNode(ctx, n); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -99,11 +99,11 @@ func TestNodeGauges(t *testing.T) {
 	}
 	for _, n := range nodes {
 		n.Driver = "fake-hardware"
-		if err := st.CreateNode(ctx, n); err != nil {
+		if err := st.Nodes().CreateNode(ctx, n); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := st.ReserveNode(ctx, nodes[0].UUID, "c1"); err != nil {
+	if _, err := st.Nodes().ReserveNode(ctx, nodes[0].UUID, "c1"); err != nil {
 		t.Fatal(err)
 	}
 	fams := scrape(t, m.Handler())
@@ -255,16 +255,16 @@ func TestLocksAndPool(t *testing.T) {
 	m.AddPool(fakePool{busy: 3, size: 100})
 	ls := m.Store(st)
 	n := &model.Node{Driver: "fake-hardware", ProvisionState: "enroll"}
-	if err := ls.CreateNode(ctx, n); err != nil {
+	if err := ls.Nodes().CreateNode(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ls.ReserveNode(ctx, n.UUID, "c1"); err != nil {
+	if _, err := ls.Nodes().ReserveNode(ctx, n.UUID, "c1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ls.ReserveNode(ctx, n.UUID, "c2"); !errors.Is(err, store.ErrLocked) {
+	if _, err := ls.Nodes().ReserveNode(ctx, n.UUID, "c2"); !errors.Is(err, store.ErrLocked) {
 		t.Fatalf("second lock: %v", err)
 	}
-	if _, err := ls.ReserveNode(ctx, "00000000-0000-4000-8000-000000000000", "c1"); err == nil {
+	if _, err := ls.Nodes().ReserveNode(ctx, "00000000-0000-4000-8000-000000000000", "c1"); err == nil {
 		t.Fatal("locked a missing node")
 	}
 	m.LockWait(1500*time.Millisecond, true)
@@ -294,11 +294,15 @@ func TestLocksAndPool(t *testing.T) {
 // failingStore fails the node reads the gauges could use.
 type failingStore struct{ store.Store }
 
-func (failingStore) ListNodes(context.Context, store.NodeQuery) ([]*model.Node, error) {
+func (s failingStore) Nodes() store.NodeStore { return failingNodes{s.Store.Nodes()} }
+
+type failingNodes struct{ store.NodeStore }
+
+func (failingNodes) ListNodes(context.Context, store.NodeQuery) ([]*model.Node, error) {
 	return nil, errors.New("database on fire")
 }
 
-func (failingStore) CountNodeGroups(context.Context, store.NodeQuery) ([]store.NodeGroup, error) {
+func (failingNodes) CountNodeGroups(context.Context, store.NodeQuery) ([]store.NodeGroup, error) {
 	return nil, errors.New("database on fire")
 }
 

@@ -53,7 +53,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	start := c.m.cfg.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), c.m.cfg.ScrapeTimeout)
 	defer cancel()
-	groups, err := c.m.cfg.Store.CountNodeGroups(ctx, store.NodeQuery{})
+	groups, err := c.m.cfg.Store.Nodes().CountNodeGroups(ctx, store.NodeQuery{})
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(descNodes, err)
 		return

@@ -22,10 +22,10 @@ import (
 
 // Store is what the service writes through.
 type Store interface {
-	store.ChassisStore
-	store.DeployTemplateStore
-	store.RunbookStore
-	store.InspectionRuleStore
+	Chassis() store.ChassisStore
+	DeployTemplates() store.DeployTemplateStore
+	Runbooks() store.RunbookStore
+	InspectionRules() store.InspectionRuleStore
 }
 
 // Service changes the records with no node lock.
@@ -49,9 +49,10 @@ func New(st Store, now func() time.Time, log *slog.Logger) *Service {
 		log = slog.Default()
 	}
 	s := &Service{st: st, now: now, log: log}
+	ch, dt, rb, ir := st.Chassis(), st.DeployTemplates(), st.Runbooks(), st.InspectionRules()
 	s.chassis = Kind[model.Chassis]{
 		Name: "Chassis", Noun: "chassis", Now: now,
-		Get: st.GetChassis, Insert: st.CreateChassis, Save: st.UpdateChassis, Remove: st.DeleteChassis,
+		Get: ch.GetChassis, Insert: ch.CreateChassis, Save: ch.UpdateChassis, Remove: ch.DeleteChassis,
 		UUID: func(c *model.Chassis) string { return c.UUID },
 		Stamp: func(c *model.Chassis, t time.Time) {
 			if c.CreatedAt.IsZero() {
@@ -72,7 +73,7 @@ func New(st Store, now func() time.Time, log *slog.Logger) *Service {
 	}
 	s.templates = Kind[model.DeployTemplate]{
 		Name: "Deploy template", Noun: "deploy template", Now: now,
-		Get: st.GetDeployTemplate, Insert: st.CreateDeployTemplate, Save: st.UpdateDeployTemplate, Remove: st.DeleteDeployTemplate,
+		Get: dt.GetDeployTemplate, Insert: dt.CreateDeployTemplate, Save: dt.UpdateDeployTemplate, Remove: dt.DeleteDeployTemplate,
 		UUID: func(t *model.DeployTemplate) string { return t.UUID },
 		Stamp: func(t *model.DeployTemplate, now time.Time) {
 			if t.CreatedAt.IsZero() {
@@ -87,7 +88,7 @@ func New(st Store, now func() time.Time, log *slog.Logger) *Service {
 	}
 	s.runbooks = Kind[model.Runbook]{
 		Name: "Runbook", Noun: "runbook", Now: now,
-		Get: st.GetRunbook, Insert: st.CreateRunbook, Save: st.UpdateRunbook, Remove: st.DeleteRunbook,
+		Get: rb.GetRunbook, Insert: rb.CreateRunbook, Save: rb.UpdateRunbook, Remove: rb.DeleteRunbook,
 		UUID: func(r *model.Runbook) string { return r.UUID },
 		Stamp: func(r *model.Runbook, now time.Time) {
 			if r.CreatedAt.IsZero() {
@@ -102,7 +103,7 @@ func New(st Store, now func() time.Time, log *slog.Logger) *Service {
 	}
 	s.rules = Kind[model.InspectionRule]{
 		Name: "Rule", Noun: "rule", Now: now,
-		Get: st.GetInspectionRule, Insert: st.CreateInspectionRule, Save: st.UpdateInspectionRule, Remove: st.DeleteInspectionRule,
+		Get: ir.GetInspectionRule, Insert: ir.CreateInspectionRule, Save: ir.UpdateInspectionRule, Remove: ir.DeleteInspectionRule,
 		UUID: func(r *model.InspectionRule) string { return r.UUID },
 		Stamp: func(r *model.InspectionRule, now time.Time) {
 			if r.CreatedAt.IsZero() {
@@ -182,7 +183,7 @@ func (s *Service) DeleteInspectionRule(ctx context.Context, id string) error {
 // DeleteInspectionRules removes every rule (Anvil has no built-in rules,
 // which Ironic's delete-all keeps).
 func (s *Service) DeleteInspectionRules(ctx context.Context) error {
-	n, err := s.st.DeleteInspectionRules(ctx)
+	n, err := s.st.InspectionRules().DeleteInspectionRules(ctx)
 	if err == nil {
 		s.log.Info("inspection rules deleted", "count", n)
 	}

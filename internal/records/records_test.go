@@ -111,7 +111,7 @@ func TestWrites(t *testing.T) {
 	if k, msg := faultOf(t, s.CreateChassis(ctx, &model.Chassis{UUID: ch.UUID})); k != fault.Conflict || msg != "A chassis with UUID "+ch.UUID+" already exists." {
 		t.Errorf("duplicate chassis: %v %s", k, msg)
 	}
-	if err := st.CreateNode(ctx, &model.Node{Name: "in-rack", Driver: "fake-hardware", ChassisUUID: ch.UUID}); err != nil {
+	if err := st.Nodes().CreateNode(ctx, &model.Node{Name: "in-rack", Driver: "fake-hardware", ChassisUUID: ch.UUID}); err != nil {
 		t.Fatal(err)
 	}
 	if k, msg := faultOf(t, s.DeleteChassis(ctx, ch.UUID)); k != fault.Invalid || msg != "Cannot complete the requested action because chassis "+ch.UUID+" contains nodes." {

@@ -345,7 +345,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	if cfg.Role == RoleConductor {
 		inner = conductorOnly(metricsH, relayH)
 	}
-	h, err := guard(ctx, inner, cfg, bootPrefix, auditLog, st)
+	h, err := guard(ctx, inner, cfg, bootPrefix, auditLog, st.Sessions())
 	var (
 		sln    net.Listener
 		reload func() error
@@ -466,7 +466,7 @@ func claimHost(ctx context.Context, db store.Store, database, host string, check
 		return claim, err
 	}
 	last := "unknown"
-	if c, gerr := db.GetConductor(ctx, host); gerr == nil {
+	if c, gerr := db.Conductors().GetConductor(ctx, host); gerr == nil {
 		last = c.UpdatedAt.UTC().Format(time.RFC3339)
 	}
 	return nil, fmt.Errorf("conductor %q is already running on this database (last heartbeat %s); stop it or start this process with a distinct --host-id", host, last)

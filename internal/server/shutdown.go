@@ -59,7 +59,7 @@ func watchShutdown(ctx context.Context, cancel context.CancelFunc, cfg Config, c
 func lockedNodes(st store.Store, host string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	nodes, err := st.ListNodes(ctx, store.NodeQuery{ReservedBy: host, Limit: shutdownNodes + 1})
+	nodes, err := st.Nodes().ListNodes(ctx, store.NodeQuery{ReservedBy: host, Limit: shutdownNodes + 1})
 	if err != nil {
 		return ""
 	}

@@ -82,7 +82,7 @@ func TestServeShutdownSaysWhatItWaitsFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	n, err := st.GetNode(context.Background(), "slow1")
+	n, err := st.Nodes().GetNode(context.Background(), "slow1")
 	if err != nil {
 		t.Fatal(err)
 	}

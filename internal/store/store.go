@@ -223,8 +223,32 @@ type RunbookQuery struct {
 // RunbookSortKeys are the sort keys a RunbookQuery accepts.
 var RunbookSortKeys = []string{"id", "uuid", "name", "owner", "public", "disable_ramdisk", "created_at", "updated_at"}
 
-// Store is the storage contract.
+// Store is the storage contract: one store per role, each its own small
+// interface. The role stores of one Store share its database (and its
+// transactions' rules); a decorator wraps only the role store it changes.
 type Store interface {
+	// Nodes keeps nodes, their lock (the reservation column) and their
+	// history.
+	Nodes() NodeStore
+	// Ports keeps ports and portgroups.
+	Ports() PortStore
+	Allocations() AllocationStore
+	Conductors() ConductorStore
+	Chassis() ChassisStore
+	DeployTemplates() DeployTemplateStore
+	Runbooks() RunbookStore
+	InspectionRules() InspectionRuleStore
+	Volumes() VolumeStore
+	Settings() SettingsStore
+	Sessions() SessionStore
+	Diagnoses() DiagnosisStore
+
+	Close() error
+}
+
+// NodeStore keeps nodes, their lock and their history (Ironic's nodes and
+// node_history tables).
+type NodeStore interface {
 	// CreateNode inserts n, setting n.ID, n.Version=1 and CreatedAt if zero.
 	// Errors: *DuplicateError (uuid, name, instance_uuid).
 	CreateNode(ctx context.Context, n *model.Node) error
@@ -259,6 +283,16 @@ type Store interface {
 	// ReleaseHost clears every reservation held by host and returns the UUIDs freed.
 	ReleaseHost(ctx context.Context, host string) ([]string, error)
 
+	// AddHistory appends e (setting ID, UUID if empty, CreatedAt if zero) and
+	// prunes the node's history to its newest keep entries (keep <= 0: no pruning).
+	AddHistory(ctx context.Context, e *model.HistoryEvent, keep int) error
+	// ListHistory returns a node's events, oldest first.
+	ListHistory(ctx context.Context, nodeUUID string) ([]*model.HistoryEvent, error)
+	GetHistory(ctx context.Context, nodeUUID, eventUUID string) (*model.HistoryEvent, error)
+}
+
+// PortStore keeps ports and portgroups, and finds a node by its ports.
+type PortStore interface {
 	// CreatePort inserts p. Errors: *DuplicateError (uuid, address, name),
 	// ErrNotFound if the node does not exist.
 	CreatePort(ctx context.Context, p *model.Port) error
@@ -287,7 +321,10 @@ type Store interface {
 	// DeletePortgroup removes a portgroup (whether it has ports is the
 	// caller's rule). Errors: ErrNotFound.
 	DeletePortgroup(ctx context.Context, uuid string) error
+}
 
+// AllocationStore keeps allocations.
+type AllocationStore interface {
 	// CreateAllocation inserts a. Errors: *DuplicateError (uuid, name,
 	// node_uuid), ErrNotFound if it names a node that does not exist.
 	CreateAllocation(ctx context.Context, a *model.Allocation) error
@@ -297,7 +334,10 @@ type Store interface {
 	// UpdateAllocation is version-checked like UpdateNode.
 	UpdateAllocation(ctx context.Context, a *model.Allocation) error
 	DeleteAllocation(ctx context.Context, uuid string) error
+}
 
+// ConductorStore keeps the conductor rows (registration and heartbeat).
+type ConductorStore interface {
 	// RegisterConductor creates or refreshes the conductor row (online, heartbeat now).
 	RegisterConductor(ctx context.Context, c *model.Conductor) error
 	// HeartbeatConductor sets updated_at=now for hostname. Errors: ErrNotFound.
@@ -306,24 +346,6 @@ type Store interface {
 	UnregisterConductor(ctx context.Context, hostname string) error
 	GetConductor(ctx context.Context, hostname string) (*model.Conductor, error)
 	ListConductors(ctx context.Context) ([]*model.Conductor, error)
-
-	// AddHistory appends e (setting ID, UUID if empty, CreatedAt if zero) and
-	// prunes the node's history to its newest keep entries (keep <= 0: no pruning).
-	AddHistory(ctx context.Context, e *model.HistoryEvent, keep int) error
-	// ListHistory returns a node's events, oldest first.
-	ListHistory(ctx context.Context, nodeUUID string) ([]*model.HistoryEvent, error)
-	GetHistory(ctx context.Context, nodeUUID, eventUUID string) (*model.HistoryEvent, error)
-
-	SettingsStore
-	DeployTemplateStore
-	RunbookStore
-	ChassisStore
-	VolumeStore
-	InspectionRuleStore
-	SessionStore
-	DiagnosisStore
-
-	Close() error
 }
 
 // SessionStore keeps the dashboard's login sessions (internal/auth), so

@@ -27,7 +27,7 @@ func TestGroupCommitCreates(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			n := &model.Node{Driver: "fake-hardware", Name: fmt.Sprintf("gc-%d", i/2)}
-			errs[i] = s.CreateNode(t.Context(), n)
+			errs[i] = s.Nodes().CreateNode(t.Context(), n)
 		})
 	}
 	close(start)
@@ -40,7 +40,7 @@ func TestGroupCommitCreates(t *testing.T) {
 			t.Errorf("pair %d: %v, %v; want one nil and one duplicate name", i/2, a, b)
 		}
 	}
-	all, err := s.ListNodes(t.Context(), store.NodeQuery{})
+	all, err := s.Nodes().ListNodes(t.Context(), store.NodeQuery{})
 	if err != nil || len(all) != names {
 		t.Fatalf("%d nodes stored (%v), want %d", len(all), err, names)
 	}
@@ -57,7 +57,7 @@ func TestGroupCommitStaleUpdates(t *testing.T) {
 	s := openTemp(t)
 	defer s.Close()
 	n := &model.Node{Driver: "fake-hardware", Name: "gc"}
-	if err := s.CreateNode(t.Context(), n); err != nil {
+	if err := s.Nodes().CreateNode(t.Context(), n); err != nil {
 		t.Fatal(err)
 	}
 	const writers = 16
@@ -69,7 +69,7 @@ func TestGroupCommitStaleUpdates(t *testing.T) {
 			m := *n
 			m.Description = fmt.Sprint("writer ", i)
 			<-start
-			errs[i] = s.UpdateNode(t.Context(), &m)
+			errs[i] = s.Nodes().UpdateNode(t.Context(), &m)
 		})
 	}
 	close(start)
@@ -83,7 +83,7 @@ func TestGroupCommitStaleUpdates(t *testing.T) {
 			t.Errorf("writer %d: %v, want stale", i, err)
 		}
 	}
-	got, err := s.GetNode(t.Context(), n.UUID)
+	got, err := s.Nodes().GetNode(t.Context(), n.UUID)
 	if won != 1 || err != nil || got.Version != 2 {
 		t.Fatalf("%d writers won, stored version %v (%v); want 1 and 2", won, got.Version, err)
 	}
@@ -96,10 +96,10 @@ func TestGroupCommitCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	n := &model.Node{Driver: "fake-hardware", Name: "gone"}
-	if err := s.CreateNode(ctx, n); !errors.Is(err, context.Canceled) {
+	if err := s.Nodes().CreateNode(ctx, n); !errors.Is(err, context.Canceled) {
 		t.Fatalf("CreateNode with a cancelled context: %v", err)
 	}
-	if _, err := s.GetNode(t.Context(), "gone"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Nodes().GetNode(t.Context(), "gone"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the cancelled create was stored: %v", err)
 	}
 }

@@ -21,11 +21,11 @@ func TestParentNodeBackfill(t *testing.T) {
 		t.Fatal(err)
 	}
 	parent := &model.Node{Name: "parent", Driver: "fake-hardware"}
-	if err := s.CreateNode(t.Context(), parent); err != nil {
+	if err := s.Nodes().CreateNode(t.Context(), parent); err != nil {
 		t.Fatal(err)
 	}
 	kid := &model.Node{Name: "kid", Driver: "fake-hardware", ParentNode: parent.UUID}
-	if err := s.CreateNode(t.Context(), kid); err != nil {
+	if err := s.Nodes().CreateNode(t.Context(), kid); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -56,7 +56,7 @@ func TestParentNodeBackfill(t *testing.T) {
 		parent *string
 		want   string
 	}{{&parent.UUID, "kid"}, {&none, "parent"}} {
-		got, err := s.ListNodes(t.Context(), store.NodeQuery{ParentNode: c.parent})
+		got, err := s.Nodes().ListNodes(t.Context(), store.NodeQuery{ParentNode: c.parent})
 		if err != nil || len(got) != 1 || got[0].Name != c.want {
 			t.Errorf("ParentNode %q after the migration: %v, %v; want %s", *c.parent, got, err, c.want)
 		}

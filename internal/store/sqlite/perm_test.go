@@ -23,7 +23,7 @@ func TestFilesOwnerOnly(t *testing.T) {
 	}
 	defer s.Close()
 	n := &model.Node{Name: "n", Driver: "ipmi", DriverInfo: map[string]any{"ipmi_password": "s3cret"}}
-	if err := s.CreateNode(t.Context(), n); err != nil {
+	if err := s.Nodes().CreateNode(t.Context(), n); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{path, path + "-wal", path + "-shm"} {

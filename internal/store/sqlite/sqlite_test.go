@@ -35,7 +35,7 @@ func TestReopenKeepsData(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := &model.Node{Name: "kept", Driver: "fake-hardware"}
-	if err := s.CreateNode(t.Context(), n); err != nil {
+	if err := s.Nodes().CreateNode(t.Context(), n); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -46,7 +46,7 @@ func TestReopenKeepsData(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.GetNode(t.Context(), "kept"); err != nil {
+	if _, err := s.Nodes().GetNode(t.Context(), "kept"); err != nil {
 		t.Fatalf("after reopen: %v", err)
 	}
 }
@@ -89,12 +89,12 @@ func TestTwoHandlesOneFile(t *testing.T) {
 			s := stores[w%2]
 			for i := range 50 {
 				n := &model.Node{Name: fmt.Sprintf("w%d-%d", w, i), Driver: "fake-hardware"}
-				if err := s.CreateNode(t.Context(), n); err != nil {
+				if err := s.Nodes().CreateNode(t.Context(), n); err != nil {
 					t.Error(err)
 					return
 				}
 				e := &model.HistoryEvent{NodeUUID: n.UUID, Event: "created"}
-				if err := s.AddHistory(t.Context(), e, 5); err != nil {
+				if err := s.Nodes().AddHistory(t.Context(), e, 5); err != nil {
 					t.Error(err)
 					return
 				}
@@ -102,7 +102,7 @@ func TestTwoHandlesOneFile(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n, err := stores[0].CountNodes(t.Context(), store.NodeQuery{}); err != nil || n != 400 {
+	if n, err := stores[0].Nodes().CountNodes(t.Context(), store.NodeQuery{}); err != nil || n != 400 {
 		t.Fatalf("CountNodes = %d, %v; want 400", n, err)
 	}
 }
@@ -117,15 +117,15 @@ func TestClock(t *testing.T) {
 	defer s.Close()
 	want := now.Truncate(time.Microsecond)
 	n := &model.Node{Name: "n", Driver: "fake-hardware"}
-	if err := s.CreateNode(t.Context(), n); err != nil || n.CreatedAt != want {
+	if err := s.Nodes().CreateNode(t.Context(), n); err != nil || n.CreatedAt != want {
 		t.Fatalf("CreateNode: created_at %v, %v; want %v", n.CreatedAt, err, want)
 	}
 	now = now.Add(time.Hour)
-	if err := s.UpdateNode(t.Context(), n); err != nil || n.UpdatedAt != now.Truncate(time.Microsecond) {
+	if err := s.Nodes().UpdateNode(t.Context(), n); err != nil || n.UpdatedAt != now.Truncate(time.Microsecond) {
 		t.Fatalf("UpdateNode: updated_at %v, %v; want %v", n.UpdatedAt, err, now)
 	}
 	c := &model.Conductor{Hostname: "c1"}
-	if err := s.RegisterConductor(t.Context(), c); err != nil || c.CreatedAt != now.Truncate(time.Microsecond) {
+	if err := s.Conductors().RegisterConductor(t.Context(), c); err != nil || c.CreatedAt != now.Truncate(time.Microsecond) {
 		t.Fatalf("RegisterConductor: created_at %v, %v; want %v", c.CreatedAt, err, now)
 	}
 }

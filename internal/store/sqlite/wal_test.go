@@ -33,7 +33,7 @@ func TestWALStaysBounded(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				n := &model.Node{Driver: "fake-hardware", Name: fmt.Sprintf("w%d-%d", w, i)}
-				if err := s.CreateNode(t.Context(), n); err != nil {
+				if err := s.Nodes().CreateNode(t.Context(), n); err != nil {
 					t.Error(err)
 					return
 				}
@@ -43,7 +43,7 @@ func TestWALStaysBounded(t *testing.T) {
 	for range 4 {
 		rg.Go(func() {
 			for !done.Load() {
-				if _, err := s.ListNodes(t.Context(), store.NodeQuery{Limit: 20, SortDir: "desc"}); err != nil {
+				if _, err := s.Nodes().ListNodes(t.Context(), store.NodeQuery{Limit: 20, SortDir: "desc"}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -87,7 +87,7 @@ func TestWALTruncatedAfterLongRead(t *testing.T) {
 		for w := range 8 {
 			wg.Go(func() {
 				for i := w; i < n; i += 8 {
-					if err := s.CreateNode(t.Context(), &model.Node{Driver: "fake-hardware", Name: fmt.Sprintf("%s-%d", prefix, i)}); err != nil {
+					if err := s.Nodes().CreateNode(t.Context(), &model.Node{Driver: "fake-hardware", Name: fmt.Sprintf("%s-%d", prefix, i)}); err != nil {
 						t.Error(err)
 						return
 					}
@@ -133,7 +133,7 @@ func TestWALTruncatedAfterLongRead(t *testing.T) {
 	// The writer looks at the log every few dozen groups: one create at a
 	// time is one group each.
 	for i := range 200 {
-		if err := s.CreateNode(t.Context(), &model.Node{Driver: "fake-hardware", Name: fmt.Sprintf("after-%d", i)}); err != nil {
+		if err := s.Nodes().CreateNode(t.Context(), &model.Node{Driver: "fake-hardware", Name: fmt.Sprintf("after-%d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -35,19 +35,22 @@ var allocationTable = newJSONTable(jsonTable[model.Allocation]{
 	},
 })
 
-// CreateAllocation implements store.Store: it sets a.ID, a.Version=1, a
+// CreateAllocation implements store.AllocationStore: it sets a.ID, a.Version=1, a
 // UUID if empty and CreatedAt if zero.
-func (s *Store) CreateAllocation(ctx context.Context, a *model.Allocation) error {
+func (rs allocationStore) CreateAllocation(ctx context.Context, a *model.Allocation) error {
+	s := rs.s
 	return allocationTable.create(ctx, s, a)
 }
 
-// GetAllocation implements store.Store: by UUID, or by name.
-func (s *Store) GetAllocation(ctx context.Context, ident string) (*model.Allocation, error) {
+// GetAllocation implements store.AllocationStore: by UUID, or by name.
+func (rs allocationStore) GetAllocation(ctx context.Context, ident string) (*model.Allocation, error) {
+	s := rs.s
 	return allocationTable.get(ctx, s, ident)
 }
 
-// ListAllocations implements store.Store, paginated like ListNodes.
-func (s *Store) ListAllocations(ctx context.Context, q store.AllocationQuery) ([]*model.Allocation, error) {
+// ListAllocations implements store.AllocationStore, paginated like ListNodes.
+func (rs allocationStore) ListAllocations(ctx context.Context, q store.AllocationQuery) ([]*model.Allocation, error) {
+	s := rs.s
 	w := &where{}
 	w.eq("node_uuid", q.NodeUUID)
 	w.eq("state", q.State)
@@ -56,13 +59,15 @@ func (s *Store) ListAllocations(ctx context.Context, q store.AllocationQuery) ([
 	return allocationTable.list(ctx, s, w, q.SortKey, q.SortDir, q.Marker, q.Limit)
 }
 
-// UpdateAllocation implements store.Store, version-checked like UpdateNode.
+// UpdateAllocation implements store.AllocationStore, version-checked like UpdateNode.
 // Errors: ErrNotFound, ErrStale, *DuplicateError (name, node_uuid).
-func (s *Store) UpdateAllocation(ctx context.Context, a *model.Allocation) error {
+func (rs allocationStore) UpdateAllocation(ctx context.Context, a *model.Allocation) error {
+	s := rs.s
 	return allocationTable.update(ctx, s, a)
 }
 
-// DeleteAllocation implements store.Store. Errors: ErrNotFound.
-func (s *Store) DeleteAllocation(ctx context.Context, id string) error {
+// DeleteAllocation implements store.AllocationStore. Errors: ErrNotFound.
+func (rs allocationStore) DeleteAllocation(ctx context.Context, id string) error {
+	s := rs.s
 	return allocationTable.delete(ctx, s, id)
 }

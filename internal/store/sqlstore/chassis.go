@@ -21,29 +21,34 @@ var chassisTable = newJSONTable(jsonTable[model.Chassis]{
 	},
 })
 
-// CreateChassis implements store.Store.
-func (s *Store) CreateChassis(ctx context.Context, c *model.Chassis) error {
+// CreateChassis implements store.ChassisStore.
+func (rs chassisStore) CreateChassis(ctx context.Context, c *model.Chassis) error {
+	s := rs.s
 	return chassisTable.create(ctx, s, c)
 }
 
-// GetChassis implements store.Store.
-func (s *Store) GetChassis(ctx context.Context, id string) (*model.Chassis, error) {
+// GetChassis implements store.ChassisStore.
+func (rs chassisStore) GetChassis(ctx context.Context, id string) (*model.Chassis, error) {
+	s := rs.s
 	return chassisTable.get(ctx, s, id)
 }
 
-// ListChassis implements store.Store, paginated like ListNodes.
-func (s *Store) ListChassis(ctx context.Context, q store.ChassisQuery) ([]*model.Chassis, error) {
+// ListChassis implements store.ChassisStore, paginated like ListNodes.
+func (rs chassisStore) ListChassis(ctx context.Context, q store.ChassisQuery) ([]*model.Chassis, error) {
+	s := rs.s
 	return chassisTable.list(ctx, s, &where{}, q.SortKey, q.SortDir, q.Marker, q.Limit)
 }
 
-// UpdateChassis implements store.Store, version-checked like UpdateNode.
-func (s *Store) UpdateChassis(ctx context.Context, c *model.Chassis) error {
+// UpdateChassis implements store.ChassisStore, version-checked like UpdateNode.
+func (rs chassisStore) UpdateChassis(ctx context.Context, c *model.Chassis) error {
+	s := rs.s
 	return chassisTable.update(ctx, s, c)
 }
 
-// DeleteChassis implements store.Store: in one transaction, refused while
+// DeleteChassis implements store.ChassisStore: in one transaction, refused while
 // a node names the chassis.
-func (s *Store) DeleteChassis(ctx context.Context, id string) error {
+func (rs chassisStore) DeleteChassis(ctx context.Context, id string) error {
+	s := rs.s
 	err := s.write(ctx, func(c conn) error {
 		var n int
 		if err := c.queryRow(ctx, "SELECT COUNT(*) FROM nodes WHERE chassis_uuid = ?", id).Scan(&n); err != nil {
@@ -59,5 +64,3 @@ func (s *Store) DeleteChassis(ctx context.Context, id string) error {
 	}
 	return nil
 }
-
-var _ store.ChassisStore = (*Store)(nil)

@@ -22,10 +22,11 @@ const (
 		updated_at FROM conductors`
 )
 
-// RegisterConductor implements store.Store: it upserts c as online with a
+// RegisterConductor implements store.ConductorStore: it upserts c as online with a
 // heartbeat now, keeping created_at of an existing row, and sets c's Online,
 // CreatedAt and UpdatedAt to what is stored.
-func (s *Store) RegisterConductor(ctx context.Context, c *model.Conductor) error {
+func (rs conductorStore) RegisterConductor(ctx context.Context, c *model.Conductor) error {
+	s := rs.s
 	if c.Hostname == "" {
 		return errors.New("register conductor: empty hostname")
 	}
@@ -44,9 +45,10 @@ func (s *Store) RegisterConductor(ctx context.Context, c *model.Conductor) error
 	return nil
 }
 
-// HeartbeatConductor implements store.Store. Like Ironic's touch_conductor it
+// HeartbeatConductor implements store.ConductorStore. Like Ironic's touch_conductor it
 // also marks the conductor online.
-func (s *Store) HeartbeatConductor(ctx context.Context, hostname string, now time.Time) error {
+func (rs conductorStore) HeartbeatConductor(ctx context.Context, hostname string, now time.Time) error {
+	s := rs.s
 	err := s.setConductor(ctx, hostname, "updated_at = ?, online = ?", s.d.EncodeTime(norm(now)), true)
 	if err != nil {
 		return fmt.Errorf("heartbeat conductor %s: %w", hostname, err)
@@ -54,8 +56,9 @@ func (s *Store) HeartbeatConductor(ctx context.Context, hostname string, now tim
 	return nil
 }
 
-// UnregisterConductor implements store.Store. Errors: ErrNotFound.
-func (s *Store) UnregisterConductor(ctx context.Context, hostname string) error {
+// UnregisterConductor implements store.ConductorStore. Errors: ErrNotFound.
+func (rs conductorStore) UnregisterConductor(ctx context.Context, hostname string) error {
+	s := rs.s
 	if err := s.setConductor(ctx, hostname, "online = ?", false); err != nil {
 		return fmt.Errorf("unregister conductor %s: %w", hostname, err)
 	}
@@ -75,8 +78,9 @@ func (s *Store) setConductor(ctx context.Context, hostname, set string, args ...
 	return err
 }
 
-// GetConductor implements store.Store. Errors: ErrNotFound.
-func (s *Store) GetConductor(ctx context.Context, hostname string) (*model.Conductor, error) {
+// GetConductor implements store.ConductorStore. Errors: ErrNotFound.
+func (rs conductorStore) GetConductor(ctx context.Context, hostname string) (*model.Conductor, error) {
+	s := rs.s
 	c, err := scanConductor(s.reader().queryRow(ctx, selectConductorSQL+" WHERE hostname = ?", hostname))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("conductor", hostname)
@@ -87,8 +91,9 @@ func (s *Store) GetConductor(ctx context.Context, hostname string) (*model.Condu
 	return c, nil
 }
 
-// ListConductors implements store.Store, ordered by hostname.
-func (s *Store) ListConductors(ctx context.Context) ([]*model.Conductor, error) {
+// ListConductors implements store.ConductorStore, ordered by hostname.
+func (rs conductorStore) ListConductors(ctx context.Context) ([]*model.Conductor, error) {
+	s := rs.s
 	rows, err := s.reader().query(ctx, selectConductorSQL+" ORDER BY hostname")
 	if err != nil {
 		return nil, fmt.Errorf("list conductors: %w", err)

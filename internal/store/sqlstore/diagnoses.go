@@ -13,7 +13,8 @@ import (
 // latest, replaced in one transaction.
 
 // PutDiagnosis implements store.DiagnosisStore.
-func (s *Store) PutDiagnosis(ctx context.Context, nodeUUID string, data []byte) error {
+func (rs diagnosisStore) PutDiagnosis(ctx context.Context, nodeUUID string, data []byte) error {
+	s := rs.s
 	now := EncodeTimeText(s.clock())
 	err := s.write(ctx, func(c conn) error {
 		if err := nodeExists(ctx, c, nodeUUID); err != nil {
@@ -33,7 +34,8 @@ func (s *Store) PutDiagnosis(ctx context.Context, nodeUUID string, data []byte) 
 }
 
 // GetDiagnosis implements store.DiagnosisStore.
-func (s *Store) GetDiagnosis(ctx context.Context, nodeUUID string) ([]byte, error) {
+func (rs diagnosisStore) GetDiagnosis(ctx context.Context, nodeUUID string) ([]byte, error) {
+	s := rs.s
 	var data string
 	err := s.reader().queryRow(ctx, "SELECT data FROM node_diagnoses WHERE node_uuid = ?", nodeUUID).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {

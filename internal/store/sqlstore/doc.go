@@ -1,7 +1,10 @@
 // Package sqlstore implements store.Store once, on database/sql, for every SQL
 // engine Anvil supports. The engine packages (sqlite, postgres) open the
 // connections and hand over a Dialect: placeholder style, time encoding,
-// constraint-violation classification and the embedded migrations.
+// constraint-violation classification and the embedded migrations. Store
+// holds the pools, dialect, cache and group commit; each role store of
+// store.Store (roles.go) is a one-pointer type over it, with its methods in
+// the file of its table.
 //
 // Invariants:
 //   - every write is a single statement or a single transaction, so it happens

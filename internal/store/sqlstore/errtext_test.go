@@ -130,14 +130,14 @@ func tail(u string) string { return u[len(u)-2:] }
 
 func errTranscript(t *testing.T, s store.Store) string {
 	ctx := t.Context()
-	if err := s.CreateNode(ctx, &model.Node{UUID: nodeU, Name: "node", Driver: "fake-hardware"}); err != nil {
+	if err := s.Nodes().CreateNode(ctx, &model.Node{UUID: nodeU, Name: "node", Driver: "fake-hardware"}); err != nil {
 		t.Fatal(err)
 	}
 	var b strings.Builder
 	transcribe(ctx, &b, crud[model.Allocation]{
-		what: "allocation", create: s.CreateAllocation, get: s.GetAllocation, update: s.UpdateAllocation, del: s.DeleteAllocation,
+		what: "allocation", create: s.Allocations().CreateAllocation, get: s.Allocations().GetAllocation, update: s.Allocations().UpdateAllocation, del: s.Allocations().DeleteAllocation,
 		list: func(ctx context.Context, key, dir, marker string) error {
-			_, err := s.ListAllocations(ctx, store.AllocationQuery{SortKey: key, SortDir: dir, Marker: marker})
+			_, err := s.Allocations().ListAllocations(ctx, store.AllocationQuery{SortKey: key, SortDir: dir, Marker: marker})
 			return err
 		},
 		head: func(v *model.Allocation) (*string, *int64, *int64, *time.Time, *time.Time) {
@@ -157,9 +157,9 @@ func errTranscript(t *testing.T, s store.Store) string {
 		orphan: func(v *model.Allocation) { v.NodeUUID = unknownU },
 	})
 	transcribe(ctx, &b, crud[model.Chassis]{
-		what: "chassis", create: s.CreateChassis, get: s.GetChassis, update: s.UpdateChassis, del: s.DeleteChassis,
+		what: "chassis", create: s.Chassis().CreateChassis, get: s.Chassis().GetChassis, update: s.Chassis().UpdateChassis, del: s.Chassis().DeleteChassis,
 		list: func(ctx context.Context, key, dir, marker string) error {
-			_, err := s.ListChassis(ctx, store.ChassisQuery{SortKey: key, SortDir: dir, Marker: marker})
+			_, err := s.Chassis().ListChassis(ctx, store.ChassisQuery{SortKey: key, SortDir: dir, Marker: marker})
 			return err
 		},
 		head: func(v *model.Chassis) (*string, *int64, *int64, *time.Time, *time.Time) {
@@ -168,9 +168,9 @@ func errTranscript(t *testing.T, s store.Store) string {
 		fresh: func(u string) *model.Chassis { return &model.Chassis{UUID: u, Description: "c" + tail(u)} },
 	})
 	transcribe(ctx, &b, crud[model.Portgroup]{
-		what: "portgroup", create: s.CreatePortgroup, get: s.GetPortgroup, update: s.UpdatePortgroup, del: s.DeletePortgroup,
+		what: "portgroup", create: s.Ports().CreatePortgroup, get: s.Ports().GetPortgroup, update: s.Ports().UpdatePortgroup, del: s.Ports().DeletePortgroup,
 		list: func(ctx context.Context, key, dir, marker string) error {
-			_, err := s.ListPortgroups(ctx, store.PortgroupQuery{SortKey: key, SortDir: dir, Marker: marker})
+			_, err := s.Ports().ListPortgroups(ctx, store.PortgroupQuery{SortKey: key, SortDir: dir, Marker: marker})
 			return err
 		},
 		head: func(v *model.Portgroup) (*string, *int64, *int64, *time.Time, *time.Time) {
@@ -186,9 +186,9 @@ func errTranscript(t *testing.T, s store.Store) string {
 		orphan: func(v *model.Portgroup) { v.NodeUUID = unknownU },
 	})
 	transcribe(ctx, &b, crud[model.Port]{
-		what: "port", create: s.CreatePort, get: s.GetPort, update: s.UpdatePort, del: s.DeletePort,
+		what: "port", create: s.Ports().CreatePort, get: s.Ports().GetPort, update: s.Ports().UpdatePort, del: s.Ports().DeletePort,
 		list: func(ctx context.Context, key, dir, marker string) error {
-			_, err := s.ListPorts(ctx, store.PortQuery{SortKey: key, SortDir: dir, Marker: marker})
+			_, err := s.Ports().ListPorts(ctx, store.PortQuery{SortKey: key, SortDir: dir, Marker: marker})
 			return err
 		},
 		head: func(v *model.Port) (*string, *int64, *int64, *time.Time, *time.Time) {
@@ -204,10 +204,10 @@ func errTranscript(t *testing.T, s store.Store) string {
 		orphan: func(v *model.Port) { v.NodeUUID = unknownU },
 	})
 	transcribe(ctx, &b, crud[model.DeployTemplate]{
-		what: "deploy template", create: s.CreateDeployTemplate, get: s.GetDeployTemplate, update: s.UpdateDeployTemplate,
-		del: s.DeleteDeployTemplate,
+		what: "deploy template", create: s.DeployTemplates().CreateDeployTemplate, get: s.DeployTemplates().GetDeployTemplate, update: s.DeployTemplates().UpdateDeployTemplate,
+		del: s.DeployTemplates().DeleteDeployTemplate,
 		list: func(ctx context.Context, key, dir, marker string) error {
-			_, err := s.ListDeployTemplates(ctx, store.DeployTemplateQuery{SortKey: key, SortDir: dir, Marker: marker})
+			_, err := s.DeployTemplates().ListDeployTemplates(ctx, store.DeployTemplateQuery{SortKey: key, SortDir: dir, Marker: marker})
 			return err
 		},
 		head: func(v *model.DeployTemplate) (*string, *int64, *int64, *time.Time, *time.Time) {
@@ -221,9 +221,9 @@ func errTranscript(t *testing.T, s store.Store) string {
 		},
 	})
 	transcribe(ctx, &b, crud[model.Runbook]{
-		what: "runbook", create: s.CreateRunbook, get: s.GetRunbook, update: s.UpdateRunbook, del: s.DeleteRunbook,
+		what: "runbook", create: s.Runbooks().CreateRunbook, get: s.Runbooks().GetRunbook, update: s.Runbooks().UpdateRunbook, del: s.Runbooks().DeleteRunbook,
 		list: func(ctx context.Context, key, dir, marker string) error {
-			_, err := s.ListRunbooks(ctx, store.RunbookQuery{SortKey: key, SortDir: dir, Marker: marker})
+			_, err := s.Runbooks().ListRunbooks(ctx, store.RunbookQuery{SortKey: key, SortDir: dir, Marker: marker})
 			return err
 		},
 		head: func(v *model.Runbook) (*string, *int64, *int64, *time.Time, *time.Time) {
@@ -235,10 +235,10 @@ func errTranscript(t *testing.T, s store.Store) string {
 		},
 	})
 	transcribe(ctx, &b, crud[model.InspectionRule]{
-		what: "inspection rule", create: s.CreateInspectionRule, get: s.GetInspectionRule, update: s.UpdateInspectionRule,
-		del: s.DeleteInspectionRule,
+		what: "inspection rule", create: s.InspectionRules().CreateInspectionRule, get: s.InspectionRules().GetInspectionRule, update: s.InspectionRules().UpdateInspectionRule,
+		del: s.InspectionRules().DeleteInspectionRule,
 		list: func(ctx context.Context, key, dir, marker string) error {
-			_, err := s.ListInspectionRules(ctx, store.InspectionRuleQuery{SortKey: key, SortDir: dir, Marker: marker})
+			_, err := s.InspectionRules().ListInspectionRules(ctx, store.InspectionRuleQuery{SortKey: key, SortDir: dir, Marker: marker})
 			return err
 		},
 		head: func(v *model.InspectionRule) (*string, *int64, *int64, *time.Time, *time.Time) {
@@ -249,10 +249,10 @@ func errTranscript(t *testing.T, s store.Store) string {
 		},
 	})
 	transcribe(ctx, &b, crud[model.VolumeConnector]{
-		what: "volume connector", create: s.CreateVolumeConnector, get: s.GetVolumeConnector,
-		update: s.UpdateVolumeConnector, del: s.DeleteVolumeConnector,
+		what: "volume connector", create: s.Volumes().CreateVolumeConnector, get: s.Volumes().GetVolumeConnector,
+		update: s.Volumes().UpdateVolumeConnector, del: s.Volumes().DeleteVolumeConnector,
 		list: func(ctx context.Context, key, dir, marker string) error {
-			_, err := s.ListVolumeConnectors(ctx, store.VolumeQuery{SortKey: key, SortDir: dir, Marker: marker})
+			_, err := s.Volumes().ListVolumeConnectors(ctx, store.VolumeQuery{SortKey: key, SortDir: dir, Marker: marker})
 			return err
 		},
 		head: func(v *model.VolumeConnector) (*string, *int64, *int64, *time.Time, *time.Time) {
@@ -268,10 +268,10 @@ func errTranscript(t *testing.T, s store.Store) string {
 	})
 	bootIndex := map[string]int64{u1: 0, u2: 1, u3: 2}
 	transcribe(ctx, &b, crud[model.VolumeTarget]{
-		what: "volume target", create: s.CreateVolumeTarget, get: s.GetVolumeTarget,
-		update: s.UpdateVolumeTarget, del: s.DeleteVolumeTarget,
+		what: "volume target", create: s.Volumes().CreateVolumeTarget, get: s.Volumes().GetVolumeTarget,
+		update: s.Volumes().UpdateVolumeTarget, del: s.Volumes().DeleteVolumeTarget,
 		list: func(ctx context.Context, key, dir, marker string) error {
-			_, err := s.ListVolumeTargets(ctx, store.VolumeQuery{SortKey: key, SortDir: dir, Marker: marker})
+			_, err := s.Volumes().ListVolumeTargets(ctx, store.VolumeQuery{SortKey: key, SortDir: dir, Marker: marker})
 			return err
 		},
 		head: func(v *model.VolumeTarget) (*string, *int64, *int64, *time.Time, *time.Time) {
@@ -287,16 +287,16 @@ func errTranscript(t *testing.T, s store.Store) string {
 	})
 	extra := func(step string, err error) { fmt.Fprintf(&b, "%s: %s\n", step, errText(err)) }
 	ch := &model.Chassis{UUID: u1}
-	extra("chassis: create again", s.CreateChassis(ctx, ch))
+	extra("chassis: create again", s.Chassis().CreateChassis(ctx, ch))
 	n := &model.Node{UUID: u2, Driver: "fake-hardware", ChassisUUID: u1}
-	extra("node: create in chassis", s.CreateNode(ctx, n))
-	extra("chassis: delete with a node", s.DeleteChassis(ctx, u1))
-	_, err := s.GetPortByAddress(ctx, "52:54:00:00:02:ee")
+	extra("node: create in chassis", s.Nodes().CreateNode(ctx, n))
+	extra("chassis: delete with a node", s.Chassis().DeleteChassis(ctx, u1))
+	_, err := s.Ports().GetPortByAddress(ctx, "52:54:00:00:02:ee")
 	extra("port: get unknown address", err)
 	for _, u := range []string{u2, u3} {
-		extra("inspection rule: create "+tail(u), s.CreateInspectionRule(ctx, &model.InspectionRule{UUID: u, Phase: "main"}))
+		extra("inspection rule: create "+tail(u), s.InspectionRules().CreateInspectionRule(ctx, &model.InspectionRule{UUID: u, Phase: "main"}))
 	}
-	deleted, err := s.DeleteInspectionRules(ctx)
+	deleted, err := s.InspectionRules().DeleteInspectionRules(ctx)
 	extra(fmt.Sprintf("inspection rule: delete all (%d)", deleted), err)
 	return b.String()
 }

@@ -26,9 +26,10 @@ const (
 	selectHistorySQL = `SELECT id, ` + historyCols + ` FROM node_history`
 )
 
-// AddHistory implements store.Store: insert and prune in one transaction.
+// AddHistory implements store.NodeStore: insert and prune in one transaction.
 // Errors: ErrNotFound when the node does not exist, *DuplicateError (uuid).
-func (s *Store) AddHistory(ctx context.Context, e *model.HistoryEvent, keep int) error {
+func (rs nodeStore) AddHistory(ctx context.Context, e *model.HistoryEvent, keep int) error {
+	s := rs.s
 	if e.UUID == "" {
 		e.UUID = uuid.NewString()
 	}
@@ -58,8 +59,9 @@ func (s *Store) AddHistory(ctx context.Context, e *model.HistoryEvent, keep int)
 	return nil
 }
 
-// ListHistory implements store.Store: oldest first; an unknown node has none.
-func (s *Store) ListHistory(ctx context.Context, nodeUUID string) ([]*model.HistoryEvent, error) {
+// ListHistory implements store.NodeStore: oldest first; an unknown node has none.
+func (rs nodeStore) ListHistory(ctx context.Context, nodeUUID string) ([]*model.HistoryEvent, error) {
+	s := rs.s
 	rows, err := s.reader().query(ctx,
 		selectHistorySQL+" WHERE node_uuid = ? ORDER BY created_at, id", nodeUUID)
 	if err != nil {
@@ -80,8 +82,9 @@ func (s *Store) ListHistory(ctx context.Context, nodeUUID string) ([]*model.Hist
 	return evs, nil
 }
 
-// GetHistory implements store.Store. Errors: ErrNotFound.
-func (s *Store) GetHistory(ctx context.Context, nodeUUID, eventUUID string) (*model.HistoryEvent, error) {
+// GetHistory implements store.NodeStore. Errors: ErrNotFound.
+func (rs nodeStore) GetHistory(ctx context.Context, nodeUUID, eventUUID string) (*model.HistoryEvent, error) {
+	s := rs.s
 	e, err := scanHistory(s.reader().queryRow(ctx,
 		selectHistorySQL+" WHERE node_uuid = ? AND uuid = ?", nodeUUID, eventUUID))
 	if errors.Is(err, sql.ErrNoRows) {

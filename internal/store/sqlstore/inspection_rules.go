@@ -31,35 +31,41 @@ var ruleTable = newJSONTable(jsonTable[model.InspectionRule]{
 	},
 })
 
-// CreateInspectionRule implements store.Store.
-func (s *Store) CreateInspectionRule(ctx context.Context, r *model.InspectionRule) error {
+// CreateInspectionRule implements store.InspectionRuleStore.
+func (rs inspectionRuleStore) CreateInspectionRule(ctx context.Context, r *model.InspectionRule) error {
+	s := rs.s
 	return ruleTable.create(ctx, s, r)
 }
 
-// GetInspectionRule implements store.Store.
-func (s *Store) GetInspectionRule(ctx context.Context, id string) (*model.InspectionRule, error) {
+// GetInspectionRule implements store.InspectionRuleStore.
+func (rs inspectionRuleStore) GetInspectionRule(ctx context.Context, id string) (*model.InspectionRule, error) {
+	s := rs.s
 	return ruleTable.get(ctx, s, id)
 }
 
-// ListInspectionRules implements store.Store, paginated like ListNodes.
-func (s *Store) ListInspectionRules(ctx context.Context, q store.InspectionRuleQuery) ([]*model.InspectionRule, error) {
+// ListInspectionRules implements store.InspectionRuleStore, paginated like ListNodes.
+func (rs inspectionRuleStore) ListInspectionRules(ctx context.Context, q store.InspectionRuleQuery) ([]*model.InspectionRule, error) {
+	s := rs.s
 	w := &where{}
 	w.eq("phase", q.Phase)
 	return ruleTable.list(ctx, s, w, q.SortKey, q.SortDir, q.Marker, q.Limit)
 }
 
-// UpdateInspectionRule implements store.Store, version-checked like UpdateNode.
-func (s *Store) UpdateInspectionRule(ctx context.Context, r *model.InspectionRule) error {
+// UpdateInspectionRule implements store.InspectionRuleStore, version-checked like UpdateNode.
+func (rs inspectionRuleStore) UpdateInspectionRule(ctx context.Context, r *model.InspectionRule) error {
+	s := rs.s
 	return ruleTable.update(ctx, s, r)
 }
 
-// DeleteInspectionRule implements store.Store. Errors: ErrNotFound.
-func (s *Store) DeleteInspectionRule(ctx context.Context, id string) error {
+// DeleteInspectionRule implements store.InspectionRuleStore. Errors: ErrNotFound.
+func (rs inspectionRuleStore) DeleteInspectionRule(ctx context.Context, id string) error {
+	s := rs.s
 	return ruleTable.delete(ctx, s, id)
 }
 
-// DeleteInspectionRules implements store.Store.
-func (s *Store) DeleteInspectionRules(ctx context.Context) (int, error) {
+// DeleteInspectionRules implements store.InspectionRuleStore.
+func (rs inspectionRuleStore) DeleteInspectionRules(ctx context.Context) (int, error) {
+	s := rs.s
 	res, err := s.writer().exec(ctx, "DELETE FROM inspection_rules")
 	if err != nil {
 		return 0, fmt.Errorf("delete inspection rules: %w", err)
@@ -70,5 +76,3 @@ func (s *Store) DeleteInspectionRules(ctx context.Context) (int, error) {
 	}
 	return int(n), nil
 }
-
-var _ store.InspectionRuleStore = (*Store)(nil)

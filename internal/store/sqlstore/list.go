@@ -224,9 +224,10 @@ func searchNodes(search string) (string, []any) {
 	return "id IN (" + strings.Join(parts, " UNION ALL ") + ")", args
 }
 
-// ListNodes implements store.Store in one query. An unknown sort key or
+// ListNodes implements store.NodeStore in one query. An unknown sort key or
 // direction is an error; Limit <= 0 means no limit.
-func (s *Store) ListNodes(ctx context.Context, q store.NodeQuery) ([]*model.Node, error) {
+func (rs nodeStore) ListNodes(ctx context.Context, q store.NodeQuery) ([]*model.Node, error) {
+	s := rs.s
 	w := s.nodeWhere(&q)
 	// A page that is filtered or not in id order may need a sort. The
 	// parent_node condition (every default list has it: no child nodes) has
@@ -290,8 +291,9 @@ func (s *Store) queryNodes(ctx context.Context, query string, args []any, limit 
 	return nodes, rows.Err()
 }
 
-// CountNodes implements store.Store; pagination fields of q are ignored.
-func (s *Store) CountNodes(ctx context.Context, q store.NodeQuery) (int, error) {
+// CountNodes implements store.NodeStore; pagination fields of q are ignored.
+func (rs nodeStore) CountNodes(ctx context.Context, q store.NodeQuery) (int, error) {
+	s := rs.s
 	w := s.nodeWhere(&q)
 	var n int
 	err := s.reader().queryRow(ctx, "SELECT COUNT(*) FROM nodes"+w.String(), w.args...).Scan(&n)
@@ -301,8 +303,9 @@ func (s *Store) CountNodes(ctx context.Context, q store.NodeQuery) (int, error) 
 	return n, nil
 }
 
-// CountNodeGroups implements store.Store; pagination fields of q are ignored.
-func (s *Store) CountNodeGroups(ctx context.Context, q store.NodeQuery) ([]store.NodeGroup, error) {
+// CountNodeGroups implements store.NodeStore; pagination fields of q are ignored.
+func (rs nodeStore) CountNodeGroups(ctx context.Context, q store.NodeQuery) ([]store.NodeGroup, error) {
+	s := rs.s
 	w := s.nodeWhere(&q)
 	rows, err := s.reader().query(ctx, "SELECT provision_state, power_state, maintenance, COALESCE(reservation, ''), COALESCE(fault, ''), COUNT(*), MIN(provision_updated_at) FROM nodes"+
 		w.String()+" GROUP BY provision_state, power_state, maintenance, reservation, fault", w.args...)

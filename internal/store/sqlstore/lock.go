@@ -15,10 +15,11 @@ import (
 // lock was held, yet was free again when we looked at who held it.
 const reserveAttempts = 5
 
-// ReserveNode implements store.Store: a compare-and-set on the reservation
+// ReserveNode implements store.NodeStore: a compare-and-set on the reservation
 // column. A host asking again for a lock it holds gets *store.LockedError, as
 // in Ironic. The version is not bumped: the lock is not node data.
-func (s *Store) ReserveNode(ctx context.Context, id, host string) (*model.Node, error) {
+func (rs nodeStore) ReserveNode(ctx context.Context, id, host string) (*model.Node, error) {
+	s := rs.s
 	if host == "" {
 		return nil, fmt.Errorf("reserve node %s: empty host", id)
 	}
@@ -57,8 +58,9 @@ func (s *Store) holder(ctx context.Context, id string) (sql.NullString, error) {
 	return holder, err
 }
 
-// ReleaseNode implements store.Store.
-func (s *Store) ReleaseNode(ctx context.Context, id, host string) error {
+// ReleaseNode implements store.NodeStore.
+func (rs nodeStore) ReleaseNode(ctx context.Context, id, host string) error {
+	s := rs.s
 	var rows int64
 	err := s.writeOne(ctx, func(c conn) error {
 		res, err := c.exec(ctx,
@@ -85,8 +87,9 @@ func (s *Store) ReleaseNode(ctx context.Context, id, host string) error {
 	return nil
 }
 
-// ReleaseHost implements store.Store; the UUIDs come back sorted.
-func (s *Store) ReleaseHost(ctx context.Context, host string) ([]string, error) {
+// ReleaseHost implements store.NodeStore; the UUIDs come back sorted.
+func (rs nodeStore) ReleaseHost(ctx context.Context, host string) ([]string, error) {
+	s := rs.s
 	rows, err := s.writer().query(ctx,
 		"UPDATE nodes SET reservation = NULL WHERE reservation = ? RETURNING uuid", host)
 	if err != nil {

@@ -74,8 +74,9 @@ func (s *Store) scanNode(row *sql.Row) (*model.Node, error) {
 	return s.decodeNode(id, version, res, data)
 }
 
-// CreateNode implements store.Store. It fills in a UUID when n has none.
-func (s *Store) CreateNode(ctx context.Context, n *model.Node) error {
+// CreateNode implements store.NodeStore. It fills in a UUID when n has none.
+func (rs nodeStore) CreateNode(ctx context.Context, n *model.Node) error {
+	s := rs.s
 	s.stampNew(&n.UUID, &n.CreatedAt, &n.UpdatedAt)
 	normNode(n)
 	data, err := json.Marshal(n)
@@ -94,8 +95,9 @@ func (s *Store) CreateNode(ctx context.Context, n *model.Node) error {
 	return nil
 }
 
-// GetNode implements store.Store.
-func (s *Store) GetNode(ctx context.Context, ident string) (*model.Node, error) {
+// GetNode implements store.NodeStore.
+func (rs nodeStore) GetNode(ctx context.Context, ident string) (*model.Node, error) {
+	s := rs.s
 	where := " WHERE name = ?"
 	if uuidShaped(ident) {
 		where = " WHERE uuid = ?"
@@ -110,8 +112,9 @@ func (s *Store) GetNode(ctx context.Context, ident string) (*model.Node, error) 
 	return n, nil
 }
 
-// UpdateNode implements store.Store.
-func (s *Store) UpdateNode(ctx context.Context, n *model.Node) error {
+// UpdateNode implements store.NodeStore.
+func (rs nodeStore) UpdateNode(ctx context.Context, n *model.Node) error {
+	s := rs.s
 	prev := n.UpdatedAt
 	n.UpdatedAt = s.now()
 	normNode(n)
@@ -161,8 +164,9 @@ func (s *Store) missingOrStale(ctx context.Context, table, id string) error {
 	return store.ErrStale
 }
 
-// DeleteNode implements store.Store.
-func (s *Store) DeleteNode(ctx context.Context, id string) error {
+// DeleteNode implements store.NodeStore.
+func (rs nodeStore) DeleteNode(ctx context.Context, id string) error {
+	s := rs.s
 	err := s.write(ctx, func(c conn) error {
 		if _, err := c.exec(ctx, "DELETE FROM node_history WHERE node_uuid = ?", id); err != nil {
 			return err

@@ -31,31 +31,36 @@ var portgroupTable = newJSONTable(jsonTable[model.Portgroup]{
 	},
 })
 
-// CreatePortgroup implements store.Store: it sets pg.ID, pg.Version=1, a
+// CreatePortgroup implements store.PortStore: it sets pg.ID, pg.Version=1, a
 // UUID if empty and CreatedAt if zero.
-func (s *Store) CreatePortgroup(ctx context.Context, pg *model.Portgroup) error {
+func (rs portStore) CreatePortgroup(ctx context.Context, pg *model.Portgroup) error {
+	s := rs.s
 	return portgroupTable.create(ctx, s, pg)
 }
 
-// GetPortgroup implements store.Store: by UUID, or by name.
-func (s *Store) GetPortgroup(ctx context.Context, ident string) (*model.Portgroup, error) {
+// GetPortgroup implements store.PortStore: by UUID, or by name.
+func (rs portStore) GetPortgroup(ctx context.Context, ident string) (*model.Portgroup, error) {
+	s := rs.s
 	return portgroupTable.get(ctx, s, ident)
 }
 
-// ListPortgroups implements store.Store, paginated like ListNodes.
-func (s *Store) ListPortgroups(ctx context.Context, q store.PortgroupQuery) ([]*model.Portgroup, error) {
+// ListPortgroups implements store.PortStore, paginated like ListNodes.
+func (rs portStore) ListPortgroups(ctx context.Context, q store.PortgroupQuery) ([]*model.Portgroup, error) {
+	s := rs.s
 	w := &where{}
 	w.eq("node_uuid", q.NodeUUID)
 	w.eq("address", q.Address)
 	return portgroupTable.list(ctx, s, w, q.SortKey, q.SortDir, q.Marker, q.Limit)
 }
 
-// UpdatePortgroup implements store.Store, version-checked like UpdateNode.
-func (s *Store) UpdatePortgroup(ctx context.Context, pg *model.Portgroup) error {
+// UpdatePortgroup implements store.PortStore, version-checked like UpdateNode.
+func (rs portStore) UpdatePortgroup(ctx context.Context, pg *model.Portgroup) error {
+	s := rs.s
 	return portgroupTable.update(ctx, s, pg)
 }
 
-// DeletePortgroup implements store.Store. Errors: ErrNotFound.
-func (s *Store) DeletePortgroup(ctx context.Context, id string) error {
+// DeletePortgroup implements store.PortStore. Errors: ErrNotFound.
+func (rs portStore) DeletePortgroup(ctx context.Context, id string) error {
+	s := rs.s
 	return portgroupTable.delete(ctx, s, id)
 }

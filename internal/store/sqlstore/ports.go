@@ -36,19 +36,22 @@ var portTable = newJSONTable(jsonTable[model.Port]{
 	},
 })
 
-// CreatePort implements store.Store: it sets p.ID, p.Version=1, a UUID if
+// CreatePort implements store.PortStore: it sets p.ID, p.Version=1, a UUID if
 // empty and CreatedAt if zero. The address is stored as given.
-func (s *Store) CreatePort(ctx context.Context, p *model.Port) error {
+func (rs portStore) CreatePort(ctx context.Context, p *model.Port) error {
+	s := rs.s
 	return portTable.create(ctx, s, p)
 }
 
-// GetPort implements store.Store: by UUID, or by name.
-func (s *Store) GetPort(ctx context.Context, ident string) (*model.Port, error) {
+// GetPort implements store.PortStore: by UUID, or by name.
+func (rs portStore) GetPort(ctx context.Context, ident string) (*model.Port, error) {
+	s := rs.s
 	return portTable.get(ctx, s, ident)
 }
 
-// GetPortByAddress implements store.Store; mac is compared as given.
-func (s *Store) GetPortByAddress(ctx context.Context, mac string) (*model.Port, error) {
+// GetPortByAddress implements store.PortStore; mac is compared as given.
+func (rs portStore) GetPortByAddress(ctx context.Context, mac string) (*model.Port, error) {
+	s := rs.s
 	return portTable.getBy(ctx, s, "address", mac)
 }
 
@@ -56,9 +59,10 @@ func (s *Store) GetPortByAddress(ctx context.Context, mac string) (*model.Port, 
 // (SQLite takes at most 32,766 parameters, PostgreSQL 65,535).
 const lookupChunk = 500
 
-// GetNodeByPortAddress implements store.Store: the ports of the addresses
+// GetNodeByPortAddress implements store.PortStore: the ports of the addresses
 // joined to their nodes, one query per lookupChunk addresses.
-func (s *Store) GetNodeByPortAddress(ctx context.Context, macs []string) (*model.Node, error) {
+func (rs portStore) GetNodeByPortAddress(ctx context.Context, macs []string) (*model.Node, error) {
+	s := rs.s
 	macs = slices.Compact(slices.Clone(macs)) // neighbours only: order matters
 	for len(macs) > 0 {
 		chunk := macs[:min(len(macs), lookupChunk)]
@@ -114,8 +118,9 @@ func (s *Store) nodeByPortAddress(ctx context.Context, macs []string) (*model.No
 	return s.decodeNode(found.id, found.version, found.res, found.data)
 }
 
-// ListPorts implements store.Store, paginated like ListNodes.
-func (s *Store) ListPorts(ctx context.Context, q store.PortQuery) ([]*model.Port, error) {
+// ListPorts implements store.PortStore, paginated like ListNodes.
+func (rs portStore) ListPorts(ctx context.Context, q store.PortQuery) ([]*model.Port, error) {
+	s := rs.s
 	w := &where{}
 	w.eq("node_uuid", q.NodeUUID)
 	w.eq("address", q.Address)
@@ -123,13 +128,15 @@ func (s *Store) ListPorts(ctx context.Context, q store.PortQuery) ([]*model.Port
 	return portTable.list(ctx, s, w, q.SortKey, q.SortDir, q.Marker, q.Limit)
 }
 
-// UpdatePort implements store.Store: version-checked like UpdateNode, and
+// UpdatePort implements store.PortStore: version-checked like UpdateNode, and
 // ErrNotFound when p names a node that does not exist.
-func (s *Store) UpdatePort(ctx context.Context, p *model.Port) error {
+func (rs portStore) UpdatePort(ctx context.Context, p *model.Port) error {
+	s := rs.s
 	return portTable.update(ctx, s, p)
 }
 
-// DeletePort implements store.Store. Errors: ErrNotFound.
-func (s *Store) DeletePort(ctx context.Context, id string) error {
+// DeletePort implements store.PortStore. Errors: ErrNotFound.
+func (rs portStore) DeletePort(ctx context.Context, id string) error {
+	s := rs.s
 	return portTable.delete(ctx, s, id)
 }

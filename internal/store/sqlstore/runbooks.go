@@ -29,18 +29,21 @@ var runbookTable = newJSONTable(jsonTable[model.Runbook]{
 	},
 })
 
-// CreateRunbook implements store.Store.
-func (s *Store) CreateRunbook(ctx context.Context, r *model.Runbook) error {
+// CreateRunbook implements store.RunbookStore.
+func (rs runbookStore) CreateRunbook(ctx context.Context, r *model.Runbook) error {
+	s := rs.s
 	return runbookTable.create(ctx, s, r)
 }
 
-// GetRunbook implements store.Store: by UUID, or by name.
-func (s *Store) GetRunbook(ctx context.Context, ident string) (*model.Runbook, error) {
+// GetRunbook implements store.RunbookStore: by UUID, or by name.
+func (rs runbookStore) GetRunbook(ctx context.Context, ident string) (*model.Runbook, error) {
+	s := rs.s
 	return runbookTable.get(ctx, s, ident)
 }
 
-// ListRunbooks implements store.Store, paginated like ListNodes.
-func (s *Store) ListRunbooks(ctx context.Context, q store.RunbookQuery) ([]*model.Runbook, error) {
+// ListRunbooks implements store.RunbookStore, paginated like ListNodes.
+func (rs runbookStore) ListRunbooks(ctx context.Context, q store.RunbookQuery) ([]*model.Runbook, error) {
+	s := rs.s
 	w := &where{}
 	if q.Project != "" {
 		w.add("(owner = ? OR public = ?)", q.Project, true)
@@ -48,14 +51,14 @@ func (s *Store) ListRunbooks(ctx context.Context, q store.RunbookQuery) ([]*mode
 	return runbookTable.list(ctx, s, w, q.SortKey, q.SortDir, q.Marker, q.Limit)
 }
 
-// UpdateRunbook implements store.Store, version-checked like UpdateNode.
-func (s *Store) UpdateRunbook(ctx context.Context, r *model.Runbook) error {
+// UpdateRunbook implements store.RunbookStore, version-checked like UpdateNode.
+func (rs runbookStore) UpdateRunbook(ctx context.Context, r *model.Runbook) error {
+	s := rs.s
 	return runbookTable.update(ctx, s, r)
 }
 
-// DeleteRunbook implements store.Store. Errors: ErrNotFound.
-func (s *Store) DeleteRunbook(ctx context.Context, id string) error {
+// DeleteRunbook implements store.RunbookStore. Errors: ErrNotFound.
+func (rs runbookStore) DeleteRunbook(ctx context.Context, id string) error {
+	s := rs.s
 	return runbookTable.delete(ctx, s, id)
 }
-
-var _ store.RunbookStore = (*Store)(nil)

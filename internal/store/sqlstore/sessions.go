@@ -14,7 +14,8 @@ import (
 // on both engines: only compared, never shown.
 
 // PutSession implements store.SessionStore.
-func (s *Store) PutSession(ctx context.Context, key string, data []byte, expires time.Time) error {
+func (rs sessionStore) PutSession(ctx context.Context, key string, data []byte, expires time.Time) error {
+	s := rs.s
 	now := EncodeTimeText(s.clock())
 	err := s.writeOne(ctx, func(c conn) error {
 		if _, err := c.exec(ctx, "DELETE FROM dashboard_sessions WHERE expires_at <= ?", now); err != nil {
@@ -31,7 +32,8 @@ func (s *Store) PutSession(ctx context.Context, key string, data []byte, expires
 }
 
 // GetSession implements store.SessionStore.
-func (s *Store) GetSession(ctx context.Context, key string) ([]byte, error) {
+func (rs sessionStore) GetSession(ctx context.Context, key string) ([]byte, error) {
+	s := rs.s
 	var data string
 	err := s.reader().queryRow(ctx, "SELECT data FROM dashboard_sessions WHERE key_hash = ? AND expires_at > ?",
 		key, EncodeTimeText(s.clock())).Scan(&data)
@@ -45,7 +47,8 @@ func (s *Store) GetSession(ctx context.Context, key string) ([]byte, error) {
 }
 
 // DeleteSession implements store.SessionStore.
-func (s *Store) DeleteSession(ctx context.Context, key string) error {
+func (rs sessionStore) DeleteSession(ctx context.Context, key string) error {
+	s := rs.s
 	err := s.writeOne(ctx, func(c conn) error {
 		_, err := c.exec(ctx, "DELETE FROM dashboard_sessions WHERE key_hash = ?", key)
 		return err

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/anvil-metal/anvil/internal/model"
-	"github.com/anvil-metal/anvil/internal/store"
 )
 
 // A settings table holds one JSON document per (node, key): BIOS settings
@@ -146,8 +145,9 @@ func decodeBIOS(r settingsRow) (model.BIOSSetting, error) {
 	return b, nil
 }
 
-// ListBIOSSettings implements store.Store.
-func (s *Store) ListBIOSSettings(ctx context.Context, nodeUUID string) ([]model.BIOSSetting, error) {
+// ListBIOSSettings implements store.SettingsStore.
+func (rs settingsStore) ListBIOSSettings(ctx context.Context, nodeUUID string) ([]model.BIOSSetting, error) {
+	s := rs.s
 	rows, err := s.listRows(ctx, s.reader(), biosTable, nodeUUID)
 	if err != nil {
 		return nil, fmt.Errorf("list BIOS settings of node %s: %w", nodeUUID, err)
@@ -164,8 +164,9 @@ func (s *Store) ListBIOSSettings(ctx context.Context, nodeUUID string) ([]model.
 	return out, nil
 }
 
-// GetBIOSSetting implements store.Store.
-func (s *Store) GetBIOSSetting(ctx context.Context, nodeUUID, name string) (*model.BIOSSetting, error) {
+// GetBIOSSetting implements store.SettingsStore.
+func (rs settingsStore) GetBIOSSetting(ctx context.Context, nodeUUID, name string) (*model.BIOSSetting, error) {
+	s := rs.s
 	var r settingsRow
 	var data string
 	err := s.reader().queryRow(ctx, "SELECT name, data, created_at, updated_at FROM bios_settings WHERE node_uuid = ? AND name = ?",
@@ -181,8 +182,9 @@ func (s *Store) GetBIOSSetting(ctx context.Context, nodeUUID, name string) (*mod
 	return &b, err
 }
 
-// SyncBIOSSettings implements store.Store.
-func (s *Store) SyncBIOSSettings(ctx context.Context, nodeUUID string, settings []model.BIOSSetting) error {
+// SyncBIOSSettings implements store.SettingsStore.
+func (rs settingsStore) SyncBIOSSettings(ctx context.Context, nodeUUID string, settings []model.BIOSSetting) error {
+	s := rs.s
 	want := make(map[string][]byte, len(settings))
 	for _, b := range settings {
 		want[b.Name] = biosDoc(b)
@@ -205,8 +207,9 @@ type firmwareDoc struct {
 	Serial string `json:"serial_number,omitempty"`
 }
 
-// ListFirmwareComponents implements store.Store.
-func (s *Store) ListFirmwareComponents(ctx context.Context, nodeUUID string) ([]model.FirmwareComponent, error) {
+// ListFirmwareComponents implements store.SettingsStore.
+func (rs settingsStore) ListFirmwareComponents(ctx context.Context, nodeUUID string) ([]model.FirmwareComponent, error) {
+	s := rs.s
 	rows, err := s.listRows(ctx, s.reader(), firmwareTable, nodeUUID)
 	if err != nil {
 		return nil, fmt.Errorf("list firmware components of node %s: %w", nodeUUID, err)
@@ -225,8 +228,9 @@ func (s *Store) ListFirmwareComponents(ctx context.Context, nodeUUID string) ([]
 	return out, nil
 }
 
-// SyncFirmwareComponents implements store.Store.
-func (s *Store) SyncFirmwareComponents(ctx context.Context, nodeUUID string, comps []model.FirmwareComponent) error {
+// SyncFirmwareComponents implements store.SettingsStore.
+func (rs settingsStore) SyncFirmwareComponents(ctx context.Context, nodeUUID string, comps []model.FirmwareComponent) error {
+	s := rs.s
 	plan := func(old map[string][]byte) (map[string][]byte, error) {
 		want := map[string][]byte{}
 		for _, c := range comps {
@@ -249,5 +253,3 @@ func (s *Store) SyncFirmwareComponents(ctx context.Context, nodeUUID string, com
 	}
 	return nil
 }
-
-var _ store.SettingsStore = (*Store)(nil)

@@ -11,7 +11,9 @@ import (
 	"github.com/anvil-metal/anvil/internal/store"
 )
 
-// Store implements store.Store on database/sql.
+// Store implements store.Store on database/sql: it keeps the pools, the
+// dialect, the node cache and the group commit, and its accessors hand out
+// the role stores (roles.go), small types over it.
 type Store struct {
 	w, r  *sql.DB // writes, reads; the same pool when the engine has no writer limit
 	d     Dialect

@@ -29,18 +29,21 @@ var templateTable = newJSONTable(jsonTable[model.DeployTemplate]{
 	},
 })
 
-// CreateDeployTemplate implements store.Store.
-func (s *Store) CreateDeployTemplate(ctx context.Context, t *model.DeployTemplate) error {
+// CreateDeployTemplate implements store.DeployTemplateStore.
+func (rs templateStore) CreateDeployTemplate(ctx context.Context, t *model.DeployTemplate) error {
+	s := rs.s
 	return templateTable.create(ctx, s, t)
 }
 
-// GetDeployTemplate implements store.Store: by UUID, or by name.
-func (s *Store) GetDeployTemplate(ctx context.Context, ident string) (*model.DeployTemplate, error) {
+// GetDeployTemplate implements store.DeployTemplateStore: by UUID, or by name.
+func (rs templateStore) GetDeployTemplate(ctx context.Context, ident string) (*model.DeployTemplate, error) {
+	s := rs.s
 	return templateTable.get(ctx, s, ident)
 }
 
-// ListDeployTemplates implements store.Store, paginated like ListNodes.
-func (s *Store) ListDeployTemplates(ctx context.Context, q store.DeployTemplateQuery) ([]*model.DeployTemplate, error) {
+// ListDeployTemplates implements store.DeployTemplateStore, paginated like ListNodes.
+func (rs templateStore) ListDeployTemplates(ctx context.Context, q store.DeployTemplateQuery) ([]*model.DeployTemplate, error) {
+	s := rs.s
 	w := &where{}
 	if q.Names != nil {
 		if len(q.Names) == 0 {
@@ -55,14 +58,14 @@ func (s *Store) ListDeployTemplates(ctx context.Context, q store.DeployTemplateQ
 	return templateTable.list(ctx, s, w, q.SortKey, q.SortDir, q.Marker, q.Limit)
 }
 
-// UpdateDeployTemplate implements store.Store, version-checked like UpdateNode.
-func (s *Store) UpdateDeployTemplate(ctx context.Context, t *model.DeployTemplate) error {
+// UpdateDeployTemplate implements store.DeployTemplateStore, version-checked like UpdateNode.
+func (rs templateStore) UpdateDeployTemplate(ctx context.Context, t *model.DeployTemplate) error {
+	s := rs.s
 	return templateTable.update(ctx, s, t)
 }
 
-// DeleteDeployTemplate implements store.Store. Errors: ErrNotFound.
-func (s *Store) DeleteDeployTemplate(ctx context.Context, id string) error {
+// DeleteDeployTemplate implements store.DeployTemplateStore. Errors: ErrNotFound.
+func (rs templateStore) DeleteDeployTemplate(ctx context.Context, id string) error {
+	s := rs.s
 	return templateTable.delete(ctx, s, id)
 }
-
-var _ store.DeployTemplateStore = (*Store)(nil)

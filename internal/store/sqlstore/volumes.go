@@ -57,54 +57,62 @@ func volumeWhere(q store.VolumeQuery) *where {
 	return w
 }
 
-// CreateVolumeConnector implements store.Store.
-func (s *Store) CreateVolumeConnector(ctx context.Context, c *model.VolumeConnector) error {
+// CreateVolumeConnector implements store.VolumeStore.
+func (rs volumeStore) CreateVolumeConnector(ctx context.Context, c *model.VolumeConnector) error {
+	s := rs.s
 	return connectorTable.create(ctx, s, c)
 }
 
-// GetVolumeConnector implements store.Store.
-func (s *Store) GetVolumeConnector(ctx context.Context, id string) (*model.VolumeConnector, error) {
+// GetVolumeConnector implements store.VolumeStore.
+func (rs volumeStore) GetVolumeConnector(ctx context.Context, id string) (*model.VolumeConnector, error) {
+	s := rs.s
 	return connectorTable.get(ctx, s, id)
 }
 
-// ListVolumeConnectors implements store.Store, paginated like ListNodes.
-func (s *Store) ListVolumeConnectors(ctx context.Context, q store.VolumeQuery) ([]*model.VolumeConnector, error) {
+// ListVolumeConnectors implements store.VolumeStore, paginated like ListNodes.
+func (rs volumeStore) ListVolumeConnectors(ctx context.Context, q store.VolumeQuery) ([]*model.VolumeConnector, error) {
+	s := rs.s
 	return connectorTable.list(ctx, s, volumeWhere(q), q.SortKey, q.SortDir, q.Marker, q.Limit)
 }
 
-// UpdateVolumeConnector implements store.Store, version-checked like UpdateNode.
-func (s *Store) UpdateVolumeConnector(ctx context.Context, c *model.VolumeConnector) error {
+// UpdateVolumeConnector implements store.VolumeStore, version-checked like UpdateNode.
+func (rs volumeStore) UpdateVolumeConnector(ctx context.Context, c *model.VolumeConnector) error {
+	s := rs.s
 	return connectorTable.update(ctx, s, c)
 }
 
-// DeleteVolumeConnector implements store.Store.
-func (s *Store) DeleteVolumeConnector(ctx context.Context, id string) error {
+// DeleteVolumeConnector implements store.VolumeStore.
+func (rs volumeStore) DeleteVolumeConnector(ctx context.Context, id string) error {
+	s := rs.s
 	return connectorTable.delete(ctx, s, id)
 }
 
-// CreateVolumeTarget implements store.Store.
-func (s *Store) CreateVolumeTarget(ctx context.Context, t *model.VolumeTarget) error {
+// CreateVolumeTarget implements store.VolumeStore.
+func (rs volumeStore) CreateVolumeTarget(ctx context.Context, t *model.VolumeTarget) error {
+	s := rs.s
 	return targetTable.create(ctx, s, t)
 }
 
-// GetVolumeTarget implements store.Store.
-func (s *Store) GetVolumeTarget(ctx context.Context, id string) (*model.VolumeTarget, error) {
+// GetVolumeTarget implements store.VolumeStore.
+func (rs volumeStore) GetVolumeTarget(ctx context.Context, id string) (*model.VolumeTarget, error) {
+	s := rs.s
 	return targetTable.get(ctx, s, id)
 }
 
-// ListVolumeTargets implements store.Store, paginated like ListNodes.
-func (s *Store) ListVolumeTargets(ctx context.Context, q store.VolumeQuery) ([]*model.VolumeTarget, error) {
+// ListVolumeTargets implements store.VolumeStore, paginated like ListNodes.
+func (rs volumeStore) ListVolumeTargets(ctx context.Context, q store.VolumeQuery) ([]*model.VolumeTarget, error) {
+	s := rs.s
 	return targetTable.list(ctx, s, volumeWhere(q), q.SortKey, q.SortDir, q.Marker, q.Limit)
 }
 
-// UpdateVolumeTarget implements store.Store, version-checked like UpdateNode.
-func (s *Store) UpdateVolumeTarget(ctx context.Context, t *model.VolumeTarget) error {
+// UpdateVolumeTarget implements store.VolumeStore, version-checked like UpdateNode.
+func (rs volumeStore) UpdateVolumeTarget(ctx context.Context, t *model.VolumeTarget) error {
+	s := rs.s
 	return targetTable.update(ctx, s, t)
 }
 
-// DeleteVolumeTarget implements store.Store.
-func (s *Store) DeleteVolumeTarget(ctx context.Context, id string) error {
+// DeleteVolumeTarget implements store.VolumeStore.
+func (rs volumeStore) DeleteVolumeTarget(ctx context.Context, id string) error {
+	s := rs.s
 	return targetTable.delete(ctx, s, id)
 }
-
-var _ store.VolumeStore = (*Store)(nil)

@@ -32,7 +32,7 @@ func TestOpenSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.CreateNode(t.Context(), &model.Node{Name: "n", Driver: "fake-hardware"}); err != nil {
+	if err := s.Nodes().CreateNode(t.Context(), &model.Node{Name: "n", Driver: "fake-hardware"}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -31,7 +31,7 @@ func BenchNode(i int) *model.Node {
 func BenchCreateNode(b *testing.B, s store.Store) {
 	i := 0
 	for b.Loop() {
-		if err := s.CreateNode(b.Context(), BenchNode(i)); err != nil {
+		if err := s.Nodes().CreateNode(b.Context(), BenchNode(i)); err != nil {
 			b.Fatal(err)
 		}
 		i++
@@ -45,7 +45,7 @@ func BenchCreateNodeParallel(b *testing.B, s store.Store) {
 		for pb.Next() {
 			n := BenchNode(0)
 			n.Name = n.UUID
-			if err := s.CreateNode(b.Context(), n); err != nil {
+			if err := s.Nodes().CreateNode(b.Context(), n); err != nil {
 				b.Error(err)
 				return
 			}
@@ -56,12 +56,12 @@ func BenchCreateNodeParallel(b *testing.B, s store.Store) {
 // BenchListNodes measures listing count BenchNodes, all fields decoded.
 func BenchListNodes(b *testing.B, s store.Store, count int) {
 	for i := range count {
-		if err := s.CreateNode(b.Context(), BenchNode(i)); err != nil {
+		if err := s.Nodes().CreateNode(b.Context(), BenchNode(i)); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for b.Loop() {
-		ns, err := s.ListNodes(b.Context(), store.NodeQuery{})
+		ns, err := s.Nodes().ListNodes(b.Context(), store.NodeQuery{})
 		if err != nil || len(ns) != count {
 			b.Fatal(len(ns), err)
 		}

@@ -38,7 +38,7 @@ func listSearchMAC(t *testing.T, s store.Store) {
 		"52:54:00:aa:bb":    {},       // a MAC matches whole, not in part
 		"52-own":            {b.UUID}, // a name part (not a UUID prefix: not hex)
 	} {
-		got, err := s.ListNodes(t.Context(), store.NodeQuery{Search: search})
+		got, err := s.Nodes().ListNodes(t.Context(), store.NodeQuery{Search: search})
 		wantErr(t, "ListNodes", err, nil)
 		var ids []string
 		for _, n := range got {
@@ -47,7 +47,7 @@ func listSearchMAC(t *testing.T, s store.Store) {
 		if strings.Join(ids, ",") != strings.Join(want, ",") {
 			t.Errorf("Search %q: %v, want %v", search, ids, want)
 		}
-		if n, err := s.CountNodes(t.Context(), store.NodeQuery{Search: search}); err != nil || n != len(want) {
+		if n, err := s.Nodes().CountNodes(t.Context(), store.NodeQuery{Search: search}); err != nil || n != len(want) {
 			t.Errorf("CountNodes(Search %q) = %d, %v; want %d", search, n, err, len(want))
 		}
 	}
@@ -92,12 +92,12 @@ func listFixture(t *testing.T, s store.Store) []*model.Node {
 	for i, id := range ids {
 		if i%2 == 0 {
 			n := mustGetNode(t, s, id)
-			if err := s.UpdateNode(ctx, n); err != nil {
+			if err := s.Nodes().UpdateNode(ctx, n); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if host := []string{"", "c1", "c2", ""}[i%4]; host != "" {
-			if _, err := s.ReserveNode(ctx, id, host); err != nil {
+			if _, err := s.Nodes().ReserveNode(ctx, id, host); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -185,16 +185,16 @@ func listFilters(t *testing.T, s store.Store, nodes []*model.Node) {
 					want = append(want, n)
 				}
 			}
-			got, err := s.ListNodes(t.Context(), c.q)
+			got, err := s.Nodes().ListNodes(t.Context(), c.q)
 			wantErr(t, "ListNodes", err, nil)
 			wantEqual(t, "nodes", append([]*model.Node{}, got...), want)
-			count, err := s.CountNodes(t.Context(), c.q)
+			count, err := s.Nodes().CountNodes(t.Context(), c.q)
 			wantErr(t, "CountNodes", err, nil)
 			if count != len(want) {
 				t.Fatalf("CountNodes = %d, want %d", count, len(want))
 			}
 			c.q.Limit, c.q.Marker = 1, want0(want)
-			if count, _ := s.CountNodes(t.Context(), c.q); count != len(want) {
+			if count, _ := s.Nodes().CountNodes(t.Context(), c.q); count != len(want) {
 				t.Fatalf("CountNodes with pagination = %d, want %d: it applies filters only", count, len(want))
 			}
 			checkNodeGroups(t, s, c.q, want)
@@ -205,7 +205,7 @@ func listFilters(t *testing.T, s store.Store, nodes []*model.Node) {
 // checkNodeGroups compares CountNodeGroups with the groups of want.
 func checkNodeGroups(t *testing.T, s store.Store, q store.NodeQuery, want []*model.Node) {
 	t.Helper()
-	groups, err := s.CountNodeGroups(t.Context(), q)
+	groups, err := s.Nodes().CountNodeGroups(t.Context(), q)
 	wantErr(t, "CountNodeGroups", err, nil)
 	key := func(g store.NodeGroup) string {
 		return fmt.Sprintf("%s|%s|%t|%s|%s", g.ProvisionState, g.PowerState, g.Maintenance, g.Reservation, g.Fault)
@@ -276,7 +276,7 @@ func listPagination(t *testing.T, s store.Store, nodes []*model.Node) {
 					rows[i] = row{n.UUID, n.ID, nodeKey(n, cmp.Or(key, "id"))}
 				}
 				checkPages(t, rows, dir == "desc", func(marker string, limit int) ([]string, error) {
-					ns, err := s.ListNodes(t.Context(), store.NodeQuery{SortKey: key, SortDir: dir,
+					ns, err := s.Nodes().ListNodes(t.Context(), store.NodeQuery{SortKey: key, SortDir: dir,
 						Marker: marker, Limit: limit})
 					return nodeUUIDs(ns), err
 				})
@@ -287,7 +287,7 @@ func listPagination(t *testing.T, s store.Store, nodes []*model.Node) {
 		q := store.NodeQuery{Maintenance: ptr(false), SortKey: "name", Limit: 2}
 		var got []string
 		for i := 0; i < 20 && (i == 0 || q.Marker != ""); i++ {
-			page, err := s.ListNodes(t.Context(), q)
+			page, err := s.Nodes().ListNodes(t.Context(), q)
 			wantErr(t, "ListNodes", err, nil)
 			got, q.Marker = append(got, nodeUUIDs(page)...), ""
 			if len(page) == q.Limit {
@@ -295,7 +295,7 @@ func listPagination(t *testing.T, s store.Store, nodes []*model.Node) {
 			}
 		}
 		q.Limit, q.Marker = 0, ""
-		all, err := s.ListNodes(t.Context(), q)
+		all, err := s.Nodes().ListNodes(t.Context(), q)
 		wantErr(t, "ListNodes", err, nil)
 		wantEqual(t, "pages", got, nodeUUIDs(all))
 	})
@@ -387,7 +387,7 @@ func listErrors(t *testing.T, s store.Store) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := s.ListNodes(t.Context(), c.q)
+			got, err := s.Nodes().ListNodes(t.Context(), c.q)
 			if err == nil {
 				t.Fatalf("ListNodes(%+v) = %d nodes, want an error", c.q, len(got))
 			}

@@ -43,10 +43,10 @@ func listOnly(t *testing.T, s store.Store, nodes []*model.Node) {
 		cases = append(cases, []string{f})
 	}
 	for _, sortKey := range []string{"", "name", "provision_state", "maintenance"} {
-		full, err := s.ListNodes(t.Context(), store.NodeQuery{SortKey: sortKey, Limit: 4, Marker: nodes[1].UUID})
+		full, err := s.Nodes().ListNodes(t.Context(), store.NodeQuery{SortKey: sortKey, Limit: 4, Marker: nodes[1].UUID})
 		wantErr(t, "ListNodes", err, nil)
 		for _, only := range cases {
-			got, err := s.ListNodes(t.Context(), store.NodeQuery{SortKey: sortKey, Limit: 4, Marker: nodes[1].UUID, Only: only})
+			got, err := s.Nodes().ListNodes(t.Context(), store.NodeQuery{SortKey: sortKey, Limit: 4, Marker: nodes[1].UUID, Only: only})
 			wantErr(t, "ListNodes", err, nil)
 			if len(got) != len(full) {
 				t.Fatalf("sort %q, Only %v: %d nodes, whole nodes %d", sortKey, only, len(got), len(full))
@@ -66,7 +66,7 @@ func listOnly(t *testing.T, s store.Store, nodes []*model.Node) {
 		}
 	}
 	// A field with no column of its own: whole nodes.
-	got, err := s.ListNodes(t.Context(), store.NodeQuery{Limit: 3, Only: []string{"uuid", "properties"}})
+	got, err := s.Nodes().ListNodes(t.Context(), store.NodeQuery{Limit: 3, Only: []string{"uuid", "properties"}})
 	wantErr(t, "ListNodes", err, nil)
 	for i, n := range got {
 		if n.CreatedAt.IsZero() || n.Driver != nodes[i].Driver {
@@ -84,7 +84,7 @@ func listParent(t *testing.T, s store.Store) {
 	// A node that gains a parent by update.
 	late := mustCreateNode(t, s, &model.Node{UUID: uuid.NewString(), Name: "late", Driver: "fake-hardware"})
 	late.ParentNode = parent.UUID
-	if err := s.UpdateNode(t.Context(), late); err != nil {
+	if err := s.Nodes().UpdateNode(t.Context(), late); err != nil {
 		t.Fatal(err)
 	}
 	none, ghost := "", uuid.NewString()
@@ -97,7 +97,7 @@ func listParent(t *testing.T, s store.Store) {
 		{&parent.UUID, []string{"kid", "late"}},
 		{&ghost, nil},
 	} {
-		got, err := s.ListNodes(t.Context(), store.NodeQuery{ParentNode: c.parent, Only: []string{"name"}})
+		got, err := s.Nodes().ListNodes(t.Context(), store.NodeQuery{ParentNode: c.parent, Only: []string{"name"}})
 		wantErr(t, "ListNodes", err, nil)
 		var names []string
 		for _, n := range got {
@@ -106,7 +106,7 @@ func listParent(t *testing.T, s store.Store) {
 		if fmt.Sprint(names) != fmt.Sprint(c.want) {
 			t.Errorf("ParentNode %v: %v, want %v", c.parent, names, c.want)
 		}
-		if n, err := s.CountNodes(t.Context(), store.NodeQuery{ParentNode: c.parent}); err != nil || n != len(c.want) {
+		if n, err := s.Nodes().CountNodes(t.Context(), store.NodeQuery{ParentNode: c.parent}); err != nil || n != len(c.want) {
 			t.Errorf("CountNodes(ParentNode %v) = %d, %v; want %d", c.parent, n, err, len(c.want))
 		}
 	}

@@ -21,12 +21,12 @@ func testMigrate(t *testing.T, su suite) {
 	ctx := t.Context()
 	n := mustCreateNode(t, s, newNode("before"))
 	wantErr(t, "MigrateDown", m.MigrateDown(ctx), nil)
-	if _, err := s.GetNode(ctx, n.UUID); err == nil || errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Nodes().GetNode(ctx, n.UUID); err == nil || errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetNode after MigrateDown = %v, want a missing-table error", err)
 	}
 	wantErr(t, "MigrateDown twice", m.MigrateDown(ctx), nil)
 	wantErr(t, "MigrateUp", m.MigrateUp(ctx), nil)
-	if count, err := s.CountNodes(ctx, store.NodeQuery{}); err != nil || count != 0 {
+	if count, err := s.Nodes().CountNodes(ctx, store.NodeQuery{}); err != nil || count != 0 {
 		t.Fatalf("CountNodes after down and up = %d, %v; want an empty store", count, err)
 	}
 	again := mustCreateNode(t, s, newNode("after"))
@@ -77,7 +77,7 @@ func testLoad(t *testing.T, su suite) {
 		t.Error(err)
 	}
 	want := int(created.Load()) + loadShared
-	if got, err := s.CountNodes(ctx, store.NodeQuery{}); err != nil || got != want {
+	if got, err := s.Nodes().CountNodes(ctx, store.NodeQuery{}); err != nil || got != want {
 		t.Errorf("CountNodes = %d, %v; want %d", got, err, want)
 	}
 	for i, id := range shared {
@@ -100,17 +100,17 @@ func (l *loader) op(ctx context.Context, i int) error {
 	k := (l.worker + i) % len(l.shared)
 	switch i % 5 {
 	case 0:
-		if err := l.s.CreateNode(ctx, newNode(fmt.Sprintf("w%d-%d", l.worker, i))); err != nil {
+		if err := l.s.Nodes().CreateNode(ctx, newNode(fmt.Sprintf("w%d-%d", l.worker, i))); err != nil {
 			return err
 		}
 		l.created.Add(1)
 	case 1:
-		n, err := l.s.GetNode(ctx, l.shared[k])
+		n, err := l.s.Nodes().GetNode(ctx, l.shared[k])
 		if err != nil {
 			return err
 		}
 		n.Extra = model.JSON{"worker": float64(l.worker), "op": float64(i)}
-		switch err := l.s.UpdateNode(ctx, n); {
+		switch err := l.s.Nodes().UpdateNode(ctx, n); {
 		case err == nil:
 			l.updates[k].Add(1)
 		case !errors.Is(err, store.ErrStale):
@@ -118,23 +118,23 @@ func (l *loader) op(ctx context.Context, i int) error {
 		}
 	case 2:
 		host := fmt.Sprint("worker-", l.worker)
-		_, err := l.s.ReserveNode(ctx, l.shared[k], host)
+		_, err := l.s.Nodes().ReserveNode(ctx, l.shared[k], host)
 		if errors.Is(err, store.ErrLocked) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		return l.s.ReleaseNode(ctx, l.shared[k], host)
+		return l.s.Nodes().ReleaseNode(ctx, l.shared[k], host)
 	case 3:
-		if _, err := l.s.ListNodes(ctx, store.NodeQuery{Limit: 20, SortKey: "updated_at"}); err != nil {
+		if _, err := l.s.Nodes().ListNodes(ctx, store.NodeQuery{Limit: 20, SortKey: "updated_at"}); err != nil {
 			return err
 		}
-		_, err := l.s.CountNodes(ctx, store.NodeQuery{Reserved: ptr(true)})
+		_, err := l.s.Nodes().CountNodes(ctx, store.NodeQuery{Reserved: ptr(true)})
 		return err
 	case 4:
 		e := &model.HistoryEvent{NodeUUID: l.shared[k], Event: fmt.Sprint("op ", i)}
-		return l.s.AddHistory(ctx, e, 10)
+		return l.s.Nodes().AddHistory(ctx, e, 10)
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ func testLocks(t *testing.T, su suite) {
 func reserveRelease(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	n := mustCreateNode(t, s, newNode("l"))
-	got, err := s.ReserveNode(ctx, n.UUID, "c1")
+	got, err := s.Nodes().ReserveNode(ctx, n.UUID, "c1")
 	wantErr(t, "ReserveNode", err, nil)
 	if got.Reservation != "c1" || got.Version != n.Version || got.UUID != n.UUID {
 		t.Fatalf("reserved node: reservation %q version %d, want c1 and version %d (the lock is not data)",
@@ -33,17 +33,17 @@ func reserveRelease(t *testing.T, s store.Store) {
 	if stored := mustGetNode(t, s, n.UUID); stored.Reservation != "c1" || stored.Version != n.Version {
 		t.Fatalf("stored: reservation %q version %d", stored.Reservation, stored.Version)
 	}
-	wantErr(t, "ReleaseNode", s.ReleaseNode(ctx, n.UUID, "c1"), nil)
+	wantErr(t, "ReleaseNode", s.Nodes().ReleaseNode(ctx, n.UUID, "c1"), nil)
 	if stored := mustGetNode(t, s, n.UUID); stored.Reservation != "" || stored.Version != n.Version {
 		t.Fatalf("released: reservation %q version %d", stored.Reservation, stored.Version)
 	}
-	_, err = s.ReserveNode(ctx, n.UUID, "c2")
+	_, err = s.Nodes().ReserveNode(ctx, n.UUID, "c2")
 	wantErr(t, "ReserveNode after release", err, nil)
 }
 
 func reserveErrors(t *testing.T, s store.Store) {
 	n := mustCreateNode(t, s, newNode("l"))
-	if _, err := s.ReserveNode(t.Context(), n.UUID, "c1"); err != nil {
+	if _, err := s.Nodes().ReserveNode(t.Context(), n.UUID, "c1"); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -56,7 +56,7 @@ func reserveErrors(t *testing.T, s store.Store) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := s.ReserveNode(t.Context(), c.node, c.host)
+			got, err := s.Nodes().ReserveNode(t.Context(), c.node, c.host)
 			if got != nil {
 				t.Fatalf("ReserveNode returned a node with error %v", err)
 			}
@@ -80,7 +80,7 @@ func checkLockErr(t *testing.T, what string, err, want error) {
 func releaseErrors(t *testing.T, s store.Store) {
 	held := mustCreateNode(t, s, newNode("held"))
 	free := mustCreateNode(t, s, newNode("free"))
-	if _, err := s.ReserveNode(t.Context(), held.UUID, "c1"); err != nil {
+	if _, err := s.Nodes().ReserveNode(t.Context(), held.UUID, "c1"); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -93,7 +93,7 @@ func releaseErrors(t *testing.T, s store.Store) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			checkLockErr(t, "ReleaseNode", s.ReleaseNode(t.Context(), c.node, c.host), c.want)
+			checkLockErr(t, "ReleaseNode", s.Nodes().ReleaseNode(t.Context(), c.node, c.host), c.want)
 		})
 	}
 	if got := mustGetNode(t, s, held.UUID); got.Reservation != "c1" {
@@ -110,23 +110,23 @@ func releaseHost(t *testing.T, s store.Store) {
 		if host == "" {
 			continue
 		}
-		if _, err := s.ReserveNode(ctx, n.UUID, host); err != nil {
+		if _, err := s.Nodes().ReserveNode(ctx, n.UUID, host); err != nil {
 			t.Fatal(err)
 		}
 		if host == "c1" {
 			mine = append(mine, n.UUID)
 		}
 	}
-	got, err := s.ReleaseHost(ctx, "c1")
+	got, err := s.Nodes().ReleaseHost(ctx, "c1")
 	wantErr(t, "ReleaseHost", err, nil)
 	wantEqual(t, "released", sortedCopy(got), sortedCopy(mine))
-	if n, err := s.CountNodes(ctx, store.NodeQuery{ReservedBy: "c1"}); err != nil || n != 0 {
+	if n, err := s.Nodes().CountNodes(ctx, store.NodeQuery{ReservedBy: "c1"}); err != nil || n != 0 {
 		t.Fatalf("nodes still held by c1: %d, %v", n, err)
 	}
-	if n, err := s.CountNodes(ctx, store.NodeQuery{ReservedBy: "c2"}); err != nil || n != 2 {
+	if n, err := s.Nodes().CountNodes(ctx, store.NodeQuery{ReservedBy: "c2"}); err != nil || n != 2 {
 		t.Fatalf("nodes held by c2: %d, %v; want 2 (untouched)", n, err)
 	}
-	got, err = s.ReleaseHost(ctx, "c1")
+	got, err = s.Nodes().ReleaseHost(ctx, "c1")
 	if err != nil || len(got) != 0 {
 		t.Fatalf("second ReleaseHost = %v, %v; want nothing", got, err)
 	}
@@ -144,7 +144,7 @@ func reserveRace(t *testing.T, s store.Store) {
 		for i := range racers {
 			wg.Go(func() {
 				<-start
-				_, errs[i] = s.ReserveNode(t.Context(), n.UUID, fmt.Sprintf("r%d-c%d", round, i))
+				_, errs[i] = s.Nodes().ReserveNode(t.Context(), n.UUID, fmt.Sprintf("r%d-c%d", round, i))
 			})
 		}
 		close(start)
@@ -170,6 +170,6 @@ func reserveRace(t *testing.T, s store.Store) {
 			t.Fatalf("round %d: stored reservation %q version %d, want %s and 1",
 				round, got.Reservation, got.Version, winner)
 		}
-		wantErr(t, "winner releases", s.ReleaseNode(t.Context(), n.UUID, winner), nil)
+		wantErr(t, "winner releases", s.Nodes().ReleaseNode(t.Context(), n.UUID, winner), nil)
 	}
 }

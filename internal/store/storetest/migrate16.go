@@ -51,14 +51,14 @@ func Migration16(t *testing.T, d sqlstore.Dialect, w, r *sql.DB, strip string) {
 	}
 	rb := &model.Runbook{UUID: "6b8c2b4e-9a1d-4f7e-8f43-0d0c8b1f2a01", Name: "CUSTOM_OLD",
 		Steps: []model.RunbookStep{{Interface: "deploy", Step: "erase_devices", Order: 1, Args: model.JSON{}}}}
-	if err := s.CreateRunbook(ctx, rb); err != nil {
+	if err := s.Runbooks().CreateRunbook(ctx, rb); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.ExecContext(ctx, strip); err != nil {
 		t.Fatal(err)
 	}
 	n := &model.Node{UUID: "6b8c2b4e-9a1d-4f7e-8f43-0d0c8b1f2a02", Driver: "fake-hardware", ProvisionState: "enroll"}
-	if err := s.CreateNode(ctx, n); err != nil {
+	if err := s.Nodes().CreateNode(ctx, n); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.ExecContext(ctx, `INSERT INTO node_history (uuid, node_uuid, created_at, event) VALUES
@@ -70,19 +70,19 @@ func Migration16(t *testing.T, d sqlstore.Dialect, w, r *sql.DB, strip string) {
 	if err := s.MigrateUp(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.GetRunbook(ctx, rb.UUID)
+	got, err := s.Runbooks().GetRunbook(ctx, rb.UUID)
 	if err != nil || !slices.Equal(got.Traits, []string{"CUSTOM_OLD"}) || got.Description != "" {
 		t.Fatalf("after migration 16: %+v %v", got, err)
 	}
-	evs, err := s.ListHistory(ctx, n.UUID)
+	evs, err := s.Nodes().ListHistory(ctx, n.UUID)
 	if err != nil || len(evs) != 1 || evs[0].DurationSeconds != nil || evs[0].State != "" || evs[0].Project != "" {
 		t.Fatalf("history after migration 16: %+v %v", evs, err)
 	}
 	fresh := &model.Runbook{UUID: "6b8c2b4e-9a1d-4f7e-8f43-0d0c8b1f2a04", Name: "CUSTOM_NEW", Steps: rb.Steps}
-	if err := s.CreateRunbook(ctx, fresh); err != nil {
+	if err := s.Runbooks().CreateRunbook(ctx, fresh); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.GetRunbook(ctx, fresh.UUID); err != nil || len(got.Traits) != 0 {
+	if got, err := s.Runbooks().GetRunbook(ctx, fresh.UUID); err != nil || len(got.Traits) != 0 {
 		t.Fatalf("new runbook: %+v %v", got, err)
 	}
 	if err := s.MigrateDown(ctx); err != nil {

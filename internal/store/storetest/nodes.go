@@ -84,10 +84,10 @@ func createDuplicate(t *testing.T, s store.Store) {
 		t.Run(c.name, func(t *testing.T) {
 			n := newNode("other-" + c.name)
 			c.edit(n)
-			wantDuplicate(t, "CreateNode", s.CreateNode(t.Context(), n), c.field, c.value)
+			wantDuplicate(t, "CreateNode", s.Nodes().CreateNode(t.Context(), n), c.field, c.value)
 		})
 	}
-	if got, err := s.CountNodes(t.Context(), store.NodeQuery{}); err != nil || got != 1 {
+	if got, err := s.Nodes().CountNodes(t.Context(), store.NodeQuery{}); err != nil || got != 1 {
 		t.Fatalf("CountNodes = %d, %v; want 1: a failed create must write nothing", got, err)
 	}
 }
@@ -96,7 +96,7 @@ func emptyUniquesAreNull(t *testing.T, s store.Store) {
 	for range 3 {
 		mustCreateNode(t, s, newNode(""))
 	}
-	if got, err := s.CountNodes(t.Context(), store.NodeQuery{}); err != nil || got != 3 {
+	if got, err := s.Nodes().CountNodes(t.Context(), store.NodeQuery{}); err != nil || got != 3 {
 		t.Fatalf("CountNodes = %d, %v; want 3", got, err)
 	}
 }
@@ -115,7 +115,7 @@ func getNode(t *testing.T, s store.Store) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := s.GetNode(t.Context(), c.ident)
+			got, err := s.Nodes().GetNode(t.Context(), c.ident)
 			wantErr(t, "GetNode", err, c.want)
 			if c.want == nil {
 				wantEqual(t, "node", got, n)
@@ -132,11 +132,11 @@ func nodeJSONRoundTrip(t *testing.T, s store.Store) {
 	n.Conductor = ""
 	wantEqual(t, "by uuid", mustGetNode(t, s, n.UUID), n)
 	wantEqual(t, "by name", mustGetNode(t, s, n.Name), n)
-	list, err := s.ListNodes(t.Context(), store.NodeQuery{})
+	list, err := s.Nodes().ListNodes(t.Context(), store.NodeQuery{})
 	wantErr(t, "ListNodes", err, nil)
 	wantEqual(t, "listed", list, []*model.Node{n})
 
-	reserved, err := s.ReserveNode(t.Context(), n.UUID, "c1")
+	reserved, err := s.Nodes().ReserveNode(t.Context(), n.UUID, "c1")
 	wantErr(t, "ReserveNode", err, nil)
 	n.Reservation = "c1"
 	wantEqual(t, "reserved", reserved, n)
@@ -166,12 +166,12 @@ func updateNode(t *testing.T, s store.Store) {
 	n := mustCreateNode(t, s, newNode("u"))
 	before := time.Now().Add(-time.Second)
 	n.ProvisionState, n.Extra, n.Name = "manageable", model.JSON{"k": "v"}, "renamed"
-	wantErr(t, "UpdateNode", s.UpdateNode(t.Context(), n), nil)
+	wantErr(t, "UpdateNode", s.Nodes().UpdateNode(t.Context(), n), nil)
 	if n.Version != 2 || n.UpdatedAt.Before(before) || n.UpdatedAt.Location() != time.UTC {
 		t.Fatalf("after update version %d updated_at %v", n.Version, n.UpdatedAt)
 	}
 	wantEqual(t, "stored", mustGetNode(t, s, "renamed"), n)
-	wantErr(t, "old name", func() error { _, err := s.GetNode(t.Context(), "u"); return err }(),
+	wantErr(t, "old name", func() error { _, err := s.Nodes().GetNode(t.Context(), "u"); return err }(),
 		store.ErrNotFound)
 }
 
@@ -179,9 +179,9 @@ func updateStale(t *testing.T, s store.Store) {
 	n := mustCreateNode(t, s, newNode("o"))
 	a, b := mustGetNode(t, s, n.UUID), mustGetNode(t, s, n.UUID)
 	a.Extra = model.JSON{"writer": "a"}
-	wantErr(t, "first update", s.UpdateNode(t.Context(), a), nil)
+	wantErr(t, "first update", s.Nodes().UpdateNode(t.Context(), a), nil)
 	b.Extra = model.JSON{"writer": "b"}
-	wantErr(t, "second update", s.UpdateNode(t.Context(), b), store.ErrStale)
+	wantErr(t, "second update", s.Nodes().UpdateNode(t.Context(), b), store.ErrStale)
 	if b.Version != 1 || !b.UpdatedAt.IsZero() {
 		t.Fatalf("failed update changed the struct: version %d updated_at %v", b.Version, b.UpdatedAt)
 	}
@@ -191,14 +191,14 @@ func updateStale(t *testing.T, s store.Store) {
 func updateUnknown(t *testing.T, s store.Store) {
 	n := newNode("ghost")
 	n.Version = 1
-	wantErr(t, "UpdateNode", s.UpdateNode(t.Context(), n), store.ErrNotFound)
+	wantErr(t, "UpdateNode", s.Nodes().UpdateNode(t.Context(), n), store.ErrNotFound)
 }
 
 func updateDuplicate(t *testing.T, s store.Store) {
 	mustCreateNode(t, s, newNode("a"))
 	b := mustCreateNode(t, s, newNode("b"))
 	b.Name = "a"
-	wantDuplicate(t, "UpdateNode", s.UpdateNode(t.Context(), b), "name", "a")
+	wantDuplicate(t, "UpdateNode", s.Nodes().UpdateNode(t.Context(), b), "name", "a")
 	if b.Version != 1 {
 		t.Fatalf("failed update bumped version to %d", b.Version)
 	}
@@ -210,15 +210,15 @@ func updateDuplicate(t *testing.T, s store.Store) {
 func updateKeepsReservation(t *testing.T, s store.Store) {
 	n := mustCreateNode(t, s, newNode("r"))
 	stale := mustGetNode(t, s, n.UUID) // read before the lock: Reservation ""
-	locked, err := s.ReserveNode(t.Context(), n.UUID, "c1")
+	locked, err := s.Nodes().ReserveNode(t.Context(), n.UUID, "c1")
 	wantErr(t, "ReserveNode", err, nil)
 	locked.Reservation = "someone-else"
-	wantErr(t, "UpdateNode", s.UpdateNode(t.Context(), locked), nil)
+	wantErr(t, "UpdateNode", s.Nodes().UpdateNode(t.Context(), locked), nil)
 	if got := mustGetNode(t, s, n.UUID); got.Reservation != "c1" {
 		t.Fatalf("reservation %q after update with another value, want c1", got.Reservation)
 	}
 	stale.Version = locked.Version
-	wantErr(t, "UpdateNode", s.UpdateNode(t.Context(), stale), nil)
+	wantErr(t, "UpdateNode", s.Nodes().UpdateNode(t.Context(), stale), nil)
 	if got := mustGetNode(t, s, n.UUID); got.Reservation != "c1" {
 		t.Fatalf("reservation %q after update without one, want c1", got.Reservation)
 	}
@@ -232,23 +232,23 @@ func deleteCascades(t *testing.T, s store.Store) {
 	kept := mustCreatePort(t, s, newPort(other.UUID, "52:54:00:00:00:02"))
 	for _, node := range []string{n.UUID, other.UUID} {
 		e := &model.HistoryEvent{NodeUUID: node, Event: "x", Severity: model.SeverityInfo}
-		wantErr(t, "AddHistory", s.AddHistory(ctx, e, 0), nil)
+		wantErr(t, "AddHistory", s.Nodes().AddHistory(ctx, e, 0), nil)
 	}
-	wantErr(t, "DeleteNode", s.DeleteNode(ctx, n.UUID), nil)
-	_, err := s.GetNode(ctx, n.UUID)
+	wantErr(t, "DeleteNode", s.Nodes().DeleteNode(ctx, n.UUID), nil)
+	_, err := s.Nodes().GetNode(ctx, n.UUID)
 	wantErr(t, "GetNode", err, store.ErrNotFound)
-	_, err = s.GetPort(ctx, p.UUID)
+	_, err = s.Ports().GetPort(ctx, p.UUID)
 	wantErr(t, "GetPort", err, store.ErrNotFound)
-	_, err = s.GetPortByAddress(ctx, p.Address)
+	_, err = s.Ports().GetPortByAddress(ctx, p.Address)
 	wantErr(t, "GetPortByAddress", err, store.ErrNotFound)
-	if evs, err := s.ListHistory(ctx, n.UUID); err != nil || len(evs) != 0 {
+	if evs, err := s.Nodes().ListHistory(ctx, n.UUID); err != nil || len(evs) != 0 {
 		t.Fatalf("ListHistory of deleted node = %v, %v", evs, err)
 	}
-	if evs, err := s.ListHistory(ctx, other.UUID); err != nil || len(evs) != 1 {
+	if evs, err := s.Nodes().ListHistory(ctx, other.UUID); err != nil || len(evs) != 1 {
 		t.Fatalf("ListHistory of other node = %v, %v", evs, err)
 	}
 	mustGetNode(t, s, other.UUID)
-	if _, err := s.GetPort(ctx, kept.UUID); err != nil {
+	if _, err := s.Ports().GetPort(ctx, kept.UUID); err != nil {
 		t.Fatalf("other node's port: %v", err)
 	}
 	// The name and the address are free again.
@@ -257,5 +257,5 @@ func deleteCascades(t *testing.T, s store.Store) {
 }
 
 func deleteUnknown(t *testing.T, s store.Store) {
-	wantErr(t, "DeleteNode", s.DeleteNode(t.Context(), uuid.NewString()), store.ErrNotFound)
+	wantErr(t, "DeleteNode", s.Nodes().DeleteNode(t.Context(), uuid.NewString()), store.ErrNotFound)
 }

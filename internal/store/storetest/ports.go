@@ -60,10 +60,10 @@ func portRoundTrip(t *testing.T, s store.Store) {
 		name string
 		get  func() (*model.Port, error)
 	}{
-		{"by uuid", func() (*model.Port, error) { return s.GetPort(t.Context(), p.UUID) }},
-		{"by name", func() (*model.Port, error) { return s.GetPort(t.Context(), "eth0") }},
+		{"by uuid", func() (*model.Port, error) { return s.Ports().GetPort(t.Context(), p.UUID) }},
+		{"by name", func() (*model.Port, error) { return s.Ports().GetPort(t.Context(), "eth0") }},
 		// Addresses are stored as given: the API lower-cases them.
-		{"by address", func() (*model.Port, error) { return s.GetPortByAddress(t.Context(), p.Address) }},
+		{"by address", func() (*model.Port, error) { return s.Ports().GetPortByAddress(t.Context(), p.Address) }},
 	} {
 		got, err := get.get()
 		wantErr(t, get.name, err, nil)
@@ -94,25 +94,25 @@ func createPortErrors(t *testing.T, s store.Store) {
 		t.Run(c.name, func(t *testing.T) {
 			p := newPort(n.UUID, fmt.Sprintf("52:54:00:00:01:%02d", i))
 			c.edit(p)
-			wantDuplicate(t, "CreatePort", s.CreatePort(t.Context(), p), c.field, c.value)
+			wantDuplicate(t, "CreatePort", s.Ports().CreatePort(t.Context(), p), c.field, c.value)
 		})
 	}
 	t.Run("unknown node", func(t *testing.T) {
 		p := newPort(uuid.NewString(), "52:54:00:00:02:01")
-		wantErr(t, "CreatePort", s.CreatePort(t.Context(), p), store.ErrNotFound)
+		wantErr(t, "CreatePort", s.Ports().CreatePort(t.Context(), p), store.ErrNotFound)
 	})
-	ports, err := s.ListPorts(t.Context(), store.PortQuery{})
+	ports, err := s.Ports().ListPorts(t.Context(), store.PortQuery{})
 	if err != nil || len(ports) != 1 {
 		t.Fatalf("ListPorts = %d ports, %v; want 1: a failed create must write nothing", len(ports), err)
 	}
 }
 
 func getPortErrors(t *testing.T, s store.Store) {
-	_, err := s.GetPort(t.Context(), uuid.NewString())
+	_, err := s.Ports().GetPort(t.Context(), uuid.NewString())
 	wantErr(t, "GetPort(uuid)", err, store.ErrNotFound)
-	_, err = s.GetPort(t.Context(), "eth9")
+	_, err = s.Ports().GetPort(t.Context(), "eth9")
 	wantErr(t, "GetPort(name)", err, store.ErrNotFound)
-	_, err = s.GetPortByAddress(t.Context(), "52:54:00:00:00:99")
+	_, err = s.Ports().GetPortByAddress(t.Context(), "52:54:00:00:00:99")
 	wantErr(t, "GetPortByAddress", err, store.ErrNotFound)
 }
 
@@ -136,7 +136,7 @@ func portFixture(t *testing.T, s store.Store) []*model.Port {
 		}
 		mustCreatePort(t, s, p)
 		if i%3 == 1 {
-			if err := s.UpdatePort(t.Context(), p); err != nil {
+			if err := s.Ports().UpdatePort(t.Context(), p); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -173,7 +173,7 @@ func listPortFilters(t *testing.T, s store.Store) {
 					want = append(want, p)
 				}
 			}
-			got, err := s.ListPorts(t.Context(), c.q)
+			got, err := s.Ports().ListPorts(t.Context(), c.q)
 			wantErr(t, "ListPorts", err, nil)
 			wantEqual(t, "ports", append([]*model.Port{}, got...), want)
 		})
@@ -212,7 +212,7 @@ func listPortPagination(t *testing.T, s store.Store) {
 					rows[i] = row{p.UUID, p.ID, portKey(p, cmp.Or(key, "id"))}
 				}
 				checkPages(t, rows, dir == "desc", func(marker string, limit int) ([]string, error) {
-					ps, err := s.ListPorts(t.Context(), store.PortQuery{SortKey: key, SortDir: dir,
+					ps, err := s.Ports().ListPorts(t.Context(), store.PortQuery{SortKey: key, SortDir: dir,
 						Marker: marker, Limit: limit})
 					ids := make([]string, len(ps))
 					for i, p := range ps {
@@ -223,9 +223,9 @@ func listPortPagination(t *testing.T, s store.Store) {
 			})
 		}
 	}
-	_, err := s.ListPorts(t.Context(), store.PortQuery{Marker: uuid.NewString()})
+	_, err := s.Ports().ListPorts(t.Context(), store.PortQuery{Marker: uuid.NewString()})
 	wantErr(t, "unknown marker", err, store.ErrNotFound)
-	if _, err := s.ListPorts(t.Context(), store.PortQuery{SortKey: "data"}); err == nil {
+	if _, err := s.Ports().ListPorts(t.Context(), store.PortQuery{SortKey: "data"}); err == nil {
 		t.Fatal("invalid sort key: no error")
 	}
 }
@@ -236,14 +236,14 @@ func updatePort(t *testing.T, s store.Store) {
 	p := mustCreatePort(t, s, newPort(a.UUID, "52:54:00:00:00:01"))
 	before := time.Now().Add(-time.Second)
 	p.NodeUUID, p.Address, p.Extra = b.UUID, "52:54:00:00:00:02", model.JSON{"moved": true}
-	wantErr(t, "UpdatePort", s.UpdatePort(t.Context(), p), nil)
+	wantErr(t, "UpdatePort", s.Ports().UpdatePort(t.Context(), p), nil)
 	if p.Version != 2 || p.UpdatedAt.Before(before) {
 		t.Fatalf("version %d updated_at %v", p.Version, p.UpdatedAt)
 	}
-	got, err := s.GetPortByAddress(t.Context(), "52:54:00:00:00:02")
+	got, err := s.Ports().GetPortByAddress(t.Context(), "52:54:00:00:00:02")
 	wantErr(t, "GetPortByAddress", err, nil)
 	wantEqual(t, "stored", got, p)
-	if ps, _ := s.ListPorts(t.Context(), store.PortQuery{NodeUUID: a.UUID}); len(ps) != 0 {
+	if ps, _ := s.Ports().ListPorts(t.Context(), store.PortQuery{NodeUUID: a.UUID}); len(ps) != 0 {
 		t.Fatalf("old node still has %d ports", len(ps))
 	}
 }
@@ -254,7 +254,7 @@ func updatePortErrors(t *testing.T, s store.Store) {
 	p := mustCreatePort(t, s, newPort(n.UUID, "52:54:00:00:00:02"))
 	stale := *p
 	fresh := *p
-	wantErr(t, "first update", s.UpdatePort(t.Context(), &fresh), nil)
+	wantErr(t, "first update", s.Ports().UpdatePort(t.Context(), &fresh), nil)
 	cases := []struct {
 		name string
 		edit func(p *model.Port)
@@ -270,13 +270,13 @@ func updatePortErrors(t *testing.T, s store.Store) {
 			q := fresh
 			c.edit(&q)
 			version := q.Version
-			wantErr(t, "UpdatePort", s.UpdatePort(t.Context(), &q), c.want)
+			wantErr(t, "UpdatePort", s.Ports().UpdatePort(t.Context(), &q), c.want)
 			if q.Version != version {
 				t.Fatalf("failed update bumped version to %d", q.Version)
 			}
 		})
 	}
-	got, err := s.GetPort(t.Context(), p.UUID)
+	got, err := s.Ports().GetPort(t.Context(), p.UUID)
 	wantErr(t, "GetPort", err, nil)
 	wantEqual(t, "stored after failed updates", got, &fresh)
 }
@@ -284,10 +284,10 @@ func updatePortErrors(t *testing.T, s store.Store) {
 func deletePort(t *testing.T, s store.Store) {
 	n := mustCreateNode(t, s, newNode("n"))
 	p := mustCreatePort(t, s, newPort(n.UUID, "52:54:00:00:00:01"))
-	wantErr(t, "DeletePort", s.DeletePort(t.Context(), p.UUID), nil)
-	_, err := s.GetPort(t.Context(), p.UUID)
+	wantErr(t, "DeletePort", s.Ports().DeletePort(t.Context(), p.UUID), nil)
+	_, err := s.Ports().GetPort(t.Context(), p.UUID)
 	wantErr(t, "GetPort", err, store.ErrNotFound)
-	wantErr(t, "DeletePort again", s.DeletePort(t.Context(), p.UUID), store.ErrNotFound)
+	wantErr(t, "DeletePort again", s.Ports().DeletePort(t.Context(), p.UUID), store.ErrNotFound)
 	mustGetNode(t, s, n.UUID)
 }
 
@@ -323,7 +323,7 @@ func nodeByPortAddress(t *testing.T, s store.Store) {
 		{"beyond one chunk", many(1200, "52:54:00:00:0b:01"), b.UUID},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n, err := s.GetNodeByPortAddress(t.Context(), tc.macs)
+			n, err := s.Ports().GetNodeByPortAddress(t.Context(), tc.macs)
 			if tc.want == "" {
 				wantErr(t, "GetNodeByPortAddress", err, store.ErrNotFound)
 				return

@@ -100,7 +100,7 @@ func newNode(name string) *model.Node {
 
 func mustCreateNode(t *testing.T, s store.Store, n *model.Node) *model.Node {
 	t.Helper()
-	if err := s.CreateNode(t.Context(), n); err != nil {
+	if err := s.Nodes().CreateNode(t.Context(), n); err != nil {
 		t.Fatalf("CreateNode(%s): %v", n.Name, err)
 	}
 	return n
@@ -108,7 +108,7 @@ func mustCreateNode(t *testing.T, s store.Store, n *model.Node) *model.Node {
 
 func mustGetNode(t *testing.T, s store.Store, ident string) *model.Node {
 	t.Helper()
-	n, err := s.GetNode(t.Context(), ident)
+	n, err := s.Nodes().GetNode(t.Context(), ident)
 	if err != nil {
 		t.Fatalf("GetNode(%s): %v", ident, err)
 	}
@@ -121,7 +121,7 @@ func newPort(node, mac string) *model.Port {
 
 func mustCreatePort(t *testing.T, s store.Store, p *model.Port) *model.Port {
 	t.Helper()
-	if err := s.CreatePort(t.Context(), p); err != nil {
+	if err := s.Ports().CreatePort(t.Context(), p); err != nil {
 		t.Fatalf("CreatePort(%s): %v", p.Address, err)
 	}
 	return p

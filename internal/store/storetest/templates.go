@@ -27,50 +27,50 @@ func templateRoundTrip(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	tp := newTemplate("CUSTOM_A")
 	tp.Description, tp.Extra = "d", model.JSON{"k": "v"}
-	wantErr(t, "create", s.CreateDeployTemplate(ctx, tp), nil)
+	wantErr(t, "create", s.DeployTemplates().CreateDeployTemplate(ctx, tp), nil)
 	if tp.ID == 0 || tp.Version != 1 || tp.CreatedAt.IsZero() {
 		t.Fatalf("create did not set id, version, created_at: %+v", tp)
 	}
-	byName, err := s.GetDeployTemplate(ctx, "CUSTOM_A")
+	byName, err := s.DeployTemplates().GetDeployTemplate(ctx, "CUSTOM_A")
 	wantErr(t, "get by name", err, nil)
-	byUUID, err := s.GetDeployTemplate(ctx, tp.UUID)
+	byUUID, err := s.DeployTemplates().GetDeployTemplate(ctx, tp.UUID)
 	wantErr(t, "get by uuid", err, nil)
 	wantEqual(t, "by name and by uuid", byName, byUUID)
 	wantEqual(t, "round trip", byName, tp)
 
-	wantDuplicate(t, "same name", s.CreateDeployTemplate(ctx, newTemplate("CUSTOM_A")), "name", "CUSTOM_A")
+	wantDuplicate(t, "same name", s.DeployTemplates().CreateDeployTemplate(ctx, newTemplate("CUSTOM_A")), "name", "CUSTOM_A")
 	dupUUID := newTemplate("CUSTOM_B")
 	dupUUID.UUID = tp.UUID
-	wantDuplicate(t, "same uuid", s.CreateDeployTemplate(ctx, dupUUID), "uuid", tp.UUID)
+	wantDuplicate(t, "same uuid", s.DeployTemplates().CreateDeployTemplate(ctx, dupUUID), "uuid", tp.UUID)
 
 	other := newTemplate("CUSTOM_B")
-	wantErr(t, "create B", s.CreateDeployTemplate(ctx, other), nil)
+	wantErr(t, "create B", s.DeployTemplates().CreateDeployTemplate(ctx, other), nil)
 	got := mustGetTemplate(t, s, tp.UUID)
 	got.Name = "CUSTOM_B"
-	wantDuplicate(t, "rename onto B", s.UpdateDeployTemplate(ctx, got), "name", "CUSTOM_B")
+	wantDuplicate(t, "rename onto B", s.DeployTemplates().UpdateDeployTemplate(ctx, got), "name", "CUSTOM_B")
 
 	got = mustGetTemplate(t, s, tp.UUID)
 	got.Name, got.Steps[0].Priority = "CUSTOM_C", 10
-	wantErr(t, "update", s.UpdateDeployTemplate(ctx, got), nil)
+	wantErr(t, "update", s.DeployTemplates().UpdateDeployTemplate(ctx, got), nil)
 	if got.Version != 2 || got.UpdatedAt.IsZero() {
 		t.Fatalf("update did not bump version or set updated_at: %+v", got)
 	}
 	wantEqual(t, "after update", mustGetTemplate(t, s, "CUSTOM_C"), got)
 	stale := *tp
 	stale.Name = "CUSTOM_D"
-	wantErr(t, "stale update", s.UpdateDeployTemplate(ctx, &stale), store.ErrStale)
+	wantErr(t, "stale update", s.DeployTemplates().UpdateDeployTemplate(ctx, &stale), store.ErrStale)
 
-	wantErr(t, "delete", s.DeleteDeployTemplate(ctx, tp.UUID), nil)
-	_, err = s.GetDeployTemplate(ctx, tp.UUID)
+	wantErr(t, "delete", s.DeployTemplates().DeleteDeployTemplate(ctx, tp.UUID), nil)
+	_, err = s.DeployTemplates().GetDeployTemplate(ctx, tp.UUID)
 	wantErr(t, "get deleted", err, store.ErrNotFound)
-	wantErr(t, "delete again", s.DeleteDeployTemplate(ctx, tp.UUID), store.ErrNotFound)
+	wantErr(t, "delete again", s.DeployTemplates().DeleteDeployTemplate(ctx, tp.UUID), store.ErrNotFound)
 	gone := *got
-	wantErr(t, "update deleted", s.UpdateDeployTemplate(ctx, &gone), store.ErrNotFound)
+	wantErr(t, "update deleted", s.DeployTemplates().UpdateDeployTemplate(ctx, &gone), store.ErrNotFound)
 }
 
 func mustGetTemplate(t *testing.T, s store.Store, ident string) *model.DeployTemplate {
 	t.Helper()
-	tp, err := s.GetDeployTemplate(t.Context(), ident)
+	tp, err := s.DeployTemplates().GetDeployTemplate(t.Context(), ident)
 	if err != nil {
 		t.Fatalf("GetDeployTemplate(%s): %v", ident, err)
 	}
@@ -81,7 +81,7 @@ func templateList(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	var names []string
 	for _, n := range []string{"CUSTOM_C", "CUSTOM_A", "CUSTOM_B"} {
-		wantErr(t, "create "+n, s.CreateDeployTemplate(ctx, newTemplate(n)), nil)
+		wantErr(t, "create "+n, s.DeployTemplates().CreateDeployTemplate(ctx, newTemplate(n)), nil)
 		names = append(names, n)
 	}
 	names2 := func(ts []*model.DeployTemplate) []string {
@@ -91,21 +91,21 @@ func templateList(t *testing.T, s store.Store) {
 		}
 		return out
 	}
-	all, err := s.ListDeployTemplates(ctx, store.DeployTemplateQuery{})
+	all, err := s.DeployTemplates().ListDeployTemplates(ctx, store.DeployTemplateQuery{})
 	wantErr(t, "list", err, nil)
 	wantEqual(t, "by id", names2(all), names)
-	some, err := s.ListDeployTemplates(ctx, store.DeployTemplateQuery{Names: []string{"CUSTOM_B", "CUSTOM_C", "CUSTOM_X"}, SortKey: "name"})
+	some, err := s.DeployTemplates().ListDeployTemplates(ctx, store.DeployTemplateQuery{Names: []string{"CUSTOM_B", "CUSTOM_C", "CUSTOM_X"}, SortKey: "name"})
 	wantErr(t, "list by names", err, nil)
 	wantEqual(t, "by names", names2(some), []string{"CUSTOM_B", "CUSTOM_C"})
-	none, err := s.ListDeployTemplates(ctx, store.DeployTemplateQuery{Names: []string{}})
+	none, err := s.DeployTemplates().ListDeployTemplates(ctx, store.DeployTemplateQuery{Names: []string{}})
 	wantErr(t, "list no names", err, nil)
 	wantEqual(t, "no names", len(none), 0)
-	page, err := s.ListDeployTemplates(ctx, store.DeployTemplateQuery{SortKey: "name", SortDir: "desc", Limit: 2})
+	page, err := s.DeployTemplates().ListDeployTemplates(ctx, store.DeployTemplateQuery{SortKey: "name", SortDir: "desc", Limit: 2})
 	wantErr(t, "page 1", err, nil)
 	wantEqual(t, "page 1", names2(page), []string{"CUSTOM_C", "CUSTOM_B"})
-	page, err = s.ListDeployTemplates(ctx, store.DeployTemplateQuery{SortKey: "name", SortDir: "desc", Limit: 2, Marker: page[1].UUID})
+	page, err = s.DeployTemplates().ListDeployTemplates(ctx, store.DeployTemplateQuery{SortKey: "name", SortDir: "desc", Limit: 2, Marker: page[1].UUID})
 	wantErr(t, "page 2", err, nil)
 	wantEqual(t, "page 2", names2(page), []string{"CUSTOM_A"})
-	_, err = s.ListDeployTemplates(ctx, store.DeployTemplateQuery{Marker: uuid.NewString()})
+	_, err = s.DeployTemplates().ListDeployTemplates(ctx, store.DeployTemplateQuery{Marker: uuid.NewString()})
 	wantErr(t, "unknown marker", err, store.ErrNotFound)
 }

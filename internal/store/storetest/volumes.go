@@ -40,31 +40,31 @@ func connectorRoundTrip(t *testing.T, s store.Store) {
 	other := mustCreateNode(t, s, newNode("other"))
 	c := fullConnector(n.UUID)
 	allSet(t, c, "ID", "Version")
-	wantErr(t, "create", s.CreateVolumeConnector(ctx, c), nil)
+	wantErr(t, "create", s.Volumes().CreateVolumeConnector(ctx, c), nil)
 	if c.ID <= 0 || c.Version != 1 {
 		t.Fatalf("created: id %d version %d", c.ID, c.Version)
 	}
-	got, err := s.GetVolumeConnector(ctx, c.UUID)
+	got, err := s.Volumes().GetVolumeConnector(ctx, c.UUID)
 	wantErr(t, "get", err, nil)
 	wantEqual(t, "get", got, c)
 	stale := *got
 	got.NodeUUID, got.Type, got.ConnectorID = other.UUID, "wwpn", "50:00:00:00:00:00:00:01"
-	wantErr(t, "update", s.UpdateVolumeConnector(ctx, got), nil)
+	wantErr(t, "update", s.Volumes().UpdateVolumeConnector(ctx, got), nil)
 	if got.Version != 2 || got.UpdatedAt.IsZero() {
 		t.Fatalf("after update: %+v", got)
 	}
-	again, err := s.GetVolumeConnector(ctx, c.UUID)
+	again, err := s.Volumes().GetVolumeConnector(ctx, c.UUID)
 	wantErr(t, "get updated", err, nil)
 	wantEqual(t, "after update", again, got)
-	wantErr(t, "stale", s.UpdateVolumeConnector(ctx, &stale), store.ErrStale)
+	wantErr(t, "stale", s.Volumes().UpdateVolumeConnector(ctx, &stale), store.ErrStale)
 	moved := *again
 	moved.NodeUUID = uuid.NewString()
-	wantErr(t, "move to unknown node", s.UpdateVolumeConnector(ctx, &moved), store.ErrNotFound)
-	wantErr(t, "delete", s.DeleteVolumeConnector(ctx, c.UUID), nil)
-	_, err = s.GetVolumeConnector(ctx, c.UUID)
+	wantErr(t, "move to unknown node", s.Volumes().UpdateVolumeConnector(ctx, &moved), store.ErrNotFound)
+	wantErr(t, "delete", s.Volumes().DeleteVolumeConnector(ctx, c.UUID), nil)
+	_, err = s.Volumes().GetVolumeConnector(ctx, c.UUID)
 	wantErr(t, "get deleted", err, store.ErrNotFound)
-	wantErr(t, "delete again", s.DeleteVolumeConnector(ctx, c.UUID), store.ErrNotFound)
-	wantErr(t, "update deleted", s.UpdateVolumeConnector(ctx, again), store.ErrNotFound)
+	wantErr(t, "delete again", s.Volumes().DeleteVolumeConnector(ctx, c.UUID), store.ErrNotFound)
+	wantErr(t, "update deleted", s.Volumes().UpdateVolumeConnector(ctx, again), store.ErrNotFound)
 }
 
 func connectorErrors(t *testing.T, s store.Store) {
@@ -72,22 +72,22 @@ func connectorErrors(t *testing.T, s store.Store) {
 	a := mustCreateNode(t, s, newNode("a"))
 	b := mustCreateNode(t, s, newNode("b"))
 	first := fullConnector(a.UUID)
-	wantErr(t, "create", s.CreateVolumeConnector(ctx, first), nil)
+	wantErr(t, "create", s.Volumes().CreateVolumeConnector(ctx, first), nil)
 	// (type, connector_id) is unique across nodes, as in Ironic.
 	dup := fullConnector(b.UUID)
-	wantDuplicate(t, "same type and id", s.CreateVolumeConnector(ctx, dup), "type", first.Type+" "+first.ConnectorID)
+	wantDuplicate(t, "same type and id", s.Volumes().CreateVolumeConnector(ctx, dup), "type", first.Type+" "+first.ConnectorID)
 	sameUUID := fullConnector(b.UUID)
 	sameUUID.UUID, sameUUID.Type = first.UUID, "ip"
-	wantDuplicate(t, "same uuid", s.CreateVolumeConnector(ctx, sameUUID), "uuid", first.UUID)
+	wantDuplicate(t, "same uuid", s.Volumes().CreateVolumeConnector(ctx, sameUUID), "uuid", first.UUID)
 	otherType := fullConnector(b.UUID)
 	otherType.Type = "mac"
-	wantErr(t, "same id, other type", s.CreateVolumeConnector(ctx, otherType), nil)
+	wantErr(t, "same id, other type", s.Volumes().CreateVolumeConnector(ctx, otherType), nil)
 	otherType.Type = "iqn"
-	wantDuplicate(t, "update into a duplicate", s.UpdateVolumeConnector(ctx, otherType), "type", first.Type+" "+first.ConnectorID)
+	wantDuplicate(t, "update into a duplicate", s.Volumes().UpdateVolumeConnector(ctx, otherType), "type", first.Type+" "+first.ConnectorID)
 	unknown := fullConnector(uuid.NewString())
 	unknown.ConnectorID = "x"
-	wantErr(t, "unknown node", s.CreateVolumeConnector(ctx, unknown), store.ErrNotFound)
-	_, err := s.GetVolumeConnector(ctx, uuid.NewString())
+	wantErr(t, "unknown node", s.Volumes().CreateVolumeConnector(ctx, unknown), store.ErrNotFound)
+	_, err := s.Volumes().GetVolumeConnector(ctx, uuid.NewString())
 	wantErr(t, "get unknown", err, store.ErrNotFound)
 }
 
@@ -96,20 +96,20 @@ func targetRoundTrip(t *testing.T, s store.Store) {
 	n := mustCreateNode(t, s, newNode("n"))
 	tg := fullTarget(n.UUID)
 	allSet(t, tg, "ID", "Version", "BootIndex")
-	wantErr(t, "create", s.CreateVolumeTarget(ctx, tg), nil)
-	got, err := s.GetVolumeTarget(ctx, tg.UUID)
+	wantErr(t, "create", s.Volumes().CreateVolumeTarget(ctx, tg), nil)
+	got, err := s.Volumes().GetVolumeTarget(ctx, tg.UUID)
 	wantErr(t, "get", err, nil)
 	wantEqual(t, "get", got, tg)
 	stale := *got
 	got.BootIndex, got.VolumeType, got.Properties = 3, "fibre_channel", nil
-	wantErr(t, "update", s.UpdateVolumeTarget(ctx, got), nil)
-	again, err := s.GetVolumeTarget(ctx, tg.UUID)
+	wantErr(t, "update", s.Volumes().UpdateVolumeTarget(ctx, got), nil)
+	again, err := s.Volumes().GetVolumeTarget(ctx, tg.UUID)
 	wantErr(t, "get updated", err, nil)
 	wantEqual(t, "after update", again, got)
-	wantErr(t, "stale", s.UpdateVolumeTarget(ctx, &stale), store.ErrStale)
-	wantErr(t, "delete", s.DeleteVolumeTarget(ctx, tg.UUID), nil)
-	wantErr(t, "delete again", s.DeleteVolumeTarget(ctx, tg.UUID), store.ErrNotFound)
-	_, err = s.GetVolumeTarget(ctx, tg.UUID)
+	wantErr(t, "stale", s.Volumes().UpdateVolumeTarget(ctx, &stale), store.ErrStale)
+	wantErr(t, "delete", s.Volumes().DeleteVolumeTarget(ctx, tg.UUID), nil)
+	wantErr(t, "delete again", s.Volumes().DeleteVolumeTarget(ctx, tg.UUID), store.ErrNotFound)
+	_, err = s.Volumes().GetVolumeTarget(ctx, tg.UUID)
 	wantErr(t, "get deleted", err, store.ErrNotFound)
 }
 
@@ -118,21 +118,21 @@ func targetErrors(t *testing.T, s store.Store) {
 	a := mustCreateNode(t, s, newNode("a"))
 	b := mustCreateNode(t, s, newNode("b"))
 	first := fullTarget(a.UUID)
-	wantErr(t, "create", s.CreateVolumeTarget(ctx, first), nil)
-	wantDuplicate(t, "same node and boot index", s.CreateVolumeTarget(ctx, fullTarget(a.UUID)), "boot_index", "0")
+	wantErr(t, "create", s.Volumes().CreateVolumeTarget(ctx, first), nil)
+	wantDuplicate(t, "same node and boot index", s.Volumes().CreateVolumeTarget(ctx, fullTarget(a.UUID)), "boot_index", "0")
 	// The same boot index on another node, and the same volume on one
 	// node at another index, are fine (Ironic's only constraint is
 	// node and boot index).
-	wantErr(t, "other node", s.CreateVolumeTarget(ctx, fullTarget(b.UUID)), nil)
+	wantErr(t, "other node", s.Volumes().CreateVolumeTarget(ctx, fullTarget(b.UUID)), nil)
 	second := fullTarget(a.UUID)
 	second.BootIndex = 1
-	wantErr(t, "same volume, next index", s.CreateVolumeTarget(ctx, second), nil)
+	wantErr(t, "same volume, next index", s.Volumes().CreateVolumeTarget(ctx, second), nil)
 	second.BootIndex = 0
-	wantDuplicate(t, "update into a duplicate", s.UpdateVolumeTarget(ctx, second), "boot_index", "0")
+	wantDuplicate(t, "update into a duplicate", s.Volumes().UpdateVolumeTarget(ctx, second), "boot_index", "0")
 	sameUUID := fullTarget(b.UUID)
 	sameUUID.UUID, sameUUID.BootIndex = first.UUID, 7
-	wantDuplicate(t, "same uuid", s.CreateVolumeTarget(ctx, sameUUID), "uuid", first.UUID)
-	wantErr(t, "unknown node", s.CreateVolumeTarget(ctx, fullTarget(uuid.NewString())), store.ErrNotFound)
+	wantDuplicate(t, "same uuid", s.Volumes().CreateVolumeTarget(ctx, sameUUID), "uuid", first.UUID)
+	wantErr(t, "unknown node", s.Volumes().CreateVolumeTarget(ctx, fullTarget(uuid.NewString())), store.ErrNotFound)
 }
 
 func listVolumes(t *testing.T, s store.Store) {
@@ -142,15 +142,15 @@ func listVolumes(t *testing.T, s store.Store) {
 	var conns, targets []string
 	for i, node := range []string{a.UUID, b.UUID, a.UUID} {
 		c := &model.VolumeConnector{NodeUUID: node, Type: "iqn", ConnectorID: "iqn." + string(rune('c'-i))}
-		wantErr(t, "create connector", s.CreateVolumeConnector(ctx, c), nil)
+		wantErr(t, "create connector", s.Volumes().CreateVolumeConnector(ctx, c), nil)
 		conns = append(conns, c.UUID)
 		tg := &model.VolumeTarget{NodeUUID: node, VolumeType: "iscsi", VolumeID: "v", BootIndex: int64(10 - i)}
-		wantErr(t, "create target", s.CreateVolumeTarget(ctx, tg), nil)
+		wantErr(t, "create target", s.Volumes().CreateVolumeTarget(ctx, tg), nil)
 		targets = append(targets, tg.UUID)
 	}
 	cs := func(q store.VolumeQuery) []string {
 		t.Helper()
-		list, err := s.ListVolumeConnectors(ctx, q)
+		list, err := s.Volumes().ListVolumeConnectors(ctx, q)
 		wantErr(t, "list connectors", err, nil)
 		var out []string
 		for _, c := range list {
@@ -160,7 +160,7 @@ func listVolumes(t *testing.T, s store.Store) {
 	}
 	ts := func(q store.VolumeQuery) []string {
 		t.Helper()
-		list, err := s.ListVolumeTargets(ctx, q)
+		list, err := s.Volumes().ListVolumeTargets(ctx, q)
 		wantErr(t, "list targets", err, nil)
 		var out []string
 		for _, tg := range list {
@@ -186,11 +186,11 @@ func listVolumes(t *testing.T, s store.Store) {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 		}
 	}
-	_, err := s.ListVolumeConnectors(ctx, store.VolumeQuery{Marker: uuid.NewString()})
+	_, err := s.Volumes().ListVolumeConnectors(ctx, store.VolumeQuery{Marker: uuid.NewString()})
 	wantErr(t, "unknown connector marker", err, store.ErrNotFound)
-	_, err = s.ListVolumeTargets(ctx, store.VolumeQuery{Marker: uuid.NewString()})
+	_, err = s.Volumes().ListVolumeTargets(ctx, store.VolumeQuery{Marker: uuid.NewString()})
 	wantErr(t, "unknown target marker", err, store.ErrNotFound)
-	_, err = s.ListVolumeTargets(ctx, store.VolumeQuery{SortKey: "properties"})
+	_, err = s.Volumes().ListVolumeTargets(ctx, store.VolumeQuery{SortKey: "properties"})
 	if err == nil {
 		t.Fatal("sorting targets by properties: no error")
 	}
@@ -201,18 +201,18 @@ func volumesGoWithNode(t *testing.T, s store.Store) {
 	n := mustCreateNode(t, s, newNode("n"))
 	keep := mustCreateNode(t, s, newNode("keep"))
 	c, tg := fullConnector(n.UUID), fullTarget(n.UUID)
-	wantErr(t, "create connector", s.CreateVolumeConnector(ctx, c), nil)
-	wantErr(t, "create target", s.CreateVolumeTarget(ctx, tg), nil)
+	wantErr(t, "create connector", s.Volumes().CreateVolumeConnector(ctx, c), nil)
+	wantErr(t, "create target", s.Volumes().CreateVolumeTarget(ctx, tg), nil)
 	kc := fullConnector(keep.UUID)
 	kc.ConnectorID = "kept"
-	wantErr(t, "create kept connector", s.CreateVolumeConnector(ctx, kc), nil)
-	wantErr(t, "DeleteNode", s.DeleteNode(ctx, n.UUID), nil)
-	_, err := s.GetVolumeConnector(ctx, c.UUID)
+	wantErr(t, "create kept connector", s.Volumes().CreateVolumeConnector(ctx, kc), nil)
+	wantErr(t, "DeleteNode", s.Nodes().DeleteNode(ctx, n.UUID), nil)
+	_, err := s.Volumes().GetVolumeConnector(ctx, c.UUID)
 	wantErr(t, "connector of deleted node", err, store.ErrNotFound)
-	_, err = s.GetVolumeTarget(ctx, tg.UUID)
+	_, err = s.Volumes().GetVolumeTarget(ctx, tg.UUID)
 	wantErr(t, "target of deleted node", err, store.ErrNotFound)
-	_, err = s.GetVolumeConnector(ctx, kc.UUID)
+	_, err = s.Volumes().GetVolumeConnector(ctx, kc.UUID)
 	wantErr(t, "connector of another node", err, nil)
 	// The connector's type and id are free again.
-	wantErr(t, "recreate", s.CreateVolumeConnector(ctx, fullConnector(keep.UUID)), nil)
+	wantErr(t, "recreate", s.Volumes().CreateVolumeConnector(ctx, fullConnector(keep.UUID)), nil)
 }
