@@ -3,6 +3,10 @@ package docs_test
 import (
 	"bufio"
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -284,4 +288,84 @@ func TestSlug(t *testing.T) {
 			t.Errorf("slug(%q) = %q, want %q", tt.heading, got, tt.want)
 		}
 	}
+}
+
+// The house's limits (docs/ARCHITECTURE.md, "Where each kind of change
+// goes"): no type declares more than maxMethods methods in non-test code,
+// and no interface of internal/api has more than maxAPIInterface. A type
+// growing past them wants a service of its own, as the conductor's.
+const (
+	maxMethods      = 60
+	maxAPIInterface = 15
+)
+
+func TestMethodSetsStaySmall(t *testing.T) {
+	fset := token.NewFileSet()
+	methods := map[string]int{} // package dir + "." + receiver type
+	var files int
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		files++
+		dir := rel(filepath.Dir(path))
+		for _, decl := range f.Decls {
+			switch d := decl.(type) {
+			case *ast.FuncDecl:
+				if d.Recv != nil && len(d.Recv.List) == 1 {
+					methods[dir+"."+receiverName(d.Recv.List[0].Type)]++
+				}
+			case *ast.GenDecl:
+				if dir != "internal/api" {
+					continue
+				}
+				for _, spec := range d.Specs {
+					ts, ok := spec.(*ast.TypeSpec)
+					if !ok {
+						continue
+					}
+					if it, ok := ts.Type.(*ast.InterfaceType); ok && it.Methods.NumFields() > maxAPIInterface {
+						t.Errorf("interface api.%s has %d entries, over %d", ts.Name.Name, it.Methods.NumFields(), maxAPIInterface)
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 100 || len(methods) < 50 {
+		t.Fatalf("read %d files, %d receiver types: not the repository", files, len(methods))
+	}
+	for typ, n := range methods {
+		if n > maxMethods {
+			t.Errorf("%s declares %d methods, over %d", typ, n, maxMethods)
+		}
+	}
+}
+
+// receiverName is the type a method's receiver names (T of *T, T[K]).
+func receiverName(e ast.Expr) string {
+	switch x := e.(type) {
+	case *ast.StarExpr:
+		return receiverName(x.X)
+	case *ast.IndexExpr:
+		return receiverName(x.X)
+	case *ast.IndexListExpr:
+		return receiverName(x.X)
+	case *ast.Ident:
+		return x.Name
+	}
+	return "?"
 }

@@ -105,7 +105,7 @@ func (c *Conductor) resume(ctx context.Context, t *task) error {
 			if err := c.workers.reserve(); err != nil {
 				return err
 			}
-			c.run(t, func(ctx context.Context, t *task) { c.pollStep(ctx, t, op.steps, r, i) })
+			c.workers.run(t, func(ctx context.Context, t *task) { t.pollStep(ctx, op.steps, r, i) })
 			return nil
 		}
 	}
@@ -132,7 +132,8 @@ func waitingStep(t *task, kind driver.StepKind) (driver.Resumer, int) {
 // running, the node keeps waiting; done, it resumes and runs the rest of
 // the plan; failed, it fails from the wait state (as Ironic's
 // cleaning_error_handler does from clean wait).
-func (c *Conductor) pollStep(ctx context.Context, t *task, kind driver.StepKind, r driver.Resumer, i int) {
+func (t *task) pollStep(ctx context.Context, kind driver.StepKind, r driver.Resumer, i int) {
+	c := t.c
 	res, err := r.Continue(ctx, t.driverTask(ctx), string(kind))
 	switch {
 	case err != nil:

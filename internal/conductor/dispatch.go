@@ -94,21 +94,21 @@ func (c *Conductor) startWork(ctx context.Context, t *task, event string, fl flo
 		c.workers.free()
 		return err
 	}
-	c.run(t, fl)
+	c.workers.run(t, fl)
 	return nil
 }
 
 // run runs fl on the worker reserved for it, which finishes t (saves and
 // releases the node). Work a shutdown interrupted is recorded on the node:
 // a node left in a state no one finishes fails with why.
-func (c *Conductor) run(t *task, fl flow) {
-	c.workers.spawn(func(wctx context.Context) {
+func (p *pool) run(t *task, fl flow) {
+	p.spawn(func(wctx context.Context) {
 		defer t.finish()
 		fl(wctx, t)
 		if wctx.Err() == nil {
 			return
 		}
-		msg := fmt.Sprintf("Operation was interrupted: conductor %s shut down", c.cfg.Host)
+		msg := fmt.Sprintf("Operation was interrupted: conductor %s shut down", p.host)
 		switch n := t.node; {
 		case fsm.IsFailure(n.ProvisionState) && n.LastError != "":
 			n.LastError = msg + " (" + n.LastError + ")"
