@@ -138,7 +138,7 @@ func (t *task) pollStep(ctx context.Context, kind driver.StepKind, r driver.Resu
 	switch {
 	case err != nil:
 		steps := planned(t.node, kind)
-		c.failStep(ctx, t, kind, fmt.Sprintf("Node %s failed step %s: %s", t.node.UUID, pyRepr(stepJSON(steps[i])), t.c.errorText(err)))
+		c.failStep(ctx, t, kind, stepFailed(t.node, steps[i], t.c.errorText(err)))
 	case res == driver.Wait:
 		t.node.ProvisionUpdatedAt = c.now().UTC()
 	default:

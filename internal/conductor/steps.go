@@ -130,6 +130,11 @@ func stepIndex(n *model.Node, kind driver.StepKind) int {
 	return int(f)
 }
 
+// stepFailed is Ironic's last_error of a step that failed with why.
+func stepFailed(n *model.Node, s driver.Step, why string) string {
+	return fmt.Sprintf("Node %s failed step %s: %s", n.UUID, pyRepr(stepJSON(s)), why)
+}
+
 // runSteps executes the planned steps of kind from index start. It ends the
 // flow: done (or manage for a manual clean), fail, wait (a step awaits a
 // callback) or hold.
@@ -146,7 +151,7 @@ func (c *Conductor) runSteps(ctx context.Context, t *task, kind driver.StepKind,
 		}
 		res, err := t.execStep(ctx, kind, s)
 		if err != nil {
-			c.failStep(ctx, t, kind, fmt.Sprintf("Node %s failed step %s: %s", n.UUID, pyRepr(stepJSON(s)), t.c.errorText(err)))
+			c.failStep(ctx, t, kind, stepFailed(n, s, t.c.errorText(err)))
 			return
 		}
 		if res == driver.Wait {
