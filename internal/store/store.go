@@ -242,6 +242,9 @@ type Store interface {
 	Settings() SettingsStore
 	Sessions() SessionStore
 	Diagnoses() DiagnosisStore
+	// Records keeps the record kinds declared on the generic record table
+	// (records.go): a new kind needs no table, migration or method here.
+	Records() RecordStore
 
 	Close() error
 }
