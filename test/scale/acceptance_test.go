@@ -119,21 +119,30 @@ func TestAcceptanceFullSize(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
+	// The deploys the victim holds, read in one list just before the kill
+	// (each verb took its node's lock before it was answered 202, so no
+	// deploy starts on the victim after this list).
 	victim := conds[2]
-	held := 0
+	held := map[string]bool{}
+	inList := map[string]bool{}
 	for _, id := range deploying {
-		if testbin.GetNode(t, pick(), id)["reservation"] == victim {
-			held++
+		inList[id] = true
+	}
+	for _, n := range testbin.FleetNodes(t, pick()) {
+		if id := n["uuid"].(string); inList[id] && n["reservation"] == victim {
+			held[id] = true
 		}
 	}
-	if held == 0 {
+	if len(held) == 0 {
 		t.Fatalf("%s runs none of the %d deploys: nothing to take over", victim, inFlight)
 	}
 	procs[2].Kill()
 	killedAt := time.Now()
 
 	// Everything settles: the survivors finish their deploys and fail the
-	// dead one's after the heartbeat timeout (5 s here) and a margin.
+	// dead one's after the heartbeat timeout (5 s here) and a margin. A
+	// deploy of the victim's that finished between the list and the kill
+	// is active, reached before the kill.
 	failed := 0
 	for _, id := range deploying {
 		var node map[string]any
@@ -142,8 +151,12 @@ func TestAcceptanceFullSize(t *testing.T) {
 			s := node["provision_state"]
 			return (s == "active" || s == "deploy failed") && node["reservation"] == nil
 		})
-		if node["provision_state"] == "deploy failed" {
+		switch {
+		case node["provision_state"] == "deploy failed":
 			failed++
+			if !held[id] {
+				t.Errorf("node %s: deploy failed, but %s did not hold it: %v", id, victim, node["last_error"])
+			}
 			if le := fmt.Sprint(node["last_error"]); !strings.Contains(le, victim) {
 				t.Errorf("node %s: last_error %q does not say why", id, le)
 			}
@@ -151,12 +164,18 @@ func TestAcceptanceFullSize(t *testing.T) {
 			if !strings.Contains(string(h.Body), "Lock held by dead conductor "+victim) {
 				t.Errorf("history of %s does not show the take-over", id)
 			}
+		case held[id]:
+			at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(node["provision_updated_at"]))
+			if err != nil || at.After(killedAt) {
+				t.Errorf("node %s, held by %s at its kill, went active at %v (killed at %s): not taken over",
+					id, victim, node["provision_updated_at"], killedAt.UTC().Format(time.RFC3339Nano))
+			}
 		}
 	}
 	t.Logf("kill -9 of %s with %d of %d deploys: %d failed with the take-over, %d active; all settled %s after the kill",
-		victim, held, inFlight, failed, inFlight-failed, time.Since(killedAt).Round(time.Second))
-	if failed != held {
-		t.Errorf("%d deploys failed, but %s held %d", failed, victim, held)
+		victim, len(held), inFlight, failed, inFlight-failed, time.Since(killedAt).Round(time.Second))
+	if failed == 0 {
+		t.Errorf("every deploy %s held finished before its kill: the test tests no take-over", victim)
 	}
 	// None lost, none locked.
 	list := testbin.MustCall(t, http.StatusOK, http.MethodGet, pick()+"/v1/nodes?fields=uuid,reservation&limit=1000", nil).JSON(t)
