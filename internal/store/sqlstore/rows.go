@@ -202,18 +202,19 @@ func (t *jsonTable[T]) query(ctx context.Context, s *Store, query string, args [
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*T
+	var (
+		out         []*T
+		id, version int64
+		data        sql.RawBytes
+	)
+	cols := []any{&id, &version, &data}
 	for rows.Next() {
 		v := new(T)
-		var (
-			id, version int64
-			data        sql.RawBytes
-		)
-		dest := []any{&id, &version}
+		dest := cols
 		if t.dest != nil {
-			dest = append(dest, t.dest(v)...)
+			dest = slices.Concat(cols[:2], t.dest(v), cols[2:])
 		}
-		if err := rows.Scan(append(dest, &data)...); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
 		if err := t.decode(v, data); err != nil {
