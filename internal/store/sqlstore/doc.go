@@ -20,6 +20,10 @@
 //     inspection rules, volume connectors and targets are stored the same way,
 //     each table described by a jsonTable (rows.go), whose create, get, list,
 //     version-checked update and delete are the same code for all of them;
+//   - the generic record table (records.go) is one jsonTable for every record
+//     kind, scoped to its kind column: every statement of a kind's call
+//     (the list marker's subquery included) matches only that kind's rows,
+//     and its head is read back from the columns, its data never decoded;
 //   - times are stored in UTC with microsecond precision; the store normalises
 //     the caller's struct the same way so what it holds equals what a read returns;
 //   - version changes only on the Update methods; reservation only on

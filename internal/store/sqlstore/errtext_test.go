@@ -285,6 +285,23 @@ func errTranscript(t *testing.T, s store.Store) string {
 		},
 		orphan: func(v *model.VolumeTarget) { v.NodeUUID = unknownU },
 	})
+	widgets := store.RecordsOf[widget](s, "widget")
+	transcribe(ctx, &b, crud[widget]{
+		what: "widget record", create: widgets.Create, get: widgets.Get, update: widgets.Update, del: widgets.Delete,
+		list: func(ctx context.Context, key, dir, marker string) error {
+			_, err := widgets.List(ctx, store.RecordQuery{SortKey: key, SortDir: dir, Marker: marker})
+			return err
+		},
+		head: func(v *widget) (*string, *int64, *int64, *time.Time, *time.Time) {
+			return &v.UUID, &v.ID, &v.Version, &v.CreatedAt, &v.UpdatedAt
+		},
+		fresh: func(u string) *widget {
+			return &widget{RecordHead: model.RecordHead{UUID: u, Name: "w" + tail(u)}, Size: len(u)}
+		},
+		clash: map[string]func(to, from *widget){
+			"name": func(to, from *widget) { to.Name = from.Name },
+		},
+	})
 	extra := func(step string, err error) { fmt.Fprintf(&b, "%s: %s\n", step, errText(err)) }
 	ch := &model.Chassis{UUID: u1}
 	extra("chassis: create again", s.Chassis().CreateChassis(ctx, ch))
@@ -299,6 +316,12 @@ func errTranscript(t *testing.T, s store.Store) string {
 	deleted, err := s.InspectionRules().DeleteInspectionRules(ctx)
 	extra(fmt.Sprintf("inspection rule: delete all (%d)", deleted), err)
 	return b.String()
+}
+
+// widget is a record kind of the generic record table.
+type widget struct {
+	model.RecordHead
+	Size int `json:"size"`
 }
 
 // transcribe writes one line per call: what it returned and, for a write,

@@ -79,6 +79,28 @@ func (w *where) String() string {
 type page struct {
 	table, key, dir, marker string
 	limit                   int
+	within                  scope // the marker is a row of the scope
+}
+
+// scope is the rows of a table whose column col holds val: the generic
+// record table's rows of one kind. The zero scope is every row.
+type scope struct{ col, val string }
+
+// cond is the condition that keeps a statement within the scope, to append
+// to a WHERE (prefix qualifies the column), or "" for every row.
+func (sc scope) cond(prefix string) string {
+	if sc.col == "" {
+		return ""
+	}
+	return " AND " + prefix + sc.col + " = ?"
+}
+
+// args appends cond's argument to args.
+func (sc scope) args(args ...any) []any {
+	if sc.col == "" {
+		return args
+	}
+	return append(args, sc.val)
 }
 
 // paginate adds the keyset condition to w and returns the ORDER BY and LIMIT
@@ -102,12 +124,11 @@ func (s *Store) paginate(w *where, sorts map[string]sortCol, p page) (string, er
 	}
 	expr := s.sortExpr(col, "")
 	if p.marker != "" {
-		sub := "(SELECT m.id FROM " + p.table + " m WHERE m.uuid = ?)"
+		from := " FROM " + p.table + " m WHERE m.uuid = ?" + p.within.cond("m.") + ")"
 		if p.key == "id" {
-			w.add("id "+cmp+" "+sub, p.marker)
+			w.add("id "+cmp+" (SELECT m.id"+from, p.within.args(p.marker)...)
 		} else {
-			sub = "(SELECT " + s.sortExpr(col, "m.") + ", m.id FROM " + p.table + " m WHERE m.uuid = ?)"
-			w.add("("+expr+", id) "+cmp+" "+sub, p.marker)
+			w.add("("+expr+", id) "+cmp+" (SELECT "+s.sortExpr(col, "m.")+", m.id"+from, p.within.args(p.marker)...)
 		}
 	}
 	tail := " ORDER BY " + expr + dir
@@ -131,10 +152,11 @@ func (s *Store) sortExpr(c sortCol, prefix string) string {
 	return prefix + c.col
 }
 
-// markerExists tells an unknown marker (ErrNotFound) from an empty page.
-func (s *Store) markerExists(ctx context.Context, table, marker string) error {
+// markerExists tells an unknown marker (ErrNotFound) from an empty page:
+// the marker must be a row of the scope.
+func (s *Store) markerExists(ctx context.Context, table, marker string, within scope) error {
 	var one int
-	err := s.reader().queryRow(ctx, "SELECT 1 FROM "+table+" WHERE uuid = ?", marker).Scan(&one)
+	err := s.reader().queryRow(ctx, "SELECT 1 FROM "+table+" WHERE uuid = ?"+within.cond(""), within.args(marker)...).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return notFound("marker", marker)
 	}
@@ -234,7 +256,7 @@ func (rs nodeStore) ListNodes(ctx context.Context, q store.NodeQuery) ([]*model.
 	// no index, so alone it leaves the scan in id order.
 	filtered := len(w.conds) > 1 || (len(w.conds) == 1 && q.ParentNode == nil)
 	sorted := filtered || (q.SortKey != "" && q.SortKey != "id")
-	tail, err := s.paginate(w, nodeSorts, page{"nodes", q.SortKey, q.SortDir, q.Marker, q.Limit})
+	tail, err := s.paginate(w, nodeSorts, page{"nodes", q.SortKey, q.SortDir, q.Marker, q.Limit, scope{}})
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
@@ -258,7 +280,7 @@ func (rs nodeStore) ListNodes(ctx context.Context, q store.NodeQuery) ([]*model.
 		nodes, err = s.queryNodes(ctx, query, w.args, q.Limit)
 	}
 	if err == nil && len(nodes) == 0 && q.Marker != "" {
-		err = s.markerExists(ctx, "nodes", q.Marker)
+		err = s.markerExists(ctx, "nodes", q.Marker, scope{})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)

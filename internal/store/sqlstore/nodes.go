@@ -148,13 +148,14 @@ func (s *Store) updateNode(ctx context.Context, n *model.Node) error {
 	if rows == 1 {
 		return nil
 	}
-	return s.missingOrStale(ctx, "nodes", n.UUID)
+	return s.missingOrStale(ctx, "nodes", n.UUID, scope{})
 }
 
 // missingOrStale explains why a version-checked update changed no row.
-func (s *Store) missingOrStale(ctx context.Context, table, id string) error {
+// A row outside the scope is missing.
+func (s *Store) missingOrStale(ctx context.Context, table, id string, within scope) error {
 	var one int
-	err := s.writer().queryRow(ctx, "SELECT 1 FROM "+table+" WHERE uuid = ?", id).Scan(&one)
+	err := s.writer().queryRow(ctx, "SELECT 1 FROM "+table+" WHERE uuid = ?"+within.cond(""), within.args(id)...).Scan(&one)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return store.ErrNotFound
@@ -186,8 +187,8 @@ func (rs nodeStore) DeleteNode(ctx context.Context, id string) error {
 }
 
 // deleteOne runs a delete that must remove exactly one row.
-func deleteOne(ctx context.Context, c conn, query, id string) error {
-	res, err := c.exec(ctx, query, id)
+func deleteOne(ctx context.Context, c conn, query string, args ...any) error {
+	res, err := c.exec(ctx, query, args...)
 	if err != nil {
 		return err
 	}

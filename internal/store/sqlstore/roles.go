@@ -18,6 +18,7 @@ type (
 	settingsStore       struct{ s *Store }
 	sessionStore        struct{ s *Store }
 	diagnosisStore      struct{ s *Store }
+	recordStore         struct{ s *Store }
 )
 
 // Nodes implements store.Store.
@@ -55,3 +56,6 @@ func (s *Store) Sessions() store.SessionStore { return sessionStore{s} }
 
 // Diagnoses implements store.Store.
 func (s *Store) Diagnoses() store.DiagnosisStore { return diagnosisStore{s} }
+
+// Records implements store.Store.
+func (s *Store) Records() store.RecordStore { return recordStore{s} }

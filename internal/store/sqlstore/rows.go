@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,7 +18,9 @@ import (
 // created_at and updated_at, and copies of the fields that queries filter
 // and sort on or that a unique constraint covers. One jsonTable describes
 // such a table; its methods are the store's create, get, list, update and
-// delete of it, so that every resource behaves alike.
+// delete of it, so that every resource behaves alike. The generic record
+// table is one too, of many kinds: its jsonTable is scoped to a kind
+// column, and in gives the table of one kind.
 
 // rowHead points at the fields every JSON-row model has.
 type rowHead struct {
@@ -46,18 +47,52 @@ type jsonTable[T any] struct {
 	unique map[string]func(*T) string
 	sorts  map[string]sortCol // the sort keys of list
 
-	insertSQL, updateSQL, deleteSQL string
+	// within, when its col is set, keeps every statement to the rows whose
+	// col holds val (a create writes val): in sets val.
+	within scope
+	// read are columns read back beside id, version and data (between
+	// version and data), into the pointers dest gives: the head's columns
+	// of a table whose data is not decoded. nil: none.
+	read []string
+	dest func(*T) []any
+	// encode gives the data column of a row, fill takes it back (fill must
+	// copy data); nil: json.Marshal and json.Unmarshal of the row.
+	encode func(*T) ([]byte, error)
+	fill   func(*T, []byte) error
+
+	insertSQL, updateSQL, deleteSQL, selectSQL string
 }
 
 // newJSONTable builds t's statements.
 func newJSONTable[T any](t jsonTable[T]) *jsonTable[T] {
 	cols := append(slices.Clone(t.cols), "created_at", "updated_at", "data")
-	t.insertSQL = "INSERT INTO " + t.table + " (uuid, version, " + strings.Join(cols, ", ") +
-		") VALUES (?, 1" + strings.Repeat(", ?", len(cols)) + ") RETURNING id"
+	insert := cols
+	if t.within.col != "" {
+		insert = append([]string{t.within.col}, cols...)
+	}
+	t.insertSQL = "INSERT INTO " + t.table + " (uuid, version, " + strings.Join(insert, ", ") +
+		") VALUES (?, 1" + strings.Repeat(", ?", len(insert)) + ") RETURNING id"
 	t.updateSQL = "UPDATE " + t.table + " SET " + strings.Join(cols, " = ?, ") +
-		" = ?, version = version + 1 WHERE uuid = ? AND version = ?"
-	t.deleteSQL = "DELETE FROM " + t.table + " WHERE uuid = ?"
+		" = ?, version = version + 1 WHERE uuid = ? AND version = ?" + t.within.cond("")
+	t.deleteSQL = "DELETE FROM " + t.table + " WHERE uuid = ?" + t.within.cond("")
+	t.selectSQL = "SELECT " + strings.Join(append(append([]string{"id", "version"}, t.read...), "data"), ", ") +
+		" FROM " + t.table
 	return &t
+}
+
+// in is t kept to the rows whose scope column holds val.
+func (t *jsonTable[T]) in(val, what, plural string) *jsonTable[T] {
+	c := *t
+	c.within.val, c.what, c.plural = val, what, plural
+	return &c
+}
+
+// data is the data column of v.
+func (t *jsonTable[T]) data(v *T) ([]byte, error) {
+	if t.encode != nil {
+		return t.encode(v)
+	}
+	return json.Marshal(v)
 }
 
 // rowArgs are the values of the written columns after uuid and version.
@@ -98,11 +133,11 @@ func (s *Store) stampNew(id *string, created, updated *time.Time) {
 func (t *jsonTable[T]) create(ctx context.Context, s *Store, v *T) error {
 	h := t.head(v)
 	s.stampNew(h.uuid, h.created, h.updated)
-	data, err := json.Marshal(v)
+	data, err := t.data(v)
 	if err != nil {
 		return fmt.Errorf("create %s %s: %w", t.what, *h.uuid, err)
 	}
-	args := append([]any{*h.uuid}, t.rowArgs(s, v, data)...)
+	args := append(t.within.args(*h.uuid), t.rowArgs(s, v, data)...)
 	var id int64
 	if err := s.writer().queryRow(ctx, t.insertSQL, args...).Scan(&id); err != nil {
 		return fmt.Errorf("create %s %s: %w", t.what, *h.uuid, s.writeErr(err, t.value(v)))
@@ -124,36 +159,21 @@ func (t *jsonTable[T]) get(ctx context.Context, s *Store, ident string) (*T, err
 // getBy reads the row where col = v. Errors: store.ErrNotFound (wrapped,
 // naming what).
 func (t *jsonTable[T]) getBy(ctx context.Context, s *Store, col, v string) (*T, error) {
-	var (
-		id, version int64
-		data        []byte
-	)
-	err := s.reader().queryRow(ctx, "SELECT id, version, data FROM "+t.table+" WHERE "+col+" = ?", v).
-		Scan(&id, &version, &data)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound(t.what, v)
-	}
+	out, err := t.query(ctx, s, t.selectSQL+" WHERE "+col+" = ?"+t.within.cond(""), t.within.args(v))
 	if err != nil {
 		return nil, fmt.Errorf("get %s %s: %w", t.what, v, err)
 	}
-	return t.decode(id, version, data)
-}
-
-func (t *jsonTable[T]) decode(id, version int64, data []byte) (*T, error) {
-	out := new(T)
-	if err := json.Unmarshal(data, out); err != nil {
-		return nil, fmt.Errorf("decode %s %d: %w", t.what, id, err)
+	if len(out) == 0 {
+		return nil, notFound(t.what, v)
 	}
-	h := t.head(out)
-	*h.id, *h.version = id, version
-	return out, nil
+	return out[0], nil
 }
 
 // list reads one page: w's filters, sorted by key and dir (t.sorts), the
 // rows after marker, at most limit (<= 0: all). An unknown marker
 // (store.ErrNotFound) is told apart from an empty page.
 func (t *jsonTable[T]) list(ctx context.Context, s *Store, w *where, key, dir, marker string, limit int) ([]*T, error) {
-	out, err := t.listPage(ctx, s, w, page{t.table, key, dir, marker, limit})
+	out, err := t.listPage(ctx, s, w, page{t.table, key, dir, marker, limit, t.within})
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", t.plural, err)
 	}
@@ -161,40 +181,58 @@ func (t *jsonTable[T]) list(ctx context.Context, s *Store, w *where, key, dir, m
 }
 
 func (t *jsonTable[T]) listPage(ctx context.Context, s *Store, w *where, p page) ([]*T, error) {
+	if t.within.col != "" {
+		w.add(t.within.col+" = ?", t.within.val)
+	}
 	tail, err := s.paginate(w, t.sorts, p)
 	if err != nil {
 		return nil, err
 	}
-	out, err := t.query(ctx, s, "SELECT id, version, data FROM "+t.table+w.String()+tail, w.args)
+	out, err := t.query(ctx, s, t.selectSQL+w.String()+tail, w.args)
 	if err == nil && len(out) == 0 && p.marker != "" {
-		err = s.markerExists(ctx, t.table, p.marker)
+		err = s.markerExists(ctx, t.table, p.marker, t.within)
 	}
 	return out, err
 }
 
-// query runs a SELECT id, version, data query and decodes every row.
+// query runs a query of selectSQL and decodes every row.
 func (t *jsonTable[T]) query(ctx context.Context, s *Store, query string, args []any) ([]*T, error) {
 	rows, err := s.reader().query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*T
+	var (
+		out         []*T
+		id, version int64
+		data        sql.RawBytes
+	)
+	cols := []any{&id, &version, &data}
 	for rows.Next() {
-		var (
-			id, version int64
-			data        sql.RawBytes
-		)
-		if err := rows.Scan(&id, &version, &data); err != nil {
+		v := new(T)
+		dest := cols
+		if t.dest != nil {
+			dest = slices.Concat(cols[:2], t.dest(v), cols[2:])
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
-		v, err := t.decode(id, version, data)
-		if err != nil {
-			return nil, err
+		if err := t.decode(v, data); err != nil {
+			return nil, fmt.Errorf("decode %s %d: %w", t.what, id, err)
 		}
+		h := t.head(v)
+		*h.id, *h.version = id, version
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// decode fills v from its data column.
+func (t *jsonTable[T]) decode(v *T, data []byte) error {
+	if t.fill != nil {
+		return t.fill(v, data)
+	}
+	return json.Unmarshal(data, v)
 }
 
 // update writes v if its Version is the stored one, as a single statement
@@ -215,11 +253,11 @@ func (t *jsonTable[T]) update(ctx context.Context, s *Store, v *T) error {
 }
 
 func (t *jsonTable[T]) updateRow(ctx context.Context, s *Store, v *T, h rowHead) error {
-	data, err := json.Marshal(v)
+	data, err := t.data(v)
 	if err != nil {
 		return err
 	}
-	args := append(t.rowArgs(s, v, data), *h.uuid, *h.version)
+	args := t.within.args(append(t.rowArgs(s, v, data), *h.uuid, *h.version)...)
 	res, err := s.writer().exec(ctx, t.updateSQL, args...)
 	if err != nil {
 		return s.writeErr(err, t.value(v))
@@ -227,12 +265,12 @@ func (t *jsonTable[T]) updateRow(ctx context.Context, s *Store, v *T, h rowHead)
 	if rows, err := res.RowsAffected(); err != nil || rows == 1 {
 		return err
 	}
-	return s.missingOrStale(ctx, t.table, *h.uuid)
+	return s.missingOrStale(ctx, t.table, *h.uuid, t.within)
 }
 
 // delete removes the row of UUID id. Errors: store.ErrNotFound.
 func (t *jsonTable[T]) delete(ctx context.Context, s *Store, id string) error {
-	if err := deleteOne(ctx, s.writer(), t.deleteSQL, id); err != nil {
+	if err := deleteOne(ctx, s.writer(), t.deleteSQL, t.within.args(id)...); err != nil {
 		return fmt.Errorf("delete %s %s: %w", t.what, id, err)
 	}
 	return nil

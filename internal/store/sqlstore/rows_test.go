@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -96,3 +97,49 @@ func jsonTableCase[T any](s *Store, name string, tb *jsonTable[T], insert, updat
 
 // oneLine turns every run of white space into one space.
 func oneLine(q string) string { return strings.Join(strings.Fields(q), " ") }
+
+// TestScopedTableStatements checks the statements of a table scoped to a
+// column (the generic record table's kind): a create writes the scope, and
+// every other statement, the marker's subquery included, stays in it.
+func TestScopedTableStatements(t *testing.T) {
+	s := &Store{d: Dialect{EncodeTime: EncodeTimeText, ZeroTime: "''"}}
+	tb := kindTable("widget")
+	for _, c := range []struct{ name, got, want string }{
+		{"insert", tb.insertSQL, `INSERT INTO records (uuid, version, kind, name, owner, created_at, updated_at, data)
+			VALUES (?, 1, ?, ?, ?, ?, ?, ?) RETURNING id`},
+		{"update", tb.updateSQL, `UPDATE records SET name = ?, owner = ?, created_at = ?, updated_at = ?, data = ?,
+			version = version + 1 WHERE uuid = ? AND version = ? AND kind = ?`},
+		{"delete", tb.deleteSQL, `DELETE FROM records WHERE uuid = ? AND kind = ?`},
+		{"select", tb.selectSQL, `SELECT id, version, uuid, COALESCE(name, ''), owner, created_at, updated_at, data FROM records`},
+	} {
+		if c.got != oneLine(c.want) {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, c.got, oneLine(c.want))
+		}
+	}
+	v := &recordRow{}
+	// insert: uuid, the kind, then rowArgs; update: rowArgs, uuid, version, the kind.
+	if n, args := strings.Count(tb.insertSQL, "?"), len(append(tb.within.args("uuid"), tb.rowArgs(s, v, nil)...)); n != args {
+		t.Errorf("insert has %d placeholders for %d values", n, args)
+	}
+	if n, args := strings.Count(tb.updateSQL, "?"), len(tb.within.args(append(tb.rowArgs(s, v, nil), "uuid", 1)...)); n != args {
+		t.Errorf("update has %d placeholders for %d values", n, args)
+	}
+
+	w := &where{}
+	w.eq("owner", "p1")
+	w.add(tb.within.col+" = ?", tb.within.val)
+	tail, err := s.paginate(w, tb.sorts, page{tb.table, "name", "desc", "m-uuid", 2, tb.within})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := oneLine(`WHERE owner = ? AND kind = ? AND (COALESCE(name, ''), id) <
+		(SELECT COALESCE(m.name, ''), m.id FROM records m WHERE m.uuid = ? AND m.kind = ?)
+		ORDER BY COALESCE(name, '') DESC, id DESC LIMIT ?`)
+	if got := strings.TrimSpace(w.String() + tail); got != want {
+		t.Errorf("list:\n got %s\nwant %s", got, want)
+	}
+	wantArgs := []any{"p1", "widget", "m-uuid", "widget", 2}
+	if fmt.Sprint(w.args) != fmt.Sprint(wantArgs) {
+		t.Errorf("list args %v, want %v", w.args, wantArgs)
+	}
+}

@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"InspectionRules", testInspectionRules},
 		{"Sessions", testSessions},
 		{"Diagnoses", testDiagnoses},
+		{"Records", testRecords},
 		{"Migrate", testMigrate},
 		{"Load", testLoad},
 	}

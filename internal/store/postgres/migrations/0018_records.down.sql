@@ -1,0 +1,2 @@
+DROP INDEX records_kind_idx;
+DROP TABLE records;
