@@ -40,6 +40,10 @@ type guard struct {
 	// body: the handler derives more rules (or the target) from the body
 	// or the query and calls rc.authorize after its own parse.
 	body bool
+	// kind and owner, for onRecord: the record kind, and the owner of the
+	// record the path names (loading it).
+	kind  string
+	owner func(*call) (string, error)
 }
 
 // subject is what a route's rules are checked against.
@@ -53,6 +57,7 @@ const (
 	onConnector                // the volume connector {id}, by its node
 	onVolTarget                // the volume target {id}, by its node
 	onRunbook                  // the runbook {runbook}
+	onRecord                   // the record {record} of a kind on the generic record table
 	onList                     // a list: rules[0] lists the project's, rules[1] all
 )
 
@@ -67,6 +72,13 @@ func volTargetRule(rule string) guard     { return guard{rules: []string{rule}, 
 func runbookRule(rules ...string) guard   { return guard{rules: rules, on: onRunbook} }
 func runbookBody(rules ...string) guard   { return guard{rules: rules, on: onRunbook, body: true} }
 func listRule(list, listAll string) guard { return guard{rules: []string{list, listAll}, on: onList} }
+
+// recordRule: the rules of a record kind's route, checked on the owner of
+// the record the path names; a PATCH (body) checks its own, which depend
+// on the paths it changes (rc.authorizeRecordRules).
+func recordRule(kind string, owner func(*call) (string, error), body bool, rules ...string) guard {
+	return guard{rules: rules, on: onRecord, kind: kind, owner: owner, body: body}
+}
 
 // bodyRule: the rules read a target the handler finds in the body or the
 // query (a port's node, a volume record's node); a system principal is
@@ -83,6 +95,7 @@ type authz struct {
 	node      *model.Node
 	nodeIdent string // nodeIdent's answer for the path's {ident}
 	runbook   *model.Runbook
+	record    any // a record kind's *T (record_kinds.go)
 }
 
 // scoped reports whether the request's principal acts for one project.
@@ -149,6 +162,8 @@ func (rc *call) authorizeRoute(g guard) error {
 		return rc.authorizeNodeTarget(g)
 	case onRunbook:
 		return rc.authorizeRunbook(g)
+	case onRecord:
+		return rc.authorizeRecord(g)
 	}
 	if g.body {
 		// A system principal's rules need no target; a project's are
@@ -341,6 +356,46 @@ func (rc *call) authorizeRunbookRules(rules ...string) error {
 	return rc.check(t, rules...)
 }
 
+// authorizeRecord loads the record of the path and checks the route's
+// rules with its owner: one a project-scoped principal may not read is
+// the kind's 404, not a 403 that says it exists.
+func (rc *call) authorizeRecord(g guard) error {
+	if !rc.scoped() {
+		if g.body {
+			rc.auth.pending = true
+			return nil
+		}
+		return rc.check(nil, g.rules...)
+	}
+	owner, err := g.owner(rc)
+	if err != nil {
+		return err
+	}
+	t := policy.Target{g.kind + ".owner": owner}
+	if !rc.allowed("baremetal:"+g.kind+":get", t) {
+		return fault.Missing(recordTitle(g.kind), rc.r.PathValue("record"))
+	}
+	if g.body {
+		rc.auth.pending = true
+		return nil
+	}
+	return rc.check(t, g.rules...)
+}
+
+// authorizeRecordRules checks rules on the record the route loaded (a
+// PATCH's rules depend on its paths).
+func (rc *call) authorizeRecordRules(kind string, rules ...string) error {
+	rc.auth.pending = false
+	if rc.auth.who == nil {
+		return nil
+	}
+	var t policy.Target
+	if r, ok := rc.auth.record.(interface{ Head() *model.RecordHead }); ok {
+		t = policy.Target{kind + ".owner": r.Head().Owner}
+	}
+	return rc.check(t, rules...)
+}
+
 // hiddenFields are the node fields a principal who may see the node but
 // not the field is shown a placeholder for (Ironic's node_sanitize): by
 // default a lessee sees none of them, an owner all.
@@ -451,7 +506,7 @@ var (
 
 func (k subject) String() string {
 	return [...]string{"system-wide", "public", "node", "port's node", "connector's node", "target's node",
-		"runbook", "list"}[k]
+		"runbook", "record", "list"}[k]
 }
 
 // authorizeIdent checks rules on the node ident names, for a handler that

@@ -54,6 +54,9 @@ type RecordReader interface {
 	DeployTemplates() store.DeployTemplateStore
 	Runbooks() store.RunbookStore
 	InspectionRules() store.InspectionRuleStore
+	// Records keeps the record kinds on the generic record table
+	// (record_kinds.go), read and written by the API itself.
+	Records() store.RecordStore
 }
 
 // Lifecycle the node verbs: creation, updates and deletion under the node's

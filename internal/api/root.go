@@ -105,6 +105,12 @@ func (s *Server) getV1(rc *call) error {
 			rc.links(w, res.name, "")
 		}
 	}
+	for _, k := range s.kinds {
+		if rc.minor >= k.minor() {
+			w.key(k.plural())
+			rc.links(w, k.plural(), "")
+		}
+	}
 	w.key("version")
 	rc.versionObject(w)
 	w.endObj()

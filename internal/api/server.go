@@ -76,6 +76,9 @@ type Config struct {
 	// ConsoleRecheck is how often a console viewer's dashboard session is
 	// re-checked (DefaultConsoleRecheck when 0).
 	ConsoleRecheck time.Duration
+	// Kinds are record kinds served beside the declared ones
+	// (record_kinds.go), for tests.
+	Kinds []RecordKind
 }
 
 // Server is the Ironic v1 REST API over a store and a conductor.
@@ -89,6 +92,8 @@ type Server struct {
 	// guard of each method, for the policy document and its tests.
 	enforcer *policy.Enforcer
 	routes   []Route
+	// kinds are the record kinds served (record_kinds.go).
+	kinds []RecordKind
 	// streams counts open event streams per client (events.go).
 	streams streamCounts
 }
@@ -129,7 +134,8 @@ func New(cfg Config) *Server {
 		cfg.MaxStreams = DefaultMaxStreams
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
-	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), enforcer: cfg.Policy}
+	kinds := kindsOf(cfg)
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), enforcer: withKindRules(cfg.Policy, kinds), kinds: kinds}
 	s.register()
 	return s
 }
@@ -211,6 +217,7 @@ func (s *Server) register() {
 	agentAPI{s}.continueInspectionRoutes()
 	s.eventRoutes()
 	fleetAPI{s}.fleetRoutes()
+	s.registerKinds(s.kinds)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		rc := r.Context().Value(callKey{}).(*call)
 		s.writeError(w, r, rc.reqID, errNotFound())

@@ -88,3 +88,40 @@ func CredsOf(who auth.Principal) Creds {
 func NodeTarget(owner, lessee string) Target {
 	return Target{"node.owner": owner, "node.lessee": lessee}
 }
+
+// RecordRules are the default rules of a record kind on the generic
+// record table ("baremetal:<kind>:<verb>", target "<kind>.owner"), as
+// Ironic's runbook rules: system members and project managers create; a
+// project's managers change and delete its own, its readers read them;
+// system readers list all; only a system member changes an owner.
+func RecordRules(kind string) map[string]string {
+	p := "baremetal:" + kind + ":"
+	own := "project_id:%(" + kind + ".owner)s"
+	admin := "((role:member and system_scope:all) or rule:service_role)"
+	return map[string]string{
+		p + "create":       admin + " or role:manager or role:service",
+		p + "get":          "((role:reader and system_scope:all) or (role:service and system_scope:all) or rule:service_role) or (role:reader and " + own + ") or role:service",
+		p + "list":         "(role:reader) or (role:service)",
+		p + "list_all":     "(role:reader and system_scope:all) or (role:service and system_scope:all) or rule:service_role",
+		p + "update":       admin + " or (role:manager and " + own + ") or role:service",
+		p + "update:owner": "(role:member and system_scope:all) or rule:service_role",
+		p + "delete":       admin + " or (role:manager and " + own + ") or role:service",
+	}
+}
+
+// With is a copy of e that also has defaults' rules, each unless e has a
+// rule of that name already (an operator's override stays).
+func (e *Enforcer) With(defaults map[string]string) (*Enforcer, error) {
+	out := &Enforcer{rules: maps.Clone(e.rules), src: maps.Clone(e.src)}
+	for name, s := range defaults {
+		if out.rules[name] != nil {
+			continue
+		}
+		x, err := parse(s)
+		if err != nil {
+			return nil, fmt.Errorf("policy rule %s: %w", name, err)
+		}
+		out.rules[name], out.src[name] = x, s
+	}
+	return out, nil
+}

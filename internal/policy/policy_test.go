@@ -182,3 +182,28 @@ func TestNodeRulesMatrix(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordRulesUnderOverrides: a record kind's default rules are added
+// to an enforcer, and an operator's override of one of them stays.
+func TestRecordRulesUnderOverrides(t *testing.T) {
+	e, err := New(map[string]string{"baremetal:widget:get": "role:admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := e.With(RecordRules("widget"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := w.CheckString("baremetal:widget:get"); got != "role:admin" {
+		t.Errorf("override replaced: %q", got)
+	}
+	if e.Known("baremetal:widget:delete") || !w.Known("baremetal:widget:delete") {
+		t.Error("With changed its receiver, or added nothing")
+	}
+	manager := CredsOf(auth.Principal{User: "m", Project: "p1", Roles: []string{"manager"}})
+	if !w.Allowed(manager, "baremetal:widget:update", Target{"widget.owner": "p1"}) ||
+		w.Allowed(manager, "baremetal:widget:update", Target{"widget.owner": "p2"}) ||
+		w.Allowed(manager, "baremetal:widget:update:owner", Target{"widget.owner": "p1"}) {
+		t.Error("a project manager's rights over its own and another project's widget")
+	}
+}

@@ -68,9 +68,9 @@ type Records[T any, P RecordPtr[T]] struct {
 	kind string
 }
 
-// RecordsOf is kind's typed store on st.
-func RecordsOf[T any, P RecordPtr[T]](st Store, kind string) Records[T, P] {
-	return Records[T, P]{raw: st.Records(), kind: kind}
+// RecordsOf is kind's typed store on st (a store.Store's Records()).
+func RecordsOf[T any, P RecordPtr[T]](st RecordStore, kind string) Records[T, P] {
+	return Records[T, P]{raw: st, kind: kind}
 }
 
 func (r Records[T, P]) encode(v P) func() ([]byte, error) {

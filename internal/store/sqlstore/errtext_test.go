@@ -285,7 +285,7 @@ func errTranscript(t *testing.T, s store.Store) string {
 		},
 		orphan: func(v *model.VolumeTarget) { v.NodeUUID = unknownU },
 	})
-	widgets := store.RecordsOf[widget](s, "widget")
+	widgets := store.RecordsOf[widget](s.Records(), "widget")
 	transcribe(ctx, &b, crud[widget]{
 		what: "widget record", create: widgets.Create, get: widgets.Get, update: widgets.Update, del: widgets.Delete,
 		list: func(ctx context.Context, key, dir, marker string) error {

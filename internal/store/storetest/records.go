@@ -30,11 +30,11 @@ type (
 )
 
 func widgets(s store.Store) store.Records[widget, *widget] {
-	return store.RecordsOf[widget](s, "widget")
+	return store.RecordsOf[widget](s.Records(), "widget")
 }
 
 func gadgets(s store.Store) store.Records[gadget, *gadget] {
-	return store.RecordsOf[gadget](s, "gadget")
+	return store.RecordsOf[gadget](s.Records(), "gadget")
 }
 
 func testRecords(t *testing.T, su suite) {
