@@ -273,7 +273,9 @@ func (rk recordKind[T, P]) write(rc *call, w *jw, v P, fields []string) {
 	w.endObj()
 }
 
-func (rk recordKind[T, P]) writeOne(rc *call, w *jw, v *T, fields []string) { rk.write(rc, w, P(v), fields) }
+func (rk recordKind[T, P]) writeOne(rc *call, w *jw, v *T, fields []string) {
+	rk.write(rc, w, P(v), fields)
+}
 
 // doc is v as the document a PATCH applies to: the head's uuid, name and
 // owner (null when empty) and the kind's fields.

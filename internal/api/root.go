@@ -1,7 +1,5 @@
 package api
 
-import ()
-
 // Minor versions that add resources to GET /v1 (Ironic's VERSIONED_CONTROLLERS;
 // the others are their resources' own constants).
 const (

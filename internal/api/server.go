@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"fmt"
-	"github.com/anvil-metal/anvil/internal/console"
 	"log/slog"
 	"maps"
 	"math/big"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/anvil-metal/anvil/internal/console"
 
 	"github.com/google/uuid"
 
