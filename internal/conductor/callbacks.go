@@ -129,8 +129,8 @@ func waitingStep(t *task, kind driver.StepKind) (driver.Resumer, int) {
 }
 
 // pollStep continues step i of a node waiting in kind's wait state: still
-// running, the node keeps waiting; done, it resumes and runs the rest of
-// the plan; failed, it fails from the wait state (as Ironic's
+// running, the node keeps waiting; done, it resumes (saved) and runs the
+// rest of the plan; failed, it fails from the wait state (as Ironic's
 // cleaning_error_handler does from clean wait).
 func (t *task) pollStep(ctx context.Context, kind driver.StepKind, r driver.Resumer, i int) {
 	c := t.c
@@ -144,6 +144,15 @@ func (t *task) pollStep(ctx context.Context, kind driver.StepKind, r driver.Resu
 	default:
 		t.node.LastError = "" // as a resume clears it
 		t.advance(fsm.EvResume)
+		// Saved before the rest of the plan runs, as every resume is: a
+		// conductor that dies in those steps leaves the node in its
+		// operation's state, which a take-over fails with why, not in the
+		// wait state, where it would wait for an agent the steps may
+		// already have rebooted away.
+		if err := t.save(ctx); err != nil {
+			c.log.Error("saving a resumed node failed", "node", t.node.UUID, "err", err)
+			return
+		}
 		c.runSteps(ctx, t, kind, i+1)
 	}
 }

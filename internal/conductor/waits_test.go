@@ -14,6 +14,7 @@ import (
 	"github.com/anvil-metal/anvil/internal/fsm"
 	"github.com/anvil-metal/anvil/internal/ipa"
 	"github.com/anvil-metal/anvil/internal/model"
+	"github.com/anvil-metal/anvil/internal/store"
 )
 
 // clock is an injected, manually advanced clock.
@@ -124,7 +125,11 @@ func TestStepWaitStatesPolledOnHeartbeat(t *testing.T) {
 			continue
 		}
 		t.Run(tc.name, func(t *testing.T) {
-			e, clk := newClockEnv(t)
+			saved := &savedStates{}
+			e, clk := newClockEnvWith(t, func(c *conductor.Config) {
+				saved.NodeStore = c.Store.Nodes()
+				c.Store = savingStore{c.Store, saved}
+			})
 			id := e.create(model.JSON{}).UUID
 			e.setInfo(id, "fake_running", 2)
 			for _, v := range tc.setup {
@@ -158,12 +163,20 @@ func TestStepWaitStatesPolledOnHeartbeat(t *testing.T) {
 			if got := hist(); got != before {
 				t.Errorf("still-running heartbeats wrote %d history entries", got-before)
 			}
+			target := e.get(id).TargetProvisionState
+			mark := saved.count()
 			if err := e.c.Agents().Heartbeat(e.ctx, id, ipa.Heartbeat{}); err != nil {
 				t.Fatal(err)
 			}
 			e.c.WaitIdle()
 			if n := e.get(id); n.ProvisionState != tc.resumed || n.LastError != "" {
 				t.Fatalf("after the step finished: %s err %q", n.ProvisionState, n.LastError)
+			}
+			// The resume is saved before the rest of the plan runs (a
+			// take-over then finds the node in its operation's state).
+			running, _, _ := fsm.Next(tc.waiting, fsm.EvResume, target)
+			if after := saved.since(mark); len(after) < 2 || after[0] != running {
+				t.Errorf("states saved after the finishing heartbeat: %q, want %q first", after, running)
 			}
 		})
 	}
@@ -525,3 +538,33 @@ func assertHistory(t *testing.T, e *env, id, substr string) {
 }
 
 func driverTask(n *model.Node) *driver.Task { return &driver.Task{Node: n} }
+
+// savedStates records the provision state of every node write.
+type savedStates struct {
+	store.NodeStore
+	mu     sync.Mutex
+	states []string
+}
+
+func (s *savedStates) UpdateNode(ctx context.Context, n *model.Node) error {
+	s.mu.Lock()
+	s.states = append(s.states, n.ProvisionState)
+	s.mu.Unlock()
+	return s.NodeStore.UpdateNode(ctx, n)
+}
+
+func (s *savedStates) count() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.states) }
+
+func (s *savedStates) since(i int) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.states[i:])
+}
+
+// savingStore is a conductor store whose node writes savedStates records.
+type savingStore struct {
+	conductor.Store
+	nodes *savedStates
+}
+
+func (s savingStore) Nodes() store.NodeStore { return s.nodes }

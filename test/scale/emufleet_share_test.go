@@ -204,6 +204,7 @@ func waitActiveAfterTakeOver(t *testing.T, f *emuFleet, victim string, deadline 
 	redeployed := map[string]bool{}
 	for {
 		pending := 0
+		var shown []string // the first pending nodes, for the failure
 		for _, nd := range testbin.FleetNodes(t, f.API) {
 			id, ps := nd["uuid"].(string), nd["provision_state"]
 			switch {
@@ -222,13 +223,17 @@ func waitActiveAfterTakeOver(t *testing.T, f *emuFleet, victim string, deadline 
 				t.Fatalf("node %s: %v, last_error %v", id, ps, nd["last_error"])
 			default:
 				pending++
+				if len(shown) < 5 {
+					shown = append(shown, fmt.Sprintf("%s %v (target %v, reservation %v, updated %v)", id, ps,
+						nd["target_provision_state"], nd["reservation"], nd["provision_updated_at"]))
+				}
 			}
 		}
 		if pending == 0 {
 			return slices.Sorted(maps.Keys(redeployed))
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d nodes not active by the bound", pending)
+			t.Fatalf("%d nodes not active by the bound: %s", pending, strings.Join(shown, "; "))
 		}
 		time.Sleep(time.Second) // polling with a deadline
 	}
