@@ -3,8 +3,10 @@ package api
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/anvil-metal/anvil/internal/pyrepr"
@@ -231,4 +233,60 @@ func appendNumber(b []byte, f float64) []byte {
 		return strconv.AppendInt(b, int64(f), 10)
 	}
 	return strconv.AppendFloat(b, f, 'g', -1, 64)
+}
+
+// structValue writes v as the encoding/json encoding of its type would
+// order it — a struct's exported fields in declaration order under their
+// json names, ",omitempty" honoured — in jw's Python style: map[string]any
+// fields as jw.object ({} when nil), slices of structs as lists, every
+// other value as jw.any. It serves answers whose shape is a struct of
+// internal/ipa (the lookup).
+func (w *jw) structValue(v reflect.Value) {
+	switch {
+	case v.Kind() == reflect.Struct:
+		w.obj()
+		t := v.Type()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !f.IsExported() || name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			fv := v.Field(i)
+			if opts == "omitempty" && emptyValue(fv) {
+				continue
+			}
+			w.key(name)
+			w.structValue(fv)
+		}
+		w.endObj()
+	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Struct:
+		w.arr()
+		for i := range v.Len() {
+			w.structValue(v.Index(i))
+		}
+		w.endArr()
+	case v.Kind() == reflect.Map && v.Type().ConvertibleTo(reflect.TypeFor[map[string]any]()):
+		w.object(v.Convert(reflect.TypeFor[map[string]any]()).Interface().(map[string]any))
+	case v.Kind() == reflect.String:
+		w.str(v.String())
+	case v.Kind() == reflect.Bool:
+		w.boolean(v.Bool())
+	default:
+		w.any(v.Interface())
+	}
+}
+
+// emptyValue is encoding/json's omitempty test.
+func emptyValue(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Interface, reflect.Pointer:
+		return v.IsNil()
+	}
+	return v.IsZero()
 }

@@ -14,6 +14,11 @@ var (
 	instanceInfoSecrets = []string{"configdrive", "image_url"}
 )
 
+// maskedWhenSet says whether key k of a map whose extra secrets are
+// extra (driverInfoSecrets, instanceInfoSecrets) is masked for holding a
+// value (Ironic masks those keys only when truthy).
+func maskedWhenSet(extra []string, k string, v any) bool { return containsStr(extra, k) && truthy(v) }
+
 // masked writes m (nil as {}) with its secrets replaced by "******" as
 // Ironic's mask_dict_password: keys naming a secret, recursively through
 // nested objects and lists, "password=..." and the like inside any other
@@ -31,7 +36,7 @@ func (w *jw) masked(m map[string]any, extra ...string) {
 		v := m[k]
 		w.key(k)
 		switch {
-		case containsStr(extra, k) && truthy(v):
+		case maskedWhenSet(extra, k, v):
 			w.str(secretMask)
 		default:
 			w.maskedValue(k, v)
