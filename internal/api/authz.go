@@ -177,6 +177,17 @@ func (rc *call) authorizeRoute(g guard) error {
 	return rc.check(nil, g.rules...)
 }
 
+// unscoped is a target guard's check of a principal that is not
+// project-scoped: its rules need no target; a body guard's are checked by
+// the handler (rc.auth.pending).
+func (rc *call) unscoped(g guard) error {
+	if g.body {
+		rc.auth.pending = true
+		return nil
+	}
+	return rc.check(nil, g.rules...)
+}
+
 // authorizeList: a principal allowed list_all sees everything it asks
 // for; one allowed only list sees its project's (owner or lessee), and
 // asking for another project's is list_all's 403, as Ironic's
@@ -205,11 +216,7 @@ func (rc *call) authorizeList(list, listAll string) error {
 // Ironic's check_node_policy_and_retrieve; a refused rule 403.
 func (rc *call) authorizeNodeTarget(g guard) error {
 	if !rc.scoped() {
-		if g.body {
-			rc.auth.pending = true // the handler checks its rules (they may need the node)
-			return nil
-		}
-		return rc.check(nil, g.rules...)
+		return rc.unscoped(g) // a body guard's handler checks its rules (they may need the node)
 	}
 	var (
 		n        *model.Node
@@ -315,11 +322,7 @@ func nodeTarget(n *model.Node) policy.Target { return policy.NodeTarget(n.Owner,
 // list runbooks, as Ironic's RunbooksController.get_one.
 func (rc *call) authorizeRunbook(g guard) error {
 	if !rc.scoped() {
-		if g.body {
-			rc.auth.pending = true
-			return nil
-		}
-		return rc.check(nil, g.rules...)
+		return rc.unscoped(g)
 	}
 	rb, err := (recordAPI{rc.s}).loadRunbook(rc)
 	if err != nil {
@@ -361,11 +364,7 @@ func (rc *call) authorizeRunbookRules(rules ...string) error {
 // the kind's 404, not a 403 that says it exists.
 func (rc *call) authorizeRecord(g guard) error {
 	if !rc.scoped() {
-		if g.body {
-			rc.auth.pending = true
-			return nil
-		}
-		return rc.check(nil, g.rules...)
+		return rc.unscoped(g)
 	}
 	owner, err := g.owner(rc)
 	if err != nil {
