@@ -129,8 +129,9 @@ func waitingStep(t *task, kind driver.StepKind) (driver.Resumer, int) {
 }
 
 // pollStep continues step i of a node waiting in kind's wait state: still
-// running, the node keeps waiting; done, it resumes (saved) and runs the
-// rest of the plan; failed, it fails from the wait state (as Ironic's
+// running, the node keeps waiting; done, it resumes (saved), the step's
+// interface finishes it (driver.StepFinisher) and the rest of the plan
+// runs; failed, it fails from the wait state (as Ironic's
 // cleaning_error_handler does from clean wait).
 func (t *task) pollStep(ctx context.Context, kind driver.StepKind, r driver.Resumer, i int) {
 	c := t.c
@@ -152,6 +153,13 @@ func (t *task) pollStep(ctx context.Context, kind driver.StepKind, r driver.Resu
 		if err := t.save(ctx); err != nil {
 			c.log.Error("saving a resumed node failed", "node", t.node.UUID, "err", err)
 			return
+		}
+		if f, ok := r.(driver.StepFinisher); ok {
+			if err := f.FinishStep(ctx, t.driverTask(ctx), string(kind)); err != nil {
+				steps := planned(t.node, kind)
+				c.failStep(ctx, t, kind, stepFailed(t.node, steps[i], t.c.errorText(err)))
+				return
+			}
 		}
 		c.runSteps(ctx, t, kind, i+1)
 	}

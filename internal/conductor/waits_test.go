@@ -130,7 +130,7 @@ func TestStepWaitStatesPolledOnHeartbeat(t *testing.T) {
 				saved.NodeStore = c.Store.Nodes()
 				c.Store = savingStore{c.Store, saved}
 			})
-			id := e.create(model.JSON{}).UUID
+			id := e.create(model.JSON{"fake_finish": tc.wait}).UUID
 			e.setInfo(id, "fake_running", 2)
 			for _, v := range tc.setup {
 				e.must(id, v, mustStable(v))
@@ -174,9 +174,11 @@ func TestStepWaitStatesPolledOnHeartbeat(t *testing.T) {
 			}
 			// The resume is saved before the rest of the plan runs (a
 			// take-over then finds the node in its operation's state).
+			// The step's interface finishes it (driver.StepFinisher) only
+			// after that save.
 			running, _, _ := fsm.Next(tc.waiting, fsm.EvResume, target)
-			if after := saved.since(mark); len(after) < 2 || after[0] != running {
-				t.Errorf("states saved after the finishing heartbeat: %q, want %q first", after, running)
+			if after := saved.since(mark); len(after) < 2 || after[0] != running || after[len(after)-1] != tc.resumed+" finished" {
+				t.Errorf("states saved after the finishing heartbeat: %q, want %q first, %q last", after, running, tc.resumed+" finished")
 			}
 		})
 	}
@@ -205,6 +207,34 @@ func TestStepWaitStatesPolledOnHeartbeat(t *testing.T) {
 			t.Errorf("no clean wait → clean failed in the history")
 		}
 	})
+}
+
+// TestStepFinishFails: a step found done whose finish fails fails the
+// node from its running state, with the step named.
+func TestStepFinishFails(t *testing.T) {
+	e, _ := newClockEnv(t)
+	id := e.create(model.JSON{"fake_fail": "finish"}).UUID
+	e.must(id, "manage", fsm.Manageable)
+	e.setInfo(id, "fake_wait", "clean")
+	e.must(id, "clean", fsm.CleanWait, cleanSteps(model.JSON{"interface": "deploy", "step": "erase_devices"}))
+	if err := e.c.Agents().Heartbeat(e.ctx, id, ipa.Heartbeat{}); err != nil {
+		t.Fatal(err)
+	}
+	e.c.WaitIdle()
+	n := e.get(id)
+	if n.ProvisionState != fsm.CleanFailed || !strings.Contains(n.LastError, "'step': 'erase_devices'") ||
+		!strings.Contains(n.LastError, "fake clean failed to finish") {
+		t.Fatalf("after a heartbeat whose step's finish failed: %s last_error %q", n.ProvisionState, n.LastError)
+	}
+	h, err := e.st.Nodes().ListHistory(e.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(h, func(ev *model.HistoryEvent) bool {
+		return ev.FromState == fsm.Cleaning && ev.ToState == fsm.CleanFailed
+	}) {
+		t.Errorf("no cleaning → clean failed in the history")
+	}
 }
 
 func TestWaitStatesTimeOut(t *testing.T) {
@@ -539,7 +569,8 @@ func assertHistory(t *testing.T, e *env, id, substr string) {
 
 func driverTask(n *model.Node) *driver.Task { return &driver.Task{Node: n} }
 
-// savedStates records the provision state of every node write.
+// savedStates records the provision state of every node write, with
+// " finished" once the fake driver's FinishStep has marked the node.
 type savedStates struct {
 	store.NodeStore
 	mu     sync.Mutex
@@ -547,8 +578,12 @@ type savedStates struct {
 }
 
 func (s *savedStates) UpdateNode(ctx context.Context, n *model.Node) error {
+	state := n.ProvisionState
+	if n.DriverInternalInfo["fake_finished"] != nil {
+		state += " finished"
+	}
 	s.mu.Lock()
-	s.states = append(s.states, n.ProvisionState)
+	s.states = append(s.states, state)
 	s.mu.Unlock()
 	return s.NodeStore.UpdateNode(ctx, n)
 }

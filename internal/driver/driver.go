@@ -248,6 +248,17 @@ type Resumer interface {
 	Continue(ctx context.Context, t *Task, op string) (Result, error)
 }
 
+// StepFinisher is a Resumer whose step, once Continue finds it done on a
+// heartbeat (the node still in its wait state), has work left that moves
+// the machine away from the agent — the direct deploy's reboot into the
+// instance. The conductor saves the node's resume first and then calls
+// FinishStep, so a conductor that dies in it leaves the node in its
+// operation's running state, which a take-over fails with why, not in the
+// wait state, waiting for an agent that is gone. An error fails the step.
+type StepFinisher interface {
+	FinishStep(ctx context.Context, t *Task, op string) error
+}
+
 // CleanFinisher is an optional Deploy capability called once cleaning has run
 // its steps (Ironic's tear_down_cleaning): an agent-based interface powers the
 // node off and forgets the agent. An error fails the clean.

@@ -336,7 +336,8 @@ func (d *Direct) continueOp(ctx context.Context, t *driver.Task, op string) (dri
 // a partition image or any image in UEFI boot mode image.install_bootloader
 // (polled: in UEFI the agent writes the boot entry of the image's EFI
 // system partition, as Ironic's configure_local_boot asks it), standby.sync;
-// then the node boots from disk. The phase reached is kept across heartbeats.
+// then the step is done and FinishStep boots the node from disk. The phase
+// reached is kept across heartbeats.
 func (d *Direct) continueDeploy(ctx context.Context, t *driver.Task) (driver.Result, error) {
 	n := t.Node
 	phase, _ := n.DriverInternalInfo[keyDeployPhase].(string)
@@ -400,7 +401,17 @@ func (d *Direct) continueDeploy(ctx context.Context, t *driver.Task) (driver.Res
 		// to collect them does not fail the deploy.
 		d.saveLogs(ctx, n, string(driver.DeploySteps))
 	}
-	return driver.Done, d.bootFromDisk(ctx, t)
+	return driver.Done, nil // FinishStep boots the instance, the resume saved
+}
+
+// FinishStep implements driver.StepFinisher: a deploy whose image is
+// written and synced boots from disk (Ironic's boot_instance step, run in
+// deploying after the heartbeat's resume).
+func (d *Direct) FinishStep(ctx context.Context, t *driver.Task, op string) error {
+	if op != string(driver.DeploySteps) {
+		return nil
+	}
+	return d.bootFromDisk(ctx, t)
 }
 
 // notDone is a command's outcome on this heartbeat: failed, or wait for

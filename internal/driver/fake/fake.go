@@ -167,6 +167,23 @@ func (h *Hardware) Continue(ctx context.Context, t *driver.Task, op string) (dri
 	return driver.Done, nil
 }
 
+// FinishStep implements driver.StepFinisher: for an op fake_finish lists
+// it marks the node (driver_internal_info fake_finished = op), so a test
+// sees when it ran; fake_fail "finish" fails it.
+func (h *Hardware) FinishStep(ctx context.Context, t *driver.Task, op string) error {
+	n := t.Node
+	if Fails(n, "finish") {
+		return fmt.Errorf("fake %s failed to finish", op)
+	}
+	if listed(n, "fake_finish", op) {
+		if n.DriverInternalInfo == nil {
+			n.DriverInternalInfo = model.JSON{}
+		}
+		n.DriverInternalInfo["fake_finished"] = op
+	}
+	return nil
+}
+
 func listed(n *model.Node, knob, op string) bool {
 	ops, _ := opList(n.DriverInfo[knob])
 	for _, f := range ops {
