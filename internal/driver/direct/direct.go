@@ -395,6 +395,7 @@ func (d *Direct) continueDeploy(ctx context.Context, t *driver.Task) (driver.Res
 	if _, done, err := runCommand(ctx, d.cfg.Client, n, ipa.CmdSync, nil); err != nil || !done {
 		return notDone(err)
 	}
+	n.DriverInternalInfo[keyDeployPhase] = ipa.CmdSync
 	if d.cfg.collects(false) {
 		// deploy_logs_collect=always: the logs of a successful deploy are
 		// saved before the agent is rebooted away, as Ironic does; failing
@@ -408,8 +409,8 @@ func (d *Direct) continueDeploy(ctx context.Context, t *driver.Task) (driver.Res
 // written and synced boots from disk (Ironic's boot_instance step, run in
 // deploying after the heartbeat's resume).
 func (d *Direct) FinishStep(ctx context.Context, t *driver.Task, op string) error {
-	if op != string(driver.DeploySteps) {
-		return nil
+	if phase, _ := t.Node.DriverInternalInfo[keyDeployPhase].(string); op != string(driver.DeploySteps) || phase != ipa.CmdSync {
+		return nil // not a direct deploy's image written and synced (the custom agent's steps, a clean step)
 	}
 	return d.bootFromDisk(ctx, t)
 }

@@ -121,3 +121,56 @@ func TestFailedCommandSavesLogs(t *testing.T) {
 		t.Fatalf("saved logs = %q", b)
 	}
 }
+
+// TestDeployFinishedAfterContinue: the heartbeat that finds the image
+// written and synced does not reboot the machine (the node is still
+// waiting); FinishStep, called once the conductor saved the resume, boots
+// it from disk and forgets the agent. The custom agent's deploy steps and
+// a deploy not yet synced are not rebooted by it.
+func TestDeployFinishedAfterContinue(t *testing.T) {
+	var names []string
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req ipa.CommandRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		names = append(names, req.Name)
+		_ = json.NewEncoder(w).Encode(ipa.CommandResult{ID: "c-" + req.Name, Status: ipa.StatusSucceeded, Result: map[string]any{}})
+	}))
+	defer agent.Close()
+	d := New(Config{})
+	newNode := func() *model.Node {
+		return &model.Node{UUID: "n1", InstanceInfo: model.JSON{"image_source": "http://127.0.0.1:1/i", "image_checksum": strings.Repeat("ab", 32)},
+			DriverInternalInfo: model.JSON{ipa.KeyURL: agent.URL, ipa.KeyToken: "tok"}}
+	}
+	deploy := string(driver.DeploySteps)
+	n := newNode()
+	task := &driver.Task{Node: n, Driver: &driver.Driver{}}
+	if err := d.FinishStep(context.Background(), task, deploy); err != nil || n.DriverInternalInfo[ipa.KeyURL] == nil {
+		t.Fatalf("FinishStep before the image is synced: err %v, agent %v", err, n.DriverInternalInfo[ipa.KeyURL])
+	}
+	for i := 0; i < 5; i++ { // one command a heartbeat may be started and polled
+		res, err := d.Continue(context.Background(), task, deploy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res == driver.Done {
+			break
+		}
+	}
+	if n.DriverInternalInfo[ipa.KeyURL] == nil || names[len(names)-1] != ipa.CmdSync {
+		t.Fatalf("after Continue found the deploy done: commands %v, agent %v (rebooted away before the resume was saved)",
+			names, n.DriverInternalInfo[ipa.KeyURL])
+	}
+	custom := newNode()
+	custom.DriverInternalInfo[keyDeployPhase] = ipa.CmdPrepareImage
+	if err := d.CustomAgent().FinishStep(context.Background(), &driver.Task{Node: custom, Driver: &driver.Driver{}}, deploy); err != nil ||
+		custom.DriverInternalInfo[ipa.KeyURL] == nil {
+		t.Fatalf("the custom agent's FinishStep: err %v, agent %v", err, custom.DriverInternalInfo[ipa.KeyURL])
+	}
+	if err := d.FinishStep(context.Background(), task, deploy); err != nil {
+		t.Fatal(err)
+	}
+	if n.DriverInternalInfo[ipa.KeyURL] != nil || n.DriverInternalInfo[ipa.KeyToken] != nil || n.PowerState != "" {
+		// no power interface here: only the agent is forgotten
+		t.Fatalf("after FinishStep: %v, power %q", n.DriverInternalInfo, n.PowerState)
+	}
+}
