@@ -153,7 +153,12 @@ func TestAPIProcessHandsAllocation(t *testing.T) {
 		testbin.WaitState(t, api, id, step.state, 20*time.Second)
 	}
 	testbin.MustCall(t, http.StatusAccepted, http.MethodPut, api+"/v1/nodes/"+id+"/states/power", map[string]any{"target": "power off"})
-	waitFor(t, "the node's power state", 20*time.Second, func() bool { return testbin.GetNode(t, api, id)["power_state"] == "power off" })
+	// Powered off and unlocked: the power task saves the state, then
+	// releases the lock, and these processes do not wait for a lock.
+	waitFor(t, "the node's power state", 20*time.Second, func() bool {
+		n := testbin.GetNode(t, api, id)
+		return n["power_state"] == "power off" && n["reservation"] == nil
+	})
 	r := testbin.Call(t, "1.52", http.MethodPost, api+"/v1/allocations", map[string]any{"resource_class": "handed"})
 	if r.Status != http.StatusCreated {
 		t.Fatalf("allocation through the API process: HTTP %d %s", r.Status, r.Body)
