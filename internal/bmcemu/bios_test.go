@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,5 +146,49 @@ func TestSimpleUpdate(t *testing.T) {
 	}
 	if r := post(`{"ImageURI":"` + img.URL + `/bios.bin"}`); r.status != 400 {
 		t.Errorf("no Targets with two systems: %+v", r)
+	}
+}
+
+// TestRunningTaskAnswers202: while an update runs (its image download held
+// here), both the Task sushy polls (the @odata.id SimpleUpdate returns)
+// and the task monitor answer 202 with TaskState Running; once it ends,
+// 200 with Completed. (sushy's wait stopped at a 200 Task of a running
+// update and read it Running: a CI failure of TestSushyDrivesBIOSAndUpdates.)
+func TestRunningTaskAnswers202(t *testing.T) {
+	e := start(t, bmcemu.Config{Count: 1})
+	release := make(chan struct{})
+	img := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.Write([]byte("component=bios version=3.0.0\n"))
+	}))
+	defer img.Close()
+	var once sync.Once
+	defer once.Do(func() { close(release) })
+	r := do(t, "POST", e.URL()+"/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate", "admin", pw,
+		`{"ImageURI":"`+img.URL+`/bios.bin"}`)
+	if r.status != 202 {
+		t.Fatalf("SimpleUpdate: %+v", r)
+	}
+	var task map[string]any
+	_ = json.Unmarshal([]byte(r.body), &task)
+	for _, u := range []string{task["@odata.id"].(string), task["TaskMonitor"].(string)} {
+		if g := do(t, "GET", e.URL()+u, "admin", pw, ""); g.status != 202 || !strings.Contains(g.body, `"TaskState":"Running"`) {
+			t.Errorf("GET %s while the update runs: %+v", u, g)
+		}
+	}
+	once.Do(func() { close(release) })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		g := do(t, "GET", e.URL()+task["@odata.id"].(string), "admin", pw, "")
+		if g.status == 200 {
+			if !strings.Contains(g.body, `"TaskState":"Completed"`) {
+				t.Errorf("ended task: %+v", g)
+			}
+			break
+		}
+		if g.status != 202 || time.Now().After(deadline) {
+			t.Fatalf("task never ended: %+v", g)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
 	}
 }

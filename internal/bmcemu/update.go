@@ -347,7 +347,7 @@ func (e *Emulator) fetchFirmware(image string) (component, version string, err e
 
 // serveTasks serves TaskService/Tasks/{id} (the Task) and
 // TaskService/TaskMonitors/{id} (DSP0266's task monitor, what SimpleUpdate's
-// Location names: 202 with the Task while it runs, 200 once it ended).
+// Location names): both 202 with the Task while it runs, 200 once it ended.
 func (h redfishAPI) serveTasks(w http.ResponseWriter, r *http.Request, monitor bool, sub []string) {
 	e := h.e
 	if r.Method != http.MethodGet {
@@ -367,8 +367,11 @@ func (h redfishAPI) serveTasks(w http.ResponseWriter, r *http.Request, monitor b
 		notFound(w, r)
 		return
 	}
+	// 202 while it runs, on the monitor and on the Task itself: sushy's
+	// TaskMonitor.from_response takes the returned Task's @odata.id as
+	// the monitor it polls, and a 200 there is "done" to it.
 	status := http.StatusOK
-	if monitor && t.State == TaskRunning {
+	if t.State == TaskRunning {
 		status = http.StatusAccepted
 	}
 	writeJSON(w, status, taskJSON(t))
