@@ -206,11 +206,16 @@ var headKeys = []string{"uuid", "name", "owner", "created_at", "updated_at"}
 
 // fieldNames are the keys of the kind's documents.
 func (rk recordKind[T, P]) fieldNames() []string {
-	out := slices.Clone(headKeys)
+	return append(append(slices.Clone(headKeys), rk.ownKeys()...), "links")
+}
+
+// ownKeys are the keys of the kind's own fields, in the type's order.
+func (rk recordKind[T, P]) ownKeys() []string {
+	var out []string
 	for _, kv := range rk.ownFields(P(new(T))) {
 		out = append(out, kv.key)
 	}
-	return append(out, "links")
+	return out
 }
 
 type keyValue struct {
@@ -449,11 +454,7 @@ func (rk recordKind[T, P]) patch(rc *call) error {
 	if err != nil {
 		return err
 	}
-	allowed := patchable
-	for _, kv := range rk.ownFields(P(new(T))) {
-		allowed = append(slices.Clone(allowed), kv.key)
-	}
-	if err := checkAllowedFields(ops, allowed); err != nil {
+	if err := checkAllowedFields(ops, append(slices.Clone(patchable), rk.ownKeys()...)); err != nil {
 		return err
 	}
 	rules := []string{rk.rule("update")}
