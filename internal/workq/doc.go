@@ -1,10 +1,13 @@
 // Package workq hands calls from API processes to conductors through
 // PostgreSQL, instead of a new RPC system: the caller inserts a row for the
 // owning conductor (table conductor_calls) and wakes it with NOTIFY; the
-// conductor claims its rows one at a time with SELECT ... FOR UPDATE SKIP
-// LOCKED, runs the call, and writes the answer (an error, or the handler's
-// reply: CallReply) into the row before it commits; the caller polls its row (bounded, with a deadline), deletes it
-// and returns the answer. A call no conductor took before the deadline is
+// conductor claims rows with SELECT ... FOR UPDATE SKIP LOCKED, up to 8 at
+// once (each in its own transaction; a node's calls one at a time, in the
+// order they were queued), runs the call, and writes the answer (an error,
+// or the handler's reply: CallReply) into the row with a NOTIFY of its id
+// before it commits; the caller, woken by that NOTIFY (and looking every
+// 250 ms anyway, every 5 ms while its listener is down; bounded, with a
+// deadline), takes the answer, deletes the row and returns it. A call no conductor took before the deadline is
 // withdrawn and answered 503; one whose caller died is never run once it is
 // two minutes old, and its owner deletes it.
 //

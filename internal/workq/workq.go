@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,11 +19,26 @@ import (
 	"github.com/anvil-metal/anvil/internal/fault"
 )
 
-// channel is the NOTIFY channel; the payload is the owner's name.
+// channel is the NOTIFY channel of queued calls; the payload is the
+// owner's name.
 const channel = "anvil_conductor_calls"
 
-// answerPoll is how often a caller looks for its answer.
-const answerPoll = 5 * time.Millisecond
+// answered is the NOTIFY channel of answers; the payload is the call's id.
+const answered = "anvil_conductor_answers"
+
+// answerPoll is how often a caller looks for its answer while nothing
+// tells it of answers (its listener is down); answerCheck how often it
+// looks anyway while the listener is up (a notification lost with a
+// connection).
+const (
+	answerPoll  = 5 * time.Millisecond
+	answerCheck = 250 * time.Millisecond
+)
+
+// serveWorkers is how many calls a conductor runs at once, each in its own
+// transaction (a connection of the queue's 16); calls for one node run one
+// at a time, in the order they were queued.
+const serveWorkers = 8
 
 // staleAfter: a call older than this is never run (its caller gave up or
 // died: running it later would surprise everyone) and is deleted by the
@@ -33,9 +51,16 @@ type Handler func(ctx context.Context, kind, node string, body []byte) (reply []
 
 // Queue is the hand-off on one PostgreSQL database.
 type Queue struct {
-	dsn string
-	db  *sql.DB
-	log *slog.Logger
+	dsn  string
+	db   *sql.DB
+	log  *slog.Logger
+	stop context.CancelFunc
+	ctx  context.Context // ends with Close
+	wait waiters
+	bg   sync.WaitGroup // the answer listener
+	// checks counts the answer reads of callers (tests: a caller told of
+	// its answer does not poll for it).
+	checks atomic.Int64
 }
 
 // Open connects to the PostgreSQL database dsn (already migrated).
@@ -53,11 +78,16 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Queue, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Queue{dsn: dsn, db: db, log: log}, nil
+	qctx, stop := context.WithCancel(context.Background())
+	return &Queue{dsn: dsn, db: db, log: log, ctx: qctx, stop: stop}, nil
 }
 
-// Close closes the queue's connections.
-func (q *Queue) Close() error { return q.db.Close() }
+// Close stops the answer listener and closes the queue's connections.
+func (q *Queue) Close() error {
+	q.stop()
+	q.bg.Wait()
+	return q.db.Close()
+}
 
 // Call hands kind with body for node to owner and returns its answer.
 // Without an answer within timeout the call is withdrawn: fault Unavailable.
@@ -66,13 +96,16 @@ func (q *Queue) Call(ctx context.Context, owner, kind, node string, body any, ti
 	return err
 }
 
-// CallReply is Call that also returns the handler's reply.
+// CallReply is Call that also returns the handler's reply. The caller
+// waits for the answer's NOTIFY (looking every answerCheck regardless),
+// or polls every answerPoll while its listener is down.
 func (q *Queue) CallReply(ctx context.Context, owner, kind, node string, body any, timeout time.Duration) ([]byte, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("workq: encode %s: %w", kind, err)
 	}
 	timeout = min(timeout, staleAfter/2)
+	q.listen()
 	var id int64
 	err = q.db.QueryRowContext(ctx, `WITH call AS (
 		INSERT INTO conductor_calls (owner, kind, node_uuid, body) VALUES ($1, $2, $3, $4) RETURNING id)
@@ -80,7 +113,11 @@ func (q *Queue) CallReply(ctx context.Context, owner, kind, node string, body an
 	if err != nil {
 		return nil, fmt.Errorf("workq: queue %s: %w", kind, err)
 	}
+	wake, listening := q.wait.add(id)
+	defer q.wait.remove(id)
 	deadline := time.Now().Add(timeout)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	for {
 		done, reply, answer, err := q.answer(ctx, id)
 		if err != nil {
@@ -92,27 +129,33 @@ func (q *Queue) CallReply(ctx context.Context, owner, kind, node string, body an
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return q.withdraw(id, owner)
 		}
-		time.Sleep(answerPoll) // polling with a deadline
+		next := answerPoll
+		if listening() {
+			next = answerCheck
+		}
+		timer.Reset(min(next, max(time.Until(deadline), time.Millisecond)))
+		select {
+		case <-wake:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
 	}
 }
 
-// answer reads call id: whether it is done, the reply and the answer; once
-// done, it deletes the row.
+// answer takes call id's answer if it is done: whether it was, the reply
+// and the answer (the row is deleted with it).
 func (q *Queue) answer(ctx context.Context, id int64) (bool, []byte, error, error) {
+	q.checks.Add(1)
 	var (
-		done bool
 		kind int
 		msg  string
 	)
-	err := q.db.QueryRowContext(ctx, "SELECT done, fault_kind, message FROM conductor_calls WHERE id = $1", id).Scan(&done, &kind, &msg)
-	if err != nil {
-		return false, nil, nil, fmt.Errorf("workq: read answer: %w", err)
-	}
-	if !done {
+	err := q.db.QueryRowContext(ctx, "DELETE FROM conductor_calls WHERE id = $1 AND done RETURNING fault_kind, message", id).Scan(&kind, &msg)
+	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil, nil, nil
 	}
-	if _, err := q.db.ExecContext(ctx, "DELETE FROM conductor_calls WHERE id = $1", id); err != nil {
-		q.log.Warn("workq: delete answered call", "id", id, "err", err)
+	if err != nil {
+		return false, nil, nil, fmt.Errorf("workq: read answer: %w", err)
 	}
 	if kind == 0 { // a success's message is its reply
 		return true, []byte(msg), nil, nil
@@ -129,19 +172,31 @@ func (q *Queue) withdraw(id int64, owner string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workq: withdraw: %w", err)
 	}
+	untaken := fault.New(fault.Unavailable, "Conductor %s did not take the request in time; try again.", owner)
 	if n, _ := res.RowsAffected(); n == 1 {
-		return nil, fault.New(fault.Unavailable, "Conductor %s did not take the request in time; try again.", owner)
+		return nil, untaken
 	}
-	_, reply, answer, err := q.answer(ctx, id)
+	done, reply, answer, err := q.answer(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if !done { // gone: deleted as stale by its owner
+		return nil, untaken
 	}
 	return reply, answer
 }
 
-// Serve runs owner's calls with h until ctx ends: it drains the queue, then
-// waits for a NOTIFY or poll, whichever comes first.
+// Serve runs owner's calls with h until ctx ends, serveWorkers at a time:
+// they drain the queue, then wait for a NOTIFY for owner or poll,
+// whichever comes first.
 func (q *Queue) Serve(ctx context.Context, owner string, h Handler, poll time.Duration) error {
+	s := &server{q: q, owner: owner, h: h, busy: map[string]bool{}, kick: make(chan struct{}, 1)}
+	var wg sync.WaitGroup
+	for range serveWorkers {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.work(ctx) }()
+	}
+	defer wg.Wait()
 	var listener *pgx.Conn
 	defer func() {
 		if listener != nil {
@@ -153,24 +208,10 @@ func (q *Queue) Serve(ctx context.Context, owner string, h Handler, poll time.Du
 			owner, staleAfter.Seconds()); err != nil && ctx.Err() == nil {
 			q.log.Warn("workq: delete stale calls", "err", err)
 		}
-		for {
-			ran, err := q.runOne(ctx, owner, h)
-			if err != nil && ctx.Err() == nil {
-				q.log.Error("workq: run a call", "err", err)
-			}
-			if !ran || err != nil {
-				break
-			}
-		}
+		signal(s.kick)
 		if listener == nil {
-			l, err := pgx.Connect(ctx, q.dsn)
-			if err == nil {
-				_, err = l.Exec(ctx, "LISTEN "+channel)
-			}
+			l, err := listenOn(ctx, q.dsn, channel)
 			if err != nil {
-				if l != nil {
-					_ = l.Close(context.Background())
-				}
 				if ctx.Err() == nil {
 					q.log.Warn("workq: listen (polling meanwhile)", "err", err)
 				}
@@ -180,10 +221,7 @@ func (q *Queue) Serve(ctx context.Context, owner string, h Handler, poll time.Du
 			listener = l
 			continue // drain again: a NOTIFY sent before LISTEN is lost
 		}
-		wctx, cancel := context.WithTimeout(ctx, poll)
-		_, err := listener.WaitForNotification(wctx)
-		cancel()
-		if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+		if err := waitFor(ctx, listener, owner, poll); err != nil && ctx.Err() == nil {
 			q.log.Warn("workq: listener lost; reconnecting", "err", err)
 			_ = listener.Close(context.Background())
 			listener = nil
@@ -192,8 +230,75 @@ func (q *Queue) Serve(ctx context.Context, owner string, h Handler, poll time.Du
 	return nil
 }
 
-// runOne claims and runs the oldest queued call of owner, if any.
-func (q *Queue) runOne(ctx context.Context, owner string, h Handler) (bool, error) {
+// waitFor waits up to poll for a NOTIFY on l whose payload is owner (the
+// other owners' are passed over).
+func waitFor(ctx context.Context, l *pgx.Conn, owner string, poll time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, poll)
+	defer cancel()
+	for {
+		n, err := l.WaitForNotification(wctx)
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if n.Payload == owner {
+			return nil
+		}
+	}
+}
+
+// listenOn opens a connection listening on ch.
+func listenOn(ctx context.Context, dsn, ch string) (*pgx.Conn, error) {
+	l, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := l.Exec(ctx, "LISTEN "+ch); err != nil {
+		_ = l.Close(context.Background())
+		return nil, err
+	}
+	return l, nil
+}
+
+// server is one owner's Serve: busy holds the nodes whose call is
+// running; a kick wakes one idle worker.
+type server struct {
+	q     *Queue
+	owner string
+	h     Handler
+	kick  chan struct{}
+	mu    sync.Mutex // claims are made one at a time, so busy is exact
+	busy  map[string]bool
+}
+
+// work waits for a kick, then runs calls until it finds none it may run.
+// A worker that claims a call kicks another first, so that the workers
+// join in while calls are queued and one claim finds the queue empty.
+func (s *server) work(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kick:
+		}
+		for ctx.Err() == nil {
+			ran, err := s.runOne(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.q.log.Error("workq: run a call", "err", err)
+			}
+			if !ran || err != nil {
+				break
+			}
+		}
+	}
+}
+
+// runOne claims and runs the oldest queued call of the owner for a node
+// with no call running, if any.
+func (s *server) runOne(ctx context.Context) (bool, error) {
+	q := s.q
 	tx, err := q.db.BeginTx(ctx, nil)
 	if err != nil {
 		return false, err
@@ -203,16 +308,31 @@ func (q *Queue) runOne(ctx context.Context, owner string, h Handler) (bool, erro
 		id               int64
 		kind, node, body string
 	)
+	s.mu.Lock()
+	busy := make([]string, 0, len(s.busy))
+	for n := range s.busy {
+		busy = append(busy, n)
+	}
 	err = tx.QueryRowContext(ctx, `SELECT id, kind, node_uuid, body FROM conductor_calls
-		WHERE owner = $1 AND NOT done AND created_at >= now() - make_interval(secs => $2)
-		ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`, owner, staleAfter.Seconds()).Scan(&id, &kind, &node, &body)
+		WHERE owner = $1 AND NOT done AND created_at >= now() - make_interval(secs => $2) AND NOT node_uuid = ANY($3)
+		ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`, s.owner, staleAfter.Seconds(), busy).Scan(&id, &kind, &node, &body)
+	if err == nil {
+		s.busy[node] = true
+		signal(s.kick)
+	}
+	s.mu.Unlock()
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, tx.Commit()
 	}
 	if err != nil {
 		return false, err
 	}
-	reply, herr := h(ctx, kind, node, []byte(body))
+	defer func() {
+		s.mu.Lock()
+		delete(s.busy, node)
+		s.mu.Unlock()
+	}()
+	reply, herr := s.h(ctx, kind, node, []byte(body))
 	if _, isFault := fault.As(herr); herr != nil && !isFault {
 		q.log.Error("workq: call failed", "kind", kind, "node", node, "err", herr)
 	}
@@ -220,10 +340,121 @@ func (q *Queue) runOne(ctx context.Context, owner string, h Handler) (bool, erro
 	if herr == nil {
 		msg = string(reply)
 	}
-	if _, err := tx.ExecContext(ctx, "UPDATE conductor_calls SET done = TRUE, fault_kind = $1, message = $2 WHERE id = $3", fk, msg, id); err != nil {
+	if _, err := tx.ExecContext(ctx, `WITH call AS (
+		UPDATE conductor_calls SET done = TRUE, fault_kind = $1, message = $2 WHERE id = $3 RETURNING id)
+		SELECT pg_notify($4, id::text) FROM call`, fk, msg, id, answered); err != nil {
 		return false, err
 	}
 	return true, tx.Commit()
+}
+
+// waiters are the callers waiting for answers, woken by the answer
+// listener (one connection per queue, started by the first call).
+type waiters struct {
+	mu      sync.Mutex
+	started bool
+	up      bool
+	ch      map[int64]chan struct{}
+}
+
+// listen starts the answer listener once, and waits (up to 2 s) for its
+// first LISTEN, so that the first call's answer is not missed.
+func (q *Queue) listen() {
+	w := &q.wait
+	w.mu.Lock()
+	if w.started {
+		w.mu.Unlock()
+		return
+	}
+	w.started = true
+	w.ch = map[int64]chan struct{}{}
+	w.mu.Unlock()
+	first := make(chan struct{})
+	q.bg.Add(1)
+	go func() { defer q.bg.Done(); q.listenAnswers(first) }()
+	select {
+	case <-first:
+	case <-time.After(2 * time.Second):
+	case <-q.ctx.Done():
+	}
+}
+
+// listenAnswers wakes the waiter of every answered call until the queue
+// is closed; while its connection is down, callers poll.
+func (q *Queue) listenAnswers(first chan struct{}) {
+	once := sync.OnceFunc(func() { close(first) })
+	defer once()
+	for q.ctx.Err() == nil {
+		l, err := listenOn(q.ctx, q.dsn, answered)
+		if err != nil {
+			once()
+			if q.ctx.Err() == nil {
+				q.log.Warn("workq: listen for answers (polling meanwhile)", "err", err)
+			}
+			_ = clock.Sleep(q.ctx, time.Second)
+			continue
+		}
+		q.wait.setUp(true) // and wakes every waiter: it may have missed one
+		once()
+		for {
+			n, err := l.WaitForNotification(q.ctx)
+			if err != nil {
+				break
+			}
+			if id, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
+				q.wait.wake(id)
+			}
+		}
+		q.wait.setUp(false)
+		_ = l.Close(context.Background())
+		if q.ctx.Err() == nil {
+			q.log.Warn("workq: answer listener lost; reconnecting")
+		}
+	}
+}
+
+// add registers a waiter for id: its wake channel, and whether the
+// listener is up (a func: it may go down or come up while it waits).
+func (w *waiters) add(id int64) (<-chan struct{}, func() bool) {
+	c := make(chan struct{}, 1)
+	w.mu.Lock()
+	w.ch[id] = c
+	w.mu.Unlock()
+	return c, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.up
+	}
+}
+
+func (w *waiters) remove(id int64) {
+	w.mu.Lock()
+	delete(w.ch, id)
+	w.mu.Unlock()
+}
+
+func (w *waiters) wake(id int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c, ok := w.ch[id]; ok {
+		signal(c)
+	}
+}
+
+func (w *waiters) setUp(up bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.up = up
+	for _, c := range w.ch {
+		signal(c)
+	}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
 }
 
 // internalMsg answers a call that failed with an error that is not a fault

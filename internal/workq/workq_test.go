@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -173,4 +174,101 @@ func TestStaleCallNotRun(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling with a deadline
 	}
+}
+
+// Calls for different nodes run at once; calls for one node run one at a
+// time, in the order they were queued.
+func TestCallsRunConcurrentlyButInOrderPerNode(t *testing.T) {
+	q := open(t)
+	for i := 1; i <= 5; i++ {
+		for _, n := range []string{"n1", "n2", "n3"} {
+			if _, err := q.db.Exec(`INSERT INTO conductor_calls (owner, kind, node_uuid, body) VALUES ('c1', 'ok', $1, $2)`,
+				n, strconv.Itoa(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var (
+		mu            sync.Mutex
+		order         = map[string][]string{}
+		running       = map[string]int{}
+		inAll, maxAll int
+		maxNode       int
+	)
+	serve(t, q, "c1", func(_ context.Context, _, node string, body []byte) ([]byte, error) {
+		mu.Lock()
+		running[node]++
+		inAll++
+		maxAll, maxNode = max(maxAll, inAll), max(maxNode, running[node])
+		order[node] = append(order[node], string(body))
+		mu.Unlock()
+		time.Sleep(30 * time.Millisecond) // long enough for calls of other nodes to overlap
+		mu.Lock()
+		running[node]--
+		inAll--
+		mu.Unlock()
+		return nil, nil
+	}, 20*time.Millisecond)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var left int
+		if err := q.db.QueryRow("SELECT count(*) FROM conductor_calls WHERE NOT done").Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls not run", left)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, n := range []string{"n1", "n2", "n3"} {
+		if got := strings.Join(order[n], ","); got != "1,2,3,4,5" {
+			t.Errorf("%s's calls ran in the order %s", n, got)
+		}
+	}
+	if maxNode != 1 {
+		t.Errorf("%d calls of one node ran at once", maxNode)
+	}
+	if maxAll < 2 {
+		t.Errorf("calls of 3 nodes never ran at once (at most %d)", maxAll)
+	}
+}
+
+// A caller is told of its answer: it does not poll for it every few
+// milliseconds while the owner works (a second's call is looked for a
+// handful of times, not ~200), and it still gets its answer when the
+// connection that tells it is cut.
+func TestAnswerNotified(t *testing.T) {
+	q := open(t)
+	serve(t, q, "c1", func(_ context.Context, kind, _ string, _ []byte) ([]byte, error) {
+		if kind == "slow" {
+			time.Sleep(time.Second)
+		}
+		return []byte(kind), nil
+	}, time.Hour)
+	ctx := context.Background()
+	if _, err := q.CallReply(ctx, "c1", "warm", "n1", nil, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	before := q.checks.Load()
+	if r, err := q.CallReply(ctx, "c1", "slow", "n1", nil, 10*time.Second); err != nil || string(r) != "slow" {
+		t.Fatalf("slow call: %q %v", r, err)
+	}
+	if n := q.checks.Load() - before; n > 8 {
+		t.Errorf("the caller looked for its answer %d times during a 1 s call", n)
+	}
+	// Cut the answer listener's connection: the call is answered anyway.
+	if _, err := q.db.Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN ` + answered + `'`); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if r, err := q.CallReply(ctx, "c1", "after", fmt.Sprintf("n%d", i), nil, 10*time.Second); err != nil || string(r) != "after" {
+			t.Fatalf("after the listener was cut: %q %v", r, err)
+		}
+	}
+	assertEmpty(t, q)
 }
