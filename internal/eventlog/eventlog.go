@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/anvil-metal/anvil/internal/clock"
 	"github.com/anvil-metal/anvil/internal/eventbus"
+	"github.com/anvil-metal/anvil/internal/store/postgres"
 	"github.com/anvil-metal/anvil/pkg/events"
 )
 
@@ -86,15 +86,9 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	pcfg, err := pgx.ParseConfig(cfg.DSN)
+	db, err := postgres.Connect(ctx, cfg.DSN, 4, 4)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: %w", err)
-	}
-	db := stdlib.OpenDB(*pcfg)
-	db.SetMaxOpenConns(4)
-	if err := db.PingContext(ctx); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("eventlog: connect: %w", err)
 	}
 	l := &Log{cfg: cfg, db: db, wake: make(chan struct{}, 1), written: make(chan struct{}),
 		pruneIn: max(cfg.Keep/10, 1)}
@@ -356,14 +350,8 @@ func (l *Log) Follow(ctx context.Context, b *eventbus.Broker) {
 	}()
 	for ctx.Err() == nil {
 		if listener == nil {
-			c, err := pgx.Connect(ctx, l.cfg.DSN)
-			if err == nil {
-				_, err = c.Exec(ctx, "LISTEN "+channel)
-			}
+			c, err := postgres.Listen(ctx, l.cfg.DSN, channel)
 			if err != nil {
-				if c != nil {
-					_ = c.Close(context.Background())
-				}
 				if ctx.Err() == nil {
 					l.cfg.Log.Warn("eventlog: listen (polling meanwhile)", "err", err)
 				}

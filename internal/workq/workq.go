@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/anvil-metal/anvil/internal/clock"
 	"github.com/anvil-metal/anvil/internal/fault"
+	"github.com/anvil-metal/anvil/internal/store/postgres"
 )
 
 // channel is the NOTIFY channel of queued calls; the payload is the
@@ -35,8 +35,12 @@ const (
 	answerCheck = 250 * time.Millisecond
 )
 
+// poolSize is the queue's connections, all kept when idle: callers' and
+// the owner's serveWorkers, each call in a transaction of its own.
+const poolSize = 16
+
 // serveWorkers is how many calls a conductor runs at once, each in its own
-// transaction (a connection of the queue's 16); calls for one node run one
+// transaction (a connection of the queue's poolSize); calls for one node run one
 // at a time, in the order they were queued.
 const serveWorkers = 8
 
@@ -65,15 +69,9 @@ type Queue struct {
 
 // Open connects to the PostgreSQL database dsn (already migrated).
 func Open(ctx context.Context, dsn string, log *slog.Logger) (*Queue, error) {
-	cfg, err := pgx.ParseConfig(dsn)
+	db, err := postgres.Connect(ctx, dsn, poolSize, poolSize)
 	if err != nil {
 		return nil, fmt.Errorf("workq: %w", err)
-	}
-	db := stdlib.OpenDB(*cfg)
-	db.SetMaxOpenConns(16)
-	if err := db.PingContext(ctx); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("workq: connect: %w", err)
 	}
 	if log == nil {
 		log = slog.Default()
@@ -210,7 +208,7 @@ func (q *Queue) Serve(ctx context.Context, owner string, h Handler, poll time.Du
 		}
 		signal(s.kick)
 		if listener == nil {
-			l, err := listenOn(ctx, q.dsn, channel)
+			l, err := postgres.Listen(ctx, q.dsn, channel)
 			if err != nil {
 				if ctx.Err() == nil {
 					q.log.Warn("workq: listen (polling meanwhile)", "err", err)
@@ -247,19 +245,6 @@ func waitFor(ctx context.Context, l *pgx.Conn, owner string, poll time.Duration)
 			return nil
 		}
 	}
-}
-
-// listenOn opens a connection listening on ch.
-func listenOn(ctx context.Context, dsn, ch string) (*pgx.Conn, error) {
-	l, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := l.Exec(ctx, "LISTEN "+ch); err != nil {
-		_ = l.Close(context.Background())
-		return nil, err
-	}
-	return l, nil
 }
 
 // server is one owner's Serve: busy holds the nodes whose call is
@@ -385,7 +370,7 @@ func (q *Queue) listenAnswers(first chan struct{}) {
 	once := sync.OnceFunc(func() { close(first) })
 	defer once()
 	for q.ctx.Err() == nil {
-		l, err := listenOn(q.ctx, q.dsn, answered)
+		l, err := postgres.Listen(q.ctx, q.dsn, answered)
 		if err != nil {
 			once()
 			if q.ctx.Err() == nil {

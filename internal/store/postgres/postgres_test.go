@@ -2,6 +2,8 @@ package postgres_test
 
 import (
 	"os"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/anvil-metal/anvil/internal/store"
@@ -44,3 +46,42 @@ func BenchmarkCreateNodeParallel(b *testing.B) {
 }
 
 func BenchmarkListNodes1000(b *testing.B) { storetest.BenchListNodes(b, openBench(b), 1000) }
+
+// A pool used by as many clients as it keeps idle connections reuses its
+// sessions: 3 rounds of 8 concurrent queries open at most 8 backends
+// (database/sql's default of 2 idle opened a new one for most queries).
+func TestConnectKeepsItsSessions(t *testing.T) {
+	db, err := postgres.Connect(t.Context(), pg.DSN(t), 8, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var (
+		mu   sync.Mutex
+		pids = map[int]bool{}
+	)
+	for range 3 {
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var pid int
+				if err := db.QueryRowContext(t.Context(), "SELECT pg_backend_pid() FROM pg_sleep(0.05)").Scan(&pid); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				pids[pid] = true
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+	}
+	if len(pids) > 8 {
+		t.Fatalf("24 queries of 8 clients opened %d sessions", len(pids))
+	}
+	if _, err := postgres.Connect(t.Context(), "host=/nonexistent-anvil dbname=x", 1, 1); err == nil || !strings.HasPrefix(err.Error(), "connect: ") {
+		t.Fatalf("a database not there: %v", err)
+	}
+}
