@@ -108,8 +108,9 @@ type conn struct {
 	key  sessionKey
 	pw   [32]byte // the password's hash
 	// oneTryIfRefused: a refused connection (nothing listens at the BMC's
-	// address) is not retried — for calls that are a courtesy, like a
-	// shutdown's logout from a BMC that is gone.
+	// address) is not retried, and a kept connection the BMC closed is
+	// dialled again without a wait — for calls that are a courtesy, like
+	// a shutdown's logout from a BMC that is gone.
 	oneTryIfRefused bool
 }
 
@@ -236,6 +237,12 @@ func (c *conn) send(method, target string, body []byte, contentType string, head
 		}
 		if !retryable(status, err) || attempt >= c.d.cfg.Attempts || (c.oneTryIfRefused && errors.Is(err, syscall.ECONNREFUSED)) {
 			return nil, last
+		}
+		if c.oneTryIfRefused && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+			// A kept connection the BMC has closed fails before the
+			// request reaches it: a courtesy call dials again at once
+			// (a gone BMC then refuses it, and is asked no more).
+			continue
 		}
 		wait := c.d.retryWait(attempt, status, retryAfter)
 		c.d.cfg.Log.Debug("redfish call failed, retrying", "method", method, "url", target, "attempt", attempt, "wait", wait, "err", last)
