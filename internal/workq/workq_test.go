@@ -160,20 +160,7 @@ func TestStaleCallNotRun(t *testing.T) {
 	if err := q.Call(context.Background(), "c1", "ok", "new", nil, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var n int
-		if err := q.db.QueryRow("SELECT count(*) FROM conductor_calls").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d calls left; the stale one should be deleted", n)
-		}
-		time.Sleep(10 * time.Millisecond) // polling with a deadline
-	}
+	waitNone(t, q, "", "calls left; the stale one should be deleted")
 }
 
 // Calls for different nodes run at once; calls for one node run one at a
@@ -209,20 +196,7 @@ func TestCallsRunConcurrentlyButInOrderPerNode(t *testing.T) {
 		mu.Unlock()
 		return nil, nil
 	}, 20*time.Millisecond)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var left int
-		if err := q.db.QueryRow("SELECT count(*) FROM conductor_calls WHERE NOT done").Scan(&left); err != nil {
-			t.Fatal(err)
-		}
-		if left == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d calls not run", left)
-		}
-		time.Sleep(10 * time.Millisecond) // polling with a deadline
-	}
+	waitNone(t, q, " WHERE NOT done", "calls not run")
 	mu.Lock()
 	defer mu.Unlock()
 	for _, n := range []string{"n1", "n2", "n3"} {
@@ -271,4 +245,24 @@ func TestAnswerNotified(t *testing.T) {
 		}
 	}
 	assertEmpty(t, q)
+}
+
+// waitNone waits (20 s at most) until no row of conductor_calls matches
+// where, and fails with what when some still do.
+func waitNone(t *testing.T, q *Queue, where, what string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var n int
+		if err := q.db.QueryRow("SELECT count(*) FROM conductor_calls" + where).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d %s", n, what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
 }
